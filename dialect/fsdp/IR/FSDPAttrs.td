@@ -1,0 +1,278 @@
+//===- FSDPAttrs.td - fsdp attributes and enums ------------*- tablegen -*-===//
+//
+// Initializers of parameters, optimizers, and the sharding plan.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_ATTRS_TD
+#define FSDP_ATTRS_TD
+
+include "fsdp/IR/FSDPDialect.td"
+include "fsdp/IR/FSDPInterfaces.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Parameters of attributes
+//===----------------------------------------------------------------------===//
+
+// A finite double, printed so that it parses back to the same value.
+class F64Parameter<string desc> : APFloatParameter<desc> {
+  let parser = [{ ::mlir::fsdp::parseF64Parameter($_parser) }];
+  let printer = [{ $_printer.printFloat($_self) }];
+}
+class DefaultF64Parameter<string value, string desc> : F64Parameter<desc> {
+  let defaultValue = "::llvm::APFloat(" # value # ")";
+}
+class DefaultI64Parameter<string value, string desc>
+    : DefaultValuedParameter<"int64_t", value, desc>;
+class DefaultEnumParameter<EnumAttrInfo enum, string value>
+    : EnumParameter<enum> {
+  let defaultValue = enum.cppNamespace # "::" # enum.className # "::" # value;
+}
+
+// Device grid: `[N]` (shard axis) or `[R, S]` (replicate x shard).
+def FSDP_GridParameter : ArrayRefParameter<"int64_t", "device grid"> {
+  let parser = [{ ::mlir::fsdp::parseGridParameter($_parser) }];
+  let printer = [{ ::mlir::fsdp::printGridParameter($_printer, $_self) }];
+}
+
+//===----------------------------------------------------------------------===//
+// Enums of the plan
+//===----------------------------------------------------------------------===//
+
+def FSDP_Strategy : I32EnumAttr<"Strategy", "sharding strategy", [
+    I32EnumAttrCase<"FullShard", 0, "full_shard">,
+    I32EnumAttrCase<"ShardGradOp", 1, "shard_grad_op">,
+    I32EnumAttrCase<"NoShard", 2, "no_shard">,
+    I32EnumAttrCase<"HybridShard", 3, "hybrid_shard">]> {
+  let cppNamespace = "::mlir::fsdp";
+  let genSpecializedAttr = 0;
+}
+
+def FSDP_DType : I32EnumAttr<"DType", "floating-point storage type", [
+    I32EnumAttrCase<"F32", 0, "f32">,
+    I32EnumAttrCase<"BF16", 1, "bf16">]> {
+  let cppNamespace = "::mlir::fsdp";
+  let genSpecializedAttr = 0;
+}
+
+def FSDP_RematPolicy : I32EnumAttr<"RematPolicy", "activation recompute policy", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Selective", 1, "selective">,
+    I32EnumAttrCase<"Unit", 2, "unit">]> {
+  let cppNamespace = "::mlir::fsdp";
+  let genSpecializedAttr = 0;
+}
+
+def FSDP_UnitPolicy : I32EnumAttr<"UnitPolicy", "how parameters form FSDP units", [
+    I32EnumAttrCase<"Explicit", 0, "explicit">,
+    I32EnumAttrCase<"AutoWrap", 1, "auto_wrap">]> {
+  let cppNamespace = "::mlir::fsdp";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Initializers
+//===----------------------------------------------------------------------===//
+
+class FSDP_InitAttr<string name, string mnemonic, list<Trait> traits = [FSDP_InitializerAttrInterface]>
+    : FSDP_Attr<name, mnemonic, traits>;
+// Fan-in initializers only apply to parameters with an input dimension.
+class FSDP_FanInInitAttr<string name, string mnemonic>
+    : FSDP_InitAttr<name, mnemonic,
+        [DeclareAttrInterfaceMethods<FSDP_InitializerAttrInterface, ["verifyForType"]>]>;
+
+def FSDP_ZerosAttr : FSDP_InitAttr<"Zeros", "zeros"> {
+  let summary = "Initializes every element to 0";
+  let description = [{
+    ```mlir
+    fsdp.param @fc.b : tensor<10xf32> = #fsdp.zeros
+    ```
+  }];
+}
+
+def FSDP_OnesAttr : FSDP_InitAttr<"Ones", "ones"> {
+  let summary = "Initializes every element to 1";
+  let description = [{
+    The usual initializer of normalisation scales.
+
+    ```mlir
+    fsdp.param @ln.g : tensor<64xf32> = #fsdp.ones
+    ```
+  }];
+}
+
+def FSDP_ConstantAttr : FSDP_InitAttr<"Constant", "constant"> {
+  let summary = "Initializes every element to one value";
+  let description = [{
+    ```mlir
+    fsdp.param @gate : tensor<8xf32> = #fsdp.constant<0.5>
+    ```
+  }];
+  let parameters = (ins F64Parameter<"the value">:$value);
+  let assemblyFormat = "`<` $value `>`";
+  let genVerifyDecl = 1;
+}
+
+def FSDP_NormalAttr : FSDP_InitAttr<"Normal", "normal"> {
+  let summary = "Draws each element from a normal distribution";
+  let description = [{
+    `mean` defaults to 0; `std` must be positive.
+
+    ```mlir
+    fsdp.param @wte : tensor<256x64xf32> = #fsdp.normal<std = 0.02>
+    fsdp.param @b : tensor<64xf32> = #fsdp.normal<mean = 1.0, std = 0.1>
+    ```
+  }];
+  let parameters = (ins DefaultF64Parameter<"0.0", "mean">:$mean,
+                        F64Parameter<"standard deviation">:$std);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def FSDP_UniformAttr : FSDP_InitAttr<"Uniform", "uniform"> {
+  let summary = "Draws each element uniformly from [low, high)";
+  let description = [{
+    ```mlir
+    fsdp.param @w : tensor<16x16xf32> = #fsdp.uniform<low = -0.1, high = 0.1>
+    ```
+  }];
+  let parameters = (ins F64Parameter<"lower bound">:$low,
+                        F64Parameter<"upper bound">:$high);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def FSDP_FanInNormalAttr : FSDP_FanInInitAttr<"FanInNormal", "fan_in_normal"> {
+  let summary = "Normal with standard deviation scale / sqrt(fan_in)";
+  let description = [{
+    Draws from N(0, (scale / sqrt(fan_in))^2), where fan_in is the product of
+    every dimension but the last (a weight is stored `in x out`, as the right
+    operand of `fsdp.matmul`). `scale = 1` is LeCun initialisation,
+    `scale = 1.41421356` (sqrt 2) is He initialisation for ReLU layers. The
+    parameter must have rank 2 or more.
+
+    ```mlir
+    fsdp.param @fc1.w : tensor<784x256xf32> = #fsdp.fan_in_normal<scale = 1.41421356>
+    ```
+  }];
+  let parameters = (ins DefaultF64Parameter<"1.0", "multiplier of 1/sqrt(fan_in)">:$scale);
+  let assemblyFormat = "(`<` struct(params)^ `>`)?";
+  let genVerifyDecl = 1;
+}
+
+def FSDP_FanInUniformAttr : FSDP_FanInInitAttr<"FanInUniform", "fan_in_uniform"> {
+  let summary = "Uniform on [-scale / sqrt(fan_in), scale / sqrt(fan_in))";
+  let description = [{
+    fan_in as for `#fsdp.fan_in_normal`. `scale = 1` is the default
+    initialisation of a PyTorch `nn.Linear` weight. The parameter must have
+    rank 2 or more.
+
+    ```mlir
+    fsdp.param @fc1.w : tensor<784x256xf32> = #fsdp.fan_in_uniform
+    ```
+  }];
+  let parameters = (ins DefaultF64Parameter<"1.0", "multiplier of 1/sqrt(fan_in)">:$scale);
+  let assemblyFormat = "(`<` struct(params)^ `>`)?";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+class FSDP_OptimizerAttr<string name, string mnemonic>
+    : FSDP_Attr<name, mnemonic,
+                [DeclareAttrInterfaceMethods<FSDP_OptimizerAttrInterface>]>;
+
+def FSDP_SGDAttr : FSDP_OptimizerAttr<"SGD", "sgd"> {
+  let summary = "Stochastic gradient descent with momentum";
+  let description = [{
+    `v = momentum * v + g + weight_decay * p;  p = p - lr * v`.
+    `momentum` and `weight_decay` default to 0; with momentum 0 the optimizer
+    keeps no state.
+
+    ```mlir
+    optimizer = #fsdp.sgd<lr = 0.1, momentum = 0.9>
+    ```
+  }];
+  let parameters = (ins F64Parameter<"learning rate">:$lr,
+                        DefaultF64Parameter<"0.0", "momentum">:$momentum,
+                        DefaultF64Parameter<"0.0", "L2 weight decay">:$weight_decay);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def FSDP_AdamWAttr : FSDP_OptimizerAttr<"AdamW", "adamw"> {
+  let summary = "Adam with decoupled weight decay and bias correction";
+  let description = [{
+    Loshchilov & Hutter's AdamW. Defaults: `beta1 = 0.9`, `beta2 = 0.999`,
+    `eps = 1.0e-8`, `weight_decay = 0.01` (as in PyTorch).
+
+    ```mlir
+    optimizer = #fsdp.adamw<lr = 3.0e-4, weight_decay = 0.1>
+    ```
+  }];
+  let parameters = (ins F64Parameter<"learning rate">:$lr,
+                        DefaultF64Parameter<"0.9", "first-moment decay">:$beta1,
+                        DefaultF64Parameter<"0.999", "second-moment decay">:$beta2,
+                        DefaultF64Parameter<"1.0e-8", "denominator epsilon">:$eps,
+                        DefaultF64Parameter<"0.01", "decoupled weight decay">:$weight_decay);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Sharding plan
+//===----------------------------------------------------------------------===//
+
+def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
+  let summary = "How a model is sharded and trained";
+  let description = [{
+    Attached to the module as `fsdp.plan`. Only `grid` and `optimizer` are
+    required; every other field has the default below and is printed only
+    when it differs from it.
+
+    | field | meaning | default |
+    |---|---|---|
+    | `grid` | `[N]`: N ranks along the shard axis; `[R, S]`: R replicas of S-way sharding (`hybrid_shard` only) | required |
+    | `strategy` | `full_shard` (ZeRO-3), `shard_grad_op` (ZeRO-2), `no_shard` (DDP), `hybrid_shard` | `full_shard` |
+    | `optimizer` | `#fsdp.sgd<...>` or `#fsdp.adamw<...>`, with its learning rate | required |
+    | `param_dtype` | `f32` or `bf16`: dtype of gathered parameters and compute | `f32` |
+    | `reduce_dtype` | `f32` or `bf16`: dtype of gradient reductions | `f32` |
+    | `clip_grad_norm` | clip gradients to this global L2 norm; 0 disables | `0.0` |
+    | `prefetch` | units gathered ahead of the one computing | `1` |
+    | `max_inflight_gathers` | cap on all-gathers in flight | `2` |
+    | `remat` | activation recompute: `none`, `selective` (recompute elementwise ops), `unit` (keep only each unit's input) | `none` |
+    | `units` | `explicit` (the `unit` of each param) or `auto_wrap` (group params in declaration order until `min_unit_params`) | `explicit` |
+    | `min_unit_params` | parameter count that closes an auto-wrapped unit (`auto_wrap` only) | `0` |
+
+    ```mlir
+    module attributes {fsdp.plan = #fsdp.plan<grid = [2, 4], strategy = hybrid_shard,
+        optimizer = #fsdp.adamw<lr = 3.0e-4>, param_dtype = bf16,
+        clip_grad_norm = 1.0, units = auto_wrap, min_unit_params = 1000000>} {
+    }
+    ```
+  }];
+  let parameters = (ins
+    FSDP_GridParameter:$grid,
+    DefaultEnumParameter<FSDP_Strategy, "FullShard">:$strategy,
+    AttrParameter<"::mlir::fsdp::OptimizerAttrInterface", "optimizer">:$optimizer,
+    DefaultEnumParameter<FSDP_DType, "F32">:$param_dtype,
+    DefaultEnumParameter<FSDP_DType, "F32">:$reduce_dtype,
+    DefaultF64Parameter<"0.0", "global gradient-norm clip">:$clip_grad_norm,
+    DefaultI64Parameter<"1", "prefetch depth">:$prefetch,
+    DefaultI64Parameter<"2", "cap on gathers in flight">:$max_inflight_gathers,
+    DefaultEnumParameter<FSDP_RematPolicy, "None">:$remat,
+    DefaultEnumParameter<FSDP_UnitPolicy, "Explicit">:$units,
+    DefaultI64Parameter<"0", "auto-wrap threshold">:$min_unit_params
+  );
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Number of ranks in the whole grid.
+    int64_t getWorldSize() const;
+  }];
+}
+
+#endif // FSDP_ATTRS_TD

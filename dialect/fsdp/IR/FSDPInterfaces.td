@@ -1,0 +1,39 @@
+//===- FSDPInterfaces.td - fsdp attribute interfaces -------*- tablegen -*-===//
+
+#ifndef FSDP_INTERFACES_TD
+#define FSDP_INTERFACES_TD
+
+include "mlir/IR/OpBase.td"
+
+def FSDP_InitializerAttrInterface : AttrInterface<"InitializerAttrInterface"> {
+  let cppNamespace = "::mlir::fsdp";
+  let description = [{
+    An attribute that says how the initial values of a parameter are drawn.
+    The runtime evaluates it element by element from a counter-based random
+    generator keyed by (seed, parameter, element), so the values never depend
+    on how many ranks hold the parameter.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/[{Checks that this initializer can fill a tensor of `type`.}],
+      /*retTy=*/"::llvm::LogicalResult", /*methodName=*/"verifyForType",
+      /*args=*/(ins "::mlir::RankedTensorType":$type,
+                    "::llvm::function_ref<::mlir::InFlightDiagnostic()>":$emitError),
+      /*methodBody=*/"",
+      /*defaultImplementation=*/[{ return ::mlir::success(); }]>,
+  ];
+}
+
+def FSDP_OptimizerAttrInterface : AttrInterface<"OptimizerAttrInterface"> {
+  let cppNamespace = "::mlir::fsdp";
+  let description = [{
+    An optimizer of the training step. Each optimizer attribute carries its
+    hyper-parameters; the training-step derivation reads them to build the
+    update of every trainable parameter.
+  }];
+  let methods = [
+    InterfaceMethod<"The base learning rate.", "double", "getLearningRate">,
+  ];
+}
+
+#endif // FSDP_INTERFACES_TD

@@ -1,0 +1,374 @@
+//===- FSDPOps.td - fsdp operations ------------------------*- tablegen -*-===//
+
+#ifndef FSDP_OPS_TD
+#define FSDP_OPS_TD
+
+include "fsdp/IR/FSDPDialect.td"
+include "fsdp/IR/FSDPAttrs.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def FSDP_Tensor : StaticShapeTensorOf<[F32, BF16]>;
+def FSDP_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
+def FSDP_Scalar : 0DTensorOf<[F32, BF16]>;
+def FSDP_InitAttr : Attr<CPred<"::llvm::isa<::mlir::fsdp::InitializerAttrInterface>($_self)">,
+                         "parameter initializer"> {
+  let storageType = "::mlir::fsdp::InitializerAttrInterface";
+  let returnType = "::mlir::fsdp::InitializerAttrInterface";
+  let convertFromStorage = "$_self";
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+def FSDP_ParamOp : FSDP_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "Declares one model parameter";
+  let description = [{
+    Declares a trainable (or, with `frozen`, a fixed) tensor of the model: its
+    name, its static f32 or bf16 type, how it is initialised, and the FSDP unit
+    it belongs to. Parameters of one unit are gathered and freed together.
+    Without `unit` the parameter belongs to the root unit, or to the unit
+    chosen by auto-wrap when the plan asks for it.
+
+    ```mlir
+    fsdp.param @fc1.w unit "fc1" : tensor<784x256xf32> = #fsdp.fan_in_normal<scale = 1.0>
+    fsdp.param @fc1.b unit "fc1" : tensor<256xf32> = #fsdp.zeros
+    fsdp.param frozen @pos unit "embed" : tensor<128x64xf32> = #fsdp.normal<std = 0.02>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<AnyRankedTensor>:$type,
+                       FSDP_InitAttr:$init,
+                       OptionalAttr<StrAttr>:$unit,
+                       UnitAttr:$frozen);
+  let assemblyFormat = [{
+    (`frozen` $frozen^)? $sym_name (`unit` $unit^)? `:` $type `=` $init attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def FSDP_UseOp : FSDP_Op<"use", [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "Reads a parameter inside the model";
+  let description = [{
+    The value of the parameter `@name` at this step. Its type must be the one
+    the `fsdp.param` declares.
+
+    ```mlir
+    %w = fsdp.use @fc1.w : tensor<784x256xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$param attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+def FSDP_MatmulOp : FSDP_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Matrix product of activations and a weight";
+  let description = [{
+    `lhs` is `[..., M, K]` (any number of leading dimensions), `rhs` is
+    `[K, N]`; the result is `[..., M, N]`. `transpose_lhs` swaps the last two
+    dimensions of `lhs` and `transpose_rhs` those of `rhs` before the product.
+
+    ```mlir
+    %h = fsdp.matmul %x, %w : tensor<8x16x64xf32>, tensor<64x256xf32> -> tensor<8x16x256xf32>
+    %t = fsdp.matmul %a, %b transpose_rhs : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$lhs, FSDP_Tensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def FSDP_BatchMatmulOp : FSDP_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Batched matrix product";
+  let description = [{
+    `lhs` is `[B..., M, K]` and `rhs` is `[B..., K, N]` with the same batch
+    dimensions `B...` (at least one); the result is `[B..., M, N]`.
+    `transpose_lhs` / `transpose_rhs` swap the last two dimensions of an
+    operand first. Attention scores are `q @ k^T`:
+
+    ```mlir
+    %s = fsdp.batch_matmul %q, %k transpose_rhs
+        : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$lhs, FSDP_Tensor:$rhs,
+                       UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs (`transpose_lhs` $transpose_lhs^)? (`transpose_rhs` $transpose_rhs^)?
+    attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class FSDP_BinaryOp<string mnemonic, string what>
+    : FSDP_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "Elementwise " # what # " with NumPy broadcasting";
+  let description = [{
+    Shapes broadcast as in NumPy: aligned from the last dimension, each pair of
+    sizes equal or one of them 1. Both operands have the same element type.
+
+    ```mlir
+    %z = fsdp.}] # mnemonic # [{ %x, %b : tensor<8x16xf32>, tensor<16xf32> -> tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$lhs, FSDP_Tensor:$rhs);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def FSDP_AddOp : FSDP_BinaryOp<"add", "sum">;
+def FSDP_SubOp : FSDP_BinaryOp<"sub", "difference">;
+def FSDP_MulOp : FSDP_BinaryOp<"mul", "product">;
+def FSDP_DivOp : FSDP_BinaryOp<"div", "quotient">;
+
+class FSDP_UnaryOp<string mnemonic, string what>
+    : FSDP_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+  let summary = "Elementwise " # what;
+  let description = [{
+    ```mlir
+    %y = fsdp.}] # mnemonic # [{ %x : tensor<8x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def FSDP_ReluOp : FSDP_UnaryOp<"relu", "max(x, 0)">;
+def FSDP_GeluOp : FSDP_UnaryOp<"gelu",
+    "GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))">;
+def FSDP_SiluOp : FSDP_UnaryOp<"silu", "SiLU (swish): x * sigmoid(x)">;
+def FSDP_TanhOp : FSDP_UnaryOp<"tanh", "hyperbolic tangent">;
+def FSDP_ExpOp : FSDP_UnaryOp<"exp", "exponential">;
+
+def FSDP_ScaleOp : FSDP_Op<"scale", [Pure, SameOperandsAndResultType]> {
+  let summary = "Multiplies by a constant";
+  let description = [{
+    ```mlir
+    %y = fsdp.scale %x by 0.125 : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input, F64Attr:$factor);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation and attention
+//===----------------------------------------------------------------------===//
+
+def FSDP_SoftmaxOp : FSDP_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "Softmax along one dimension";
+  let description = [{
+    `exp(x - max) / sum(exp(x - max))` along `dim`.
+
+    ```mlir
+    %p = fsdp.softmax %s dim 3 : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def FSDP_LayerNormOp : FSDP_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "result"]>,
+     AllElementTypesMatch<["input", "gamma", "beta"]>]> {
+  let summary = "Layer normalisation over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + eps) * gamma + beta`, with mean and (biased)
+    variance over the last dimension C; `gamma` and `beta` are `[C]`.
+    `eps` defaults to 1.0e-5.
+
+    ```mlir
+    %y = fsdp.layer_norm %x, %g, %b : tensor<8x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+    %z = fsdp.layer_norm %x, %g, %b eps 1.0e-6 : tensor<8x16x64xf32>, tensor<64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input, FSDP_Tensor:$gamma, FSDP_Tensor:$beta,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta (`eps` $eps^)? attr-dict `:` type($input) `,` type($gamma) `,` type($beta)
+  }];
+  let hasVerifier = 1;
+}
+
+def FSDP_RMSNormOp : FSDP_Op<"rms_norm",
+    [Pure, AllTypesMatch<["input", "result"]>,
+     AllElementTypesMatch<["input", "gamma"]>]> {
+  let summary = "RMS normalisation over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x^2) + eps) * gamma` over the last dimension C; `gamma` is
+    `[C]`. `eps` defaults to 1.0e-5.
+
+    ```mlir
+    %y = fsdp.rms_norm %x, %g : tensor<8x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input, FSDP_Tensor:$gamma,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma (`eps` $eps^)? attr-dict `:` type($input) `,` type($gamma)
+  }];
+  let hasVerifier = 1;
+}
+
+def FSDP_CausalMaskOp : FSDP_Op<"causal_mask", [Pure, SameOperandsAndResultType]> {
+  let summary = "Masks attention scores of future positions";
+  let description = [{
+    The last two dimensions are (query, key) positions of one sequence and
+    must be equal. Every score whose key position is after its query position
+    becomes -infinity, so a following `fsdp.softmax` gives it zero weight.
+
+    ```mlir
+    %m = fsdp.causal_mask %s : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Lookup and layout
+//===----------------------------------------------------------------------===//
+
+def FSDP_EmbeddingOp : FSDP_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Looks up rows of a table";
+  let description = [{
+    `table` is `[V, D]`; `indices` holds integers in [0, V); the result has
+    the shape of `indices` followed by D. An out-of-range index is an error
+    reported by the trainer at run time.
+
+    ```mlir
+    %e = fsdp.embedding %wte[%tokens] : tensor<256x64xf32>, tensor<8x16xi32> -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$table, FSDP_IndexTensor:$indices);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $table `[` $indices `]` attr-dict `:` type($table) `,` type($indices) `->` type($result)
+  }];
+}
+
+def FSDP_ReshapeOp : FSDP_Op<"reshape", [Pure, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Reinterprets the shape, keeping row-major element order";
+  let description = [{
+    ```mlir
+    %h = fsdp.reshape %x : tensor<8x16x64xf32> -> tensor<8x16x4x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def FSDP_TransposeOp : FSDP_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Permutes dimensions";
+  let description = [{
+    Dimension `i` of the result is dimension `permutation[i]` of the input.
+
+    ```mlir
+    %t = fsdp.transpose %x [0, 2, 1, 3] : tensor<8x16x4x16xf32> -> tensor<8x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input $permutation attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class FSDP_ReduceOp<string mnemonic, string what>
+    : FSDP_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = what # " over dimensions";
+  let description = [{
+    Reduces the listed dimensions (increasing, distinct) and drops them from
+    the shape; reducing every dimension gives a rank-0 tensor.
+
+    ```mlir
+    %s = fsdp.}] # mnemonic # [{ %x dims [1] : tensor<8x16x64xf32> -> tensor<8x64xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input, DenseI64ArrayAttr:$dims);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input `dims` $dims attr-dict `:` type($input) `->` type($result)";
+}
+
+def FSDP_ReduceSumOp : FSDP_ReduceOp<"reduce_sum", "Sum">;
+def FSDP_ReduceMeanOp : FSDP_ReduceOp<"reduce_mean", "Mean">;
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def FSDP_CrossEntropyOp : FSDP_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Mean softmax cross-entropy against integer targets";
+  let description = [{
+    `logits` is `[..., C]` and `targets` `[...]` (the same leading shape) with
+    class indices in [0, C). The result is the mean over all positions of
+    `logsumexp(logits) - logits[target]`.
+
+    ```mlir
+    %l = fsdp.cross_entropy %logits, %y : tensor<8x16x256xf32>, tensor<8x16xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$logits, FSDP_IndexTensor:$targets);
+  let results = (outs FSDP_Scalar:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($result)
+  }];
+}
+
+def FSDP_MSEOp : FSDP_Op<"mse", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Mean squared error";
+  let description = [{
+    The mean over all elements of `(prediction - target)^2`; both operands
+    have the same type.
+
+    ```mlir
+    %l = fsdp.mse %p, %t : tensor<64x1xf32>, tensor<64x1xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$prediction, FSDP_Tensor:$target);
+  let results = (outs FSDP_Scalar:$result);
+  let assemblyFormat = [{
+    $prediction `,` $target attr-dict `:` type($prediction) `,` type($target) `->` type($result)
+  }];
+}
+
+#endif // FSDP_OPS_TD

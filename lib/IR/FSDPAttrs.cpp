@@ -1,0 +1,224 @@
+//===- FSDPAttrs.cpp - fsdp attributes: parsing helpers and verifiers -----===//
+
+#include "fsdp/IR/FSDPAttrs.h"
+#include "fsdp/IR/FSDPDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+#include "fsdp/IR/FSDPAttrInterfaces.cpp.inc"
+#include "fsdp/IR/FSDPEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "fsdp/IR/FSDPAttrs.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Parameter parsers
+//===----------------------------------------------------------------------===//
+
+FailureOr<llvm::APFloat> mlir::fsdp::parseF64Parameter(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  double value;
+  if (parser.parseFloat(value))
+    return failure();
+  if (!std::isfinite(value))
+    return parser.emitError(loc, "expected a finite number");
+  return llvm::APFloat(value);
+}
+
+FailureOr<SmallVector<int64_t>> mlir::fsdp::parseGridParameter(AsmParser &parser) {
+  SmallVector<int64_t> grid;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        return parser.parseInteger(grid.emplace_back());
+      }))
+    return failure();
+  return grid;
+}
+
+void mlir::fsdp::printGridParameter(AsmPrinter &printer, ArrayRef<int64_t> grid) {
+  printer << '[';
+  llvm::interleaveComma(grid, printer);
+  printer << ']';
+}
+
+//===----------------------------------------------------------------------===//
+// Initializers
+//===----------------------------------------------------------------------===//
+
+using llvm::APFloat;
+
+LogicalResult ConstantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   APFloat value) {
+  if (!value.isFinite())
+    return emitError() << "constant initializer must be finite";
+  return success();
+}
+
+LogicalResult NormalAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 APFloat mean, APFloat std) {
+  if (!mean.isFinite() || !std.isFinite() || !(std.convertToDouble() > 0.0))
+    return emitError() << "normal initializer needs a positive std, got std = "
+                       << std.convertToDouble();
+  return success();
+}
+
+LogicalResult UniformAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  APFloat low, APFloat high) {
+  if (!(low.convertToDouble() < high.convertToDouble()))
+    return emitError() << "uniform initializer needs low < high, got ["
+                       << low.convertToDouble() << ", " << high.convertToDouble() << ")";
+  return success();
+}
+
+static LogicalResult verifyFanInScale(function_ref<InFlightDiagnostic()> emitError,
+                                      APFloat scale) {
+  if (!scale.isFinite() || !(scale.convertToDouble() > 0.0))
+    return emitError() << "fan-in initializer needs a positive scale, got "
+                       << scale.convertToDouble();
+  return success();
+}
+
+LogicalResult FanInNormalAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                      APFloat scale) {
+  return verifyFanInScale(emitError, scale);
+}
+
+LogicalResult FanInUniformAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                       APFloat scale) {
+  return verifyFanInScale(emitError, scale);
+}
+
+/// Fan-in initializers scale by the size of every dimension but the last,
+/// which only exists for matrices and higher.
+static LogicalResult verifyHasFanIn(RankedTensorType type,
+                                    function_ref<InFlightDiagnostic()> emitError) {
+  if (type.getRank() < 2)
+    return emitError() << "fan-in initializer needs a parameter of rank 2 or more, got "
+                       << type;
+  return success();
+}
+
+LogicalResult
+FanInNormalAttr::verifyForType(RankedTensorType type,
+                               function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyHasFanIn(type, emitError);
+}
+
+LogicalResult
+FanInUniformAttr::verifyForType(RankedTensorType type,
+                                function_ref<InFlightDiagnostic()> emitError) const {
+  return verifyHasFanIn(type, emitError);
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizers
+//===----------------------------------------------------------------------===//
+
+static LogicalResult verifyLearningRate(function_ref<InFlightDiagnostic()> emitError,
+                                        APFloat lr) {
+  if (!lr.isFinite() || !(lr.convertToDouble() > 0.0))
+    return emitError() << "learning rate must be positive, got " << lr.convertToDouble();
+  return success();
+}
+
+static LogicalResult verifyUnitInterval(function_ref<InFlightDiagnostic()> emitError,
+                                        StringRef name, APFloat value) {
+  double v = value.convertToDouble();
+  if (!(v >= 0.0 && v < 1.0))
+    return emitError() << name << " must be in [0, 1), got " << v;
+  return success();
+}
+
+static LogicalResult verifyWeightDecay(function_ref<InFlightDiagnostic()> emitError,
+                                       APFloat weightDecay) {
+  if (!(weightDecay.convertToDouble() >= 0.0))
+    return emitError() << "weight_decay must be non-negative, got "
+                       << weightDecay.convertToDouble();
+  return success();
+}
+
+LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                              APFloat lr, APFloat momentum, APFloat weightDecay) {
+  if (failed(verifyLearningRate(emitError, lr)) ||
+      failed(verifyUnitInterval(emitError, "momentum", momentum)))
+    return failure();
+  return verifyWeightDecay(emitError, weightDecay);
+}
+
+double SGDAttr::getLearningRate() const { return getLr().convertToDouble(); }
+
+LogicalResult AdamWAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                APFloat lr, APFloat beta1, APFloat beta2, APFloat eps,
+                                APFloat weightDecay) {
+  if (failed(verifyLearningRate(emitError, lr)) ||
+      failed(verifyUnitInterval(emitError, "beta1", beta1)) ||
+      failed(verifyUnitInterval(emitError, "beta2", beta2)))
+    return failure();
+  if (!(eps.convertToDouble() > 0.0))
+    return emitError() << "eps must be positive, got " << eps.convertToDouble();
+  return verifyWeightDecay(emitError, weightDecay);
+}
+
+double AdamWAttr::getLearningRate() const { return getLr().convertToDouble(); }
+
+//===----------------------------------------------------------------------===//
+// Plan
+//===----------------------------------------------------------------------===//
+
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> grid, Strategy strategy,
+                               OptimizerAttrInterface optimizer, DType, DType,
+                               APFloat clipGradNorm, int64_t prefetch,
+                               int64_t maxInflightGathers, RematPolicy,
+                               UnitPolicy units, int64_t minUnitParams) {
+  if (grid.empty() || grid.size() > 2)
+    return emitError() << "grid must be [shard] or [replicate, shard], got "
+                       << grid.size() << " dimensions";
+  for (int64_t size : grid)
+    if (size < 1)
+      return emitError() << "grid sizes must be positive, got " << size;
+  bool hybrid = strategy == Strategy::HybridShard;
+  if (hybrid && grid.size() != 2)
+    return emitError() << "hybrid_shard needs a 2-D grid [replicate, shard]";
+  if (!hybrid && grid.size() != 1)
+    return emitError() << "a 2-D grid needs strategy = hybrid_shard, got "
+                       << stringifyStrategy(strategy);
+  if (!optimizer)
+    return emitError() << "plan needs an optimizer";
+  if (!(clipGradNorm.convertToDouble() >= 0.0))
+    return emitError() << "clip_grad_norm must be non-negative (0 disables clipping), got "
+                       << clipGradNorm.convertToDouble();
+  if (prefetch < 0)
+    return emitError() << "prefetch must be non-negative, got " << prefetch;
+  if (maxInflightGathers < 1)
+    return emitError() << "max_inflight_gathers must be at least 1, got "
+                       << maxInflightGathers;
+  if (units == UnitPolicy::AutoWrap && minUnitParams < 1)
+    return emitError() << "units = auto_wrap needs min_unit_params >= 1";
+  if (units == UnitPolicy::Explicit && minUnitParams != 0)
+    return emitError() << "min_unit_params applies only with units = auto_wrap";
+  return success();
+}
+
+int64_t PlanAttr::getWorldSize() const {
+  int64_t size = 1;
+  for (int64_t dim : getGrid())
+    size *= dim;
+  return size;
+}
+
+//===----------------------------------------------------------------------===//
+// Registration
+//===----------------------------------------------------------------------===//
+
+void FSDPDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "fsdp/IR/FSDPAttrs.cpp.inc"
+      >();
+}

@@ -1,0 +1,332 @@
+//===- FSDPOps.cpp - fsdp operations: verifiers and shape rules -----------===//
+
+#include "fsdp/IR/FSDPOps.h"
+
+#include "mlir/Dialect/Traits.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+/// Prints a shape as `4x8x16` (or `scalar`) inside diagnostics.
+static std::string shapeString(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(shape, os, "x");
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// ParamOp / UseOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  auto type = llvm::dyn_cast<RankedTensorType>(getType());
+  if (!type || !type.hasStaticShape())
+    return emitOpError("parameter type must be a statically shaped tensor, got ")
+           << getType();
+  if (!type.getElementType().isF32() && !type.getElementType().isBF16())
+    return emitOpError("parameter element type must be f32 or bf16, got ")
+           << type.getElementType();
+  if (type.getNumElements() == 0)
+    return emitOpError("parameter has no elements: ") << type;
+  if (std::optional<StringRef> unit = getUnit(); unit && unit->empty())
+    return emitOpError("unit name must not be empty");
+  return getInit().verifyForType(type, [&] { return emitOpError(); });
+}
+
+LogicalResult UseOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param)
+    return emitOpError("'") << getParam() << "' does not name an fsdp.param";
+  if (param.getType() != getType())
+    return emitOpError("type ")
+           << getType() << " does not match the declaration of '" << getParam()
+           << "' as " << param.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Matrix products
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The two trailing dimensions of a matrix operand, after an optional swap.
+struct MatrixDims {
+  int64_t rows, cols;
+};
+} // namespace
+
+static MatrixDims trailingMatrix(ArrayRef<int64_t> shape, bool transposed) {
+  int64_t rows = shape[shape.size() - 2], cols = shape.back();
+  return transposed ? MatrixDims{cols, rows} : MatrixDims{rows, cols};
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &inferred) {
+  auto lhs = llvm::cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = llvm::cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (lhs.getRank() < 2)
+    return emitOptionalError(loc, "lhs must have rank 2 or more, got ", lhs);
+  if (rhs.getRank() != 2)
+    return emitOptionalError(loc, "rhs must be a matrix (rank 2), got ", rhs,
+                             "; use fsdp.batch_matmul for batched operands");
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "operand element types differ: ",
+                             lhs.getElementType(), " and ", rhs.getElementType());
+  MatrixDims a = trailingMatrix(lhs.getShape(), adaptor.getTransposeLhs());
+  MatrixDims b = trailingMatrix(rhs.getShape(), adaptor.getTransposeRhs());
+  if (a.cols != b.rows)
+    return emitOptionalError(loc, "contraction sizes differ: lhs has ", a.cols,
+                             " columns but rhs has ", b.rows, " rows");
+  SmallVector<int64_t> shape(lhs.getShape().drop_back(2));
+  shape.append({a.rows, b.cols});
+  inferred.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
+                                              std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &inferred) {
+  auto lhs = llvm::cast<RankedTensorType>(adaptor.getLhs().getType());
+  auto rhs = llvm::cast<RankedTensorType>(adaptor.getRhs().getType());
+  if (lhs.getRank() < 3 || rhs.getRank() != lhs.getRank())
+    return emitOptionalError(loc, "operands must have the same rank, 3 or more, got ",
+                             lhs, " and ", rhs);
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "operand element types differ: ",
+                             lhs.getElementType(), " and ", rhs.getElementType());
+  ArrayRef<int64_t> batch = lhs.getShape().drop_back(2);
+  if (batch != rhs.getShape().drop_back(2))
+    return emitOptionalError(loc, "batch dimensions differ: ", shapeString(batch),
+                             " and ", shapeString(rhs.getShape().drop_back(2)));
+  MatrixDims a = trailingMatrix(lhs.getShape(), adaptor.getTransposeLhs());
+  MatrixDims b = trailingMatrix(rhs.getShape(), adaptor.getTransposeRhs());
+  if (a.cols != b.rows)
+    return emitOptionalError(loc, "contraction sizes differ: lhs has ", a.cols,
+                             " columns but rhs has ", b.rows, " rows");
+  SmallVector<int64_t> shape(batch);
+  shape.append({a.rows, b.cols});
+  inferred.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferBroadcast(std::optional<Location> loc, Value lhsValue,
+                                    Value rhsValue,
+                                    SmallVectorImpl<Type> &inferred) {
+  auto lhs = llvm::cast<RankedTensorType>(lhsValue.getType());
+  auto rhs = llvm::cast<RankedTensorType>(rhsValue.getType());
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "operand element types differ: ",
+                             lhs.getElementType(), " and ", rhs.getElementType());
+  SmallVector<int64_t> shape;
+  if (!OpTrait::util::getBroadcastedShape(lhs.getShape(), rhs.getShape(), shape))
+    return emitOptionalError(loc, "shapes ", shapeString(lhs.getShape()), " and ",
+                             shapeString(rhs.getShape()), " do not broadcast");
+  inferred.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+#define FSDP_BINARY_INFER(OP)                                                  \
+  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
+                                     std::optional<Location> loc,              \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &inferred) {        \
+    return inferBroadcast(loc, adaptor.getLhs(), adaptor.getRhs(), inferred);  \
+  }
+FSDP_BINARY_INFER(AddOp)
+FSDP_BINARY_INFER(SubOp)
+FSDP_BINARY_INFER(MulOp)
+FSDP_BINARY_INFER(DivOp)
+#undef FSDP_BINARY_INFER
+
+LogicalResult ScaleOp::verify() {
+  if (!std::isfinite(getFactor().convertToDouble()))
+    return emitOpError("factor must be finite");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation and attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getType().getRank();
+  if (getDim() >= rank)
+    return emitOpError("dim ") << getDim() << " is out of range for rank " << rank;
+  return success();
+}
+
+/// Checks an affine parameter of a normalisation over the last dimension.
+static LogicalResult verifyNormParam(Operation *op, RankedTensorType input,
+                                     Value param, StringRef name,
+                                     llvm::APFloat eps) {
+  if (input.getRank() < 1)
+    return op->emitOpError("input must have rank 1 or more");
+  auto type = llvm::cast<RankedTensorType>(param.getType());
+  int64_t channels = input.getShape().back();
+  if (type.getRank() != 1 || type.getDimSize(0) != channels)
+    return op->emitOpError() << name << " must be tensor<" << channels << "x"
+                             << input.getElementType()
+                             << "> (the last dimension of the input), got " << type;
+  double value = eps.convertToDouble();
+  if (!(value > 0.0) || !std::isfinite(value))
+    return op->emitOpError("eps must be positive and finite");
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  auto input = getInput().getType();
+  if (failed(verifyNormParam(*this, input, getGamma(), "gamma", getEpsAttr().getValue())))
+    return failure();
+  return verifyNormParam(*this, input, getBeta(), "beta", getEpsAttr().getValue());
+}
+
+LogicalResult RMSNormOp::verify() {
+  return verifyNormParam(*this, getInput().getType(), getGamma(), "gamma",
+                         getEpsAttr().getValue());
+}
+
+LogicalResult CausalMaskOp::verify() {
+  ArrayRef<int64_t> shape = getType().getShape();
+  if (shape.size() < 2 || shape[shape.size() - 1] != shape[shape.size() - 2])
+    return emitOpError("needs a square (query x key) trailing matrix, got ")
+           << shapeString(shape);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Lookup and layout
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto table = llvm::cast<RankedTensorType>(adaptor.getTable().getType());
+  auto indices = llvm::cast<RankedTensorType>(adaptor.getIndices().getType());
+  if (table.getRank() != 2)
+    return emitOptionalError(loc, "table must be [rows, features], got ", table);
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.push_back(table.getDimSize(1));
+  inferred.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  if (getInput().getType().getNumElements() != getType().getNumElements())
+    return emitOpError("cannot reshape ")
+           << shapeString(getInput().getType().getShape()) << " ("
+           << getInput().getType().getNumElements() << " elements) to "
+           << shapeString(getType().getShape()) << " (" << getType().getNumElements()
+           << " elements)";
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  if (static_cast<int64_t>(perm.size()) != input.getRank())
+    return emitOptionalError(loc, "permutation has ", perm.size(),
+                             " entries but the input has rank ", input.getRank());
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t dim : perm) {
+    if (dim < 0 || dim >= input.getRank() || seen[dim])
+      return emitOptionalError(loc, "permutation must hold each of 0..",
+                               input.getRank() - 1, " exactly once");
+    seen[dim] = true;
+    shape.push_back(input.getDimSize(dim));
+  }
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferReduction(std::optional<Location> loc, Value inputValue,
+                                    ArrayRef<int64_t> dims,
+                                    SmallVectorImpl<Type> &inferred) {
+  auto input = llvm::cast<RankedTensorType>(inputValue.getType());
+  if (dims.empty())
+    return emitOptionalError(loc, "dims must name at least one dimension");
+  for (auto [i, dim] : llvm::enumerate(dims)) {
+    if (dim < 0 || dim >= input.getRank())
+      return emitOptionalError(loc, "dim ", dim, " is out of range for rank ",
+                               input.getRank());
+    if (i > 0 && dim <= dims[i - 1])
+      return emitOptionalError(loc, "dims must be strictly increasing");
+  }
+  SmallVector<int64_t> shape;
+  for (auto [dim, size] : llvm::enumerate(input.getShape()))
+    if (!llvm::is_contained(dims, static_cast<int64_t>(dim)))
+      shape.push_back(size);
+  inferred.push_back(RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
+                                            std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  return inferReduction(loc, adaptor.getInput(), adaptor.getDims(), inferred);
+}
+
+LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
+                                             std::optional<Location> loc,
+                                             Adaptor adaptor,
+                                             SmallVectorImpl<Type> &inferred) {
+  return inferReduction(loc, adaptor.getInput(), adaptor.getDims(), inferred);
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &inferred) {
+  auto logits = llvm::cast<RankedTensorType>(adaptor.getLogits().getType());
+  auto targets = llvm::cast<RankedTensorType>(adaptor.getTargets().getType());
+  if (logits.getRank() < 2)
+    return emitOptionalError(loc, "logits must be [..., classes] with rank 2 or more, got ",
+                             logits);
+  if (targets.getShape() != logits.getShape().drop_back())
+    return emitOptionalError(loc, "targets shape ", shapeString(targets.getShape()),
+                             " must be the logits shape without its last dimension (",
+                             shapeString(logits.getShape().drop_back()), ")");
+  inferred.push_back(RankedTensorType::get({}, logits.getElementType()));
+  return success();
+}
+
+LogicalResult MSEOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &inferred) {
+  Type prediction = adaptor.getPrediction().getType();
+  if (prediction != adaptor.getTarget().getType())
+    return emitOptionalError(loc, "prediction ", prediction, " and target ",
+                             adaptor.getTarget().getType(), " must have the same type");
+  inferred.push_back(RankedTensorType::get(
+      {}, llvm::cast<RankedTensorType>(prediction).getElementType()));
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "fsdp/IR/FSDPOps.cpp.inc"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Idempotent set-up of everything FSDP-MLIR needs on a fresh Debian (bookworm) machine.
+# Safe to run repeatedly: apt-get skips what is already installed.
+set -euo pipefail
+
+LLVM_VERSION=22
+PACKAGES=(
+  cmake ninja-build g++ git
+  "llvm-${LLVM_VERSION}-dev" "llvm-${LLVM_VERSION}-tools"
+  "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
+  libopenmpi-dev openmpi-bin
+  libopenblas-dev
+  libgtest-dev
+  python3 python3-numpy
+)
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all Debian packages present"
+fi
+
+# NumPy for the reference implementations in test/, for whichever python3 is first on PATH.
+if ! python3 -c 'import numpy' 2>/dev/null; then
+  python3 -m pip install --quiet numpy
+fi
+# lit drives the test suite; Debian ships it inside llvm-N-tools, PyPI has it otherwise.
+if [ ! -x "/usr/lib/llvm-${LLVM_VERSION}/bin/lit" ] && ! python3 -c 'import lit' 2>/dev/null; then
+  python3 -m pip install --quiet lit
+fi
+
+CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+have_nccl() {
+  local d
+  for d in "$CUDA_HOME/lib" "$CUDA_HOME/lib64" "$CUDA_HOME"/targets/*/lib /usr/lib/x86_64-linux-gnu; do
+    [ -e "$d/libnccl.so" ] && return 0
+  done
+  return 1
+}
+if [ -x "$CUDA_HOME/bin/nvcc" ] && have_nccl; then
+  echo "setup: CUDA toolkit and NCCL found under $CUDA_HOME: the cuda target will be built"
+else
+  echo "setup: CUDA toolkit or NCCL not found under $CUDA_HOME: the cuda target will be skipped"
+fi

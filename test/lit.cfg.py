@@ -1,0 +1,33 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "FSDP"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.fsdp_obj_root, "test")
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+
+config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
+if config.sanitizers:
+    config.available_features.add("sanitizers")
+    # Fail on the first report; the robustness test greps for any that slip through.
+    config.environment["ASAN_OPTIONS"] = "abort_on_error=0:halt_on_error=1:detect_leaks=1"
+    config.environment["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%fsdp_src_root", config.fsdp_src_root))
+config.substitutions.append(("%examples", os.path.join(config.fsdp_src_root, "examples")))
+config.substitutions.append(("%python", config.python_executable))
+
+llvm_config.with_system_env_vars_append("PATH")
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
+tools = ["fsdp-opt"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
