@@ -24,7 +24,6 @@ config.substitutions.append(("%fsdp_src_root", config.fsdp_src_root))
 config.substitutions.append(("%examples", os.path.join(config.fsdp_src_root, "examples")))
 config.substitutions.append(("%python", config.python_executable))
 
-llvm_config.with_system_env_vars_append("PATH")
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 

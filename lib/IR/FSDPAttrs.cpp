@@ -7,6 +7,10 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cstdio>
+#include <cmath>
+#include <cstdlib>
+
 
 using namespace mlir;
 using namespace mlir::fsdp;
@@ -23,12 +27,45 @@ using namespace mlir::fsdp;
 
 FailureOr<llvm::APFloat> mlir::fsdp::parseF64Parameter(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
+  // Hyper-parameters are often whole numbers: accept `1` as well as `1.0`.
+  bool negative = succeeded(parser.parseOptionalMinus());
+  int64_t integer;
   double value;
-  if (parser.parseFloat(value))
+  OptionalParseResult isInteger = parser.parseOptionalInteger(integer);
+  if (isInteger.has_value()) {
+    if (failed(*isInteger))
+      return failure();
+    if (negative && integer < 0)
+      return parser.emitError(loc, "expected a number");
+    value = static_cast<double>(integer);
+  } else if (parser.parseFloat(value)) {
     return failure();
+  }
+  if (negative)
+    value = -value;
   if (!std::isfinite(value))
     return parser.emitError(loc, "expected a finite number");
   return llvm::APFloat(value);
+}
+
+void mlir::fsdp::printF64Parameter(AsmPrinter &printer, const llvm::APFloat &value) {
+  double number = value.convertToDouble();
+  char text[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof(text), "%.*g", precision, number);
+    if (std::strtod(text, nullptr) == number)
+      break;
+  }
+  // MLIR float literals need a '.' in the mantissa: `1.0`, `1.0e-06`.
+  StringRef printed(text);
+  if (printed.contains('.')) {
+    printer << printed;
+    return;
+  }
+  auto [mantissa, exponent] = printed.split('e');
+  printer << mantissa << ".0";
+  if (!exponent.empty())
+    printer << 'e' << exponent;
 }
 
 FailureOr<SmallVector<int64_t>> mlir::fsdp::parseGridParameter(AsmParser &parser) {

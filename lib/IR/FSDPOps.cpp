@@ -21,6 +21,20 @@ static std::string shapeString(ArrayRef<int64_t> shape) {
   return text;
 }
 
+/// Real-valued op attributes read and print like the dialect's attribute
+/// parameters: the shortest decimal form that parses back to the same double.
+static ParseResult parseF64(OpAsmParser &parser, FloatAttr &attr) {
+  FailureOr<llvm::APFloat> value = parseF64Parameter(parser);
+  if (failed(value))
+    return failure();
+  attr = parser.getBuilder().getF64FloatAttr(value->convertToDouble());
+  return success();
+}
+
+static void printF64(OpAsmPrinter &printer, Operation *, FloatAttr attr) {
+  printF64Parameter(printer, attr.getValue());
+}
+
 //===----------------------------------------------------------------------===//
 // ParamOp / UseOp
 //===----------------------------------------------------------------------===//

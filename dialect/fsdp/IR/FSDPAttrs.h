@@ -14,6 +14,8 @@
 namespace mlir::fsdp {
 /// Parses a real number parameter of an fsdp attribute (`0.02`, `-1`, `3e-4`).
 FailureOr<llvm::APFloat> parseF64Parameter(AsmParser &parser);
+/// Prints the shortest decimal form that parses back to the same double.
+void printF64Parameter(AsmPrinter &printer, const llvm::APFloat &value);
 /// Parses a device grid: `[N]` or `[R, S]`.
 FailureOr<SmallVector<int64_t>> parseGridParameter(AsmParser &parser);
 void printGridParameter(AsmPrinter &printer, ArrayRef<int64_t> grid);

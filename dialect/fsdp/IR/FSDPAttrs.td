@@ -15,10 +15,10 @@ include "mlir/IR/EnumAttr.td"
 // Parameters of attributes
 //===----------------------------------------------------------------------===//
 
-// A finite double, printed so that it parses back to the same value.
+// A finite double, printed in its shortest form that parses back to the same value.
 class F64Parameter<string desc> : APFloatParameter<desc> {
   let parser = [{ ::mlir::fsdp::parseF64Parameter($_parser) }];
-  let printer = [{ $_printer.printFloat($_self) }];
+  let printer = [{ ::mlir::fsdp::printF64Parameter($_printer, $_self) }];
 }
 class DefaultF64Parameter<string value, string desc> : F64Parameter<desc> {
   let defaultValue = "::llvm::APFloat(" # value # ")";

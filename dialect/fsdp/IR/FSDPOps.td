@@ -176,7 +176,7 @@ def FSDP_ScaleOp : FSDP_Op<"scale", [Pure, SameOperandsAndResultType]> {
   }];
   let arguments = (ins FSDP_Tensor:$input, F64Attr:$factor);
   let results = (outs FSDP_Tensor:$result);
-  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+  let assemblyFormat = "$input `by` custom<F64>($factor) attr-dict `:` type($input)";
   let hasVerifier = 1;
 }
 
@@ -217,7 +217,7 @@ def FSDP_LayerNormOp : FSDP_Op<"layer_norm",
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
   let results = (outs FSDP_Tensor:$result);
   let assemblyFormat = [{
-    $input `,` $gamma `,` $beta (`eps` $eps^)? attr-dict `:` type($input) `,` type($gamma) `,` type($beta)
+    $input `,` $gamma `,` $beta (`eps` custom<F64>($eps)^)? attr-dict `:` type($input) `,` type($gamma) `,` type($beta)
   }];
   let hasVerifier = 1;
 }
@@ -238,7 +238,7 @@ def FSDP_RMSNormOp : FSDP_Op<"rms_norm",
                        DefaultValuedAttr<F64Attr, "1.0e-5">:$eps);
   let results = (outs FSDP_Tensor:$result);
   let assemblyFormat = [{
-    $input `,` $gamma (`eps` $eps^)? attr-dict `:` type($input) `,` type($gamma)
+    $input `,` $gamma (`eps` custom<F64>($eps)^)? attr-dict `:` type($input) `,` type($gamma)
   }];
   let hasVerifier = 1;
 }
