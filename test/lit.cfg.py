@@ -21,6 +21,7 @@ if config.sanitizers:
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%fsdp_src_root", config.fsdp_src_root))
+config.substitutions.append(("%fsdp_obj_root", config.fsdp_obj_root))
 config.substitutions.append(("%examples", os.path.join(config.fsdp_src_root, "examples")))
 config.substitutions.append(("%python", config.python_executable))
 
