@@ -6,10 +6,12 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cstdio>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 
 using namespace mlir;
@@ -27,17 +29,21 @@ using namespace mlir::fsdp;
 
 FailureOr<llvm::APFloat> mlir::fsdp::parseF64Parameter(AsmParser &parser) {
   SMLoc loc = parser.getCurrentLocation();
-  // Hyper-parameters are often whole numbers: accept `1` as well as `1.0`.
+  // Hyper-parameters are often whole numbers: accept `1` as well as `1.0`, but
+  // not `true` or hexadecimal bit patterns.
   bool negative = succeeded(parser.parseOptionalMinus());
-  int64_t integer;
+  APInt integer;
   double value;
-  OptionalParseResult isInteger = parser.parseOptionalInteger(integer);
+  OptionalParseResult isInteger = parser.parseOptionalDecimalInteger(integer);
   if (isInteger.has_value()) {
     if (failed(*isInteger))
       return failure();
-    if (negative && integer < 0)
+    if (integer.isNegative())
       return parser.emitError(loc, "expected a number");
-    value = static_cast<double>(integer);
+    if (integer.getSignificantBits() > 64)
+      return parser.emitError(loc, "whole number too large; write it as a real "
+                                   "number, e.g. 1.0e20");
+    value = static_cast<double>(integer.getSExtValue());
   } else if (parser.parseFloat(value)) {
     return failure();
   }
@@ -98,7 +104,9 @@ LogicalResult ConstantAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult NormalAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  APFloat mean, APFloat std) {
-  if (!mean.isFinite() || !std.isFinite() || !(std.convertToDouble() > 0.0))
+  if (!mean.isFinite())
+    return emitError() << "normal initializer needs a finite mean";
+  if (!std.isFinite() || !(std.convertToDouble() > 0.0))
     return emitError() << "normal initializer needs a positive std, got std = "
                        << std.convertToDouble();
   return success();
@@ -216,9 +224,15 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (grid.empty() || grid.size() > 2)
     return emitError() << "grid must be [shard] or [replicate, shard], got "
                        << grid.size() << " dimensions";
-  for (int64_t size : grid)
+  // Ranks are MPI ints: the whole grid must fit in one.
+  int64_t worldSize = 1;
+  for (int64_t size : grid) {
     if (size < 1)
       return emitError() << "grid sizes must be positive, got " << size;
+    if (llvm::MulOverflow(worldSize, size, worldSize) ||
+        worldSize > std::numeric_limits<int32_t>::max())
+      return emitError() << "grid holds more than 2^31 - 1 ranks";
+  }
   bool hybrid = strategy == Strategy::HybridShard;
   if (hybrid && grid.size() != 2)
     return emitError() << "hybrid_shard needs a 2-D grid [replicate, shard]";

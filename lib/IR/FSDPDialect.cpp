@@ -21,13 +21,38 @@ void FSDPDialect::initialize() {
 
 LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attribute) {
-  if (attribute.getName() != getPlanAttrName())
-    return op->emitError() << "unknown fsdp attribute '" << attribute.getName() << "'";
+  StringRef name = attribute.getName().getValue();
+  if (name != getPlanAttrName())
+    return op->emitError() << "unknown fsdp attribute '" << name
+                           << "'; the only one is '" << getPlanAttrName() << "'";
   if (!isa<ModuleOp>(op))
-    return op->emitError() << "'" << getPlanAttrName()
-                           << "' belongs on the builtin.module of the model";
+    return op->emitError() << "'" << name << "' belongs on the builtin.module of the model";
+  for (Operation *outer = op->getParentOp(); outer; outer = outer->getParentOp())
+    if (outer->hasAttr(name))
+      return op->emitError() << "a model has one plan, but an enclosing module "
+                                "already carries '"
+                             << name << "'";
   if (!isa<PlanAttr>(attribute.getValue()))
-    return op->emitError() << "'" << getPlanAttrName()
-                           << "' must be a #fsdp.plan<...>, got " << attribute.getValue();
+    return op->emitError() << "'" << name << "' must be a #fsdp.plan<...>, got "
+                           << attribute.getValue();
   return success();
+}
+
+/// The dialect defines no argument or result attributes yet: reject any, so a
+/// misspelt or misplaced `fsdp.*` attribute is never silently ignored.
+static LogicalResult rejectValueAttribute(Operation *op, NamedAttribute attribute,
+                                          StringRef where) {
+  return op->emitError() << "unknown fsdp " << where << " attribute '"
+                         << attribute.getName().getValue() << "'";
+}
+
+LogicalResult FSDPDialect::verifyRegionArgAttribute(Operation *op, unsigned, unsigned,
+                                                    NamedAttribute attribute) {
+  return rejectValueAttribute(op, attribute, "argument");
+}
+
+LogicalResult FSDPDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                       unsigned,
+                                                       NamedAttribute attribute) {
+  return rejectValueAttribute(op, attribute, "result");
 }

@@ -7,6 +7,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
@@ -35,20 +36,50 @@ static void printF64(OpAsmPrinter &printer, Operation *, FloatAttr attr) {
   printF64Parameter(printer, attr.getValue());
 }
 
+/// Shape-rule failures read like verifier errors: `'fsdp.matmul' op ...`. The
+/// verifier reports them while checking the declared result type.
+template <typename... Args>
+static LogicalResult inferenceError(std::optional<Location> loc, StringRef opName,
+                                    Args &&...args) {
+  return emitOptionalError(loc, "'", opName, "' op ", std::forward<Args>(args)...);
+}
+
+//===----------------------------------------------------------------------===//
+// Model tensors
+//===----------------------------------------------------------------------===//
+
+/// The element count of a static shape, or nothing when a dimension is below
+/// 1 or the count overflows int64.
+static std::optional<int64_t> elementCount(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    if (dim < 1 || llvm::MulOverflow(count, dim, count))
+      return std::nullopt;
+  return count;
+}
+
+bool mlir::fsdp::isModelTensorType(Type type) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+  return tensor && !tensor.getEncoding() && elementCount(tensor.getShape());
+}
+
 //===----------------------------------------------------------------------===//
 // ParamOp / UseOp
 //===----------------------------------------------------------------------===//
 
 LogicalResult ParamOp::verify() {
   auto type = llvm::dyn_cast<RankedTensorType>(getType());
-  if (!type || !type.hasStaticShape())
-    return emitOpError("parameter type must be a statically shaped tensor, got ")
+  if (!type || !type.hasStaticShape() || type.getEncoding())
+    return emitOpError("parameter type must be a statically shaped tensor without "
+                       "encoding, got ")
            << getType();
   if (!type.getElementType().isF32() && !type.getElementType().isBF16())
     return emitOpError("parameter element type must be f32 or bf16, got ")
            << type.getElementType();
-  if (type.getNumElements() == 0)
-    return emitOpError("parameter has no elements: ") << type;
+  if (!elementCount(type.getShape()))
+    return emitOpError("parameter dimensions must be at least 1 and hold fewer than "
+                       "2^63 elements, got ")
+           << type;
   if (std::optional<StringRef> unit = getUnit(); unit && unit->empty())
     return emitOpError("unit name must not be empty");
   return getInit().verifyForType(type, [&] { return emitOpError(); });
@@ -87,17 +118,17 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   auto lhs = llvm::cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rhs = llvm::cast<RankedTensorType>(adaptor.getRhs().getType());
   if (lhs.getRank() < 2)
-    return emitOptionalError(loc, "lhs must have rank 2 or more, got ", lhs);
+    return inferenceError(loc, MatmulOp::getOperationName(), "lhs must have rank 2 or more, got ", lhs);
   if (rhs.getRank() != 2)
-    return emitOptionalError(loc, "rhs must be a matrix (rank 2), got ", rhs,
+    return inferenceError(loc, MatmulOp::getOperationName(), "rhs must be a matrix (rank 2), got ", rhs,
                              "; use fsdp.batch_matmul for batched operands");
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "operand element types differ: ",
+    return inferenceError(loc, MatmulOp::getOperationName(), "operand element types differ: ",
                              lhs.getElementType(), " and ", rhs.getElementType());
   MatrixDims a = trailingMatrix(lhs.getShape(), adaptor.getTransposeLhs());
   MatrixDims b = trailingMatrix(rhs.getShape(), adaptor.getTransposeRhs());
   if (a.cols != b.rows)
-    return emitOptionalError(loc, "contraction sizes differ: lhs has ", a.cols,
+    return inferenceError(loc, MatmulOp::getOperationName(), "contraction sizes differ: lhs has ", a.cols,
                              " columns but rhs has ", b.rows, " rows");
   SmallVector<int64_t> shape(lhs.getShape().drop_back(2));
   shape.append({a.rows, b.cols});
@@ -112,19 +143,19 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
   auto lhs = llvm::cast<RankedTensorType>(adaptor.getLhs().getType());
   auto rhs = llvm::cast<RankedTensorType>(adaptor.getRhs().getType());
   if (lhs.getRank() < 3 || rhs.getRank() != lhs.getRank())
-    return emitOptionalError(loc, "operands must have the same rank, 3 or more, got ",
+    return inferenceError(loc, BatchMatmulOp::getOperationName(), "operands must have the same rank, 3 or more, got ",
                              lhs, " and ", rhs);
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "operand element types differ: ",
+    return inferenceError(loc, BatchMatmulOp::getOperationName(), "operand element types differ: ",
                              lhs.getElementType(), " and ", rhs.getElementType());
   ArrayRef<int64_t> batch = lhs.getShape().drop_back(2);
   if (batch != rhs.getShape().drop_back(2))
-    return emitOptionalError(loc, "batch dimensions differ: ", shapeString(batch),
+    return inferenceError(loc, BatchMatmulOp::getOperationName(), "batch dimensions differ: ", shapeString(batch),
                              " and ", shapeString(rhs.getShape().drop_back(2)));
   MatrixDims a = trailingMatrix(lhs.getShape(), adaptor.getTransposeLhs());
   MatrixDims b = trailingMatrix(rhs.getShape(), adaptor.getTransposeRhs());
   if (a.cols != b.rows)
-    return emitOptionalError(loc, "contraction sizes differ: lhs has ", a.cols,
+    return inferenceError(loc, BatchMatmulOp::getOperationName(), "contraction sizes differ: lhs has ", a.cols,
                              " columns but rhs has ", b.rows, " rows");
   SmallVector<int64_t> shape(batch);
   shape.append({a.rows, b.cols});
@@ -136,17 +167,18 @@ LogicalResult BatchMatmulOp::inferReturnTypes(MLIRContext *,
 // Elementwise
 //===----------------------------------------------------------------------===//
 
-static LogicalResult inferBroadcast(std::optional<Location> loc, Value lhsValue,
+static LogicalResult inferBroadcast(std::optional<Location> loc, StringRef opName,
+                                    Value lhsValue,
                                     Value rhsValue,
                                     SmallVectorImpl<Type> &inferred) {
   auto lhs = llvm::cast<RankedTensorType>(lhsValue.getType());
   auto rhs = llvm::cast<RankedTensorType>(rhsValue.getType());
   if (lhs.getElementType() != rhs.getElementType())
-    return emitOptionalError(loc, "operand element types differ: ",
+    return inferenceError(loc, opName, "operand element types differ: ",
                              lhs.getElementType(), " and ", rhs.getElementType());
   SmallVector<int64_t> shape;
   if (!OpTrait::util::getBroadcastedShape(lhs.getShape(), rhs.getShape(), shape))
-    return emitOptionalError(loc, "shapes ", shapeString(lhs.getShape()), " and ",
+    return inferenceError(loc, opName, "shapes ", shapeString(lhs.getShape()), " and ",
                              shapeString(rhs.getShape()), " do not broadcast");
   inferred.push_back(RankedTensorType::get(shape, lhs.getElementType()));
   return success();
@@ -157,7 +189,8 @@ static LogicalResult inferBroadcast(std::optional<Location> loc, Value lhsValue,
                                      std::optional<Location> loc,              \
                                      Adaptor adaptor,                          \
                                      SmallVectorImpl<Type> &inferred) {        \
-    return inferBroadcast(loc, adaptor.getLhs(), adaptor.getRhs(), inferred);  \
+    return inferBroadcast(loc, OP::getOperationName(), adaptor.getLhs(),   \
+                          adaptor.getRhs(), inferred);                \
   }
 FSDP_BINARY_INFER(AddOp)
 FSDP_BINARY_INFER(SubOp)
@@ -191,9 +224,10 @@ static LogicalResult verifyNormParam(Operation *op, RankedTensorType input,
   auto type = llvm::cast<RankedTensorType>(param.getType());
   int64_t channels = input.getShape().back();
   if (type.getRank() != 1 || type.getDimSize(0) != channels)
-    return op->emitOpError() << name << " must be tensor<" << channels << "x"
-                             << input.getElementType()
-                             << "> (the last dimension of the input), got " << type;
+    return op->emitOpError()
+           << name << " must be "
+           << RankedTensorType::get({channels}, input.getElementType())
+           << " (the last dimension of the input), got " << type;
   double value = eps.convertToDouble();
   if (!(value > 0.0) || !std::isfinite(value))
     return op->emitOpError("eps must be positive and finite");
@@ -231,7 +265,7 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   auto table = llvm::cast<RankedTensorType>(adaptor.getTable().getType());
   auto indices = llvm::cast<RankedTensorType>(adaptor.getIndices().getType());
   if (table.getRank() != 2)
-    return emitOptionalError(loc, "table must be [rows, features], got ", table);
+    return inferenceError(loc, EmbeddingOp::getOperationName(), "table must be [rows, features], got ", table);
   SmallVector<int64_t> shape(indices.getShape());
   shape.push_back(table.getDimSize(1));
   inferred.push_back(RankedTensorType::get(shape, table.getElementType()));
@@ -255,13 +289,13 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
   ArrayRef<int64_t> perm = adaptor.getPermutation();
   if (static_cast<int64_t>(perm.size()) != input.getRank())
-    return emitOptionalError(loc, "permutation has ", perm.size(),
+    return inferenceError(loc, TransposeOp::getOperationName(), "permutation has ", perm.size(),
                              " entries but the input has rank ", input.getRank());
   SmallVector<bool> seen(perm.size(), false);
   SmallVector<int64_t> shape;
   for (int64_t dim : perm) {
     if (dim < 0 || dim >= input.getRank() || seen[dim])
-      return emitOptionalError(loc, "permutation must hold each of 0..",
+      return inferenceError(loc, TransposeOp::getOperationName(), "permutation must hold each of 0..",
                                input.getRank() - 1, " exactly once");
     seen[dim] = true;
     shape.push_back(input.getDimSize(dim));
@@ -274,18 +308,19 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
 // Reductions
 //===----------------------------------------------------------------------===//
 
-static LogicalResult inferReduction(std::optional<Location> loc, Value inputValue,
+static LogicalResult inferReduction(std::optional<Location> loc, StringRef opName,
+                                    Value inputValue,
                                     ArrayRef<int64_t> dims,
                                     SmallVectorImpl<Type> &inferred) {
   auto input = llvm::cast<RankedTensorType>(inputValue.getType());
   if (dims.empty())
-    return emitOptionalError(loc, "dims must name at least one dimension");
+    return inferenceError(loc, opName, "dims must name at least one dimension");
   for (auto [i, dim] : llvm::enumerate(dims)) {
     if (dim < 0 || dim >= input.getRank())
-      return emitOptionalError(loc, "dim ", dim, " is out of range for rank ",
+      return inferenceError(loc, opName, "dim ", dim, " is out of range for rank ",
                                input.getRank());
     if (i > 0 && dim <= dims[i - 1])
-      return emitOptionalError(loc, "dims must be strictly increasing");
+      return inferenceError(loc, opName, "dims must be strictly increasing");
   }
   SmallVector<int64_t> shape;
   for (auto [dim, size] : llvm::enumerate(input.getShape()))
@@ -299,14 +334,16 @@ LogicalResult ReduceSumOp::inferReturnTypes(MLIRContext *,
                                             std::optional<Location> loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &inferred) {
-  return inferReduction(loc, adaptor.getInput(), adaptor.getDims(), inferred);
+  return inferReduction(loc, ReduceSumOp::getOperationName(), adaptor.getInput(),
+                        adaptor.getDims(), inferred);
 }
 
 LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
                                              std::optional<Location> loc,
                                              Adaptor adaptor,
                                              SmallVectorImpl<Type> &inferred) {
-  return inferReduction(loc, adaptor.getInput(), adaptor.getDims(), inferred);
+  return inferReduction(loc, ReduceMeanOp::getOperationName(), adaptor.getInput(),
+                        adaptor.getDims(), inferred);
 }
 
 //===----------------------------------------------------------------------===//
@@ -320,10 +357,10 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
   auto logits = llvm::cast<RankedTensorType>(adaptor.getLogits().getType());
   auto targets = llvm::cast<RankedTensorType>(adaptor.getTargets().getType());
   if (logits.getRank() < 2)
-    return emitOptionalError(loc, "logits must be [..., classes] with rank 2 or more, got ",
+    return inferenceError(loc, CrossEntropyOp::getOperationName(), "logits must be [..., classes] with rank 2 or more, got ",
                              logits);
   if (targets.getShape() != logits.getShape().drop_back())
-    return emitOptionalError(loc, "targets shape ", shapeString(targets.getShape()),
+    return inferenceError(loc, CrossEntropyOp::getOperationName(), "targets shape ", shapeString(targets.getShape()),
                              " must be the logits shape without its last dimension (",
                              shapeString(logits.getShape().drop_back()), ")");
   inferred.push_back(RankedTensorType::get({}, logits.getElementType()));
@@ -335,7 +372,7 @@ LogicalResult MSEOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
                                       SmallVectorImpl<Type> &inferred) {
   Type prediction = adaptor.getPrediction().getType();
   if (prediction != adaptor.getTarget().getType())
-    return emitOptionalError(loc, "prediction ", prediction, " and target ",
+    return inferenceError(loc, MSEOp::getOperationName(), "prediction ", prediction, " and target ",
                              adaptor.getTarget().getType(), " must have the same type");
   inferred.push_back(RankedTensorType::get(
       {}, llvm::cast<RankedTensorType>(prediction).getElementType()));

@@ -19,6 +19,22 @@ void printF64Parameter(AsmPrinter &printer, const llvm::APFloat &value);
 /// Parses a device grid: `[N]` or `[R, S]`.
 FailureOr<SmallVector<int64_t>> parseGridParameter(AsmParser &parser);
 void printGridParameter(AsmPrinter &printer, ArrayRef<int64_t> grid);
+
+/// Parses the keyword of an enum of the plan, listing the valid keywords when
+/// it is not one of them.
+template <typename EnumT>
+FailureOr<EnumT> parseEnumParameter(AsmParser &parser, uint64_t maxValue) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (failed(parser.parseOptionalKeyword(&keyword)))
+    keyword = "";
+  if (std::optional<EnumT> value = symbolizeEnum<EnumT>(keyword))
+    return *value;
+  InFlightDiagnostic diag = parser.emitError(loc, "expected one of: ");
+  for (uint64_t i = 0; i <= maxValue; ++i)
+    diag << (i ? ", " : "") << stringifyEnum(static_cast<EnumT>(i));
+  return diag;
+}
 } // namespace mlir::fsdp
 
 #define GET_ATTRDEF_CLASSES

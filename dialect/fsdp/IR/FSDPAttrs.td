@@ -25,9 +25,13 @@ class DefaultF64Parameter<string value, string desc> : F64Parameter<desc> {
 }
 class DefaultI64Parameter<string value, string desc>
     : DefaultValuedParameter<"int64_t", value, desc>;
+// An enum keyword; a wrong one is reported with the list of valid keywords.
 class DefaultEnumParameter<EnumAttrInfo enum, string value>
     : EnumParameter<enum> {
   let defaultValue = enum.cppNamespace # "::" # enum.className # "::" # value;
+  let parser = "::mlir::fsdp::parseEnumParameter<" # enum.cppNamespace # "::"
+               # enum.className # ">($_parser, ::mlir::fsdp::getMaxEnumValFor"
+               # enum.className # "())";
 }
 
 // Device grid: `[N]` (shard axis) or `[R, S]` (replicate x shard).

@@ -12,6 +12,12 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::fsdp {
+/// A tensor the model ops accept: ranked, static, every dimension at least 1,
+/// an element count that fits in int64 and no encoding.
+bool isModelTensorType(Type type);
+} // namespace mlir::fsdp
+
 #define GET_OP_CLASSES
 #include "fsdp/IR/FSDPOps.h.inc"
 

@@ -13,9 +13,17 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def FSDP_Tensor : StaticShapeTensorOf<[F32, BF16]>;
-def FSDP_IndexTensor : StaticShapeTensorOf<[I32, I64]>;
-def FSDP_Scalar : 0DTensorOf<[F32, BF16]>;
+// Model tensors have a static shape, at least one element, an element count
+// that fits in int64 and no encoding.
+class FSDP_ModelTensorOf<list<Type> elementTypes, string what>
+    : Type<And<[TensorOf<elementTypes>.predicate,
+                CPred<"::mlir::fsdp::isModelTensorType($_self)">]>,
+           "non-empty statically shaped tensor of " # what,
+           "::mlir::RankedTensorType">;
+def FSDP_Tensor : FSDP_ModelTensorOf<[F32, BF16], "f32 or bf16">;
+def FSDP_IndexTensor : FSDP_ModelTensorOf<[I32, I64], "i32 or i64">;
+def FSDP_Scalar : Type<And<[FSDP_Tensor.predicate, HasAnyRankOfPred<[0]>]>,
+                       "rank-0 tensor of f32 or bf16", "::mlir::RankedTensorType">;
 def FSDP_InitAttr : Attr<CPred<"::llvm::isa<::mlir::fsdp::InitializerAttrInterface>($_self)">,
                          "parameter initializer"> {
   let storageType = "::mlir::fsdp::InitializerAttrInterface";

@@ -1,0 +1,1110 @@
+// RUN: fsdp-opt %s -split-input-file -verify-diagnostics
+
+// Every diagnostic of the fsdp dialect, one case each.
+
+//===----------------------------------------------------------------------===//
+// fsdp.param
+//===----------------------------------------------------------------------===//
+
+// A parameter must have a static shape.
+// expected-error@+1 {{'fsdp.param' op parameter type must be a statically shaped tensor, got 'tensor<?x8xf32>'}}
+fsdp.param @w : tensor<?x8xf32> = #fsdp.zeros
+
+// -----
+
+// An unranked parameter type is rejected by the ODS constraint.
+// expected-error@+1 {{'fsdp.param' op attribute 'type' failed to satisfy constraint: type attribute of ranked tensor of any type values}}
+fsdp.param @w : tensor<*xf32> = #fsdp.zeros
+
+// -----
+
+// A parameter type must be a tensor.
+// expected-error@+1 {{'fsdp.param' op attribute 'type' failed to satisfy constraint: type attribute of ranked tensor of any type values}}
+fsdp.param @w : vector<4xf32> = #fsdp.zeros
+
+// -----
+
+// Parameters are f32 or bf16.
+// expected-error@+1 {{'fsdp.param' op parameter element type must be f32 or bf16, got 'i32'}}
+fsdp.param @w : tensor<4xi32> = #fsdp.zeros
+
+// -----
+
+// A parameter must hold at least one element.
+// expected-error@+1 {{'fsdp.param' op parameter has no elements: 'tensor<0x4xf32>'}}
+fsdp.param @w : tensor<0x4xf32> = #fsdp.zeros
+
+// -----
+
+// An explicit unit name must not be empty.
+// expected-error@+1 {{'fsdp.param' op unit name must not be empty}}
+fsdp.param @w unit "" : tensor<4xf32> = #fsdp.zeros
+
+// -----
+
+// fan_in_normal needs an input dimension (rank 2 or more).
+// expected-error@+1 {{'fsdp.param' op fan-in initializer needs a parameter of rank 2 or more, got 'tensor<8xf32>'}}
+fsdp.param @b : tensor<8xf32> = #fsdp.fan_in_normal
+
+// -----
+
+// fan_in_uniform on a rank-0 parameter.
+// expected-error@+1 {{'fsdp.param' op fan-in initializer needs a parameter of rank 2 or more, got 'tensor<f32>'}}
+fsdp.param @s : tensor<f32> = #fsdp.fan_in_uniform<scale = 2.0>
+
+// -----
+
+// The initializer must be an initializer attribute, not an optimizer.
+// expected-error@+1 {{custom op 'fsdp.param' invalid kind of attribute specified}}
+fsdp.param @w : tensor<4xf32> = #fsdp.sgd<lr = 0.1>
+
+// -----
+
+// Generic form: the initializer must implement the initializer interface.
+// expected-error@+1 {{'fsdp.param' op attribute 'init' failed to satisfy constraint: parameter initializer}}
+"fsdp.param"() {sym_name = "w", type = tensor<4xf32>, init = 1 : i32} : () -> ()
+
+// -----
+
+// Generic form: the type attribute is required.
+// expected-error@+1 {{'fsdp.param' op requires attribute 'type'}}
+"fsdp.param"() {sym_name = "w", init = #fsdp.zeros} : () -> ()
+
+// -----
+
+// A parameter lives directly in a module.
+func.func @f() {
+  // expected-error@+1 {{'fsdp.param' op expects parent op 'builtin.module'}}
+  fsdp.param @w : tensor<4xf32> = #fsdp.zeros
+  return
+}
+
+// -----
+
+// Two parameters cannot share a name.
+// expected-note@+1 {{see existing symbol definition here}}
+fsdp.param @w : tensor<4xf32> = #fsdp.zeros
+// expected-error@+1 {{redefinition of symbol named 'w'}}
+fsdp.param @w : tensor<4xf32> = #fsdp.ones
+
+//===----------------------------------------------------------------------===//
+// fsdp.use
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// fsdp.use of an undefined symbol.
+func.func @f() {
+  // expected-error@+1 {{'fsdp.use' op 'nope' does not name an fsdp.param}}
+  %0 = fsdp.use @nope : tensor<4xf32>
+  return
+}
+
+// -----
+
+// fsdp.use of a symbol that is a function, not a parameter.
+func.func @g() {
+  return
+}
+func.func @f() {
+  // expected-error@+1 {{'fsdp.use' op 'g' does not name an fsdp.param}}
+  %0 = fsdp.use @g : tensor<4xf32>
+  return
+}
+
+// -----
+
+// fsdp.use must have the declared shape.
+fsdp.param @w : tensor<4x8xf32> = #fsdp.zeros
+func.func @f() {
+  // expected-error@+1 {{'fsdp.use' op type 'tensor<8x4xf32>' does not match the declaration of 'w' as 'tensor<4x8xf32>'}}
+  %0 = fsdp.use @w : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// fsdp.use must have the declared element type.
+fsdp.param @w : tensor<4x8xf32> = #fsdp.zeros
+func.func @f() {
+  // expected-error@+1 {{'fsdp.use' op type 'tensor<4x8xbf16>' does not match the declaration of 'w' as 'tensor<4x8xf32>'}}
+  %0 = fsdp.use @w : tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+// Generic form: fsdp.use takes a flat symbol reference.
+func.func @f() {
+  // expected-error@+1 {{'fsdp.use' op attribute 'param' failed to satisfy constraint: flat symbol reference attribute}}
+  %0 = "fsdp.use"() {param = @a::@b} : () -> tensor<4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// fsdp.matmul / fsdp.batch_matmul
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// matmul: lhs must have rank 2 or more.
+func.func @f(%a: tensor<8xf32>, %b: tensor<8x16xf32>) {
+  // expected-error@+2 {{lhs must have rank 2 or more, got 'tensor<8xf32>'}}
+  // expected-error@+1 {{'fsdp.matmul' op failed to infer returned types}}
+  %0 = fsdp.matmul %a, %b : tensor<8xf32>, tensor<8x16xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+// matmul: rhs must be a matrix.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<1x8x16xf32>) {
+  // expected-error@+2 {{rhs must be a matrix (rank 2), got 'tensor<1x8x16xf32>'; use fsdp.batch_matmul for batched operands}}
+  // expected-error@+1 {{'fsdp.matmul' op failed to infer returned types}}
+  %0 = fsdp.matmul %a, %b : tensor<4x8xf32>, tensor<1x8x16xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// matmul: both operands have one element type.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x16xbf16>) {
+  // expected-error@+2 {{operand element types differ: 'f32' and 'bf16'}}
+  // expected-error@+1 {{'fsdp.matmul' op failed to infer returned types}}
+  %0 = fsdp.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xbf16> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// matmul: contraction sizes must agree.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<16x8xf32>) {
+  // expected-error@+2 {{contraction sizes differ: lhs has 8 columns but rhs has 16 rows}}
+  // expected-error@+1 {{'fsdp.matmul' op failed to infer returned types}}
+  %0 = fsdp.matmul %a, %b : tensor<4x8xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// matmul: transpose_lhs is taken into account for the contraction.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
+  // expected-error@+2 {{contraction sizes differ: lhs has 4 columns but rhs has 8 rows}}
+  // expected-error@+1 {{'fsdp.matmul' op failed to infer returned types}}
+  %0 = fsdp.matmul %a, %b transpose_lhs : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// matmul: the declared result must be the inferred one.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
+  // expected-error@+2 {{'fsdp.matmul' op inferred type(s) 'tensor<4x16xf32>' are incompatible with return type(s) of operation 'tensor<16x4xf32>'}}
+  // expected-error@+1 {{'fsdp.matmul' op failed to infer returned types}}
+  %0 = fsdp.matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+// batch_matmul: operands must have rank 3 or more.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) {
+  // expected-error@+2 {{operands must have the same rank, 3 or more, got 'tensor<4x8xf32>' and 'tensor<8x16xf32>'}}
+  // expected-error@+1 {{'fsdp.batch_matmul' op failed to infer returned types}}
+  %0 = fsdp.batch_matmul %a, %b : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+// batch_matmul: operands must have the same rank.
+func.func @f(%a: tensor<2x4x8xf32>, %b: tensor<1x2x8x16xf32>) {
+  // expected-error@+2 {{operands must have the same rank, 3 or more, got 'tensor<2x4x8xf32>' and 'tensor<1x2x8x16xf32>'}}
+  // expected-error@+1 {{'fsdp.batch_matmul' op failed to infer returned types}}
+  %0 = fsdp.batch_matmul %a, %b : tensor<2x4x8xf32>, tensor<1x2x8x16xf32> -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+// batch_matmul: both operands have one element type.
+func.func @f(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xbf16>) {
+  // expected-error@+2 {{operand element types differ: 'f32' and 'bf16'}}
+  // expected-error@+1 {{'fsdp.batch_matmul' op failed to infer returned types}}
+  %0 = fsdp.batch_matmul %a, %b : tensor<2x4x8xf32>, tensor<2x8x16xbf16> -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+// batch_matmul: batch dimensions do not broadcast, they must be equal.
+func.func @f(%a: tensor<2x4x8xf32>, %b: tensor<3x8x16xf32>) {
+  // expected-error@+2 {{batch dimensions differ: 2 and 3}}
+  // expected-error@+1 {{'fsdp.batch_matmul' op failed to infer returned types}}
+  %0 = fsdp.batch_matmul %a, %b : tensor<2x4x8xf32>, tensor<3x8x16xf32> -> tensor<2x4x16xf32>
+  return
+}
+
+// -----
+
+// batch_matmul: contraction sizes must agree.
+func.func @f(%a: tensor<2x4x8xf32>, %b: tensor<2x4x8xf32>) {
+  // expected-error@+2 {{contraction sizes differ: lhs has 8 columns but rhs has 4 rows}}
+  // expected-error@+1 {{'fsdp.batch_matmul' op failed to infer returned types}}
+  %0 = fsdp.batch_matmul %a, %b : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise binary ops
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// add: shapes must broadcast.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<4xf32>) {
+  // expected-error@+2 {{shapes 4x8 and 4 do not broadcast}}
+  // expected-error@+1 {{'fsdp.add' op failed to infer returned types}}
+  %0 = fsdp.add %a, %b : tensor<4x8xf32>, tensor<4xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// sub: shapes must broadcast.
+func.func @f(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) {
+  // expected-error@+2 {{shapes 2x3 and 3x3 do not broadcast}}
+  // expected-error@+1 {{'fsdp.sub' op failed to infer returned types}}
+  %0 = fsdp.sub %a, %b : tensor<2x3xf32>, tensor<3x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// mul: shapes must broadcast.
+func.func @f(%a: tensor<8x16xf32>, %b: tensor<8xf32>) {
+  // expected-error@+2 {{shapes 8x16 and 8 do not broadcast}}
+  // expected-error@+1 {{'fsdp.mul' op failed to infer returned types}}
+  %0 = fsdp.mul %a, %b : tensor<8x16xf32>, tensor<8xf32> -> tensor<8x16xf32>
+  return
+}
+
+// -----
+
+// div: shapes must broadcast.
+func.func @f(%a: tensor<5xf32>, %b: tensor<2x3xf32>) {
+  // expected-error@+2 {{shapes 5 and 2x3 do not broadcast}}
+  // expected-error@+1 {{'fsdp.div' op failed to infer returned types}}
+  %0 = fsdp.div %a, %b : tensor<5xf32>, tensor<2x3xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// add: both operands have one element type.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<4x8xbf16>) {
+  // expected-error@+2 {{operand element types differ: 'f32' and 'bf16'}}
+  // expected-error@+1 {{'fsdp.add' op failed to infer returned types}}
+  %0 = fsdp.add %a, %b : tensor<4x8xf32>, tensor<4x8xbf16> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// add: the declared result shape must be the broadcast shape.
+func.func @f(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+2 {{'fsdp.add' op inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<8xf32>'}}
+  // expected-error@+1 {{'fsdp.add' op failed to infer returned types}}
+  %0 = fsdp.add %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+// add: integer tensors are not model values.
+func.func @f(%a: tensor<4xi32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{'fsdp.add' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = fsdp.add %a, %b : tensor<4xi32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise unary ops and fsdp.scale
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// relu: an i32 tensor is rejected by the operand constraint.
+func.func @f(%x: tensor<4xi32>) {
+  // expected-error@+1 {{'fsdp.relu' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  %0 = fsdp.relu %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+// gelu: a dynamically shaped tensor is rejected by the operand constraint.
+func.func @f(%x: tensor<?x4xf32>) {
+  // expected-error@+1 {{'fsdp.gelu' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<?x4xf32>'}}
+  %0 = fsdp.gelu %x : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+// tanh: the custom syntax only takes tensors.
+func.func @f(%x: vector<4xf32>) {
+  // expected-error@+1 {{custom op 'fsdp.tanh' invalid kind of type specified: expected builtin.tensor, but found 'vector<4xf32>'}}
+  %0 = fsdp.tanh %x : vector<4xf32>
+  return
+}
+
+// -----
+
+// Generic form: a unary op keeps its operand type.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'fsdp.silu' op requires the same type for all operands and results}}
+  %0 = "fsdp.silu"(%x) : (tensor<4xf32>) -> tensor<5xf32>
+  return
+}
+
+// -----
+
+// scale: the custom syntax only reads finite factors (1.0e400 overflows).
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error@+1 {{custom op 'fsdp.scale' expected a finite number}}
+  %0 = fsdp.scale %x by 1.0e400 : tensor<4xf32>
+  return
+}
+
+// -----
+
+// scale: the verifier rejects a non-finite factor (+inf, generic form).
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'fsdp.scale' op factor must be finite}}
+  %0 = "fsdp.scale"(%x) {factor = 0x7FF0000000000000 : f64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// scale: the verifier rejects a non-finite factor (NaN, generic form).
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'fsdp.scale' op factor must be finite}}
+  %0 = "fsdp.scale"(%x) {factor = 0x7FF8000000000000 : f64} : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// Generic form: scale requires its factor.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'fsdp.scale' op requires attribute 'factor'}}
+  %0 = "fsdp.scale"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// fsdp.softmax, normalisations, fsdp.causal_mask
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// softmax: dim must be below the rank.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.softmax' op dim 2 is out of range for rank 2}}
+  %0 = fsdp.softmax %x dim 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// softmax: a negative dim is rejected by the attribute constraint.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.softmax' op attribute 'dim' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %0 = fsdp.softmax %x dim -1 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// layer_norm: the input needs a last dimension.
+func.func @f(%x: tensor<f32>, %g: tensor<1xf32>, %b: tensor<1xf32>) {
+  // expected-error@+1 {{'fsdp.layer_norm' op input must have rank 1 or more}}
+  %0 = fsdp.layer_norm %x, %g, %b : tensor<f32>, tensor<1xf32>, tensor<1xf32>
+  return
+}
+
+// -----
+
+// layer_norm: gamma must be [C]. (Matched loosely: the message currently quotes the
+// element type inside the expected type, `tensor<8x'f32'>`.)
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.layer_norm' op gamma must be tensor<8x}}
+  %0 = fsdp.layer_norm %x, %g, %b : tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// layer_norm: beta must be [C].
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<1x8xf32>) {
+  // expected-error@+1 {{'fsdp.layer_norm' op beta must be tensor<8x}}
+  %0 = fsdp.layer_norm %x, %g, %b : tensor<4x8xf32>, tensor<8xf32>, tensor<1x8xf32>
+  return
+}
+
+// -----
+
+// layer_norm: eps must be positive.
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.layer_norm' op eps must be positive and finite}}
+  %0 = fsdp.layer_norm %x, %g, %b eps 0.0 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// layer_norm: gamma and beta have the element type of the input.
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xbf16>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.layer_norm' op failed to verify that all of {input, gamma, beta} have same element type}}
+  %0 = fsdp.layer_norm %x, %g, %b : tensor<4x8xf32>, tensor<8xbf16>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// Generic form: layer_norm keeps the input type.
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.layer_norm' op failed to verify that all of {input, result} have same type}}
+  %0 = "fsdp.layer_norm"(%x, %g, %b) : (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+// rms_norm: gamma must be [C].
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<4xf32>) {
+  // expected-error@+1 {{'fsdp.rms_norm' op gamma must be tensor<8x}}
+  %0 = fsdp.rms_norm %x, %g : tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// rms_norm: eps must be positive.
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.rms_norm' op eps must be positive and finite}}
+  %0 = fsdp.rms_norm %x, %g eps -1.0e-5 : tensor<4x8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// rms_norm: eps must be finite (NaN, generic form; the custom syntax only reads finite numbers).
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.rms_norm' op eps must be positive and finite}}
+  %0 = "fsdp.rms_norm"(%x, %g) {eps = 0x7FF8000000000000 : f64} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// layer_norm: eps is read as a finite number.
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{custom op 'fsdp.layer_norm' expected a finite number}}
+  %0 = fsdp.layer_norm %x, %g, %b eps -1.0e999 : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return
+}
+
+// -----
+
+// Generic form: eps is an f64 attribute.
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.rms_norm' op attribute 'eps' failed to satisfy constraint: 64-bit float attribute}}
+  %0 = "fsdp.rms_norm"(%x, %g) {eps = 1 : i64} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// causal_mask: the trailing matrix must be square.
+func.func @f(%x: tensor<2x4x8xf32>) {
+  // expected-error@+1 {{'fsdp.causal_mask' op needs a square (query x key) trailing matrix, got 2x4x8}}
+  %0 = fsdp.causal_mask %x : tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+// causal_mask: a rank-1 input has no trailing matrix.
+func.func @f(%x: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.causal_mask' op needs a square (query x key) trailing matrix, got 8}}
+  %0 = fsdp.causal_mask %x : tensor<8xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// fsdp.embedding, fsdp.reshape, fsdp.transpose
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// embedding: the table must be a matrix.
+func.func @f(%t: tensor<4x8x2xf32>, %i: tensor<3xi32>) {
+  // expected-error@+2 {{table must be [rows, features], got 'tensor<4x8x2xf32>'}}
+  // expected-error@+1 {{'fsdp.embedding' op failed to infer returned types}}
+  %0 = fsdp.embedding %t[%i] : tensor<4x8x2xf32>, tensor<3xi32> -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+// embedding: indices are integers.
+func.func @f(%t: tensor<4x8xf32>, %i: tensor<3xf32>) {
+  // expected-error@+1 {{'fsdp.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xf32>'}}
+  %0 = fsdp.embedding %t[%i] : tensor<4x8xf32>, tensor<3xf32> -> tensor<3x8xf32>
+  return
+}
+
+// -----
+
+// reshape: the element count is kept.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.reshape' op cannot reshape 4x8 (32 elements) to 4x4 (16 elements)}}
+  %0 = fsdp.reshape %x : tensor<4x8xf32> -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+// reshape: the element type is kept.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.reshape' op failed to verify that all of {input, result} have same element type}}
+  %0 = fsdp.reshape %x : tensor<4x8xf32> -> tensor<32xbf16>
+  return
+}
+
+// -----
+
+// transpose: one permutation entry per dimension.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{permutation has 2 entries but the input has rank 3}}
+  // expected-error@+1 {{'fsdp.transpose' op failed to infer returned types}}
+  %0 = fsdp.transpose %x [1, 0] : tensor<2x3x4xf32> -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+// transpose: no duplicate entries.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{permutation must hold each of 0..2 exactly once}}
+  // expected-error@+1 {{'fsdp.transpose' op failed to infer returned types}}
+  %0 = fsdp.transpose %x [0, 1, 1] : tensor<2x3x4xf32> -> tensor<2x3x3xf32>
+  return
+}
+
+// -----
+
+// transpose: an entry past the rank.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{permutation must hold each of 0..2 exactly once}}
+  // expected-error@+1 {{'fsdp.transpose' op failed to infer returned types}}
+  %0 = fsdp.transpose %x [0, 1, 3] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+// transpose: a negative entry.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{permutation must hold each of 0..2 exactly once}}
+  // expected-error@+1 {{'fsdp.transpose' op failed to infer returned types}}
+  %0 = fsdp.transpose %x [0, -1, 2] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+// Generic form: transpose requires its permutation.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.transpose' op requires attribute 'permutation'}}
+  %0 = "fsdp.transpose"(%x) : (tensor<4x8xf32>) -> tensor<8x4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// fsdp.reduce_sum / fsdp.reduce_mean
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// reduce_sum: dims must not be empty.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{dims must name at least one dimension}}
+  // expected-error@+1 {{'fsdp.reduce_sum' op failed to infer returned types}}
+  %0 = fsdp.reduce_sum %x dims [] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+// reduce_mean: dims must not be empty.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{dims must name at least one dimension}}
+  // expected-error@+1 {{'fsdp.reduce_mean' op failed to infer returned types}}
+  %0 = fsdp.reduce_mean %x dims [] : tensor<2x3x4xf32> -> tensor<2x3x4xf32>
+  return
+}
+
+// -----
+
+// reduce_mean: a dim past the rank.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{dim 3 is out of range for rank 3}}
+  // expected-error@+1 {{'fsdp.reduce_mean' op failed to infer returned types}}
+  %0 = fsdp.reduce_mean %x dims [3] : tensor<2x3x4xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// reduce_sum: a negative dim.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{dim -1 is out of range for rank 3}}
+  // expected-error@+1 {{'fsdp.reduce_sum' op failed to infer returned types}}
+  %0 = fsdp.reduce_sum %x dims [-1] : tensor<2x3x4xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+// reduce_mean: dims must be increasing.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{dims must be strictly increasing}}
+  // expected-error@+1 {{'fsdp.reduce_mean' op failed to infer returned types}}
+  %0 = fsdp.reduce_mean %x dims [2, 0] : tensor<2x3x4xf32> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+// reduce_sum: dims must be distinct.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{dims must be strictly increasing}}
+  // expected-error@+1 {{'fsdp.reduce_sum' op failed to infer returned types}}
+  %0 = fsdp.reduce_sum %x dims [1, 1] : tensor<2x3x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+// reduce_sum: the declared result must drop the reduced dimensions.
+func.func @f(%x: tensor<2x3x4xf32>) {
+  // expected-error@+2 {{'fsdp.reduce_sum' op inferred type(s) 'tensor<2x4xf32>' are incompatible with return type(s) of operation 'tensor<2x1x4xf32>'}}
+  // expected-error@+1 {{'fsdp.reduce_sum' op failed to infer returned types}}
+  %0 = fsdp.reduce_sum %x dims [1] : tensor<2x3x4xf32> -> tensor<2x1x4xf32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// cross_entropy: logits need a class dimension and a leading one.
+func.func @f(%l: tensor<10xf32>, %t: tensor<i32>) {
+  // expected-error@+2 {{logits must be [..., classes] with rank 2 or more, got 'tensor<10xf32>'}}
+  // expected-error@+1 {{'fsdp.cross_entropy' op failed to infer returned types}}
+  %0 = fsdp.cross_entropy %l, %t : tensor<10xf32>, tensor<i32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// cross_entropy: targets have the logits shape without the class dimension.
+func.func @f(%l: tensor<8x10xf32>, %t: tensor<10xi32>) {
+  // expected-error@+2 {{targets shape 10 must be the logits shape without its last dimension (8)}}
+  // expected-error@+1 {{'fsdp.cross_entropy' op failed to infer returned types}}
+  %0 = fsdp.cross_entropy %l, %t : tensor<8x10xf32>, tensor<10xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// cross_entropy: the loss is a scalar.
+func.func @f(%l: tensor<8x10xf32>, %t: tensor<8xi32>) {
+  // expected-error@+1 {{'fsdp.cross_entropy' op result #0 must be 0D tensor of 32-bit float or bfloat16 type values, but got 'tensor<1xf32>'}}
+  %0 = fsdp.cross_entropy %l, %t : tensor<8x10xf32>, tensor<8xi32> -> tensor<1xf32>
+  return
+}
+
+// -----
+
+// cross_entropy: the loss has the element type of the logits.
+func.func @f(%l: tensor<8x10xf32>, %t: tensor<8xi32>) {
+  // expected-error@+2 {{'fsdp.cross_entropy' op inferred type(s) 'tensor<f32>' are incompatible with return type(s) of operation 'tensor<bf16>'}}
+  // expected-error@+1 {{'fsdp.cross_entropy' op failed to infer returned types}}
+  %0 = fsdp.cross_entropy %l, %t : tensor<8x10xf32>, tensor<8xi32> -> tensor<bf16>
+  return
+}
+
+// -----
+
+// mse: prediction and target have the same shape.
+func.func @f(%p: tensor<8x1xf32>, %t: tensor<8xf32>) {
+  // expected-error@+2 {{prediction 'tensor<8x1xf32>' and target 'tensor<8xf32>' must have the same type}}
+  // expected-error@+1 {{'fsdp.mse' op failed to infer returned types}}
+  %0 = fsdp.mse %p, %t : tensor<8x1xf32>, tensor<8xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// mse: prediction and target have the same element type.
+func.func @f(%p: tensor<8xf32>, %t: tensor<8xbf16>) {
+  // expected-error@+2 {{prediction 'tensor<8xf32>' and target 'tensor<8xbf16>' must have the same type}}
+  // expected-error@+1 {{'fsdp.mse' op failed to infer returned types}}
+  %0 = fsdp.mse %p, %t : tensor<8xf32>, tensor<8xbf16> -> tensor<f32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// Initializer attributes (reported at the attribute)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// constant: the value must be finite; the parser rejects 1.0e400 (+inf) first.
+// expected-error@+2 {{expected a finite number}}
+// expected-error@+1 {{failed to parse FSDP_ConstantAttr parameter 'value' which is to be a `::llvm::APFloat`}}
+fsdp.param @w : tensor<4xf32> = #fsdp.constant<1.0e400>
+
+// -----
+
+// constant: a doubled minus sign is not a number.
+// expected-error@+2 {{expected a number}}
+// expected-error@+1 {{failed to parse FSDP_ConstantAttr parameter 'value'}}
+fsdp.param @w : tensor<4xf32> = #fsdp.constant<- -1>
+
+// -----
+
+// normal: std must be positive (zero).
+// expected-error@+1 {{normal initializer needs a positive std, got std = 0.000000e+00}}
+fsdp.param @w : tensor<4x8xf32> = #fsdp.normal<std = 0.0>
+
+// -----
+
+// normal: std must be positive (negative).
+// expected-error@+1 {{normal initializer needs a positive std, got std = -1.000000e+00}}
+fsdp.param @w : tensor<4x8xf32> = #fsdp.normal<mean = 1.0, std = -1.0>
+
+// -----
+
+// normal: std is required.
+// expected-error@+1 {{struct is missing required parameter: std}}
+fsdp.param @w : tensor<4x8xf32> = #fsdp.normal<mean = 1.0>
+
+// -----
+
+// uniform: low must be below high.
+// expected-error@+1 {{uniform initializer needs low < high, got [1.000000e+00, 5.000000e-01)}}
+fsdp.param @w : tensor<4x8xf32> = #fsdp.uniform<low = 1.0, high = 0.5>
+
+// -----
+
+// uniform: an empty interval.
+// expected-error@+1 {{uniform initializer needs low < high, got [1.000000e+00, 1.000000e+00)}}
+fsdp.param @w : tensor<4x8xf32> = #fsdp.uniform<low = 1.0, high = 1.0>
+
+// -----
+
+// fan_in_normal: the scale must be positive.
+// expected-error@+1 {{fan-in initializer needs a positive scale, got 0.000000e+00}}
+fsdp.param @w : tensor<4x8xf32> = #fsdp.fan_in_normal<scale = 0.0>
+
+// -----
+
+// fan_in_uniform: the scale must be positive.
+// expected-error@+1 {{fan-in initializer needs a positive scale, got -1.000000e+00}}
+fsdp.param @w : tensor<4x8xf32> = #fsdp.fan_in_uniform<scale = -1.0>
+
+// -----
+
+// An unknown attribute mnemonic.
+// expected-error@+1 {{unknown attribute `glorot` in dialect `fsdp`}}
+fsdp.param @w : tensor<4x8xf32> = #fsdp.glorot
+
+//===----------------------------------------------------------------------===//
+// Optimizer attributes (a bad optimizer also fails the enclosing plan)
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// sgd: lr must be positive.
+// expected-error@+2 {{learning rate must be positive, got 0.000000e+00}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer' which is to be a `::mlir::fsdp::OptimizerAttrInterface`}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.0>>} {}
+
+// -----
+
+// sgd: momentum must be below 1.
+// expected-error@+2 {{momentum must be in [0, 1), got 1.000000e+00}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1, momentum = 1.0>>} {}
+
+// -----
+
+// sgd: momentum must not be negative.
+// expected-error@+2 {{momentum must be in [0, 1), got -5.000000e-01}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1, momentum = -0.5>>} {}
+
+// -----
+
+// sgd: weight_decay must not be negative.
+// expected-error@+2 {{weight_decay must be non-negative, got -5.000000e-01}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1, weight_decay = -0.5>>} {}
+
+// -----
+
+// adamw: lr must be positive.
+// expected-error@+2 {{learning rate must be positive, got -1.000000e+00}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = -1.0>>} {}
+
+// -----
+
+// adamw: beta1 must be in [0, 1).
+// expected-error@+2 {{beta1 must be in [0, 1), got 1.000000e+00}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 1.0e-3, beta1 = 1.0>>} {}
+
+// -----
+
+// adamw: beta2 must be in [0, 1).
+// expected-error@+2 {{beta2 must be in [0, 1), got 1.500000e+00}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 1.0e-3, beta2 = 1.5>>} {}
+
+// -----
+
+// adamw: eps must be positive.
+// expected-error@+2 {{eps must be positive, got 0.000000e+00}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 1.0e-3, eps = 0.0>>} {}
+
+// -----
+
+// adamw: weight_decay must not be negative.
+// expected-error@+2 {{weight_decay must be non-negative, got -1.000000e-01}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 1.0e-3, weight_decay = -0.1>>} {}
+
+// -----
+
+// A non-finite number (1.0e309 overflows to +inf) is rejected by the parser.
+// expected-error@+3 {{expected a finite number}}
+// expected-error@+2 {{failed to parse FSDP_SGDAttr parameter 'lr' which is to be a `::llvm::APFloat`}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 1.0e309>>} {}
+
+// -----
+
+// A non-finite plan field (-1.0e999 is -inf) is rejected by the parser.
+// expected-error@+2 {{expected a finite number}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'clip_grad_norm'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, clip_grad_norm = -1.0e999>} {}
+
+//===----------------------------------------------------------------------===//
+// Plan attribute
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// plan: the grid needs at least one dimension.
+// expected-error@+1 {{grid must be [shard] or [replicate, shard], got 0 dimensions}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [], optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: the grid has at most two dimensions.
+// expected-error@+1 {{grid must be [shard] or [replicate, shard], got 3 dimensions}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2, 2, 2], strategy = hybrid_shard, optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: grid sizes must be positive (zero).
+// expected-error@+1 {{grid sizes must be positive, got 0}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [0], optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: grid sizes must be positive (negative, in a 2-D grid).
+// expected-error@+1 {{grid sizes must be positive, got -2}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2, -2], strategy = hybrid_shard, optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: grid sizes are integers.
+// expected-error@+2 {{expected integer value}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'grid'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2.5], optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: hybrid_shard needs a 2-D grid.
+// expected-error@+1 {{hybrid_shard needs a 2-D grid [replicate, shard]}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [4], strategy = hybrid_shard, optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: a 2-D grid needs hybrid_shard (default strategy).
+// expected-error@+1 {{a 2-D grid needs strategy = hybrid_shard, got full_shard}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2, 4], optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: a 2-D grid needs hybrid_shard (explicit strategy).
+// expected-error@+1 {{a 2-D grid needs strategy = hybrid_shard, got no_shard}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2, 4], strategy = no_shard, optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: clip_grad_norm must not be negative.
+// expected-error@+1 {{clip_grad_norm must be non-negative (0 disables clipping), got -1.000000e+00}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, clip_grad_norm = -1.0>} {}
+
+// -----
+
+// plan: prefetch must not be negative.
+// expected-error@+1 {{prefetch must be non-negative, got -1}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, prefetch = -1>} {}
+
+// -----
+
+// plan: at least one gather must be allowed in flight.
+// expected-error@+1 {{max_inflight_gathers must be at least 1, got 0}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, max_inflight_gathers = 0>} {}
+
+// -----
+
+// plan: auto_wrap needs a threshold.
+// expected-error@+1 {{units = auto_wrap needs min_unit_params >= 1}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, units = auto_wrap>} {}
+
+// -----
+
+// plan: a negative auto_wrap threshold.
+// expected-error@+1 {{units = auto_wrap needs min_unit_params >= 1}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, units = auto_wrap, min_unit_params = -5>} {}
+
+// -----
+
+// plan: min_unit_params is meaningless with explicit units.
+// expected-error@+1 {{min_unit_params applies only with units = auto_wrap}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, min_unit_params = 100>} {}
+
+// -----
+
+// plan: the optimizer is required.
+// expected-error@+1 {{struct is missing required parameter: optimizer}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2]>} {}
+
+// -----
+
+// plan: the grid is required.
+// expected-error@+1 {{struct is missing required parameter: grid}}
+module attributes {fsdp.plan = #fsdp.plan<optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: the optimizer must be an optimizer attribute.
+// expected-error@+2 {{invalid kind of attribute specified}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.zeros>} {}
+
+// -----
+
+// plan: an unknown strategy keyword.
+// expected-error@+2 {{expected ::mlir::fsdp::Strategy to be one of: full_shard, shard_grad_op, no_shard, hybrid_shard}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'strategy' which is to be a `::mlir::fsdp::Strategy`}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = zero3, optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// plan: an unknown dtype keyword.
+// expected-error@+2 {{expected ::mlir::fsdp::DType to be one of: f32, bf16}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'param_dtype'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, param_dtype = f16>} {}
+
+// -----
+
+// plan: an unknown remat keyword.
+// expected-error@+2 {{expected ::mlir::fsdp::RematPolicy to be one of: none, selective, unit}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'remat'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = all>} {}
+
+// -----
+
+// plan: an unknown field.
+// expected-error@+1 {{duplicate or unknown struct parameter name: lr}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, lr = 0.1>} {}
+
+// -----
+
+// plan: a field given twice.
+// expected-error@+1 {{duplicate or unknown struct parameter name: grid}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], grid = [4], optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+//===----------------------------------------------------------------------===//
+// Dialect attributes on operations
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// fsdp.plan belongs on a module, not a function.
+// expected-error@+1 {{'fsdp.plan' belongs on the builtin.module of the model}}
+func.func @f() attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  return
+}
+
+// -----
+
+// fsdp.plan belongs on a module, not on a model op.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error@+1 {{'fsdp.plan' belongs on the builtin.module of the model}}
+  %0 = fsdp.relu %x {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// fsdp.plan must be a plan (a builtin integer).
+// expected-error@+1 {{'fsdp.plan' must be a #fsdp.plan<...>, got 1 : i64}}
+module attributes {fsdp.plan = 1 : i64} {}
+
+// -----
+
+// fsdp.plan must be a plan (an optimizer alone).
+// expected-error@+1 {{'fsdp.plan' must be a #fsdp.plan<...>, got #fsdp.sgd<lr = }}
+module attributes {fsdp.plan = #fsdp.sgd<lr = 0.1>} {}
+
+// -----
+
+// An unknown fsdp.* attribute on a module. (Matched loosely: the name is currently
+// printed double-quoted, `'"fsdp.xyz"'`.)
+// expected-error@+1 {{unknown fsdp attribute}}
+module attributes {fsdp.xyz = 1} {}
+
+// -----
+
+// An unknown fsdp.* attribute on an op.
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error@+1 {{unknown fsdp attribute}}
+  %0 = fsdp.relu %x {fsdp.foo} : tensor<4xf32>
+  return
+}
