@@ -7,7 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 // A parameter must have a static shape.
-// expected-error@+1 {{'fsdp.param' op parameter type must be a statically shaped tensor, got 'tensor<?x8xf32>'}}
+// expected-error@+1 {{'fsdp.param' op parameter type must be a statically shaped tensor without encoding, got 'tensor<?x8xf32>'}}
 fsdp.param @w : tensor<?x8xf32> = #fsdp.zeros
 
 // -----
@@ -31,7 +31,7 @@ fsdp.param @w : tensor<4xi32> = #fsdp.zeros
 // -----
 
 // A parameter must hold at least one element.
-// expected-error@+1 {{'fsdp.param' op parameter has no elements: 'tensor<0x4xf32>'}}
+// expected-error@+1 {{'fsdp.param' op parameter dimensions must be at least 1 and hold fewer than 2^63 elements, got 'tensor<0x4xf32>'}}
 fsdp.param @w : tensor<0x4xf32> = #fsdp.zeros
 
 // -----
@@ -323,7 +323,7 @@ func.func @f(%a: tensor<4x8xf32>, %b: tensor<8xf32>) {
 
 // add: integer tensors are not model values.
 func.func @f(%a: tensor<4xi32>, %b: tensor<4xf32>) {
-  // expected-error@+1 {{'fsdp.add' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  // expected-error@+1 {{'fsdp.add' op operand #0 must be non-empty statically shaped tensor of f32 or bf16, but got 'tensor<4xi32>'}}
   %0 = fsdp.add %a, %b : tensor<4xi32>, tensor<4xf32> -> tensor<4xf32>
   return
 }
@@ -336,7 +336,7 @@ func.func @f(%a: tensor<4xi32>, %b: tensor<4xf32>) {
 
 // relu: an i32 tensor is rejected by the operand constraint.
 func.func @f(%x: tensor<4xi32>) {
-  // expected-error@+1 {{'fsdp.relu' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  // expected-error@+1 {{'fsdp.relu' op operand #0 must be non-empty statically shaped tensor of f32 or bf16, but got 'tensor<4xi32>'}}
   %0 = fsdp.relu %x : tensor<4xi32>
   return
 }
@@ -345,7 +345,7 @@ func.func @f(%x: tensor<4xi32>) {
 
 // gelu: a dynamically shaped tensor is rejected by the operand constraint.
 func.func @f(%x: tensor<?x4xf32>) {
-  // expected-error@+1 {{'fsdp.gelu' op operand #0 must be statically shaped tensor of 32-bit float or bfloat16 type values, but got 'tensor<?x4xf32>'}}
+  // expected-error@+1 {{'fsdp.gelu' op operand #0 must be non-empty statically shaped tensor of f32 or bf16, but got 'tensor<?x4xf32>'}}
   %0 = fsdp.gelu %x : tensor<?x4xf32>
   return
 }
@@ -440,7 +440,7 @@ func.func @f(%x: tensor<f32>, %g: tensor<1xf32>, %b: tensor<1xf32>) {
 // layer_norm: gamma must be [C]. (Matched loosely: the message currently quotes the
 // element type inside the expected type, `tensor<8x'f32'>`.)
 func.func @f(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %b: tensor<8xf32>) {
-  // expected-error@+1 {{'fsdp.layer_norm' op gamma must be tensor<8x}}
+  // expected-error@+1 {{'fsdp.layer_norm' op gamma must be 'tensor<8xf32>' (the last dimension of the input), got 'tensor<4xf32>'}}
   %0 = fsdp.layer_norm %x, %g, %b : tensor<4x8xf32>, tensor<4xf32>, tensor<8xf32>
   return
 }
@@ -449,7 +449,7 @@ func.func @f(%x: tensor<4x8xf32>, %g: tensor<4xf32>, %b: tensor<8xf32>) {
 
 // layer_norm: beta must be [C].
 func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<1x8xf32>) {
-  // expected-error@+1 {{'fsdp.layer_norm' op beta must be tensor<8x}}
+  // expected-error@+1 {{'fsdp.layer_norm' op beta must be 'tensor<8xf32>' (the last dimension of the input), got 'tensor<1x8xf32>'}}
   %0 = fsdp.layer_norm %x, %g, %b : tensor<4x8xf32>, tensor<8xf32>, tensor<1x8xf32>
   return
 }
@@ -485,7 +485,7 @@ func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) {
 
 // rms_norm: gamma must be [C].
 func.func @f(%x: tensor<4x8xf32>, %g: tensor<4xf32>) {
-  // expected-error@+1 {{'fsdp.rms_norm' op gamma must be tensor<8x}}
+  // expected-error@+1 {{'fsdp.rms_norm' op gamma must be 'tensor<8xf32>' (the last dimension of the input), got 'tensor<4xf32>'}}
   %0 = fsdp.rms_norm %x, %g : tensor<4x8xf32>, tensor<4xf32>
   return
 }
@@ -562,7 +562,7 @@ func.func @f(%t: tensor<4x8x2xf32>, %i: tensor<3xi32>) {
 
 // embedding: indices are integers.
 func.func @f(%t: tensor<4x8xf32>, %i: tensor<3xf32>) {
-  // expected-error@+1 {{'fsdp.embedding' op operand #1 must be statically shaped tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<3xf32>'}}
+  // expected-error@+1 {{'fsdp.embedding' op operand #1 must be non-empty statically shaped tensor of i32 or i64, but got 'tensor<3xf32>'}}
   %0 = fsdp.embedding %t[%i] : tensor<4x8xf32>, tensor<3xf32> -> tensor<3x8xf32>
   return
 }
@@ -736,7 +736,7 @@ func.func @f(%l: tensor<8x10xf32>, %t: tensor<10xi32>) {
 
 // cross_entropy: the loss is a scalar.
 func.func @f(%l: tensor<8x10xf32>, %t: tensor<8xi32>) {
-  // expected-error@+1 {{'fsdp.cross_entropy' op result #0 must be 0D tensor of 32-bit float or bfloat16 type values, but got 'tensor<1xf32>'}}
+  // expected-error@+1 {{'fsdp.cross_entropy' op result #0 must be rank-0 tensor of f32 or bf16, but got 'tensor<1xf32>'}}
   %0 = fsdp.cross_entropy %l, %t : tensor<8x10xf32>, tensor<8xi32> -> tensor<1xf32>
   return
 }
@@ -1030,21 +1030,21 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.zeros>} 
 // -----
 
 // plan: an unknown strategy keyword.
-// expected-error@+2 {{expected ::mlir::fsdp::Strategy to be one of: full_shard, shard_grad_op, no_shard, hybrid_shard}}
+// expected-error@+2 {{expected one of: full_shard, shard_grad_op, no_shard, hybrid_shard}}
 // expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'strategy' which is to be a `::mlir::fsdp::Strategy`}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = zero3, optimizer = #fsdp.sgd<lr = 0.1>>} {}
 
 // -----
 
 // plan: an unknown dtype keyword.
-// expected-error@+2 {{expected ::mlir::fsdp::DType to be one of: f32, bf16}}
+// expected-error@+2 {{expected one of: f32, bf16}}
 // expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'param_dtype'}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, param_dtype = f16>} {}
 
 // -----
 
 // plan: an unknown remat keyword.
-// expected-error@+2 {{expected ::mlir::fsdp::RematPolicy to be one of: none, selective, unit}}
+// expected-error@+2 {{expected one of: none, selective, unit}}
 // expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'remat'}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = all>} {}
 
@@ -1095,16 +1095,108 @@ module attributes {fsdp.plan = #fsdp.sgd<lr = 0.1>} {}
 
 // -----
 
-// An unknown fsdp.* attribute on a module. (Matched loosely: the name is currently
-// printed double-quoted, `'"fsdp.xyz"'`.)
-// expected-error@+1 {{unknown fsdp attribute}}
+// An unknown fsdp.* attribute on a module.
+// expected-error@+1 {{unknown fsdp attribute 'fsdp.xyz'; the only one is 'fsdp.plan'}}
 module attributes {fsdp.xyz = 1} {}
 
 // -----
 
 // An unknown fsdp.* attribute on an op.
 func.func @f(%x: tensor<4xf32>) {
-  // expected-error@+1 {{unknown fsdp attribute}}
+  // expected-error@+1 {{unknown fsdp attribute 'fsdp.foo'; the only one is 'fsdp.plan'}}
   %0 = fsdp.relu %x {fsdp.foo} : tensor<4xf32>
   return
+}
+
+// -----
+
+// A parameter whose element count overflows int64.
+// expected-error@+1 {{'fsdp.param' op parameter dimensions must be at least 1 and hold fewer than 2^63 elements, got 'tensor<4294967296x4294967297xf32>'}}
+fsdp.param @w : tensor<4294967296x4294967297xf32> = #fsdp.zeros
+
+// -----
+
+// A parameter type with an encoding.
+// expected-error@+1 {{'fsdp.param' op parameter type must be a statically shaped tensor without encoding, got 'tensor<4xf32, "enc">'}}
+fsdp.param @w : tensor<4xf32, "enc"> = #fsdp.zeros
+
+// -----
+
+// Model ops reject tensors with a zero-size dimension (a mean over nothing).
+func.func @f(%l: tensor<8x0xf32>, %t: tensor<8xi32>) {
+  // expected-error@+1 {{'fsdp.cross_entropy' op operand #0 must be non-empty statically shaped tensor of f32 or bf16, but got 'tensor<8x0xf32>'}}
+  %0 = fsdp.cross_entropy %l, %t : tensor<8x0xf32>, tensor<8xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+// Model ops reject tensors with an encoding.
+func.func @f(%a: tensor<4xf32, "enc">) {
+  // expected-error@+1 {{'fsdp.relu' op operand #0 must be non-empty statically shaped tensor of f32 or bf16, but got 'tensor<4xf32, "enc">'}}
+  %0 = fsdp.relu %a : tensor<4xf32, "enc">
+  return
+}
+
+// -----
+
+// Model ops reject shapes whose element count overflows int64.
+func.func @f(%x: tensor<4x4294967296xf32>) {
+  // expected-error@+1 {{'fsdp.reshape' op result #0 must be non-empty statically shaped tensor of f32 or bf16, but got 'tensor<17179869184x1073741825xf32>'}}
+  %0 = fsdp.reshape %x : tensor<4x4294967296xf32> -> tensor<17179869184x1073741825xf32>
+  return
+}
+
+// -----
+
+// `true` is not a number.
+// expected-error@+3 {{expected floating point literal}}
+// expected-error@+2 {{failed to parse FSDP_SGDAttr parameter 'lr' which is to be a `::llvm::APFloat`}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = true>>} {}
+
+// -----
+
+// Two minus signs.
+// expected-error@+3 {{expected a number}}
+// expected-error@+2 {{failed to parse FSDP_SGDAttr parameter 'lr' which is to be a `::llvm::APFloat`}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = --1>>} {}
+
+// -----
+
+// A whole number beyond int64 must be written as a real.
+// expected-error@+3 {{whole number too large; write it as a real number, e.g. 1.0e20}}
+// expected-error@+2 {{failed to parse FSDP_SGDAttr parameter 'weight_decay' which is to be a `::llvm::APFloat`}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'optimizer'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1, weight_decay = 99999999999999999999>>} {}
+
+// -----
+
+// A grid with more ranks than MPI can number.
+// expected-error@+1 {{grid holds more than 2^31 - 1 ranks}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [65536, 65536], strategy = hybrid_shard, optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// One plan per model.
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{a model has one plan, but an enclosing module already carries 'fsdp.plan'}}
+  module attributes {fsdp.plan = #fsdp.plan<grid = [4], optimizer = #fsdp.sgd<lr = 0.1>>} {}
+}
+
+// -----
+
+// The dialect defines no argument attributes.
+// expected-error@+1 {{unknown fsdp argument attribute 'fsdp.xyz'}}
+func.func @f(%x: tensor<4xf32> {fsdp.xyz = 1}) {
+  return
+}
+
+// -----
+
+// The dialect defines no result attributes.
+// expected-error@+1 {{unknown fsdp result attribute 'fsdp.abc'}}
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32> {fsdp.abc}) {
+  return %x : tensor<4xf32>
 }
