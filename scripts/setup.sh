@@ -10,7 +10,7 @@ PACKAGES=(
   "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   libopenmpi-dev openmpi-bin
   libopenblas-dev
-  libgtest-dev
+  libgtest-dev nlohmann-json3-dev
   python3 python3-numpy
 )
 

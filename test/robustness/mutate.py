@@ -13,6 +13,7 @@ Standard library only.
 
 import argparse
 import concurrent.futures
+import errno
 import hashlib
 import os
 import random
@@ -22,12 +23,14 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections import OrderedDict
 
 DEFAULT_SEED = 20240521
 DEFAULT_COUNT = 240
 MIN_MUTANTS = 200
 DEFAULT_TIMEOUT = 20.0
+EXEC_RETRIES = 30
 
 FORBIDDEN = [
     "Assertion",
@@ -578,6 +581,25 @@ def m_insert_punct(rng, text):
     return out, "inserted " + ", ".join(descs)
 
 
+COMBINABLE = ["swap_type", "change_dim", "change_rank", "replace_number", "rename_symbol",
+              "rename_value", "attr_plan", "attr_init", "attr_unit", "swap_op", "op_flag",
+              "swap_lines", "duplicate_line", "delete_line"]
+
+
+def m_combo(rng, text):
+    """Two or three of the structure-preserving mutations, one after another."""
+    descs = []
+    for kind in rng.sample(COMBINABLE, rng.choice([2, 2, 3])):
+        try:
+            text, desc = MUTATORS[kind](rng, text)
+        except Skip:
+            continue
+        descs.append("%s: %s" % (kind, desc))
+    if not descs:
+        raise Skip("nothing applied")
+    return text, " + ".join(descs)
+
+
 MUTATORS = OrderedDict([
     ("delete_token", m_delete_token),
     ("delete_line", m_delete_line),
@@ -597,6 +619,7 @@ MUTATORS = OrderedDict([
     ("swap_op", m_swap_op),
     ("op_flag", m_op_flag),
     ("insert_punct", m_insert_punct),
+    ("combo", m_combo),
 ])
 
 
@@ -659,11 +682,24 @@ def located_error_re(path):
     return re.compile(r"^" + re.escape(path) + r":(\d+):(\d+): error:", re.M)
 
 
+def execute(cmd, timeout):
+    """Runs cmd; retries for a while if the binary cannot be executed, since
+    it may be in the middle of being relinked by a concurrent build."""
+    for attempt in range(EXEC_RETRIES + 1):
+        try:
+            return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, timeout=timeout)
+        except OSError as e:
+            if attempt == EXEC_RETRIES or e.errno not in (errno.ENOENT, errno.EACCES,
+                                                          errno.ETXTBSY, errno.ENOEXEC):
+                raise
+            time.sleep(1.0)
+
+
 def run_one(fsdp_opt, mutant, timeout):
     mutant.cmd = [fsdp_opt, mutant.path]
     try:
-        proc = subprocess.run(mutant.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, timeout=timeout)
+        proc = execute(mutant.cmd, timeout)
     except subprocess.TimeoutExpired as e:
         mutant.status = "failed"
         mutant.why = "timed out after %gs" % timeout
@@ -745,10 +781,19 @@ def main(argv=None):
         with open(m.path, "w", encoding="utf-8") as f:
             f.write(m.text)
 
+    # The unmodified inputs run first, as a baseline: they must not crash either,
+    # and if one is rejected most of its mutants only exercise the error path.
+    baseline = []
+    for name, text in sources:
+        b = Mutant(-1, "original", name, text, "unmodified input")
+        b.path = os.path.abspath(name)
+        baseline.append(b)
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        baseline = list(pool.map(lambda m: run_one(fsdp_opt, m, args.timeout), baseline))
         done = list(pool.map(lambda m: run_one(fsdp_opt, m, args.timeout), mutants))
 
-    failures = [m for m in done if m.status == "failed"]
+    failures = [m for m in baseline + done if m.status == "failed"]
     for m in done:
         if m.status == "failed":
             with open(m.path + ".stderr", "w", encoding="utf-8") as f:
@@ -770,6 +815,11 @@ def main(argv=None):
     for k, r in per_kind.items():
         print("%-16s %8d %8d %8d %8d" % ((k,) + tuple(r)))
     print("%-16s %8d %8d %8d %8d" % (("total",) + tuple(total)))
+    for b in baseline:
+        print("baseline: %s %s" % (b.source, b.status))
+        if b.status == "rejected":
+            print("warning: the unmodified input %s is rejected; its mutants mostly "
+                  "exercise the error path" % b.source)
 
     for m in failures:
         print("")
