@@ -2,6 +2,8 @@
 
 #include "fsdp/IR/FSDPOps.h"
 
+#include "fsdp/IR/FSDPOpInterfaces.cpp.inc"
+
 #include "mlir/Dialect/Traits.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -208,11 +210,18 @@ LogicalResult ScaleOp::verify() {
 // Normalisation and attention
 //===----------------------------------------------------------------------===//
 
-LogicalResult SoftmaxOp::verify() {
-  int64_t rank = getType().getRank();
-  if (getDim() >= rank)
-    return emitOpError("dim ") << getDim() << " is out of range for rank " << rank;
+static LogicalResult verifyDimInRange(Operation *op, int64_t dim, int64_t rank) {
+  if (dim >= rank)
+    return op->emitOpError("dim ") << dim << " is out of range for rank " << rank;
   return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  return verifyDimInRange(*this, getDim(), getType().getRank());
+}
+
+LogicalResult SoftmaxGradOp::verify() {
+  return verifyDimInRange(*this, getDim(), getType().getRank());
 }
 
 /// Checks an affine parameter of a normalisation over the last dimension.
@@ -246,12 +255,30 @@ LogicalResult RMSNormOp::verify() {
                          getEpsAttr().getValue());
 }
 
-LogicalResult CausalMaskOp::verify() {
-  ArrayRef<int64_t> shape = getType().getShape();
+LogicalResult LayerNormGradOp::verify() {
+  return verifyNormParam(*this, getInput().getType(), getGamma(), "gamma",
+                         getEpsAttr().getValue());
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  return verifyNormParam(*this, getInput().getType(), getGamma(), "gamma",
+                         getEpsAttr().getValue());
+}
+
+static LogicalResult verifySquareTrailingMatrix(Operation *op, RankedTensorType type) {
+  ArrayRef<int64_t> shape = type.getShape();
   if (shape.size() < 2 || shape[shape.size() - 1] != shape[shape.size() - 2])
-    return emitOpError("needs a square (query x key) trailing matrix, got ")
+    return op->emitOpError("needs a square (query x key) trailing matrix, got ")
            << shapeString(shape);
   return success();
+}
+
+LogicalResult CausalMaskOp::verify() {
+  return verifySquareTrailingMatrix(*this, getType());
+}
+
+LogicalResult CausalMaskGradOp::verify() {
+  return verifySquareTrailingMatrix(*this, getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -269,6 +296,30 @@ LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(indices.getShape());
   shape.push_back(table.getDimSize(1));
   inferred.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType table = getType();
+  if (table.getRank() != 2)
+    return emitOpError("table gradient must be [rows, features], got ") << table;
+  SmallVector<int64_t> rows(getIndices().getType().getShape());
+  rows.push_back(table.getDimSize(1));
+  auto expected = RankedTensorType::get(rows, table.getElementType());
+  if (expected != getGrad().getType())
+    return emitOpError("gradient type ")
+           << getGrad().getType() << " does not match the embedding output " << expected;
+  return success();
+}
+
+LogicalResult BroadcastOp::verify() {
+  ArrayRef<int64_t> from = getInput().getType().getShape();
+  ArrayRef<int64_t> to = getType().getShape();
+  SmallVector<int64_t> shape;
+  if (from.size() > to.size() ||
+      !OpTrait::util::getBroadcastedShape(from, to, shape) || ArrayRef(shape) != to)
+    return emitOpError("cannot broadcast ")
+           << shapeString(from) << " to " << shapeString(to);
   return success();
 }
 
@@ -367,6 +418,18 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult CrossEntropyGradOp::verify() {
+  SmallVector<Type> loss;
+  if (failed(CrossEntropyOp::inferReturnTypes(
+          getContext(), getLoc(), CrossEntropyOp::Adaptor({getLogits(), getTargets()}),
+          loss)))
+    return failure();
+  if (loss.front() != getGrad().getType())
+    return emitOpError("loss gradient must be ") << loss.front() << ", got "
+                                                 << getGrad().getType();
+  return success();
+}
+
 LogicalResult MSEOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                       Adaptor adaptor,
                                       SmallVectorImpl<Type> &inferred) {
@@ -376,6 +439,30 @@ LogicalResult MSEOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
                              adaptor.getTarget().getType(), " must have the same type");
   inferred.push_back(RankedTensorType::get(
       {}, llvm::cast<RankedTensorType>(prediction).getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClipCoefficientOp::verify() {
+  double maxNorm = getMaxNorm().convertToDouble();
+  if (!(maxNorm > 0.0) || !std::isfinite(maxNorm))
+    return emitOpError("max_norm must be positive, got ") << maxNorm;
+  return success();
+}
+
+LogicalResult UpdateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param)
+    return emitOpError("'") << getParam() << "' does not name an fsdp.param";
+  if (param.getFrozen())
+    return emitOpError("'") << getParam() << "' is frozen and cannot be updated";
+  if (param.getType() != getGrad().getType())
+    return emitOpError("gradient type ")
+           << getGrad().getType() << " does not match the declaration of '"
+           << getParam() << "' as " << param.getType();
   return success();
 }
 

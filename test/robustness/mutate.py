@@ -687,13 +687,25 @@ def execute(cmd, timeout):
     it may be in the middle of being relinked by a concurrent build."""
     for attempt in range(EXEC_RETRIES + 1):
         try:
-            return subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, timeout=timeout)
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE, start_new_session=True)
         except OSError as e:
             if attempt == EXEC_RETRIES or e.errno not in (errno.ENOENT, errno.EACCES,
                                                           errno.ETXTBSY, errno.ENOEXEC):
                 raise
             time.sleep(1.0)
+            continue
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # Kill the whole process group, so no helper keeps stderr open.
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            _, err = proc.communicate()
+            raise subprocess.TimeoutExpired(cmd, timeout, stderr=err)
+        return subprocess.CompletedProcess(cmd, proc.returncode, None, err)
 
 
 def run_one(fsdp_opt, mutant, timeout):
@@ -841,8 +853,12 @@ def main(argv=None):
               % (len(done), MIN_MUTANTS))
         ok = False
     if failures:
+        bad_base = [b for b in baseline if b.status == "failed"]
         print("\nFAIL: %d of %d mutants failed; they are kept in %s"
-              % (len(failures), len(done), out_dir))
+              % (len(failures) - len(bad_base), len(done), out_dir))
+        if bad_base:
+            print("FAIL: %d of the %d unmodified inputs failed"
+                  % (len(bad_base), len(baseline)))
         ok = False
     if ok:
         print("\nPASS: %d mutants, %d accepted, %d rejected with located errors"

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/IR/FSDPDialect.h"
+#include "fsdp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,6 +19,7 @@ int main(int argc, char **argv) {
   registry.insert<mlir::fsdp::FSDPDialect, mlir::func::FuncDialect,
                   mlir::arith::ArithDialect>();
 
+  mlir::fsdp::registerFSDPPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -36,4 +36,28 @@ def FSDP_OptimizerAttrInterface : AttrInterface<"OptimizerAttrInterface"> {
   ];
 }
 
+def FSDP_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
+  let cppNamespace = "::mlir::fsdp";
+  let description = [{
+    An op with a gradient rule. `fsdp-autodiff` builds the backward pass by
+    calling `buildGradients` on each op of the forward pass in reverse order,
+    so a new model op brings its rule with it.
+  }];
+  let methods = [
+    InterfaceMethod<
+      /*desc=*/[{
+        Builds, at the builder's insertion point, the vector-Jacobian product
+        of this op: given the gradient of the loss with respect to each result
+        (`resultGradients`, one per result, null where a result does not reach
+        the loss), appends to `operandGradients` the gradient with respect to
+        each operand, or null for an operand that is not differentiable (such
+        as integer indices).
+      }],
+      /*retTy=*/"void", /*methodName=*/"buildGradients",
+      /*args=*/(ins "::mlir::OpBuilder &":$builder,
+                    "::mlir::ValueRange":$resultGradients,
+                    "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGradients)>,
+  ];
+}
+
 #endif // FSDP_INTERFACES_TD

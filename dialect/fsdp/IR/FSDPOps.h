@@ -5,6 +5,7 @@
 
 #include "fsdp/IR/FSDPAttrs.h"
 #include "fsdp/IR/FSDPDialect.h"
+#include "fsdp/IR/FSDPOpInterfaces.h.inc"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OpDefinition.h"

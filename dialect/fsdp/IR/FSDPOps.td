@@ -5,6 +5,7 @@
 
 include "fsdp/IR/FSDPDialect.td"
 include "fsdp/IR/FSDPAttrs.td"
+include "fsdp/IR/FSDPInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -30,6 +31,16 @@ def FSDP_InitAttr : Attr<CPred<"::llvm::isa<::mlir::fsdp::InitializerAttrInterfa
   let returnType = "::mlir::fsdp::InitializerAttrInterface";
   let convertFromStorage = "$_self";
 }
+
+def FSDP_OptimizerAttr : Attr<CPred<"::llvm::isa<::mlir::fsdp::OptimizerAttrInterface>($_self)">,
+                              "optimizer"> {
+  let storageType = "::mlir::fsdp::OptimizerAttrInterface";
+  let returnType = "::mlir::fsdp::OptimizerAttrInterface";
+  let convertFromStorage = "$_self";
+}
+
+// Model ops bring their gradient rule (see FSDPGradients.cpp).
+defvar FSDP_Differentiable = DeclareOpInterfaceMethods<FSDP_DifferentiableOpInterface>;
 
 //===----------------------------------------------------------------------===//
 // Parameters
@@ -85,7 +96,7 @@ def FSDP_UseOp : FSDP_Op<"use", [Pure, DeclareOpInterfaceMethods<SymbolUserOpInt
 // Matrix products
 //===----------------------------------------------------------------------===//
 
-def FSDP_MatmulOp : FSDP_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
+def FSDP_MatmulOp : FSDP_Op<"matmul", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
   let summary = "Matrix product of activations and a weight";
   let description = [{
     `lhs` is `[..., M, K]` (any number of leading dimensions), `rhs` is
@@ -106,7 +117,7 @@ def FSDP_MatmulOp : FSDP_Op<"matmul", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def FSDP_BatchMatmulOp : FSDP_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
+def FSDP_BatchMatmulOp : FSDP_Op<"batch_matmul", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
   let summary = "Batched matrix product";
   let description = [{
     `lhs` is `[B..., M, K]` and `rhs` is `[B..., K, N]` with the same batch
@@ -133,7 +144,7 @@ def FSDP_BatchMatmulOp : FSDP_Op<"batch_matmul", [Pure, InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 class FSDP_BinaryOp<string mnemonic, string what>
-    : FSDP_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : FSDP_Op<mnemonic, [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
   let summary = "Elementwise " # what # " with NumPy broadcasting";
   let description = [{
     Shapes broadcast as in NumPy: aligned from the last dimension, each pair of
@@ -156,7 +167,7 @@ def FSDP_MulOp : FSDP_BinaryOp<"mul", "product">;
 def FSDP_DivOp : FSDP_BinaryOp<"div", "quotient">;
 
 class FSDP_UnaryOp<string mnemonic, string what>
-    : FSDP_Op<mnemonic, [Pure, SameOperandsAndResultType]> {
+    : FSDP_Op<mnemonic, [Pure, FSDP_Differentiable, SameOperandsAndResultType]> {
   let summary = "Elementwise " # what;
   let description = [{
     ```mlir
@@ -175,7 +186,7 @@ def FSDP_SiluOp : FSDP_UnaryOp<"silu", "SiLU (swish): x * sigmoid(x)">;
 def FSDP_TanhOp : FSDP_UnaryOp<"tanh", "hyperbolic tangent">;
 def FSDP_ExpOp : FSDP_UnaryOp<"exp", "exponential">;
 
-def FSDP_ScaleOp : FSDP_Op<"scale", [Pure, SameOperandsAndResultType]> {
+def FSDP_ScaleOp : FSDP_Op<"scale", [Pure, FSDP_Differentiable, SameOperandsAndResultType]> {
   let summary = "Multiplies by a constant";
   let description = [{
     ```mlir
@@ -192,7 +203,7 @@ def FSDP_ScaleOp : FSDP_Op<"scale", [Pure, SameOperandsAndResultType]> {
 // Normalisation and attention
 //===----------------------------------------------------------------------===//
 
-def FSDP_SoftmaxOp : FSDP_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def FSDP_SoftmaxOp : FSDP_Op<"softmax", [Pure, FSDP_Differentiable, SameOperandsAndResultType]> {
   let summary = "Softmax along one dimension";
   let description = [{
     `exp(x - max) / sum(exp(x - max))` along `dim`.
@@ -208,7 +219,7 @@ def FSDP_SoftmaxOp : FSDP_Op<"softmax", [Pure, SameOperandsAndResultType]> {
 }
 
 def FSDP_LayerNormOp : FSDP_Op<"layer_norm",
-    [Pure, AllTypesMatch<["input", "result"]>,
+    [Pure, FSDP_Differentiable, AllTypesMatch<["input", "result"]>,
      AllElementTypesMatch<["input", "gamma", "beta"]>]> {
   let summary = "Layer normalisation over the last dimension";
   let description = [{
@@ -231,7 +242,7 @@ def FSDP_LayerNormOp : FSDP_Op<"layer_norm",
 }
 
 def FSDP_RMSNormOp : FSDP_Op<"rms_norm",
-    [Pure, AllTypesMatch<["input", "result"]>,
+    [Pure, FSDP_Differentiable, AllTypesMatch<["input", "result"]>,
      AllElementTypesMatch<["input", "gamma"]>]> {
   let summary = "RMS normalisation over the last dimension";
   let description = [{
@@ -251,7 +262,7 @@ def FSDP_RMSNormOp : FSDP_Op<"rms_norm",
   let hasVerifier = 1;
 }
 
-def FSDP_CausalMaskOp : FSDP_Op<"causal_mask", [Pure, SameOperandsAndResultType]> {
+def FSDP_CausalMaskOp : FSDP_Op<"causal_mask", [Pure, FSDP_Differentiable, SameOperandsAndResultType]> {
   let summary = "Masks attention scores of future positions";
   let description = [{
     The last two dimensions are (query, key) positions of one sequence and
@@ -272,7 +283,7 @@ def FSDP_CausalMaskOp : FSDP_Op<"causal_mask", [Pure, SameOperandsAndResultType]
 // Lookup and layout
 //===----------------------------------------------------------------------===//
 
-def FSDP_EmbeddingOp : FSDP_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def FSDP_EmbeddingOp : FSDP_Op<"embedding", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
   let summary = "Looks up rows of a table";
   let description = [{
     `table` is `[V, D]`; `indices` holds integers in [0, V); the result has
@@ -290,7 +301,7 @@ def FSDP_EmbeddingOp : FSDP_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def FSDP_ReshapeOp : FSDP_Op<"reshape", [Pure, AllElementTypesMatch<["input", "result"]>]> {
+def FSDP_ReshapeOp : FSDP_Op<"reshape", [Pure, FSDP_Differentiable, AllElementTypesMatch<["input", "result"]>]> {
   let summary = "Reinterprets the shape, keeping row-major element order";
   let description = [{
     ```mlir
@@ -303,7 +314,7 @@ def FSDP_ReshapeOp : FSDP_Op<"reshape", [Pure, AllElementTypesMatch<["input", "r
   let hasVerifier = 1;
 }
 
-def FSDP_TransposeOp : FSDP_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
+def FSDP_TransposeOp : FSDP_Op<"transpose", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
   let summary = "Permutes dimensions";
   let description = [{
     Dimension `i` of the result is dimension `permutation[i]` of the input.
@@ -322,7 +333,7 @@ def FSDP_TransposeOp : FSDP_Op<"transpose", [Pure, InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 class FSDP_ReduceOp<string mnemonic, string what>
-    : FSDP_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : FSDP_Op<mnemonic, [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
   let summary = what # " over dimensions";
   let description = [{
     Reduces the listed dimensions (increasing, distinct) and drops them from
@@ -344,7 +355,7 @@ def FSDP_ReduceMeanOp : FSDP_ReduceOp<"reduce_mean", "Mean">;
 // Losses
 //===----------------------------------------------------------------------===//
 
-def FSDP_CrossEntropyOp : FSDP_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
+def FSDP_CrossEntropyOp : FSDP_Op<"cross_entropy", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
   let summary = "Mean softmax cross-entropy against integer targets";
   let description = [{
     `logits` is `[..., C]` and `targets` `[...]` (the same leading shape) with
@@ -362,7 +373,7 @@ def FSDP_CrossEntropyOp : FSDP_Op<"cross_entropy", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def FSDP_MSEOp : FSDP_Op<"mse", [Pure, InferTypeOpAdaptor]> {
+def FSDP_MSEOp : FSDP_Op<"mse", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
   let summary = "Mean squared error";
   let description = [{
     The mean over all elements of `(prediction - target)^2`; both operands
@@ -378,5 +389,25 @@ def FSDP_MSEOp : FSDP_Op<"mse", [Pure, InferTypeOpAdaptor]> {
     $prediction `,` $target attr-dict `:` type($prediction) `,` type($target) `->` type($result)
   }];
 }
+
+def FSDP_BroadcastOp : FSDP_Op<"broadcast",
+    [Pure, FSDP_Differentiable, AllElementTypesMatch<["input", "result"]>]> {
+  let summary = "Broadcasts to a larger shape, as NumPy does";
+  let description = [{
+    Repeats the input along new leading dimensions and along dimensions of
+    size 1, as NumPy's `broadcast_to`.
+
+    ```mlir
+    %b = fsdp.broadcast %x : tensor<8x1x64xf32> -> tensor<4x8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+include "fsdp/IR/FSDPGradientOps.td"
+include "fsdp/IR/FSDPOptimizerOps.td"
 
 #endif // FSDP_OPS_TD

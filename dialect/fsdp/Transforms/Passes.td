@@ -1,0 +1,36 @@
+//===- Passes.td - fsdp pass definitions -------------------*- tablegen -*-===//
+
+#ifndef FSDP_TRANSFORMS_PASSES_TD
+#define FSDP_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FSDPAutodiffPass : Pass<"fsdp-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Derives the training step from the model's loss function";
+  let description = [{
+    Replaces the model's loss function (the one function of the module, which
+    returns a rank-0 float tensor) by `@train_step`: the same forward pass,
+    then the backward pass built from each op's gradient rule
+    (`DifferentiableOpInterface`), then the optimizer update of every
+    trainable parameter as the plan says (`fsdp.update`, after global-norm
+    clipping when `clip_grad_norm` is set). `@train_step` takes the model's
+    inputs followed by the step number (i64, from 1) and the learning rate
+    (f32), and returns the loss.
+
+    A value used several times (fan-out) and a parameter read several times
+    (tied weights) accumulate their gradients; frozen parameters get none.
+
+    ```mlir
+    func.func @train_step(%x: tensor<64x784xf32>, %y: tensor<64xi32>,
+                          %step: i64, %lr: f32) -> tensor<f32> {
+      ... forward ...
+      ... backward ...
+      fsdp.update @fc1.w, %dw1 step %step lr %lr {optimizer = #fsdp.adamw<lr = 0.001>} : tensor<784x256xf32>
+      return %loss : tensor<f32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+#endif // FSDP_TRANSFORMS_PASSES_TD

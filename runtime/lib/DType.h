@@ -1,0 +1,46 @@
+//===- DType.h - Element types of arena tensors -----------------*- C++ -*-===//
+//
+// The four element types a manifest names (f32, bf16, i32, i64), their sizes,
+// and the conversions the runtime needs to write values the way the contract
+// says: computed in double, rounded to the storage type to nearest even.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_DTYPE_H
+#define FSDPRT_DTYPE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace fsdprt {
+
+enum class DType { F32, BF16, I32, I64 };
+
+/// Parses a manifest dtype name (`f32`, `bf16`, `i32`, `i64`).
+std::optional<DType> parseDType(std::string_view name);
+const char *dtypeName(DType type);
+size_t dtypeSize(DType type);
+bool isFloatDType(DType type);
+
+/// Rounds a double to the nearest bfloat16 (ties to even), returning its bits.
+/// Rounds directly from double: going through float first would round twice
+/// and can differ from the contract in the last bit.
+uint16_t roundToBF16(double value);
+double bf16ToDouble(uint16_t bits);
+
+/// Stores `value` rounded to the float type `type` (f32 or bf16) at `dst`.
+void storeReal(double value, DType type, void *dst);
+/// Reads a float-typed element (f32 or bf16) as a double.
+double loadReal(DType type, const void *src);
+
+/// Stores `value` in the integer type `type` (i32 or i64) at `dst`; the caller
+/// guarantees it fits.
+void storeInteger(int64_t value, DType type, void *dst);
+/// Reads an integer-typed element (i32 or i64).
+int64_t loadInteger(DType type, const void *src);
+
+} // namespace fsdprt
+
+#endif // FSDPRT_DTYPE_H

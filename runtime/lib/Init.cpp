@@ -1,0 +1,62 @@
+//===- Init.cpp - Initial parameter values --------------------------------===//
+
+#include "Init.h"
+
+#include "DType.h"
+#include "Philox.h"
+
+#include <cmath>
+
+namespace fsdprt {
+
+double fanIn(const std::vector<int64_t> &shape) {
+  double product = 1.0;
+  for (size_t i = 0; i + 1 < shape.size(); ++i)
+    product *= static_cast<double>(shape[i]);
+  return product;
+}
+
+double initialValue(const InitSpec &init, double fanIn, uint64_t seed, uint64_t paramId,
+                    uint64_t index) {
+  auto block = [&] {
+    return philox4x32_10({lo32(index), hi32(index), lo32(paramId), hi32(paramId)},
+                         {lo32(seed), hi32(seed)});
+  };
+  // Each expression is evaluated in the order the contract writes it, so that
+  // an independent implementation gets the same double.
+  switch (init.kind) {
+  case InitKind::Zeros:
+    return 0.0;
+  case InitKind::Ones:
+    return 1.0;
+  case InitKind::Constant:
+    return init.value;
+  case InitKind::Normal:
+    return init.mean + init.std * standardNormal(block());
+  case InitKind::Uniform:
+    return init.low + (init.high - init.low) * uniform1(block());
+  case InitKind::FanInNormal:
+    return (init.scale / std::sqrt(fanIn)) * standardNormal(block());
+  case InitKind::FanInUniform:
+    return (2.0 * uniform1(block()) - 1.0) * init.scale / std::sqrt(fanIn);
+  }
+  return 0.0;
+}
+
+void initializeRange(const ParamSpec &param, uint64_t seed, int64_t begin, int64_t end,
+                     void *dst) {
+  uint64_t paramId = fnv1a64(param.name);
+  double paramFanIn = fanIn(param.shape);
+  size_t elementSize = dtypeSize(param.dtype);
+  auto *out = static_cast<uint8_t *>(dst);
+  for (int64_t i = begin; i < end; ++i, out += elementSize)
+    storeReal(initialValue(param.init, paramFanIn, seed, paramId, static_cast<uint64_t>(i)),
+              param.dtype, out);
+}
+
+void initializeParameters(const Manifest &manifest, uint64_t seed, uint8_t *arena) {
+  for (const ParamSpec &param : manifest.params)
+    initializeRange(param, seed, 0, param.numElements(), arena + param.offset);
+}
+
+} // namespace fsdprt

@@ -1,0 +1,496 @@
+//===- Manifest.cpp - The manifest a generated trainer embeds -------------===//
+//
+// Validation mirrors the dialect's verifiers (lib/IR/FSDPAttrs.cpp) where the
+// manifest repeats what the model said, and adds what only the compiler's
+// layout decides: offsets inside the arena, sizes and disjointness. Unknown
+// keys are ignored so that the compiler can add fields before the runtime
+// reads them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Manifest.h"
+
+#include "Error.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <utility>
+
+namespace fsdprt {
+
+using json = nlohmann::json;
+
+namespace {
+
+/// A JSON value with the path that names it in messages (`params[0].shape`).
+class Node {
+public:
+  Node(const json &value, std::string path) : value(value), path(std::move(path)) {}
+
+  [[noreturn]] void fail(const std::string &what) const {
+    fatal("manifest: " + (path.empty() ? std::string() : path + ": ") + what);
+  }
+
+  bool has(const char *key) const { return value.is_object() && value.contains(key); }
+
+  Node field(const char *key) const {
+    if (!value.is_object())
+      fail("expected an object, got " + excerpt());
+    auto it = value.find(key);
+    if (it == value.end())
+      fail(std::string("missing field '") + key + "'");
+    return Node(*it, path.empty() ? std::string(key) : path + "." + key);
+  }
+
+  size_t arraySize() const {
+    if (!value.is_array())
+      fail("expected an array, got " + excerpt());
+    return value.size();
+  }
+
+  Node element(size_t i) const { return Node(value[i], path + "[" + std::to_string(i) + "]"); }
+
+  int64_t integer(int64_t min = std::numeric_limits<int64_t>::min(),
+                  int64_t max = std::numeric_limits<int64_t>::max()) const {
+    int64_t result;
+    if (value.is_number_unsigned()) {
+      uint64_t wide = value.get<uint64_t>();
+      if (wide > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        fail("integer " + value.dump() + " does not fit in 64 bits");
+      result = static_cast<int64_t>(wide);
+    } else if (value.is_number_integer()) {
+      result = value.get<int64_t>();
+    } else {
+      fail("expected an integer, got " + excerpt());
+    }
+    if (result < min)
+      fail("must be at least " + std::to_string(min) + ", got " + std::to_string(result));
+    if (result > max)
+      fail("must be at most " + std::to_string(max) + ", got " + std::to_string(result));
+    return result;
+  }
+
+  double real() const {
+    if (!value.is_number())
+      fail("expected a number, got " + excerpt());
+    double result = value.get<double>();
+    if (!std::isfinite(result))
+      fail("expected a finite number, got " + excerpt());
+    return result;
+  }
+
+  std::string string() const {
+    if (!value.is_string())
+      fail("expected a string, got " + excerpt());
+    return value.get<std::string>();
+  }
+
+  bool boolean() const {
+    if (!value.is_boolean())
+      fail("expected true or false, got " + excerpt());
+    return value.get<bool>();
+  }
+
+  /// The value as JSON text, shortened: enough to recognise it in a message.
+  std::string excerpt() const {
+    std::string text = value.dump();
+    if (text.size() > 40)
+      text = text.substr(0, 37) + "...";
+    return text;
+  }
+
+  const json &value;
+  std::string path;
+};
+
+/// A byte range of the arena, for the disjointness check.
+struct Region {
+  int64_t offset;
+  int64_t bytes;
+  std::string what;
+};
+
+} // namespace
+
+static std::vector<int64_t> readShape(const Node &node, int64_t minRank) {
+  size_t rank = node.arraySize();
+  if (static_cast<int64_t>(rank) < minRank)
+    node.fail("expected at least " + std::to_string(minRank) + " dimension(s), got " +
+              node.excerpt());
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < rank; ++i)
+    shape.push_back(node.element(i).integer(1));
+  return shape;
+}
+
+/// The byte size of a tensor, or a failure when it does not fit in int64.
+static int64_t tensorBytes(const Node &shapeNode, const std::vector<int64_t> &shape, DType dtype) {
+  int64_t bytes = static_cast<int64_t>(dtypeSize(dtype));
+  for (int64_t dim : shape)
+    if (__builtin_mul_overflow(bytes, dim, &bytes))
+      shapeNode.fail("tensor of shape " + formatShape(shape) + " has more than 2^63 bytes");
+  return bytes;
+}
+
+static DType readDType(const Node &node) {
+  std::string name = node.string();
+  std::optional<DType> dtype = parseDType(name);
+  if (!dtype)
+    node.fail("unknown dtype '" + name + "' (expected f32, bf16, i32 or i64)");
+  return *dtype;
+}
+
+/// Reads `offset` and `bytes` of a tensor and checks they fit in the arena.
+static void readPlacement(const Node &node, const Manifest &manifest, int64_t expectedBytes,
+                          size_t alignment, int64_t &offset, int64_t &bytes) {
+  Node offsetNode = node.field("offset");
+  offset = offsetNode.integer(0);
+  if (offset % static_cast<int64_t>(alignment) != 0)
+    offsetNode.fail("offset " + std::to_string(offset) + " is not a multiple of the element size " +
+                    std::to_string(alignment));
+  Node bytesNode = node.field("bytes");
+  bytes = bytesNode.integer(1);
+  if (expectedBytes > 0 && bytes != expectedBytes)
+    bytesNode.fail("the shape and dtype need " + std::to_string(expectedBytes) + " bytes, got " +
+                   std::to_string(bytes));
+  if (bytes > manifest.arenaBytes || offset > manifest.arenaBytes - bytes)
+    node.fail("bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
+              ") lie outside the arena of " + std::to_string(manifest.arenaBytes) + " bytes");
+}
+
+static InitSpec readInit(const Node &node, const std::vector<int64_t> &shape) {
+  InitSpec init;
+  Node kindNode = node.field("kind");
+  std::string kind = kindNode.string();
+  auto positive = [](const Node &field) {
+    double value = field.real();
+    if (!(value > 0.0))
+      field.fail("must be positive, got " + formatReal(value));
+    return value;
+  };
+  if (kind == "zeros") {
+    init.kind = InitKind::Zeros;
+  } else if (kind == "ones") {
+    init.kind = InitKind::Ones;
+  } else if (kind == "constant") {
+    init.kind = InitKind::Constant;
+    init.value = node.field("value").real();
+  } else if (kind == "normal") {
+    init.kind = InitKind::Normal;
+    init.mean = node.field("mean").real();
+    init.std = positive(node.field("std"));
+  } else if (kind == "uniform") {
+    init.kind = InitKind::Uniform;
+    init.low = node.field("low").real();
+    init.high = node.field("high").real();
+    if (!(init.low < init.high))
+      node.fail("uniform needs low < high, got [" + formatReal(init.low) + ", " +
+                formatReal(init.high) + ")");
+  } else if (kind == "fan_in_normal" || kind == "fan_in_uniform") {
+    init.kind = kind == "fan_in_normal" ? InitKind::FanInNormal : InitKind::FanInUniform;
+    init.scale = positive(node.field("scale"));
+    // fan_in is the product of every dimension but the last.
+    if (shape.size() < 2)
+      kindNode.fail(kind + " needs a parameter of rank 2 or more, got shape " + formatShape(shape));
+  } else {
+    kindNode.fail("unknown init kind '" + kind +
+                  "' (expected zeros, ones, constant, normal, uniform, fan_in_normal or "
+                  "fan_in_uniform)");
+  }
+  return init;
+}
+
+static void readOptimizer(const Node &node, OptimizerSpec &optimizer) {
+  auto unitInterval = [](const Node &field) {
+    double value = field.real();
+    if (!(value >= 0.0 && value < 1.0))
+      field.fail("must be in [0, 1), got " + formatReal(value));
+    return value;
+  };
+  auto nonNegative = [](const Node &field) {
+    double value = field.real();
+    if (!(value >= 0.0))
+      field.fail("must be non-negative, got " + formatReal(value));
+    return value;
+  };
+  Node kindNode = node.field("kind");
+  std::string kind = kindNode.string();
+  if (kind == "sgd") {
+    optimizer.kind = OptimizerKind::SGD;
+  } else if (kind == "adamw") {
+    optimizer.kind = OptimizerKind::AdamW;
+  } else {
+    kindNode.fail("unknown optimizer '" + kind + "' (expected sgd or adamw)");
+  }
+  Node lrNode = node.field("lr");
+  optimizer.lr = lrNode.real();
+  if (!(optimizer.lr > 0.0))
+    lrNode.fail("must be positive, got " + formatReal(optimizer.lr));
+  if (optimizer.kind == OptimizerKind::SGD) {
+    optimizer.momentum = unitInterval(node.field("momentum"));
+  } else {
+    optimizer.beta1 = unitInterval(node.field("beta1"));
+    optimizer.beta2 = unitInterval(node.field("beta2"));
+    Node epsNode = node.field("eps");
+    optimizer.eps = epsNode.real();
+    if (!(optimizer.eps > 0.0))
+      epsNode.fail("must be positive, got " + formatReal(optimizer.eps));
+  }
+  optimizer.weightDecay = nonNegative(node.field("weight_decay"));
+}
+
+static void readGridAndStrategy(const Node &root, Manifest &manifest) {
+  Node gridNode = root.field("grid");
+  size_t rank = gridNode.arraySize();
+  if (rank < 1 || rank > 2)
+    gridNode.fail("expected [shard] or [replicate, shard], got " + gridNode.excerpt());
+  int64_t worldSize = 1;
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t size = gridNode.element(i).integer(1, std::numeric_limits<int32_t>::max());
+    manifest.grid.push_back(size);
+    // Ranks are MPI ints: the whole grid must fit in one.
+    worldSize *= size;
+    if (worldSize > std::numeric_limits<int32_t>::max())
+      gridNode.fail("grid holds more than 2^31 - 1 ranks");
+  }
+
+  Node strategyNode = root.field("strategy");
+  manifest.strategy = strategyNode.string();
+  static const char *const kStrategies[] = {"full_shard", "shard_grad_op", "no_shard",
+                                            "hybrid_shard"};
+  if (std::find(std::begin(kStrategies), std::end(kStrategies), manifest.strategy) ==
+      std::end(kStrategies))
+    strategyNode.fail("unknown strategy '" + manifest.strategy +
+                      "' (expected full_shard, shard_grad_op, no_shard or hybrid_shard)");
+  bool hybrid = manifest.strategy == "hybrid_shard";
+  if (hybrid && rank != 2)
+    strategyNode.fail("hybrid_shard needs a 2-D grid [replicate, shard], got " +
+                      formatShape(manifest.grid));
+  if (!hybrid && rank != 1)
+    strategyNode.fail("a 2-D grid " + formatShape(manifest.grid) +
+                      " needs strategy hybrid_shard, got " + manifest.strategy);
+}
+
+static void readParams(const Node &root, Manifest &manifest) {
+  Node list = root.field("params");
+  std::set<std::string> names;
+  for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
+    Node node = list.element(i);
+    ParamSpec param;
+    Node nameNode = node.field("name");
+    param.name = nameNode.string();
+    if (param.name.empty())
+      nameNode.fail("parameter names must not be empty");
+    if (!names.insert(param.name).second)
+      nameNode.fail("duplicate parameter name '" + param.name + "'");
+    Node shapeNode = node.field("shape");
+    param.shape = readShape(shapeNode, 0);
+    Node dtypeNode = node.field("dtype");
+    param.dtype = readDType(dtypeNode);
+    if (!isFloatDType(param.dtype))
+      dtypeNode.fail(std::string("parameters are f32 or bf16, got ") + dtypeName(param.dtype));
+    param.unit = node.field("unit").string();
+    param.trainable = node.field("trainable").boolean();
+    param.init = readInit(node.field("init"), param.shape);
+    readPlacement(node, manifest, tensorBytes(shapeNode, param.shape, param.dtype),
+                  dtypeSize(param.dtype), param.offset, param.bytes);
+    manifest.params.push_back(std::move(param));
+  }
+}
+
+static void readState(const Node &root, Manifest &manifest) {
+  Node list = root.field("state");
+  std::set<std::pair<std::string, std::string>> seen;
+  for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
+    Node node = list.element(i);
+    StateSpec state;
+    Node paramNode = node.field("param");
+    state.param = paramNode.string();
+    auto param = std::find_if(manifest.params.begin(), manifest.params.end(),
+                              [&](const ParamSpec &p) { return p.name == state.param; });
+    if (param == manifest.params.end())
+      paramNode.fail("no parameter named '" + state.param + "'");
+    if (!param->trainable)
+      paramNode.fail("parameter '" + state.param + "' is frozen and has no optimizer state");
+    Node slotNode = node.field("slot");
+    state.slot = slotNode.string();
+    bool sgd = manifest.optimizer.kind == OptimizerKind::SGD;
+    bool known = sgd ? state.slot == "momentum"
+                     : (state.slot == "exp_avg" || state.slot == "exp_avg_sq");
+    if (!known)
+      slotNode.fail("unknown slot '" + state.slot + "' for " + (sgd ? "sgd" : "adamw") +
+                    " (expected " + (sgd ? "momentum" : "exp_avg or exp_avg_sq") + ")");
+    if (!seen.insert({state.param, state.slot}).second)
+      slotNode.fail("duplicate slot '" + state.slot + "' of parameter '" + state.param + "'");
+    // The state's element type is the compiler's choice (e.g. f32 state for bf16
+    // parameters), so only the placement is checked.
+    readPlacement(node, manifest, /*expectedBytes=*/0, /*alignment=*/1, state.offset, state.bytes);
+    manifest.state.push_back(std::move(state));
+  }
+}
+
+static InputRole readRole(const Node &node) {
+  std::string role = node.string();
+  if (role == "features")
+    return InputRole::Features;
+  if (role == "regression_target")
+    return InputRole::RegressionTarget;
+  if (role == "tokens")
+    return InputRole::Tokens;
+  if (role == "classes")
+    return InputRole::Classes;
+  node.fail("unknown role '" + role +
+            "' (expected features, regression_target, tokens or classes)");
+}
+
+static void readInputs(const Node &root, Manifest &manifest) {
+  Node list = root.field("inputs");
+  for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
+    Node node = list.element(i);
+    InputSpec input;
+    Node indexNode = node.field("index");
+    input.index = indexNode.integer(0);
+    if (input.index != static_cast<int64_t>(i))
+      indexNode.fail("inputs must be listed in order: expected index " + std::to_string(i) +
+                     ", got " + std::to_string(input.index));
+    Node shapeNode = node.field("shape");
+    input.shape = readShape(shapeNode, 1);
+    if (input.shape[0] != manifest.batch)
+      shapeNode.fail("dimension 0 is the batch dimension and must be " +
+                     std::to_string(manifest.batch) + ", got shape " + formatShape(input.shape));
+    Node dtypeNode = node.field("dtype");
+    input.dtype = readDType(dtypeNode);
+    Node roleNode = node.field("role");
+    input.role = readRole(roleNode);
+    bool wantsIntegers = input.role == InputRole::Tokens || input.role == InputRole::Classes;
+    if (wantsIntegers == isFloatDType(input.dtype))
+      dtypeNode.fail(std::string("role ") + inputRoleName(input.role) + " needs " +
+                     (wantsIntegers ? "i32 or i64" : "f32 or bf16") + " data, got " +
+                     dtypeName(input.dtype));
+    if (wantsIntegers) {
+      // Values lie in [0, bound), so bound - 1 must be representable.
+      int64_t maxBound = input.dtype == DType::I32
+                             ? int64_t(std::numeric_limits<int32_t>::max()) + 1
+                             : std::numeric_limits<int64_t>::max();
+      input.bound = node.field("bound").integer(1, maxBound);
+    }
+    readPlacement(node, manifest, tensorBytes(shapeNode, input.shape, input.dtype),
+                  dtypeSize(input.dtype), input.offset, input.bytes);
+    manifest.inputs.push_back(std::move(input));
+  }
+}
+
+/// Every persistent tensor has its own bytes: overlapping regions would mean
+/// the runtime's writes (initial values, batches) clobber each other.
+static void checkDisjoint(const Manifest &manifest) {
+  std::vector<Region> regions;
+  for (const ParamSpec &param : manifest.params)
+    regions.push_back({param.offset, param.bytes, "parameter '" + param.name + "'"});
+  for (const StateSpec &state : manifest.state)
+    regions.push_back(
+        {state.offset, state.bytes, "state '" + state.slot + "' of '" + state.param + "'"});
+  for (const InputSpec &input : manifest.inputs)
+    regions.push_back({input.offset, input.bytes, "input " + std::to_string(input.index)});
+  std::stable_sort(regions.begin(), regions.end(),
+                   [](const Region &a, const Region &b) { return a.offset < b.offset; });
+  for (size_t i = 1; i < regions.size(); ++i) {
+    const Region &prev = regions[i - 1];
+    const Region &next = regions[i];
+    if (next.offset < prev.offset + prev.bytes)
+      fatal("manifest: " + prev.what + " [" + std::to_string(prev.offset) + ", " +
+            std::to_string(prev.offset + prev.bytes) + ") and " + next.what + " [" +
+            std::to_string(next.offset) + ", " + std::to_string(next.offset + next.bytes) +
+            ") overlap");
+  }
+}
+
+Manifest parseManifest(std::string_view text) {
+  json document;
+  try {
+    document = json::parse(text);
+  } catch (const json::parse_error &error) {
+    // what() starts with "[json.exception.parse_error.101] ": keep the rest.
+    std::string what = error.what();
+    size_t prefix = what.find("] ");
+    fatal("manifest: invalid JSON: " + (prefix == std::string::npos ? what : what.substr(prefix + 2)));
+  }
+  Node root(document, "");
+  if (!document.is_object())
+    root.fail("expected a JSON object, got " + root.excerpt());
+
+  Manifest manifest;
+  Node versionNode = root.field("version");
+  manifest.version = versionNode.integer();
+  if (manifest.version != 1)
+    versionNode.fail("this runtime reads version 1, got " + std::to_string(manifest.version));
+  manifest.arenaBytes = root.field("arena_bytes").integer(0);
+  manifest.batch = root.field("batch").integer(1);
+  readGridAndStrategy(root, manifest);
+  readOptimizer(root.field("optimizer"), manifest.optimizer);
+  Node clipNode = root.field("clip_grad_norm");
+  manifest.clipGradNorm = clipNode.real();
+  if (!(manifest.clipGradNorm >= 0.0))
+    clipNode.fail("must be non-negative (0 disables clipping), got " +
+                  formatReal(manifest.clipGradNorm));
+  readParams(root, manifest);
+  readState(root, manifest);
+  readInputs(root, manifest);
+  checkDisjoint(manifest);
+  return manifest;
+}
+
+int64_t ParamSpec::numElements() const {
+  int64_t count = 1;
+  for (int64_t dim : shape)
+    count *= dim;
+  return count;
+}
+
+const char *inputRoleName(InputRole role) {
+  switch (role) {
+  case InputRole::Features:
+    return "features";
+  case InputRole::RegressionTarget:
+    return "regression_target";
+  case InputRole::Tokens:
+    return "tokens";
+  case InputRole::Classes:
+    return "classes";
+  }
+  return "?";
+}
+
+std::vector<int64_t> InputSpec::sampleShape() const {
+  return std::vector<int64_t>(shape.begin() + 1, shape.end());
+}
+
+int64_t InputSpec::sampleElements() const {
+  int64_t count = 1;
+  for (size_t i = 1; i < shape.size(); ++i)
+    count *= shape[i];
+  return count;
+}
+
+int64_t InputSpec::sampleBytes() const {
+  return sampleElements() * static_cast<int64_t>(dtypeSize(dtype));
+}
+
+int64_t Manifest::worldSize() const {
+  int64_t size = 1;
+  for (int64_t dim : grid)
+    size *= dim;
+  return size;
+}
+
+std::string formatShape(const std::vector<int64_t> &shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+} // namespace fsdprt

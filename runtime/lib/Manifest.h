@@ -1,0 +1,109 @@
+//===- Manifest.h - The manifest a generated trainer embeds -----*- C++ -*-===//
+//
+// The JSON manifest (docs/Runtime.md, section 2) read into plain structs and
+// validated once, so that the rest of the runtime can trust every offset,
+// shape and bound in it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_MANIFEST_H
+#define FSDPRT_MANIFEST_H
+
+#include "DType.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fsdprt {
+
+enum class InitKind { Zeros, Ones, Constant, Normal, Uniform, FanInNormal, FanInUniform };
+
+struct InitSpec {
+  InitKind kind = InitKind::Zeros;
+  double value = 0.0; // constant
+  double mean = 0.0;  // normal
+  double std = 0.0;   // normal
+  double low = 0.0;   // uniform
+  double high = 0.0;  // uniform
+  double scale = 0.0; // fan_in_normal, fan_in_uniform
+};
+
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  DType dtype = DType::F32;
+  std::string unit;
+  bool trainable = true;
+  InitSpec init;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+
+  int64_t numElements() const;
+};
+
+enum class OptimizerKind { SGD, AdamW };
+
+struct OptimizerSpec {
+  OptimizerKind kind = OptimizerKind::SGD;
+  double lr = 0.0;
+  double momentum = 0.0;    // sgd
+  double beta1 = 0.0;       // adamw
+  double beta2 = 0.0;       // adamw
+  double eps = 0.0;         // adamw
+  double weightDecay = 0.0; // both
+};
+
+struct StateSpec {
+  std::string param;
+  std::string slot;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+enum class InputRole { Features, RegressionTarget, Tokens, Classes };
+
+const char *inputRoleName(InputRole role);
+
+struct InputSpec {
+  int64_t index = 0;
+  std::vector<int64_t> shape; // shape[0] is the batch dimension
+  DType dtype = DType::F32;
+  InputRole role = InputRole::Features;
+  int64_t bound = 0; // integer inputs: values lie in [0, bound)
+  int64_t offset = 0;
+  int64_t bytes = 0;
+
+  /// The shape of one sample: the shape without the batch dimension.
+  std::vector<int64_t> sampleShape() const;
+  int64_t sampleElements() const;
+  int64_t sampleBytes() const;
+};
+
+struct Manifest {
+  int64_t version = 0;
+  int64_t arenaBytes = 0;
+  int64_t batch = 0;
+  std::vector<int64_t> grid;
+  std::string strategy;
+  OptimizerSpec optimizer;
+  double clipGradNorm = 0.0;
+  std::vector<ParamSpec> params;
+  std::vector<StateSpec> state;
+  std::vector<InputSpec> inputs;
+
+  /// The number of ranks the plan runs on: the product of the grid.
+  int64_t worldSize() const;
+};
+
+/// Parses and validates a manifest. Any problem is fatal, reported as
+/// `manifest: <path>: <what>` where path names the field (`params[1].shape`).
+Manifest parseManifest(std::string_view text);
+
+/// Formats a shape as `[2, 3]` for messages.
+std::string formatShape(const std::vector<int64_t> &shape);
+
+} // namespace fsdprt
+
+#endif // FSDPRT_MANIFEST_H

@@ -1,0 +1,173 @@
+"""The example models, written by hand with ops.py.
+
+MODELS[name] mirrors examples/<name>.mlir: parameter table (declaration order = manifest
+order), inputs, optimizer, clip_grad_norm, and loss_and_grads(params, inputs).
+A small tape records each op's vjp so that the backward pass is the exact reverse of the
+forward; every vjp itself is hand-written in ops.py.
+"""
+import numpy as np
+
+import ops
+
+
+class Var:
+    """A float tensor on the tape; grad accumulates its gradient."""
+
+    def __init__(self, data):
+        self.data, self.grad = data, None
+
+
+class Tape:
+    def __init__(self, params):
+        self.params, self.used, self.nodes = params, {}, []
+
+    def use(self, name):
+        """fsdp.use: one Var per parameter, so repeated uses accumulate gradients."""
+        if name not in self.used:
+            self.used[name] = Var(self.params[name])
+        return self.used[name]
+
+    def __call__(self, op, *args, **attrs):
+        out, vjp = op(*[a.data if isinstance(a, Var) else a for a in args], **attrs)
+        v = Var(out)
+        self.nodes.append((v, args, vjp))
+        return v
+
+    def backward(self, loss):
+        """Reverse pass from a rank-0 loss; returns {param name: gradient}."""
+        loss.grad = np.float64(1.0)
+        for v, args, vjp in reversed(self.nodes):
+            if v.grad is None:
+                continue
+            for a, g in zip(args, vjp(v.grad)):
+                if isinstance(a, Var) and g is not None:
+                    a.grad = g if a.grad is None else a.grad + g
+        return {n: (v.grad if v.grad is not None else np.zeros_like(v.data))
+                for n, v in self.used.items()}
+
+
+def _finish(tape, loss, params):
+    grads = tape.backward(loss)
+    # Parameters never read get a zero gradient (the trainer still updates them).
+    return float(loss.data), {n: grads.get(n, np.zeros_like(params[n])) for n in params}
+
+
+# ---------------------------------------------------------------- examples/mlp.mlir
+
+FAN_IN_UNIFORM = {"kind": "fan_in_uniform", "scale": 1.0}
+ZEROS, ONES = {"kind": "zeros"}, {"kind": "ones"}
+
+
+def normal(std, mean=0.0):
+    return {"kind": "normal", "mean": mean, "std": std}
+
+
+# (name, shape, dtype, unit, init)
+MLP_PARAMS = [
+    ("fc1.w", (784, 256), "f32", "fc1", FAN_IN_UNIFORM),
+    ("fc1.b", (256,), "f32", "fc1", ZEROS),
+    ("fc2.w", (256, 256), "f32", "fc2", FAN_IN_UNIFORM),
+    ("fc2.b", (256,), "f32", "fc2", ZEROS),
+    ("fc3.w", (256, 10), "f32", "fc3", FAN_IN_UNIFORM),
+    ("fc3.b", (10,), "f32", "fc3", ZEROS),
+]
+
+
+def mlp_loss_and_grads(params, inputs):
+    x, y = inputs  # [64, 784] f32 features, [64] i32 classes (bound 10)
+    t = Tape(params)
+    h = x
+    for i in (1, 2, 3):
+        m = t(ops.matmul, h, t.use("fc%d.w" % i))
+        h = t(ops.add, m, t.use("fc%d.b" % i))
+        if i < 3:
+            h = t(ops.relu, h)
+    return _finish(t, t(ops.cross_entropy, h, y), params)
+
+
+# ---------------------------------------------------------------- examples/gpt.mlir
+
+V, T, D, H, DH, FF = 256, 32, 64, 4, 16, 256
+
+GPT_PARAMS = [("wte", (V, D), "f32", "embed", normal(0.02)),
+              ("wpe", (T, D), "f32", "embed", normal(0.01))]
+for _b in range(2):
+    _p, _u = "h%d." % _b, "block%d" % _b
+    GPT_PARAMS += [
+        (_p + "ln1.g", (D,), "f32", _u, ONES),
+        (_p + "ln1.b", (D,), "f32", _u, ZEROS),
+        (_p + "attn.wq", (D, D), "f32", _u, normal(0.02)),
+        (_p + "attn.wk", (D, D), "f32", _u, normal(0.02)),
+        (_p + "attn.wv", (D, D), "f32", _u, normal(0.02)),
+        (_p + "attn.wo", (D, D), "f32", _u, normal(0.01)),
+        (_p + "ln2.g", (D,), "f32", _u, ONES),
+        (_p + "ln2.b", (D,), "f32", _u, ZEROS),
+        (_p + "mlp.w1", (D, FF), "f32", _u, normal(0.02)),
+        (_p + "mlp.b1", (FF,), "f32", _u, ZEROS),
+        (_p + "mlp.w2", (FF, D), "f32", _u, normal(0.01)),
+        (_p + "mlp.b2", (D,), "f32", _u, ZEROS),
+    ]
+GPT_PARAMS += [("lnf.g", (D,), "f32", "head", ONES),
+               ("lnf.b", (D,), "f32", "head", ZEROS),
+               ("lm_head", (D, 256), "f32", "head", normal(0.02))]
+
+
+def gpt_loss_and_grads(params, inputs):
+    tokens, targets = inputs  # [B, T] i32 each
+    b = tokens.shape[0]
+    t = Tape(params)
+    x = t(ops.add, t(ops.embedding, t.use("wte"), tokens), t.use("wpe"))
+    for blk in range(2):
+        p = "h%d." % blk
+        # x = x + attn(ln1(x))
+        a = t(ops.layer_norm, x, t.use(p + "ln1.g"), t.use(p + "ln1.b"))
+        heads = []
+        for w in ("wq", "wk", "wv"):
+            proj = t(ops.matmul, a, t.use(p + "attn." + w))          # [B, T, D]
+            proj = t(ops.reshape, proj, (b, T, H, DH))
+            heads.append(t(ops.transpose, proj, (0, 2, 1, 3)))     # [B, H, T, DH]
+        q, k, v = heads
+        s = t(ops.batch_matmul, q, k, transpose_rhs=True)          # [B, H, T, T]
+        s = t(ops.scale, s, 0.25)
+        s = t(ops.causal_mask, s)
+        pr = t(ops.softmax, s, 3)
+        o = t(ops.batch_matmul, pr, v)                             # [B, H, T, DH]
+        o = t(ops.transpose, o, (0, 2, 1, 3))
+        o = t(ops.reshape, o, (b, T, D))
+        x = t(ops.add, x, t(ops.matmul, o, t.use(p + "attn.wo")))
+        # x = x + mlp(ln2(x))
+        c = t(ops.layer_norm, x, t.use(p + "ln2.g"), t.use(p + "ln2.b"))
+        f = t(ops.add, t(ops.matmul, c, t.use(p + "mlp.w1")), t.use(p + "mlp.b1"))
+        g = t(ops.gelu, f)
+        d = t(ops.add, t(ops.matmul, g, t.use(p + "mlp.w2")), t.use(p + "mlp.b2"))
+        x = t(ops.add, x, d)
+    xf = t(ops.layer_norm, x, t.use("lnf.g"), t.use("lnf.b"))
+    logits = t(ops.matmul, xf, t.use("lm_head"))
+    return _finish(t, t(ops.cross_entropy, logits, targets), params)
+
+
+# ---------------------------------------------------------------- registry
+
+# inputs: (global shape, dtype, role, bound)
+MODELS = {
+    "mlp": {
+        "params": MLP_PARAMS,
+        "inputs": [((64, 784), "f32", "features", None), ((64,), "i32", "classes", 10)],
+        "optimizer": {"kind": "adamw", "lr": 1e-3, "beta1": 0.9, "beta2": 0.999,
+                      "eps": 1e-8, "weight_decay": 0.0},
+        "clip_grad_norm": 0.0,
+        "loss_and_grads": mlp_loss_and_grads,
+    },
+    "gpt": {
+        "params": GPT_PARAMS,
+        "inputs": [((8, T), "i32", "tokens", V), ((8, T), "i32", "classes", V)],
+        "optimizer": {"kind": "adamw", "lr": 3e-4, "beta1": 0.9, "beta2": 0.999,
+                      "eps": 1e-8, "weight_decay": 0.1},
+        "clip_grad_norm": 1.0,
+        "loss_and_grads": gpt_loss_and_grads,
+    },
+}
+
+
+def batch_size(model):
+    return MODELS[model]["inputs"][0][0][0]

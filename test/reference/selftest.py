@@ -1,0 +1,234 @@
+"""Self-test of the NumPy reference; exits non-zero on any failure.
+
+    python3 selftest.py
+
+1. Philox4x32-10 known-answer vectors, FNV-1a, bf16/f32 rounding, init statistics.
+2. Every op's hand-written vjp against central finite differences (float64).
+3. Both models' gradients against finite differences of the loss (a few elements each).
+4. Optimizers against hand-computed steps; data file round trip and step -> sample map.
+5. A short training of both models (train.py CLI) on which the loss must fall.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import datafile  # noqa: E402
+import make_data  # noqa: E402
+import models  # noqa: E402
+import ops  # noqa: E402
+import optim  # noqa: E402
+import philox  # noqa: E402
+
+FAILURES = []
+
+
+def report(name, ok, detail=""):
+    print("%-4s %s%s" % ("ok" if ok else "FAIL", name, (": " + detail) if detail else ""))
+    if not ok:
+        FAILURES.append(name)
+
+
+# ---------------------------------------------------------------- 1. RNG
+
+def test_rng():
+    report("philox KATs, fnv1a64, rounding", philox.self_check(verbose=False) == 0)
+    # Init statistics and determinism on a large-ish tensor.
+    w = philox.init_param(0, "w", (256, 512), "f32", {"kind": "normal", "mean": 0.5, "std": 2.0})
+    ok = abs(w.mean() - 0.5) < 0.03 and abs(w.std() - 2.0) < 0.03
+    report("normal init statistics", ok, "mean %.4f std %.4f" % (w.mean(), w.std()))
+    u = philox.init_param(1, "u", (784, 256), "f32", {"kind": "fan_in_uniform", "scale": 1.0})
+    bound = 1 / np.sqrt(784)
+    ok = u.min() >= philox.round_f32(-bound) and u.max() <= philox.round_f32(bound) and abs(u.std() - bound / np.sqrt(3)) < 1e-3
+    report("fan_in_uniform init range", ok)
+    same = philox.init_param(0, "w", (256, 512), "f32",
+                             {"kind": "normal", "mean": 0.5, "std": 2.0})
+    other = philox.init_param(0, "w2", (256, 512), "f32",
+                              {"kind": "normal", "mean": 0.5, "std": 2.0})
+    report("init depends on (seed, name) only", np.array_equal(w, same)
+           and not np.array_equal(w, other)
+           and np.array_equal(w.astype(np.float32).astype(np.float64), w))
+    b = philox.init_param(3, "b", (1000,), "bf16", {"kind": "uniform", "low": -1, "high": 1})
+    report("bf16 init values representable",
+           np.array_equal(philox.bf16_from_bits(philox.bf16_bits(b)), b))
+
+
+# ---------------------------------------------------------------- 2. ops
+
+def test_ops():
+    rng = np.random.default_rng(1)
+    r = rng.standard_normal
+    pos = lambda *s: rng.uniform(0.5, 2.0, s)  # noqa: E731  (divisors)
+    cases = [
+        ("matmul", ops.matmul, (r((2, 3, 4)), r((4, 5))), {}),
+        ("matmul transpose_lhs", ops.matmul, (r((2, 4, 3)), r((4, 5))), {"transpose_lhs": True}),
+        ("matmul transpose_rhs", ops.matmul, (r((3, 4)), r((5, 4))), {"transpose_rhs": True}),
+        ("matmul both", ops.matmul, (r((2, 2, 4, 3)), r((5, 4))),
+         {"transpose_lhs": True, "transpose_rhs": True}),
+        ("batch_matmul", ops.batch_matmul, (r((2, 3, 4, 5)), r((2, 3, 5, 2))), {}),
+        ("batch_matmul transpose_rhs", ops.batch_matmul, (r((2, 3, 4, 5)), r((2, 3, 6, 5))),
+         {"transpose_rhs": True}),
+        ("batch_matmul transpose_lhs", ops.batch_matmul, (r((3, 5, 4)), r((3, 5, 2))),
+         {"transpose_lhs": True}),
+        ("add broadcast", ops.add, (r((2, 3, 4)), r((4,))), {}),
+        ("add size-1 dims", ops.add, (r((2, 1, 4)), r((3, 1))), {}),
+        ("sub broadcast", ops.sub, (r((3, 1)), r((2, 3, 4))), {}),
+        ("mul broadcast", ops.mul, (r((2, 3, 4)), r((1, 3, 1))), {}),
+        ("div broadcast", ops.div, (r((2, 3, 4)), pos(3, 4)), {}),
+        ("scale", ops.scale, (r((3, 4)),), {"factor": 0.25}),
+        ("relu", ops.relu, (r((3, 4)),), {}),
+        ("gelu", ops.gelu, (2 * r((3, 4)),), {}),
+        ("silu", ops.silu, (2 * r((3, 4)),), {}),
+        ("tanh", ops.tanh, (r((3, 4)),), {}),
+        ("exp", ops.exp, (r((3, 4)),), {}),
+        ("softmax dim 1", ops.softmax, (r((2, 5, 3)),), {"dim": 1}),
+        ("softmax dim -1", ops.softmax, (r((2, 3, 5)),), {"dim": 2}),
+        ("layer_norm", ops.layer_norm, (r((2, 3, 6)), r((6,)), r((6,))), {}),
+        ("layer_norm eps", ops.layer_norm, (r((4, 5)), r((5,)), r((5,))), {"eps": 0.1}),
+        ("rms_norm", ops.rms_norm, (r((2, 3, 6)), r((6,))), {}),
+        ("causal_mask", ops.causal_mask, (r((2, 4, 4)),), {}),
+        ("reshape", ops.reshape, (r((2, 3, 4)),), {"shape": (2, 3, 2, 2)}),
+        ("transpose", ops.transpose, (r((2, 3, 4, 5)),), {"permutation": (0, 2, 1, 3)}),
+        ("transpose 3-cycle", ops.transpose, (r((2, 3, 4)),), {"permutation": (2, 0, 1)}),
+        ("reduce_sum", ops.reduce_sum, (r((2, 3, 4)),), {"dims": (0, 2)}),
+        ("reduce_sum all", ops.reduce_sum, (r((2, 3)),), {"dims": (0, 1)}),
+        ("reduce_mean", ops.reduce_mean, (r((2, 3, 4)),), {"dims": (1,)}),
+        ("mse", ops.mse, (r((4, 3)), r((4, 3))), {}),
+    ]
+    for name, op, args, kw in cases:
+        err = ops.check_vjp(op, args, range(len(args)), kw)
+        report("vjp " + name, err < 1e-7, "max rel err %.1e" % err)
+    # Ops with integer operands (indices, targets): only the float operand is checked.
+    tab, idx = r((7, 3)), rng.integers(0, 7, (2, 5))
+    idx[0, :2] = 4  # repeated rows exercise the scatter-add
+    err = ops.check_vjp(ops.embedding, (tab, idx), [0])
+    report("vjp embedding", err < 1e-7, "max rel err %.1e" % err)
+    err = ops.check_vjp(ops.cross_entropy, (3 * r((2, 3, 6)), rng.integers(0, 6, (2, 3))), [0])
+    report("vjp cross_entropy", err < 1e-7, "max rel err %.1e" % err)
+    # A few forward values that differences cannot see.
+    m, _ = ops.causal_mask(np.zeros((3, 3)))
+    report("causal_mask pattern", np.array_equal(np.isinf(m), np.triu(np.ones((3, 3)), 1) > 0))
+    p, _ = ops.softmax(m, 1)
+    report("softmax of masked row", np.allclose(p[1], [0.5, 0.5, 0.0]))
+    g, _ = ops.gelu(np.array([1.0]))
+    report("gelu(1) tanh form", abs(g[0] - 0.8411919906082768) < 1e-12)
+    ce, _ = ops.cross_entropy(np.zeros((4, 10)), np.arange(4))
+    report("cross_entropy uniform = ln C", abs(ce - np.log(10)) < 1e-12)
+    y, _ = ops.layer_norm(np.array([[1.0, 2.0, 3.0, 4.0]]), np.ones(4), np.zeros(4))
+    report("layer_norm biased variance", np.allclose(y, (np.arange(4) - 1.5) / np.sqrt(1.25 + 1e-5)))
+
+
+# ---------------------------------------------------------------- 3. models
+
+def test_model_grads():
+    rng = np.random.default_rng(2)
+    for model in ("mlp", "gpt"):
+        m = models.MODELS[model]
+        params = {n: philox.init_param(0, n, s, d, i) for n, s, d, _u, i in m["params"]}
+        # Perturb norms/biases away from 1/0 so every gradient path is non-trivial.
+        for n in params:
+            params[n] = params[n] + 0.05 * rng.standard_normal(params[n].shape)
+        inputs = make_data.random_data(m["inputs"], models.batch_size(model), 5)
+        loss, grads = m["loss_and_grads"](params, inputs)
+        worst, h = 0.0, 1e-5
+        for n in params:
+            for j in rng.choice(params[n].size, 3, replace=False):
+                x0 = params[n].flat[j]
+                params[n].flat[j] = x0 + h
+                fp = m["loss_and_grads"](params, inputs)[0]
+                params[n].flat[j] = x0 - h
+                fm = m["loss_and_grads"](params, inputs)[0]
+                params[n].flat[j] = x0
+                num, ana = (fp - fm) / (2 * h), grads[n].flat[j]
+                worst = max(worst, abs(num - ana) / max(1e-3, abs(num), abs(ana)))
+        report("%s gradients vs finite differences" % model, worst < 1e-5,
+               "loss %.4f, max rel err %.1e" % (loss, worst))
+
+
+# ---------------------------------------------------------------- 4. optimizers, data
+
+def test_optim_and_data():
+    p, g = {"w": np.array([1.0, -2.0])}, {"w": np.array([0.5, 0.25])}
+    opt = optim.AdamW({"weight_decay": 0.1})
+    opt.step(p, g, 1, 0.01)
+    # step 1: m_hat = g, v_hat = g^2 -> update ~ lr * sign(g), after decay 1 - lr*wd.
+    want = np.array([1.0, -2.0]) * (1 - 0.001) - 0.01 * np.array([0.5, 0.25]) / (
+        np.array([0.5, 0.25]) + 1e-8)
+    ok1 = np.allclose(p["w"], want, rtol=0, atol=1e-15)
+    opt.step(p, {"w": np.array([0.5, 0.25])}, 2, 0.01)
+    ok2 = np.allclose(p["w"], want * (1 - 0.001) - 0.01 * np.array([1, 1]) / (1 + 1e-8 / g["w"]),
+                      atol=1e-12)
+    report("adamw steps 1-2", ok1 and ok2)
+    p, s = {"w": np.array([1.0])}, optim.SGD({"momentum": 0.9, "weight_decay": 0.5})
+    s.step(p, {"w": np.array([1.0])}, 1, 0.1)   # v = 1 + 0.5 = 1.5; p = 0.85
+    s.step(p, {"w": np.array([1.0])}, 2, 0.1)   # v = 1.35 + 1 + 0.425 = 2.775
+    report("sgd momentum + weight decay", np.isclose(p["w"][0], 0.85 - 0.2775))
+    gr = {"a": np.array([3.0]), "b": np.array([4.0])}
+    tot = optim.clip_grad_norm(gr, 1.0)
+    report("clip_grad_norm", tot == 5.0 and np.isclose(gr["a"][0], 3 / (5 + 1e-6)))
+    gr = {"a": np.array([0.3])}
+    optim.clip_grad_norm(gr, 1.0)
+    report("clip_grad_norm below the limit is a no-op", gr["a"][0] == 0.3)
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "x.bin")
+        rng = np.random.default_rng(3)
+        f = philox.round_f32(rng.standard_normal((5, 2, 3)))
+        bf = philox.round_bf16(rng.standard_normal((5, 4)))
+        i32, i64 = rng.integers(0, 9, (5, 2)), rng.integers(0, 9, (5,))
+        datafile.write(path, [("f32", f), ("i32", i32), ("bf16", bf), ("i64", i64)])
+        specs, arrs = datafile.read(path)
+        size = os.path.getsize(path)
+        want_size = 8 + 8 + (8 + 16) + (8 + 8) + (8 + 8) + 8 + 8 + 5 * (24 + 8 + 8 + 8)
+        ok = (specs == [("f32", (2, 3)), ("i32", (2,)), ("bf16", (4,)), ("i64", ())]
+              and all(np.array_equal(a, b) for a, b in zip(arrs, [f, i32, bf, i64]))
+              and size == want_size)
+        report("data file round trip", ok, "%d bytes" % size)
+        batch = datafile.batch(arrs, 3, 4)  # step 3, batch 4: samples 8..11 mod 5
+        report("step -> sample mapping", np.array_equal(batch[3], i64[[3, 4, 0, 1]]))
+        with open(path, "r+b") as fh:
+            fh.truncate(size - 1)
+        try:
+            datafile.read(path)
+            report("short file rejected", False)
+        except datafile.DataError as e:
+            report("short file rejected", path in str(e))
+
+
+# ---------------------------------------------------------------- 5. training
+
+def test_training():
+    with tempfile.TemporaryDirectory() as d:
+        for model, samples in (("mlp", 512), ("gpt", 64)):
+            data, out, dump = (os.path.join(d, model + s) for s in (".bin", ".json", ".params"))
+            for args in (["make_data.py", "--model", model, "--samples", str(samples),
+                          "--seed", "1", "--out", data, "--synthetic"],
+                         ["train.py", "--model", model, "--data", data, "--steps", "20",
+                          "--seed", "0", "--out", out, "--dump-params", dump]):
+                r = subprocess.run([sys.executable] + args, cwd=HERE, capture_output=True,
+                                   text=True)
+                if r.returncode:
+                    report("%s %s" % (model, args[0]), False, r.stderr.strip())
+                    return
+            losses = json.load(open(out))["losses"]
+            nparams = sum(int(np.prod(s)) for _n, s, _d, _u, _i in models.MODELS[model]["params"])
+            ok = (len(losses) == 20 and all(np.isfinite(losses))
+                  and np.mean(losses[-3:]) < losses[0] - 0.05
+                  and os.path.getsize(dump) == 4 * nparams)
+            report("%s training: loss falls" % model, ok,
+                   "step 1 %.4f -> step 20 %.4f" % (losses[0], losses[-1]))
+        # Initial loss of an untrained GPT is close to ln(256).
+        report("gpt initial loss ~ ln V", abs(losses[0] - np.log(256)) < 0.05)
+
+
+if __name__ == "__main__":
+    for t in (test_rng, test_ops, test_model_grads, test_optim_and_data, test_training):
+        t()
+    print("%d failure(s)%s" % (len(FAILURES), (": " + ", ".join(FAILURES)) if FAILURES else ""))
+    sys.exit(1 if FAILURES else 0)

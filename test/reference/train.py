@@ -1,0 +1,93 @@
+"""Reference trainer: float64 training of an example model on an FSDPDATA file.
+
+    python3 train.py --model mlp|gpt --data FILE [--steps 20] [--seed 0] [--lr X]
+                     [--out losses.json] [--dump-params FILE] [--round-params]
+
+Parameters start from the Philox init rounded to their dtype (as the trainer stores
+them); then every step computes the loss of its batch (before the update), the gradients,
+the optional global-norm clip and the optimizer update, all in float64. --out writes
+{"model", "seed", "steps", "lr", "losses": [loss of step 1, ...]}; --dump-params writes
+the final parameters as the trainer's --dump-params does (manifest order, raw
+little-endian values of each parameter's dtype).
+"""
+import argparse
+import json
+import sys
+
+import numpy as np
+
+import datafile
+import models
+import optim
+import philox
+
+
+def init_params(model, seed):
+    return {name: philox.init_param(seed, name, shape, dtype, init)
+            for name, shape, dtype, _unit, init in models.MODELS[model]["params"]}
+
+
+def train(model, arrays, steps, seed, lr=None, round_params=False, params=None):
+    """Returns (losses, params). arrays: the data file's [N, ...] arrays."""
+    m = models.MODELS[model]
+    params = init_params(model, seed) if params is None else params
+    dtypes = {name: dtype for name, _s, dtype, _u, _i in m["params"]}
+    opt = optim.make(m["optimizer"])
+    lr = m["optimizer"]["lr"] if lr is None else lr
+    losses = []
+    for step, inputs in datafile.batches(arrays, models.batch_size(model), steps):
+        loss, grads = m["loss_and_grads"](params, inputs)
+        if not np.isfinite(loss):
+            raise FloatingPointError("loss is %r at step %d" % (loss, step))
+        losses.append(loss)
+        if m["clip_grad_norm"] > 0:
+            optim.clip_grad_norm(grads, m["clip_grad_norm"])
+        opt.step(params, grads, step, lr)
+        if round_params:  # optional: keep parameters in their storage dtype
+            for name in params:
+                params[name] = philox.round_to(params[name], dtypes[name])
+    return losses, params
+
+
+def dump_params(model, params, path):
+    with open(path, "wb") as f:
+        for name, _shape, dtype, _unit, _init in models.MODELS[model]["params"]:
+            f.write(datafile.to_storage(philox.round_to(params[name], dtype), dtype).tobytes())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True, choices=sorted(models.MODELS))
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--dump-params", default=None)
+    ap.add_argument("--round-params", action="store_true",
+                    help="round parameters to their dtype after every update")
+    a = ap.parse_args(argv)
+    if a.seed < 0 or a.seed >= 2 ** 64:
+        ap.error("--seed must be in [0, 2^64)")
+    m = models.MODELS[a.model]
+    try:
+        specs, arrays = datafile.read(a.data)
+        datafile.check(a.data, specs, arrays, m["inputs"])
+        losses, params = train(a.model, arrays, a.steps, a.seed, a.lr, a.round_params)
+    except (datafile.DataError, FloatingPointError) as e:
+        print("train.py: error: %s" % e, file=sys.stderr)
+        return 1
+    for i, loss in enumerate(losses, 1):
+        print("step %d | loss %.6f" % (i, loss))
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump({"model": a.model, "seed": a.seed, "steps": a.steps,
+                       "lr": m["optimizer"]["lr"] if a.lr is None else a.lr,
+                       "losses": losses}, f, indent=1)
+    if a.dump_params:
+        dump_params(a.model, params, a.dump_params)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
