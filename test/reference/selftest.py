@@ -14,7 +14,11 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
+# Small matrices: multi-threaded BLAS only adds overhead (and contention on busy hosts).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)

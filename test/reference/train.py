@@ -12,9 +12,14 @@ little-endian values of each parameter's dtype).
 """
 import argparse
 import json
+import os
 import sys
 
-import numpy as np
+# Small matrices: multi-threaded BLAS only adds overhead (and contention on busy hosts).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 import datafile
 import models

@@ -1,0 +1,25 @@
+//===- Trainer.h - The trainer: flags, set-up and the step loop -*- C++ -*-===//
+//
+// Everything `main` does, with the generated object's two symbols passed in so
+// that the library does not depend on them (docs/Runtime.md, section 5).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_TRAINER_H
+#define FSDPRT_TRAINER_H
+
+#include <cstdint>
+
+namespace fsdprt {
+
+using TrainStepFn = float (*)(void *arena, int64_t step, float lr);
+
+/// Runs the trainer's command line `argv` for the model described by
+/// `manifestText` whose step is `trainStep`. Returns the exit status of a
+/// successful run (0); errors exit the process with status 1.
+int runTrainer(int argc, const char *const *argv, const char *manifestText,
+               TrainStepFn trainStep);
+
+} // namespace fsdprt
+
+#endif // FSDPRT_TRAINER_H
