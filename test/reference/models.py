@@ -171,3 +171,8 @@ MODELS = {
 
 def batch_size(model):
     return MODELS[model]["inputs"][0][0][0]
+
+
+def loss_and_grads(model, params, inputs):
+    """(loss, {name: gradient}) of MODELS[model] on one batch."""
+    return MODELS[model]["loss_and_grads"](params, inputs)

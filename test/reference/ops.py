@@ -1,4 +1,4 @@
-"""float64 forward and hand-written backward of every fsdp op (docs/Dialect/FSDPDialect.md).
+"""float64 forward and hand-written backward of every fsdp op (docs/Reference/FSDPDialect.md).
 
 Each op is `op(*operands, **attrs) -> (result, vjp)`; `vjp(dresult)` returns one gradient
 per positional operand (None for integer operands such as targets or indices).

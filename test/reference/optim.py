@@ -1,5 +1,5 @@
 """Optimizers and gradient clipping, as PyTorch's torch.optim.SGD / torch.optim.AdamW and
-torch.nn.utils.clip_grad_norm_ (docs/Dialect/FSDPDialect.md SGDAttr / AdamWAttr)."""
+torch.nn.utils.clip_grad_norm_ (docs/Reference/FSDPDialect.md SGDAttr / AdamWAttr)."""
 import numpy as np
 
 ADAMW_DEFAULTS = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.01}

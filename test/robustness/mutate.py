@@ -285,7 +285,14 @@ def m_swap_type(rng, text):
     m = rng.choice(ms)
     old = m.group(1)
     new = rng.choice([t for t in TYPES if t != old])
-    if rng.random() < 0.25:
+    r = rng.random()
+    if r < 0.2:
+        # Every occurrence in the file, so that types stay consistent between
+        # definitions and uses and the mutant reaches the verifiers.
+        lines = [TYPE_RE.sub(lambda mm: new if mm.group(1) == old else mm.group(0), l)
+                 for l in text.splitlines(keepends=True)]
+        return "".join(lines), "swapped every %s in the file to %s" % (old, new)
+    if r < 0.4:
         # Every element type on that line, to keep operands consistent.
         ln = text.count("\n", 0, m.start()) + 1
         lines = text.splitlines(keepends=True)
@@ -315,6 +322,12 @@ def m_change_dim(rng, text):
     choices = [d for d in DIM_REPLACEMENTS if d != old]
     choices.append(str(int(old) + rng.choice([1, 2, int(old)])))
     new = rng.choice(choices)
+    if rng.random() < 0.35:
+        # Change that tensor type everywhere it occurs, consistently.
+        m = next(t for t in code_matches(TENSOR_RE, text) if t.start() <= s < t.end())
+        ty = m.group()
+        new_ty = text[m.start():s] + new + text[e:m.end()]
+        return text.replace(ty, new_ty), "every %s -> %s" % (ty, new_ty)
     return splice(text, s, e, new), "dimension %s -> %s at %s" % (old, new, where(text, s))
 
 
@@ -337,6 +350,9 @@ def m_change_rank(rng, text):
         dims = ["1"] * rng.choice([7, 9, 33])
         what = "made the rank huge"
     new = "x".join(dims + [elt])
+    if rng.random() < 0.3:
+        old_ty, new_ty = "tensor<%s>" % body, "tensor<%s>" % new
+        return text.replace(old_ty, new_ty), "%s: every %s -> %s" % (what, old_ty, new_ty)
     return (splice(text, m.start(1), m.end(1), new),
             "%s: tensor<%s> -> tensor<%s> at %s" % (what, body, new, where(text, m.start())))
 

@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPDialect.h"
 #include "fsdp/Transforms/Passes.h"
 
@@ -20,6 +21,7 @@ int main(int argc, char **argv) {
                   mlir::arith::ArithDialect>();
 
   mlir::fsdp::registerFSDPPasses();
+  mlir::fsdp::registerFSDPConversionPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();

@@ -1,0 +1,24 @@
+//===- FSDPToLinalg.h - fsdp compute ops to linalg --------------*- C++ -*-===//
+
+#ifndef FSDP_CONVERSION_FSDPTOLINALG_H
+#define FSDP_CONVERSION_FSDPTOLINALG_H
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::fsdp {
+
+/// Matrix products to linalg.matmul / linalg.batch_matmul.
+void populateFSDPMatmulToLinalgPatterns(RewritePatternSet &patterns);
+/// Elementwise, broadcast, activation-gradient, mask and clipping ops.
+void populateFSDPElementwiseToLinalgPatterns(RewritePatternSet &patterns);
+/// Reductions, softmax, normalisations and losses, with their gradients.
+void populateFSDPReductionToLinalgPatterns(RewritePatternSet &patterns);
+/// Reshape, transpose and embedding lookups, with their gradients.
+void populateFSDPLayoutToLinalgPatterns(RewritePatternSet &patterns);
+
+/// All of the above.
+void populateFSDPToLinalgPatterns(RewritePatternSet &patterns);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_CONVERSION_FSDPTOLINALG_H

@@ -1,0 +1,45 @@
+//===- Passes.td - fsdp conversion passes ------------------*- tablegen -*-===//
+
+#ifndef FSDP_CONVERSION_PASSES_TD
+#define FSDP_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertFSDPToLinalgPass : Pass<"convert-fsdp-to-linalg"> {
+  let summary = "Lowers the fsdp compute ops to linalg, tensor, arith and math";
+  let description = [{
+    Rewrites every model, gradient and clipping op on tensors into upstream
+    dialects: matrix products become `linalg.matmul` / `linalg.batch_matmul`
+    (transposes as indexing maps, leading dimensions collapsed), so that
+    `fsdp-lower-gemms` can hand them to BLAS after bufferization;
+    elementwise ops become `linalg.generic` ops with NumPy-broadcasting
+    indexing maps, which `linalg-fuse-elementwise-ops` fuses; reductions,
+    normalisations, softmax and losses become reductions followed by
+    elementwise generics. `fsdp.use` and `fsdp.update` are left for
+    `convert-fsdp-to-runtime`.
+
+    ```mlir
+    %z = fsdp.add %m, %b : tensor<64x256xf32>, tensor<256xf32> -> tensor<64x256xf32>
+    // becomes
+    %e = tensor.empty() : tensor<64x256xf32>
+    %z = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                          affine_map<(d0, d1) -> (d1)>,
+                                          affine_map<(d0, d1) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel"]}
+        ins(%m, %b : tensor<64x256xf32>, tensor<256xf32>) outs(%e : tensor<64x256xf32>) {
+    ^bb0(%a: f32, %c: f32, %out: f32):
+      %s = arith.addf %a, %c : f32
+      linalg.yield %s : f32
+    } -> tensor<64x256xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+#endif // FSDP_CONVERSION_PASSES_TD

@@ -1,0 +1,139 @@
+//===- LinalgBuilders.cpp - helpers to build linalg generics --------------===//
+
+#include "LinalgBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+AffineMap mlir::fsdp::broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> shape,
+                                   ArrayRef<int64_t> resultShape) {
+  int64_t rank = resultShape.size(), lead = rank - shape.size();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, size] : llvm::enumerate(shape)) {
+    int64_t dim = lead + i;
+    exprs.push_back(size == 1 && resultShape[dim] != 1 ? getAffineConstantExpr(0, ctx)
+                                                       : getAffineDimExpr(dim, ctx));
+  }
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+AffineMap mlir::fsdp::droppedDimsMap(MLIRContext *ctx, int64_t rank,
+                                     ArrayRef<int64_t> dropped) {
+  SmallVector<AffineExpr> exprs;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    if (!llvm::is_contained(dropped, dim))
+      exprs.push_back(getAffineDimExpr(dim, ctx));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+Value mlir::fsdp::constantFloat(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
+Value mlir::fsdp::buildFilled(OpBuilder &b, Location loc, RankedTensorType type,
+                              double value) {
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  Value scalar = constantFloat(b, loc, type.getElementType(), value);
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+/// Creates a generic and its body; the body's value is yielded.
+static Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
+                          ArrayRef<AffineMap> maps,
+                          ArrayRef<utils::IteratorType> iterators, BodyBuilder body) {
+  auto generic = linalg::GenericOp::create(
+      b, loc, init.getType(), inputs, init, maps, iterators,
+      [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
+        linalg::YieldOp::create(nested, nestedLoc, body(nested, nestedLoc, args));
+      });
+  return generic.getResult(0);
+}
+
+Value mlir::fsdp::buildParallel(OpBuilder &b, Location loc, RankedTensorType resultType,
+                                ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                                BodyBuilder body) {
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(b.getMultiDimIdentityMap(resultType.getRank()));
+  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
+                                             utils::IteratorType::parallel);
+  Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(),
+                                       resultType.getElementType());
+  return buildGeneric(b, loc, inputs, init, maps, iterators, body);
+}
+
+Value mlir::fsdp::buildElementwise(OpBuilder &b, Location loc,
+                                   RankedTensorType resultType, ValueRange inputs,
+                                   BodyBuilder body) {
+  SmallVector<AffineMap> maps;
+  for (Value input : inputs)
+    maps.push_back(broadcastMap(b.getContext(),
+                                llvm::cast<RankedTensorType>(input.getType()).getShape(),
+                                resultType.getShape()));
+  return buildParallel(b, loc, resultType, inputs, maps, body);
+}
+
+Value mlir::fsdp::buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
+                                 ArrayRef<int64_t> dims, double init, BodyBuilder body) {
+  auto inputType = llvm::cast<RankedTensorType>(inputs.front().getType());
+  int64_t rank = inputType.getRank();
+  SmallVector<int64_t> kept;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    if (!llvm::is_contained(dims, dim))
+      kept.push_back(inputType.getDimSize(dim));
+  auto resultType = RankedTensorType::get(kept, inputType.getElementType());
+  Value accumulator = buildFilled(b, loc, resultType, init);
+
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(rank));
+  maps.push_back(droppedDimsMap(b.getContext(), rank, dims));
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    iterators.push_back(llvm::is_contained(dims, dim) ? utils::IteratorType::reduction
+                                                      : utils::IteratorType::parallel);
+  return buildGeneric(b, loc, inputs, accumulator, maps, iterators, body);
+}
+
+SmallVector<int64_t> mlir::fsdp::leadingDims(int64_t rank) {
+  return llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+}
+
+Value ScalarMath::add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+Value ScalarMath::sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+Value ScalarMath::mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+Value ScalarMath::div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+Value ScalarMath::max(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
+Value ScalarMath::min(Value x, Value y) { return arith::MinimumFOp::create(b, loc, x, y); }
+Value ScalarMath::exp(Value x) { return math::ExpOp::create(b, loc, x); }
+Value ScalarMath::log(Value x) { return math::LogOp::create(b, loc, x); }
+Value ScalarMath::tanh(Value x) { return math::TanhOp::create(b, loc, x); }
+Value ScalarMath::sqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
+Value ScalarMath::rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
+
+Value ScalarMath::greater(Value x, Value y) {
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y);
+}
+
+Value ScalarMath::select(Value condition, Value ifTrue, Value ifFalse) {
+  return arith::SelectOp::create(b, loc, condition, ifTrue, ifFalse);
+}
+
+Value ScalarMath::constant(Value like, double value) {
+  return constantFloat(b, loc, like.getType(), value);
+}
+
+Value ScalarMath::index(int64_t dim) {
+  Value index = linalg::IndexOp::create(b, loc, dim);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+}
+
+Value ScalarMath::toIndex(Value integer) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), integer);
+}
+
+Value ScalarMath::greaterInt(Value x, Value y) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, y);
+}

@@ -1,0 +1,89 @@
+//===- LinalgBuilders.h - helpers to build linalg generics ------*- C++ -*-===//
+//
+// The fsdp lowering writes almost everything as linalg.generic ops; these
+// helpers build them from a result shape, indexing maps and a scalar body.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_LIB_CONVERSION_FSDPTOLINALG_LINALGBUILDERS_H
+#define FSDP_LIB_CONVERSION_FSDPTOLINALG_LINALGBUILDERS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::fsdp {
+
+/// Builds the scalar body of a generic from its block arguments (one per
+/// input, then one per output).
+using BodyBuilder = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// The map that reads an operand of `shape` broadcast, NumPy-style, to an
+/// iteration space of `resultShape`: aligned from the last dimension; size-1
+/// dimensions that are broadcast read index 0.
+AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> shape,
+                       ArrayRef<int64_t> resultShape);
+
+/// The map from an iteration space of `rank` dimensions to the same space
+/// without the dimensions in `dropped` (the shape of a reduction's result).
+AffineMap droppedDimsMap(MLIRContext *ctx, int64_t rank, ArrayRef<int64_t> dropped);
+
+/// A tensor of `type` filled with `value`.
+Value buildFilled(OpBuilder &b, Location loc, RankedTensorType type, double value);
+
+/// An elementwise generic over `resultType` whose inputs are broadcast to it.
+Value buildElementwise(OpBuilder &b, Location loc, RankedTensorType resultType,
+                       ValueRange inputs, BodyBuilder body);
+
+/// A generic over the iteration space of `resultType` with explicit maps for
+/// the inputs (the output map is the identity).
+Value buildParallel(OpBuilder &b, Location loc, RankedTensorType resultType,
+                    ValueRange inputs, ArrayRef<AffineMap> inputMaps, BodyBuilder body);
+
+/// Reduces `inputs` (all of one shape) over `dims`, starting from `init`; the
+/// body receives the inputs' elements and the accumulator, and returns the new
+/// accumulator.
+Value buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
+                     ArrayRef<int64_t> dims, double init, BodyBuilder body);
+
+/// A floating-point constant of `type`.
+Value constantFloat(OpBuilder &b, Location loc, Type type, double value);
+
+/// All dimensions but the last: the leading dimensions of a normalisation.
+SmallVector<int64_t> leadingDims(int64_t rank);
+
+/// Scalar floating-point arithmetic at one location, for generic bodies.
+class ScalarMath {
+public:
+  ScalarMath(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  Value add(Value x, Value y);
+  Value sub(Value x, Value y);
+  Value mul(Value x, Value y);
+  Value div(Value x, Value y);
+  Value max(Value x, Value y);
+  Value min(Value x, Value y);
+  Value exp(Value x);
+  Value log(Value x);
+  Value tanh(Value x);
+  Value sqrt(Value x);
+  Value rsqrt(Value x);
+  /// `x > y` (ordered).
+  Value greater(Value x, Value y);
+  Value select(Value condition, Value ifTrue, Value ifFalse);
+  /// `x > y` for signed integers.
+  Value greaterInt(Value x, Value y);
+  /// A constant of `like`'s type.
+  Value constant(Value like, double value);
+  /// An index-valued iteration index of the enclosing generic, as i64.
+  Value index(int64_t dim);
+  /// An integer converted to index.
+  Value toIndex(Value integer);
+
+private:
+  OpBuilder &b;
+  Location loc;
+};
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_LIB_CONVERSION_FSDPTOLINALG_LINALGBUILDERS_H

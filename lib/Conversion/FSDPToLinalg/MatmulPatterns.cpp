@@ -1,0 +1,161 @@
+//===- MatmulPatterns.cpp - fsdp matrix products to linalg ----------------===//
+//
+// Products become named linalg.matmul / linalg.batch_matmul ops, transposes
+// expressed as indexing maps, so that after bufferization fsdp-lower-gemms
+// recognises them and calls BLAS.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilders.h"
+
+#include "fsdp/Conversion/FSDPToLinalg.h"
+#include "fsdp/IR/FSDPOps.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType());
+}
+
+/// Reassociation that merges all leading dimensions but the last `keep`.
+SmallVector<ReassociationIndices> mergeLeading(int64_t rank, int64_t keep) {
+  SmallVector<ReassociationIndices> groups(1);
+  for (int64_t dim = 0; dim <= rank - keep - 1; ++dim)
+    groups.front().push_back(dim);
+  for (int64_t dim = rank - keep; dim < rank; ++dim)
+    groups.push_back({dim});
+  return groups;
+}
+
+/// Collapses the leading dimensions of `value` so that `keep` trailing ones
+/// and one merged leading dimension remain.
+Value collapseLeading(OpBuilder &b, Location loc, Value value, int64_t keep) {
+  int64_t rank = tensorType(value).getRank();
+  if (rank == keep + 1)
+    return value;
+  return tensor::CollapseShapeOp::create(b, loc, value, mergeLeading(rank, keep));
+}
+
+Value expandLeading(OpBuilder &b, Location loc, Value value, RankedTensorType type,
+                    int64_t keep) {
+  if (value.getType() == type)
+    return value;
+  return tensor::ExpandShapeOp::create(b, loc, type, value,
+                                       mergeLeading(type.getRank(), keep));
+}
+
+ArrayAttr mapsAttr(OpBuilder &b, ArrayRef<AffineMap> maps) {
+  SmallVector<Attribute> attrs;
+  for (AffineMap map : maps)
+    attrs.push_back(AffineMapAttr::get(map));
+  return b.getArrayAttr(attrs);
+}
+
+struct MatmulLowering : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getType();
+    bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+    if (ta && resultType.getRank() > 2)
+      return rewriteAsContraction(op, rewriter);
+
+    // [..., M, K] x [K, N]: merge the leading dimensions into M.
+    Value lhs = collapseLeading(rewriter, loc, op.getLhs(), 1);
+    ArrayRef<int64_t> shape = resultType.getShape();
+    auto matrixType = RankedTensorType::get(
+        {resultType.getNumElements() / shape.back(), shape.back()},
+        resultType.getElementType());
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr m, n, k;
+    bindDims(ctx, m, n, k);
+    auto map = [&](AffineExpr a, AffineExpr c) { return AffineMap::get(3, 0, {a, c}, ctx); };
+    SmallVector<AffineMap> maps = {ta ? map(k, m) : map(m, k), tb ? map(n, k) : map(k, n),
+                                   map(m, n)};
+    Value init = buildFilled(rewriter, loc, matrixType, 0.0);
+    auto matmul = linalg::MatmulOp::create(
+        rewriter, loc, TypeRange{matrixType}, ValueRange{lhs, op.getRhs()}, ValueRange{init},
+        {rewriter.getNamedAttr("indexing_maps", mapsAttr(rewriter, maps))});
+    rewriter.replaceOp(op, expandLeading(rewriter, loc, matmul.getResult(0), resultType, 1));
+    return success();
+  }
+
+  /// A transposed lhs with leading dimensions cannot be merged: contract
+  /// explicitly over (leading..., m, n, k).
+  LogicalResult rewriteAsContraction(MatmulOp op, PatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getType();
+    MLIRContext *ctx = rewriter.getContext();
+    int64_t rank = resultType.getRank(), loops = rank + 1;
+    auto dim = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<AffineExpr> lhs, out;
+    for (int64_t i = 0; i < rank - 2; ++i) {
+      lhs.push_back(dim(i));
+      out.push_back(dim(i));
+    }
+    AffineExpr m = dim(rank - 2), n = dim(rank - 1), k = dim(rank);
+    lhs.append({k, m});
+    out.append({m, n});
+    SmallVector<AffineExpr> rhs = op.getTransposeRhs() ? SmallVector<AffineExpr>{n, k}
+                                                       : SmallVector<AffineExpr>{k, n};
+    SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, lhs, ctx),
+                                   AffineMap::get(loops, 0, rhs, ctx),
+                                   AffineMap::get(loops, 0, out, ctx)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    Value init = buildFilled(rewriter, loc, resultType, 0.0);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, ValueRange{op.getLhs(), op.getRhs()}, init, maps,
+        iterators, [](OpBuilder &b, Location l, ValueRange args) {
+          ScalarMath math(b, l);
+          linalg::YieldOp::create(b, l, math.add(args[2], math.mul(args[0], args[1])));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct BatchMatmulLowering : OpRewritePattern<BatchMatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(BatchMatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType resultType = op.getType();
+    // [B..., M, K] x [B..., K, N]: merge the batch dimensions into one.
+    Value lhs = collapseLeading(rewriter, loc, op.getLhs(), 2);
+    Value rhs = collapseLeading(rewriter, loc, op.getRhs(), 2);
+    ArrayRef<int64_t> shape = resultType.getShape();
+    int64_t m = shape[shape.size() - 2], n = shape.back();
+    auto batchedType = RankedTensorType::get(
+        {resultType.getNumElements() / (m * n), m, n}, resultType.getElementType());
+
+    MLIRContext *ctx = rewriter.getContext();
+    AffineExpr bd, md, nd, kd;
+    bindDims(ctx, bd, md, nd, kd);
+    auto map = [&](AffineExpr a, AffineExpr c) {
+      return AffineMap::get(4, 0, {bd, a, c}, ctx);
+    };
+    SmallVector<AffineMap> maps = {op.getTransposeLhs() ? map(kd, md) : map(md, kd),
+                                   op.getTransposeRhs() ? map(nd, kd) : map(kd, nd),
+                                   map(md, nd)};
+    Value init = buildFilled(rewriter, loc, batchedType, 0.0);
+    auto matmul = linalg::BatchMatmulOp::create(
+        rewriter, loc, TypeRange{batchedType}, ValueRange{lhs, rhs}, ValueRange{init},
+        {rewriter.getNamedAttr("indexing_maps", mapsAttr(rewriter, maps))});
+    rewriter.replaceOp(op, expandLeading(rewriter, loc, matmul.getResult(0), resultType, 2));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fsdp::populateFSDPMatmulToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<MatmulLowering, BatchMatmulLowering>(patterns.getContext());
+}

@@ -1,0 +1,419 @@
+//===- ReductionPatterns.cpp - reductions, norms, losses to linalg --------===//
+//
+// Each op becomes reductions (linalg.generic with reduction iterators)
+// followed by elementwise generics that read the reduced values through a
+// map dropping the reduced dimensions. Normalisation gradients recompute the
+// statistics rather than storing them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilders.h"
+
+#include "fsdp/Conversion/FSDPToLinalg.h"
+#include "fsdp/IR/FSDPOps.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+RankedTensorType tensorType(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType());
+}
+
+Value sumOf(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims) {
+  return buildReduction(b, loc, input, dims, 0.0,
+                        [](OpBuilder &nb, Location l, ValueRange a) {
+                          return ScalarMath(nb, l).add(a[1], a[0]);
+                        });
+}
+
+/// Multiplies every element by a constant.
+Value scaled(OpBuilder &b, Location loc, Value input, double factor) {
+  return buildElementwise(b, loc, tensorType(input), input,
+                          [&](OpBuilder &nb, Location l, ValueRange a) {
+                            ScalarMath m(nb, l);
+                            return m.mul(a[0], m.constant(a[0], factor));
+                          });
+}
+
+/// Maps for a generic over `full` reading full-shape inputs and then inputs
+/// reduced over `dims`.
+SmallVector<AffineMap> fullThenReduced(OpBuilder &b, RankedTensorType full,
+                                       int64_t numFull, int64_t numReduced,
+                                       ArrayRef<int64_t> dims) {
+  SmallVector<AffineMap> maps(numFull, b.getMultiDimIdentityMap(full.getRank()));
+  maps.append(numReduced, droppedDimsMap(b.getContext(), full.getRank(), dims));
+  return maps;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+struct ReduceSumLowering : OpRewritePattern<ReduceSumOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceSumOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, sumOf(rewriter, op.getLoc(), op.getInput(), op.getDims()));
+    return success();
+  }
+};
+
+struct ReduceMeanLowering : OpRewritePattern<ReduceMeanOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceMeanOp op, PatternRewriter &rewriter) const override {
+    int64_t count = 1;
+    for (int64_t dim : op.getDims())
+      count *= op.getInput().getType().getDimSize(dim);
+    Value sum = sumOf(rewriter, op.getLoc(), op.getInput(), op.getDims());
+    rewriter.replaceOp(op, scaled(rewriter, op.getLoc(), sum, 1.0 / count));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Softmax
+//===----------------------------------------------------------------------===//
+
+/// softmax(x) along `dim`, shifted by the maximum for stability.
+Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t dim) {
+  RankedTensorType type = tensorType(x);
+  Value max = buildReduction(b, loc, x, dim, -INFINITY,
+                             [](OpBuilder &nb, Location l, ValueRange a) {
+                               return ScalarMath(nb, l).max(a[1], a[0]);
+                             });
+  Value exps = buildParallel(b, loc, type, {x, max}, fullThenReduced(b, type, 1, 1, dim),
+                             [](OpBuilder &nb, Location l, ValueRange a) {
+                               ScalarMath m(nb, l);
+                               return m.exp(m.sub(a[0], a[1]));
+                             });
+  Value sum = sumOf(b, loc, exps, dim);
+  return buildParallel(b, loc, type, {exps, sum}, fullThenReduced(b, type, 1, 1, dim),
+                       [](OpBuilder &nb, Location l, ValueRange a) {
+                         return ScalarMath(nb, l).div(a[0], a[1]);
+                       });
+}
+
+struct SoftmaxLowering : OpRewritePattern<SoftmaxOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, buildSoftmax(rewriter, op.getLoc(), op.getInput(), op.getDim()));
+    return success();
+  }
+};
+
+// dx = y * (dy - sum(dy * y)).
+struct SoftmaxGradLowering : OpRewritePattern<SoftmaxGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    int64_t dim = op.getDim();
+    Value y = op.getOutput(), dy = op.getGrad();
+    Value dot = buildReduction(rewriter, loc, {y, dy}, dim, 0.0,
+                               [](OpBuilder &nb, Location l, ValueRange a) {
+                                 ScalarMath m(nb, l);
+                                 return m.add(a[2], m.mul(a[0], a[1]));
+                               });
+    rewriter.replaceOp(op, buildParallel(rewriter, loc, type, {y, dy, dot},
+                                         fullThenReduced(rewriter, type, 2, 1, dim),
+                                         [](OpBuilder &nb, Location l, ValueRange a) {
+                                           ScalarMath m(nb, l);
+                                           return m.mul(a[0], m.sub(a[1], a[2]));
+                                         }));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Normalisation over the last dimension
+//===----------------------------------------------------------------------===//
+
+/// Statistics of a normalisation over the last dimension C.
+struct NormStats {
+  Value centered; // x - mean (layer norm) or x (RMS norm), full shape
+  Value rstd;     // 1 / sqrt(var + eps), reduced shape
+};
+
+NormStats layerNormStats(OpBuilder &b, Location loc, Value x, double eps) {
+  RankedTensorType type = tensorType(x);
+  int64_t last = type.getRank() - 1;
+  double inverseC = 1.0 / type.getShape().back();
+  Value mean = scaled(b, loc, sumOf(b, loc, x, last), inverseC);
+  Value centered =
+      buildParallel(b, loc, type, {x, mean}, fullThenReduced(b, type, 1, 1, last),
+                    [](OpBuilder &nb, Location l, ValueRange a) {
+                      return ScalarMath(nb, l).sub(a[0], a[1]);
+                    });
+  Value squares = buildReduction(b, loc, centered, last, 0.0,
+                                 [](OpBuilder &nb, Location l, ValueRange a) {
+                                   ScalarMath m(nb, l);
+                                   return m.add(a[1], m.mul(a[0], a[0]));
+                                 });
+  Value rstd = buildElementwise(b, loc, tensorType(squares), squares,
+                                [&](OpBuilder &nb, Location l, ValueRange a) {
+                                  ScalarMath m(nb, l);
+                                  return m.rsqrt(m.add(m.mul(a[0], m.constant(a[0], inverseC)),
+                                                       m.constant(a[0], eps)));
+                                });
+  return {centered, rstd};
+}
+
+NormStats rmsNormStats(OpBuilder &b, Location loc, Value x, double eps) {
+  RankedTensorType type = tensorType(x);
+  double inverseC = 1.0 / type.getShape().back();
+  Value squares = buildReduction(b, loc, x, type.getRank() - 1, 0.0,
+                                 [](OpBuilder &nb, Location l, ValueRange a) {
+                                   ScalarMath m(nb, l);
+                                   return m.add(a[1], m.mul(a[0], a[0]));
+                                 });
+  Value rstd = buildElementwise(b, loc, tensorType(squares), squares,
+                                [&](OpBuilder &nb, Location l, ValueRange a) {
+                                  ScalarMath m(nb, l);
+                                  return m.rsqrt(m.add(m.mul(a[0], m.constant(a[0], inverseC)),
+                                                       m.constant(a[0], eps)));
+                                });
+  return {x, rstd};
+}
+
+/// xhat = centered * rstd over the full shape.
+Value normalized(OpBuilder &b, Location loc, const NormStats &stats) {
+  RankedTensorType type = tensorType(stats.centered);
+  return buildParallel(b, loc, type, {stats.centered, stats.rstd},
+                       fullThenReduced(b, type, 1, 1, type.getRank() - 1),
+                       [](OpBuilder &nb, Location l, ValueRange a) {
+                         return ScalarMath(nb, l).mul(a[0], a[1]);
+                       });
+}
+
+/// The gradients of a normalisation: dx, and dgamma. `centerMean` removes the
+/// mean of dxhat too (layer norm; RMS norm has no mean).
+std::pair<Value, Value> normGradients(OpBuilder &b, Location loc, const NormStats &stats,
+                                      Value gamma, Value dy, bool centerMean) {
+  RankedTensorType type = tensorType(dy);
+  int64_t last = type.getRank() - 1;
+  double inverseC = 1.0 / type.getShape().back();
+  Value xhat = normalized(b, loc, stats);
+  Value dxhat = buildElementwise(b, loc, type, {dy, gamma},
+                                 [](OpBuilder &nb, Location l, ValueRange a) {
+                                   return ScalarMath(nb, l).mul(a[0], a[1]);
+                                 });
+  Value dot = buildReduction(b, loc, {dxhat, xhat}, last, 0.0,
+                             [](OpBuilder &nb, Location l, ValueRange a) {
+                               ScalarMath m(nb, l);
+                               return m.add(a[2], m.mul(a[0], a[1]));
+                             });
+  Value sum = centerMean ? sumOf(b, loc, dxhat, last) : Value();
+  SmallVector<Value> inputs = {dxhat, xhat, stats.rstd, dot};
+  if (sum)
+    inputs.push_back(sum);
+  Value dx = buildParallel(
+      b, loc, type, inputs, fullThenReduced(b, type, 2, inputs.size() - 2, last),
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        ScalarMath m(nb, l);
+        Value c = m.constant(a[0], inverseC);
+        Value inner = m.sub(a[0], m.mul(a[1], m.mul(a[3], c)));
+        if (centerMean)
+          inner = m.sub(inner, m.mul(a[4], c));
+        return m.mul(a[2], inner);
+      });
+  Value dgamma = buildReduction(b, loc, {dy, xhat}, leadingDims(type.getRank()), 0.0,
+                                [](OpBuilder &nb, Location l, ValueRange a) {
+                                  ScalarMath m(nb, l);
+                                  return m.add(a[2], m.mul(a[0], a[1]));
+                                });
+  return {dx, dgamma};
+}
+
+struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    NormStats stats =
+        layerNormStats(rewriter, loc, op.getInput(), op.getEps().convertToDouble());
+    Value xhat = normalized(rewriter, loc, stats);
+    rewriter.replaceOp(op, buildElementwise(rewriter, loc, type,
+                                            {xhat, op.getGamma(), op.getBeta()},
+                                            [](OpBuilder &nb, Location l, ValueRange a) {
+                                              ScalarMath m(nb, l);
+                                              return m.add(m.mul(a[0], a[1]), a[2]);
+                                            }));
+    return success();
+  }
+};
+
+struct RMSNormLowering : OpRewritePattern<RMSNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RMSNormOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NormStats stats =
+        rmsNormStats(rewriter, loc, op.getInput(), op.getEps().convertToDouble());
+    Value xhat = normalized(rewriter, loc, stats);
+    rewriter.replaceOp(op, buildElementwise(rewriter, loc, op.getType(),
+                                            {xhat, op.getGamma()},
+                                            [](OpBuilder &nb, Location l, ValueRange a) {
+                                              return ScalarMath(nb, l).mul(a[0], a[1]);
+                                            }));
+    return success();
+  }
+};
+
+struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NormStats stats =
+        layerNormStats(rewriter, loc, op.getInput(), op.getEps().convertToDouble());
+    auto [dx, dgamma] =
+        normGradients(rewriter, loc, stats, op.getGamma(), op.getGrad(), true);
+    Value dbeta =
+        sumOf(rewriter, loc, op.getGrad(), leadingDims(op.getInput().getType().getRank()));
+    rewriter.replaceOp(op, {dx, dgamma, dbeta});
+    return success();
+  }
+};
+
+struct RMSNormGradLowering : OpRewritePattern<RMSNormGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RMSNormGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    NormStats stats =
+        rmsNormStats(rewriter, loc, op.getInput(), op.getEps().convertToDouble());
+    auto [dx, dgamma] =
+        normGradients(rewriter, loc, stats, op.getGamma(), op.getGrad(), false);
+    rewriter.replaceOp(op, {dx, dgamma});
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+/// Logits as [N, C] and targets as [N].
+std::pair<Value, Value> flattenPositions(OpBuilder &b, Location loc, Value logits,
+                                         Value targets) {
+  int64_t rank = tensorType(logits).getRank();
+  if (rank == 2)
+    return {logits, targets};
+  SmallVector<ReassociationIndices> logitGroups(1), targetGroups(1);
+  for (int64_t dim = 0; dim < rank - 1; ++dim) {
+    logitGroups.front().push_back(dim);
+    targetGroups.front().push_back(dim);
+  }
+  logitGroups.push_back({rank - 1});
+  return {tensor::CollapseShapeOp::create(b, loc, logits, logitGroups),
+          tensor::CollapseShapeOp::create(b, loc, targets, targetGroups)};
+}
+
+/// Row maxima and sums of exp(x - max) of [N, C] logits.
+std::pair<Value, Value> logSumExpParts(OpBuilder &b, Location loc, Value logits) {
+  RankedTensorType type = tensorType(logits);
+  Value max = buildReduction(b, loc, logits, 1, -INFINITY,
+                             [](OpBuilder &nb, Location l, ValueRange a) {
+                               return ScalarMath(nb, l).max(a[1], a[0]);
+                             });
+  Value exps = buildParallel(b, loc, type, {logits, max}, fullThenReduced(b, type, 1, 1, 1),
+                             [](OpBuilder &nb, Location l, ValueRange a) {
+                               ScalarMath m(nb, l);
+                               return m.exp(m.sub(a[0], a[1]));
+                             });
+  return {max, sumOf(b, loc, exps, 1)};
+}
+
+struct CrossEntropyLowering : OpRewritePattern<CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [logits, targets] =
+        flattenPositions(rewriter, loc, op.getLogits(), op.getTargets());
+    auto [max, sum] = logSumExpParts(rewriter, loc, logits);
+    RankedTensorType rowsType = tensorType(max);
+    // Per position: log(sum) + max - logits[n, target[n]].
+    Value perPosition = buildElementwise(
+        rewriter, loc, rowsType, {max, sum, targets},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          ScalarMath m(nb, l);
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value picked = tensor::ExtractOp::create(nb, l, logits,
+                                                   ValueRange{row, m.toIndex(a[2])});
+          return m.sub(m.add(m.log(a[1]), a[0]), picked);
+        });
+    Value total = sumOf(rewriter, loc, perPosition, 0);
+    rewriter.replaceOp(op, scaled(rewriter, loc, total, 1.0 / rowsType.getDimSize(0)));
+    return success();
+  }
+};
+
+// dlogits = (softmax(logits) - onehot(target)) * dl / N.
+struct CrossEntropyGradLowering : OpRewritePattern<CrossEntropyGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto [logits, targets] =
+        flattenPositions(rewriter, loc, op.getLogits(), op.getTargets());
+    auto [max, sum] = logSumExpParts(rewriter, loc, logits);
+    RankedTensorType type = tensorType(logits);
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<AffineMap> maps = fullThenReduced(rewriter, type, 1, 3, 1);
+    maps.push_back(AffineMap::get(2, 0, {}, ctx)); // the rank-0 loss gradient
+    double inverseN = 1.0 / type.getDimSize(0);
+    Value grad = buildParallel(
+        rewriter, loc, type, {logits, max, sum, targets, op.getGrad()}, maps,
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          ScalarMath m(nb, l);
+          Value p = m.div(m.exp(m.sub(a[0], a[1])), a[2]);
+          Value isTarget = m.select(
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, m.index(1),
+                                    arith::ExtSIOp::create(nb, l, nb.getI64Type(), a[3])),
+              m.constant(a[0], 1.0), m.constant(a[0], 0.0));
+          return m.mul(m.sub(p, isTarget), m.mul(a[4], m.constant(a[0], inverseN)));
+        });
+    if (grad.getType() != op.getType()) {
+      int64_t rank = op.getType().getRank();
+      SmallVector<ReassociationIndices> groups(1);
+      for (int64_t dim = 0; dim < rank - 1; ++dim)
+        groups.front().push_back(dim);
+      groups.push_back({rank - 1});
+      grad = tensor::ExpandShapeOp::create(rewriter, loc, op.getType(), grad, groups);
+    }
+    rewriter.replaceOp(op, grad);
+    return success();
+  }
+};
+
+struct MSELowering : OpRewritePattern<MSEOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MSEOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getPrediction().getType();
+    auto all = llvm::to_vector(llvm::seq<int64_t>(0, type.getRank()));
+    Value total = buildReduction(rewriter, loc, {op.getPrediction(), op.getTarget()}, all,
+                                 0.0, [](OpBuilder &nb, Location l, ValueRange a) {
+                                   ScalarMath m(nb, l);
+                                   Value d = m.sub(a[0], a[1]);
+                                   return m.add(a[2], m.mul(d, d));
+                                 });
+    rewriter.replaceOp(op, scaled(rewriter, loc, total, 1.0 / type.getNumElements()));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fsdp::populateFSDPReductionToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<ReduceSumLowering, ReduceMeanLowering, SoftmaxLowering,
+               SoftmaxGradLowering, LayerNormLowering, RMSNormLowering,
+               LayerNormGradLowering, RMSNormGradLowering, CrossEntropyLowering,
+               CrossEntropyGradLowering, MSELowering>(patterns.getContext());
+}

@@ -1,0 +1,349 @@
+//===- ManifestTest.cpp - Manifest parsing and every validation error -----===//
+
+#include "Manifest.h"
+#include "TestManifest.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+
+using namespace fsdprt;
+using fsdprt::test::classifierManifest;
+using json = nlohmann::json;
+using testing::ExitedWithCode;
+using testing::HasSubstr;
+
+namespace {
+
+TEST(Manifest, ParsesEveryField) {
+  Manifest manifest = parseManifest(classifierManifest().dump());
+  EXPECT_EQ(manifest.version, 1);
+  EXPECT_EQ(manifest.arenaBytes, 512);
+  EXPECT_EQ(manifest.batch, 4);
+  EXPECT_EQ(manifest.grid, std::vector<int64_t>{1});
+  EXPECT_EQ(manifest.worldSize(), 1);
+  EXPECT_EQ(manifest.strategy, "full_shard");
+  EXPECT_EQ(manifest.optimizer.kind, OptimizerKind::AdamW);
+  EXPECT_EQ(manifest.optimizer.lr, 0.001);
+  EXPECT_EQ(manifest.optimizer.beta1, 0.9);
+  EXPECT_EQ(manifest.optimizer.beta2, 0.999);
+  EXPECT_EQ(manifest.optimizer.eps, 1e-8);
+  EXPECT_EQ(manifest.optimizer.weightDecay, 0.0);
+  EXPECT_EQ(manifest.clipGradNorm, 0.0);
+
+  ASSERT_EQ(manifest.params.size(), 2u);
+  const ParamSpec &w = manifest.params[0];
+  EXPECT_EQ(w.name, "fc.w");
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(w.dtype, DType::F32);
+  EXPECT_EQ(w.unit, "fc");
+  EXPECT_TRUE(w.trainable);
+  EXPECT_EQ(w.init.kind, InitKind::FanInUniform);
+  EXPECT_EQ(w.init.scale, 1.0);
+  EXPECT_EQ(w.offset, 0);
+  EXPECT_EQ(w.bytes, 60);
+  EXPECT_EQ(w.numElements(), 15);
+  EXPECT_EQ(manifest.params[1].init.kind, InitKind::Zeros);
+
+  ASSERT_EQ(manifest.state.size(), 4u);
+  EXPECT_EQ(manifest.state[1].param, "fc.w");
+  EXPECT_EQ(manifest.state[1].slot, "exp_avg_sq");
+  EXPECT_EQ(manifest.state[1].offset, 192);
+  EXPECT_EQ(manifest.state[1].bytes, 60);
+
+  ASSERT_EQ(manifest.inputs.size(), 2u);
+  const InputSpec &classes = manifest.inputs[1];
+  EXPECT_EQ(classes.index, 1);
+  EXPECT_EQ(classes.shape, std::vector<int64_t>{4});
+  EXPECT_EQ(classes.dtype, DType::I32);
+  EXPECT_EQ(classes.role, InputRole::Classes);
+  EXPECT_EQ(classes.bound, 5);
+  EXPECT_EQ(classes.sampleShape(), std::vector<int64_t>{});
+  EXPECT_EQ(classes.sampleElements(), 1);
+  EXPECT_EQ(manifest.inputs[0].sampleBytes(), 12);
+}
+
+TEST(Manifest, ParsesEveryInitKind) {
+  json m = classifierManifest();
+  auto initOf = [&](json init) {
+    m["params"][0]["init"] = init;
+    return parseManifest(m.dump()).params[0].init;
+  };
+  EXPECT_EQ(initOf({{"kind", "ones"}}).kind, InitKind::Ones);
+  InitSpec constant = initOf({{"kind", "constant"}, {"value", -2.5}});
+  EXPECT_EQ(constant.kind, InitKind::Constant);
+  EXPECT_EQ(constant.value, -2.5);
+  InitSpec normal = initOf({{"kind", "normal"}, {"mean", 1}, {"std", 0.02}});
+  EXPECT_EQ(normal.kind, InitKind::Normal);
+  EXPECT_EQ(normal.mean, 1.0);
+  EXPECT_EQ(normal.std, 0.02);
+  InitSpec uniform = initOf({{"kind", "uniform"}, {"low", -1}, {"high", 3}});
+  EXPECT_EQ(uniform.kind, InitKind::Uniform);
+  EXPECT_EQ(uniform.low, -1.0);
+  EXPECT_EQ(uniform.high, 3.0);
+  InitSpec fanInNormal = initOf({{"kind", "fan_in_normal"}, {"scale", 2}});
+  EXPECT_EQ(fanInNormal.kind, InitKind::FanInNormal);
+  EXPECT_EQ(fanInNormal.scale, 2.0);
+}
+
+TEST(Manifest, ParsesSgdAndTolerance) {
+  json m = classifierManifest();
+  m["optimizer"] = {{"kind", "sgd"}, {"lr", 1}, {"momentum", 0.9}, {"weight_decay", 0.01}};
+  m["state"] = {{{"param", "fc.w"}, {"slot", "momentum"}, {"offset", 128}, {"bytes", 60}}};
+  // Unknown keys are for later versions of the compiler: ignored.
+  m["report"] = {{"peak_bytes", 1}};
+  m["params"][0]["frozen_reason"] = "none";
+  m["params"][1]["trainable"] = false;
+  m["params"][1]["dtype"] = "bf16";
+  m["params"][1]["bytes"] = 10;
+  m["inputs"][0]["dtype"] = "bf16";
+  m["inputs"][0]["bytes"] = 24;
+  m["inputs"][1]["dtype"] = "i64";
+  m["inputs"][1]["bytes"] = 32;
+  m["inputs"][1]["bound"] = 9223372036854775807LL;
+  Manifest manifest = parseManifest(m.dump());
+  EXPECT_EQ(manifest.optimizer.kind, OptimizerKind::SGD);
+  EXPECT_EQ(manifest.optimizer.lr, 1.0);
+  EXPECT_EQ(manifest.optimizer.momentum, 0.9);
+  EXPECT_EQ(manifest.optimizer.weightDecay, 0.01);
+  EXPECT_FALSE(manifest.params[1].trainable);
+  EXPECT_EQ(manifest.params[1].dtype, DType::BF16);
+  EXPECT_EQ(manifest.inputs[1].bound, 9223372036854775807LL);
+}
+
+TEST(Manifest, ParsesTheExampleOfTheContract) {
+  // docs/Runtime.md, section 2, verbatim.
+  Manifest manifest = parseManifest(R"({
+  "version": 1,
+  "arena_bytes": 4218880,
+  "batch": 64,
+  "grid": [2],
+  "strategy": "full_shard",
+  "optimizer": {"kind": "adamw", "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08, "weight_decay": 0.0},
+  "clip_grad_norm": 0.0,
+  "params": [
+    {"name": "fc1.w", "shape": [784, 256], "dtype": "f32", "unit": "fc1", "trainable": true,
+     "init": {"kind": "fan_in_uniform", "scale": 1.0}, "offset": 0, "bytes": 802816}
+  ],
+  "state": [
+    {"param": "fc1.w", "slot": "exp_avg", "offset": 802816, "bytes": 802816}
+  ],
+  "inputs": [
+    {"index": 0, "shape": [64, 784], "dtype": "f32", "role": "features", "offset": 3000000, "bytes": 200704},
+    {"index": 1, "shape": [64], "dtype": "i32", "role": "classes", "bound": 10, "offset": 3200768, "bytes": 256}
+  ]
+})");
+  EXPECT_EQ(manifest.worldSize(), 2);
+  EXPECT_EQ(manifest.params[0].numElements(), 784 * 256);
+  EXPECT_EQ(manifest.inputs[0].sampleElements(), 784);
+}
+
+TEST(Manifest, HybridGrid) {
+  json m = classifierManifest();
+  m["grid"] = {2, 4};
+  m["strategy"] = "hybrid_shard";
+  EXPECT_EQ(parseManifest(m.dump()).worldSize(), 8);
+}
+
+TEST(ManifestError, InvalidJson) {
+  EXPECT_EXIT(parseManifest("{\"version\": 1,"), ExitedWithCode(1),
+              HasSubstr("trainer: error: manifest: invalid JSON: parse error at line 1"));
+}
+
+TEST(ManifestError, NotAnObject) {
+  EXPECT_EXIT(parseManifest("[1, 2]"), ExitedWithCode(1),
+              HasSubstr("trainer: error: manifest: expected a JSON object, got [1,2]"));
+}
+
+TEST(ManifestError, EmptyText) {
+  EXPECT_EXIT(parseManifest(""), ExitedWithCode(1),
+              HasSubstr("trainer: error: manifest: invalid JSON"));
+}
+
+/// One field changed in an otherwise valid manifest, and the message it gives.
+struct ErrorCase {
+  const char *name;
+  std::function<void(json &)> mutate;
+  const char *message;
+};
+
+void PrintTo(const ErrorCase &c, std::ostream *os) { *os << c.name; }
+
+class ManifestErrorTest : public testing::TestWithParam<ErrorCase> {};
+
+TEST_P(ManifestErrorTest, ReportsTheField) {
+  json m = classifierManifest();
+  GetParam().mutate(m);
+  std::string text = m.dump();
+  EXPECT_EXIT(parseManifest(text), ExitedWithCode(1),
+              HasSubstr(std::string("trainer: error: manifest: ") + GetParam().message));
+}
+
+json &param(json &m, int i) { return m["params"][i]; }
+json &input(json &m, int i) { return m["inputs"][i]; }
+
+const ErrorCase kErrorCases[] = {
+    {"MissingVersion", [](json &m) { m.erase("version"); }, "missing field 'version'"},
+    {"Version2", [](json &m) { m["version"] = 2; },
+     "version: this runtime reads version 1, got 2"},
+    {"VersionString", [](json &m) { m["version"] = "1"; },
+     "version: expected an integer, got \"1\""},
+    {"NegativeArena", [](json &m) { m["arena_bytes"] = -1; },
+     "arena_bytes: must be at least 0, got -1"},
+    {"FractionalArena", [](json &m) { m["arena_bytes"] = 512.5; },
+     "arena_bytes: expected an integer, got 512.5"},
+    {"HugeArena", [](json &m) { m["arena_bytes"] = 18446744073709551615ULL; },
+     "arena_bytes: integer 18446744073709551615 does not fit in 64 bits"},
+    {"ZeroBatch", [](json &m) { m["batch"] = 0; }, "batch: must be at least 1, got 0"},
+    {"MissingBatch", [](json &m) { m.erase("batch"); }, "missing field 'batch'"},
+    {"EmptyGrid", [](json &m) { m["grid"] = json::array(); },
+     "grid: expected [shard] or [replicate, shard], got []"},
+    {"GridNotArray", [](json &m) { m["grid"] = 2; }, "grid: expected an array, got 2"},
+    {"ThreeDGrid", [](json &m) { m["grid"] = {1, 1, 1}; },
+     "grid: expected [shard] or [replicate, shard], got [1,1,1]"},
+    {"ZeroGrid", [](json &m) { m["grid"] = {0}; }, "grid[0]: must be at least 1, got 0"},
+    {"HugeGrid",
+     [](json &m) {
+       m["grid"] = {65536, 65536};
+       m["strategy"] = "hybrid_shard";
+     },
+     "grid: grid holds more than 2^31 - 1 ranks"},
+    {"UnknownStrategy", [](json &m) { m["strategy"] = "zero3"; },
+     "strategy: unknown strategy 'zero3'"},
+    {"HybridOnOneDGrid", [](json &m) { m["strategy"] = "hybrid_shard"; },
+     "strategy: hybrid_shard needs a 2-D grid [replicate, shard], got [1]"},
+    {"TwoDGridWithoutHybrid", [](json &m) { m["grid"] = {2, 2}; },
+     "strategy: a 2-D grid [2, 2] needs strategy hybrid_shard, got full_shard"},
+    {"UnknownOptimizer", [](json &m) { m["optimizer"]["kind"] = "adam"; },
+     "optimizer.kind: unknown optimizer 'adam' (expected sgd or adamw)"},
+    {"OptimizerNotObject", [](json &m) { m["optimizer"] = "adamw"; },
+     "optimizer: expected an object, got \"adamw\""},
+    {"MissingLr", [](json &m) { m["optimizer"].erase("lr"); }, "optimizer: missing field 'lr'"},
+    {"ZeroLr", [](json &m) { m["optimizer"]["lr"] = 0; }, "optimizer.lr: must be positive, got 0"},
+    {"Beta1One", [](json &m) { m["optimizer"]["beta1"] = 1.0; },
+     "optimizer.beta1: must be in [0, 1), got 1"},
+    {"Beta2Negative", [](json &m) { m["optimizer"]["beta2"] = -0.5; },
+     "optimizer.beta2: must be in [0, 1), got -0.5"},
+    {"ZeroEps", [](json &m) { m["optimizer"]["eps"] = 0.0; },
+     "optimizer.eps: must be positive, got 0"},
+    {"NegativeWeightDecay", [](json &m) { m["optimizer"]["weight_decay"] = -0.1; },
+     "optimizer.weight_decay: must be non-negative, got -0.1"},
+    {"SgdWithoutMomentum",
+     [](json &m) { m["optimizer"] = {{"kind", "sgd"}, {"lr", 0.1}, {"weight_decay", 0}}; },
+     "optimizer: missing field 'momentum'"},
+    {"SgdMomentumOne",
+     [](json &m) {
+       m["optimizer"] = {{"kind", "sgd"}, {"lr", 0.1}, {"momentum", 1}, {"weight_decay", 0}};
+     },
+     "optimizer.momentum: must be in [0, 1), got 1"},
+    {"NegativeClip", [](json &m) { m["clip_grad_norm"] = -1; },
+     "clip_grad_norm: must be non-negative (0 disables clipping), got -1"},
+    {"ClipNotNumber", [](json &m) { m["clip_grad_norm"] = nullptr; },
+     "clip_grad_norm: expected a number, got null"},
+    {"ParamsNotArray", [](json &m) { m["params"] = json::object(); },
+     "params: expected an array, got {}"},
+    {"ParamNotObject", [](json &m) { param(m, 0) = 3; },
+     "params[0]: expected an object, got 3"},
+    {"EmptyName", [](json &m) { param(m, 0)["name"] = ""; },
+     "params[0].name: parameter names must not be empty"},
+    {"DuplicateName", [](json &m) { param(m, 1)["name"] = "fc.w"; },
+     "params[1].name: duplicate parameter name 'fc.w'"},
+    {"ZeroDimension", [](json &m) { param(m, 0)["shape"] = {3, 0}; },
+     "params[0].shape[1]: must be at least 1, got 0"},
+    {"ShapeNotArray", [](json &m) { param(m, 0)["shape"] = "3x5"; },
+     "params[0].shape: expected an array, got \"3x5\""},
+    {"ShapeOverflow", [](json &m) { param(m, 0)["shape"] = {4611686018427387904LL, 4}; },
+     "params[0].shape: tensor of shape [4611686018427387904, 4] has more than 2^63 bytes"},
+    {"UnknownDType", [](json &m) { param(m, 0)["dtype"] = "f16"; },
+     "params[0].dtype: unknown dtype 'f16' (expected f32, bf16, i32 or i64)"},
+    {"IntegerParam", [](json &m) { param(m, 0)["dtype"] = "i32"; },
+     "params[0].dtype: parameters are f32 or bf16, got i32"},
+    {"MissingUnit", [](json &m) { param(m, 0).erase("unit"); },
+     "params[0]: missing field 'unit'"},
+    {"TrainableNotBool", [](json &m) { param(m, 0)["trainable"] = "yes"; },
+     "params[0].trainable: expected true or false, got \"yes\""},
+    {"UnknownInit", [](json &m) { param(m, 0)["init"] = {{"kind", "xavier"}}; },
+     "params[0].init.kind: unknown init kind 'xavier'"},
+    {"ConstantWithoutValue", [](json &m) { param(m, 0)["init"] = {{"kind", "constant"}}; },
+     "params[0].init: missing field 'value'"},
+    {"NormalZeroStd",
+     [](json &m) { param(m, 0)["init"] = {{"kind", "normal"}, {"mean", 0}, {"std", 0}}; },
+     "params[0].init.std: must be positive, got 0"},
+    {"NormalMeanString",
+     [](json &m) { param(m, 0)["init"] = {{"kind", "normal"}, {"mean", "0"}, {"std", 1}}; },
+     "params[0].init.mean: expected a number, got \"0\""},
+    {"UniformEmpty",
+     [](json &m) { param(m, 0)["init"] = {{"kind", "uniform"}, {"low", 1}, {"high", 1}}; },
+     "params[0].init: uniform needs low < high, got [1, 1)"},
+    {"FanInScaleNegative",
+     [](json &m) { param(m, 0)["init"] = {{"kind", "fan_in_normal"}, {"scale", -1}}; },
+     "params[0].init.scale: must be positive, got -1"},
+    {"FanInOnVector",
+     [](json &m) { param(m, 1)["init"] = {{"kind", "fan_in_uniform"}, {"scale", 1}}; },
+     "params[1].init.kind: fan_in_uniform needs a parameter of rank 2 or more, got shape [5]"},
+    {"MisalignedParam", [](json &m) { param(m, 1)["offset"] = 66; },
+     "params[1].offset: offset 66 is not a multiple of the element size 4"},
+    {"NegativeOffset", [](json &m) { param(m, 1)["offset"] = -4; },
+     "params[1].offset: must be at least 0, got -4"},
+    {"WrongParamBytes", [](json &m) { param(m, 0)["bytes"] = 64; },
+     "params[0].bytes: the shape and dtype need 60 bytes, got 64"},
+    {"ParamOutsideArena", [](json &m) { param(m, 1)["offset"] = 500; },
+     "params[1]: bytes [500, 520) lie outside the arena of 512 bytes"},
+    {"StateOfUnknownParam", [](json &m) { m["state"][0]["param"] = "fc.v"; },
+     "state[0].param: no parameter named 'fc.v'"},
+    {"StateOfFrozenParam", [](json &m) { param(m, 0)["trainable"] = false; },
+     "state[0].param: parameter 'fc.w' is frozen and has no optimizer state"},
+    {"SgdSlotUnderAdamw", [](json &m) { m["state"][0]["slot"] = "momentum"; },
+     "state[0].slot: unknown slot 'momentum' for adamw (expected exp_avg or exp_avg_sq)"},
+    {"AdamwSlotUnderSgd",
+     [](json &m) {
+       m["optimizer"] = {{"kind", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0}};
+     },
+     "state[0].slot: unknown slot 'exp_avg' for sgd (expected momentum)"},
+    {"DuplicateSlot", [](json &m) { m["state"][1]["slot"] = "exp_avg"; },
+     "state[1].slot: duplicate slot 'exp_avg' of parameter 'fc.w'"},
+    {"EmptyState", [](json &m) { m["state"][0]["bytes"] = 0; },
+     "state[0].bytes: must be at least 1, got 0"},
+    {"StateOutsideArena", [](json &m) { m["state"][3]["offset"] = 510; },
+     "state[3]: bytes [510, 530) lie outside the arena of 512 bytes"},
+    {"InputsOutOfOrder", [](json &m) { input(m, 0)["index"] = 1; },
+     "inputs[0].index: inputs must be listed in order: expected index 0, got 1"},
+    {"ScalarInput", [](json &m) { input(m, 0)["shape"] = json::array(); },
+     "inputs[0].shape: expected at least 1 dimension(s), got []"},
+    {"InputWithoutBatch", [](json &m) { input(m, 0)["shape"] = {8, 3}; },
+     "inputs[0].shape: dimension 0 is the batch dimension and must be 4, got shape [8, 3]"},
+    {"UnknownRole", [](json &m) { input(m, 1)["role"] = "labels"; },
+     "inputs[1].role: unknown role 'labels'"},
+    {"FloatClasses", [](json &m) { input(m, 1)["dtype"] = "f32"; },
+     "inputs[1].dtype: role classes needs i32 or i64 data, got f32"},
+    {"IntegerFeatures", [](json &m) { input(m, 0)["dtype"] = "i32"; },
+     "inputs[0].dtype: role features needs f32 or bf16 data, got i32"},
+    {"FloatTokens",
+     [](json &m) {
+       input(m, 1)["role"] = "tokens";
+       input(m, 1)["dtype"] = "bf16";
+     },
+     "inputs[1].dtype: role tokens needs i32 or i64 data, got bf16"},
+    {"MissingBound", [](json &m) { input(m, 1).erase("bound"); },
+     "inputs[1]: missing field 'bound'"},
+    {"ZeroBound", [](json &m) { input(m, 1)["bound"] = 0; },
+     "inputs[1].bound: must be at least 1, got 0"},
+    {"BoundBeyondI32", [](json &m) { input(m, 1)["bound"] = 2147483649LL; },
+     "inputs[1].bound: must be at most 2147483648, got 2147483649"},
+    {"WrongInputBytes", [](json &m) { input(m, 0)["bytes"] = 96; },
+     "inputs[0].bytes: the shape and dtype need 48 bytes, got 96"},
+    {"InputOutsideArena", [](json &m) { m["arena_bytes"] = 460; },
+     "inputs[1]: bytes [448, 464) lie outside the arena of 460 bytes"},
+    {"OverlappingParams", [](json &m) { param(m, 1)["offset"] = 56; },
+     "parameter 'fc.w' [0, 60) and parameter 'fc.b' [56, 76) overlap"},
+    {"InputOverStateRegion", [](json &m) { input(m, 1)["offset"] = 332; },
+     "state 'exp_avg_sq' of 'fc.b' [320, 340) and input 1 [332, 348) overlap"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Manifest, ManifestErrorTest, testing::ValuesIn(kErrorCases),
+                         [](const testing::TestParamInfo<ErrorCase> &info) {
+                           return std::string(info.param.name);
+                         });
+
+} // namespace

@@ -1,0 +1,12 @@
+//===- TestMain.cpp - main() of fsdprt-tests ------------------------------===//
+
+#include <gtest/gtest.h>
+
+int main(int argc, char **argv) {
+  // Errors exit the process, so many tests are death tests. OpenBLAS starts
+  // threads when it loads, and fork() without exec in a threaded process is
+  // unsafe: re-execute the binary for each death test instead.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}
