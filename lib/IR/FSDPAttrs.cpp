@@ -197,6 +197,12 @@ LogicalResult SGDAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 double SGDAttr::getLearningRate() const { return getLr().convertToDouble(); }
 
+SmallVector<StringRef> SGDAttr::getStateSlots() const {
+  if (getMomentum().isZero())
+    return {};
+  return {"momentum"};
+}
+
 LogicalResult AdamWAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 APFloat lr, APFloat beta1, APFloat beta2, APFloat eps,
                                 APFloat weightDecay) {
@@ -210,6 +216,10 @@ LogicalResult AdamWAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 double AdamWAttr::getLearningRate() const { return getLr().convertToDouble(); }
+
+SmallVector<StringRef> AdamWAttr::getStateSlots() const {
+  return {"exp_avg", "exp_avg_sq"};
+}
 
 //===----------------------------------------------------------------------===//
 // Plan

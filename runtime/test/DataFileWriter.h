@@ -45,7 +45,8 @@ public:
     FILE *f = std::fopen(path.c_str(), "wb");
     if (!f)
       return;
-    std::fwrite(data.data(), 1, data.size(), f);
+    if (!data.empty())
+      std::fwrite(data.data(), 1, data.size(), f);
     std::fclose(f);
   }
 

@@ -151,6 +151,11 @@ TEST(ManifestError, InvalidJson) {
               HasSubstr("trainer: error: manifest: invalid JSON: parse error at line 1"));
 }
 
+TEST(ManifestError, NumberBeyondDouble) {
+  EXPECT_EXIT(parseManifest(R"({"version": 1, "arena_bytes": 1e400})"), ExitedWithCode(1),
+              HasSubstr("trainer: error: manifest: invalid JSON: number overflow parsing '1e400'"));
+}
+
 TEST(ManifestError, NotAnObject) {
   EXPECT_EXIT(parseManifest("[1, 2]"), ExitedWithCode(1),
               HasSubstr("trainer: error: manifest: expected a JSON object, got [1,2]"));
@@ -245,6 +250,8 @@ const ErrorCase kErrorCases[] = {
      "params: expected an array, got {}"},
     {"ParamNotObject", [](json &m) { param(m, 0) = 3; },
      "params[0]: expected an object, got 3"},
+    {"NameNotString", [](json &m) { param(m, 0)["name"] = 3; },
+     "params[0].name: expected a string, got 3"},
     {"EmptyName", [](json &m) { param(m, 0)["name"] = ""; },
      "params[0].name: parameter names must not be empty"},
     {"DuplicateName", [](json &m) { param(m, 1)["name"] = "fc.w"; },

@@ -18,9 +18,11 @@ using testing::HasSubstr;
 
 namespace {
 
-/// A manifest with the test classifier's header and the given inputs.
+/// A manifest with the test classifier's header and just the given inputs.
 Manifest withInputs(const char *inputs, int64_t arenaBytes = 4096) {
   json m = test::classifierManifest();
+  m["params"] = json::array();
+  m["state"] = json::array();
   m["inputs"] = json::parse(inputs);
   m["arena_bytes"] = arenaBytes;
   return parseManifest(m.dump());

@@ -42,4 +42,37 @@ def ConvertFSDPToLinalgPass : Pass<"convert-fsdp-to-linalg"> {
   ];
 }
 
+def ConvertFSDPToRuntimePass : Pass<"convert-fsdp-to-runtime", "::mlir::ModuleOp"> {
+  let summary = "Binds the training step to the runtime's arena and ABI";
+  let description = [{
+    Lays out every persistent tensor of the step in one arena (parameters,
+    their gradients, the optimizer state and the batch's inputs, each at a
+    64-byte aligned offset), and turns `@train_step` into the function the
+    runtime calls:
+
+    ```c
+    float fsdp_train_step(void *arena, int64_t step, float lr);
+    ```
+
+    Inputs and `fsdp.use` become tensors read from arena views
+    (`bufferization.to_tensor restrict`); each `fsdp.update` writes the
+    gradient into its arena slot and applies the optimizer in place with a
+    `linalg.generic` on the parameter's and the state's views. The layout,
+    the parameters' initializers, the inputs' roles and the plan are written
+    into the `fsdp_manifest` global, a JSON document the runtime reads
+    (docs/Runtime.md). The fsdp ops, the params and the plan are gone
+    afterwards. Run it before `convert-fsdp-to-linalg`: it reads how the
+    model ops use the inputs.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // FSDP_CONVERSION_PASSES_TD

@@ -33,6 +33,10 @@ def FSDP_OptimizerAttrInterface : AttrInterface<"OptimizerAttrInterface"> {
   }];
   let methods = [
     InterfaceMethod<"The base learning rate.", "double", "getLearningRate">,
+    InterfaceMethod<[{
+        The names of the tensors of state the optimizer keeps per parameter,
+        each of the parameter's shape (e.g. AdamW's `exp_avg`, `exp_avg_sq`).
+      }], "::llvm::SmallVector<::llvm::StringRef>", "getStateSlots">,
   ];
 }
 

@@ -33,4 +33,34 @@ def FSDPAutodiffPass : Pass<"fsdp-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FSDPLowerGemmsPass : Pass<"fsdp-lower-gemms", "::mlir::ModuleOp"> {
+  let summary = "Hands matrix products on buffers to the runtime's BLAS";
+  let description = [{
+    After bufferization, replaces each `linalg.matmul` and
+    `linalg.batch_matmul` on f32 memrefs whose rows are contiguous (unit
+    inner stride) and whose indexing maps are plain or transposed operands
+    by a call of the runtime (docs/Runtime.md):
+
+    ```c
+    void fsdprt_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
+                      int64_t k, float alpha, const float *a, int64_t lda,
+                      const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+    void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t batch,
+                              int64_t m, int64_t n, int64_t k, float alpha,
+                              const float *a, int64_t lda, int64_t stride_a,
+                              const float *b, int64_t ldb, int64_t stride_b,
+                              float beta, float *c, int64_t ldc, int64_t stride_c);
+    ```
+
+    with `beta = 1`: linalg's products accumulate into their output. Other
+    products are left to the loop lowering.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 #endif // FSDP_TRANSFORMS_PASSES_TD

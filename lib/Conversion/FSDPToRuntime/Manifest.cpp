@@ -1,0 +1,131 @@
+//===- Manifest.cpp - the JSON document the runtime reads -----------------===//
+
+#include "Manifest.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+namespace json = llvm::json;
+
+static StringRef dtypeName(Type type) {
+  if (type.isF32())
+    return "f32";
+  if (type.isBF16())
+    return "bf16";
+  if (type.isInteger(32))
+    return "i32";
+  return "i64";
+}
+
+static json::Array shapeOf(RankedTensorType type) {
+  json::Array shape;
+  for (int64_t dim : type.getShape())
+    shape.push_back(dim);
+  return shape;
+}
+
+static double toDouble(const llvm::APFloat &value) { return value.convertToDouble(); }
+
+static json::Object initializerOf(InitializerAttrInterface init) {
+  return llvm::TypeSwitch<Attribute, json::Object>(init)
+      .Case([](ZerosAttr) { return json::Object{{"kind", "zeros"}}; })
+      .Case([](OnesAttr) { return json::Object{{"kind", "ones"}}; })
+      .Case([](ConstantAttr a) {
+        return json::Object{{"kind", "constant"}, {"value", toDouble(a.getValue())}};
+      })
+      .Case([](NormalAttr a) {
+        return json::Object{{"kind", "normal"},
+                            {"mean", toDouble(a.getMean())},
+                            {"std", toDouble(a.getStd())}};
+      })
+      .Case([](UniformAttr a) {
+        return json::Object{{"kind", "uniform"},
+                            {"low", toDouble(a.getLow())},
+                            {"high", toDouble(a.getHigh())}};
+      })
+      .Case([](FanInNormalAttr a) {
+        return json::Object{{"kind", "fan_in_normal"}, {"scale", toDouble(a.getScale())}};
+      })
+      .Case([](FanInUniformAttr a) {
+        return json::Object{{"kind", "fan_in_uniform"}, {"scale", toDouble(a.getScale())}};
+      });
+}
+
+static json::Object optimizerOf(OptimizerAttrInterface optimizer) {
+  return llvm::TypeSwitch<Attribute, json::Object>(optimizer)
+      .Case([](SGDAttr a) {
+        return json::Object{{"kind", "sgd"},
+                            {"lr", toDouble(a.getLr())},
+                            {"momentum", toDouble(a.getMomentum())},
+                            {"weight_decay", toDouble(a.getWeightDecay())}};
+      })
+      .Case([](AdamWAttr a) {
+        return json::Object{{"kind", "adamw"},
+                            {"lr", toDouble(a.getLr())},
+                            {"beta1", toDouble(a.getBeta1())},
+                            {"beta2", toDouble(a.getBeta2())},
+                            {"eps", toDouble(a.getEps())},
+                            {"weight_decay", toDouble(a.getWeightDecay())}};
+      });
+}
+
+std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
+                                      ArrayRef<RankedTensorType> inputTypes,
+                                      ArrayRef<InputRole> roles) {
+  json::Array params;
+  for (auto [constParam, region] : layout.params) {
+    ParamOp param = constParam;
+    params.push_back(json::Object{
+        {"name", param.getSymName()},
+        {"shape", shapeOf(param.getTensorType())},
+        {"dtype", dtypeName(param.getTensorType().getElementType())},
+        {"unit", param.getUnit().value_or("")},
+        {"trainable", !param.getFrozen()},
+        {"init", initializerOf(param.getInit())},
+        {"offset", region.offset},
+        {"bytes", region.bytes}});
+  }
+
+  json::Array state;
+  for (const StateSlot &slot : layout.state)
+    state.push_back(json::Object{{"param", ParamOp(slot.param).getSymName()},
+                                 {"slot", slot.name},
+                                 {"offset", slot.region.offset},
+                                 {"bytes", slot.region.bytes}});
+
+  json::Array inputs;
+  for (auto [index, type] : llvm::enumerate(inputTypes)) {
+    json::Object input{{"index", static_cast<int64_t>(index)},
+                       {"shape", shapeOf(type)},
+                       {"dtype", dtypeName(type.getElementType())},
+                       {"role", roles[index].role},
+                       {"offset", layout.inputs[index].offset},
+                       {"bytes", layout.inputs[index].bytes}};
+    if (roles[index].bound > 0)
+      input["bound"] = roles[index].bound;
+    inputs.push_back(std::move(input));
+  }
+
+  json::Array grid;
+  for (int64_t size : plan.getGrid())
+    grid.push_back(size);
+  int64_t batch = inputTypes.empty() || inputTypes.front().getRank() == 0
+                      ? 1
+                      : inputTypes.front().getDimSize(0);
+  json::Object manifest{{"version", 1},
+                        {"arena_bytes", layout.totalBytes},
+                        {"batch", batch},
+                        {"grid", std::move(grid)},
+                        {"strategy", stringifyStrategy(plan.getStrategy())},
+                        {"optimizer", optimizerOf(plan.getOptimizer())},
+                        {"clip_grad_norm", toDouble(plan.getClipGradNorm())},
+                        {"params", std::move(params)},
+                        {"state", std::move(state)},
+                        {"inputs", std::move(inputs)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << json::Value(std::move(manifest));
+  return text;
+}

@@ -1,0 +1,28 @@
+//===- OptimizerUpdate.h - in-place optimizer steps on buffers --*- C++ -*-===//
+
+#ifndef FSDP_LIB_CONVERSION_FSDPTORUNTIME_OPTIMIZERUPDATE_H
+#define FSDP_LIB_CONVERSION_FSDPTORUNTIME_OPTIMIZERUPDATE_H
+
+#include "fsdp/IR/FSDPAttrs.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::fsdp {
+
+/// The buffers and scalars of one parameter's update.
+struct UpdateOperands {
+  Value grad;             // memref of the gradient
+  Value param;            // memref of the parameter, updated in place
+  SmallVector<Value> state; // memrefs of the optimizer's state slots, in order
+  Value step;             // i64, from 1
+  Value lr;               // f32
+  Value coefficient;      // f32 gradient scale (clipping), or null
+};
+
+/// Builds the optimizer's elementwise update as a linalg.generic on buffers.
+void buildOptimizerUpdate(OpBuilder &b, Location loc, OptimizerAttrInterface optimizer,
+                          const UpdateOperands &operands);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_LIB_CONVERSION_FSDPTORUNTIME_OPTIMIZERUPDATE_H

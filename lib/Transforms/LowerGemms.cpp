@@ -1,0 +1,166 @@
+//===- LowerGemms.cpp - fsdp-lower-gemms: matrix products to BLAS ---------===//
+//
+// BLAS runs GEMMs an order of magnitude faster than loops LLVM vectorises, and
+// GEMMs are almost all of a training step's arithmetic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+namespace mlir::fsdp {
+#define GEN_PASS_DEF_FSDPLOWERGEMMSPASS
+#include "fsdp/Transforms/Passes.h.inc"
+} // namespace mlir::fsdp
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+constexpr StringLiteral kGemm = "fsdprt_sgemm";
+constexpr StringLiteral kBatchedGemm = "fsdprt_sgemm_batched";
+
+/// How a product reads its operands: which of them are transposed.
+struct GemmForm {
+  bool transposeA = false, transposeB = false;
+};
+
+/// Matches the indexing maps of a (batch) matmul whose loops are
+/// ([batch,] m, n, k) against plain and transposed operands.
+std::optional<GemmForm> matchForm(linalg::LinalgOp op, bool batched) {
+  MLIRContext *ctx = op.getContext();
+  unsigned loops = batched ? 4 : 3, first = batched ? 1 : 0;
+  auto dim = [&](unsigned i) { return getAffineDimExpr(first + i, ctx); };
+  auto map = [&](AffineExpr x, AffineExpr y) {
+    SmallVector<AffineExpr> exprs;
+    if (batched)
+      exprs.push_back(getAffineDimExpr(0, ctx));
+    exprs.append({x, y});
+    return AffineMap::get(loops, 0, exprs, ctx);
+  };
+  AffineExpr m = dim(0), n = dim(1), k = dim(2);
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (maps.size() != 3 || maps[2] != map(m, n))
+    return std::nullopt;
+  GemmForm form;
+  if (maps[0] == map(k, m))
+    form.transposeA = true;
+  else if (maps[0] != map(m, k))
+    return std::nullopt;
+  if (maps[1] == map(n, k))
+    form.transposeB = true;
+  else if (maps[1] != map(k, n))
+    return std::nullopt;
+  return form;
+}
+
+/// A static f32 memref whose rows are contiguous.
+bool isBlasOperand(Value value) {
+  auto type = llvm::dyn_cast<MemRefType>(value.getType());
+  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return false;
+  return strides.back() == 1;
+}
+
+/// The address, row stride and (for batches) matrix stride of a buffer.
+struct BlasBuffer {
+  Value pointer, rowStride, matrixStride;
+};
+
+BlasBuffer blasBuffer(OpBuilder &b, Location loc, Value memref) {
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  Value elementBytes = arith::ConstantIndexOp::create(b, loc, 4);
+  Value byteOffset = arith::MulIOp::create(b, loc, metadata.getOffset(), elementBytes);
+  Value address = arith::AddIOp::create(b, loc, base, byteOffset);
+  Value address64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  Value pointer =
+      LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), address64);
+  auto toI64 = [&](Value index) {
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult();
+  };
+  auto strides = metadata.getStrides();
+  BlasBuffer buffer{pointer, toI64(strides[strides.size() - 2]), Value()};
+  if (strides.size() == 3)
+    buffer.matrixStride = toI64(strides[0]);
+  return buffer;
+}
+
+/// Declares a runtime function once.
+func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto decl = func::FuncOp::create(b, module.getLoc(), name, type);
+  decl.setPrivate();
+  return decl;
+}
+
+void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp module) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1], c = op.getDpsInits()[0];
+  auto cType = llvm::cast<MemRefType>(c.getType());
+  auto aType = llvm::cast<MemRefType>(a.getType());
+  int64_t rank = cType.getRank();
+  int64_t m = cType.getDimSize(rank - 2), n = cType.getDimSize(rank - 1);
+  int64_t k = form.transposeA ? aType.getDimSize(rank - 2) : aType.getDimSize(rank - 1);
+
+  auto i32 = [&](bool flag) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(flag)).getResult();
+  };
+  auto i64 = [&](int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)).getResult();
+  };
+  Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
+  BlasBuffer bufA = blasBuffer(b, loc, a), bufB = blasBuffer(b, loc, bm),
+             bufC = blasBuffer(b, loc, c);
+
+  SmallVector<Value> args = {i32(form.transposeA), i32(form.transposeB)};
+  if (batched)
+    args.push_back(i64(cType.getDimSize(0)));
+  args.append({i64(m), i64(n), i64(k), one, bufA.pointer, bufA.rowStride});
+  if (batched)
+    args.push_back(bufA.matrixStride);
+  args.append({bufB.pointer, bufB.rowStride});
+  if (batched)
+    args.push_back(bufB.matrixStride);
+  args.append({one, bufC.pointer, bufC.rowStride});
+  if (batched)
+    args.push_back(bufC.matrixStride);
+
+  auto type = FunctionType::get(b.getContext(), ValueRange(args).getTypes(), {});
+  func::FuncOp callee = declare(module, batched ? kBatchedGemm : kGemm, type);
+  func::CallOp::create(b, loc, callee, args);
+  op->erase();
+}
+
+struct FSDPLowerGemmsPass : public fsdp::impl::FSDPLowerGemmsPassBase<FSDPLowerGemmsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<std::pair<linalg::LinalgOp, bool>> products;
+    module.walk([&](linalg::LinalgOp op) {
+      if (isa<linalg::MatmulOp>(op))
+        products.push_back({op, false});
+      else if (isa<linalg::BatchMatmulOp>(op))
+        products.push_back({op, true});
+    });
+    for (auto [op, batched] : products) {
+      if (!op.hasPureBufferSemantics() ||
+          !llvm::all_of(op->getOperands(), isBlasOperand))
+        continue;
+      if (std::optional<GemmForm> form = matchForm(op, batched))
+        lowerToCall(op, *form, batched, module);
+    }
+  }
+};
+
+} // namespace
