@@ -35,7 +35,7 @@ static std::optional<DType> dtypeOfCode(uint32_t code) {
 }
 
 namespace {
-/// Reads header fields in order, failing (naming the field) if the file ends.
+/// Reads header fields in order; the caller reports a file that ends early.
 class HeaderCursor {
 public:
   HeaderCursor(const uint8_t *data, size_t size) : data(data), size(size) {}

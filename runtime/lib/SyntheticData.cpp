@@ -114,14 +114,13 @@ void SyntheticData::writeGenerated(const InputPlan &plan, uint64_t n, int64_t ro
                 out + j * elementSize);
     return;
   }
-  // StrideTokens. u1 can be exactly 1.0 (see uniformFromWords), which would
-  // give x_0 = V: that one case is clamped to V - 1.
+  // StrideTokens. u1 can be exactly 1.0 (see uniformFromWords), and u1 * V
+  // can round up to V: either would give x_0 = V, which is clamped to V - 1.
+  // (Comparing in double also keeps the conversion below in range.)
   uint64_t bound = static_cast<uint64_t>(input.bound);
   double scaled = std::floor(uniform1(block(0)) * static_cast<double>(input.bound));
   uint64_t token = scaled >= static_cast<double>(input.bound) ? bound - 1
                                                               : static_cast<uint64_t>(scaled);
-  if (token >= bound)
-    token = bound - 1;
   for (int64_t t = 0; t < elements; ++t) {
     storeInteger(static_cast<int64_t>(token), input.dtype, out + t * elementSize);
     token = (token + 7) % bound;

@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <sys/stat.h>
 
 using namespace fsdprt;
@@ -19,11 +20,21 @@ namespace {
 /// The test manifest: features [4, 3] f32 (input 0), classes [4] i32 < 5 (input 1).
 Manifest classifier() { return parseManifest(test::classifierManifest().dump()); }
 
-/// A path unique to the running test (the same in a death test's child).
-std::string tempPath(const char *suffix = ".bin") {
-  const testing::TestInfo *info = testing::UnitTest::GetInstance()->current_test_info();
-  return testing::TempDir() + "fsdprt-" + info->test_suite_name() + "-" + info->name() + suffix;
-}
+/// A path unique to the running test (the same in a death test's child),
+/// removed when the test is done.
+class TempPath {
+public:
+  explicit TempPath(const char *suffix = ".bin") {
+    const testing::TestInfo *info = testing::UnitTest::GetInstance()->current_test_info();
+    path = testing::TempDir() + "fsdprt-" + info->test_suite_name() + "-" + info->name() + suffix;
+  }
+  ~TempPath() { std::remove(path.c_str()); }
+  operator const std::string &() const { return path; }
+  const char *c_str() const { return path.c_str(); }
+
+private:
+  std::string path;
+};
 
 Bytes header(uint64_t samples) {
   Bytes bytes;
@@ -55,7 +66,7 @@ Row rowOf(const std::vector<uint8_t> &arena, const Manifest &manifest, int b) {
 
 TEST(DataFile, RoundTrip) {
   Manifest manifest = classifier();
-  std::string path = tempPath();
+  TempPath path;
   validFile(5).writeTo(path);
   std::unique_ptr<DataFile> file = DataFile::open(path, manifest);
   EXPECT_EQ(file->numSamples(), 5);
@@ -81,7 +92,7 @@ TEST(DataFile, RoundTrip) {
 
 TEST(DataFile, StepsBeyond64BitSampleIndices) {
   Manifest manifest = classifier();
-  std::string path = tempPath();
+  TempPath path;
   validFile(5).writeTo(path);
   std::unique_ptr<DataFile> file = DataFile::open(path, manifest);
   std::vector<uint8_t> arena(manifest.arenaBytes, 0);
@@ -103,7 +114,7 @@ TEST(DataFile, OtherDTypes) {
   bytes.text("FSDPDATA").put<uint32_t>(1).put<uint32_t>(2);
   bytes.tensor(3, {3}).tensor(2, {}).put<uint64_t>(1);
   bytes.put<uint16_t>(0x3F80).put<uint16_t>(0x4000).put<uint16_t>(0xBF80).put<int64_t>(4);
-  std::string path = tempPath();
+  TempPath path;
   bytes.writeTo(path);
   std::vector<uint8_t> arena(manifest.arenaBytes, 0);
   DataFile::open(path, manifest)->writeBatch(1, arena.data());
@@ -121,28 +132,28 @@ TEST(DataFile, OtherDTypes) {
 
 /// Opening `bytes` as a data file fails with `message` after the file name.
 void expectDataError(const Bytes &bytes, const std::string &message) {
-  std::string path = tempPath();
+  TempPath path;
   bytes.writeTo(path);
   Manifest manifest = classifier();
   EXPECT_EXIT(DataFile::open(path, manifest), ExitedWithCode(1),
-              HasSubstr("trainer: error: data file '" + path + "': " + message));
+              HasSubstr("trainer: error: data file '" + std::string(path) + "': " + message));
 }
 
 TEST(DataFileError, MissingFile) {
   Manifest manifest = classifier();
-  std::string path = tempPath(".missing");
+  TempPath path(".missing");
   std::remove(path.c_str());
   EXPECT_EXIT(DataFile::open(path, manifest), ExitedWithCode(1),
-              HasSubstr("trainer: error: data file '" + path +
+              HasSubstr("trainer: error: data file '" + std::string(path) +
                         "': cannot open: No such file or directory"));
 }
 
 TEST(DataFileError, Directory) {
   Manifest manifest = classifier();
-  std::string path = tempPath(".dir");
+  TempPath path(".dir");
   mkdir(path.c_str(), 0700);
   EXPECT_EXIT(DataFile::open(path, manifest), ExitedWithCode(1),
-              HasSubstr("data file '" + path + "': not a regular file"));
+              HasSubstr("data file '" + std::string(path) + "': not a regular file"));
 }
 
 TEST(DataFileError, EmptyFile) { expectDataError(Bytes(), "file is empty"); }
@@ -262,10 +273,10 @@ TEST(DataFileError, TokenOutOfRange) {
   for (int n = 0; n < 2; ++n)
     for (int t = 0; t < 6; ++t)
       bytes.put<int64_t>(n == 1 && t == 2 ? 100 : 99);
-  std::string path = tempPath();
+  TempPath path;
   bytes.writeTo(path);
   EXPECT_EXIT(DataFile::open(path, manifest), ExitedWithCode(1),
-              HasSubstr("data file '" + path +
+              HasSubstr("data file '" + std::string(path) +
                         "': sample 1, tensor 0 (tokens), element 2: value 100 is outside [0, 100)"));
 }
 

@@ -7,6 +7,7 @@
 
 #include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPDialect.h"
+#include "fsdp/Pipelines/CPUPipeline.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -31,7 +32,10 @@ int main(int argc, char **argv) {
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
 
+  mlir::fsdp::registerCPUPipelineDependencies(registry);
+
   mlir::fsdp::registerFSDPPasses();
+  mlir::fsdp::registerCPUPipeline();
   mlir::fsdp::registerFSDPConversionPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -1,0 +1,24 @@
+//===- CPUPipeline.h - model file to LLVM dialect for CPUs ------*- C++ -*-===//
+
+#ifndef FSDP_PIPELINES_CPUPIPELINE_H
+#define FSDP_PIPELINES_CPUPIPELINE_H
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::fsdp {
+
+/// Everything from a model file to the LLVM dialect for the CPU target: the
+/// training step, its arena binding, linalg, fusion, bufferization, BLAS
+/// calls, loops and the LLVM dialect.
+void buildCPUPipeline(OpPassManager &pm);
+
+/// Registers `fsdp-cpu-pipeline` with the pass registry.
+void registerCPUPipeline();
+
+/// The dialects, interfaces and translations the CPU pipeline needs.
+void registerCPUPipelineDependencies(DialectRegistry &registry);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_PIPELINES_CPUPIPELINE_H

@@ -1,0 +1,118 @@
+//===- TrainerTest.cpp - The step loop with an in-process model -----------===//
+//
+// The end-to-end tests (trainer_test.py) run a linked trainer; these call
+// runTrainer directly with a step function that records what the runtime
+// passes it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestManifest.h"
+#include "Trainer.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+using namespace fsdprt;
+using json = nlohmann::json;
+using testing::ExitedWithCode;
+using testing::HasSubstr;
+
+namespace {
+
+struct StepCall {
+  uintptr_t arena;
+  int64_t step;
+  float lr;
+  int32_t firstLabel;
+};
+
+std::vector<StepCall> calls;
+
+float recordingStep(void *arena, int64_t step, float lr) {
+  int32_t label;
+  std::memcpy(&label, static_cast<uint8_t *>(arena) + 448, sizeof(label));
+  calls.push_back({reinterpret_cast<uintptr_t>(arena), step, lr, label});
+  return 1.0f / static_cast<float>(step);
+}
+
+float nanStep(void *, int64_t step, float) { return step == 3 ? NAN : 1.0f; }
+
+int run(std::vector<const char *> args, const std::string &manifest,
+        TrainStepFn step = recordingStep) {
+  args.insert(args.begin(), "trainer");
+  return runTrainer(static_cast<int>(args.size()), args.data(), manifest.c_str(), step);
+}
+
+TEST(Trainer, CallsTheStepWithCountedStepsAndTheLearningRate) {
+  std::string manifest = test::classifierManifest().dump();
+  calls.clear();
+  EXPECT_EQ(run({"--steps", "4", "--log-every", "100"}, manifest), 0);
+  ASSERT_EQ(calls.size(), 4u);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].step, static_cast<int64_t>(i + 1));
+    EXPECT_EQ(calls[i].lr, 0.001f) << "the manifest's lr";
+    EXPECT_EQ(calls[i].arena % 64, 0u) << "arena alignment";
+    EXPECT_GE(calls[i].firstLabel, 0);
+    EXPECT_LT(calls[i].firstLabel, 5);
+  }
+  calls.clear();
+  EXPECT_EQ(run({"--steps", "2", "--lr", "0.25"}, manifest), 0);
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[1].lr, 0.25f);
+}
+
+TEST(Trainer, ZeroStepsNeverCallsTheStep) {
+  calls.clear();
+  EXPECT_EQ(run({"--steps", "0"}, test::classifierManifest().dump()), 0);
+  EXPECT_TRUE(calls.empty());
+}
+
+TEST(Trainer, HelpNeedsNoValidManifest) { EXPECT_EQ(run({"--help"}, "not json"), 0); }
+
+TEST(TrainerError, InvalidManifest) {
+  EXPECT_EXIT(run({}, "{\"version\": 1}"), ExitedWithCode(1),
+              HasSubstr("trainer: error: manifest: missing field 'arena_bytes'"));
+}
+
+TEST(TrainerError, MoreThanOneRank) {
+  json manifest = test::classifierManifest();
+  manifest["grid"] = {2};
+  EXPECT_EXIT(run({}, manifest.dump()), ExitedWithCode(1),
+              HasSubstr("trainer: error: the model was compiled for grid [2] (2 ranks), but this "
+                        "runtime runs a single rank (no MPI support yet)"));
+}
+
+TEST(TrainerError, NanLossNamesTheStep) {
+  EXPECT_EXIT(run({"--steps", "10"}, test::classifierManifest().dump(), nanStep),
+              ExitedWithCode(1),
+              HasSubstr("trainer: error: step 3: the loss is NaN (training diverged)"));
+}
+
+TEST(TrainerError, UnwritableLogJson) {
+  EXPECT_EXIT(run({"--log-json", "/nonexistent-dir/log.jsonl"}, test::classifierManifest().dump()),
+              ExitedWithCode(1),
+              HasSubstr("trainer: error: --log-json '/nonexistent-dir/log.jsonl': cannot open: No "
+                        "such file or directory"));
+}
+
+TEST(TrainerError, UnwritableDumpParams) {
+  EXPECT_EXIT(run({"--dump-params", "/nonexistent-dir/p.bin"}, test::classifierManifest().dump()),
+              ExitedWithCode(1),
+              HasSubstr("trainer: error: --dump-params '/nonexistent-dir/p.bin': cannot open"));
+}
+
+TEST(TrainerError, SyntheticDataImpossible) {
+  json manifest = test::classifierManifest();
+  manifest["inputs"][0]["role"] = "regression_target";
+  EXPECT_EXIT(run({}, manifest.dump()), ExitedWithCode(1),
+              HasSubstr("trainer: error: synthetic data: cannot produce input 0 "
+                        "(regression_target [4, 3]): the teacher needs a features input"));
+}
+
+} // namespace

@@ -1,0 +1,225 @@
+//===- fsdpc.cpp - the FSDP-MLIR compiler driver --------------------------===//
+//
+// model.mlir -> training step (MLIR pipeline) -> LLVM IR -> native object ->
+// trainer executable linked with the runtime, all in one process except the
+// final link, which the system's C++ driver performs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RuntimeLinkage.h"
+
+#include "fsdp/Conversion/Passes.h"
+#include "fsdp/IR/FSDPDialect.h"
+#include "fsdp/Pipelines/CPUPipeline.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class Emit { MLIR, LLVM, Object, Executable };
+enum class Target { CPU, CUDA };
+
+cl::OptionCategory fsdpcCategory("fsdpc options");
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<model.mlir>"), cl::Required,
+                               cl::cat(fsdpcCategory));
+cl::opt<std::string> outputFile("o", cl::desc("Output file (default: trainer)"),
+                                cl::value_desc("file"), cl::init("trainer"),
+                                cl::cat(fsdpcCategory));
+cl::opt<Target> target("target", cl::desc("Where the trainer runs"),
+                       cl::values(clEnumValN(Target::CPU, "cpu", "CPUs, MPI between ranks"),
+                                  clEnumValN(Target::CUDA, "cuda",
+                                             "NVIDIA GPUs, NCCL between ranks")),
+                       cl::init(Target::CPU), cl::cat(fsdpcCategory));
+cl::opt<Emit> emit("emit", cl::desc("What to write"),
+                   cl::values(clEnumValN(Emit::MLIR, "mlir", "the lowered MLIR"),
+                              clEnumValN(Emit::LLVM, "llvm", "the optimised LLVM IR"),
+                              clEnumValN(Emit::Object, "obj", "the object file"),
+                              clEnumValN(Emit::Executable, "exe", "the trainer")),
+                   cl::init(Emit::Executable), cl::cat(fsdpcCategory));
+cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3, default 3)"),
+                           cl::Prefix, cl::init(3), cl::cat(fsdpcCategory));
+
+/// Prints `fsdpc: error: ...` and returns failure.
+LogicalResult fail(const llvm::Twine &message) {
+  llvm::errs() << "fsdpc: error: " << message << "\n";
+  return failure();
+}
+
+FailureOr<OwningOpRef<ModuleOp>> parseModel(MLIRContext &ctx, llvm::SourceMgr &sources) {
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(inputFile, &error);
+  if (!file) {
+    (void)fail(error);
+    return failure();
+  }
+  sources.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &ctx);
+  if (!module)
+    return failure();
+  return module;
+}
+
+FailureOr<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!llvmTarget) {
+    (void)fail("no LLVM target for " + triple.str() + ": " + error);
+    return failure();
+  }
+  llvm::SubtargetFeatures features;
+  for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+    features.AddFeature(feature, enabled);
+  auto level = optLevel == 0   ? llvm::CodeGenOptLevel::None
+               : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+               : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                               : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      triple, llvm::sys::getHostCPUName(), features.getString(), llvm::TargetOptions(),
+      llvm::Reloc::PIC_, std::nullopt, level));
+  return machine;
+}
+
+LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
+                          StringRef path) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return fail("cannot write " + path + ": " + ec.message());
+  llvm::legacy::PassManager codegen;
+  if (machine.addPassesToEmitFile(codegen, out.os(), nullptr,
+                                  llvm::CodeGenFileType::ObjectFile))
+    return fail("the target cannot emit object files");
+  codegen.run(module);
+  out.keep();
+  return success();
+}
+
+/// Links the trainer with the system's C++ driver, which knows the C++
+/// runtime and start files the trainer's `main` needs.
+LogicalResult linkTrainer(StringRef object) {
+  llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName("c++");
+  if (!driver)
+    return fail("no C++ compiler driver (c++) on PATH to link the trainer");
+  SmallVector<StringRef> args = {*driver, object, FSDP_RUNTIME_MAIN_LIBRARY,
+                                 FSDP_RUNTIME_LIBRARY};
+  for (StringRef flag : llvm::split(FSDP_RUNTIME_LINK_FLAGS, ' '))
+    if (!flag.empty())
+      args.push_back(flag);
+  args.append({"-o", outputFile});
+  std::string error;
+  int status = llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, {}, 0, 0, &error);
+  if (status != 0)
+    return fail("linking " + outputFile + " failed" + (error.empty() ? "" : ": " + error));
+  return success();
+}
+
+LogicalResult compile() {
+  if (target == Target::CUDA)
+    return fail("--target=cuda is not available in this build yet; use --target=cpu");
+  if (optLevel > 3)
+    return fail("-O" + llvm::Twine(optLevel) + ": the level must be 0 to 3");
+
+  DialectRegistry registry;
+  registry.insert<fsdp::FSDPDialect, func::FuncDialect, arith::ArithDialect>();
+  fsdp::registerCPUPipelineDependencies(registry);
+  MLIRContext ctx(registry);
+  llvm::SourceMgr sources;
+  SourceMgrDiagnosticHandler diagnostics(sources, &ctx);
+  FailureOr<OwningOpRef<ModuleOp>> module = parseModel(ctx, sources);
+  if (failed(module))
+    return failure();
+
+  PassManager pm(&ctx);
+  fsdp::buildCPUPipeline(pm);
+  if (failed(pm.run(**module)))
+    return failure();
+
+  if (emit == Emit::MLIR) {
+    std::string error;
+    auto out = openOutputFile(outputFile, &error);
+    if (!out)
+      return fail(error);
+    (*module)->print(out->os());
+    out->keep();
+    return success();
+  }
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(**module, llvmContext, inputFile);
+  if (!llvmModule)
+    return fail("translation to LLVM IR failed");
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = hostTargetMachine();
+  if (failed(machine))
+    return failure();
+  llvmModule->setDataLayout((*machine)->createDataLayout());
+  llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  if (llvm::Error error =
+          makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine->get())(
+              llvmModule.get()))
+    return fail("LLVM optimisation failed: " + llvm::toString(std::move(error)));
+
+  if (emit == Emit::LLVM) {
+    std::string error;
+    auto out = openOutputFile(outputFile, &error);
+    if (!out)
+      return fail(error);
+    llvmModule->print(out->os(), nullptr);
+    out->keep();
+    return success();
+  }
+  if (emit == Emit::Object)
+    return writeObject(*llvmModule, **machine, outputFile);
+
+  SmallString<128> object;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("fsdpc", "o", object))
+    return fail("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(object);
+  if (failed(writeObject(*llvmModule, **machine, object)))
+    return failure();
+  return linkTrainer(object);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(fsdpcCategory);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "fsdpc: compiles an FSDP-MLIR model file into a native trainer\n\n"
+      "  fsdpc model.mlir --target=cpu -o trainer\n"
+      "  mpirun -np 2 ./trainer --steps 100\n");
+  return succeeded(compile()) ? 0 : 1;
+}
