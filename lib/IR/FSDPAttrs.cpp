@@ -266,6 +266,14 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+PlanAttr PlanAttr::withGrid(ArrayRef<int64_t> grid,
+                           function_ref<InFlightDiagnostic()> emitError) const {
+  return PlanAttr::getChecked(emitError, getContext(), grid, getStrategy(), getOptimizer(),
+                              getParamDtype(), getReduceDtype(), getClipGradNorm(),
+                              getPrefetch(), getMaxInflightGathers(), getRemat(),
+                              getUnits(), getMinUnitParams());
+}
+
 int64_t PlanAttr::getWorldSize() const {
   int64_t size = 1;
   for (int64_t dim : getGrid())

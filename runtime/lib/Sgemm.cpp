@@ -48,3 +48,18 @@ extern "C" void fsdprt_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_
               trans_b ? CblasTrans : CblasNoTrans, rows, columns, inner, alpha, a,
               toBlasInt(lda, "lda"), b, toBlasInt(ldb, "ldb"), beta, c, toBlasInt(ldc, "ldc"));
 }
+
+extern "C" void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t batch,
+                                     int64_t m, int64_t n, int64_t k, float alpha,
+                                     const float *a, int64_t lda, int64_t stride_a,
+                                     const float *b, int64_t ldb, int64_t stride_b,
+                                     float beta, float *c, int64_t ldc, int64_t stride_c) {
+  toBlasInt(batch, "batch");
+  // Each matrix of a batch lies in its own slice of the buffers.
+  checkStride(stride_a, (trans_a ? k : m) * lda, "stride_a");
+  checkStride(stride_b, (trans_b ? n : k) * ldb, "stride_b");
+  checkStride(stride_c, m * ldc, "stride_c");
+  for (int64_t i = 0; i < batch; ++i)
+    fsdprt_sgemm(trans_a, trans_b, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,
+                 ldb, beta, c + i * stride_c, ldc);
+}

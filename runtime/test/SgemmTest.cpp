@@ -47,6 +47,26 @@ TEST(Sgemm, AllTranspositionsWithPaddedStrides) {
     }
 }
 
+TEST(Sgemm, BatchedMatchesOneProductPerMatrix) {
+  const int64_t batch = 3, m = 4, n = 5, k = 2;
+  for (int ta = 0; ta <= 1; ++ta)
+    for (int tb = 0; tb <= 1; ++tb) {
+      int64_t aRows = ta ? k : m, aCols = ta ? m : k;
+      int64_t bRows = tb ? n : k, bCols = tb ? k : n;
+      int64_t strideA = aRows * aCols + 1, strideB = bRows * bCols + 2, strideC = m * n + 3;
+      std::vector<float> a = matrix(batch * strideA, 1, 1, 1);
+      std::vector<float> b = matrix(batch * strideB, 1, 1, 2);
+      std::vector<float> c = matrix(batch * strideC, 1, 1, 3);
+      std::vector<float> expected = c;
+      for (int64_t i = 0; i < batch; ++i)
+        fsdprt_sgemm(ta, tb, m, n, k, 1.0f, a.data() + i * strideA, aCols,
+                     b.data() + i * strideB, bCols, 1.0f, expected.data() + i * strideC, n);
+      fsdprt_sgemm_batched(ta, tb, batch, m, n, k, 1.0f, a.data(), aCols, strideA, b.data(),
+                           bCols, strideB, 1.0f, c.data(), n, strideC);
+      EXPECT_EQ(c, expected) << "trans_a " << ta << " trans_b " << tb;
+    }
+}
+
 TEST(Sgemm, BetaZeroIgnoresC) {
   std::vector<float> a = {1, 2}, b = {3, 4};
   std::vector<float> c = {std::numeric_limits<float>::quiet_NaN()};

@@ -9,7 +9,7 @@
 #include "RuntimeLinkage.h"
 
 #include "fsdp/Conversion/Passes.h"
-#include "fsdp/IR/FSDPDialect.h"
+#include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Pipelines/CPUPipeline.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -64,6 +64,9 @@ cl::opt<Emit> emit("emit", cl::desc("What to write"),
                               clEnumValN(Emit::Object, "obj", "the object file"),
                               clEnumValN(Emit::Executable, "exe", "the trainer")),
                    cl::init(Emit::Executable), cl::cat(fsdpcCategory));
+cl::opt<std::string> gridOverride(
+    "grid", cl::desc("Compile for this device grid instead of the plan's: N or R,S"),
+    cl::value_desc("N|R,S"), cl::cat(fsdpcCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3, default 3)"),
                            cl::Prefix, cl::init(3), cl::cat(fsdpcCategory));
 
@@ -144,6 +147,27 @@ LogicalResult linkTrainer(StringRef object) {
   return success();
 }
 
+/// Replaces the plan's grid by the one given with --grid.
+LogicalResult overrideGrid(ModuleOp module) {
+  SmallVector<int64_t> grid;
+  for (StringRef size : llvm::split(gridOverride, ',')) {
+    int64_t value;
+    if (size.trim().getAsInteger(10, value) || value < 1)
+      return fail("--grid=" + gridOverride + ": expected N or R,S with positive sizes");
+    grid.push_back(value);
+  }
+  auto plan = module->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
+  if (!plan)
+    return fail("--grid needs a model with an 'fsdp.plan'");
+  fsdp::PlanAttr changed = plan.withGrid(grid, [&] {
+    return module.emitError("--grid=" + gridOverride + ": ");
+  });
+  if (!changed)
+    return failure();
+  module->setAttr(fsdp::FSDPDialect::getPlanAttrName(), changed);
+  return success();
+}
+
 LogicalResult compile() {
   if (target == Target::CUDA)
     return fail("--target=cuda is not available in this build yet; use --target=cpu");
@@ -158,6 +182,9 @@ LogicalResult compile() {
   SourceMgrDiagnosticHandler diagnostics(sources, &ctx);
   FailureOr<OwningOpRef<ModuleOp>> module = parseModel(ctx, sources);
   if (failed(module))
+    return failure();
+
+  if (!gridOverride.empty() && failed(overrideGrid(**module)))
     return failure();
 
   PassManager pm(&ctx);

@@ -276,6 +276,10 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
   let extraClassDeclaration = [{
     /// Number of ranks in the whole grid.
     int64_t getWorldSize() const;
+    /// The same plan on another grid; null, with a diagnostic, when the plan
+    /// would be invalid (e.g. a 2-D grid without hybrid_shard).
+    PlanAttr withGrid(::llvm::ArrayRef<int64_t> grid,
+                      ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError) const;
   }];
 }
 

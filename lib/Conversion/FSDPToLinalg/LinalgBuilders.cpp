@@ -111,7 +111,8 @@ Value ScalarMath::exp(Value x) { return math::ExpOp::create(b, loc, x); }
 Value ScalarMath::log(Value x) { return math::LogOp::create(b, loc, x); }
 Value ScalarMath::tanh(Value x) { return math::TanhOp::create(b, loc, x); }
 Value ScalarMath::sqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
-Value ScalarMath::rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
+// 1 / sqrt(x) rather than math.rsqrt, which has no libm function to lower to.
+Value ScalarMath::rsqrt(Value x) { return div(constant(x, 1.0), sqrt(x)); }
 
 Value ScalarMath::greater(Value x, Value y) {
   return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y);

@@ -25,6 +25,13 @@ void fsdprt_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_
                   float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                   float beta, float *c, int64_t ldc);
 
+/* `batch` independent products of fsdprt_sgemm's form; matrix i of A, B and C
+ * starts stride_a * i, stride_b * i and stride_c * i elements after a, b, c. */
+void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
+                          int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                          int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
+                          float beta, float *c, int64_t ldc, int64_t stride_c);
+
 /*--- Provided by the generated object ---------------------------------------*/
 
 /* NUL-terminated JSON manifest (docs/Runtime.md, section 2). */
