@@ -13,7 +13,8 @@ namespace fsdprt {
 
 const char *usageText() {
   return "usage: trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--log-every K]\n"
-         "               [--log-json FILE] [--dump-params FILE] [--print-manifest] [--help]\n"
+         "               [--log-json FILE] [--load-params FILE] [--dump-params FILE]\n"
+         "               [--print-manifest] [--help]\n"
          "\n"
          "Trains the model compiled into this trainer.\n"
          "\n"
@@ -23,6 +24,7 @@ const char *usageText() {
          "  --lr X             learning rate (default: the one in the model's plan)\n"
          "  --log-every K      print a progress line every K steps (default 10)\n"
          "  --log-json FILE    write one JSON object per step to FILE\n"
+         "  --load-params FILE start from the parameters in FILE (--dump-params format)\n"
          "  --dump-params FILE after the last step, write every parameter's values to FILE\n"
          "  --print-manifest   print the embedded manifest and exit\n"
          "  --help             print this help and exit\n";
@@ -116,6 +118,8 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
           static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
     } else if (flag == "--log-json") {
       options.logJsonPath = path();
+    } else if (flag == "--load-params") {
+      options.loadParamsPath = path();
     } else if (flag == "--dump-params") {
       options.dumpParamsPath = path();
     } else if (flag == "--print-manifest") {

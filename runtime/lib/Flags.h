@@ -1,7 +1,8 @@
 //===- Flags.h - The trainer's command line ---------------------*- C++ -*-===//
 //
 //   trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--log-every K]
-//           [--log-json FILE] [--dump-params FILE] [--print-manifest] [--help]
+//           [--log-json FILE] [--load-params FILE] [--dump-params FILE]
+//           [--print-manifest] [--help]
 //
 // (docs/Runtime.md, section 5). A value follows its flag as the next argument
 // or after `=`. A bad flag or value is fatal and names the flag.
@@ -25,6 +26,7 @@ struct TrainerOptions {
   int64_t logEvery = 10;
   std::string logJsonPath;   // empty: no JSON log
   std::string dumpParamsPath; // empty: no dump
+  std::string loadParamsPath; // empty: initialise from the seed
   bool printManifest = false;
   bool help = false;
 };

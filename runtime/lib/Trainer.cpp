@@ -24,6 +24,29 @@
 
 namespace fsdprt {
 
+/// Reads every parameter, in manifest order, from a --dump-params file.
+static void loadParameters(const Manifest &manifest, const std::string &path,
+                           uint8_t *arena) {
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    fatal("--load-params: cannot open '" + path + "': " + std::strerror(errno));
+  int64_t expected = 0;
+  for (const ParamSpec &param : manifest.params) {
+    expected += param.bytes;
+    if (std::fread(arena + param.offset, 1, static_cast<size_t>(param.bytes), file) !=
+        static_cast<size_t>(param.bytes)) {
+      std::fclose(file);
+      fatal("--load-params: '" + path + "' is shorter than the model's " +
+            std::to_string(manifest.params.size()) + " parameters need");
+    }
+  }
+  bool longer = std::fgetc(file) != EOF;
+  std::fclose(file);
+  if (longer)
+    fatal("--load-params: '" + path + "' is longer than the " + std::to_string(expected) +
+          " bytes of the model's parameters");
+}
+
 namespace {
 
 /// A file the trainer writes (--log-json, --dump-params). It is opened before
@@ -128,7 +151,10 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   float lr = options.lr.value_or(static_cast<float>(manifest.optimizer.lr));
 
   Arena arena(static_cast<size_t>(manifest.arenaBytes));
-  initializeParameters(manifest, options.seed, arena.data());
+  if (options.loadParamsPath.empty())
+    initializeParameters(manifest, options.seed, arena.data());
+  else
+    loadParameters(manifest, options.loadParamsPath, arena.data());
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point intervalStart = Clock::now();

@@ -173,6 +173,26 @@ def dump_params(trainer, tmp):
     expect(size == PARAM_BYTES, f"dump has {size} bytes, expected {PARAM_BYTES}")
 
 
+@case
+def load_params(trainer, tmp):
+    saved = os.path.join(tmp, "saved.bin")
+    expect_success(run(trainer, "--steps", 2, "--seed", 7, "--dump-params", saved))
+    # Resuming from the saved values is not restarting from the seed.
+    reloaded = os.path.join(tmp, "reloaded.bin")
+    expect_success(run(trainer, "--steps", 0, "--load-params", saved, "--dump-params", reloaded))
+    expect(read_floats(reloaded) == read_floats(saved), "loaded parameters differ from the file")
+    short = os.path.join(tmp, "short.bin")
+    with open(short, "wb") as f:
+        f.write(b"\0" * (PARAM_BYTES - 4))
+    expect_error(run(trainer, "--load-params", short), r"--load-params: .*short\.bin.* is shorter")
+    long = os.path.join(tmp, "long.bin")
+    with open(long, "wb") as f:
+        f.write(b"\0" * (PARAM_BYTES + 4))
+    expect_error(run(trainer, "--load-params", long), r"--load-params: .*long\.bin.* is longer")
+    expect_error(run(trainer, "--load-params", os.path.join(tmp, "missing.bin")),
+                 r"--load-params: cannot open .*missing\.bin")
+
+
 def reference_params(seed):
     values = []
     for name, shape, init in PARAMS:
