@@ -33,5 +33,5 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
-tools = ["fsdp-opt"]
+tools = ["fsdp-opt", "fsdpc"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
