@@ -7,6 +7,7 @@
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
 #include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
@@ -37,7 +38,7 @@ void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
   pm.addPass(createFSDPAutodiffPass());
   pm.addPass(createConvertFSDPToRuntimePass());
   pm.addPass(createConvertFSDPToLinalgPass());
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  pm.addPass(createFSDPFuseElementwisePass());
   // No CSE before bufferization: merging identical zero-filled tensors would
   // make products share an output and force copies.
   pm.addPass(createCanonicalizerPass());
@@ -72,6 +73,24 @@ void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
 }
 
 void mlir::fsdp::registerCPUPipeline() {
+  // Every stage by its flag, to run it alone or print the IR after it.
+  registerFSDPPasses();
+  registerFSDPConversionPasses();
+  registerLinalgPasses();
+  bufferization::registerBufferizationPasses();
+  memref::registerMemRefPasses();
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerLowerAffinePass();
+  registerArithToLLVMConversionPass();
+  registerConvertBufferizationToMemRefPass();
+  registerConvertControlFlowToLLVMPass();
+  registerConvertFuncToLLVMPass();
+  registerConvertMathToLibmPass();
+  registerConvertMathToLLVMPass();
+  registerFinalizeMemRefToLLVMConversionPass();
+  registerReconcileUnrealizedCastsPass();
+  registerSCFToControlFlowPass();
   PassPipelineRegistration<>(
       "fsdp-cpu-pipeline",
       "Lowers a model file to the LLVM dialect of a CPU trainer's training step",

@@ -34,11 +34,7 @@ int main(int argc, char **argv) {
 
   mlir::fsdp::registerCPUPipelineDependencies(registry);
 
-  mlir::fsdp::registerFSDPPasses();
   mlir::fsdp::registerCPUPipeline();
-  mlir::fsdp::registerFSDPConversionPasses();
-  mlir::registerCanonicalizerPass();
-  mlir::registerCSEPass();
   mlir::registerSymbolDCEPass();
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(

@@ -188,6 +188,8 @@ LogicalResult compile() {
     return failure();
 
   PassManager pm(&ctx);
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
   fsdp::buildCPUPipeline(pm);
   if (failed(pm.run(**module)))
     return failure();
@@ -242,7 +244,12 @@ LogicalResult compile() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(fsdpcCategory);
+  // --mlir-print-ir-after=<pass> and friends show any stage of the pipeline;
+  // the passes must be registered before the options that name them.
+  fsdp::registerCPUPipeline();
+  registerPassManagerCLOptions();
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
   cl::ParseCommandLineOptions(
       argc, argv,
       "fsdpc: compiles an FSDP-MLIR model file into a native trainer\n\n"

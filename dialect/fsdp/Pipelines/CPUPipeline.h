@@ -13,7 +13,7 @@ namespace mlir::fsdp {
 /// calls, loops and the LLVM dialect.
 void buildCPUPipeline(OpPassManager &pm);
 
-/// Registers `fsdp-cpu-pipeline` with the pass registry.
+/// Registers `fsdp-cpu-pipeline` and each of its passes with the pass registry.
 void registerCPUPipeline();
 
 /// The dialects, interfaces and translations the CPU pipeline needs.

@@ -33,6 +33,19 @@ def FSDPAutodiffPass : Pass<"fsdp-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FSDPFuseElementwisePass : Pass<"fsdp-fuse-elementwise"> {
+  let summary = "Fuses chains of elementwise linalg generics";
+  let description = [{
+    Fuses each elementwise `linalg.generic` into the elementwise generics
+    that consume it, so that a chain such as bias add, activation and its
+    gradient mask runs as one loop nest over memory. Unlike upstream
+    `linalg-fuse-elementwise-ops`, it does not propagate reshapes through
+    named ops: that would turn `linalg.matmul` into a generic contraction and
+    take it away from `fsdp-lower-gemms` and BLAS.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def FSDPLowerGemmsPass : Pass<"fsdp-lower-gemms", "::mlir::ModuleOp"> {
   let summary = "Hands matrix products on buffers to the runtime's BLAS";
   let description = [{

@@ -1,0 +1,422 @@
+#!/usr/bin/env python3
+"""Benchmarks the compiled MLP training step against OpenBLAS sgemm on the same GEMMs.
+
+In one run:
+  1. writes the benchmark model (bench/mlp_width.py: examples/mlp.mlir's 3-layer MLP at
+     --width, --batch, grid [1]);
+  2. compiles it with fsdpc (--grid=1) into a trainer, and also to MLIR (--emit=mlir) to
+     check that the step calls fsdprt_sgemm on exactly the GEMMs counted below;
+  3. runs the trainer for --warmup + --steps steps on synthetic data with --log-json and
+     takes the median step time of the timed steps (step time = batch / samples_per_sec,
+     the trainer's own per-step clock: batch write + fsdp_train_step);
+  4. runs the sgemm benchmark (bench/sgemm_bench.cpp) on those GEMM shapes, same
+     transposes, same alpha and beta, same OpenBLAS, same default thread count;
+  (3 and 4 alternate --rounds times; the step time is the median over every timed step
+  of every round, each shape's sgemm time the median over the rounds;)
+  5. prints step GFLOP/s (GEMM flops / step time) against sgemm GFLOP/s over the same
+     shapes (GEMM flops / sum of the per-shape median sgemm times) and their ratio, with
+     the target (ratio >= 0.60).
+
+A benchmark, not a test: it exits 0 whether or not the target is met (1 only on errors).
+
+    python3 bench/run_mlp_bench.py --fsdpc build/bin/fsdpc [--width 1024] [--batch 256]
+"""
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import mlp_width  # noqa: E402
+
+TARGET_RATIO = 0.60
+
+
+class BenchError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# FLOP counting
+# ---------------------------------------------------------------------------
+#
+# Layer i of the MLP computes Y_i = X_i . W_i (+ bias, ReLU), with X_i [B x in_i],
+# W_i [in_i x out_i] stored row-major as the right operand, Y_i [B x out_i]. The
+# compiled step (fsdp-autodiff + fsdp-lower-gemms) performs exactly these GEMMs, each a
+# row-major fsdprt_sgemm call (TA, TB, M, N, K), counted 2*M*N*K flops:
+#
+#   forward,  each layer:          Y_i  = X_i . W_i      (N, N, B,    out_i, in_i)
+#   backward, each layer but fc1:  dX_i = dY_i . W_i^T   (N, T, B,    in_i,  out_i)
+#   backward, each layer:          dW_i = X_i^T . dY_i   (T, N, in_i, out_i, B)
+#
+# The gradient of fc1's input is not computed (the input is data, not a parameter), so
+#   step flops = 3 * 2*B*sum_i(in_i*out_i) - 2*B*in_1*out_1
+#   (width 1024, batch 256: 3 * 1.079 GFLOP - 0.537 GFLOP = 2.700 GFLOP).
+# Bias adds, ReLU, cross-entropy, the bias gradients (column sums) and the AdamW update
+# are O(B*width + params) elementwise work: not counted in the flops, but their time is
+# part of the step time (that is the point of the comparison). The list is checked
+# against the fsdprt_sgemm calls of the compiled step (see compiled_gemms).
+
+
+def step_gemms(batch, dims):
+    """The (name, TA, TB, M, N, K) GEMMs of one training step, in execution order."""
+    forward = []
+    backward = []
+    for i, (k, n) in enumerate(dims, start=1):
+        forward.append((f"fc{i} fwd  Y=X.W", 0, 0, batch, n, k))
+    for i in range(len(dims), 0, -1):
+        k, n = dims[i - 1]
+        if i > 1:
+            backward.append((f"fc{i} bwd dX=dY.W^T", 0, 1, batch, k, n))
+        backward.append((f"fc{i} bwd dW=X^T.dY", 1, 0, k, n, batch))
+    return forward + backward
+
+
+def gemm_flops(gemm):
+    _, _, _, m, n, k = gemm
+    return 2 * m * n * k
+
+
+# ---------------------------------------------------------------------------
+# Reading the compiled step's fsdprt_sgemm calls (a cross-check of the list above)
+# ---------------------------------------------------------------------------
+
+CONST_RE = re.compile(r"^\s*(%[\w.$-]+)\s*=\s*llvm\.mlir\.constant\(([^:()]+?)\s*:\s*(\w+)\)")
+CALL_RE = re.compile(r"llvm\.call\s+@(fsdprt_sgemm(?:_batched)?)\(([^)]*)\)")
+
+
+def compiled_gemms(lowered_mlir):
+    """(calls, batched_calls, alphas, betas) from fsdp_train_step, or None if unreadable.
+
+    calls: sorted (TA, TB, M, N, K) of every fsdprt_sgemm call whose operands are
+    constants. A call inside a loop would be listed once; the MLP's step has none."""
+    start = lowered_mlir.find("llvm.func @fsdp_train_step(")
+    if start < 0:
+        return None
+    end = lowered_mlir.find("\n  llvm.func ", start + 1)
+    body = lowered_mlir[start:end if end >= 0 else len(lowered_mlir)]
+    constants = {}
+    for line in body.splitlines():
+        match = CONST_RE.match(line)
+        if match:
+            constants[match.group(1)] = match.group(2).strip()
+    calls, batched, alphas, betas = [], 0, set(), set()
+    for name, operands in CALL_RE.findall(body):
+        if name == "fsdprt_sgemm_batched":
+            batched += 1
+            continue
+        ops = [o.strip() for o in operands.split(",")]
+        if len(ops) != 13:
+            return None
+        try:
+            ta, tb, m, n, k = (int(constants[o]) for o in ops[:5])
+            alphas.add(float(constants[ops[5]]))
+            betas.add(float(constants[ops[10]]))
+        except (KeyError, ValueError):
+            return None
+        calls.append((ta, tb, m, n, k))
+    return sorted(calls), batched, alphas, betas
+
+
+# ---------------------------------------------------------------------------
+# Running things
+# ---------------------------------------------------------------------------
+
+
+def run(cmd, what, capture=True, env=None):
+    try:
+        result = subprocess.run(cmd, capture_output=capture, text=True, env=env)
+    except OSError as error:
+        raise BenchError(f"{what}: cannot run {cmd[0]}: {error}")
+    if result.returncode != 0:
+        detail = (result.stderr or result.stdout or "").strip() if capture else ""
+        raise BenchError(f"{what} failed (exit {result.returncode}): {' '.join(cmd)}\n{detail}")
+    return result
+
+
+def find_sgemm_bench(requested, fsdpc, workdir):
+    """--sgemm-bench, else fsdp-bench-sgemm next to fsdpc, else built here with c++."""
+    if requested:
+        if not os.access(requested, os.X_OK):
+            raise BenchError(f"--sgemm-bench: '{requested}' is not an executable")
+        return requested
+    beside = os.path.join(os.path.dirname(os.path.abspath(fsdpc)), "fsdp-bench-sgemm")
+    if os.access(beside, os.X_OK):
+        return beside
+    compiler = shutil.which("c++")
+    if not compiler:
+        raise BenchError("no --sgemm-bench, no fsdp-bench-sgemm next to fsdpc and no c++ to build it")
+    out = os.path.join(workdir, "fsdp-bench-sgemm")
+    cmd = [compiler, "-O2", "-std=c++17", os.path.join(HERE, "sgemm_bench.cpp")]
+    for include in ("/usr/include/x86_64-linux-gnu/openblas-pthread", "/usr/include/openblas"):
+        if os.path.exists(os.path.join(include, "cblas.h")):
+            cmd += ["-I", include]
+            break
+    cmd += ["-lopenblas", "-o", out]
+    run(cmd, "building sgemm_bench")
+    return out
+
+
+def read_log(path, warmup):
+    records = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                records.append(json.loads(line))
+    timed = [r for r in records if r["step"] > warmup]
+    if not timed:
+        raise BenchError(f"{path}: no timed steps after the {warmup} warm-up steps")
+    return records, timed
+
+
+def cpu_busy(seconds=0.5):
+    """Fraction of the machine's CPU time spent busy over `seconds` while this process
+    sleeps: other load, which makes every number here noisy. None if unknown."""
+    def sample():
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+        return sum(fields[:8]), idle
+    try:
+        total0, idle0 = sample()
+        time.sleep(seconds)
+        total1, idle1 = sample()
+    except (OSError, ValueError, IndexError):
+        return None
+    total = total1 - total0
+    return None if total <= 0 else 1.0 - (idle1 - idle0) / total
+
+
+def machine_info():
+    info = {"nproc": os.cpu_count()}
+    try:
+        info["nproc_available"] = len(os.sched_getaffinity(0))
+    except AttributeError:
+        pass
+    info["cpu"] = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        info["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        pass
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "GOTO_NUM_THREADS"):
+        if os.environ.get(var):
+            info[var] = os.environ[var]
+    return info
+
+
+def fmt_shape(gemm):
+    _, ta, tb, m, n, k = gemm
+    return f"{'T' if ta else 'N'}{'T' if tb else 'N'} {m}x{n}x{k}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="MLP training step GFLOP/s against OpenBLAS sgemm on the same GEMMs.")
+    parser.add_argument("--width", type=int, default=1024, help="hidden (and input) width, default 1024")
+    parser.add_argument("--batch", type=int, default=256, help="global batch, default 256")
+    parser.add_argument("--steps", type=int, default=20, help="timed training steps, default 20")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed first steps, default 3")
+    parser.add_argument("--fsdpc", default=os.path.join(REPO, "build", "bin", "fsdpc"),
+                        help="the fsdpc to benchmark (default: build/bin/fsdpc)")
+    parser.add_argument("--sgemm-bench", default=None,
+                        help="sgemm benchmark binary (default: fsdp-bench-sgemm next to fsdpc, "
+                             "else built from bench/sgemm_bench.cpp with c++)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="trainer + sgemm runs, alternating (default 3)")
+    parser.add_argument("--sgemm-reps", type=int, default=20, help="timed sgemm rounds, default 20")
+    parser.add_argument("--workdir", default=None,
+                        help="where the model, trainer and logs go (default: a temporary directory, removed)")
+    parser.add_argument("--json", default=None, help="also write the results as JSON to this file")
+    args = parser.parse_args(argv)
+    for name in ("width", "batch", "steps", "rounds", "sgemm_reps"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.warmup < 0:
+        parser.error("--warmup must be >= 0")
+
+    temp = None
+    if args.workdir:
+        workdir = os.path.abspath(args.workdir)
+        os.makedirs(workdir, exist_ok=True)
+    else:
+        temp = tempfile.mkdtemp(prefix="fsdp-bench-mlp-")
+        workdir = temp
+    try:
+        return bench(args, workdir)
+    except BenchError as error:
+        print(f"run_mlp_bench: error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if temp:
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def bench(args, workdir):
+    fsdpc = args.fsdpc
+    if not os.access(fsdpc, os.X_OK):
+        raise BenchError(f"--fsdpc: '{fsdpc}' is not an executable (build it, or pass --fsdpc)")
+    sgemm_bench = find_sgemm_bench(args.sgemm_bench, fsdpc, workdir)
+
+    # 1. The model.
+    dims = mlp_width.layer_dims(args.width)
+    model = os.path.join(workdir, f"mlp_w{args.width}_b{args.batch}.mlir")
+    with open(model, "w") as f:
+        f.write(mlp_width.generate(args.width, args.batch))
+    gemms = step_gemms(args.batch, dims)
+    total_flops = sum(gemm_flops(g) for g in gemms)
+
+    # 2. Compile; read the step's GEMM calls back from the lowered MLIR.
+    trainer = os.path.join(workdir, "trainer")
+    run([fsdpc, model, "--grid=1", "-o", trainer], "fsdpc")
+    lowered_path = os.path.join(workdir, "step.lowered.mlir")
+    run([fsdpc, model, "--grid=1", "--emit=mlir", "-o", lowered_path], "fsdpc --emit=mlir")
+    with open(lowered_path) as f:
+        compiled = compiled_gemms(f.read())
+    expected = sorted(g[1:] for g in gemms)
+    alpha, beta = 1.0, 1.0  # what fsdp-lower-gemms passes (C zero-filled first), if unreadable
+    notes = []
+    if compiled is None:
+        check = "not checked (could not read the fsdprt_sgemm calls of the lowered step)"
+    else:
+        calls, batched, alphas, betas = compiled
+        if len(alphas) == 1 and len(betas) == 1:
+            alpha, beta = alphas.pop(), betas.pop()
+        if calls == expected and batched == 0:
+            check = f"matches the compiled step ({len(calls)} fsdprt_sgemm calls)"
+        else:
+            check = (f"MISMATCH: the compiled step calls fsdprt_sgemm on {calls} "
+                     f"(+{batched} batched calls); counted {expected}")
+            notes.append("the GEMM list does not match the compiled step: FLOPs may be off")
+
+    # 3 and 4, --rounds times: train (warm-up + timed steps), then sgemm on the same
+    # shapes in the step's order. Alternating the two spreads any outside load over both.
+    machine = machine_info()
+    busy = cpu_busy()
+    shape_lines = "".join(f"{m},{n},{k},{ta},{tb}\n" for _, ta, tb, m, n, k in gemms)
+    total_steps = args.warmup + args.steps
+    step_times, rounds, first_loss, last_loss = [], [], None, None
+    sgemm = None
+    shape_medians = [[] for _ in gemms]
+    for r in range(args.rounds):
+        log = os.path.join(workdir, f"train.{r}.jsonl")
+        run([trainer, "--steps", str(total_steps), "--log-every", str(total_steps),
+             "--log-json", log], "trainer")
+        records, timed = read_log(log, args.warmup)
+        first_loss, last_loss = records[0]["loss"], records[-1]["loss"]
+        round_steps = [args.batch / rec["samples_per_sec"] for rec in timed]
+        step_times += round_steps
+
+        result = subprocess.run(
+            [sgemm_bench, "--reps", str(args.sgemm_reps), "--warmup", "3",
+             "--alpha", repr(alpha), "--beta", repr(beta)],
+            input=shape_lines, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise BenchError(f"sgemm_bench failed (exit {result.returncode}): {result.stderr.strip()}")
+        try:
+            sgemm = json.loads(result.stdout)
+        except json.JSONDecodeError as error:
+            raise BenchError(f"sgemm_bench printed no JSON: {error}\n{result.stdout}")
+        for i, shape in enumerate(sgemm["shapes"]):
+            shape_medians[i].append(shape["median_s"])
+        rounds.append({"step_s": statistics.median(round_steps),
+                       "sgemm_s": sgemm["total_median_s"], "sgemm": sgemm})
+
+    # Step: the median of every timed step of every round. sgemm: per shape, the median
+    # over the rounds of its per-round median; summed over the step's GEMMs.
+    step_s = statistics.median(step_times)
+    step_gflops = total_flops / step_s * 1e-9
+    shape_s = [statistics.median(m) for m in shape_medians]
+    sgemm_s = sum(shape_s)
+    sgemm_gflops = total_flops / sgemm_s * 1e-9
+    ratio = step_gflops / sgemm_gflops
+    met = ratio >= TARGET_RATIO
+    round_ratios = [rd["sgemm_s"] / rd["step_s"] for rd in rounds]
+
+    # 5. Report.
+    machine["openblas_threads"] = sgemm["openblas_threads"]
+    machine["openblas_config"] = sgemm["openblas_config"]
+    if busy is not None:
+        machine["cpu_busy_before"] = round(busy, 3)
+    ms = lambda s: f"{s * 1e3:.3f} ms"  # noqa: E731
+
+    print(f"MLP training step vs OpenBLAS sgemm  (bench/run_mlp_bench.py)")
+    print(f"machine: nproc {machine['nproc']}"
+          + (f" (available {machine['nproc_available']})" if "nproc_available" in machine else "")
+          + f", {machine['cpu']}, load average {machine.get('loadavg', '?')}"
+          + (f", CPU busy before the run {100 * busy:.0f}%" if busy is not None else ""))
+    if busy is not None and busy > 0.10:
+        print("warning: other processes were using the CPUs before the run: expect noisy numbers")
+    print(f"OpenBLAS: {machine['openblas_threads']} threads, {machine['openblas_config']}"
+          + "".join(f", {v}={machine[v]}" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                                                     "GOTO_NUM_THREADS") if v in machine))
+    print(f"model: {dims[0][0]} -> {args.width} -> {args.width} -> {dims[-1][1]}, batch {args.batch},"
+          f" grid [1], AdamW; fsdpc {fsdpc}")
+    print(f"GEMMs per step: {len(gemms)}, {total_flops / 1e9:.4f} GFLOP; {check}")
+    print(f"trainer: {args.rounds} run(s) of {args.warmup} warm-up + {args.steps} timed steps"
+          f" (synthetic data); loss {first_loss:.4f} -> {last_loss:.4f}")
+    print(f"sgemm: {args.rounds} run(s) of {sgemm['warmup']} warm-up + {sgemm['reps']} timed"
+          f" rounds over the shapes, alpha {sgemm['alpha']:g}, beta {sgemm['beta']:g}")
+    print()
+    print(f"  {'GEMM':<20} {'shape TA TB MxNxK':<22} {'GFLOP':>8} {'sgemm time':>12} {'sgemm GFLOP/s':>14}")
+    for g, t in zip(gemms, shape_s):
+        print(f"  {g[0]:<20} {fmt_shape(g):<22} {gemm_flops(g) / 1e9:>8.4f}"
+              f" {ms(t):>12} {gemm_flops(g) / t * 1e-9:>14.1f}")
+    print()
+    rows = [
+        ("step time (median)", ms(step_s)
+         + f"   (min {ms(min(step_times))}, max {ms(max(step_times))})"),
+        ("sgemm time, same GEMMs", ms(sgemm_s) + f"   ({100 * sgemm_s / step_s:.1f}% of the step)"),
+        ("step GFLOP/s", f"{step_gflops:.1f}"),
+        ("sgemm GFLOP/s", f"{sgemm_gflops:.1f}"),
+        ("ratio step / sgemm", f"{ratio:.3f}"),
+        ("target", f">= {TARGET_RATIO:.2f}: {'MET' if met else 'NOT MET'}"),
+    ]
+    if len(rounds) > 1:
+        rows.insert(5, ("ratio per round", ", ".join(f"{x:.3f}" for x in round_ratios)))
+    width = max(len(name) for name, _ in rows)
+    for name, value in rows:
+        print(f"  {name:<{width}}  {value}")
+    for note in notes:
+        print(f"note: {note}")
+
+    if args.json:
+        out = {
+            "width": args.width, "batch": args.batch, "dims": dims,
+            "steps": args.steps, "warmup": args.warmup, "loss_first": first_loss,
+            "loss_last": last_loss,
+            "gemms": [{"name": g[0], "trans_a": g[1], "trans_b": g[2], "m": g[3], "n": g[4],
+                       "k": g[5], "flops": gemm_flops(g)} for g in gemms],
+            "step_flops": total_flops, "gemm_check": check,
+            "step_times_s": step_times, "step_s": step_s, "step_gflops": step_gflops,
+            "sgemm_shape_s": shape_s, "sgemm_s": sgemm_s, "sgemm_gflops": sgemm_gflops,
+            "rounds": rounds, "round_ratios": round_ratios,
+            "ratio": ratio, "target": TARGET_RATIO, "target_met": met, "machine": machine,
+        }
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=2)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
