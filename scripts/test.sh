@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Sets up a fresh machine and runs every test: the lit suite on a release build, then the
-# whole suite again on a build with AddressSanitizer + UndefinedBehaviorSanitizer (which
-# is what makes the robustness test meaningful).
+# Sets up a fresh machine and runs every test: the lit suite (dialect, passes,
+# robustness, end to end against the NumPy reference) and the runtime's unit tests, on a
+# release build, then again on a build with AddressSanitizer + UndefinedBehaviorSanitizer.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+JOBS="$(nproc)"
 
 "$ROOT/scripts/setup.sh"
 
+run_suite() {
+  local build="$1"
+  shift
+  "$ROOT/scripts/build.sh" "$build" "$@"
+  cmake --build "$build" --target check-fsdp
+  ctest --test-dir "$build/runtime" --output-on-failure -j "$JOBS"
+}
+
 echo "== release build"
-"$ROOT/scripts/build.sh" "$ROOT/build"
-cmake --build "$ROOT/build" --target check-fsdp
+run_suite "$ROOT/build"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
-"$ROOT/scripts/build.sh" "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFSDP_ENABLE_SANITIZERS=ON
-cmake --build "$ROOT/build-asan" --target check-fsdp
+run_suite "$ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFSDP_ENABLE_SANITIZERS=ON
 
 echo "== all tests passed"
