@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -180,22 +181,59 @@ def read_log(path, warmup):
     return records, timed
 
 
+def cpu_jiffies():
+    """(busy, total) CPU time of the whole machine from /proc/stat, in clock ticks."""
+    with open("/proc/stat") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    total = sum(fields[:8])
+    return total - idle, total
+
+
 def cpu_busy(seconds=0.5):
     """Fraction of the machine's CPU time spent busy over `seconds` while this process
     sleeps: other load, which makes every number here noisy. None if unknown."""
-    def sample():
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
-        return sum(fields[:8]), idle
     try:
-        total0, idle0 = sample()
+        busy0, total0 = cpu_jiffies()
         time.sleep(seconds)
-        total1, idle1 = sample()
+        busy1, total1 = cpu_jiffies()
     except (OSError, ValueError, IndexError):
         return None
-    total = total1 - total0
-    return None if total <= 0 else 1.0 - (idle1 - idle0) / total
+    return None if total1 <= total0 else (busy1 - busy0) / (total1 - total0)
+
+
+class OtherLoad:
+    """Measures the CPU time that processes other than this one's children (the trainer
+    and sgemm_bench, OpenBLAS's threads included) used while it was open, as a fraction
+    of the machine's CPU time."""
+
+    def __enter__(self):
+        self.fraction = None
+        try:
+            self.start = (cpu_jiffies(), self.children_seconds())
+        except (OSError, ValueError, IndexError):
+            self.start = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.start is None:
+            return False
+        try:
+            (busy0, total0), child0 = self.start
+            busy1, total1 = cpu_jiffies()
+            child1 = self.children_seconds()
+        except (OSError, ValueError, IndexError):
+            return False
+        tick = os.sysconf("SC_CLK_TCK")
+        if total1 > total0:
+            other = (busy1 - busy0) / tick - (child1 - child0)
+            self.fraction = max(0.0, other / ((total1 - total0) / tick))
+        return False
+
+    @staticmethod
+    def children_seconds():
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
 
 
 def machine_info():
@@ -270,6 +308,28 @@ def main(argv=None):
             shutil.rmtree(temp, ignore_errors=True)
 
 
+def measure_round(args, trainer, sgemm_bench, shape_lines, alpha, beta, log):
+    """One trainer run (warm-up + timed steps), then one sgemm_bench run on the shapes.
+    Returns the trainer's log records, the timed step times and sgemm_bench's JSON."""
+    total_steps = args.warmup + args.steps
+    run([trainer, "--steps", str(total_steps), "--log-every", str(total_steps),
+         "--log-json", log], "trainer")
+    records, timed = read_log(log, args.warmup)
+    step_times = [args.batch / rec["samples_per_sec"] for rec in timed]
+
+    result = subprocess.run(
+        [sgemm_bench, "--reps", str(args.sgemm_reps), "--warmup", "3",
+         "--alpha", repr(alpha), "--beta", repr(beta)],
+        input=shape_lines, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BenchError(f"sgemm_bench failed (exit {result.returncode}): {result.stderr.strip()}")
+    try:
+        sgemm = json.loads(result.stdout)
+    except json.JSONDecodeError as error:
+        raise BenchError(f"sgemm_bench printed no JSON: {error}\n{result.stdout}")
+    return records, step_times, sgemm
+
+
 def bench(args, workdir):
     fsdpc = args.fsdpc
     if not os.access(fsdpc, os.X_OK):
@@ -312,33 +372,21 @@ def bench(args, workdir):
     machine = machine_info()
     busy = cpu_busy()
     shape_lines = "".join(f"{m},{n},{k},{ta},{tb}\n" for _, ta, tb, m, n, k in gemms)
-    total_steps = args.warmup + args.steps
     step_times, rounds, first_loss, last_loss = [], [], None, None
     sgemm = None
     shape_medians = [[] for _ in gemms]
-    for r in range(args.rounds):
-        log = os.path.join(workdir, f"train.{r}.jsonl")
-        run([trainer, "--steps", str(total_steps), "--log-every", str(total_steps),
-             "--log-json", log], "trainer")
-        records, timed = read_log(log, args.warmup)
-        first_loss, last_loss = records[0]["loss"], records[-1]["loss"]
-        round_steps = [args.batch / rec["samples_per_sec"] for rec in timed]
-        step_times += round_steps
-
-        result = subprocess.run(
-            [sgemm_bench, "--reps", str(args.sgemm_reps), "--warmup", "3",
-             "--alpha", repr(alpha), "--beta", repr(beta)],
-            input=shape_lines, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise BenchError(f"sgemm_bench failed (exit {result.returncode}): {result.stderr.strip()}")
-        try:
-            sgemm = json.loads(result.stdout)
-        except json.JSONDecodeError as error:
-            raise BenchError(f"sgemm_bench printed no JSON: {error}\n{result.stdout}")
-        for i, shape in enumerate(sgemm["shapes"]):
-            shape_medians[i].append(shape["median_s"])
-        rounds.append({"step_s": statistics.median(round_steps),
-                       "sgemm_s": sgemm["total_median_s"], "sgemm": sgemm})
+    with OtherLoad() as load:
+        for r in range(args.rounds):
+            records, round_steps, sgemm = measure_round(
+                args, trainer, sgemm_bench, shape_lines, alpha, beta,
+                os.path.join(workdir, f"train.{r}.jsonl"))
+            first_loss, last_loss = records[0]["loss"], records[-1]["loss"]
+            step_times += round_steps
+            for i, shape in enumerate(sgemm["shapes"]):
+                shape_medians[i].append(shape["median_s"])
+            rounds.append({"step_s": statistics.median(round_steps),
+                           "sgemm_s": sgemm["total_median_s"], "sgemm": sgemm})
+    other = load.fraction
 
     # Step: the median of every timed step of every round. sgemm: per shape, the median
     # over the rounds of its per-round median; summed over the step's GEMMs.
@@ -356,15 +404,19 @@ def bench(args, workdir):
     machine["openblas_config"] = sgemm["openblas_config"]
     if busy is not None:
         machine["cpu_busy_before"] = round(busy, 3)
+    if other is not None:
+        machine["other_load_during"] = round(other, 3)
     ms = lambda s: f"{s * 1e3:.3f} ms"  # noqa: E731
 
-    print(f"MLP training step vs OpenBLAS sgemm  (bench/run_mlp_bench.py)")
+    print("MLP training step vs OpenBLAS sgemm  (bench/run_mlp_bench.py)")
     print(f"machine: nproc {machine['nproc']}"
           + (f" (available {machine['nproc_available']})" if "nproc_available" in machine else "")
           + f", {machine['cpu']}, load average {machine.get('loadavg', '?')}"
-          + (f", CPU busy before the run {100 * busy:.0f}%" if busy is not None else ""))
-    if busy is not None and busy > 0.10:
-        print("warning: other processes were using the CPUs before the run: expect noisy numbers")
+          + (f", CPU busy before the run {100 * busy:.0f}%" if busy is not None else "")
+          + (f", other processes during it {100 * other:.0f}%" if other is not None else ""))
+    if max(busy or 0.0, other or 0.0) > 0.10:
+        print("warning: other processes used the CPUs around or during the measurement: "
+              "these numbers are noise; run again on an idle machine")
     print(f"OpenBLAS: {machine['openblas_threads']} threads, {machine['openblas_config']}"
           + "".join(f", {v}={machine[v]}" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                                      "GOTO_NUM_THREADS") if v in machine))

@@ -333,7 +333,7 @@ for op, in_shape, dims, out_shape in (
                                                     ty(out_shape)),
           mse("%y", "%t", out_shape)])
 
-# Reductions to rank 0 added to the loss: l = mse(p, t) + 0.5 * sum(p * p) + mean(p).
+# Reductions to rank 0 inside the loss: l = mse(p, t) + 0.05 * sum(p * p) - mean(p).
 case("reduce_all_rank0",
      [("p", [4, 3], normal(1.0))],
      [target([4, 3])],
