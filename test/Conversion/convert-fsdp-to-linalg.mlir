@@ -1,0 +1,155 @@
+// RUN: fsdp-opt %s -convert-fsdp-to-linalg | FileCheck %s
+
+// Broadcasting reads the smaller operand through a map that drops the missing
+// leading dimension.
+// CHECK-DAG: #[[$ID2:.+]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[$LAST:.+]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-DAG: #[[$ROW:.+]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-DAG: #[[$MK:.+]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[$NK:.+]] = affine_map<(d0, d1, d2) -> (d1, d2)>
+// CHECK-DAG: #[[$MN:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[$BKM:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1)>
+// CHECK-DAG: #[[$BKN:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>
+// CHECK-DAG: #[[$BMN:.+]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @add_broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[$ID2]], #[[$LAST]], #[[$ID2]]], iterator_types = ["parallel", "parallel"]}
+// CHECK: arith.addf
+// CHECK-NOT: fsdp.
+func.func @add_broadcast(%a: tensor<4x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %0 = fsdp.add %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// Leading dimensions merge into M; a transposed operand is an indexing map of a
+// named linalg.matmul, which fsdp-lower-gemms can give to BLAS.
+// CHECK-LABEL: func.func @matmul_rank3
+// CHECK: %[[X:.+]] = tensor.collapse_shape %{{.+}} {{\[}}[0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+// CHECK: %[[ZERO:.+]] = linalg.fill
+// CHECK: %[[MM:.+]] = linalg.matmul indexing_maps = [#[[$MK]], #[[$NK]], #[[$MN]]] ins(%[[X]], %{{.+}} : tensor<8x8xf32>, tensor<16x8xf32>) outs(%[[ZERO]] : tensor<8x16xf32>)
+// CHECK: tensor.expand_shape %[[MM]] {{\[}}[0, 1], [2]] output_shape [2, 4, 16]
+func.func @matmul_rank3(%x: tensor<2x4x8xf32>, %w: tensor<16x8xf32>) -> tensor<2x4x16xf32> {
+  %0 = fsdp.matmul %x, %w transpose_rhs : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// A transposed lhs with leading dimensions cannot merge: an explicit contraction.
+// CHECK-LABEL: func.func @matmul_transposed_rank3
+// CHECK: linalg.generic {{.+}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+// CHECK: arith.mulf
+// CHECK: arith.addf
+func.func @matmul_transposed_rank3(%x: tensor<2x8x4xf32>, %w: tensor<8x16xf32>) -> tensor<2x4x16xf32> {
+  %0 = fsdp.matmul %x, %w transpose_lhs : tensor<2x8x4xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
+  return %0 : tensor<2x4x16xf32>
+}
+
+// Batch dimensions merge into one.
+// CHECK-LABEL: func.func @batch_matmul
+// CHECK: tensor.collapse_shape %{{.+}} {{\[}}[0, 1], [2], [3]] : tensor<2x3x4x5xf32> into tensor<6x4x5xf32>
+// CHECK: linalg.batch_matmul indexing_maps = [#[[$BKM]], #[[$BKN]], #[[$BMN]]]
+// CHECK: tensor.expand_shape {{.+}} output_shape [2, 3, 5, 5]
+func.func @batch_matmul(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x4x5xf32>) -> tensor<2x3x5x5xf32> {
+  %0 = fsdp.batch_matmul %q, %k transpose_lhs : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x5x5xf32>
+  return %0 : tensor<2x3x5x5xf32>
+}
+
+// CHECK-LABEL: func.func @relu_grad
+// CHECK: %[[POS:.+]] = arith.cmpf ogt, %[[X:.+]], %[[ZERO:.+]] : f32
+// CHECK: arith.select %[[POS]], %{{.+}}, %[[ZERO]] : f32
+func.func @relu_grad(%x: tensor<4xf32>, %dy: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = fsdp.relu_grad %x, %dy : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// Softmax: a max reduction, exp(x - max), a sum, a division.
+// CHECK-LABEL: func.func @softmax
+// CHECK: %[[NEGINF:.+]] = arith.constant 0xFF800000 : f32
+// CHECK: %[[MAX:.+]] = linalg.generic {indexing_maps = [#[[$ID2]], #[[$ROW]]], iterator_types = ["parallel", "reduction"]}
+// CHECK: arith.maximumf
+// CHECK: %[[EXP:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[MAX]] :
+// CHECK: math.exp
+// CHECK: %[[SUM:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "reduction"]} ins(%[[EXP]]
+// CHECK: linalg.generic {{.+}} ins(%[[EXP]], %[[SUM]] :
+// CHECK: arith.divf
+func.func @softmax(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = fsdp.softmax %x dim 1 : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// Cross-entropy picks each position's target logit by index and averages.
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK: %[[Z:.+]] = tensor.collapse_shape %{{.+}} {{\[}}[0, 1], [2]] : tensor<2x3x10xf32> into tensor<6x10xf32>
+// CHECK: %[[ROWIDX:.+]] = linalg.index 0 : index
+// CHECK: %[[TARGET:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: tensor.extract %[[Z]][%[[ROWIDX]], %[[TARGET]]] : tensor<6x10xf32>
+// CHECK: math.log
+// CHECK: arith.constant 0.166666672 : f32
+func.func @cross_entropy(%z: tensor<2x3x10xf32>, %t: tensor<2x3xi32>) -> tensor<f32> {
+  %0 = fsdp.cross_entropy %z, %t : tensor<2x3x10xf32>, tensor<2x3xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: (%[[TABLE:.+]]: tensor<16x4xf32>, %[[IDS:.+]]: tensor<2x3xi64>)
+// CHECK: linalg.generic {{.+}} ins(%[[IDS]] : tensor<2x3xi64>)
+// CHECK: %[[COL:.+]] = linalg.index 2 : index
+// CHECK: %[[ROWI:.+]] = arith.index_cast %{{.+}} : i64 to index
+// CHECK: tensor.extract %[[TABLE]][%[[ROWI]], %[[COL]]] : tensor<16x4xf32>
+func.func @embedding(%table: tensor<16x4xf32>, %ids: tensor<2x3xi64>) -> tensor<2x3x4xf32> {
+  %0 = fsdp.embedding %table[%ids] : tensor<16x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
+}
+
+// The table gradient is a scatter-add over positions and features.
+// CHECK-LABEL: func.func @embedding_grad
+// CHECK: %[[ZEROS:.+]] = linalg.fill {{.+}} -> tensor<16x4xf32>
+// CHECK: scf.for %[[N:.+]] = {{.+}} iter_args(%[[ACC:.+]] = %[[ZEROS]]) -> (tensor<16x4xf32>)
+// CHECK: scf.for {{.+}} iter_args(%[[T:.+]] = %[[ACC]])
+// CHECK: %[[OLD:.+]] = tensor.extract %[[T]]
+// CHECK: %[[NEW:.+]] = arith.addf %[[OLD]]
+// CHECK: tensor.insert %[[NEW]] into %[[T]]
+func.func @embedding_grad(%ids: tensor<2x3xi32>, %d: tensor<2x3x4xf32>) -> tensor<16x4xf32> {
+  %0 = fsdp.embedding_grad %ids, %d : tensor<2x3xi32>, tensor<2x3x4xf32> -> tensor<16x4xf32>
+  return %0 : tensor<16x4xf32>
+}
+
+// Reshapes go through the flat vector (views after bufferization).
+// CHECK-LABEL: func.func @reshape_transpose
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %{{.+}} {{\[}}[0, 1]] : tensor<2x12xf32> into tensor<24xf32>
+// CHECK: %[[R:.+]] = tensor.expand_shape %[[FLAT]] {{\[}}[0, 1, 2]] output_shape [2, 3, 4]
+// CHECK: linalg.transpose ins(%[[R]] : tensor<2x3x4xf32>) outs(%{{.+}} : tensor<3x2x4xf32>) permutation = [1, 0, 2]
+func.func @reshape_transpose(%x: tensor<2x12xf32>) -> tensor<3x2x4xf32> {
+  %0 = fsdp.reshape %x : tensor<2x12xf32> -> tensor<2x3x4xf32>
+  %1 = fsdp.transpose %0 [1, 0, 2] : tensor<2x3x4xf32> -> tensor<3x2x4xf32>
+  return %1 : tensor<3x2x4xf32>
+}
+
+// The mean divides the sum over the 2 x 4 reduced elements.
+// CHECK-LABEL: func.func @reduce_mean
+// CHECK: linalg.generic {{.+}} iterator_types = ["reduction", "parallel", "reduction"]
+// CHECK: arith.constant 1.250000e-01 : f32
+func.func @reduce_mean(%x: tensor<2x3x4xf32>) -> tensor<3xf32> {
+  %0 = fsdp.reduce_mean %x dims [0, 2] : tensor<2x3x4xf32> -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+
+// Norm gradients recompute the statistics and reduce dgamma over the leading dims.
+// CHECK-LABEL: func.func @layer_norm_grad
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: math.sqrt
+// CHECK: iterator_types = ["reduction", "parallel"]
+func.func @layer_norm_grad(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %dx, %dg, %db = fsdp.layer_norm_grad %x, %g, %dy : tensor<4x8xf32>, tensor<8xf32>
+  return %dx, %dg, %db : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// Clipping: min(1, max_norm / (sqrt(sum of squares) + 1e-6)).
+// CHECK-LABEL: func.func @clip_coefficient
+// CHECK: arith.constant 9.99999997E-7 : f32
+// CHECK: math.sqrt
+// CHECK: arith.constant 5.000000e-01 : f32
+// CHECK: arith.divf
+// CHECK: arith.minimumf
+func.func @clip_coefficient(%s: tensor<f32>) -> tensor<f32> {
+  %0 = fsdp.clip_coefficient %s max_norm 0.5 : tensor<f32>
+  return %0 : tensor<f32>
+}
