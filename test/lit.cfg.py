@@ -10,7 +10,8 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.fsdp_obj_root, "test")
-config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py", "Inputs",
+                   "reference"]
 
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 if config.sanitizers:
@@ -33,5 +34,5 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
-tools = ["fsdp-opt", "fsdpc"]
+tools = ["fsdp-opt", "fsdpc", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
