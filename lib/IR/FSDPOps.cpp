@@ -401,28 +401,35 @@ LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
 // Losses
 //===----------------------------------------------------------------------===//
 
-LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
-                                               std::optional<Location> loc,
-                                               Adaptor adaptor,
-                                               SmallVectorImpl<Type> &inferred) {
-  auto logits = llvm::cast<RankedTensorType>(adaptor.getLogits().getType());
-  auto targets = llvm::cast<RankedTensorType>(adaptor.getTargets().getType());
+/// The scalar loss type of a cross-entropy of `logits` against `targets`.
+static LogicalResult inferCrossEntropyLoss(std::optional<Location> loc, StringRef opName,
+                                           Value logitsValue, Value targetsValue,
+                                           SmallVectorImpl<Type> &inferred) {
+  auto logits = llvm::cast<RankedTensorType>(logitsValue.getType());
+  auto targets = llvm::cast<RankedTensorType>(targetsValue.getType());
   if (logits.getRank() < 2)
-    return inferenceError(loc, CrossEntropyOp::getOperationName(), "logits must be [..., classes] with rank 2 or more, got ",
-                             logits);
+    return inferenceError(loc, opName,
+                          "logits must be [..., classes] with rank 2 or more, got ", logits);
   if (targets.getShape() != logits.getShape().drop_back())
-    return inferenceError(loc, CrossEntropyOp::getOperationName(), "targets shape ", shapeString(targets.getShape()),
-                             " must be the logits shape without its last dimension (",
-                             shapeString(logits.getShape().drop_back()), ")");
+    return inferenceError(loc, opName, "targets shape ", shapeString(targets.getShape()),
+                          " must be the logits shape without its last dimension (",
+                          shapeString(logits.getShape().drop_back()), ")");
   inferred.push_back(RankedTensorType::get({}, logits.getElementType()));
   return success();
 }
 
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
+                                               std::optional<Location> loc,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &inferred) {
+  return inferCrossEntropyLoss(loc, getOperationName(), adaptor.getLogits(),
+                               adaptor.getTargets(), inferred);
+}
+
 LogicalResult CrossEntropyGradOp::verify() {
   SmallVector<Type> loss;
-  if (failed(CrossEntropyOp::inferReturnTypes(
-          getContext(), getLoc(), CrossEntropyOp::Adaptor({getLogits(), getTargets()}),
-          loss)))
+  if (failed(inferCrossEntropyLoss(getLoc(), getOperationName(), getLogits(),
+                                   getTargets(), loss)))
     return failure();
   if (loss.front() != getGrad().getType())
     return emitOpError("loss gradient must be ") << loss.front() << ", got "

@@ -1200,3 +1200,132 @@ func.func @f(%x: tensor<4xf32> {fsdp.xyz = 1}) {
 func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32> {fsdp.abc}) {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// broadcast only adds leading dimensions and expands size-1 ones.
+func.func @f(%x: tensor<4x3xf32>) {
+  // expected-error@+1 {{'fsdp.broadcast' op cannot broadcast 4x3 to 2x4x5}}
+  %0 = fsdp.broadcast %x : tensor<4x3xf32> -> tensor<2x4x5xf32>
+  return
+}
+
+// -----
+
+// softmax_grad's dim must exist.
+func.func @f(%y: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.softmax_grad' op dim 2 is out of range for rank 2}}
+  %0 = fsdp.softmax_grad %y, %y dim 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// causal_mask_grad needs a square trailing matrix, like causal_mask.
+func.func @f(%d: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.causal_mask_grad' op needs a square (query x key) trailing matrix, got 4x8}}
+  %0 = fsdp.causal_mask_grad %d : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// layer_norm_grad's gamma is over the last dimension.
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<4xf32>) {
+  // expected-error@+1 {{'fsdp.layer_norm_grad' op gamma must be 'tensor<8xf32>' (the last dimension of the input), got 'tensor<4xf32>'}}
+  %0:3 = fsdp.layer_norm_grad %x, %g, %x : tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// rms_norm_grad's gamma is over the last dimension.
+func.func @f(%x: tensor<4x8xf32>, %g: tensor<4xf32>) {
+  // expected-error@+1 {{'fsdp.rms_norm_grad' op gamma must be 'tensor<8xf32>' (the last dimension of the input), got 'tensor<4xf32>'}}
+  %0:2 = fsdp.rms_norm_grad %x, %g, %x : tensor<4x8xf32>, tensor<4xf32>
+  return
+}
+
+// -----
+
+// The gradient flowing into embedding_grad has the embedding output's shape.
+func.func @f(%ids: tensor<2x4xi32>, %d: tensor<2x4x7xf32>) {
+  // expected-error@+1 {{'fsdp.embedding_grad' op gradient type 'tensor<2x4x7xf32>' does not match the embedding output 'tensor<2x4x8xf32>'}}
+  %0 = fsdp.embedding_grad %ids, %d : tensor<2x4xi32>, tensor<2x4x7xf32> -> tensor<16x8xf32>
+  return
+}
+
+// -----
+
+// The table gradient is a matrix.
+func.func @f(%ids: tensor<2x4xi32>, %d: tensor<2x4x8xf32>) {
+  // expected-error@+1 {{'fsdp.embedding_grad' op table gradient must be [rows, features], got 'tensor<16x8x1xf32>'}}
+  %0 = fsdp.embedding_grad %ids, %d : tensor<2x4xi32>, tensor<2x4x8xf32> -> tensor<16x8x1xf32>
+  return
+}
+
+// -----
+
+// cross_entropy_grad's targets follow the logits' leading shape.
+func.func @f(%z: tensor<4x10xf32>, %t: tensor<5xi32>, %dl: tensor<f32>) {
+  // expected-error@+1 {{'fsdp.cross_entropy_grad' op targets shape 5 must be the logits shape without its last dimension (4)}}
+  %0 = fsdp.cross_entropy_grad %z, %t, %dl : tensor<4x10xf32>, tensor<5xi32>, tensor<f32>
+  return
+}
+
+// -----
+
+// cross_entropy_grad's loss gradient has the loss's type.
+func.func @f(%z: tensor<4x10xf32>, %t: tensor<4xi32>, %dl: tensor<bf16>) {
+  // expected-error@+1 {{'fsdp.cross_entropy_grad' op loss gradient must be 'tensor<f32>', got 'tensor<bf16>'}}
+  %0 = fsdp.cross_entropy_grad %z, %t, %dl : tensor<4x10xf32>, tensor<4xi32>, tensor<bf16>
+  return
+}
+
+// -----
+
+// Clipping needs a positive norm.
+func.func @f(%s: tensor<f32>) {
+  // expected-error@+1 {{'fsdp.clip_coefficient' op max_norm must be positive, got 0.000000e+00}}
+  %0 = fsdp.clip_coefficient %s max_norm 0.0 : tensor<f32>
+  return
+}
+
+// -----
+
+// update names a parameter.
+func.func @f(%g: tensor<4xf32>, %step: i64, %lr: f32) {
+  // expected-error@+1 {{'fsdp.update' op 'nothing' does not name an fsdp.param}}
+  fsdp.update @nothing, %g step %step lr %lr {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Frozen parameters are never updated.
+fsdp.param frozen @w : tensor<4xf32> = #fsdp.ones
+func.func @f(%g: tensor<4xf32>, %step: i64, %lr: f32) {
+  // expected-error@+1 {{'fsdp.update' op 'w' is frozen and cannot be updated}}
+  fsdp.update @w, %g step %step lr %lr {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// The gradient has the parameter's type.
+fsdp.param @w : tensor<4xf32> = #fsdp.ones
+func.func @f(%g: tensor<5xf32>, %step: i64, %lr: f32) {
+  // expected-error@+1 {{'fsdp.update' op gradient type 'tensor<5xf32>' does not match the declaration of 'w' as 'tensor<4xf32>'}}
+  fsdp.update @w, %g step %step lr %lr {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<5xf32>
+  return
+}
+
+// -----
+
+// update's optimizer attribute must be an optimizer.
+fsdp.param @w : tensor<4xf32> = #fsdp.ones
+func.func @f(%g: tensor<4xf32>, %step: i64, %lr: f32) {
+  // expected-error@+1 {{'fsdp.update' op attribute 'optimizer' failed to satisfy constraint: optimizer}}
+  fsdp.update @w, %g step %step lr %lr {optimizer = #fsdp.zeros} : tensor<4xf32>
+  return
+}

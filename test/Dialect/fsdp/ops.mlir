@@ -117,6 +117,42 @@ module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_w
     return %tot : tensor<f32>
   }
 
+  // Backward-pass and optimizer ops, as fsdp-autodiff emits them.
+  // CHECK-LABEL: func.func @gradients
+  func.func @gradients(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x8xf32>, %g: tensor<8xf32>,
+                       %s: tensor<2x3x4x4xf32>, %ids: tensor<2x4xi32>, %dl: tensor<f32>,
+                       %step: i64, %lr: f32) {
+    // CHECK: fsdp.broadcast %{{.+}} : tensor<8xf32> -> tensor<2x4x8xf32>
+    %b = fsdp.broadcast %g : tensor<8xf32> -> tensor<2x4x8xf32>
+    // CHECK: fsdp.relu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
+    %r = fsdp.relu_grad %x, %dy : tensor<2x4x8xf32>
+    // CHECK: fsdp.gelu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
+    %ge = fsdp.gelu_grad %x, %dy : tensor<2x4x8xf32>
+    // CHECK: fsdp.silu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
+    %si = fsdp.silu_grad %x, %dy : tensor<2x4x8xf32>
+    // CHECK: fsdp.softmax_grad %{{.+}}, %{{.+}} dim 3 : tensor<2x3x4x4xf32>
+    %sg = fsdp.softmax_grad %s, %s dim 3 : tensor<2x3x4x4xf32>
+    // CHECK: fsdp.causal_mask_grad %{{.+}} : tensor<2x3x4x4xf32>
+    %cg = fsdp.causal_mask_grad %s : tensor<2x3x4x4xf32>
+    // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = fsdp.layer_norm_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x4x8xf32>, tensor<8xf32>
+    %dx, %dgam, %dbet = fsdp.layer_norm_grad %x, %g, %dy : tensor<2x4x8xf32>, tensor<8xf32>
+    // CHECK: fsdp.layer_norm_grad %{{.+}}, %{{.+}}, %{{.+}} eps 1.0e-06 : tensor<2x4x8xf32>, tensor<8xf32>
+    %dx2, %dgam2, %dbet2 = fsdp.layer_norm_grad %x, %g, %dy eps 1.0e-6 : tensor<2x4x8xf32>, tensor<8xf32>
+    // CHECK: %{{.+}}, %{{.+}} = fsdp.rms_norm_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x4x8xf32>, tensor<8xf32>
+    %rx, %rg = fsdp.rms_norm_grad %x, %g, %dy : tensor<2x4x8xf32>, tensor<8xf32>
+    // CHECK: fsdp.embedding_grad %{{.+}}, %{{.+}} : tensor<2x4xi32>, tensor<2x4x8xf32> -> tensor<16x8xf32>
+    %eg = fsdp.embedding_grad %ids, %dy : tensor<2x4xi32>, tensor<2x4x8xf32> -> tensor<16x8xf32>
+    // CHECK: fsdp.cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32>
+    %ce = fsdp.cross_entropy_grad %x, %ids, %dl : tensor<2x4x8xf32>, tensor<2x4xi32>, tensor<f32>
+    // CHECK: %[[C:.+]] = fsdp.clip_coefficient %{{.+}} max_norm 1.0 : tensor<f32>
+    %c = fsdp.clip_coefficient %dl max_norm 1.0 : tensor<f32>
+    // CHECK: fsdp.update @zeros, %{{.+}} step %{{.+}} lr %{{.+}} {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<8xf32>
+    fsdp.update @zeros, %g step %step lr %lr {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<8xf32>
+    // CHECK: fsdp.update @zeros, %{{.+}} step %{{.+}} lr %{{.+}} scaled %[[C]] {optimizer = #fsdp.adamw<lr = 0.001>} : tensor<8xf32>, tensor<f32>
+    fsdp.update @zeros, %g step %step lr %lr scaled %c {optimizer = #fsdp.adamw<lr = 0.001>} : tensor<8xf32>, tensor<f32>
+    return
+  }
+
   // bf16 models verify as well.
   // CHECK-LABEL: func.func @bf16
   func.func @bf16(%x: tensor<4x8xbf16>) -> tensor<bf16> {
