@@ -140,6 +140,16 @@ struct NormStats {
   Value rstd;     // 1 / sqrt(var + eps), reduced shape
 };
 
+/// 1 / sqrt(sum of squares / C + eps), over the reduced shape.
+Value reciprocalStd(OpBuilder &b, Location loc, Value squares, double inverseC, double eps) {
+  return buildElementwise(b, loc, tensorType(squares), squares,
+                          [&](OpBuilder &nb, Location l, ValueRange a) {
+                            ScalarMath m(nb, l);
+                            return m.rsqrt(m.add(m.mul(a[0], m.constant(a[0], inverseC)),
+                                                 m.constant(a[0], eps)));
+                          });
+}
+
 NormStats layerNormStats(OpBuilder &b, Location loc, Value x, double eps) {
   RankedTensorType type = tensorType(x);
   int64_t last = type.getRank() - 1;
@@ -155,13 +165,7 @@ NormStats layerNormStats(OpBuilder &b, Location loc, Value x, double eps) {
                                    ScalarMath m(nb, l);
                                    return m.add(a[1], m.mul(a[0], a[0]));
                                  });
-  Value rstd = buildElementwise(b, loc, tensorType(squares), squares,
-                                [&](OpBuilder &nb, Location l, ValueRange a) {
-                                  ScalarMath m(nb, l);
-                                  return m.rsqrt(m.add(m.mul(a[0], m.constant(a[0], inverseC)),
-                                                       m.constant(a[0], eps)));
-                                });
-  return {centered, rstd};
+  return {centered, reciprocalStd(b, loc, squares, inverseC, eps)};
 }
 
 NormStats rmsNormStats(OpBuilder &b, Location loc, Value x, double eps) {
@@ -172,13 +176,7 @@ NormStats rmsNormStats(OpBuilder &b, Location loc, Value x, double eps) {
                                    ScalarMath m(nb, l);
                                    return m.add(a[1], m.mul(a[0], a[0]));
                                  });
-  Value rstd = buildElementwise(b, loc, tensorType(squares), squares,
-                                [&](OpBuilder &nb, Location l, ValueRange a) {
-                                  ScalarMath m(nb, l);
-                                  return m.rsqrt(m.add(m.mul(a[0], m.constant(a[0], inverseC)),
-                                                       m.constant(a[0], eps)));
-                                });
-  return {x, rstd};
+  return {x, reciprocalStd(b, loc, squares, inverseC, eps)};
 }
 
 /// xhat = centered * rstd over the full shape.
