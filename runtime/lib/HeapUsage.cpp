@@ -2,6 +2,7 @@
 
 #include "HeapUsage.h"
 
+#include <climits>
 #include <cstddef>
 #include <malloc.h>
 
@@ -22,6 +23,13 @@ uint64_t heapBytesInUse() {
   // blocks served by mmap.
   return static_cast<uint64_t>(info.uordblks) + static_cast<uint64_t>(info.hblkhd);
 #endif
+}
+
+void keepFreedMemoryForReuse() {
+  // Blocks up to glibc's largest threshold (32 MiB) from the heap rather than
+  // mmap, which munmap would return on free; no trimming of the heap's top.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, INT_MAX);
 }
 
 } // namespace fsdprt

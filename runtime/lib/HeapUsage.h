@@ -17,6 +17,13 @@ namespace fsdprt {
 /// serves with mmap (such as the arena).
 uint64_t heapBytesInUse();
 
+/// Makes malloc keep the memory a step frees for the next step instead of
+/// returning it to the system: a generated step allocates and frees the same
+/// temporaries every step, and faulting their pages in again each time costs
+/// as much as the step's arithmetic (PyTorch's caching allocators exist for
+/// the same reason).
+void keepFreedMemoryForReuse();
+
 } // namespace fsdprt
 
 #endif // FSDPRT_HEAPUSAGE_H

@@ -5,7 +5,9 @@
 #include "DType.h"
 #include "Error.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace fsdprt {
 
@@ -180,10 +182,32 @@ void SyntheticData::writeSample(uint64_t n, int64_t row, uint8_t *arena) const {
       writeDerived(plan, row, arena);
 }
 
+void SyntheticData::generateDataSet(uint8_t *arena) {
+  // Whole batches: a data set of at least kSamples samples, one batch at least.
+  int64_t count = std::max<int64_t>(1, (kSamples + batch - 1) / batch);
+  batches.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    uint64_t first = static_cast<uint64_t>(i) * static_cast<uint64_t>(batch);
+    for (int64_t b = 0; b < batch; ++b)
+      writeSample(first + static_cast<uint64_t>(b), b, arena);
+    for (const InputPlan &plan : plans) {
+      const uint8_t *slot = arena + plan.input.offset;
+      batches[i].insert(batches[i].end(), slot, slot + plan.input.bytes);
+    }
+  }
+}
+
 void SyntheticData::writeBatch(int64_t step, uint8_t *arena) {
-  uint64_t first = static_cast<uint64_t>(step - 1) * static_cast<uint64_t>(batch);
-  for (int64_t b = 0; b < batch; ++b)
-    writeSample(first + static_cast<uint64_t>(b), b, arena);
+  if (batches.empty())
+    generateDataSet(arena);
+  const std::vector<uint8_t> &bytes =
+      batches[static_cast<size_t>((step - 1) % static_cast<int64_t>(batches.size()))];
+  size_t position = 0;
+  for (const InputPlan &plan : plans) {
+    std::memcpy(arena + plan.input.offset, bytes.data() + position,
+                static_cast<size_t>(plan.input.bytes));
+    position += static_cast<size_t>(plan.input.bytes);
+  }
 }
 
 } // namespace fsdprt

@@ -25,8 +25,13 @@ public:
   /// classes with neither a tokens input of the same shape nor features).
   SyntheticData(const Manifest &manifest, uint64_t seed);
 
-  /// Step `step` uses samples n = (step - 1) * batch + b, b = 0 .. batch - 1.
+  /// The data set has kSamples samples (or one batch, if larger). Step
+  /// `step` uses samples n = ((step - 1) * batch + b) mod size, b = 0 ..
+  /// batch - 1: a data set generated once, at the first step, then replayed,
+  /// so that producing data costs no more per step than reading a file.
   void writeBatch(int64_t step, uint8_t *arena) override;
+
+  static constexpr int64_t kSamples = 1024;
 
   /// Writes sample `n` of every input at batch row `row` of its arena slot.
   void writeSample(uint64_t n, int64_t row, uint8_t *arena) const;
@@ -58,8 +63,13 @@ private:
   void writeGenerated(const InputPlan &plan, uint64_t n, int64_t row, uint8_t *arena) const;
   void writeDerived(const InputPlan &plan, int64_t row, uint8_t *arena) const;
 
+  /// Generates every batch of the data set, keeping each one's input bytes.
+  void generateDataSet(uint8_t *arena);
+
   uint64_t seed;
   int64_t batch;
+  /// Input bytes of each batch of the data set, inputs one after the other.
+  std::vector<std::vector<uint8_t>> batches;
   PhiloxKey dataKey;
   std::vector<InputPlan> plans;
   /// The first features input (the teacher's input), if there is one.

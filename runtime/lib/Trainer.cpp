@@ -150,6 +150,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     dump = std::make_unique<OutputFile>("--dump-params", options.dumpParamsPath);
   float lr = options.lr.value_or(static_cast<float>(manifest.optimizer.lr));
 
+  keepFreedMemoryForReuse();
   Arena arena(static_cast<size_t>(manifest.arenaBytes));
   if (options.loadParamsPath.empty())
     initializeParameters(manifest, options.seed, arena.data());

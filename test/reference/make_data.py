@@ -7,7 +7,8 @@ normal, classes uniform in [0, bound); a tokens input is a uniform random sequen
 classes input of the same shape holds its next tokens (the sequence is drawn one longer
 and shifted).
 
---synthetic: the trainer's own synthetic data (docs/Runtime.md section 4, "Synthetic
+--synthetic: the trainer's own synthetic data (with --samples batch * ceil(1024 / batch),
+the trainer's whole synthetic data set) (docs/Runtime.md section 4, "Synthetic
 data"), samples 0..N-1, so that `trainer` without --data can be compared with train.py.
 """
 import argparse
