@@ -47,7 +47,7 @@ have_nccl() {
   return 1
 }
 if [ -x "$CUDA_HOME/bin/nvcc" ] && have_nccl; then
-  echo "setup: CUDA toolkit and NCCL found under $CUDA_HOME: the cuda target will be built"
+  echo "setup: CUDA toolkit and NCCL found under $CUDA_HOME: the CUDA target can be built"
 else
-  echo "setup: CUDA toolkit or NCCL not found under $CUDA_HOME: the cuda target will be skipped"
+  echo "setup: CUDA toolkit or NCCL not found under $CUDA_HOME: the CUDA target will be skipped"
 fi
