@@ -11,6 +11,7 @@
 #include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Pipelines/CPUPipeline.h"
+#include "fsdp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -147,25 +148,18 @@ LogicalResult linkTrainer(StringRef object) {
   return success();
 }
 
-/// Replaces the plan's grid by the one given with --grid.
-LogicalResult overrideGrid(ModuleOp module) {
+/// The sizes of --grid=N or --grid=R,S.
+FailureOr<SmallVector<int64_t>> parseGrid() {
   SmallVector<int64_t> grid;
   for (StringRef size : llvm::split(gridOverride, ',')) {
     int64_t value;
-    if (size.trim().getAsInteger(10, value) || value < 1)
-      return fail("--grid=" + gridOverride + ": expected N or R,S with positive sizes");
+    if (size.trim().getAsInteger(10, value) || value < 1) {
+      (void)fail("--grid=" + gridOverride + ": expected N or R,S with positive sizes");
+      return failure();
+    }
     grid.push_back(value);
   }
-  auto plan = module->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
-  if (!plan)
-    return fail("--grid needs a model with an 'fsdp.plan'");
-  fsdp::PlanAttr changed = plan.withGrid(grid, [&] {
-    return module.emitError("--grid=" + gridOverride + ": ");
-  });
-  if (!changed)
-    return failure();
-  module->setAttr(fsdp::FSDPDialect::getPlanAttrName(), changed);
-  return success();
+  return grid;
 }
 
 LogicalResult compile() {
@@ -184,12 +178,17 @@ LogicalResult compile() {
   if (failed(module))
     return failure();
 
-  if (!gridOverride.empty() && failed(overrideGrid(**module)))
-    return failure();
-
   PassManager pm(&ctx);
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
+  if (!gridOverride.empty()) {
+    FailureOr<SmallVector<int64_t>> grid = parseGrid();
+    if (failed(grid))
+      return failure();
+    fsdp::FSDPSetGridPassOptions options;
+    options.grid = *grid;
+    pm.addPass(fsdp::createFSDPSetGridPass(options));
+  }
   fsdp::buildCPUPipeline(pm);
   if (failed(pm.run(**module)))
     return failure();

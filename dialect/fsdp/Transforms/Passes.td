@@ -33,6 +33,44 @@ def FSDPAutodiffPass : Pass<"fsdp-autodiff", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FSDPSetGridPass : Pass<"fsdp-set-grid", "::mlir::ModuleOp"> {
+  let summary = "Compiles a model for another device grid";
+  let description = [{
+    Replaces the grid of the module's plan, so one model file compiles for any
+    number of ranks (`fsdpc --grid=N` runs this pass). The new plan is
+    verified: a 2-D grid still needs `hybrid_shard`.
+
+    ```sh
+    fsdp-opt model.mlir --fsdp-set-grid="grid=8"
+    fsdp-opt model.mlir --fsdp-set-grid="grid=2,4"
+    ```
+  }];
+  let options = [
+    ListOption<"grid", "grid", "int64_t", "The device grid: N, or R,S for hybrid_shard">,
+  ];
+}
+
+def FSDPFormUnitsPass : Pass<"fsdp-form-units", "::mlir::ModuleOp"> {
+  let summary = "Gives every parameter its FSDP unit";
+  let description = [{
+    After this pass every `fsdp.param` names its unit, the group of
+    parameters that are flattened into one buffer, gathered and freed
+    together:
+
+    - with `units = explicit` (the default), a parameter keeps the unit it
+      names; one without a unit joins the unit `root` (PyTorch's root FSDP
+      module);
+    - with `units = auto_wrap`, a parameter that names a unit keeps it, and
+      consecutive parameters without one are grouped, in declaration order,
+      into units `auto0`, `auto1`, ... each closed as soon as it holds at
+      least `min_unit_params` elements.
+
+    A unit's parameters must share one element type (they share one flat
+    buffer) and be all trainable or all frozen (a unit's gradient is one
+    flat buffer too).
+  }];
+}
+
 def FSDPFuseElementwisePass : Pass<"fsdp-fuse-elementwise"> {
   let summary = "Fuses chains of elementwise linalg generics";
   let description = [{
