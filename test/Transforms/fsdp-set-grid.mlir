@@ -1,7 +1,8 @@
-// RUN: fsdp-opt %s -split-input-file -fsdp-set-grid="grid=8" 2>&1 | FileCheck %s --check-prefix=ONE-D
-// RUN: fsdp-opt %s -split-input-file -fsdp-set-grid="grid=2,4" 2>&1 | FileCheck %s --check-prefix=TWO-D
+// RUN: not fsdp-opt %s -split-input-file -fsdp-set-grid="grid=8" 2>&1 | FileCheck %s --check-prefix=ONE-D
+// RUN: not fsdp-opt %s -split-input-file -fsdp-set-grid="grid=2,4" 2>&1 | FileCheck %s --check-prefix=TWO-D
 
-// The grid changes; every other field of the plan stays. A 2-D grid needs hybrid_shard.
+// The grid changes; every other field of the plan stays. A 2-D grid needs hybrid_shard
+// (each run has one case the plan rejects, hence `not`).
 // ONE-D-DAG: module attributes {fsdp.plan = #fsdp.plan<grid = [8], strategy = shard_grad_op, optimizer = #fsdp.sgd<lr = 0.1>, prefetch = 2>}
 // TWO-D-DAG: fsdp-set-grid.mlir:[[# @LINE + 1]]:1: error: grid [2, 4]: a 2-D grid needs strategy = hybrid_shard, got shard_grad_op
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = shard_grad_op, optimizer = #fsdp.sgd<lr = 0.1>, prefetch = 2>} {
