@@ -17,3 +17,7 @@
 // GPT: fsdp.embedding
 // GPT-COUNT-2: fsdp.causal_mask
 // GPT: fsdp.cross_entropy
+
+// The Llama-2-70B example verifies and is exactly what its generator writes.
+// RUN: fsdp-opt %examples/llama-70b.mlir -o /dev/null
+// RUN: %python %examples/generate_llama.py | diff %examples/llama-70b.mlir -
