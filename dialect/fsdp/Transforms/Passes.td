@@ -71,6 +71,30 @@ def FSDPFormUnitsPass : Pass<"fsdp-form-units", "::mlir::ModuleOp"> {
   }];
 }
 
+def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
+  let summary = "Prints each rank's memory and collective traffic of the plan";
+  let description = [{
+    An analysis, before anything runs: from the sharding layout of the units
+    (run `fsdp-form-units` first) and the plan, the bytes each rank holds for
+    parameter shards, gradient shards and optimizer state (exact, padding
+    included), the gathered parameters at their peak (from the strategy and
+    the prefetch depth), and the bytes each rank sends per step in each kind
+    of collective (ring algorithms: a rank sends (S - 1) / S of an
+    all-gathered or reduce-scattered buffer of S shards), unit by unit.
+    Activations and workspace are not accounted for yet. The IR is unchanged.
+
+    ```sh
+    fsdp-opt examples/llama-70b.mlir --fsdp-form-units --fsdp-report -o /dev/null
+    fsdp-opt model.mlir --fsdp-set-grid="grid=16" --fsdp-form-units \
+        --fsdp-report="format=json" -o /dev/null
+    ```
+  }];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"table\"",
+           "table (for people) or json (for scripts)">,
+  ];
+}
+
 def FSDPFuseElementwisePass : Pass<"fsdp-fuse-elementwise"> {
   let summary = "Fuses chains of elementwise linalg generics";
   let description = [{

@@ -1,0 +1,212 @@
+//===- Report.cpp - fsdp-report: each rank's memory and traffic -----------===//
+//
+// What none of PyTorch FSDP, DeepSpeed or XLA tells before a run: the bytes a
+// rank holds and sends for a plan, computed from the same sharding layout the
+// partitioning uses.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Analysis/ShardingLayout.h"
+#include "fsdp/Transforms/Passes.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+
+namespace mlir::fsdp {
+#define GEN_PASS_DEF_FSDPREPORTPASS
+#include "fsdp/Transforms/Passes.h.inc"
+} // namespace mlir::fsdp
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+int64_t dtypeBytes(DType dtype) { return dtype == DType::BF16 ? 2 : 4; }
+
+/// Bytes a rank sends when a buffer of `ranks` equal shards of `shardBytes` is
+/// all-gathered or reduce-scattered with a ring: all shards but its own.
+int64_t ringGatherBytes(int64_t ranks, int64_t shardBytes) {
+  return (ranks - 1) * shardBytes;
+}
+
+/// Bytes a rank sends in a ring all-reduce of `bytes`: a reduce-scatter then
+/// an all-gather of 1/ranks each.
+int64_t ringAllReduceBytes(int64_t ranks, int64_t bytes) {
+  return ranks == 1 ? 0 : 2 * (ranks - 1) * llvm::divideCeil(bytes, ranks);
+}
+
+struct UnitTraffic {
+  int64_t gatherForward = 0, gatherBackward = 0, reduceScatter = 0, allReduce = 0;
+};
+
+struct Report {
+  int64_t params = 0, grads = 0, optimizer = 0, gatheredPeak = 0;
+  int64_t normAllReduce = 0;
+  SmallVector<UnitTraffic> traffic;
+  int64_t numParams = 0;
+
+  int64_t persistent() const { return params + grads + optimizer; }
+};
+
+Report account(const ShardingLayout &layout) {
+  PlanAttr plan = layout.plan;
+  Strategy strategy = plan.getStrategy();
+  int64_t slots = plan.getOptimizer().getStateSlots().size();
+  int64_t gatherBytes = dtypeBytes(plan.getParamDtype());
+  int64_t reduceBytes = dtypeBytes(plan.getReduceDtype());
+  int64_t ranks = layout.shardRanks;
+  // With one rank per shard group a unit is computed on in place: no gathers.
+  bool sharded = strategy != Strategy::NoShard && ranks > 1;
+  Report report;
+
+  SmallVector<int64_t> gathered;
+  for (const UnitLayout &unit : layout.units) {
+    int64_t shardBytes = unit.shardNumel * unit.elementBytes;
+    report.numParams += unit.numel;
+    report.params += shardBytes;
+    if (unit.trainable) {
+      report.grads += shardBytes;
+      report.optimizer += slots * shardBytes;
+    }
+    UnitTraffic traffic;
+    if (sharded) {
+      traffic.gatherForward = ringGatherBytes(ranks, unit.shardNumel * gatherBytes);
+      if (strategy != Strategy::ShardGradOp)
+        traffic.gatherBackward = traffic.gatherForward;
+      if (unit.trainable)
+        traffic.reduceScatter = ringGatherBytes(ranks, unit.shardNumel * reduceBytes);
+    }
+    // Gradients are averaged across copies: all ranks for no_shard, the
+    // replicas of each shard for hybrid_shard.
+    if (unit.trainable)
+      traffic.allReduce = ringAllReduceBytes(layout.replicas, unit.shardNumel * reduceBytes);
+    report.traffic.push_back(traffic);
+    gathered.push_back(sharded ? unit.paddedNumel * gatherBytes : 0);
+  }
+
+  // Gathered copies alive at once: every unit with shard_grad_op (kept from
+  // forward to backward); otherwise the unit computing and the ones prefetched
+  // behind it, at most max_inflight_gathers ahead.
+  int64_t window = strategy == Strategy::ShardGradOp
+                       ? static_cast<int64_t>(gathered.size())
+                       : 1 + std::min(plan.getPrefetch(), plan.getMaxInflightGathers());
+  for (size_t first = 0; first < gathered.size(); ++first) {
+    int64_t alive = 0;
+    for (size_t i = first; i < std::min(gathered.size(), first + window); ++i)
+      alive += gathered[i];
+    report.gatheredPeak = std::max(report.gatheredPeak, alive);
+  }
+  if (plan.getClipGradNorm().convertToDouble() > 0.0)
+    report.normAllReduce = ringAllReduceBytes(plan.getWorldSize(), 4);
+  return report;
+}
+
+std::string bytesText(int64_t bytes) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::format("%18lld  %10.3f GiB", static_cast<long long>(bytes),
+                     static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return text;
+}
+
+void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &report) {
+  PlanAttr plan = layout.plan;
+  os << "fsdp-report: grid [";
+  llvm::interleaveComma(plan.getGrid(), os);
+  os << "], " << stringifyStrategy(plan.getStrategy()) << ", " << report.numParams
+     << " parameters in " << layout.units.size() << " units, " << layout.shardRanks
+     << "-way sharded, " << layout.replicas << " replica(s)\n\n";
+  os << "per rank                                          bytes\n";
+  os << "  parameter shards               " << bytesText(report.params) << "\n";
+  os << "  gradient shards                " << bytesText(report.grads) << "\n";
+  os << "  optimizer state                " << bytesText(report.optimizer) << "\n";
+  os << "  sharded state (total)          " << bytesText(report.persistent()) << "\n";
+  os << "  gathered parameters at peak    " << bytesText(report.gatheredPeak) << "\n";
+  os << "  activations, workspace         (not planned yet)\n\n";
+
+  UnitTraffic total;
+  for (const UnitTraffic &t : report.traffic) {
+    total.gatherForward += t.gatherForward;
+    total.gatherBackward += t.gatherBackward;
+    total.reduceScatter += t.reduceScatter;
+    total.allReduce += t.allReduce;
+  }
+  os << "sent per rank per step                            bytes\n";
+  os << "  all-gather, forward            " << bytesText(total.gatherForward) << "\n";
+  os << "  all-gather, backward           " << bytesText(total.gatherBackward) << "\n";
+  os << "  reduce-scatter, gradients      " << bytesText(total.reduceScatter) << "\n";
+  os << "  all-reduce, gradients          " << bytesText(total.allReduce) << "\n";
+  os << "  all-reduce, gradient norm      " << bytesText(report.normAllReduce) << "\n\n";
+
+  os << llvm::format("%-24s %8s %16s %16s %16s %16s\n", "unit", "params", "elements",
+                     "shard bytes", "gather bytes", "reduce bytes");
+  for (auto [unit, traffic] : llvm::zip_equal(layout.units, report.traffic))
+    os << llvm::format("%-24s %8zu %16lld %16lld %16lld %16lld\n", unit.name.str().c_str(),
+                       unit.params.size(), static_cast<long long>(unit.numel),
+                       static_cast<long long>(unit.shardNumel * unit.elementBytes),
+                       static_cast<long long>(traffic.gatherForward),
+                       static_cast<long long>(traffic.reduceScatter + traffic.allReduce));
+}
+
+void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &report) {
+  namespace json = llvm::json;
+  PlanAttr plan = layout.plan;
+  json::Array units;
+  for (auto [unit, traffic] : llvm::zip_equal(layout.units, report.traffic)) {
+    json::Array params;
+    for (const ParamSlice &slice : unit.params)
+      params.push_back(json::Object{{"name", ParamOp(slice.param).getSymName()},
+                                    {"offset", slice.offset},
+                                    {"elements", slice.numel}});
+    units.push_back(json::Object{{"name", unit.name},
+                                 {"params", std::move(params)},
+                                 {"elements", unit.numel},
+                                 {"padded_elements", unit.paddedNumel},
+                                 {"shard_elements", unit.shardNumel},
+                                 {"trainable", unit.trainable},
+                                 {"all_gather_forward_bytes", traffic.gatherForward},
+                                 {"all_gather_backward_bytes", traffic.gatherBackward},
+                                 {"reduce_scatter_bytes", traffic.reduceScatter},
+                                 {"all_reduce_bytes", traffic.allReduce}});
+  }
+  json::Array grid;
+  for (int64_t size : plan.getGrid())
+    grid.push_back(size);
+  json::Object perRank{{"parameter_shards", report.params},
+                       {"gradient_shards", report.grads},
+                       {"optimizer_state", report.optimizer},
+                       {"gathered_parameters_peak", report.gatheredPeak}};
+  os << json::Value(json::Object{{"grid", std::move(grid)},
+                                 {"strategy", stringifyStrategy(plan.getStrategy())},
+                                 {"parameters", report.numParams},
+                                 {"shard_ranks", layout.shardRanks},
+                                 {"replicas", layout.replicas},
+                                 {"per_rank_bytes", std::move(perRank)},
+                                 {"gradient_norm_all_reduce_bytes", report.normAllReduce},
+                                 {"units", std::move(units)}})
+     << "\n";
+}
+
+struct FSDPReportPass : public fsdp::impl::FSDPReportPassBase<FSDPReportPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (format != "table" && format != "json") {
+      getOperation().emitError("fsdp-report: format must be table or json, got '")
+          << format << "'";
+      return signalPassFailure();
+    }
+    FailureOr<ShardingLayout> layout = ShardingLayout::build(getOperation());
+    if (failed(layout))
+      return signalPassFailure();
+    Report report = account(*layout);
+    if (format == "json")
+      printJson(llvm::outs(), *layout, report);
+    else
+      printTable(llvm::outs(), *layout, report);
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace
