@@ -186,19 +186,29 @@ static LogicalResult inferBroadcast(std::optional<Location> loc, StringRef opNam
   return success();
 }
 
-#define FSDP_BINARY_INFER(OP)                                                  \
-  LogicalResult OP::inferReturnTypes(MLIRContext *,                            \
-                                     std::optional<Location> loc,              \
-                                     Adaptor adaptor,                          \
-                                     SmallVectorImpl<Type> &inferred) {        \
-    return inferBroadcast(loc, OP::getOperationName(), adaptor.getLhs(),   \
-                          adaptor.getRhs(), inferred);                \
-  }
-FSDP_BINARY_INFER(AddOp)
-FSDP_BINARY_INFER(SubOp)
-FSDP_BINARY_INFER(MulOp)
-FSDP_BINARY_INFER(DivOp)
-#undef FSDP_BINARY_INFER
+LogicalResult AddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferBroadcast(loc, getOperationName(), adaptor.getLhs(), adaptor.getRhs(),
+                        inferred);
+}
+
+LogicalResult SubOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferBroadcast(loc, getOperationName(), adaptor.getLhs(), adaptor.getRhs(),
+                        inferred);
+}
+
+LogicalResult MulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferBroadcast(loc, getOperationName(), adaptor.getLhs(), adaptor.getRhs(),
+                        inferred);
+}
+
+LogicalResult DivOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                      Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  return inferBroadcast(loc, getOperationName(), adaptor.getLhs(), adaptor.getRhs(),
+                        inferred);
+}
 
 LogicalResult ScaleOp::verify() {
   if (!std::isfinite(getFactor().convertToDouble()))
