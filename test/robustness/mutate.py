@@ -724,8 +724,8 @@ def execute(cmd, timeout):
         return subprocess.CompletedProcess(cmd, proc.returncode, None, err)
 
 
-def run_one(fsdp_opt, mutant, timeout):
-    mutant.cmd = [fsdp_opt, mutant.path]
+def run_one(fsdp_opt, mutant, timeout, tool_args=()):
+    mutant.cmd = [fsdp_opt, mutant.path, *tool_args]
     try:
         proc = execute(mutant.cmd, timeout)
     except subprocess.TimeoutExpired as e:
@@ -778,6 +778,11 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="parallel runs (default: os.cpu_count())")
     ap.add_argument("--keep-all", action="store_true", help="keep passing mutants too")
+    ap.add_argument("--min-count", type=int, default=MIN_MUTANTS,
+                    help="fail when fewer mutants run (default %(default)s)")
+    ap.add_argument("--tool-arg", action="append", default=[], dest="tool_args",
+                    help="an argument passed to the tool after the mutant (repeatable), "
+                         "e.g. to run fsdpc or a pass pipeline instead of plain parsing")
     ap.add_argument("inputs", nargs="+", help="example .mlir files to mutate")
     args = ap.parse_args(argv)
 
@@ -818,8 +823,9 @@ def main(argv=None):
         baseline.append(b)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        baseline = list(pool.map(lambda m: run_one(fsdp_opt, m, args.timeout), baseline))
-        done = list(pool.map(lambda m: run_one(fsdp_opt, m, args.timeout), mutants))
+        run = lambda m: run_one(fsdp_opt, m, args.timeout, args.tool_args)
+        baseline = list(pool.map(run, baseline))
+        done = list(pool.map(run, mutants))
 
     failures = [m for m in baseline + done if m.status == "failed"]
     for m in done:
@@ -864,9 +870,9 @@ def main(argv=None):
         print("  mutant:   %s" % m.path)
 
     ok = True
-    if len(done) < MIN_MUTANTS:
+    if len(done) < args.min_count:
         print("\nFAIL: only %d mutants were run, at least %d are required"
-              % (len(done), MIN_MUTANTS))
+              % (len(done), args.min_count))
         ok = False
     if failures:
         bad_base = [b for b in baseline if b.status == "failed"]
