@@ -68,6 +68,9 @@ cl::opt<Emit> emit("emit", cl::desc("What to write"),
 cl::opt<std::string> gridOverride(
     "grid", cl::desc("Compile for this device grid instead of the plan's: N or R,S"),
     cl::value_desc("N|R,S"), cl::cat(fsdpcCategory));
+cl::opt<std::string> report(
+    "report", cl::desc("Print each rank's memory and traffic (table or json) and stop"),
+    cl::value_desc("table|json"), cl::ValueOptional, cl::cat(fsdpcCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3, default 3)"),
                            cl::Prefix, cl::init(3), cl::cat(fsdpcCategory));
 
@@ -188,6 +191,14 @@ LogicalResult compile() {
     fsdp::FSDPSetGridPassOptions options;
     options.grid = *grid;
     pm.addPass(fsdp::createFSDPSetGridPass(options));
+  }
+  if (report.getNumOccurrences()) {
+    // The report describes the plan; nothing is compiled.
+    pm.addPass(fsdp::createFSDPFormUnitsPass());
+    fsdp::FSDPReportPassOptions options;
+    options.format = report.empty() ? "table" : report.getValue();
+    pm.addPass(fsdp::createFSDPReportPass(options));
+    return pm.run(**module);
   }
   fsdp::buildCPUPipeline(pm);
   if (failed(pm.run(**module)))
