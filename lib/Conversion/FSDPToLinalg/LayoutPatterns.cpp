@@ -14,17 +14,6 @@ using namespace mlir::fsdp;
 
 namespace {
 
-RankedTensorType tensorType(Value value) {
-  return llvm::cast<RankedTensorType>(value.getType());
-}
-
-/// One group holding every dimension of a tensor of `rank`.
-SmallVector<ReassociationIndices> allInOneGroup(int64_t rank) {
-  if (rank == 0)
-    return {};
-  return {llvm::to_vector(llvm::seq<int64_t>(0, rank))};
-}
-
 /// Any shape to any shape of the same element count, row-major: through the
 /// flat vector, which bufferizes to views, never copies.
 Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target) {
@@ -39,13 +28,8 @@ Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target
     return tensor::ExpandShapeOp::create(b, loc, target, input,
                                          ArrayRef<ReassociationIndices>{});
   }
-  Value flat = input;
-  if (from.getRank() != 1)
-    flat = tensor::CollapseShapeOp::create(b, loc, input, allInOneGroup(from.getRank()));
-  if (target.getRank() == 1)
-    return flat;
-  return tensor::ExpandShapeOp::create(b, loc, target, flat,
-                                       allInOneGroup(target.getRank()));
+  Value flat = collapseLeading(b, loc, input, 0);
+  return expandLeading(b, loc, flat, target, 0);
 }
 
 struct ReshapeLowering : OpRewritePattern<ReshapeOp> {

@@ -97,6 +97,35 @@ Value mlir::fsdp::buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
   return buildGeneric(b, loc, inputs, accumulator, maps, iterators, body);
 }
 
+RankedTensorType mlir::fsdp::tensorType(Value value) {
+  return llvm::cast<RankedTensorType>(value.getType());
+}
+
+/// Reassociation that merges all dimensions but the last `keep` into one.
+static SmallVector<ReassociationIndices> mergeLeading(int64_t rank, int64_t keep) {
+  SmallVector<ReassociationIndices> groups(1);
+  for (int64_t dim = 0; dim < rank - keep; ++dim)
+    groups.front().push_back(dim);
+  for (int64_t dim = rank - keep; dim < rank; ++dim)
+    groups.push_back({dim});
+  return groups;
+}
+
+Value mlir::fsdp::collapseLeading(OpBuilder &b, Location loc, Value value, int64_t keep) {
+  int64_t rank = tensorType(value).getRank();
+  if (rank == keep + 1)
+    return value;
+  return tensor::CollapseShapeOp::create(b, loc, value, mergeLeading(rank, keep));
+}
+
+Value mlir::fsdp::expandLeading(OpBuilder &b, Location loc, Value value,
+                                RankedTensorType type, int64_t keep) {
+  if (value.getType() == type)
+    return value;
+  return tensor::ExpandShapeOp::create(b, loc, type, value,
+                                       mergeLeading(type.getRank(), keep));
+}
+
 SmallVector<int64_t> mlir::fsdp::leadingDims(int64_t rank) {
   return llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
 }

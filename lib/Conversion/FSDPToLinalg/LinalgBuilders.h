@@ -45,6 +45,18 @@ Value buildParallel(OpBuilder &b, Location loc, RankedTensorType resultType,
 Value buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
                      ArrayRef<int64_t> dims, double init, BodyBuilder body);
 
+/// The ranked tensor type of a value the fsdp ops produce.
+RankedTensorType tensorType(Value value);
+
+/// Merges every dimension but the last `keep` into one: [a, b, ..., K] -> [a*b*..., K]
+/// for keep = 1, a flat vector for keep = 0. Returns `value` when already so.
+Value collapseLeading(OpBuilder &b, Location loc, Value value, int64_t keep);
+
+/// The inverse of collapseLeading: splits the leading dimension of `value`
+/// back into those of `type`.
+Value expandLeading(OpBuilder &b, Location loc, Value value, RankedTensorType type,
+                    int64_t keep);
+
 /// A floating-point constant of `type`.
 Value constantFloat(OpBuilder &b, Location loc, Type type, double value);
 

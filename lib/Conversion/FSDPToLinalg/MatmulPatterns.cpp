@@ -18,37 +18,6 @@ using namespace mlir::fsdp;
 
 namespace {
 
-RankedTensorType tensorType(Value value) {
-  return llvm::cast<RankedTensorType>(value.getType());
-}
-
-/// Reassociation that merges all leading dimensions but the last `keep`.
-SmallVector<ReassociationIndices> mergeLeading(int64_t rank, int64_t keep) {
-  SmallVector<ReassociationIndices> groups(1);
-  for (int64_t dim = 0; dim <= rank - keep - 1; ++dim)
-    groups.front().push_back(dim);
-  for (int64_t dim = rank - keep; dim < rank; ++dim)
-    groups.push_back({dim});
-  return groups;
-}
-
-/// Collapses the leading dimensions of `value` so that `keep` trailing ones
-/// and one merged leading dimension remain.
-Value collapseLeading(OpBuilder &b, Location loc, Value value, int64_t keep) {
-  int64_t rank = tensorType(value).getRank();
-  if (rank == keep + 1)
-    return value;
-  return tensor::CollapseShapeOp::create(b, loc, value, mergeLeading(rank, keep));
-}
-
-Value expandLeading(OpBuilder &b, Location loc, Value value, RankedTensorType type,
-                    int64_t keep) {
-  if (value.getType() == type)
-    return value;
-  return tensor::ExpandShapeOp::create(b, loc, type, value,
-                                       mergeLeading(type.getRank(), keep));
-}
-
 ArrayAttr mapsAttr(OpBuilder &b, ArrayRef<AffineMap> maps) {
   SmallVector<Attribute> attrs;
   for (AffineMap map : maps)

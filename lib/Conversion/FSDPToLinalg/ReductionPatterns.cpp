@@ -21,10 +21,6 @@ using namespace mlir::fsdp;
 
 namespace {
 
-RankedTensorType tensorType(Value value) {
-  return llvm::cast<RankedTensorType>(value.getType());
-}
-
 Value sumOf(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> dims) {
   return buildReduction(b, loc, input, dims, 0.0,
                         [](OpBuilder &nb, Location l, ValueRange a) {
@@ -299,17 +295,7 @@ struct RMSNormGradLowering : OpRewritePattern<RMSNormGradOp> {
 /// Logits as [N, C] and targets as [N].
 std::pair<Value, Value> flattenPositions(OpBuilder &b, Location loc, Value logits,
                                          Value targets) {
-  int64_t rank = tensorType(logits).getRank();
-  if (rank == 2)
-    return {logits, targets};
-  SmallVector<ReassociationIndices> logitGroups(1), targetGroups(1);
-  for (int64_t dim = 0; dim < rank - 1; ++dim) {
-    logitGroups.front().push_back(dim);
-    targetGroups.front().push_back(dim);
-  }
-  logitGroups.push_back({rank - 1});
-  return {tensor::CollapseShapeOp::create(b, loc, logits, logitGroups),
-          tensor::CollapseShapeOp::create(b, loc, targets, targetGroups)};
+  return {collapseLeading(b, loc, logits, 1), collapseLeading(b, loc, targets, 0)};
 }
 
 /// Row maxima and sums of exp(x - max) of [N, C] logits.
@@ -377,15 +363,7 @@ struct CrossEntropyGradLowering : OpRewritePattern<CrossEntropyGradOp> {
               m.constant(a[0], 1.0), m.constant(a[0], 0.0));
           return m.mul(m.sub(p, isTarget), m.mul(a[4], m.constant(a[0], inverseN)));
         });
-    if (grad.getType() != op.getType()) {
-      int64_t rank = op.getType().getRank();
-      SmallVector<ReassociationIndices> groups(1);
-      for (int64_t dim = 0; dim < rank - 1; ++dim)
-        groups.front().push_back(dim);
-      groups.push_back({rank - 1});
-      grad = tensor::ExpandShapeOp::create(rewriter, loc, op.getType(), grad, groups);
-    }
-    rewriter.replaceOp(op, grad);
+    rewriter.replaceOp(op, expandLeading(rewriter, loc, grad, op.getType(), 1));
     return success();
   }
 };
