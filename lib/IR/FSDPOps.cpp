@@ -84,6 +84,12 @@ LogicalResult ParamOp::verify() {
            << type;
   if (std::optional<StringRef> unit = getUnit(); unit && unit->empty())
     return emitOpError("unit name must not be empty");
+  if (std::optional<int64_t> offset = getOffset()) {
+    if (!getUnit())
+      return emitOpError("an offset ('at') needs a unit");
+    if (*offset < 0)
+      return emitOpError("offset must not be negative, got ") << *offset;
+  }
   return getInit().verifyForType(type, [&] { return emitOpError(); });
 }
 
@@ -471,9 +477,20 @@ LogicalResult ClipCoefficientOp::verify() {
 }
 
 LogicalResult UpdateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  Operation *target = symbolTable.lookupNearestSymbolFrom(*this, getParamAttr());
+  if (auto unit = llvm::dyn_cast_if_present<UnitOp>(target)) {
+    SmallVector<ParamOp> members = unit.getMembers();
+    if (!members.empty() && members.front().getFrozen())
+      return emitOpError("unit '") << getParam() << "' is frozen and cannot be updated";
+    if (unit.getShardType() != getGrad().getType())
+      return emitOpError("gradient type ")
+             << getGrad().getType() << " is not the shard type " << unit.getShardType()
+             << " of unit '" << getParam() << "'";
+    return success();
+  }
+  auto param = llvm::dyn_cast_if_present<ParamOp>(target);
   if (!param)
-    return emitOpError("'") << getParam() << "' does not name an fsdp.param";
+    return emitOpError("'") << getParam() << "' does not name an fsdp.param or fsdp.unit";
   if (param.getFrozen())
     return emitOpError("'") << getParam() << "' is frozen and cannot be updated";
   if (param.getType() != getGrad().getType())

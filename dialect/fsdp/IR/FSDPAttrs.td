@@ -60,6 +60,20 @@ def FSDP_DType : I32EnumAttr<"DType", "floating-point storage type", [
   let genSpecializedAttr = 0;
 }
 
+// Collectives: how values combine, and over which ranks.
+def FSDP_Reduction : I32EnumAttr<"Reduction", "reduction of a collective", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Avg", 1, "avg">]> {
+  let cppNamespace = "::mlir::fsdp";
+}
+
+def FSDP_Group : I32EnumAttr<"Group", "ranks of a collective", [
+    I32EnumAttrCase<"World", 0, "world">,
+    I32EnumAttrCase<"Shard", 1, "shard">,
+    I32EnumAttrCase<"Replica", 2, "replica">]> {
+  let cppNamespace = "::mlir::fsdp";
+}
+
 def FSDP_RematPolicy : I32EnumAttr<"RematPolicy", "activation recompute policy", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"Selective", 1, "selective">,

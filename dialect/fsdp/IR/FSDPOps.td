@@ -53,7 +53,9 @@ def FSDP_ParamOp : FSDP_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     name, its static f32 or bf16 type, how it is initialised, and the FSDP unit
     it belongs to. Parameters of one unit are gathered and freed together.
     Without `unit` the parameter belongs to the root unit, or to the unit
-    chosen by auto-wrap when the plan asks for it.
+    chosen by auto-wrap when the plan asks for it. `at` is the parameter's
+    element offset in its unit's flat buffer (see `fsdp.unit`), which
+    `fsdp-partition` sets.
 
     ```mlir
     fsdp.param @fc1.w unit "fc1" : tensor<784x256xf32> = #fsdp.fan_in_normal<scale = 1.0>
@@ -65,9 +67,11 @@ def FSDP_ParamOp : FSDP_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                        TypeAttrOf<AnyRankedTensor>:$type,
                        FSDP_InitAttr:$init,
                        OptionalAttr<StrAttr>:$unit,
+                       OptionalAttr<I64Attr>:$offset,
                        UnitAttr:$frozen);
   let assemblyFormat = [{
-    (`frozen` $frozen^)? $sym_name (`unit` $unit^)? `:` $type `=` $init attr-dict
+    (`frozen` $frozen^)? $sym_name (`unit` $unit^)? (`at` $offset^)? `:` $type `=` $init
+    attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -407,6 +411,7 @@ def FSDP_BroadcastOp : FSDP_Op<"broadcast",
   let hasVerifier = 1;
 }
 
+include "fsdp/IR/FSDPShardingOps.td"
 include "fsdp/IR/FSDPGradientOps.td"
 include "fsdp/IR/FSDPOptimizerOps.td"
 

@@ -27,7 +27,8 @@ def FSDP_UpdateOp : FSDP_Op<"update",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Applies the optimizer to one parameter";
   let description = [{
-    Updates the parameter `@name` in place with its gradient, scaled by the
+    Updates the parameter `@name` in place with its gradient (or, when `@name`
+    is an `fsdp.unit`, this rank's shard of the unit with its gradient shard), scaled by the
     optional clipping coefficient, at step `step` (counted from 1) with
     learning rate `lr`, using `optimizer` and the optimizer's state of this
     parameter (momentum, or AdamW's moments), which it updates too.
@@ -35,6 +36,8 @@ def FSDP_UpdateOp : FSDP_Op<"update",
     ```mlir
     fsdp.update @fc1.w, %g step %t lr %lr scaled %c {optimizer = #fsdp.adamw<lr = 0.001>}
         : tensor<784x256xf32>, tensor<f32>
+    fsdp.update @fc1, %shard step %t lr %lr {optimizer = #fsdp.adamw<lr = 0.001>}
+        : tensor<100480xf32>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$param, FSDP_Tensor:$grad, I64:$step, F32:$lr,

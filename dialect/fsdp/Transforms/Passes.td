@@ -71,6 +71,71 @@ def FSDPFormUnitsPass : Pass<"fsdp-form-units", "::mlir::ModuleOp"> {
   }];
 }
 
+def FSDPPartitionPass : Pass<"fsdp-partition", "::mlir::ModuleOp"> {
+  let summary = "Lays units out as flat sharded buffers and splits the batch";
+  let description = [{
+    Runs on the model (before `fsdp-autodiff`), after `fsdp-form-units`:
+
+    - every unit becomes one flat buffer: an `fsdp.unit` op gives its size,
+      its shard size (the padded size over the ranks of the shard axis,
+      rounded up to 16 elements, so every shard starts on a cache line) and
+      its number of shards, and each `fsdp.param` gets its element offset in
+      it (`at`), parameters back to back in declaration order;
+    - the model's inputs get their per-rank batch: the model file is written
+      for the global batch, and every rank of the data-parallel world (all
+      ranks, whatever the strategy) gets `batch / ranks` rows. The types of
+      the loss function are re-derived from the new input types; dimension 0
+      of a value that depends on an input is its batch dimension.
+
+    ```mlir
+    fsdp.param @fc1.w unit "fc1" at 0 : tensor<784x256xf32> = #fsdp.fan_in_uniform
+    fsdp.param @fc1.b unit "fc1" at 200704 : tensor<256xf32> = #fsdp.zeros
+    fsdp.unit @fc1 numel 200960 shard 100480 ranks 2 : f32
+    func.func @loss(%x: tensor<32x784xf32>, %y: tensor<32xi32>) -> tensor<f32>
+    ```
+
+    The loss must be a mean over the batch: the ranks' gradients are
+    averaged, and so are their losses.
+  }];
+}
+
+def FSDPInsertCollectivesPass : Pass<"fsdp-insert-collectives", "::mlir::ModuleOp"> {
+  let summary = "Gathers units just in time, frees them, reduces their gradients";
+  let description = [{
+    Runs on `@train_step` (after `fsdp-autodiff`) of a partitioned module.
+    For each unit whose shards are spread over several ranks:
+
+    - `fsdp.all_gather` right before the first use of any of its parameters
+      in the forward pass; the uses read `fsdp.view`s of the gathered buffer;
+    - `fsdp.free` after its last use in the forward pass and, with
+      `full_shard` and `hybrid_shard`, another `fsdp.all_gather` right before
+      its first use in the backward pass, freed after its last one
+      (`shard_grad_op` and `no_shard` keep the forward gather);
+    - for a trainable unit, `fsdp.flatten` of its parameters' gradients right
+      after the last of them is computed, then `fsdp.reduce_scatter` (avg)
+      over the shard group, then `fsdp.all_reduce` (avg) over the replica
+      group when there are replicas (`no_shard`, `hybrid_shard`);
+    - one `fsdp.update` of the unit's shard, at the end of the step, in unit
+      order; with gradient clipping, after an `fsdp.all_reduce` (sum) of the
+      ranks' partial sums of squares.
+
+    Frozen units are gathered and freed but get no gradient traffic. With one
+    shard per unit (`no_shard`, or one rank) parameters stay `fsdp.use`s.
+
+    ```mlir
+    %fc1 = fsdp.all_gather @fc1 : tensor<200960xf32>
+    %w = fsdp.view @fc1.w in %fc1 : tensor<200960xf32> -> tensor<784x256xf32>
+    ...
+    fsdp.free %fc1 : tensor<200960xf32>
+    ...
+    %g = fsdp.flatten @fc1 (%dw, %db) : tensor<784x256xf32>, tensor<256xf32> -> tensor<200960xf32>
+    %s = fsdp.reduce_scatter %g avg : tensor<200960xf32> -> tensor<100480xf32>
+    fsdp.update @fc1, %s step %step lr %lr {optimizer = #fsdp.adamw<lr = 0.001>} : tensor<100480xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
   let summary = "Prints each rank's memory and collective traffic of the plan";
   let description = [{

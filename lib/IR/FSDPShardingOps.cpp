@@ -1,0 +1,156 @@
+//===- FSDPShardingOps.cpp - units and collectives: verifiers -------------===//
+
+#include "fsdp/IR/FSDPOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+//===----------------------------------------------------------------------===//
+// UnitOp
+//===----------------------------------------------------------------------===//
+
+RankedTensorType UnitOp::getFlatType() {
+  return RankedTensorType::get({int64_t(getShard() * getRanks())}, getElementType());
+}
+
+RankedTensorType UnitOp::getShardType() {
+  return RankedTensorType::get({int64_t(getShard())}, getElementType());
+}
+
+SmallVector<ParamOp> UnitOp::getMembers() {
+  SmallVector<ParamOp> members;
+  auto module = (*this)->getParentOfType<ModuleOp>();
+  for (ParamOp param : module.getOps<ParamOp>())
+    if (param.getUnit() == getSymName())
+      members.push_back(param);
+  return members;
+}
+
+LogicalResult UnitOp::verify() {
+  if (int64_t(getNumel()) < 1 || int64_t(getShard()) < 1 || int64_t(getRanks()) < 1)
+    return emitOpError("numel, shard and ranks must be at least 1");
+  int64_t flat = 0;
+  if (llvm::MulOverflow<int64_t>(getShard(), getRanks(), flat) || flat < int64_t(getNumel()))
+    return emitOpError("the ") << getRanks() << " shards of " << getShard()
+                               << " elements do not hold the unit's " << getNumel()
+                               << " elements";
+  // The members tile [0, numel) in declaration order, as fsdp-partition lays
+  // them out; anything else is a layout the runtime would misread.
+  int64_t next = 0;
+  for (ParamOp param : getMembers()) {
+    RankedTensorType type = param.getTensorType();
+    if (type.getElementType() != getElementType())
+      return emitOpError("parameter '")
+             << param.getSymName() << "' has element type " << type.getElementType()
+             << ", but the unit holds " << getElementType();
+    if (param.getOffset() != next)
+      return emitOpError("parameter '")
+             << param.getSymName() << "' must be at offset " << next
+             << " (right after the previous member), got "
+             << (param.getOffset() ? std::to_string(*param.getOffset()) : "none");
+    next += type.getNumElements();
+  }
+  if (next != int64_t(getNumel()))
+    return emitOpError("the parameters of the unit hold ")
+           << next << " elements, but numel is " << getNumel();
+  return success();
+}
+
+/// The unit `name` refers to, or an error at `op`.
+static FailureOr<UnitOp> lookupUnit(Operation *op, FlatSymbolRefAttr name,
+                                    SymbolTableCollection &symbolTable) {
+  auto unit = symbolTable.lookupNearestSymbolFrom<UnitOp>(op, name);
+  if (!unit)
+    return op->emitOpError("'") << name.getValue() << "' does not name an fsdp.unit";
+  return unit;
+}
+
+//===----------------------------------------------------------------------===//
+// AllGatherOp / ParamViewOp / FreeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<UnitOp> unit = lookupUnit(*this, getUnitAttr(), symbolTable);
+  if (failed(unit))
+    return failure();
+  if (getType() != unit->getFlatType())
+    return emitOpError("result type ") << getType() << " is not the flat type "
+                                       << unit->getFlatType() << " of unit '" << getUnit()
+                                       << "'";
+  return success();
+}
+
+LogicalResult ParamViewOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param)
+    return emitOpError("'") << getParam() << "' does not name an fsdp.param";
+  if (param.getType() != getType())
+    return emitOpError("type ") << getType() << " does not match the declaration of '"
+                                << getParam() << "' as " << param.getType();
+  if (!param.getUnit() || !param.getOffset())
+    return emitOpError("'") << getParam() << "' has no place in a unit; run fsdp-partition";
+  auto unit = symbolTable.lookupNearestSymbolFrom<UnitOp>(
+      *this, StringAttr::get(getContext(), *param.getUnit()));
+  if (!unit)
+    return emitOpError("the unit '") << *param.getUnit() << "' of '" << getParam()
+                                     << "' has no fsdp.unit";
+  if (getGathered().getType() != unit.getFlatType())
+    return emitOpError("the gathered buffer has type ")
+           << getGathered().getType() << ", but unit '" << unit.getSymName()
+           << "' is " << unit.getFlatType();
+  return success();
+}
+
+LogicalResult FreeOp::verify() {
+  if (!getGathered().getDefiningOp<AllGatherOp>())
+    return emitOpError("frees a value that no fsdp.all_gather produced");
+  for (Operation *user : getGathered().getUsers())
+    if (user != getOperation() &&
+        (user->getBlock() != (*this)->getBlock() || !user->isBeforeInBlock(*this)))
+      return emitOpError("the freed buffer is still used afterwards")
+                 .attachNote(user->getLoc())
+             << "used here";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// FlattenOp / ReduceScatterOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult FlattenOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  FailureOr<UnitOp> unit = lookupUnit(*this, getUnitAttr(), symbolTable);
+  if (failed(unit))
+    return failure();
+  SmallVector<ParamOp> members = unit->getMembers();
+  if (members.size() != getGrads().size())
+    return emitOpError("unit '") << getUnit() << "' has " << members.size()
+                                 << " parameters, but " << getGrads().size()
+                                 << " gradients are given";
+  for (auto [index, pair] : llvm::enumerate(llvm::zip_equal(members, getGrads()))) {
+    auto [param, grad] = pair;
+    if (param.getType() != grad.getType())
+      return emitOpError("gradient #") << index << " has type " << grad.getType()
+                                       << ", but '" << param.getSymName() << "' is "
+                                       << param.getType();
+  }
+  if (getType() != unit->getFlatType())
+    return emitOpError("result type ") << getType() << " is not the flat type "
+                                       << unit->getFlatType() << " of unit '" << getUnit()
+                                       << "'";
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getType();
+  if (input.getRank() != 1 || result.getRank() != 1 ||
+      input.getElementType() != result.getElementType())
+    return emitOpError("input and result must be 1-D tensors of one element type");
+  if (input.getDimSize(0) % result.getDimSize(0) != 0)
+    return emitOpError("the input's ")
+           << input.getDimSize(0) << " elements do not split into shards of "
+           << result.getDimSize(0);
+  return success();
+}

@@ -1,0 +1,160 @@
+//===- Partition.cpp - fsdp-partition: flat sharded units, per-rank batch -===//
+//
+// The two layout decisions of data parallelism, made once on the model:
+// where each parameter lives in its unit's flat sharded buffer (from
+// ShardingLayout, which fsdp-report reads too), and which rows of the batch a
+// rank computes (every rank a contiguous block of batch / ranks rows).
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Analysis/ShardingLayout.h"
+#include "fsdp/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace mlir::fsdp {
+#define GEN_PASS_DEF_FSDPPARTITIONPASS
+#include "fsdp/Transforms/Passes.h.inc"
+} // namespace mlir::fsdp
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// Re-derives the types of a function's ops after its inputs lost all but
+/// 1/ranks of their rows. A value derived from an input keeps the batch in
+/// dimension 0, which is what lets reshapes and broadcasts be re-typed.
+class BatchSplitter {
+public:
+  BatchSplitter(int64_t ranks) : ranks(ranks) {}
+
+  LogicalResult split(func::FuncOp function);
+
+private:
+  /// The type with dimension 0 divided by the ranks, or an error at `loc`.
+  FailureOr<RankedTensorType> splitType(Location loc, Type type, StringRef what);
+  LogicalResult retype(Operation &op);
+  void setType(Value value, Type type) {
+    originalTypes.try_emplace(value, value.getType());
+    value.setType(type);
+  }
+  Type originalType(Value value) { return originalTypes.lookup(value) ?: value.getType(); }
+
+  int64_t ranks;
+  llvm::DenseSet<Value> batched;
+  llvm::DenseMap<Value, Type> originalTypes;
+};
+
+FailureOr<RankedTensorType> BatchSplitter::splitType(Location loc, Type type,
+                                                     StringRef what) {
+  auto tensor = llvm::dyn_cast<RankedTensorType>(type);
+  if (!tensor || tensor.getRank() == 0)
+    return emitError(loc) << what << " has no batch dimension to split across " << ranks
+                          << " ranks: " << type;
+  int64_t rows = tensor.getDimSize(0);
+  if (rows % ranks != 0)
+    return emitError(loc) << what << " " << type << ": the batch of " << rows
+                          << " does not split evenly across " << ranks << " ranks";
+  SmallVector<int64_t> shape(tensor.getShape());
+  shape[0] = rows / ranks;
+  return tensor.clone(shape);
+}
+
+LogicalResult BatchSplitter::retype(Operation &op) {
+  if (auto infer = llvm::dyn_cast<InferTypeOpInterface>(op)) {
+    SmallVector<Type> types;
+    if (failed(infer.inferReturnTypes(op.getContext(), op.getLoc(), op.getOperands(),
+                                      op.getRawDictionaryAttrs(), op.getPropertiesStorage(),
+                                      op.getRegions(), types)))
+      return op.emitError("cannot compute this op on a part of the batch (split across ")
+             << ranks << " ranks)";
+    for (auto [result, type] : llvm::zip_equal(op.getResults(), types))
+      setType(result, type);
+    return success();
+  }
+  if (isa<ReshapeOp, BroadcastOp>(op)) {
+    // Rows stay whole: a rank's contiguous block of the input is a contiguous
+    // block of the result's leading dimension.
+    Value input = op.getOperand(0);
+    auto inputType = llvm::cast<RankedTensorType>(originalType(input));
+    auto resultType = llvm::cast<RankedTensorType>(op.getResult(0).getType());
+    if (isa<BroadcastOp>(op) && inputType.getRank() != resultType.getRank())
+      return op.emitError("broadcasting adds leading dimensions in front of the batch "
+                          "dimension; the batch cannot be split across ")
+             << ranks << " ranks";
+    FailureOr<RankedTensorType> type = splitType(op.getLoc(), resultType, "the result");
+    if (failed(type))
+      return failure();
+    setType(op.getResult(0), *type);
+    return success();
+  }
+  // Ops whose results repeat their first operand's type.
+  Type before = originalType(op.getOperand(0));
+  if (llvm::all_of(op.getResultTypes(), [&](Type type) { return type == before; })) {
+    for (Value result : op.getResults())
+      setType(result, op.getOperand(0).getType());
+    return success();
+  }
+  return op.emitError("cannot tell how this op's result depends on the batch, which "
+                      "is split across ")
+         << ranks << " ranks";
+}
+
+LogicalResult BatchSplitter::split(func::FuncOp function) {
+  Block &body = function.getBody().front();
+  for (BlockArgument input : body.getArguments()) {
+    FailureOr<RankedTensorType> type =
+        splitType(function.getLoc(), input.getType(),
+                  ("input #" + std::to_string(input.getArgNumber())));
+    if (failed(type))
+      return failure();
+    setType(input, *type);
+    batched.insert(input);
+  }
+  for (Operation &op : body.without_terminator()) {
+    if (llvm::none_of(op.getOperands(), [&](Value v) { return batched.contains(v); }))
+      continue;
+    if (failed(retype(op)))
+      return failure();
+    batched.insert(op.result_begin(), op.result_end());
+  }
+  function.setFunctionType(FunctionType::get(function.getContext(), body.getArgumentTypes(),
+                                             body.getTerminator()->getOperandTypes()));
+  return success();
+}
+
+struct FSDPPartitionPass : public fsdp::impl::FSDPPartitionPassBase<FSDPPartitionPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<ShardingLayout> layout = ShardingLayout::build(module);
+    if (failed(layout))
+      return signalPassFailure();
+    if (!module.getOps<UnitOp>().empty()) {
+      module.emitError("the module is partitioned already");
+      return signalPassFailure();
+    }
+
+    OpBuilder b(&getContext());
+    for (const UnitLayout &unit : layout->units) {
+      for (const ParamSlice &slice : unit.params)
+        ParamOp(slice.param).setOffset(slice.offset);
+      b.setInsertionPointAfter(ParamOp(unit.params.back().param));
+      UnitOp::create(b, ParamOp(unit.params.back().param).getLoc(), unit.name, unit.numel,
+                     unit.shardNumel, layout->shardRanks,
+                     llvm::cast<FloatType>(unit.elementType));
+    }
+
+    auto functions = llvm::to_vector(module.getOps<func::FuncOp>());
+    if (functions.size() != 1 || !functions.front().getBody().hasOneBlock()) {
+      module.emitError("fsdp-partition expects one single-block function, the model's "
+                       "loss");
+      return signalPassFailure();
+    }
+    int64_t ranks = layout->plan.getWorldSize();
+    if (ranks > 1 && failed(BatchSplitter(ranks).split(functions.front())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
