@@ -34,8 +34,12 @@
 using namespace mlir;
 
 void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
-  // fsdp: the step, bound to the runtime's arena, then compute in linalg.
+  // fsdp: the sharded step, bound to the runtime's arena, then compute in
+  // linalg.
+  pm.addPass(createFSDPFormUnitsPass());
+  pm.addPass(createFSDPPartitionPass());
   pm.addPass(createFSDPAutodiffPass());
+  pm.addPass(createFSDPInsertCollectivesPass());
   pm.addPass(createConvertFSDPToRuntimePass());
   pm.addPass(createConvertFSDPToLinalgPass());
   pm.addPass(createFSDPFuseElementwisePass());

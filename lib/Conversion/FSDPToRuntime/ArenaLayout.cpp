@@ -28,29 +28,34 @@ ArenaLayout ArenaLayout::build(ModuleOp module, func::FuncOp step, unsigned numI
                                OptimizerAttrInterface optimizer) {
   ArenaLayout layout;
   Allocator arena;
-  SmallVector<ParamOp> updated;
-  step.walk([&](UpdateOp update) {
-    updated.push_back(SymbolTable::lookupNearestSymbolFrom<ParamOp>(update,
-                                                                   update.getParamAttr()));
-  });
-  for (ParamOp param : module.getOps<ParamOp>())
-    layout.params[param] = arena.take(tensorBytes(param.getTensorType()));
-  for (ParamOp param : updated)
-    layout.grads[param] = arena.take(tensorBytes(param.getTensorType()));
-  for (ParamOp param : updated)
-    for (StringRef slot : optimizer.getStateSlots())
-      layout.state.push_back({param, slot, arena.take(tensorBytes(param.getTensorType()))});
+  for (UnitOp unit : module.getOps<UnitOp>()) {
+    UnitRegions regions;
+    regions.unit = unit;
+    SmallVector<ParamOp> members = unit.getMembers();
+    regions.trainable = members.empty() || !members.front().getFrozen();
+    layout.units.push_back(std::move(regions));
+  }
+  // Parameters, then gradients, then state: a rank's parameter shards are
+  // one contiguous block, as are its gradient shards.
+  for (UnitRegions &regions : layout.units)
+    regions.params = arena.take(tensorBytes(regions.unit.getShardType()));
+  for (UnitRegions &regions : layout.units)
+    if (regions.trainable)
+      regions.grads = arena.take(tensorBytes(regions.unit.getShardType()));
+  for (UnitRegions &regions : layout.units)
+    if (regions.trainable)
+      for (StringRef slot : optimizer.getStateSlots())
+        regions.state.push_back({slot, arena.take(tensorBytes(regions.unit.getShardType()))});
   for (unsigned i = 0; i < numInputs; ++i)
     layout.inputs.push_back(arena.take(
         tensorBytes(llvm::cast<RankedTensorType>(step.getArgumentTypes()[i]))));
-  layout.totalBytes = llvm::alignTo(arena.end, kAlignment);
+  layout.persistentBytes = llvm::alignTo(arena.end, kAlignment);
   return layout;
 }
 
-SmallVector<const StateSlot *> ArenaLayout::stateOf(ParamOp param) const {
-  SmallVector<const StateSlot *> slots;
-  for (const StateSlot &slot : state)
-    if (slot.param == param)
-      slots.push_back(&slot);
-  return slots;
+const UnitRegions &ArenaLayout::of(StringRef unit) const {
+  for (const UnitRegions &regions : units)
+    if (regions.unit.getSymName() == unit)
+      return regions;
+  llvm_unreachable("a unit the layout does not know");
 }

@@ -6,7 +6,6 @@
 #include "fsdp/IR/FSDPOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/MapVector.h"
 
 namespace mlir::fsdp {
 
@@ -16,34 +15,39 @@ struct ArenaRegion {
   int64_t bytes = 0;
 };
 
-/// One optimizer state tensor of one parameter.
+/// One optimizer state tensor of one unit's shard.
 struct StateSlot {
-  ParamOp param;
   StringRef name;
   ArenaRegion region;
 };
 
-/// The arena of one rank: parameters, the gradients of updated parameters,
-/// the optimizer state and the batch's inputs, each 64-byte aligned, in that
-/// order.
+/// What one rank keeps of a unit from step to step: its parameter shard and,
+/// for a trainable unit, its gradient shard and optimizer state.
+struct UnitRegions {
+  mutable UnitOp unit; // op handles have no const accessors
+  bool trainable = true;
+  ArenaRegion params;
+  ArenaRegion grads;
+  SmallVector<StateSlot> state;
+};
+
+/// The persistent part of one rank's arena: each unit's shards, then the
+/// batch's inputs, each 64-byte aligned. The step's transient buffers follow
+/// (fsdp-assign-buffers places them).
 struct ArenaLayout {
   static constexpr int64_t kAlignment = 64;
 
-  llvm::MapVector<ParamOp, ArenaRegion> params;
-  llvm::MapVector<ParamOp, ArenaRegion> grads;
-  SmallVector<StateSlot> state;
+  SmallVector<UnitRegions> units;
   SmallVector<ArenaRegion> inputs;
-  int64_t totalBytes = 0;
+  int64_t persistentBytes = 0;
 
-  /// Lays out the module's parameters and the tensor inputs of `step`.
+  /// Lays out the module's units and the tensor inputs of `step`.
   static ArenaLayout build(ModuleOp module, func::FuncOp step, unsigned numInputs,
                            OptimizerAttrInterface optimizer);
 
-  /// The state slots of `param`, in the optimizer's order.
-  SmallVector<const StateSlot *> stateOf(ParamOp param) const;
+  const UnitRegions &of(StringRef unit) const;
 };
 
-/// Bytes of a tensor type's data.
 int64_t tensorBytes(RankedTensorType type);
 
 } // namespace mlir::fsdp

@@ -30,28 +30,285 @@ namespace {
 constexpr StringLiteral kStepFunction = "fsdp_train_step";
 constexpr StringLiteral kManifestGlobal = "fsdp_manifest";
 
-/// Creates views of the arena's regions at one insertion point.
-class ArenaViews {
+/// Runtime functions the step calls (docs/Runtime.md, section 6).
+constexpr StringLiteral kAllGather = "fsdprt_all_gather_start";
+constexpr StringLiteral kReduceScatter = "fsdprt_reduce_scatter_start";
+constexpr StringLiteral kAllReduce = "fsdprt_all_reduce_start";
+constexpr StringLiteral kWait = "fsdprt_wait";
+
+/// Lowers the step's fsdp ops onto buffers: persistent ones in the arena,
+/// transient ones (gathered units, flat gradients) as allocations that
+/// fsdp-assign-buffers places later. Each collective is a start/wait pair of
+/// runtime calls.
+class StepLowering {
 public:
-  ArenaViews(OpBuilder &b, Location loc, Value arena) : b(b), loc(loc), arena(arena) {}
+  StepLowering(ModuleOp module, const ArenaLayout &layout, Value arena, Block &body)
+      : module(module), layout(layout), arena(arena), body(body),
+        b(OpBuilder::atBlockBegin(&body)) {}
 
-  Value memref(ArenaRegion region, RankedTensorType type) {
-    Value offset = arith::ConstantIndexOp::create(b, loc, region.offset);
-    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
-    return memref::ViewOp::create(b, loc, memrefType, arena, offset, ValueRange{});
+  LogicalResult lower(Value stepNumber, Value learningRate);
+
+  /// A byte buffer of the arena.
+  Value arenaBytes(Location loc, ArenaRegion region) { return bytesView(loc, arena, region.offset, region.bytes); }
+  /// `shape` x `elementType` at byte `offset` of the byte buffer `bytes`.
+  Value view(Location loc, Value bytes, int64_t offset, ArrayRef<int64_t> shape,
+             Type elementType) {
+    Value at = arith::ConstantIndexOp::create(b, loc, offset);
+    return memref::ViewOp::create(b, loc, MemRefType::get(shape, elementType), bytes, at,
+                                  ValueRange{});
   }
-
-  /// The region's contents as a tensor nobody else writes during the step.
-  Value tensor(ArenaRegion region, RankedTensorType type) {
-    return bufferization::ToTensorOp::create(b, loc, type, memref(region, type),
-                                             b.getUnitAttr(), UnitAttr());
+  /// A tensor of a buffer's bytes that nothing else writes while it is read.
+  Value tensor(Location loc, Value bytes, int64_t offset, RankedTensorType type) {
+    Value memref = view(loc, bytes, offset, type.getShape(), type.getElementType());
+    return bufferization::ToTensorOp::create(b, loc, type, memref, b.getUnitAttr(),
+                                             UnitAttr());
   }
 
 private:
-  OpBuilder &b;
-  Location loc;
+  Value bytesView(Location loc, Value bytes, int64_t offset, int64_t size) {
+    return view(loc, bytes, offset, {size}, b.getI8Type());
+  }
+  Value allocBytes(Location loc, int64_t size) {
+    return memref::AllocOp::create(b, loc, MemRefType::get({size}, b.getI8Type()),
+                                   b.getI64IntegerAttr(ArenaLayout::kAlignment));
+  }
+  /// Starts a collective and waits for it.
+  void collective(Location loc, StringRef name, ValueRange args);
+  /// Replaces `result` by a tensor of the buffer that now holds it.
+  void bindResult(Value result, Value bytes);
+  UnitOp unitOf(StringRef name) { return module.lookupSymbol<UnitOp>(name); }
+
+  LogicalResult lowerUse(UseOp use);
+  void lowerAllGather(AllGatherOp gather);
+  void lowerFlatten(FlattenOp flatten);
+  LogicalResult lowerReduceScatter(ReduceScatterOp reduce);
+  void lowerAllReduce(AllReduceOp reduce);
+  LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
+
+  ModuleOp module;
+  const ArenaLayout &layout;
   Value arena;
+  Block &body;
+  OpBuilder b;
+  /// Where the values of collectives live: a byte buffer.
+  llvm::DenseMap<Value, Value> buffers;
+  /// Flat gradients written straight into a unit's gradient shard.
+  llvm::DenseSet<Value> inGradientShard;
+  llvm::DenseMap<ParamOp, Value> paramTensors;
 };
+
+void StepLowering::collective(Location loc, StringRef name, ValueRange args) {
+  auto declare = [&](StringRef callee, TypeRange inputs, TypeRange results) {
+    if (auto existing = module.lookupSymbol<func::FuncOp>(callee))
+      return existing;
+    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
+    auto decl = func::FuncOp::create(top, loc, callee,
+                                     FunctionType::get(b.getContext(), inputs, results));
+    decl.setPrivate();
+    return decl;
+  };
+  func::FuncOp start = declare(name, ValueRange(args).getTypes(), {b.getI32Type()});
+  Value handle = func::CallOp::create(b, loc, start, args).getResult(0);
+  func::CallOp::create(b, loc, declare(kWait, {b.getI32Type()}, {}), handle);
+}
+
+void StepLowering::bindResult(Value result, Value bytes) {
+  auto type = llvm::cast<RankedTensorType>(result.getType());
+  Value value = tensor(result.getLoc(), bytes, 0, type);
+  result.replaceAllUsesWith(value);
+  buffers[value] = bytes;
+}
+
+/// The address of a buffer, as the runtime's C declarations take it. (A
+/// memref argument would need one declaration per buffer size.)
+static Value pointerTo(OpBuilder &b, Location loc, Value buffer) {
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value address64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                                  address64);
+}
+
+static Value i32Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+}
+static Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
+}
+
+LogicalResult StepLowering::lowerUse(UseOp use) {
+  auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(use, use.getParamAttr());
+  const UnitRegions &regions = layout.of(*param.getUnit());
+  if (regions.unit.getRanks() != 1)
+    return use.emitOpError("reads a parameter of a sharded unit; run "
+                           "fsdp-insert-collectives first");
+  Value &value = paramTensors[param];
+  if (!value) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&body);
+    int64_t elementBytes = tensorBytes(param.getTensorType()) /
+                           param.getTensorType().getNumElements();
+    value = tensor(param.getLoc(), arena,
+                   regions.params.offset + *param.getOffset() * elementBytes,
+                   param.getTensorType());
+  }
+  use.replaceAllUsesWith(value);
+  return success();
+}
+
+void StepLowering::lowerAllGather(AllGatherOp gather) {
+  Location loc = gather.getLoc();
+  UnitOp unit = unitOf(gather.getUnit());
+  const UnitRegions &regions = layout.of(unit.getSymName());
+  Value full = allocBytes(loc, tensorBytes(unit.getFlatType()));
+  Value shard = arenaBytes(loc, regions.params);
+  collective(loc, kAllGather,
+             {pointerTo(b, loc, shard), pointerTo(b, loc, full),
+              i64Constant(b, loc, regions.params.bytes),
+              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  buffers[gather.getResult()] = full;
+}
+
+void StepLowering::lowerFlatten(FlattenOp flatten) {
+  Location loc = flatten.getLoc();
+  UnitOp unit = unitOf(flatten.getUnit());
+  Type elementType = unit.getElementType();
+  int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
+  // With one shard the flat gradient is the gradient shard: write it there.
+  Value flat;
+  if (unit.getRanks() == 1) {
+    flat = arenaBytes(loc, layout.of(unit.getSymName()).grads);
+    inGradientShard.insert(flatten.getResult());
+  } else {
+    flat = allocBytes(loc, tensorBytes(unit.getFlatType()));
+  }
+  int64_t padding = unit.getFlatType().getNumElements() - unit.getNumel();
+  if (padding > 0) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
+    linalg::FillOp::create(b, loc, zero,
+                           view(loc, flat, unit.getNumel() * elementBytes, {padding},
+                                elementType));
+  }
+  for (auto [param, grad] : llvm::zip_equal(unit.getMembers(), flatten.getGrads())) {
+    auto type = llvm::cast<RankedTensorType>(grad.getType());
+    Value slot = view(loc, flat, *param.getOffset() * elementBytes, type.getShape(),
+                      elementType);
+    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad, slot,
+                                                      /*restrict=*/true, /*writable=*/true);
+  }
+  buffers[flatten.getResult()] = flat;
+}
+
+LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
+  Location loc = reduce.getLoc();
+  auto flatten = reduce.getInput().getDefiningOp<FlattenOp>();
+  if (!flatten)
+    return reduce.emitOpError("reduces a value no fsdp.flatten produced; the CPU target "
+                              "reduce-scatters flat gradients only");
+  const UnitRegions &regions = layout.of(flatten.getUnit());
+  Value shard = arenaBytes(loc, regions.grads);
+  collective(loc, kReduceScatter,
+             {pointerTo(b, loc, buffers.lookup(flatten.getResult())),
+              pointerTo(b, loc, shard),
+              i64Constant(b, loc, reduce.getType().getNumElements()),
+              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
+              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  bindResult(reduce.getResult(), shard);
+  inGradientShard.insert(reduce.getResult());
+  return success();
+}
+
+void StepLowering::lowerAllReduce(AllReduceOp reduce) {
+  Location loc = reduce.getLoc();
+  Value input = reduce.getInput();
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  // In place when the input has a buffer nobody reads afterwards.
+  Value bytes = buffers.lookup(input);
+  if (!bytes || !input.hasOneUse()) {
+    bytes = allocBytes(loc, tensorBytes(type));
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, input, view(loc, bytes, 0, type.getShape(), type.getElementType()),
+        /*restrict=*/true, /*writable=*/true);
+  } else if (inGradientShard.contains(input)) {
+    inGradientShard.insert(reduce.getResult());
+  }
+  collective(loc, kAllReduce,
+             {pointerTo(b, loc, bytes),
+              i64Constant(b, loc, type.getNumElements()),
+              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
+              i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
+  bindResult(reduce.getResult(), bytes);
+}
+
+LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
+                                        Value learningRate) {
+  Location loc = update.getLoc();
+  UnitOp unit = unitOf(update.getParam());
+  if (!unit)
+    return update.emitOpError("updates a parameter, not a unit's shard; run "
+                              "fsdp-partition and fsdp-insert-collectives first");
+  const UnitRegions &regions = layout.of(unit.getSymName());
+  RankedTensorType type = unit.getShardType();
+  auto shardView = [&](ArenaRegion region) {
+    return view(loc, arena, region.offset, type.getShape(), type.getElementType());
+  };
+  UpdateOperands operands;
+  operands.grad = shardView(regions.grads);
+  // Gradients that were reduced elsewhere land in the gradient shard first.
+  Value grad = update.getGrad();
+  if (!inGradientShard.contains(grad) && !inGradientShard.contains(buffers.lookup(grad)))
+    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad,
+                                                      operands.grad, /*restrict=*/true,
+                                                      /*writable=*/true);
+  operands.param = shardView(regions.params);
+  for (const StateSlot &slot : regions.state)
+    operands.state.push_back(shardView(slot.region));
+  operands.step = stepNumber;
+  operands.lr = learningRate;
+  if (Value coefficient = update.getCoefficient())
+    operands.coefficient = tensor::ExtractOp::create(b, loc, coefficient);
+  buildOptimizerUpdate(b, loc, update.getOptimizer(), operands);
+  return success();
+}
+
+LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
+  SmallVector<Operation *> lowered;
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    b.setInsertionPoint(&op);
+    LogicalResult result = success();
+    if (auto use = dyn_cast<UseOp>(op))
+      result = lowerUse(use);
+    else if (auto gather = dyn_cast<AllGatherOp>(op))
+      lowerAllGather(gather);
+    else if (auto paramView = dyn_cast<ParamViewOp>(op)) {
+      auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(&op, paramView.getParamAttr());
+      int64_t elementBytes = tensorBytes(param.getTensorType()) /
+                             param.getTensorType().getNumElements();
+      paramView.replaceAllUsesWith(tensor(op.getLoc(), buffers.lookup(paramView.getGathered()),
+                                          *param.getOffset() * elementBytes,
+                                          param.getTensorType()));
+    } else if (auto flatten = dyn_cast<FlattenOp>(op))
+      lowerFlatten(flatten);
+    else if (auto reduce = dyn_cast<ReduceScatterOp>(op))
+      result = lowerReduceScatter(reduce);
+    else if (auto reduce = dyn_cast<AllReduceOp>(op))
+      lowerAllReduce(reduce);
+    else if (auto update = dyn_cast<UpdateOp>(op))
+      result = lowerUpdate(update, stepNumber, learningRate);
+    else if (!isa<FreeOp>(op))
+      continue;
+    if (failed(result))
+      return failure();
+    lowered.push_back(&op);
+  }
+  // Gathered and flat buffers are read only by the ops lowered here.
+  for (Operation *op : lowered)
+    op->dropAllReferences();
+  for (Operation *op : lowered) {
+    op->dropAllUses();
+    op->erase();
+  }
+  return success();
+}
 
 struct ConvertFSDPToRuntimePass
     : public fsdp::impl::ConvertFSDPToRuntimePassBase<ConvertFSDPToRuntimePass> {
@@ -96,48 +353,16 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   // The new signature: (arena, step, lr) -> f32.
   Block &body = step.getBody().front();
   Location loc = step.getLoc();
-  auto arenaType = MemRefType::get({layout.totalBytes}, IntegerType::get(ctx, 8));
+  auto arenaType = MemRefType::get({layout.persistentBytes}, IntegerType::get(ctx, 8));
   Value arena = body.insertArgument(0u, arenaType, loc);
-  OpBuilder b = OpBuilder::atBlockBegin(&body);
-  ArenaViews views(b, loc, arena);
-
+  StepLowering lowering(module, layout, arena, body);
   for (unsigned i = 0; i < numInputs; ++i)
     body.getArgument(1 + i).replaceAllUsesWith(
-        views.tensor(layout.inputs[i], inputTypes[i]));
+        lowering.tensor(loc, arena, layout.inputs[i].offset, inputTypes[i]));
+  if (failed(lowering.lower(body.getArgument(1 + numInputs), body.getArgument(2 + numInputs))))
+    return failure();
 
-  // One tensor per parameter: the values the whole step reads.
-  SymbolTable symbols(module);
-  llvm::DenseMap<ParamOp, Value> paramTensors;
-  for (auto [param, region] : layout.params)
-    paramTensors[param] = views.tensor(region, param.getTensorType());
-  for (UseOp use : llvm::make_early_inc_range(body.getOps<UseOp>())) {
-    use.replaceAllUsesWith(paramTensors[symbols.lookup<ParamOp>(use.getParam())]);
-    use.erase();
-  }
-
-  Value stepNumber = body.getArgument(1 + numInputs);
-  Value learningRate = body.getArgument(2 + numInputs);
-  for (UpdateOp update : llvm::make_early_inc_range(body.getOps<UpdateOp>())) {
-    b.setInsertionPoint(update);
-    ParamOp param = symbols.lookup<ParamOp>(update.getParam());
-    RankedTensorType type = param.getTensorType();
-    ArenaViews here(b, update.getLoc(), arena);
-    UpdateOperands operands;
-    operands.grad = here.memref(layout.grads.lookup(param), type);
-    bufferization::MaterializeInDestinationOp::create(b, update.getLoc(), TypeRange{},
-                                                      update.getGrad(), operands.grad,
-                                                      /*restrict=*/true, /*writable=*/true);
-    operands.param = here.memref(layout.params.lookup(param), type);
-    for (const StateSlot *slot : layout.stateOf(param))
-      operands.state.push_back(here.memref(slot->region, type));
-    operands.step = stepNumber;
-    operands.lr = learningRate;
-    if (Value coefficient = update.getCoefficient())
-      operands.coefficient = tensor::ExtractOp::create(b, update.getLoc(), coefficient);
-    buildOptimizerUpdate(b, update.getLoc(), update.getOptimizer(), operands);
-    update.erase();
-  }
-
+  OpBuilder b(ctx);
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   b.setInsertionPoint(ret);
   Value loss = tensor::ExtractOp::create(b, ret.getLoc(), ret.getOperand(0));
@@ -159,6 +384,8 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
 
   for (ParamOp param : llvm::make_early_inc_range(module.getOps<ParamOp>()))
     param.erase();
+  for (UnitOp unit : llvm::make_early_inc_range(module.getOps<UnitOp>()))
+    unit.erase();
   module->removeAttr(FSDPDialect::getPlanAttrName());
   return success();
 }
@@ -167,9 +394,9 @@ void ConvertFSDPToRuntimePass::runOnOperation() {
   ModuleOp module = getOperation();
   auto plan = module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName());
   auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!plan || !step) {
-    module.emitError("convert-fsdp-to-runtime needs the plan and the @train_step that "
-                     "fsdp-autodiff derives");
+  if (!plan || !step || module.getOps<UnitOp>().empty()) {
+    module.emitError("convert-fsdp-to-runtime needs the plan, the units of fsdp-partition "
+                     "and the @train_step of fsdp-autodiff");
     return signalPassFailure();
   }
   if (failed(convert(module, plan, step)))

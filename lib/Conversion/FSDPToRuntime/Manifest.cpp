@@ -74,26 +74,35 @@ static json::Object optimizerOf(OptimizerAttrInterface optimizer) {
 std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                                       ArrayRef<RankedTensorType> inputTypes,
                                       ArrayRef<InputRole> roles) {
-  json::Array params;
-  for (auto [constParam, region] : layout.params) {
-    ParamOp param = constParam;
-    params.push_back(json::Object{
-        {"name", param.getSymName()},
-        {"shape", shapeOf(param.getTensorType())},
-        {"dtype", dtypeName(param.getTensorType().getElementType())},
-        {"unit", param.getUnit().value_or("")},
-        {"trainable", !param.getFrozen()},
-        {"init", initializerOf(param.getInit())},
-        {"offset", region.offset},
-        {"bytes", region.bytes}});
+  json::Array units, params;
+  int64_t shardRanks = 1;
+  for (const UnitRegions &regions : layout.units) {
+    UnitOp unit = regions.unit;
+    shardRanks = unit.getRanks();
+    json::Object entry{{"name", unit.getSymName()},
+                       {"dtype", dtypeName(unit.getElementType())},
+                       {"trainable", regions.trainable},
+                       {"numel", static_cast<int64_t>(unit.getNumel())},
+                       {"shard_numel", static_cast<int64_t>(unit.getShard())},
+                       {"param_offset", regions.params.offset}};
+    if (regions.trainable) {
+      entry["grad_offset"] = regions.grads.offset;
+      json::Array state;
+      for (const StateSlot &slot : regions.state)
+        state.push_back(json::Object{{"slot", slot.name}, {"offset", slot.region.offset}});
+      entry["state"] = std::move(state);
+    }
+    units.push_back(std::move(entry));
+    for (ParamOp param : unit.getMembers())
+      params.push_back(json::Object{
+          {"name", param.getSymName()},
+          {"shape", shapeOf(param.getTensorType())},
+          {"dtype", dtypeName(param.getTensorType().getElementType())},
+          {"unit", unit.getSymName()},
+          {"trainable", !param.getFrozen()},
+          {"init", initializerOf(param.getInit())},
+          {"unit_offset", static_cast<int64_t>(*param.getOffset())}});
   }
-
-  json::Array state;
-  for (const StateSlot &slot : layout.state)
-    state.push_back(json::Object{{"param", ParamOp(slot.param).getSymName()},
-                                 {"slot", slot.name},
-                                 {"offset", slot.region.offset},
-                                 {"bytes", slot.region.bytes}});
 
   json::Array inputs;
   for (auto [index, type] : llvm::enumerate(inputTypes)) {
@@ -111,18 +120,23 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
   json::Array grid;
   for (int64_t size : plan.getGrid())
     grid.push_back(size);
-  int64_t batch = inputTypes.empty() || inputTypes.front().getRank() == 0
-                      ? 1
-                      : inputTypes.front().getDimSize(0);
-  json::Object manifest{{"version", 1},
-                        {"arena_bytes", layout.totalBytes},
-                        {"batch", batch},
+  int64_t world = plan.getWorldSize();
+  int64_t localBatch = inputTypes.empty() || inputTypes.front().getRank() == 0
+                           ? 1
+                           : inputTypes.front().getDimSize(0);
+  json::Object manifest{{"version", 2},
+                        {"arena_bytes", layout.persistentBytes},
+                        {"persistent_bytes", layout.persistentBytes},
+                        {"batch", localBatch * world},
+                        {"local_batch", localBatch},
                         {"grid", std::move(grid)},
                         {"strategy", stringifyStrategy(plan.getStrategy())},
+                        {"shard_ranks", shardRanks},
+                        {"replicas", world / shardRanks},
                         {"optimizer", optimizerOf(plan.getOptimizer())},
                         {"clip_grad_norm", toDouble(plan.getClipGradNorm())},
+                        {"units", std::move(units)},
                         {"params", std::move(params)},
-                        {"state", std::move(state)},
                         {"inputs", std::move(inputs)}};
   std::string text;
   llvm::raw_string_ostream os(text);
