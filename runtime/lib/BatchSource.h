@@ -1,8 +1,8 @@
 //===- BatchSource.h - Where a step's inputs come from ----------*- C++ -*-===//
 //
-// Before each step the runtime writes the batch's inputs at their arena
-// offsets (docs/Runtime.md, section 4), either from a data file or from the
-// seeded synthetic task.
+// Before each step the runtime writes this rank's rows of the batch at the
+// inputs' arena offsets (docs/Runtime.md, section 4), either from a data file
+// or from the seeded synthetic task.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,12 +13,33 @@
 
 namespace fsdprt {
 
+struct Manifest;
+
+/// Which samples a rank's rows hold. The global batch of step s is samples
+/// (s - 1) * batch + g mod N, g = 0 .. batch - 1; rank r takes its rows
+/// g = r * local_batch + b, b = 0 .. local_batch - 1. With one rank this is
+/// the whole batch, in order.
+struct RankRows {
+  int64_t batch = 0; // global
+  int64_t localBatch = 0;
+  int64_t rank = 0;
+
+  RankRows(const Manifest &manifest, int64_t rank);
+  RankRows(int64_t batch, int64_t localBatch, int64_t rank)
+      : batch(batch), localBatch(localBatch), rank(rank) {}
+
+  /// The sample that local row `row` of step `step` (from 1) holds, in a
+  /// data set of `samples` samples. Exact for any step: (step - 1) * batch
+  /// can exceed 64 bits on a long run.
+  int64_t sampleOf(int64_t step, int64_t row, int64_t samples) const;
+};
+
 class BatchSource {
 public:
   virtual ~BatchSource() = default;
 
-  /// Writes every model input of step `step` (counting from 1) at its offset
-  /// in `arena`.
+  /// Writes this rank's rows of every model input of step `step` (counting
+  /// from 1) at their offsets in `arena`.
   virtual void writeBatch(int64_t step, uint8_t *arena) = 0;
 };
 

@@ -58,8 +58,8 @@ private:
 };
 } // namespace
 
-DataFile::DataFile(std::string path, const Manifest &manifest)
-    : path(std::move(path)), inputs(manifest.inputs), batch(manifest.batch) {}
+DataFile::DataFile(std::string path, const Manifest &manifest, int64_t rank)
+    : path(std::move(path)), inputs(manifest.inputs), rows(manifest, rank) {}
 
 DataFile::~DataFile() {
   if (mapping)
@@ -70,8 +70,9 @@ void DataFile::fail(const std::string &what) const {
   fatal("data file '" + path + "': " + what);
 }
 
-std::unique_ptr<DataFile> DataFile::open(const std::string &path, const Manifest &manifest) {
-  std::unique_ptr<DataFile> file(new DataFile(path, manifest));
+std::unique_ptr<DataFile> DataFile::open(const std::string &path, const Manifest &manifest,
+                                         int64_t rank) {
+  std::unique_ptr<DataFile> file(new DataFile(path, manifest, rank));
   file->mapFile();
   file->readHeader();
   file->checkIntegerBounds();
@@ -200,14 +201,8 @@ void DataFile::checkIntegerBounds() const {
 }
 
 void DataFile::writeBatch(int64_t step, uint8_t *arena) {
-  // (step - 1) * batch can exceed 64 bits on a long run; the sample index is
-  // taken modulo N exactly.
-  unsigned __int128 first =
-      static_cast<unsigned __int128>(step - 1) * static_cast<uint64_t>(batch);
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t n = static_cast<int64_t>((first + static_cast<uint64_t>(b)) %
-                                     static_cast<uint64_t>(sampleCount));
-    const uint8_t *sample = records + n * recordBytes;
+  for (int64_t b = 0; b < rows.localBatch; ++b) {
+    const uint8_t *sample = records + rows.sampleOf(step, b, sampleCount) * recordBytes;
     for (size_t t = 0; t < inputs.size(); ++t) {
       const InputSpec &input = inputs[t];
       int64_t bytes = input.sampleBytes();

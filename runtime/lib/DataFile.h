@@ -27,8 +27,10 @@ class DataFile final : public BatchSource {
 public:
   /// Opens `path` and checks it against the model's inputs. A missing, short
   /// or mismatched file, or an integer outside its input's bound, is fatal and
-  /// reported with the file name (and the sample).
-  static std::unique_ptr<DataFile> open(const std::string &path, const Manifest &manifest);
+  /// reported with the file name (and the sample). `rank` chooses the rows
+  /// written (RankRows); every rank reads the same file.
+  static std::unique_ptr<DataFile> open(const std::string &path, const Manifest &manifest,
+                                        int64_t rank = 0);
 
   ~DataFile() override;
   DataFile(const DataFile &) = delete;
@@ -36,11 +38,11 @@ public:
 
   int64_t numSamples() const { return sampleCount; }
 
-  /// Step `step` uses samples ((step - 1) * batch + b) mod N, b = 0 .. batch - 1.
+  /// Local row b of step `step` holds sample RankRows::sampleOf(step, b, N).
   void writeBatch(int64_t step, uint8_t *arena) override;
 
 private:
-  DataFile(std::string path, const Manifest &manifest);
+  DataFile(std::string path, const Manifest &manifest, int64_t rank);
   void mapFile();
   void readHeader();
   void checkIntegerBounds() const;
@@ -48,7 +50,7 @@ private:
 
   std::string path;
   std::vector<InputSpec> inputs;
-  int64_t batch;
+  RankRows rows;
 
   const uint8_t *mapping = nullptr;
   size_t mappingBytes = 0;

@@ -2,13 +2,23 @@
 
 #include "Error.h"
 
+#include "Ranks.h"
+
 #include <charconv>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace fsdprt {
 
-void fatal(const std::string &message) {
+static bool sameOnEveryRank = false;
+
+/// How long a rank other than 0 waits for rank 0's abort before reporting a
+/// shared error itself.
+static constexpr std::chrono::seconds kSharedErrorGrace{10};
+
+[[noreturn]] static void report(const std::string &prefix, const std::string &message, bool abort) {
   // Progress lines already printed should come before the error.
   std::fflush(stdout);
   // The contract is one line per error, whatever a message embeds (e.g. the
@@ -17,8 +27,33 @@ void fatal(const std::string &message) {
   for (char &c : line)
     if (c == '\n' || c == '\r')
       c = ' ';
-  std::fprintf(stderr, "trainer: error: %s\n", line.c_str());
+  std::fprintf(stderr, "trainer: error: %s%s\n", prefix.c_str(), line.c_str());
+  std::fflush(stderr);
+  if (abort)
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  // A 1-rank run (or an error before MPI starts) just exits: nothing waits
+  // for it, and MPI_Abort would add its own banner to the one line.
   std::exit(1);
+}
+
+void fatal(const std::string &message) {
+  bool multiRank = mpiRunning() && worldSize() > 1;
+  if (!multiRank)
+    report("", message, false);
+  int rank = worldRank();
+  if (sameOnEveryRank) {
+    if (rank == 0)
+      report("", message, true);
+    std::this_thread::sleep_for(kSharedErrorGrace);
+  }
+  report("rank " + std::to_string(rank) + ": ", message, true);
+}
+
+SameErrorOnEveryRank::SameErrorOnEveryRank() : outer(!sameOnEveryRank) { sameOnEveryRank = true; }
+
+SameErrorOnEveryRank::~SameErrorOnEveryRank() {
+  if (outer)
+    sameOnEveryRank = false;
 }
 
 std::string formatReal(double value) {

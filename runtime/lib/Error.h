@@ -5,6 +5,10 @@
 // stderr and exit status 1. There is no recovery to do in a trainer, so the
 // components report where they detect the problem, with the context they have.
 //
+// With more than one rank the line names the rank (`trainer: error: rank 1:
+// ...`) and MPI_Abort stops every rank at once: the others may be waiting for
+// this one in a collective, and would otherwise hang.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDPRT_ERROR_H
@@ -14,9 +18,25 @@
 
 namespace fsdprt {
 
-/// Prints `trainer: error: <message>` (on one line) to stderr and exits with
-/// status 1.
+/// Prints `trainer: error: <message>` (on one line, with `rank R: ` before
+/// the message when the world has more than one rank) to stderr and exits
+/// with status 1, or aborts every rank.
 [[noreturn]] void fatal(const std::string &message);
+
+/// While one is alive, errors are ones every rank detects alike at the same
+/// point (a bad manifest, the wrong number of ranks, a diverged loss): rank 0
+/// reports the error once, without a rank, and stops every rank; the others
+/// wait to be stopped (and report it themselves if that does not happen).
+class SameErrorOnEveryRank {
+public:
+  SameErrorOnEveryRank();
+  ~SameErrorOnEveryRank();
+  SameErrorOnEveryRank(const SameErrorOnEveryRank &) = delete;
+  SameErrorOnEveryRank &operator=(const SameErrorOnEveryRank &) = delete;
+
+private:
+  bool outer;
+};
 
 /// Formats a real number for a message: shortest form that reads back exactly.
 std::string formatReal(double value);

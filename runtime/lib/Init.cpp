@@ -5,6 +5,7 @@
 #include "DType.h"
 #include "Philox.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace fsdprt {
@@ -54,9 +55,32 @@ void initializeRange(const ParamSpec &param, uint64_t seed, int64_t begin, int64
               param.dtype, out);
 }
 
-void initializeParameters(const Manifest &manifest, uint64_t seed, uint8_t *arena) {
-  for (const ParamSpec &param : manifest.params)
-    initializeRange(param, seed, 0, param.numElements(), arena + param.offset);
+ShardRange ownedRange(const UnitSpec &unit, int64_t shardIndex) {
+  return {shardIndex * unit.shardNumel, (shardIndex + 1) * unit.shardNumel};
+}
+
+ShardRange ownedPart(const ParamSpec &param, ShardRange owned) {
+  int64_t begin = std::max(param.unitOffset, owned.begin);
+  int64_t end = std::min(param.unitOffset + param.numElements(), owned.end);
+  if (begin >= end)
+    return {0, 0};
+  return {begin - param.unitOffset, end - param.unitOffset};
+}
+
+void initializeShards(const Manifest &manifest, uint64_t seed, int64_t shardIndex,
+                      uint8_t *arena) {
+  for (const ParamSpec &param : manifest.params) {
+    const UnitSpec &unit = manifest.units[param.unitIndex];
+    ShardRange owned = ownedRange(unit, shardIndex);
+    ShardRange part = ownedPart(param, owned);
+    if (part.begin == part.end)
+      continue;
+    // Element e of the parameter is element unitOffset + e of the flat
+    // buffer, which this rank stores at (unitOffset + e - owned.begin).
+    int64_t position = param.unitOffset + part.begin - owned.begin;
+    initializeRange(param, seed, part.begin, part.end,
+                    arena + unit.paramOffset + position * static_cast<int64_t>(dtypeSize(param.dtype)));
+  }
 }
 
 } // namespace fsdprt

@@ -3,7 +3,7 @@
 // docs/Runtime.md, section 3: a parameter element's initial value depends only
 // on (seed, parameter name, element index). Filling any sub-range gives the
 // same bytes as filling the whole tensor, which is what lets a rank initialise
-// just its shard.
+// just its shard: together the shards hold the values of a 1-rank run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,8 +31,24 @@ double initialValue(const InitSpec &init, double fanIn, uint64_t seed, uint64_t 
 void initializeRange(const ParamSpec &param, uint64_t seed, int64_t begin, int64_t end,
                      void *dst);
 
-/// Writes every parameter's initial values at its offset in `arena`.
-void initializeParameters(const Manifest &manifest, uint64_t seed, uint8_t *arena);
+/// The elements [begin, end) of a unit's flat buffer that a rank owns.
+struct ShardRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+/// The range shard `shardIndex` (rank % shard_ranks) owns in `unit`.
+ShardRange ownedRange(const UnitSpec &unit, int64_t shardIndex);
+
+/// The part of `param` inside `owned`, as element indices of the parameter
+/// (empty when begin == end).
+ShardRange ownedPart(const ParamSpec &param, ShardRange owned);
+
+/// Writes the initial values of the elements of every parameter that shard
+/// `shardIndex` owns into the parameter shards of `arena`. Padding and
+/// everything else are left alone (the arena starts zero-filled).
+void initializeShards(const Manifest &manifest, uint64_t seed, int64_t shardIndex,
+                      uint8_t *arena);
 
 } // namespace fsdprt
 

@@ -2,7 +2,9 @@
 //
 // Validation mirrors the dialect's verifiers (lib/IR/FSDPAttrs.cpp) where the
 // manifest repeats what the model said, and adds what only the compiler's
-// layout decides: offsets inside the arena, sizes and disjointness. Unknown
+// layout decides: how the grid splits into shards and replicas, units and
+// where their parameters lie, offsets inside the persistent region, sizes and
+// disjointness. Unknown
 // keys are ignored so that the compiler can add fields before the runtime
 // reads them.
 //
@@ -142,22 +144,31 @@ static DType readDType(const Node &node) {
   return *dtype;
 }
 
-/// Reads `offset` and `bytes` of a tensor and checks they fit in the arena.
+/// Checks that `bytes` bytes at `offset`, of elements of `alignment` bytes,
+/// lie inside the persistent region (where everything the manifest places
+/// lives); `node` is the offset's field, which messages name.
+static void checkPersistent(const Node &node, const Manifest &manifest, int64_t offset,
+                            int64_t bytes, size_t alignment) {
+  if (offset % static_cast<int64_t>(alignment) != 0)
+    node.fail("offset " + std::to_string(offset) + " is not a multiple of the element size " +
+              std::to_string(alignment));
+  if (bytes > manifest.persistentBytes || offset > manifest.persistentBytes - bytes)
+    node.fail("bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
+              ") lie outside the persistent region of " +
+              std::to_string(manifest.persistentBytes) + " bytes");
+}
+
+/// Reads `offset` and `bytes` of an input and checks they fit.
 static void readPlacement(const Node &node, const Manifest &manifest, int64_t expectedBytes,
                           size_t alignment, int64_t &offset, int64_t &bytes) {
   Node offsetNode = node.field("offset");
   offset = offsetNode.integer(0);
-  if (offset % static_cast<int64_t>(alignment) != 0)
-    offsetNode.fail("offset " + std::to_string(offset) + " is not a multiple of the element size " +
-                    std::to_string(alignment));
   Node bytesNode = node.field("bytes");
   bytes = bytesNode.integer(1);
-  if (expectedBytes > 0 && bytes != expectedBytes)
+  if (bytes != expectedBytes)
     bytesNode.fail("the shape and dtype need " + std::to_string(expectedBytes) + " bytes, got " +
                    std::to_string(bytes));
-  if (bytes > manifest.arenaBytes || offset > manifest.arenaBytes - bytes)
-    node.fail("bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
-              ") lie outside the arena of " + std::to_string(manifest.arenaBytes) + " bytes");
+  checkPersistent(offsetNode, manifest, offset, bytes, alignment);
 }
 
 static InitSpec readInit(const Node &node, const std::vector<int64_t> &shape) {
@@ -273,6 +284,135 @@ static void readGridAndStrategy(const Node &root, Manifest &manifest) {
                       " needs strategy hybrid_shard, got " + manifest.strategy);
 }
 
+/// shard_ranks and replicas: the grid read as replicas x shard_ranks, which
+/// the strategy decides (docs/Sharding.md: a shard axis of the whole grid for
+/// full_shard and shard_grad_op, of its second dimension for hybrid_shard, of
+/// one rank for no_shard).
+static void readRanks(const Node &root, Manifest &manifest) {
+  int32_t maxRanks = std::numeric_limits<int32_t>::max();
+  Node shardNode = root.field("shard_ranks");
+  manifest.shardRanks = shardNode.integer(1, maxRanks);
+  Node replicasNode = root.field("replicas");
+  manifest.replicas = replicasNode.integer(1, maxRanks);
+  int64_t world = manifest.worldSize();
+  int64_t product;
+  if (__builtin_mul_overflow(manifest.shardRanks, manifest.replicas, &product) ||
+      product != world)
+    replicasNode.fail("shard_ranks " + std::to_string(manifest.shardRanks) + " x replicas " +
+                      std::to_string(manifest.replicas) + " must be the " +
+                      std::to_string(world) + " ranks of grid " + formatShape(manifest.grid));
+  int64_t expected = world;
+  std::string why = "shards over the whole grid " + formatShape(manifest.grid);
+  if (manifest.strategy == "no_shard") {
+    expected = 1;
+    why = "keeps a whole copy on every rank";
+  } else if (manifest.strategy == "hybrid_shard") {
+    expected = manifest.grid[1];
+    why = "shards over the second dimension of grid " + formatShape(manifest.grid);
+  }
+  if (manifest.shardRanks != expected)
+    shardNode.fail("strategy " + manifest.strategy + " " + why + ": expected " +
+                   std::to_string(expected) + ", got " + std::to_string(manifest.shardRanks));
+
+  Node localNode = root.field("local_batch");
+  manifest.localBatch = localNode.integer(1);
+  int64_t rows;
+  if (__builtin_mul_overflow(manifest.localBatch, world, &rows) || rows != manifest.batch)
+    localNode.fail("local_batch " + std::to_string(manifest.localBatch) + " on each of " +
+                   std::to_string(world) + " ranks must make up batch " +
+                   std::to_string(manifest.batch));
+}
+
+/// Which slots the optimizer keeps: every one is required, no other allowed.
+static std::vector<std::string> requiredSlots(const OptimizerSpec &optimizer) {
+  if (optimizer.kind == OptimizerKind::AdamW)
+    return {"exp_avg", "exp_avg_sq"};
+  if (optimizer.momentum > 0.0)
+    return {"momentum"};
+  return {};
+}
+
+static void readUnitState(const Node &unitNode, const Manifest &manifest, UnitSpec &unit) {
+  Node list = unitNode.field("state");
+  bool sgd = manifest.optimizer.kind == OptimizerKind::SGD;
+  std::vector<std::string> required = requiredSlots(manifest.optimizer);
+  for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
+    Node node = list.element(i);
+    SlotSpec slot;
+    Node slotNode = node.field("slot");
+    slot.slot = slotNode.string();
+    // SGD without momentum keeps nothing, but a momentum slot is harmless.
+    bool known = sgd ? slot.slot == "momentum"
+                     : (slot.slot == "exp_avg" || slot.slot == "exp_avg_sq");
+    if (!known)
+      slotNode.fail("unknown slot '" + slot.slot + "' for " + (sgd ? "sgd" : "adamw") +
+                    " (expected " + (sgd ? "momentum" : "exp_avg or exp_avg_sq") + ")");
+    for (const SlotSpec &other : unit.state)
+      if (other.slot == slot.slot)
+        slotNode.fail("duplicate slot '" + slot.slot + "' of unit '" + unit.name + "'");
+    Node offsetNode = node.field("offset");
+    slot.offset = offsetNode.integer(0);
+    // The state's element type is the compiler's choice (e.g. f32 state for
+    // bf16 parameters); the unit's dtype is the narrowest it can be.
+    checkPersistent(offsetNode, manifest, slot.offset, unit.shardBytes(), dtypeSize(unit.dtype));
+    unit.state.push_back(std::move(slot));
+  }
+  for (const std::string &name : required)
+    if (std::none_of(unit.state.begin(), unit.state.end(),
+                     [&](const SlotSpec &slot) { return slot.slot == name; }))
+      list.fail(std::string(sgd ? "sgd with momentum" : "adamw") + " needs slot '" + name +
+                "' for unit '" + unit.name + "'");
+}
+
+static void readUnits(const Node &root, Manifest &manifest) {
+  Node list = root.field("units");
+  std::set<std::string> names;
+  for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
+    Node node = list.element(i);
+    UnitSpec unit;
+    Node nameNode = node.field("name");
+    unit.name = nameNode.string();
+    if (!names.insert(unit.name).second)
+      nameNode.fail("duplicate unit name '" + unit.name + "'");
+    Node dtypeNode = node.field("dtype");
+    unit.dtype = readDType(dtypeNode);
+    if (!isFloatDType(unit.dtype))
+      dtypeNode.fail(std::string("units are f32 or bf16, got ") + dtypeName(unit.dtype));
+    unit.trainable = node.field("trainable").boolean();
+    unit.numel = node.field("numel").integer(1);
+    Node shardNode = node.field("shard_numel");
+    unit.shardNumel = shardNode.integer(1);
+    // The whole flat buffer (every rank's shard) must have a size in bytes.
+    int64_t flatBytes;
+    if (__builtin_mul_overflow(unit.shardNumel, manifest.shardRanks, &flatBytes) ||
+        __builtin_mul_overflow(flatBytes, static_cast<int64_t>(dtypeSize(unit.dtype)),
+                               &flatBytes))
+      shardNode.fail("shard_numel " + std::to_string(unit.shardNumel) + " x shard_ranks " +
+                     std::to_string(manifest.shardRanks) + " has more than 2^63 bytes");
+    if (unit.numel > unit.shardNumel * manifest.shardRanks)
+      shardNode.fail("shard_ranks " + std::to_string(manifest.shardRanks) + " x shard_numel " +
+                     std::to_string(unit.shardNumel) + " elements cannot hold the unit's numel " +
+                     std::to_string(unit.numel));
+    size_t elementSize = dtypeSize(unit.dtype);
+    Node paramNode = node.field("param_offset");
+    unit.paramOffset = paramNode.integer(0);
+    checkPersistent(paramNode, manifest, unit.paramOffset, unit.shardBytes(), elementSize);
+    if (unit.trainable) {
+      Node gradNode = node.field("grad_offset");
+      unit.gradOffset = gradNode.integer(0);
+      // As for state, the unit's dtype is the narrowest the gradient can be.
+      checkPersistent(gradNode, manifest, unit.gradOffset, unit.shardBytes(), elementSize);
+      readUnitState(node, manifest, unit);
+    } else {
+      if (node.has("grad_offset"))
+        node.field("grad_offset").fail("frozen unit '" + unit.name + "' has no gradient");
+      if (node.has("state") && node.field("state").arraySize() != 0)
+        node.field("state").fail("frozen unit '" + unit.name + "' has no optimizer state");
+    }
+    manifest.units.push_back(std::move(unit));
+  }
+}
+
 static void readParams(const Node &root, Manifest &manifest) {
   Node list = root.field("params");
   std::set<std::string> names;
@@ -291,43 +431,53 @@ static void readParams(const Node &root, Manifest &manifest) {
     param.dtype = readDType(dtypeNode);
     if (!isFloatDType(param.dtype))
       dtypeNode.fail(std::string("parameters are f32 or bf16, got ") + dtypeName(param.dtype));
-    param.unit = node.field("unit").string();
-    param.trainable = node.field("trainable").boolean();
+    tensorBytes(shapeNode, param.shape, param.dtype);
+
+    Node unitNode = node.field("unit");
+    param.unit = unitNode.string();
+    auto unit = std::find_if(manifest.units.begin(), manifest.units.end(),
+                             [&](const UnitSpec &u) { return u.name == param.unit; });
+    if (unit == manifest.units.end())
+      unitNode.fail("no unit named '" + param.unit + "'");
+    param.unitIndex = static_cast<size_t>(unit - manifest.units.begin());
+    // One flat buffer has one element type and one gradient (or none).
+    if (param.dtype != unit->dtype)
+      dtypeNode.fail("unit '" + unit->name + "' is " + dtypeName(unit->dtype) + ", got " +
+                     dtypeName(param.dtype));
+    Node trainableNode = node.field("trainable");
+    param.trainable = trainableNode.boolean();
+    if (param.trainable != unit->trainable)
+      trainableNode.fail("unit '" + unit->name + "' is " +
+                         (unit->trainable ? "trainable" : "frozen") + ", got " +
+                         (param.trainable ? "true" : "false"));
     param.init = readInit(node.field("init"), param.shape);
-    readPlacement(node, manifest, tensorBytes(shapeNode, param.shape, param.dtype),
-                  dtypeSize(param.dtype), param.offset, param.bytes);
+    Node offsetNode = node.field("unit_offset");
+    param.unitOffset = offsetNode.integer(0);
+    if (param.unitOffset > unit->numel || param.numElements() > unit->numel - param.unitOffset)
+      offsetNode.fail("elements [" + std::to_string(param.unitOffset) + ", " +
+                      std::to_string(param.unitOffset + param.numElements()) +
+                      ") lie outside unit '" + unit->name + "' of " +
+                      std::to_string(unit->numel) + " elements");
     manifest.params.push_back(std::move(param));
   }
-}
 
-static void readState(const Node &root, Manifest &manifest) {
-  Node list = root.field("state");
-  std::set<std::pair<std::string, std::string>> seen;
-  for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
-    Node node = list.element(i);
-    StateSpec state;
-    Node paramNode = node.field("param");
-    state.param = paramNode.string();
-    auto param = std::find_if(manifest.params.begin(), manifest.params.end(),
-                              [&](const ParamSpec &p) { return p.name == state.param; });
-    if (param == manifest.params.end())
-      paramNode.fail("no parameter named '" + state.param + "'");
-    if (!param->trainable)
-      paramNode.fail("parameter '" + state.param + "' is frozen and has no optimizer state");
-    Node slotNode = node.field("slot");
-    state.slot = slotNode.string();
-    bool sgd = manifest.optimizer.kind == OptimizerKind::SGD;
-    bool known = sgd ? state.slot == "momentum"
-                     : (state.slot == "exp_avg" || state.slot == "exp_avg_sq");
-    if (!known)
-      slotNode.fail("unknown slot '" + state.slot + "' for " + (sgd ? "sgd" : "adamw") +
-                    " (expected " + (sgd ? "momentum" : "exp_avg or exp_avg_sq") + ")");
-    if (!seen.insert({state.param, state.slot}).second)
-      slotNode.fail("duplicate slot '" + state.slot + "' of parameter '" + state.param + "'");
-    // The state's element type is the compiler's choice (e.g. f32 state for bf16
-    // parameters), so only the placement is checked.
-    readPlacement(node, manifest, /*expectedBytes=*/0, /*alignment=*/1, state.offset, state.bytes);
-    manifest.state.push_back(std::move(state));
+  // Parameters of one unit must not share elements: initialising one would
+  // overwrite another.
+  std::vector<const ParamSpec *> sorted;
+  for (const ParamSpec &param : manifest.params)
+    sorted.push_back(&param);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const ParamSpec *a, const ParamSpec *b) {
+    return std::make_pair(a->unitIndex, a->unitOffset) < std::make_pair(b->unitIndex, b->unitOffset);
+  });
+  for (size_t i = 1; i < sorted.size(); ++i) {
+    const ParamSpec &prev = *sorted[i - 1];
+    const ParamSpec &next = *sorted[i];
+    if (prev.unitIndex == next.unitIndex && next.unitOffset < prev.unitOffset + prev.numElements())
+      fatal("manifest: parameters '" + prev.name + "' [" + std::to_string(prev.unitOffset) + ", " +
+            std::to_string(prev.unitOffset + prev.numElements()) + ") and '" + next.name + "' [" +
+            std::to_string(next.unitOffset) + ", " +
+            std::to_string(next.unitOffset + next.numElements()) + ") of unit '" + prev.unit +
+            "' overlap");
   }
 }
 
@@ -357,9 +507,10 @@ static void readInputs(const Node &root, Manifest &manifest) {
                      ", got " + std::to_string(input.index));
     Node shapeNode = node.field("shape");
     input.shape = readShape(shapeNode, 1);
-    if (input.shape[0] != manifest.batch)
-      shapeNode.fail("dimension 0 is the batch dimension and must be " +
-                     std::to_string(manifest.batch) + ", got shape " + formatShape(input.shape));
+    if (input.shape[0] != manifest.localBatch)
+      shapeNode.fail("dimension 0 is this rank's batch dimension and must be local_batch " +
+                     std::to_string(manifest.localBatch) + ", got shape " +
+                     formatShape(input.shape));
     Node dtypeNode = node.field("dtype");
     input.dtype = readDType(dtypeNode);
     Node roleNode = node.field("role");
@@ -382,15 +533,20 @@ static void readInputs(const Node &root, Manifest &manifest) {
   }
 }
 
-/// Every persistent tensor has its own bytes: overlapping regions would mean
-/// the runtime's writes (initial values, batches) clobber each other.
+/// Every persistent buffer has its own bytes: overlapping regions would mean
+/// the runtime's writes (initial values, batches) or the step's clobber each
+/// other.
 static void checkDisjoint(const Manifest &manifest) {
   std::vector<Region> regions;
-  for (const ParamSpec &param : manifest.params)
-    regions.push_back({param.offset, param.bytes, "parameter '" + param.name + "'"});
-  for (const StateSpec &state : manifest.state)
-    regions.push_back(
-        {state.offset, state.bytes, "state '" + state.slot + "' of '" + state.param + "'"});
+  for (const UnitSpec &unit : manifest.units) {
+    std::string name = "unit '" + unit.name + "'";
+    regions.push_back({unit.paramOffset, unit.shardBytes(), "parameter shard of " + name});
+    if (!unit.trainable)
+      continue;
+    regions.push_back({unit.gradOffset, unit.shardBytes(), "gradient shard of " + name});
+    for (const SlotSpec &slot : unit.state)
+      regions.push_back({slot.offset, unit.shardBytes(), "state '" + slot.slot + "' of " + name});
+  }
   for (const InputSpec &input : manifest.inputs)
     regions.push_back({input.offset, input.bytes, "input " + std::to_string(input.index)});
   std::stable_sort(regions.begin(), regions.end(),
@@ -424,19 +580,22 @@ Manifest parseManifest(std::string_view text) {
   Manifest manifest;
   Node versionNode = root.field("version");
   manifest.version = versionNode.integer();
-  if (manifest.version != 1)
-    versionNode.fail("this runtime reads version 1, got " + std::to_string(manifest.version));
+  if (manifest.version != 2)
+    versionNode.fail("this runtime reads version 2, got " + std::to_string(manifest.version) +
+                     (manifest.version == 1 ? " (recompile the model with this fsdpc)" : ""));
   manifest.arenaBytes = root.field("arena_bytes").integer(0);
+  manifest.persistentBytes = root.field("persistent_bytes").integer(0, manifest.arenaBytes);
   manifest.batch = root.field("batch").integer(1);
   readGridAndStrategy(root, manifest);
+  readRanks(root, manifest);
   readOptimizer(root.field("optimizer"), manifest.optimizer);
   Node clipNode = root.field("clip_grad_norm");
   manifest.clipGradNorm = clipNode.real();
   if (!(manifest.clipGradNorm >= 0.0))
     clipNode.fail("must be non-negative (0 disables clipping), got " +
                   formatReal(manifest.clipGradNorm));
+  readUnits(root, manifest);
   readParams(root, manifest);
-  readState(root, manifest);
   readInputs(root, manifest);
   checkDisjoint(manifest);
   return manifest;
@@ -447,6 +606,12 @@ int64_t ParamSpec::numElements() const {
   for (int64_t dim : shape)
     count *= dim;
   return count;
+}
+
+int64_t ParamSpec::bytes() const { return numElements() * static_cast<int64_t>(dtypeSize(dtype)); }
+
+int64_t UnitSpec::shardBytes() const {
+  return shardNumel * static_cast<int64_t>(dtypeSize(dtype));
 }
 
 const char *inputRoleName(InputRole role) {

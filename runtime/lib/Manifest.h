@@ -1,8 +1,9 @@
 //===- Manifest.h - The manifest a generated trainer embeds -----*- C++ -*-===//
 //
-// The JSON manifest (docs/Runtime.md, section 2) read into plain structs and
-// validated once, so that the rest of the runtime can trust every offset,
-// shape and bound in it.
+// The JSON manifest (docs/Runtime.md, section 2, version 2) read into plain
+// structs and validated once, so that the rest of the runtime can trust every
+// offset, shape and bound in it. Offsets and shapes are those of one rank:
+// every rank has the same arena layout.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,10 +38,13 @@ struct ParamSpec {
   std::string unit;
   bool trainable = true;
   InitSpec init;
-  int64_t offset = 0;
-  int64_t bytes = 0;
+  /// Element offset of the parameter inside its unit's flat buffer.
+  int64_t unitOffset = 0;
+  /// Position of its unit in Manifest::units.
+  size_t unitIndex = 0;
 
   int64_t numElements() const;
+  int64_t bytes() const;
 };
 
 enum class OptimizerKind { SGD, AdamW };
@@ -55,11 +59,28 @@ struct OptimizerSpec {
   double weightDecay = 0.0; // both
 };
 
-struct StateSpec {
-  std::string param;
+/// One optimizer slot of a unit: shard_numel elements at `offset`, the same
+/// element range as the unit's parameter shard.
+struct SlotSpec {
   std::string slot;
   int64_t offset = 0;
-  int64_t bytes = 0;
+};
+
+/// A unit: parameters flattened into one buffer of shard_ranks * shardNumel
+/// elements (zero padding after the last parameter), of which the rank with
+/// shard index k holds elements [k * shardNumel, (k + 1) * shardNumel).
+struct UnitSpec {
+  std::string name;
+  DType dtype = DType::F32;
+  bool trainable = true;
+  int64_t numel = 0;      // elements of its parameters, without padding
+  int64_t shardNumel = 0; // elements each rank holds
+  int64_t paramOffset = 0;
+  int64_t gradOffset = 0; // trainable units only
+  std::vector<SlotSpec> state;
+
+  /// Bytes of one shard in the unit's dtype.
+  int64_t shardBytes() const;
 };
 
 enum class InputRole { Features, RegressionTarget, Tokens, Classes };
@@ -68,7 +89,7 @@ const char *inputRoleName(InputRole role);
 
 struct InputSpec {
   int64_t index = 0;
-  std::vector<int64_t> shape; // shape[0] is the batch dimension
+  std::vector<int64_t> shape; // this rank's shape: shape[0] is local_batch
   DType dtype = DType::F32;
   InputRole role = InputRole::Features;
   int64_t bound = 0; // integer inputs: values lie in [0, bound)
@@ -84,13 +105,19 @@ struct InputSpec {
 struct Manifest {
   int64_t version = 0;
   int64_t arenaBytes = 0;
-  int64_t batch = 0;
+  /// [0, persistentBytes) holds what lives across steps (parameter, gradient
+  /// and state shards, inputs); the rest is the step's transient buffers.
+  int64_t persistentBytes = 0;
+  int64_t batch = 0;      // global batch
+  int64_t localBatch = 0; // rows of each rank: batch / world size
   std::vector<int64_t> grid;
   std::string strategy;
+  int64_t shardRanks = 1; // ranks sharing one copy of the model
+  int64_t replicas = 1;   // copies of the model
   OptimizerSpec optimizer;
   double clipGradNorm = 0.0;
+  std::vector<UnitSpec> units;
   std::vector<ParamSpec> params;
-  std::vector<StateSpec> state;
   std::vector<InputSpec> inputs;
 
   /// The number of ranks the plan runs on: the product of the grid.

@@ -20,14 +20,18 @@ static std::string describe(const InputSpec &input) {
          formatShape(input.shape) + ")";
 }
 
-SyntheticData::SyntheticData(const Manifest &manifest, uint64_t seed)
-    : seed(seed), batch(manifest.batch),
-      dataKey{lo32(seed), hi32(seed) ^ 0x5EED5EEDu} {
-  for (const InputSpec &input : manifest.inputs)
-    if (input.role == InputRole::Features) {
-      features = input;
+SyntheticData::SyntheticData(const Manifest &manifest, uint64_t seed, int64_t rank)
+    : seed(seed), rows(manifest, rank), dataKey{lo32(seed), hi32(seed) ^ 0x5EED5EEDu} {
+  for (size_t i = 0; i < manifest.inputs.size(); ++i)
+    if (manifest.inputs[i].role == InputRole::Features) {
+      features = manifest.inputs[i];
+      featuresPlan = i;
       break;
     }
+  for (const InputSpec &input : manifest.inputs) {
+    recordOffsets.push_back(recordBytes);
+    recordBytes += input.sampleBytes();
+  }
 
   for (const InputSpec &input : manifest.inputs) {
     InputPlan plan;
@@ -100,11 +104,10 @@ SyntheticData::Teacher SyntheticData::makeTeacher(const InputSpec &input, int64_
   return teacher;
 }
 
-void SyntheticData::writeGenerated(const InputPlan &plan, uint64_t n, int64_t row,
-                                   uint8_t *arena) const {
+void SyntheticData::writeGenerated(const InputPlan &plan, uint64_t n, uint8_t *record) const {
   const InputSpec &input = plan.input;
   size_t elementSize = dtypeSize(input.dtype);
-  uint8_t *out = arena + input.offset + row * input.sampleBytes();
+  uint8_t *out = record + recordOffsets[static_cast<size_t>(input.index)];
   auto block = [&](uint64_t j) {
     return philox4x32_10({lo32(j), hi32(j), lo32(n), static_cast<uint32_t>(input.index)},
                          dataKey);
@@ -129,15 +132,15 @@ void SyntheticData::writeGenerated(const InputPlan &plan, uint64_t n, int64_t ro
   }
 }
 
-void SyntheticData::writeDerived(const InputPlan &plan, int64_t row, uint8_t *arena) const {
+void SyntheticData::writeDerived(const InputPlan &plan, uint8_t *record) const {
   const InputSpec &input = plan.input;
   size_t elementSize = dtypeSize(input.dtype);
-  uint8_t *out = arena + input.offset + row * input.sampleBytes();
+  uint8_t *out = record + recordOffsets[static_cast<size_t>(input.index)];
   int64_t elements = input.sampleElements();
 
   if (plan.source == Source::NextToken) {
     const InputSpec &tokens = plans[plan.tokensInput].input;
-    const uint8_t *in = arena + tokens.offset + row * tokens.sampleBytes();
+    const uint8_t *in = record + recordOffsets[plan.tokensInput];
     size_t tokenSize = dtypeSize(tokens.dtype);
     uint64_t bound = static_cast<uint64_t>(tokens.bound);
     for (int64_t t = 0; t < elements; ++t) {
@@ -150,7 +153,7 @@ void SyntheticData::writeDerived(const InputPlan &plan, int64_t row, uint8_t *ar
   // The teacher sees the features as the model does: as stored, after
   // rounding to their dtype. Each output sums over j in increasing order.
   const Teacher &teacher = plan.teacher;
-  const uint8_t *in = arena + features->offset + row * features->sampleBytes();
+  const uint8_t *in = record + recordOffsets[featuresPlan];
   size_t featureSize = dtypeSize(features->dtype);
   std::vector<double> sums(static_cast<size_t>(teacher.outputs), 0.0);
   for (int64_t j = 0, e = features->sampleElements(); j < e; ++j) {
@@ -172,41 +175,40 @@ void SyntheticData::writeDerived(const InputPlan &plan, int64_t row, uint8_t *ar
   storeInteger(best, input.dtype, out);
 }
 
-void SyntheticData::writeSample(uint64_t n, int64_t row, uint8_t *arena) const {
-  // Generated inputs first: the derived ones read them back from the arena.
+void SyntheticData::writeSample(uint64_t n, uint8_t *record) const {
+  // Generated inputs first: the derived ones read them back from the record.
   for (const InputPlan &plan : plans)
     if (plan.source == Source::StandardNormal || plan.source == Source::StrideTokens)
-      writeGenerated(plan, n, row, arena);
+      writeGenerated(plan, n, record);
   for (const InputPlan &plan : plans)
     if (plan.source != Source::StandardNormal && plan.source != Source::StrideTokens)
-      writeDerived(plan, row, arena);
+      writeDerived(plan, record);
 }
 
-void SyntheticData::generateDataSet(uint8_t *arena) {
-  // Whole batches: a data set of at least kSamples samples, one batch at least.
-  int64_t count = std::max<int64_t>(1, (kSamples + batch - 1) / batch);
-  batches.resize(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
-    uint64_t first = static_cast<uint64_t>(i) * static_cast<uint64_t>(batch);
-    for (int64_t b = 0; b < batch; ++b)
-      writeSample(first + static_cast<uint64_t>(b), b, arena);
-    for (const InputPlan &plan : plans) {
-      const uint8_t *slot = arena + plan.input.offset;
-      batches[i].insert(batches[i].end(), slot, slot + plan.input.bytes);
-    }
-  }
+int64_t SyntheticData::numSamples() const {
+  // Whole global batches: at least kSamples samples, one batch at least.
+  return std::max<int64_t>(1, (kSamples + rows.batch - 1) / rows.batch) * rows.batch;
+}
+
+void SyntheticData::generateDataSet() {
+  int64_t count = numSamples();
+  records.resize(static_cast<size_t>(count * recordBytes));
+  for (int64_t n = 0; n < count; ++n)
+    writeSample(static_cast<uint64_t>(n), records.data() + n * recordBytes);
 }
 
 void SyntheticData::writeBatch(int64_t step, uint8_t *arena) {
-  if (batches.empty())
-    generateDataSet(arena);
-  const std::vector<uint8_t> &bytes =
-      batches[static_cast<size_t>((step - 1) % static_cast<int64_t>(batches.size()))];
-  size_t position = 0;
-  for (const InputPlan &plan : plans) {
-    std::memcpy(arena + plan.input.offset, bytes.data() + position,
-                static_cast<size_t>(plan.input.bytes));
-    position += static_cast<size_t>(plan.input.bytes);
+  if (records.empty() && recordBytes > 0)
+    generateDataSet();
+  int64_t count = numSamples();
+  for (int64_t b = 0; b < rows.localBatch; ++b) {
+    const uint8_t *record = records.data() + rows.sampleOf(step, b, count) * recordBytes;
+    for (const InputPlan &plan : plans) {
+      int64_t bytes = plan.input.sampleBytes();
+      std::memcpy(arena + plan.input.offset + b * bytes,
+                  record + recordOffsets[static_cast<size_t>(plan.input.index)],
+                  static_cast<size_t>(bytes));
+    }
   }
 }
 

@@ -23,18 +23,24 @@ class SyntheticData final : public BatchSource {
 public:
   /// Decides how each input is produced; fatal if an input cannot be (e.g.
   /// classes with neither a tokens input of the same shape nor features).
-  SyntheticData(const Manifest &manifest, uint64_t seed);
+  /// `rank` chooses the rows written (RankRows).
+  SyntheticData(const Manifest &manifest, uint64_t seed, int64_t rank = 0);
 
-  /// The data set has kSamples samples (or one batch, if larger). Step
-  /// `step` uses samples n = ((step - 1) * batch + b) mod size, b = 0 ..
-  /// batch - 1: a data set generated once, at the first step, then replayed,
-  /// so that producing data costs no more per step than reading a file.
+  /// The data set has batch * ceil(kSamples / batch) samples (whole global
+  /// batches), generated once, at the first step, the same on every rank,
+  /// then replayed, so that producing data costs no more per step than
+  /// reading a file. Local row b of step `step` holds sample
+  /// RankRows::sampleOf(step, b, size).
   void writeBatch(int64_t step, uint8_t *arena) override;
 
   static constexpr int64_t kSamples = 1024;
 
-  /// Writes sample `n` of every input at batch row `row` of its arena slot.
-  void writeSample(uint64_t n, int64_t row, uint8_t *arena) const;
+  /// The number of samples of the data set.
+  int64_t numSamples() const;
+
+  /// Writes sample `n` of every input into `record` (input t at
+  /// recordOffsets[t], in the layout of a data file's record).
+  void writeSample(uint64_t n, uint8_t *record) const;
 
 private:
   enum class Source {
@@ -60,20 +66,25 @@ private:
   };
 
   Teacher makeTeacher(const InputSpec &input, int64_t outputs) const;
-  void writeGenerated(const InputPlan &plan, uint64_t n, int64_t row, uint8_t *arena) const;
-  void writeDerived(const InputPlan &plan, int64_t row, uint8_t *arena) const;
+  void writeGenerated(const InputPlan &plan, uint64_t n, uint8_t *record) const;
+  void writeDerived(const InputPlan &plan, uint8_t *record) const;
 
-  /// Generates every batch of the data set, keeping each one's input bytes.
-  void generateDataSet(uint8_t *arena);
+  /// Generates every sample of the data set.
+  void generateDataSet();
 
   uint64_t seed;
-  int64_t batch;
-  /// Input bytes of each batch of the data set, inputs one after the other.
-  std::vector<std::vector<uint8_t>> batches;
+  RankRows rows;
+  /// Byte offset of each input inside a sample record, and the record's size.
+  std::vector<int64_t> recordOffsets;
+  int64_t recordBytes = 0;
+  /// The data set: numSamples() records.
+  std::vector<uint8_t> records;
   PhiloxKey dataKey;
   std::vector<InputPlan> plans;
-  /// The first features input (the teacher's input), if there is one.
+  /// The first features input (the teacher's input), if there is one, and
+  /// its position in `plans`.
   std::optional<InputSpec> features;
+  size_t featuresPlan = 0;
 };
 
 } // namespace fsdprt

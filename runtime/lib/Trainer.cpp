@@ -3,16 +3,20 @@
 #include "Trainer.h"
 
 #include "Arena.h"
+#include "Collectives.h"
 #include "DataFile.h"
 #include "Error.h"
 #include "Flags.h"
 #include "HeapUsage.h"
+#include "HighWater.h"
 #include "Init.h"
 #include "Manifest.h"
+#include "OutputFile.h"
+#include "ParamsFile.h"
+#include "Ranks.h"
 #include "SyntheticData.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cinttypes>
@@ -24,80 +28,8 @@
 
 namespace fsdprt {
 
-/// Reads every parameter, in manifest order, from a --dump-params file.
-static void loadParameters(const Manifest &manifest, const std::string &path,
-                           uint8_t *arena) {
-  std::FILE *file = std::fopen(path.c_str(), "rb");
-  if (!file)
-    fatal("--load-params: cannot open '" + path + "': " + std::strerror(errno));
-  int64_t expected = 0;
-  for (const ParamSpec &param : manifest.params) {
-    expected += param.bytes;
-    if (std::fread(arena + param.offset, 1, static_cast<size_t>(param.bytes), file) !=
-        static_cast<size_t>(param.bytes)) {
-      std::fclose(file);
-      fatal("--load-params: '" + path + "' is shorter than the model's " +
-            std::to_string(manifest.params.size()) + " parameters need");
-    }
-  }
-  bool longer = std::fgetc(file) != EOF;
-  std::fclose(file);
-  if (longer)
-    fatal("--load-params: '" + path + "' is longer than the " + std::to_string(expected) +
-          " bytes of the model's parameters");
-}
-
-namespace {
-
-/// A file the trainer writes (--log-json, --dump-params). It is opened before
-/// the first step, so that a bad path fails at once rather than after the
-/// run; any write error is fatal and names the flag and the file.
-class OutputFile {
-public:
-  OutputFile(const char *flag, std::string path) : flag(flag), path(std::move(path)) {
-    stream = std::fopen(this->path.c_str(), "wb");
-    if (!stream)
-      fail("cannot open");
-  }
-  ~OutputFile() {
-    if (stream)
-      std::fclose(stream);
-  }
-  OutputFile(const OutputFile &) = delete;
-  OutputFile &operator=(const OutputFile &) = delete;
-
-  void write(const void *data, size_t bytes) {
-    if (bytes != 0 && std::fwrite(data, 1, bytes, stream) != bytes)
-      fail("cannot write");
-  }
-  void write(const std::string &text) { write(text.data(), text.size()); }
-
-  void flush() {
-    if (std::fflush(stream) != 0)
-      fail("cannot write");
-  }
-
-  void close() {
-    FILE *closing = stream;
-    stream = nullptr;
-    if (std::fclose(closing) != 0)
-      fail("cannot write");
-  }
-
-private:
-  [[noreturn]] void fail(const char *what) {
-    fatal(std::string(flag) + " '" + path + "': " + what + ": " + std::strerror(errno));
-  }
-
-  const char *flag;
-  std::string path;
-  FILE *stream = nullptr;
-};
-
-} // namespace
-
 /// The shortest decimal that reads back as the same float: the JSON log keeps
-/// the exact loss the step returned.
+/// the exact loss.
 static std::string formatLoss(float loss) {
   char buffer[32];
   std::to_chars_result result = std::to_chars(buffer, buffer + sizeof(buffer), loss);
@@ -110,11 +42,28 @@ static double secondsBetween(std::chrono::steady_clock::time_point start,
   return std::max(std::chrono::duration<double>(end - start).count(), 1e-9);
 }
 
+static std::string plural(int64_t count, const char *noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
+/// The plan's collectives assume exactly its grid's ranks.
+static void checkWorldSize(const Manifest &manifest) {
+  int64_t planned = manifest.worldSize();
+  int64_t started = worldSize();
+  if (planned == started)
+    return;
+  std::string how = started == 1 ? "it was started as 1 rank (without mpirun or with mpirun -np 1)"
+                                 : "mpirun started " + plural(started, "rank");
+  fatal("the model was compiled for grid " + formatShape(manifest.grid) + " (" +
+        plural(planned, "rank") + "), but " + how + ": run it with mpirun -np " +
+        std::to_string(planned) + ", or recompile with fsdpc --grid=" + std::to_string(started));
+}
+
 static std::unique_ptr<BatchSource> openBatchSource(const TrainerOptions &options,
-                                                    const Manifest &manifest) {
+                                                    const Manifest &manifest, int64_t rank) {
   if (!options.dataPath.empty())
-    return DataFile::open(options.dataPath, manifest);
-  return std::make_unique<SyntheticData>(manifest, options.seed);
+    return DataFile::open(options.dataPath, manifest, rank);
+  return std::make_unique<SyntheticData>(manifest, options.seed, rank);
 }
 
 int runTrainer(int argc, const char *const *argv, const char *manifestText,
@@ -133,29 +82,34 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     return 0;
   }
 
-  Manifest manifest = parseManifest(manifestText);
-  // Rank 0 of 1 until the runtime has MPI: a plan for more ranks has collectives
-  // that nothing here could run.
-  if (manifest.worldSize() != 1)
-    fatal("the model was compiled for grid " + formatShape(manifest.grid) + " (" +
-          std::to_string(manifest.worldSize()) +
-          " ranks), but this runtime runs a single rank (no MPI support yet)");
+  startMpi();
+  Manifest manifest;
+  {
+    SameErrorOnEveryRank same;
+    manifest = parseManifest(manifestText);
+    checkWorldSize(manifest);
+  }
+  RankPlace place = setUpGroups(manifest.shardRanks);
+  bool leader = place.rank == 0;
 
-  std::unique_ptr<BatchSource> batches = openBatchSource(options, manifest);
+  std::unique_ptr<BatchSource> batches = openBatchSource(options, manifest, place.rank);
+  // Rank 0 writes the outputs; the other ranks only take part in gathering them.
   std::unique_ptr<OutputFile> logJson;
-  if (!options.logJsonPath.empty())
+  if (leader && !options.logJsonPath.empty())
     logJson = std::make_unique<OutputFile>("--log-json", options.logJsonPath);
   std::unique_ptr<OutputFile> dump;
-  if (!options.dumpParamsPath.empty())
+  if (leader && !options.dumpParamsPath.empty())
     dump = std::make_unique<OutputFile>("--dump-params", options.dumpParamsPath);
   float lr = options.lr.value_or(static_cast<float>(manifest.optimizer.lr));
 
   keepFreedMemoryForReuse();
+  // Zero-filled: gradient and state shards, padding and inputs start at 0.
   Arena arena(static_cast<size_t>(manifest.arenaBytes));
   if (options.loadParamsPath.empty())
-    initializeParameters(manifest, options.seed, arena.data());
+    initializeShards(manifest, options.seed, place.shardIndex, arena.data());
   else
-    loadParameters(manifest, options.loadParamsPath, arena.data());
+    loadParamShards(manifest, options.loadParamsPath, place.shardIndex, arena.data());
+  markTransient(manifest, arena.data());
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point intervalStart = Clock::now();
@@ -163,12 +117,22 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   for (int64_t step = 1; step <= options.steps; ++step) {
     Clock::time_point stepStart = Clock::now();
     batches->writeBatch(step, arena.data());
-    float loss = trainStep(arena.data(), step, lr);
+    float localLoss = trainStep(arena.data(), step, lr);
+    if (int pending = pendingCollectives())
+      fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +
+            " not waited for (every *_start needs its fsdprt_wait)");
+    // Each rank's loss covers local_batch rows: their mean is the loss of the
+    // global batch.
+    float loss = static_cast<float>(averageOverWorld(localLoss));
     Clock::time_point stepEnd = Clock::now();
-    if (!std::isfinite(loss))
+    if (!std::isfinite(loss)) {
+      SameErrorOnEveryRank same;
       fatal("step " + std::to_string(step) + ": the loss is " +
             (std::isnan(loss) ? "NaN" : "infinite") + " (training diverged)");
+    }
     ++intervalSteps;
+    if (!leader)
+      continue;
     uint64_t heapBytes = heapBytesInUse();
 
     if (logJson) {
@@ -195,13 +159,19 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     }
   }
 
-  if (dump) {
-    for (const ParamSpec &param : manifest.params)
-      dump->write(arena.data() + param.offset, static_cast<size_t>(param.bytes));
-    dump->close();
+  std::vector<int64_t> marks = gatherToRankZero(highWaterMark(manifest, arena.data()));
+  if (!options.dumpParamsPath.empty())
+    dumpParams(manifest, place, arena.data(), dump.get());
+  if (leader) {
+    std::printf("%s\n", arenaLine(manifest.arenaBytes, marks).c_str());
+    std::fflush(stdout);
+    if (dump)
+      dump->close();
+    if (logJson) {
+      logJson->write(arenaJson(manifest.arenaBytes, marks) + "\n");
+      logJson->close();
+    }
   }
-  if (logJson)
-    logJson->close();
   return 0;
 }
 

@@ -15,8 +15,11 @@ namespace fsdprt {
 using TrainStepFn = float (*)(void *arena, int64_t step, float lr);
 
 /// Runs the trainer's command line `argv` for the model described by
-/// `manifestText` whose step is `trainStep`. Returns the exit status of a
-/// successful run (0); errors exit the process with status 1.
+/// `manifestText` whose step is `trainStep`, as this process's rank: starts
+/// MPI (once per process) and leaves it running for the caller to finish
+/// (finishMpi), so that tests can run several trainers in one process.
+/// Returns the exit status of a successful run (0); errors exit the process
+/// with status 1 (or abort every rank).
 int runTrainer(int argc, const char *const *argv, const char *manifestText,
                TrainStepFn trainStep);
 

@@ -8,8 +8,12 @@
 
 #include "fsdprt/fsdprt.h"
 
+#include "Ranks.h"
 #include "Trainer.h"
 
 int main(int argc, char **argv) {
-  return fsdprt::runTrainer(argc, argv, fsdp_manifest, fsdp_train_step);
+  int status = fsdprt::runTrainer(argc, argv, fsdp_manifest, fsdp_train_step);
+  // Errors never get here: they exit (or abort every rank) where they happen.
+  fsdprt::finishMpi();
+  return status;
 }

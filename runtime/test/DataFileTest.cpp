@@ -90,6 +90,29 @@ TEST(DataFile, RoundTrip) {
     ASSERT_EQ(arena[i], 0) << "byte " << i;
 }
 
+TEST(DataFile, EachRankReadsItsRows) {
+  // Global batch 8 on 2 ranks of 4 rows, 5 samples: step s's global rows are
+  // samples (s - 1) * 8 + g mod 5; rank 1 takes g = 4 .. 7.
+  Manifest manifest = parseManifest(test::shardedClassifierManifest().dump());
+  TempPath path;
+  validFile(5).writeTo(path);
+  const int expected[2][3][4] = {{{0, 1, 2, 3}, {3, 4, 0, 1}, {1, 2, 3, 4}},
+                                 {{4, 0, 1, 2}, {2, 3, 4, 0}, {0, 1, 2, 3}}};
+  for (int rank = 0; rank < 2; ++rank) {
+    std::unique_ptr<DataFile> file = DataFile::open(path, manifest, rank);
+    std::vector<uint8_t> arena(manifest.arenaBytes, 0);
+    for (int step = 1; step <= 3; ++step) {
+      file->writeBatch(step, arena.data());
+      for (int b = 0; b < 4; ++b) {
+        int n = expected[rank][step - 1][b];
+        Row row = rowOf(arena, manifest, b);
+        EXPECT_EQ(row.features[0], float(n)) << "rank " << rank << " step " << step << " row " << b;
+        EXPECT_EQ(row.label, n % 5);
+      }
+    }
+  }
+}
+
 TEST(DataFile, StepsBeyond64BitSampleIndices) {
   Manifest manifest = classifier();
   TempPath path;
@@ -265,8 +288,9 @@ TEST(DataFileError, TokenOutOfRange) {
   nlohmann::json m = test::classifierManifest();
   m["inputs"] = nlohmann::json::parse(R"([
     {"index": 0, "shape": [4, 6], "dtype": "i64", "role": "tokens", "bound": 100,
-     "offset": 384, "bytes": 192}])");
-  m["arena_bytes"] = 576;
+     "offset": 640, "bytes": 192}])");
+  m["arena_bytes"] = 832;
+  m["persistent_bytes"] = 832;
   Manifest manifest = parseManifest(m.dump());
   Bytes bytes;
   bytes.text("FSDPDATA").put<uint32_t>(1).put<uint32_t>(1).tensor(2, {6}).put<uint64_t>(2);

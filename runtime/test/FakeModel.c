@@ -1,17 +1,26 @@
 /*===- FakeModel.c - A hand-written stand-in for an fsdpc object ----------===*
  *
- * What fsdpc will emit for a softmax classifier, written by hand: the manifest
- * and a training step (forward, backward, SGD with momentum) working in place
- * on the arena, with its matrix products through fsdprt_sgemm. Linked with
- * libfsdprt_main and libfsdprt it is a complete trainer, which the end-to-end
- * tests (trainer_test.py) drive.
+ * What fsdpc emits for a softmax classifier, written by hand: the manifest
+ * (version 2) and a training step (forward, backward, SGD with momentum)
+ * working in place on the arena, with its matrix products through
+ * fsdprt_sgemm and its communication through the runtime's collectives.
+ * Linked with libfsdprt_main and libfsdprt it is a complete trainer, which the
+ * end-to-end tests (trainer_test.py) drive.
  *
  *   logits = x . w + b          x: [16, 8] f32, w: [8, 4], b: [4]
  *   loss   = mean_i cross_entropy(logits_i, y_i)     y: [16] i32 < 4
  *
+ * Both parameters form one unit, "linear": w then b, 36 elements, padded so
+ * that each of the FAKE_SHARD_RANKS ranks (1 by default, 2 for
+ * fake-trainer-2) owns shard_numel = alignTo(ceil(36 / ranks), 16) of them
+ * (docs/Sharding.md). Each rank trains on local_batch = 16 / ranks rows. A
+ * step all-gathers the unit, computes on its rows, reduce-scatters (averages)
+ * the unit's flat gradient and updates its own shard: FSDP's full_shard.
+ *
  * It also checks the runtime's side of the contract and aborts when it is
- * broken: a 64-byte aligned arena, steps counting 1, 2, 3, ..., optimizer state
- * zero before the first step, classes within their bound.
+ * broken: a 64-byte aligned arena, steps counting 1, 2, 3, ..., gradient and
+ * optimizer state zero and parameter padding zero before the first step,
+ * classes within their bound.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -22,53 +31,117 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { kBatch = 16, kFeatures = 8, kClasses = 4 };
+#ifndef FAKE_SHARD_RANKS
+#define FAKE_SHARD_RANKS 1
+#endif
 
-/* Arena layout (bytes). The scratch buffers after the inputs are the step's
- * own temporaries: the manifest does not list them, but arena_bytes covers
- * them, as it will for generated code. */
+/* Arena layout (bytes), one rank's. The persistent part holds the parameter
+ * shard, the gradient shard, the momentum shard and the inputs; after it come
+ * the step's own temporaries (the gathered unit, the probabilities, the flat
+ * gradient), which arena_bytes covers exactly. */
+#if FAKE_SHARD_RANKS == 1
+#define GRID "[1]"
+#define LOCAL_BATCH 16
+#define SHARD_NUMEL 48
+#define GRAD_OFFSET 192
+#define MOMENTUM_OFFSET 384
+#define FEATURES_OFFSET 576 /* [16, 8] f32 */
+#define FEATURES_BYTES 512
+#define CLASSES_OFFSET 1088 /* [16] i32 */
+#define CLASSES_BYTES 64
+#define PERSISTENT_BYTES 1152
+#define FULL_OFFSET 1152 /* gathered unit: 48 f32 */
+#define PROBS_OFFSET 1344 /* [16, 4] f32 */
+#define FLAT_GRAD_OFFSET 1600 /* 48 f32 */
+#define ARENA_BYTES 1792
+#elif FAKE_SHARD_RANKS == 2
+#define GRID "[2]"
+#define LOCAL_BATCH 8
+#define SHARD_NUMEL 32
+#define GRAD_OFFSET 128
+#define MOMENTUM_OFFSET 256
+#define FEATURES_OFFSET 384 /* [8, 8] f32 */
+#define FEATURES_BYTES 256
+#define CLASSES_OFFSET 640 /* [8] i32 */
+#define CLASSES_BYTES 32
+#define PERSISTENT_BYTES 704
+#define FULL_OFFSET 704 /* gathered unit: 2 x 32 f32 */
+#define PROBS_OFFSET 960 /* [8, 4] f32 */
+#define FLAT_GRAD_OFFSET 1088 /* 2 x 32 f32 */
+#define ARENA_BYTES 1344
+#else
+#error "FAKE_SHARD_RANKS must be 1 or 2"
+#endif
+#define PARAM_OFFSET 0
+
 enum {
-  kWeightOffset = 0,          /* linear.w [8, 4] f32: 128 bytes */
-  kBiasOffset = 128,          /* linear.b [4] f32: 16 bytes */
-  kWeightMomentumOffset = 192,
-  kBiasMomentumOffset = 320,
-  kFeaturesOffset = 384,      /* [16, 8] f32: 512 bytes */
-  kClassesOffset = 896,       /* [16] i32: 64 bytes */
-  kProbsOffset = 960,         /* scratch [16, 4] f32: 256 bytes */
-  kWeightGradOffset = 1216,   /* scratch [8, 4] f32: 128 bytes */
-  kBiasGradOffset = 1344,     /* scratch [4] f32: 16 bytes */
-  kArenaBytes = 1408,
+  kBatch = 16,
+  kFeatures = 8,
+  kClasses = 4,
+  kRanks = FAKE_SHARD_RANKS,
+  kLocalBatch = LOCAL_BATCH,
+  kWeightNumel = kFeatures * kClasses, /* linear.w at unit offset 0 */
+  kUnitNumel = kWeightNumel + kClasses, /* linear.b at unit offset 32 */
+  kShardNumel = SHARD_NUMEL,
+  kFlatNumel = kRanks * kShardNumel,
 };
+
+/* The layout above, checked rather than trusted. */
+_Static_assert(kLocalBatch * kRanks == kBatch, "local batch");
+_Static_assert(kShardNumel % 16 == 0 && kFlatNumel >= kUnitNumel &&
+                   kFlatNumel - kShardNumel < kUnitNumel,
+               "shard size");
+_Static_assert(GRAD_OFFSET == PARAM_OFFSET + 4 * kShardNumel, "gradient shard");
+_Static_assert(MOMENTUM_OFFSET == GRAD_OFFSET + 4 * kShardNumel, "momentum shard");
+_Static_assert(FEATURES_OFFSET == MOMENTUM_OFFSET + 4 * kShardNumel, "features");
+_Static_assert(FEATURES_BYTES == 4 * kLocalBatch * kFeatures, "features bytes");
+_Static_assert(CLASSES_OFFSET == FEATURES_OFFSET + FEATURES_BYTES, "classes");
+_Static_assert(CLASSES_BYTES == 4 * kLocalBatch, "classes bytes");
+_Static_assert(PERSISTENT_BYTES >= CLASSES_OFFSET + CLASSES_BYTES, "persistent");
+_Static_assert(PROBS_OFFSET == FULL_OFFSET + 4 * kFlatNumel, "probabilities");
+_Static_assert(FLAT_GRAD_OFFSET == PROBS_OFFSET + 4 * kLocalBatch * kClasses, "flat gradient");
+_Static_assert(ARENA_BYTES == FLAT_GRAD_OFFSET + 4 * kFlatNumel, "arena");
 
 static const float kMomentum = 0.9f;
 static const float kWeightDecay = 0.0f;
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 const char fsdp_manifest[] =
     "{\n"
-    "  \"version\": 1,\n"
-    "  \"arena_bytes\": 1408,\n"
+    "  \"version\": 2,\n"
+    "  \"arena_bytes\": " STR(ARENA_BYTES) ",\n"
+    "  \"persistent_bytes\": " STR(PERSISTENT_BYTES) ",\n"
     "  \"batch\": 16,\n"
-    "  \"grid\": [1],\n"
+    "  \"local_batch\": " STR(LOCAL_BATCH) ",\n"
+    "  \"grid\": " GRID ",\n"
     "  \"strategy\": \"full_shard\",\n"
+    "  \"shard_ranks\": " STR(FAKE_SHARD_RANKS) ",\n"
+    "  \"replicas\": 1,\n"
     "  \"optimizer\": {\"kind\": \"sgd\", \"lr\": 0.1, \"momentum\": 0.9, \"weight_decay\": 0.0},\n"
     "  \"clip_grad_norm\": 0.0,\n"
+    "  \"units\": [\n"
+    "    {\"name\": \"linear\", \"dtype\": \"f32\", \"trainable\": true, \"numel\": 36,\n"
+    "     \"shard_numel\": " STR(SHARD_NUMEL) ", \"param_offset\": " STR(PARAM_OFFSET) ",\n"
+    "     \"grad_offset\": " STR(GRAD_OFFSET) ",\n"
+    "     \"state\": [{\"slot\": \"momentum\", \"offset\": " STR(MOMENTUM_OFFSET) "}]}\n"
+    "  ],\n"
     "  \"params\": [\n"
     "    {\"name\": \"linear.w\", \"shape\": [8, 4], \"dtype\": \"f32\", \"unit\": \"linear\",\n"
     "     \"trainable\": true, \"init\": {\"kind\": \"fan_in_uniform\", \"scale\": 1.0},\n"
-    "     \"offset\": 0, \"bytes\": 128},\n"
+    "     \"unit_offset\": 0},\n"
     "    {\"name\": \"linear.b\", \"shape\": [4], \"dtype\": \"f32\", \"unit\": \"linear\",\n"
     "     \"trainable\": true, \"init\": {\"kind\": \"normal\", \"mean\": 0.0, \"std\": 0.1},\n"
-    "     \"offset\": 128, \"bytes\": 16}\n"
-    "  ],\n"
-    "  \"state\": [\n"
-    "    {\"param\": \"linear.w\", \"slot\": \"momentum\", \"offset\": 192, \"bytes\": 128},\n"
-    "    {\"param\": \"linear.b\", \"slot\": \"momentum\", \"offset\": 320, \"bytes\": 16}\n"
+    "     \"unit_offset\": 32}\n"
     "  ],\n"
     "  \"inputs\": [\n"
-    "    {\"index\": 0, \"shape\": [16, 8], \"dtype\": \"f32\", \"role\": \"features\",\n"
-    "     \"offset\": 384, \"bytes\": 512},\n"
-    "    {\"index\": 1, \"shape\": [16], \"dtype\": \"i32\", \"role\": \"classes\", \"bound\": 4,\n"
-    "     \"offset\": 896, \"bytes\": 64}\n"
+    "    {\"index\": 0, \"shape\": [" STR(LOCAL_BATCH) ", 8], \"dtype\": \"f32\", "
+    "\"role\": \"features\",\n"
+    "     \"offset\": " STR(FEATURES_OFFSET) ", \"bytes\": " STR(FEATURES_BYTES) "},\n"
+    "    {\"index\": 1, \"shape\": [" STR(LOCAL_BATCH) "], \"dtype\": \"i32\", "
+    "\"role\": \"classes\", \"bound\": 4,\n"
+    "     \"offset\": " STR(CLASSES_OFFSET) ", \"bytes\": " STR(CLASSES_BYTES) "}\n"
     "  ]\n"
     "}\n";
 
@@ -77,9 +150,10 @@ static void contractBroken(const char *what, long long detail) {
   abort();
 }
 
-static int allZero(const unsigned char *bytes, size_t count) {
+static int allZero(const void *bytes, size_t count) {
+  const unsigned char *p = (const unsigned char *)bytes;
   for (size_t i = 0; i < count; ++i)
-    if (bytes[i] != 0)
+    if (p[i] != 0)
       return 0;
   return 1;
 }
@@ -100,26 +174,30 @@ float fsdp_train_step(void *arena, int64_t step, float lr) {
   if (step != lastStep + 1)
     contractBroken("steps must count 1, 2, 3, ...; got step", (long long)step);
   lastStep = step;
-  if (step == 1 && !allZero(base + kWeightMomentumOffset, kFeaturesOffset - kWeightMomentumOffset))
-    contractBroken("optimizer state not zero before step 1", 0);
-  if (step == 1 && !allZero(base + kProbsOffset, kArenaBytes - kProbsOffset))
-    contractBroken("scratch not zero before step 1", 0);
+  if (step == 1 && !allZero(base + GRAD_OFFSET, FEATURES_OFFSET - GRAD_OFFSET))
+    contractBroken("gradient or optimizer state not zero before step 1", 0);
 
-  float *w = (float *)(base + kWeightOffset);
-  float *b = (float *)(base + kBiasOffset);
-  float *wMomentum = (float *)(base + kWeightMomentumOffset);
-  float *bMomentum = (float *)(base + kBiasMomentumOffset);
-  const float *x = (const float *)(base + kFeaturesOffset);
-  const int32_t *y = (const int32_t *)(base + kClassesOffset);
-  float *probs = (float *)(base + kProbsOffset);
-  float *wGrad = (float *)(base + kWeightGradOffset);
-  float *bGrad = (float *)(base + kBiasGradOffset);
+  float *shard = (float *)(base + PARAM_OFFSET);
+  float *gradShard = (float *)(base + GRAD_OFFSET);
+  float *momentum = (float *)(base + MOMENTUM_OFFSET);
+  const float *x = (const float *)(base + FEATURES_OFFSET);
+  const int32_t *y = (const int32_t *)(base + CLASSES_OFFSET);
+  float *full = (float *)(base + FULL_OFFSET);
+  float *probs = (float *)(base + PROBS_OFFSET);
+  float *flatGrad = (float *)(base + FLAT_GRAD_OFFSET);
 
-  /* Forward: probs = softmax(x . w + b); loss = mean(-log probs[y]). */
-  fsdprt_sgemm(0, 0, kBatch, kClasses, kFeatures, 1.0f, x, kFeatures, w, kClasses, 0.0f, probs,
-               kClasses);
+  /* The whole unit, from every rank's shard. */
+  fsdprt_wait(fsdprt_all_gather_start(shard, full, 4 * kShardNumel, FSDPRT_GROUP_SHARD));
+  if (step == 1 && !allZero(full + kUnitNumel, 4 * (kFlatNumel - kUnitNumel)))
+    contractBroken("parameter padding not zero before step 1", 0);
+  const float *w = full;
+  const float *b = full + kWeightNumel;
+
+  /* Forward on this rank's rows: probs = softmax(x . w + b); loss = mean(-log probs[y]). */
+  fsdprt_sgemm(0, 0, kLocalBatch, kClasses, kFeatures, 1.0f, x, kFeatures, w, kClasses, 0.0f,
+               probs, kClasses);
   float loss = 0.0f;
-  for (int i = 0; i < kBatch; ++i) {
+  for (int i = 0; i < kLocalBatch; ++i) {
     if (y[i] < 0 || y[i] >= kClasses)
       contractBroken("class out of range", y[i]);
     float *row = probs + i * kClasses;
@@ -136,23 +214,27 @@ float fsdp_train_step(void *arena, int64_t step, float lr) {
     for (int c = 0; c < kClasses; ++c)
       row[c] = expf(row[c] - max) / sum;
   }
-  loss /= kBatch;
+  loss /= kLocalBatch;
 
-  /* Backward: dlogits = (probs - onehot(y)) / batch, in place in probs. */
-  for (int i = 0; i < kBatch; ++i) {
+  /* Backward: dlogits = (probs - onehot(y)) / local_batch, in place in probs;
+   * the average over the ranks below makes it the global batch's. */
+  for (int i = 0; i < kLocalBatch; ++i) {
     probs[i * kClasses + y[i]] -= 1.0f;
     for (int c = 0; c < kClasses; ++c)
-      probs[i * kClasses + c] /= kBatch;
+      probs[i * kClasses + c] /= kLocalBatch;
   }
-  /* dw = x^T . dlogits ([8, 16] . [16, 4]); db = sum over the batch. */
-  fsdprt_sgemm(1, 0, kFeatures, kClasses, kBatch, 1.0f, x, kFeatures, probs, kClasses, 0.0f,
-               wGrad, kClasses);
-  memset(bGrad, 0, kClasses * sizeof(float));
-  for (int i = 0; i < kBatch; ++i)
+  /* The flat gradient, laid out as the unit: dw = x^T . dlogits, db = the
+   * sum over the rows, zero padding. */
+  memset(flatGrad, 0, sizeof(float) * kFlatNumel);
+  fsdprt_sgemm(1, 0, kFeatures, kClasses, kLocalBatch, 1.0f, x, kFeatures, probs, kClasses, 0.0f,
+               flatGrad, kClasses);
+  for (int i = 0; i < kLocalBatch; ++i)
     for (int c = 0; c < kClasses; ++c)
-      bGrad[c] += probs[i * kClasses + c];
+      flatGrad[kWeightNumel + c] += probs[i * kClasses + c];
 
-  sgdUpdate(w, wMomentum, wGrad, kFeatures * kClasses, lr);
-  sgdUpdate(b, bMomentum, bGrad, kClasses, lr);
+  /* Each rank keeps the average of its shard's gradient, and updates its shard. */
+  fsdprt_wait(fsdprt_reduce_scatter_start(flatGrad, gradShard, kShardNumel, FSDPRT_REDUCE_AVG,
+                                          FSDPRT_GROUP_SHARD));
+  sgdUpdate(shard, momentum, gradShard, kShardNumel, lr);
   return loss;
 }

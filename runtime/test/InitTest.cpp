@@ -22,7 +22,6 @@ ParamSpec makeParam(std::string name, std::vector<int64_t> shape, InitSpec init,
   param.shape = std::move(shape);
   param.dtype = dtype;
   param.init = init;
-  param.bytes = param.numElements() * static_cast<int64_t>(dtypeSize(dtype));
   return param;
 }
 
@@ -182,24 +181,75 @@ TEST(Init, BF16RoundsTheDoubleValue) {
     ASSERT_EQ(values[i], roundToBF16(initialValue(param.init, 16, 1, id, i))) << "element " << i;
 }
 
-TEST(Init, WritesEveryParameterAtItsOffset) {
+/// One unit holding `w` [3, 5] then `b` [5] (20 elements) in shards of
+/// `shardNumel` elements at arena offset 64, of dtype `dtype`.
+Manifest unitManifest(int64_t shardNumel, DType dtype = DType::F32) {
   Manifest manifest;
-  manifest.params.push_back(makeParam("a", {2, 2}, normal(0, 1)));
-  manifest.params.push_back(makeParam("b", {3}, uniform(5, 6), DType::BF16));
-  manifest.params[0].offset = 64;
-  manifest.params[1].offset = 8;
-  std::vector<uint8_t> arena(128, 0xAB);
-  initializeParameters(manifest, 4, arena.data());
-  std::vector<float> a = initialize(manifest.params[0], 4);
-  EXPECT_EQ(std::memcmp(arena.data() + 64, a.data(), 16), 0);
-  std::vector<uint16_t> b(3);
-  initializeRange(manifest.params[1], 4, 0, 3, b.data());
-  EXPECT_EQ(std::memcmp(arena.data() + 8, b.data(), 6), 0);
-  // Nothing else is touched.
-  EXPECT_EQ(arena[7], 0xAB);
-  EXPECT_EQ(arena[14], 0xAB);
-  EXPECT_EQ(arena[63], 0xAB);
-  EXPECT_EQ(arena[80], 0xAB);
+  UnitSpec unit;
+  unit.name = "fc";
+  unit.dtype = dtype;
+  unit.numel = 20;
+  unit.shardNumel = shardNumel;
+  unit.paramOffset = 64;
+  manifest.units.push_back(unit);
+  manifest.params.push_back(makeParam("fc.w", {3, 5}, fanInInit(InitKind::FanInUniform, 1), dtype));
+  manifest.params.push_back(makeParam("fc.b", {5}, normal(0, 0.1), dtype));
+  manifest.params[1].unitOffset = 15;
+  return manifest;
+}
+
+/// The bytes of shard `k`'s parameter shard after initialisation; the rest
+/// of its arena must be untouched.
+std::vector<uint8_t> shardBytes(const Manifest &manifest, int64_t k, uint64_t seed) {
+  const UnitSpec &unit = manifest.units[0];
+  std::vector<uint8_t> arena(static_cast<size_t>(64 + unit.shardBytes() + 64), 0);
+  initializeShards(manifest, seed, k, arena.data());
+  for (size_t i = 0; i < 64; ++i) {
+    EXPECT_EQ(arena[i], 0) << "byte " << i << " before the shard";
+    EXPECT_EQ(arena[arena.size() - 1 - i], 0) << "byte " << i << " from the end";
+  }
+  return std::vector<uint8_t>(arena.begin() + 64, arena.begin() + 64 + unit.shardBytes());
+}
+
+TEST(InitShards, OwnedRanges) {
+  Manifest manifest = unitManifest(16);
+  const UnitSpec &unit = manifest.units[0];
+  EXPECT_EQ(ownedRange(unit, 1).begin, 16);
+  EXPECT_EQ(ownedRange(unit, 1).end, 32);
+  // fc.b is elements [15, 20) of the unit: its element 0 on shard 0, 1..4 on shard 1.
+  ShardRange first = ownedPart(manifest.params[1], ownedRange(unit, 0));
+  ShardRange second = ownedPart(manifest.params[1], ownedRange(unit, 1));
+  EXPECT_EQ(first.begin, 0);
+  EXPECT_EQ(first.end, 1);
+  EXPECT_EQ(second.begin, 1);
+  EXPECT_EQ(second.end, 5);
+  ShardRange none = ownedPart(manifest.params[0], ownedRange(unit, 2));
+  EXPECT_EQ(none.begin, none.end);
+}
+
+TEST(InitShards, ShardsTogetherAreTheOneRankValues) {
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    size_t size = dtypeSize(dtype);
+    // One rank: the whole unit (20 elements) and 12 elements of padding.
+    std::vector<uint8_t> whole = shardBytes(unitManifest(32, dtype), 0, 99);
+    std::vector<uint8_t> expected(32 * size, 0);
+    initializeRange(unitManifest(32, dtype).params[0], 99, 0, 15, expected.data());
+    initializeRange(unitManifest(32, dtype).params[1], 99, 0, 5, expected.data() + 15 * size);
+    EXPECT_EQ(whole, expected) << dtypeName(dtype);
+    // Two and three ranks: the shards in order are the same bytes.
+    for (int64_t ranks : {2, 3}) {
+      Manifest manifest = unitManifest(16, dtype);
+      std::vector<uint8_t> joined;
+      for (int64_t k = 0; k < ranks; ++k) {
+        std::vector<uint8_t> shard = shardBytes(manifest, k, 99);
+        joined.insert(joined.end(), shard.begin(), shard.end());
+      }
+      joined.resize(whole.size());
+      EXPECT_EQ(joined, whole) << dtypeName(dtype) << " on " << ranks << " ranks";
+    }
+    // The third rank of three owns only padding: it stays zero.
+    EXPECT_EQ(shardBytes(unitManifest(16, dtype), 2, 99), std::vector<uint8_t>(16 * size, 0));
+  }
 }
 
 } // namespace

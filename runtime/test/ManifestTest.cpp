@@ -3,6 +3,8 @@
 #include "Manifest.h"
 #include "TestManifest.h"
 
+#include <nlohmann/json.hpp>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -18,12 +20,16 @@ namespace {
 
 TEST(Manifest, ParsesEveryField) {
   Manifest manifest = parseManifest(classifierManifest().dump());
-  EXPECT_EQ(manifest.version, 1);
-  EXPECT_EQ(manifest.arenaBytes, 512);
+  EXPECT_EQ(manifest.version, 2);
+  EXPECT_EQ(manifest.arenaBytes, 768);
+  EXPECT_EQ(manifest.persistentBytes, 640);
   EXPECT_EQ(manifest.batch, 4);
+  EXPECT_EQ(manifest.localBatch, 4);
   EXPECT_EQ(manifest.grid, std::vector<int64_t>{1});
   EXPECT_EQ(manifest.worldSize(), 1);
   EXPECT_EQ(manifest.strategy, "full_shard");
+  EXPECT_EQ(manifest.shardRanks, 1);
+  EXPECT_EQ(manifest.replicas, 1);
   EXPECT_EQ(manifest.optimizer.kind, OptimizerKind::AdamW);
   EXPECT_EQ(manifest.optimizer.lr, 0.001);
   EXPECT_EQ(manifest.optimizer.beta1, 0.9);
@@ -32,25 +38,37 @@ TEST(Manifest, ParsesEveryField) {
   EXPECT_EQ(manifest.optimizer.weightDecay, 0.0);
   EXPECT_EQ(manifest.clipGradNorm, 0.0);
 
+  ASSERT_EQ(manifest.units.size(), 1u);
+  const UnitSpec &unit = manifest.units[0];
+  EXPECT_EQ(unit.name, "fc");
+  EXPECT_EQ(unit.dtype, DType::F32);
+  EXPECT_TRUE(unit.trainable);
+  EXPECT_EQ(unit.numel, 20);
+  EXPECT_EQ(unit.shardNumel, 32);
+  EXPECT_EQ(unit.shardBytes(), 128);
+  EXPECT_EQ(unit.paramOffset, 0);
+  EXPECT_EQ(unit.gradOffset, 128);
+  ASSERT_EQ(unit.state.size(), 2u);
+  EXPECT_EQ(unit.state[0].slot, "exp_avg");
+  EXPECT_EQ(unit.state[0].offset, 256);
+  EXPECT_EQ(unit.state[1].slot, "exp_avg_sq");
+  EXPECT_EQ(unit.state[1].offset, 512);
+
   ASSERT_EQ(manifest.params.size(), 2u);
   const ParamSpec &w = manifest.params[0];
   EXPECT_EQ(w.name, "fc.w");
   EXPECT_EQ(w.shape, (std::vector<int64_t>{3, 5}));
   EXPECT_EQ(w.dtype, DType::F32);
   EXPECT_EQ(w.unit, "fc");
+  EXPECT_EQ(w.unitIndex, 0u);
   EXPECT_TRUE(w.trainable);
   EXPECT_EQ(w.init.kind, InitKind::FanInUniform);
   EXPECT_EQ(w.init.scale, 1.0);
-  EXPECT_EQ(w.offset, 0);
-  EXPECT_EQ(w.bytes, 60);
+  EXPECT_EQ(w.unitOffset, 0);
+  EXPECT_EQ(w.bytes(), 60);
   EXPECT_EQ(w.numElements(), 15);
   EXPECT_EQ(manifest.params[1].init.kind, InitKind::Zeros);
-
-  ASSERT_EQ(manifest.state.size(), 4u);
-  EXPECT_EQ(manifest.state[1].param, "fc.w");
-  EXPECT_EQ(manifest.state[1].slot, "exp_avg_sq");
-  EXPECT_EQ(manifest.state[1].offset, 192);
-  EXPECT_EQ(manifest.state[1].bytes, 60);
+  EXPECT_EQ(manifest.params[1].unitOffset, 15);
 
   ASSERT_EQ(manifest.inputs.size(), 2u);
   const InputSpec &classes = manifest.inputs[1];
@@ -62,6 +80,43 @@ TEST(Manifest, ParsesEveryField) {
   EXPECT_EQ(classes.sampleShape(), std::vector<int64_t>{});
   EXPECT_EQ(classes.sampleElements(), 1);
   EXPECT_EQ(manifest.inputs[0].sampleBytes(), 12);
+}
+
+TEST(Manifest, ParsesAShardedPlan) {
+  Manifest manifest = parseManifest(test::shardedClassifierManifest().dump());
+  EXPECT_EQ(manifest.worldSize(), 2);
+  EXPECT_EQ(manifest.shardRanks, 2);
+  EXPECT_EQ(manifest.batch, 8);
+  EXPECT_EQ(manifest.localBatch, 4);
+  EXPECT_EQ(manifest.units[0].shardNumel, 16);
+}
+
+TEST(Manifest, ParsesFrozenUnitsAndOtherStrategies) {
+  json m = classifierManifest();
+  m["units"].push_back({{"name", ""}, {"dtype", "bf16"}, {"trainable", false}, {"numel", 4},
+                        {"shard_numel", 16}, {"param_offset", 640}});
+  m["params"].push_back({{"name", "rope"}, {"shape", {4}}, {"dtype", "bf16"}, {"unit", ""},
+                         {"trainable", false}, {"init", {{"kind", "ones"}}}, {"unit_offset", 0}});
+  m["persistent_bytes"] = 672;
+  Manifest manifest = parseManifest(m.dump());
+  ASSERT_EQ(manifest.units.size(), 2u);
+  EXPECT_FALSE(manifest.units[1].trainable);
+  EXPECT_TRUE(manifest.units[1].state.empty());
+  EXPECT_EQ(manifest.params[2].unitIndex, 1u);
+
+  m = classifierManifest();
+  m["grid"] = {4};
+  m["strategy"] = "no_shard";
+  m["replicas"] = 4;
+  m["batch"] = 16;
+  EXPECT_EQ(parseManifest(m.dump()).replicas, 4);
+  m["grid"] = {2, 2};
+  m["strategy"] = "hybrid_shard";
+  m["shard_ranks"] = 2;
+  m["replicas"] = 2;
+  manifest = parseManifest(m.dump());
+  EXPECT_EQ(manifest.shardRanks, 2);
+  EXPECT_EQ(manifest.worldSize(), 4);
 }
 
 TEST(Manifest, ParsesEveryInitKind) {
@@ -90,13 +145,10 @@ TEST(Manifest, ParsesEveryInitKind) {
 TEST(Manifest, ParsesSgdAndTolerance) {
   json m = classifierManifest();
   m["optimizer"] = {{"kind", "sgd"}, {"lr", 1}, {"momentum", 0.9}, {"weight_decay", 0.01}};
-  m["state"] = {{{"param", "fc.w"}, {"slot", "momentum"}, {"offset", 128}, {"bytes", 60}}};
+  m["units"][0]["state"] = {{{"slot", "momentum"}, {"offset", 256}}};
   // Unknown keys are for later versions of the compiler: ignored.
   m["report"] = {{"peak_bytes", 1}};
   m["params"][0]["frozen_reason"] = "none";
-  m["params"][1]["trainable"] = false;
-  m["params"][1]["dtype"] = "bf16";
-  m["params"][1]["bytes"] = 10;
   m["inputs"][0]["dtype"] = "bf16";
   m["inputs"][0]["bytes"] = 24;
   m["inputs"][1]["dtype"] = "i64";
@@ -107,31 +159,42 @@ TEST(Manifest, ParsesSgdAndTolerance) {
   EXPECT_EQ(manifest.optimizer.lr, 1.0);
   EXPECT_EQ(manifest.optimizer.momentum, 0.9);
   EXPECT_EQ(manifest.optimizer.weightDecay, 0.01);
-  EXPECT_FALSE(manifest.params[1].trainable);
-  EXPECT_EQ(manifest.params[1].dtype, DType::BF16);
+  EXPECT_EQ(manifest.units[0].state.size(), 1u);
   EXPECT_EQ(manifest.inputs[1].bound, 9223372036854775807LL);
+  // SGD without momentum keeps no state.
+  m["optimizer"]["momentum"] = 0.0;
+  m["units"][0]["state"] = json::array();
+  EXPECT_TRUE(parseManifest(m.dump()).units[0].state.empty());
 }
 
 TEST(Manifest, ParsesTheExampleOfTheContract) {
   // docs/Runtime.md, section 2, verbatim.
   Manifest manifest = parseManifest(R"({
-  "version": 1,
-  "arena_bytes": 4218880,
+  "version": 2,
+  "arena_bytes": 2000000,
+  "persistent_bytes": 1855744,
   "batch": 64,
+  "local_batch": 32,
   "grid": [2],
   "strategy": "full_shard",
+  "shard_ranks": 2,
+  "replicas": 1,
   "optimizer": {"kind": "adamw", "lr": 0.001, "beta1": 0.9, "beta2": 0.999, "eps": 1e-08, "weight_decay": 0.0},
   "clip_grad_norm": 0.0,
+  "units": [
+    {"name": "fc1", "dtype": "f32", "trainable": true, "numel": 200960, "shard_numel": 100480,
+     "param_offset": 0, "grad_offset": 401920,
+     "state": [{"slot": "exp_avg", "offset": 803840}, {"slot": "exp_avg_sq", "offset": 1205760}]}
+  ],
   "params": [
     {"name": "fc1.w", "shape": [784, 256], "dtype": "f32", "unit": "fc1", "trainable": true,
-     "init": {"kind": "fan_in_uniform", "scale": 1.0}, "offset": 0, "bytes": 802816}
-  ],
-  "state": [
-    {"param": "fc1.w", "slot": "exp_avg", "offset": 802816, "bytes": 802816}
+     "init": {"kind": "fan_in_uniform", "scale": 1.0}, "unit_offset": 0},
+    {"name": "fc1.b", "shape": [256], "dtype": "f32", "unit": "fc1", "trainable": true,
+     "init": {"kind": "zeros"}, "unit_offset": 200704}
   ],
   "inputs": [
-    {"index": 0, "shape": [64, 784], "dtype": "f32", "role": "features", "offset": 3000000, "bytes": 200704},
-    {"index": 1, "shape": [64], "dtype": "i32", "role": "classes", "bound": 10, "offset": 3200768, "bytes": 256}
+    {"index": 0, "shape": [32, 784], "dtype": "f32", "role": "features", "offset": 1607680, "bytes": 100352},
+    {"index": 1, "shape": [32], "dtype": "i32", "role": "classes", "bound": 10, "offset": 1708032, "bytes": 128}
   ]
 })");
   EXPECT_EQ(manifest.worldSize(), 2);
@@ -143,16 +206,19 @@ TEST(Manifest, HybridGrid) {
   json m = classifierManifest();
   m["grid"] = {2, 4};
   m["strategy"] = "hybrid_shard";
+  m["shard_ranks"] = 4;
+  m["replicas"] = 2;
+  m["batch"] = 32;
   EXPECT_EQ(parseManifest(m.dump()).worldSize(), 8);
 }
 
 TEST(ManifestError, InvalidJson) {
-  EXPECT_EXIT(parseManifest("{\"version\": 1,"), ExitedWithCode(1),
+  EXPECT_EXIT(parseManifest("{\"version\": 2,"), ExitedWithCode(1),
               HasSubstr("trainer: error: manifest: invalid JSON: parse error at line 1"));
 }
 
 TEST(ManifestError, NumberBeyondDouble) {
-  EXPECT_EXIT(parseManifest(R"({"version": 1, "arena_bytes": 1e400})"), ExitedWithCode(1),
+  EXPECT_EXIT(parseManifest(R"({"version": 2, "arena_bytes": 1e400})"), ExitedWithCode(1),
               HasSubstr("trainer: error: manifest: invalid JSON: number overflow parsing '1e400'"));
 }
 
@@ -187,19 +253,26 @@ TEST_P(ManifestErrorTest, ReportsTheField) {
 
 json &param(json &m, int i) { return m["params"][i]; }
 json &input(json &m, int i) { return m["inputs"][i]; }
+json &unit(json &m) { return m["units"][0]; }
 
 const ErrorCase kErrorCases[] = {
     {"MissingVersion", [](json &m) { m.erase("version"); }, "missing field 'version'"},
-    {"Version2", [](json &m) { m["version"] = 2; },
-     "version: this runtime reads version 1, got 2"},
-    {"VersionString", [](json &m) { m["version"] = "1"; },
-     "version: expected an integer, got \"1\""},
+    {"Version1", [](json &m) { m["version"] = 1; },
+     "version: this runtime reads version 2, got 1 (recompile the model with this fsdpc)"},
+    {"Version3", [](json &m) { m["version"] = 3; },
+     "version: this runtime reads version 2, got 3"},
+    {"VersionString", [](json &m) { m["version"] = "2"; },
+     "version: expected an integer, got \"2\""},
     {"NegativeArena", [](json &m) { m["arena_bytes"] = -1; },
      "arena_bytes: must be at least 0, got -1"},
     {"FractionalArena", [](json &m) { m["arena_bytes"] = 512.5; },
      "arena_bytes: expected an integer, got 512.5"},
     {"HugeArena", [](json &m) { m["arena_bytes"] = 18446744073709551615ULL; },
      "arena_bytes: integer 18446744073709551615 does not fit in 64 bits"},
+    {"MissingPersistent", [](json &m) { m.erase("persistent_bytes"); },
+     "missing field 'persistent_bytes'"},
+    {"PersistentBeyondArena", [](json &m) { m["persistent_bytes"] = 769; },
+     "persistent_bytes: must be at most 768, got 769"},
     {"ZeroBatch", [](json &m) { m["batch"] = 0; }, "batch: must be at least 1, got 0"},
     {"MissingBatch", [](json &m) { m.erase("batch"); }, "missing field 'batch'"},
     {"EmptyGrid", [](json &m) { m["grid"] = json::array(); },
@@ -220,6 +293,45 @@ const ErrorCase kErrorCases[] = {
      "strategy: hybrid_shard needs a 2-D grid [replicate, shard], got [1]"},
     {"TwoDGridWithoutHybrid", [](json &m) { m["grid"] = {2, 2}; },
      "strategy: a 2-D grid [2, 2] needs strategy hybrid_shard, got full_shard"},
+    {"MissingShardRanks", [](json &m) { m.erase("shard_ranks"); },
+     "missing field 'shard_ranks'"},
+    {"ZeroReplicas", [](json &m) { m["replicas"] = 0; }, "replicas: must be at least 1, got 0"},
+    {"RanksNotTheGrid", [](json &m) { m["replicas"] = 2; },
+     "replicas: shard_ranks 1 x replicas 2 must be the 1 ranks of grid [1]"},
+    {"FullShardNotOverTheGrid",
+     [](json &m) {
+       m["grid"] = {2};
+       m["replicas"] = 2;
+       m["batch"] = 8;
+     },
+     "shard_ranks: strategy full_shard shards over the whole grid [2]: expected 2, got 1"},
+    {"NoShardWithShards",
+     [](json &m) {
+       m["grid"] = {2};
+       m["strategy"] = "no_shard";
+       m["shard_ranks"] = 2;
+       m["batch"] = 8;
+     },
+     "shard_ranks: strategy no_shard keeps a whole copy on every rank: expected 1, got 2"},
+    {"HybridShardsOverTheFirstDimension",
+     [](json &m) {
+       m["grid"] = {2, 4};
+       m["strategy"] = "hybrid_shard";
+       m["shard_ranks"] = 2;
+       m["replicas"] = 4;
+       m["batch"] = 32;
+     },
+     "shard_ranks: strategy hybrid_shard shards over the second dimension of grid [2, 4]: "
+     "expected 4, got 2"},
+    {"MissingLocalBatch", [](json &m) { m.erase("local_batch"); },
+     "missing field 'local_batch'"},
+    {"LocalBatchNotBatchOverRanks",
+     [](json &m) {
+       json sharded = test::shardedClassifierManifest();
+       sharded["batch"] = 9;
+       m = sharded;
+     },
+     "local_batch: local_batch 4 on each of 2 ranks must make up batch 9"},
     {"UnknownOptimizer", [](json &m) { m["optimizer"]["kind"] = "adam"; },
      "optimizer.kind: unknown optimizer 'adam' (expected sgd or adamw)"},
     {"OptimizerNotObject", [](json &m) { m["optimizer"] = "adamw"; },
@@ -246,6 +358,58 @@ const ErrorCase kErrorCases[] = {
      "clip_grad_norm: must be non-negative (0 disables clipping), got -1"},
     {"ClipNotNumber", [](json &m) { m["clip_grad_norm"] = nullptr; },
      "clip_grad_norm: expected a number, got null"},
+    {"UnitsNotArray", [](json &m) { m["units"] = json::object(); },
+     "units: expected an array, got {}"},
+    {"UnitNotObject", [](json &m) { unit(m) = 3; }, "units[0]: expected an object, got 3"},
+    {"DuplicateUnit", [](json &m) { m["units"].push_back(unit(m)); },
+     "units[1].name: duplicate unit name 'fc'"},
+    {"IntegerUnit", [](json &m) { unit(m)["dtype"] = "i64"; },
+     "units[0].dtype: units are f32 or bf16, got i64"},
+    {"ZeroNumel", [](json &m) { unit(m)["numel"] = 0; },
+     "units[0].numel: must be at least 1, got 0"},
+    {"ZeroShardNumel", [](json &m) { unit(m)["shard_numel"] = 0; },
+     "units[0].shard_numel: must be at least 1, got 0"},
+    {"ShardsTooSmall", [](json &m) { unit(m)["shard_numel"] = 19; },
+     "units[0].shard_numel: shard_ranks 1 x shard_numel 19 elements cannot hold the unit's "
+     "numel 20"},
+    {"ShardOverflow", [](json &m) { unit(m)["shard_numel"] = 4611686018427387904LL; },
+     "units[0].shard_numel: shard_numel 4611686018427387904 x shard_ranks 1 has more than 2^63 "
+     "bytes"},
+    {"MisalignedParamShard", [](json &m) { unit(m)["param_offset"] = 2; },
+     "units[0].param_offset: offset 2 is not a multiple of the element size 4"},
+    {"ParamShardOutsidePersistent", [](json &m) { unit(m)["param_offset"] = 600; },
+     "units[0].param_offset: bytes [600, 728) lie outside the persistent region of 640 bytes"},
+    {"MissingGradOffset", [](json &m) { unit(m).erase("grad_offset"); },
+     "units[0]: missing field 'grad_offset'"},
+    {"GradShardOutsidePersistent", [](json &m) { m["persistent_bytes"] = 200; },
+     "units[0].grad_offset: bytes [128, 256) lie outside the persistent region of 200 bytes"},
+    {"FrozenUnitWithGradient", [](json &m) { unit(m)["trainable"] = false; },
+     "units[0].grad_offset: frozen unit 'fc' has no gradient"},
+    {"FrozenUnitWithState",
+     [](json &m) {
+       unit(m)["trainable"] = false;
+       unit(m).erase("grad_offset");
+     },
+     "units[0].state: frozen unit 'fc' has no optimizer state"},
+    {"SgdSlotUnderAdamw", [](json &m) { unit(m)["state"][0]["slot"] = "momentum"; },
+     "units[0].state[0].slot: unknown slot 'momentum' for adamw (expected exp_avg or exp_avg_sq)"},
+    {"AdamwSlotUnderSgd",
+     [](json &m) {
+       m["optimizer"] = {{"kind", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0}};
+     },
+     "units[0].state[0].slot: unknown slot 'exp_avg' for sgd (expected momentum)"},
+    {"DuplicateSlot", [](json &m) { unit(m)["state"][1]["slot"] = "exp_avg"; },
+     "units[0].state[1].slot: duplicate slot 'exp_avg' of unit 'fc'"},
+    {"MissingSlot", [](json &m) { unit(m)["state"].erase(1); },
+     "units[0].state: adamw needs slot 'exp_avg_sq' for unit 'fc'"},
+    {"MissingMomentum",
+     [](json &m) {
+       m["optimizer"] = {{"kind", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0}};
+       unit(m)["state"] = json::array();
+     },
+     "units[0].state: sgd with momentum needs slot 'momentum' for unit 'fc'"},
+    {"StateOutsidePersistent", [](json &m) { unit(m)["state"][1]["offset"] = 576; },
+     "units[0].state[1].offset: bytes [576, 704) lie outside the persistent region of 640 bytes"},
     {"ParamsNotArray", [](json &m) { m["params"] = json::object(); },
      "params: expected an array, got {}"},
     {"ParamNotObject", [](json &m) { param(m, 0) = 3; },
@@ -266,10 +430,16 @@ const ErrorCase kErrorCases[] = {
      "params[0].dtype: unknown dtype 'f16' (expected f32, bf16, i32 or i64)"},
     {"IntegerParam", [](json &m) { param(m, 0)["dtype"] = "i32"; },
      "params[0].dtype: parameters are f32 or bf16, got i32"},
+    {"ParamDTypeNotTheUnits", [](json &m) { param(m, 1)["dtype"] = "bf16"; },
+     "params[1].dtype: unit 'fc' is f32, got bf16"},
     {"MissingUnit", [](json &m) { param(m, 0).erase("unit"); },
      "params[0]: missing field 'unit'"},
+    {"UnknownUnit", [](json &m) { param(m, 1)["unit"] = "fc2"; },
+     "params[1].unit: no unit named 'fc2'"},
     {"TrainableNotBool", [](json &m) { param(m, 0)["trainable"] = "yes"; },
      "params[0].trainable: expected true or false, got \"yes\""},
+    {"FrozenParamInTrainableUnit", [](json &m) { param(m, 1)["trainable"] = false; },
+     "params[1].trainable: unit 'fc' is trainable, got false"},
     {"UnknownInit", [](json &m) { param(m, 0)["init"] = {{"kind", "xavier"}}; },
      "params[0].init.kind: unknown init kind 'xavier'"},
     {"ConstantWithoutValue", [](json &m) { param(m, 0)["init"] = {{"kind", "constant"}}; },
@@ -289,37 +459,29 @@ const ErrorCase kErrorCases[] = {
     {"FanInOnVector",
      [](json &m) { param(m, 1)["init"] = {{"kind", "fan_in_uniform"}, {"scale", 1}}; },
      "params[1].init.kind: fan_in_uniform needs a parameter of rank 2 or more, got shape [5]"},
-    {"MisalignedParam", [](json &m) { param(m, 1)["offset"] = 66; },
-     "params[1].offset: offset 66 is not a multiple of the element size 4"},
-    {"NegativeOffset", [](json &m) { param(m, 1)["offset"] = -4; },
-     "params[1].offset: must be at least 0, got -4"},
-    {"WrongParamBytes", [](json &m) { param(m, 0)["bytes"] = 64; },
-     "params[0].bytes: the shape and dtype need 60 bytes, got 64"},
-    {"ParamOutsideArena", [](json &m) { param(m, 1)["offset"] = 500; },
-     "params[1]: bytes [500, 520) lie outside the arena of 512 bytes"},
-    {"StateOfUnknownParam", [](json &m) { m["state"][0]["param"] = "fc.v"; },
-     "state[0].param: no parameter named 'fc.v'"},
-    {"StateOfFrozenParam", [](json &m) { param(m, 0)["trainable"] = false; },
-     "state[0].param: parameter 'fc.w' is frozen and has no optimizer state"},
-    {"SgdSlotUnderAdamw", [](json &m) { m["state"][0]["slot"] = "momentum"; },
-     "state[0].slot: unknown slot 'momentum' for adamw (expected exp_avg or exp_avg_sq)"},
-    {"AdamwSlotUnderSgd",
-     [](json &m) {
-       m["optimizer"] = {{"kind", "sgd"}, {"lr", 0.1}, {"momentum", 0.9}, {"weight_decay", 0}};
-     },
-     "state[0].slot: unknown slot 'exp_avg' for sgd (expected momentum)"},
-    {"DuplicateSlot", [](json &m) { m["state"][1]["slot"] = "exp_avg"; },
-     "state[1].slot: duplicate slot 'exp_avg' of parameter 'fc.w'"},
-    {"EmptyState", [](json &m) { m["state"][0]["bytes"] = 0; },
-     "state[0].bytes: must be at least 1, got 0"},
-    {"StateOutsideArena", [](json &m) { m["state"][3]["offset"] = 510; },
-     "state[3]: bytes [510, 530) lie outside the arena of 512 bytes"},
+    {"MissingUnitOffset", [](json &m) { param(m, 1).erase("unit_offset"); },
+     "params[1]: missing field 'unit_offset'"},
+    {"NegativeUnitOffset", [](json &m) { param(m, 1)["unit_offset"] = -1; },
+     "params[1].unit_offset: must be at least 0, got -1"},
+    {"ParamOutsideUnit", [](json &m) { param(m, 1)["unit_offset"] = 16; },
+     "params[1].unit_offset: elements [16, 21) lie outside unit 'fc' of 20 elements"},
+    {"OverlappingParams", [](json &m) { param(m, 1)["unit_offset"] = 14; },
+     "parameters 'fc.w' [0, 15) and 'fc.b' [14, 19) of unit 'fc' overlap"},
     {"InputsOutOfOrder", [](json &m) { input(m, 0)["index"] = 1; },
      "inputs[0].index: inputs must be listed in order: expected index 0, got 1"},
     {"ScalarInput", [](json &m) { input(m, 0)["shape"] = json::array(); },
      "inputs[0].shape: expected at least 1 dimension(s), got []"},
-    {"InputWithoutBatch", [](json &m) { input(m, 0)["shape"] = {8, 3}; },
-     "inputs[0].shape: dimension 0 is the batch dimension and must be 4, got shape [8, 3]"},
+    {"InputWithoutLocalBatch", [](json &m) { input(m, 0)["shape"] = {8, 3}; },
+     "inputs[0].shape: dimension 0 is this rank's batch dimension and must be local_batch 4, "
+     "got shape [8, 3]"},
+    {"InputWithGlobalBatch",
+     [](json &m) {
+       m = test::shardedClassifierManifest();
+       input(m, 1)["shape"] = {8};
+       input(m, 1)["bytes"] = 32;
+     },
+     "inputs[1].shape: dimension 0 is this rank's batch dimension and must be local_batch 4, "
+     "got shape [8]"},
     {"UnknownRole", [](json &m) { input(m, 1)["role"] = "labels"; },
      "inputs[1].role: unknown role 'labels'"},
     {"FloatClasses", [](json &m) { input(m, 1)["dtype"] = "f32"; },
@@ -340,12 +502,14 @@ const ErrorCase kErrorCases[] = {
      "inputs[1].bound: must be at most 2147483648, got 2147483649"},
     {"WrongInputBytes", [](json &m) { input(m, 0)["bytes"] = 96; },
      "inputs[0].bytes: the shape and dtype need 48 bytes, got 96"},
-    {"InputOutsideArena", [](json &m) { m["arena_bytes"] = 460; },
-     "inputs[1]: bytes [448, 464) lie outside the arena of 460 bytes"},
-    {"OverlappingParams", [](json &m) { param(m, 1)["offset"] = 56; },
-     "parameter 'fc.w' [0, 60) and parameter 'fc.b' [56, 76) overlap"},
-    {"InputOverStateRegion", [](json &m) { input(m, 1)["offset"] = 332; },
-     "state 'exp_avg_sq' of 'fc.b' [320, 340) and input 1 [332, 348) overlap"},
+    {"MisalignedInput", [](json &m) { input(m, 1)["offset"] = 450; },
+     "inputs[1].offset: offset 450 is not a multiple of the element size 4"},
+    {"InputInTransientRegion", [](json &m) { input(m, 1)["offset"] = 640; },
+     "inputs[1].offset: bytes [640, 656) lie outside the persistent region of 640 bytes"},
+    {"OverlappingShards", [](json &m) { unit(m)["grad_offset"] = 64; },
+     "parameter shard of unit 'fc' [0, 128) and gradient shard of unit 'fc' [64, 192) overlap"},
+    {"InputOverState", [](json &m) { input(m, 1)["offset"] = 508; },
+     "input 1 [508, 524) and state 'exp_avg_sq' of unit 'fc' [512, 640) overlap"},
 };
 
 INSTANTIATE_TEST_SUITE_P(Manifest, ManifestErrorTest, testing::ValuesIn(kErrorCases),

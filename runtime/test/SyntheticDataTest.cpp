@@ -21,10 +21,11 @@ namespace {
 /// A manifest with the test classifier's header and just the given inputs.
 Manifest withInputs(const char *inputs, int64_t arenaBytes = 4096) {
   json m = test::classifierManifest();
+  m["units"] = json::array();
   m["params"] = json::array();
-  m["state"] = json::array();
   m["inputs"] = json::parse(inputs);
   m["arena_bytes"] = arenaBytes;
+  m["persistent_bytes"] = arenaBytes;
   return parseManifest(m.dump());
 }
 
@@ -175,6 +176,65 @@ TEST(SyntheticData, RegressionTargetsOfTheTeacher) {
                teacher(21, j, c, 2);
       EXPECT_EQ(element<float>(arena, manifest.inputs[1], b, c), static_cast<float>(sum));
     }
+}
+
+TEST(SyntheticData, ADataSetOfWholeGlobalBatchesReplayed) {
+  // 1024 / 4 batches of 4: step 257 replays step 1.
+  Manifest manifest = withInputs(R"([
+    {"index": 0, "shape": [4, 2], "dtype": "f32", "role": "features", "offset": 0, "bytes": 32}])");
+  SyntheticData data(manifest, 5);
+  EXPECT_EQ(data.numSamples(), 1024);
+  std::vector<uint8_t> first(manifest.arenaBytes, 0), again(manifest.arenaBytes, 0);
+  data.writeBatch(1, first.data());
+  data.writeBatch(257, again.data());
+  EXPECT_EQ(first, again);
+  // A global batch of 48 gives 22 batches: 1056 samples.
+  json m = test::classifierManifest();
+  m["units"] = json::array();
+  m["params"] = json::array();
+  m["batch"] = 48;
+  m["local_batch"] = 24;
+  m["grid"] = {2};
+  m["shard_ranks"] = 2;
+  m["inputs"] = json::parse(R"([
+    {"index": 0, "shape": [24, 1], "dtype": "f32", "role": "features", "offset": 0, "bytes": 96}])");
+  EXPECT_EQ(SyntheticData(parseManifest(m.dump()), 5).numSamples(), 1056);
+}
+
+TEST(SyntheticData, EachRankGetsItsRowsOfTheGlobalBatch) {
+  // Global batch 8 on 2 ranks of 4 rows: rank r's row b of step s is sample
+  // (s - 1) * 8 + 4 r + b of the one data set; tokens and their next-token
+  // targets stay paired.
+  json m = test::shardedClassifierManifest();
+  m["units"] = json::array();
+  m["params"] = json::array();
+  m["inputs"] = json::parse(R"([
+    {"index": 0, "shape": [4, 3], "dtype": "f32", "role": "features", "offset": 0, "bytes": 48},
+    {"index": 1, "shape": [4, 5], "dtype": "i32", "role": "tokens", "bound": 9, "offset": 64, "bytes": 80},
+    {"index": 2, "shape": [4, 5], "dtype": "i32", "role": "classes", "bound": 9, "offset": 192, "bytes": 80}])");
+  m["arena_bytes"] = 512;
+  m["persistent_bytes"] = 512;
+  Manifest manifest = parseManifest(m.dump());
+  uint64_t seed = 17;
+  for (int rank = 0; rank < 2; ++rank) {
+    SyntheticData data(manifest, seed, rank);
+    std::vector<uint8_t> arena(manifest.arenaBytes, 0);
+    for (int step : {1, 2, 128, 129}) {
+      data.writeBatch(step, arena.data());
+      for (int b = 0; b < 4; ++b) {
+        uint32_t n = ((step - 1) * 8 + 4 * rank + b) % 1024;
+        for (int j = 0; j < 3; ++j)
+          ASSERT_EQ(element<float>(arena, manifest.inputs[0], b, j),
+                    static_cast<float>(standardNormal(dataBlock(seed, j, n, 0))))
+              << "rank " << rank << " step " << step << " row " << b;
+        int64_t x0 = static_cast<int64_t>(std::floor(uniform1(dataBlock(seed, 0, n, 1)) * 9));
+        for (int t = 0; t < 5; ++t) {
+          EXPECT_EQ(element<int32_t>(arena, manifest.inputs[1], b, t), (x0 + 7 * t) % 9);
+          EXPECT_EQ(element<int32_t>(arena, manifest.inputs[2], b, t), (x0 + 7 * t + 7) % 9);
+        }
+      }
+    }
+  }
 }
 
 TEST(SyntheticData, SeedsAndStepsGiveDifferentSamples) {

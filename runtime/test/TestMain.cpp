@@ -1,5 +1,7 @@
 //===- TestMain.cpp - main() of fsdprt-tests ------------------------------===//
 
+#include "Ranks.h"
+
 #include <gtest/gtest.h>
 
 int main(int argc, char **argv) {
@@ -8,5 +10,8 @@ int main(int argc, char **argv) {
   // unsafe: re-execute the binary for each death test instead.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
+  int status = RUN_ALL_TESTS();
+  // Tests that run the trainer in-process start MPI (on one rank).
+  fsdprt::finishMpi();
+  return status;
 }

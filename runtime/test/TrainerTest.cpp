@@ -8,6 +8,7 @@
 
 #include "TestManifest.h"
 #include "Trainer.h"
+#include "fsdprt/fsdprt.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -67,6 +68,28 @@ TEST(Trainer, CallsTheStepWithCountedStepsAndTheLearningRate) {
   EXPECT_EQ(calls[1].lr, 0.25f);
 }
 
+/// What the transient part [640, 768) of the test arena holds at step 1.
+std::vector<uint8_t> transientAtStep1;
+
+float transientStep(void *arena, int64_t step, float) {
+  auto *bytes = static_cast<uint8_t *>(arena);
+  if (step == 1)
+    transientAtStep1.assign(bytes + 640, bytes + 768);
+  // The step's temporaries: it writes up to byte 700.
+  std::memset(bytes + 640, 0, 60);
+  return 1.0f;
+}
+
+TEST(Trainer, MarksTheTransientPartAndMeasuresItsHighWaterMark) {
+  std::string manifest = test::classifierManifest().dump();
+  testing::internal::CaptureStdout();
+  EXPECT_EQ(run({"--steps", "2"}, manifest, transientStep), 0);
+  std::string out = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(transientAtStep1, std::vector<uint8_t>(128, 0xA5));
+  EXPECT_THAT(out, HasSubstr("arena: planned peak 768 bytes, measured high-water mark 700 bytes "
+                             "on every rank\n"));
+}
+
 TEST(Trainer, ZeroStepsNeverCallsTheStep) {
   calls.clear();
   EXPECT_EQ(run({"--steps", "0"}, test::classifierManifest().dump()), 0);
@@ -76,16 +99,27 @@ TEST(Trainer, ZeroStepsNeverCallsTheStep) {
 TEST(Trainer, HelpNeedsNoValidManifest) { EXPECT_EQ(run({"--help"}, "not json"), 0); }
 
 TEST(TrainerError, InvalidManifest) {
-  EXPECT_EXIT(run({}, "{\"version\": 1}"), ExitedWithCode(1),
+  EXPECT_EXIT(run({}, "{\"version\": 2}"), ExitedWithCode(1),
               HasSubstr("trainer: error: manifest: missing field 'arena_bytes'"));
 }
 
-TEST(TrainerError, MoreThanOneRank) {
-  json manifest = test::classifierManifest();
-  manifest["grid"] = {2};
-  EXPECT_EXIT(run({}, manifest.dump()), ExitedWithCode(1),
-              HasSubstr("trainer: error: the model was compiled for grid [2] (2 ranks), but this "
-                        "runtime runs a single rank (no MPI support yet)"));
+TEST(TrainerError, WrongNumberOfRanks) {
+  EXPECT_EXIT(run({}, test::shardedClassifierManifest().dump()), ExitedWithCode(1),
+              HasSubstr("trainer: error: the model was compiled for grid [2] (2 ranks), but it was "
+                        "started as 1 rank (without mpirun or with mpirun -np 1): run it with "
+                        "mpirun -np 2, or recompile with fsdpc --grid=1"));
+}
+
+float pendingStep(void *arena, int64_t, float) {
+  fsdprt_all_reduce_start(static_cast<float *>(arena), 1, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD);
+  return 1.0f;
+}
+
+TEST(TrainerError, StepLeavesACollectivePending) {
+  EXPECT_EXIT(run({"--steps", "3"}, test::classifierManifest().dump(), pendingStep),
+              ExitedWithCode(1),
+              HasSubstr("trainer: error: step 1 returned with 1 collective not waited for (every "
+                        "*_start needs its fsdprt_wait)"));
 }
 
 TEST(TrainerError, NanLossNamesTheStep) {

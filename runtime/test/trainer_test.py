@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
-"""End-to-end tests of a trainer linked from FakeModel.c and the runtime.
+"""End-to-end tests of trainers linked from FakeModel.c and the runtime.
 
-    trainer_test.py TRAINER CASE
+    trainer_test.py --trainer T1 --trainer-2 T2 --mpiexec MPIEXEC [--np-flag -n]
+                    [--mpiexec-flags=F1;F2] CASE
 
-Each CASE is one ctest test. The model facts below must match FakeModel.c.
+T1 is the fake model on one rank, T2 the same model compiled for grid [2]
+(run under MPIEXEC). Each CASE is one ctest test. The model facts below must
+match FakeModel.c.
 """
 
+import argparse
 import json
 import math
 import os
@@ -14,6 +18,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import spec_reference as spec
 
@@ -23,9 +28,16 @@ PARAMS = [
     ("linear.b", [4], {"kind": "normal", "mean": 0.0, "std": 0.1}),
 ]
 PARAM_BYTES = 4 * (8 * 4 + 4)
+ARENA_BYTES = 1792  # one rank
+ARENA_BYTES_2 = 1344  # each of two ranks
 PROGRESS = re.compile(r"^step (\d+) \| loss (\d+\.\d{6}) \| (\d+\.\d) samples/s \| mem (\d+\.\d) MiB$")
+ARENA = re.compile(r"^arena: planned peak (\d+) bytes, measured high-water mark (\d+) bytes on every rank$")
+MPI_TIMEOUT = 120
+# Losses and parameters of two ranks match one rank's up to the order of float sums.
+RELATIVE = 1e-6
 
 CASES = {}
+OPTIONS = None
 
 
 def case(function):
@@ -46,6 +58,23 @@ def run(trainer, *args):
     return subprocess.run([trainer, *map(str, args)], capture_output=True, text=True, timeout=120)
 
 
+def mpi_environment():
+    env = dict(os.environ)
+    # Open MPI refuses to start as root unless told (CI runs as root).
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
+
+
+def mpi_command(ranks, *command):
+    return [OPTIONS.mpiexec, OPTIONS.np_flag, str(ranks), *OPTIONS.mpiexec_flags, *map(str, command)]
+
+
+def mpirun(ranks, *command):
+    """Runs `command` (a trainer and its flags) on `ranks` ranks."""
+    return subprocess.run(mpi_command(ranks, *command), capture_output=True, text=True,
+                          timeout=MPI_TIMEOUT, env=mpi_environment())
+
+
 def expect_success(result):
     expect(result.returncode == 0,
            f"exit status {result.returncode}, stderr:\n{result.stderr}")
@@ -61,8 +90,21 @@ def expect_error(result, pattern):
 
 
 def read_log(path):
+    """The per-step entries of a --log-json file (without the final arena line)."""
     with open(path) as f:
-        return [json.loads(line) for line in f]
+        entries = [json.loads(line) for line in f]
+    expect(entries and "planned_peak_bytes" in entries[-1], f"no arena line at the end of {path}")
+    return entries[:-1]
+
+
+def close(a, b):
+    return abs(a - b) <= RELATIVE * max(abs(a), abs(b))
+
+
+def close_parameter(a, b):
+    """Within 1e-6, relative for values beyond 1: a parameter near 0 keeps the
+    absolute rounding error of the (differently ordered) gradient sums."""
+    return abs(a - b) <= RELATIVE * max(1.0, abs(a), abs(b))
 
 
 def read_floats(path):
@@ -133,7 +175,8 @@ def progress_lines(trainer, tmp):
     result = run(trainer, "--steps", 20, "--log-every", 5)
     expect_success(result)
     lines = result.stdout.splitlines()
-    expect(len(lines) == 4, f"expected 4 progress lines, got:\n{result.stdout}")
+    expect(len(lines) == 5, f"expected 4 progress lines and the arena line, got:\n{result.stdout}")
+    expect(ARENA.match(lines[4]), f"bad arena line {lines[4]!r}")
     for line, step in zip(lines, [5, 10, 15, 20]):
         match = PROGRESS.match(line)
         expect(match, f"bad progress line {line!r}")
@@ -148,9 +191,11 @@ def log_json(trainer, tmp):
     expect_success(result)
     with open(log) as f:
         lines = f.read().splitlines()
-    expect(len(lines) == 7, f"expected 7 lines, got {len(lines)}")
+    expect(len(lines) == 8, f"expected 7 step lines and the arena line, got {len(lines)}")
+    expect(json.loads(lines[7]) == {"planned_peak_bytes": ARENA_BYTES, "high_water_bytes": [ARENA_BYTES]},
+           lines[7])
     entries = []
-    for i, line in enumerate(lines, start=1):
+    for i, line in enumerate(lines[:7], start=1):
         entry = json.loads(line)
         expect(isinstance(entry, dict), line)
         expect(set(entry) == {"step", "loss", "samples_per_sec", "bytes_in_use"}, line)
@@ -160,7 +205,7 @@ def log_json(trainer, tmp):
         expect(isinstance(entry["bytes_in_use"], int) and entry["bytes_in_use"] > 0, line)
         entries.append(entry)
     # The progress lines print the same losses.
-    for line in result.stdout.splitlines():
+    for line in result.stdout.splitlines()[:-1]:
         step, loss = int(PROGRESS.match(line).group(1)), PROGRESS.match(line).group(2)
         expect(f"{entries[step - 1]['loss']:.6f}" == loss, f"{line!r} vs {entries[step - 1]}")
 
@@ -184,11 +229,12 @@ def load_params(trainer, tmp):
     short = os.path.join(tmp, "short.bin")
     with open(short, "wb") as f:
         f.write(b"\0" * (PARAM_BYTES - 4))
-    expect_error(run(trainer, "--load-params", short), r"--load-params: .*short\.bin.* is shorter")
+    expect_error(run(trainer, "--load-params", short),
+                 r"--load-params: .*short\.bin.* is shorter than the 144 bytes of the model's 2 parameters \(it has 140\)")
     long = os.path.join(tmp, "long.bin")
     with open(long, "wb") as f:
         f.write(b"\0" * (PARAM_BYTES + 4))
-    expect_error(run(trainer, "--load-params", long), r"--load-params: .*long\.bin.* is longer")
+    expect_error(run(trainer, "--load-params", long), r"--load-params: .*long\.bin.* is longer than the 144 bytes")
     expect_error(run(trainer, "--load-params", os.path.join(tmp, "missing.bin")),
                  r"--load-params: cannot open .*missing\.bin")
 
@@ -261,7 +307,7 @@ def print_manifest(trainer, tmp):
     result = run(trainer, "--data", os.path.join(tmp, "missing.bin"), "--print-manifest")
     expect_success(result)
     manifest = json.loads(result.stdout)
-    expect(manifest["version"] == 1 and manifest["arena_bytes"] == 1408, result.stdout)
+    expect(manifest["version"] == 2 and manifest["arena_bytes"] == ARENA_BYTES, result.stdout)
     expect([p["name"] for p in manifest["params"]] == ["linear.w", "linear.b"], result.stdout)
     expect(result.stdout.endswith("}\n"), "the manifest is not printed as embedded")
 
@@ -303,18 +349,164 @@ def nan_loss(trainer, tmp):
     expect(len(result.stdout.splitlines()) == step - 1, "progress lines do not stop at the failing step")
 
 
+@case
+def high_water(trainer, tmp):
+    """The fake step writes every byte of its scratch: measured == planned."""
+    result = run(trainer, "--steps", 2)
+    expect_success(result)
+    last = result.stdout.splitlines()[-1]
+    expect(last == f"arena: planned peak {ARENA_BYTES} bytes, measured high-water mark {ARENA_BYTES} "
+           "bytes on every rank", last)
+    # Without a step nothing of the transient part is touched.
+    result = run(trainer, "--steps", 0)
+    expect_success(result)
+    expect(result.stdout.splitlines()[-1] ==
+           f"arena: planned peak {ARENA_BYTES} bytes, measured high-water mark 1152 bytes on every rank",
+           result.stdout)
+
+
+def compare_losses(tmp, steps, *args):
+    one, two = os.path.join(tmp, "one.jsonl"), os.path.join(tmp, "two.jsonl")
+    expect_success(run(OPTIONS.trainer, "--steps", steps, "--log-json", one, *args))
+    expect_success(mpirun(2, OPTIONS.trainer_2, "--steps", steps, "--log-json", two, *args))
+    a = [entry["loss"] for entry in read_log(one)]
+    b = [entry["loss"] for entry in read_log(two)]
+    expect(len(a) == len(b) == steps, f"{len(a)} and {len(b)} log lines")
+    for step, (x, y) in enumerate(zip(a, b), start=1):
+        expect(close(x, y), f"step {step}: loss {x} on one rank, {y} on two")
+    return a
+
+
+@case
+def mpi_losses_match(trainer, tmp):
+    losses = compare_losses(tmp, 30, "--seed", 3)
+    expect(losses[-1] < 0.8 * losses[0], f"loss did not fall: {losses[0]} -> {losses[-1]}")
+
+
+@case
+def mpi_losses_match_data_file(trainer, tmp):
+    # 40 samples: the global batch of 16 wraps around inside a rank's rows.
+    path = os.path.join(tmp, "train.bin")
+    write_data_file(path, samples=40)
+    compare_losses(tmp, 12, "--data", path)
+
+
+@case
+def mpi_dump_params(trainer, tmp):
+    for steps in [0, 10]:
+        one, two = os.path.join(tmp, f"one-{steps}.bin"), os.path.join(tmp, f"two-{steps}.bin")
+        expect_success(run(OPTIONS.trainer, "--steps", steps, "--seed", 9, "--dump-params", one))
+        expect_success(mpirun(2, OPTIONS.trainer_2, "--steps", steps, "--seed", 9, "--dump-params", two))
+        expect(os.path.getsize(two) == PARAM_BYTES, f"dump has {os.path.getsize(two)} bytes")
+        a, b = read_floats(one), read_floats(two)
+        if steps == 0:
+            # Initial values do not depend on the number of ranks at all.
+            expect(a == b and a == reference_params(9), "initial parameters differ on two ranks")
+        for i, (x, y) in enumerate(zip(a, b)):
+            expect(close_parameter(x, y), f"after {steps} steps, parameter element {i}: {x} on one rank, {y} on two")
+
+
+@case
+def mpi_load_params(trainer, tmp):
+    saved = os.path.join(tmp, "saved.bin")
+    expect_success(run(OPTIONS.trainer, "--steps", 4, "--seed", 2, "--dump-params", saved))
+    # Each rank cuts its shard out of the file; gathered again they are the file.
+    reloaded = os.path.join(tmp, "reloaded.bin")
+    expect_success(mpirun(2, OPTIONS.trainer_2, "--steps", 0, "--load-params", saved,
+                          "--dump-params", reloaded))
+    expect(read_floats(reloaded) == read_floats(saved), "two ranks lost or moved loaded values")
+    # Resuming on two ranks continues like resuming on one.
+    one, two = os.path.join(tmp, "one.jsonl"), os.path.join(tmp, "two.jsonl")
+    expect_success(run(OPTIONS.trainer, "--steps", 3, "--load-params", saved, "--log-json", one))
+    expect_success(mpirun(2, OPTIONS.trainer_2, "--steps", 3, "--load-params", saved, "--log-json", two))
+    for x, y in zip([e["loss"] for e in read_log(one)], [e["loss"] for e in read_log(two)]):
+        expect(close(x, y), f"resumed losses differ: {x} vs {y}")
+
+
+@case
+def mpi_rank0_output(trainer, tmp):
+    result = mpirun(2, OPTIONS.trainer_2, "--steps", 10, "--log-every", 5)
+    expect_success(result)
+    lines = result.stdout.splitlines()
+    expect(len(lines) == 3, f"expected rank 0's 2 progress lines and the arena line, got:\n{result.stdout}")
+    for line, step in zip(lines, [5, 10]):
+        match = PROGRESS.match(line)
+        expect(match and int(match.group(1)) == step, f"bad progress line {line!r}")
+
+
+@case
+def mpi_high_water(trainer, tmp):
+    log = os.path.join(tmp, "log.jsonl")
+    result = mpirun(2, OPTIONS.trainer_2, "--steps", 3, "--log-json", log)
+    expect_success(result)
+    last = result.stdout.splitlines()[-1]
+    expect(last == f"arena: planned peak {ARENA_BYTES_2} bytes, measured high-water mark {ARENA_BYTES_2} "
+           "bytes on every rank", last)
+    with open(log) as f:
+        final = json.loads(f.read().splitlines()[-1])
+    expect(final == {"planned_peak_bytes": ARENA_BYTES_2, "high_water_bytes": [ARENA_BYTES_2] * 2}, final)
+
+
+@case
+def mpi_wrong_np(trainer, tmp):
+    # Without mpirun: one rank, and the exact one-line error of a 1-rank run.
+    expect_error(run(OPTIONS.trainer_2, "--steps", 1),
+                 r"^trainer: error: the model was compiled for grid \[2\] \(2 ranks\), but it was started "
+                 r"as 1 rank \(without mpirun or with mpirun -np 1\): run it with mpirun -np 2, or "
+                 r"recompile with fsdpc --grid=1$")
+    result = mpirun(4, OPTIONS.trainer_2, "--steps", 1)
+    expect(result.returncode != 0, "4 ranks for grid [2] ran")
+    expected = ("trainer: error: the model was compiled for grid [2] (2 ranks), but mpirun started "
+                "4 ranks: run it with mpirun -np 2, or recompile with fsdpc --grid=4")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("trainer: error:")]
+    expect(errors == [expected], f"expected rank 0's one error line, got:\n{result.stderr}")
+    expect("step 1 |" not in result.stdout, "the trainer ran anyway")
+
+
+@case
+def mpi_bad_data_one_rank(trainer, tmp):
+    """A rank that fails alone stops the other, which waits for it in a collective."""
+    script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$0" --data /nonexistent --steps 50; '
+              'else exec "$0" --steps 50; fi')
+    started = time.monotonic()
+    result = subprocess.run(mpi_command(2, "sh", "-c", script, OPTIONS.trainer_2), capture_output=True,
+                            text=True, timeout=MPI_TIMEOUT, env=mpi_environment())
+    elapsed = time.monotonic() - started
+    expect(result.returncode != 0, f"exit status 0:\n{result.stderr}")
+    expect("trainer: error: rank 1: data file '/nonexistent': cannot open: No such file or directory"
+           in result.stderr.splitlines(), f"no error line of rank 1:\n{result.stderr}")
+    expect(elapsed < 60, f"took {elapsed:.0f} s to stop")
+
+
+@case
+def mpi_collective_error(trainer, tmp):
+    """An error every rank sees (a diverged loss) is reported once, by rank 0, without a rank."""
+    result = mpirun(2, OPTIONS.trainer_2, "--steps", 100, "--lr", "1e38", "--log-every", 1)
+    expect(result.returncode != 0, "a diverged run exited 0")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("trainer: error:")]
+    expect(len(errors) == 1 and re.match(r"^trainer: error: step (\d+): the loss is (NaN|infinite) "
+                                         r"\(training diverged\)$", errors[0]),
+           f"expected one error line, got:\n{result.stderr}")
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in CASES:
-        print(f"usage: {sys.argv[0]} TRAINER {{{','.join(CASES)}}}", file=sys.stderr)
-        return 2
-    trainer, name = sys.argv[1], sys.argv[2]
+    global OPTIONS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--trainer", required=True)
+    parser.add_argument("--trainer-2", required=True)
+    parser.add_argument("--mpiexec", required=True)
+    parser.add_argument("--np-flag", default="-n")
+    parser.add_argument("--mpiexec-flags", default="")
+    parser.add_argument("case", choices=sorted(CASES))
+    OPTIONS = parser.parse_args()
+    OPTIONS.mpiexec_flags = [f for f in re.split(r"[;\s]+", OPTIONS.mpiexec_flags) if f]
     with tempfile.TemporaryDirectory(prefix="fsdprt-") as tmp:
         try:
-            CASES[name](trainer, tmp)
+            CASES[OPTIONS.case](OPTIONS.trainer, tmp)
         except Failure as failure:
-            print(f"FAIL {name}: {failure}", file=sys.stderr)
+            print(f"FAIL {OPTIONS.case}: {failure}", file=sys.stderr)
             return 1
-    print(f"PASS {name}")
+    print(f"PASS {OPTIONS.case}")
     return 0
 
 

@@ -32,14 +32,43 @@ void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64
                           int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
                           float beta, float *c, int64_t ldc, int64_t stride_c);
 
+/* Collectives (docs/Runtime.md, section 6). The world's ranks form a grid of
+ * `replicas` x `shard_ranks` (manifest): the shard group of a rank is the
+ * `shard_ranks` consecutive ranks holding the shards of one copy of the model
+ * (its index in the group, rank % shard_ranks, is the shard it owns); its
+ * replica group is the ranks holding the same shard (rank % shard_ranks equal).
+ * Every call starts a nonblocking collective and returns a handle that one
+ * later fsdprt_wait completes; the buffers must not be touched in between.
+ * Every rank of the group makes the same calls in the same order. */
+enum { FSDPRT_GROUP_WORLD = 0, FSDPRT_GROUP_SHARD = 1, FSDPRT_GROUP_REPLICA = 2 };
+enum { FSDPRT_REDUCE_SUM = 0, FSDPRT_REDUCE_AVG = 1 };
+
+/* Gathers `shard_bytes` from each rank of `group` into `full`
+ * (group size x shard_bytes), in group-rank order. */
+int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_t shard_bytes,
+                                int32_t group);
+
+/* Reduces `full` (group size x shard_count floats) elementwise over `group` and
+ * leaves block (group rank) of the result in `shard`; AVG divides the sum by the
+ * group size. */
+int32_t fsdprt_reduce_scatter_start(const float *full, float *shard, int64_t shard_count,
+                                    int32_t op, int32_t group);
+
+/* Reduces `count` floats in place over `group` (every rank gets the result). */
+int32_t fsdprt_all_reduce_start(float *data, int64_t count, int32_t op, int32_t group);
+
+/* Completes the collective `handle` (from a *_start call). */
+void fsdprt_wait(int32_t handle);
+
 /*--- Provided by the generated object ---------------------------------------*/
 
-/* NUL-terminated JSON manifest (docs/Runtime.md, section 2). */
+/* NUL-terminated JSON manifest (docs/Runtime.md, section 2, version 2). */
 extern const char fsdp_manifest[];
 
 /* Runs forward, backward and the optimizer update of one step in place on
- * `arena` (manifest.arena_bytes bytes, 64-byte aligned) and returns the loss of
- * the batch before the update. `step` counts from 1. */
+ * `arena` (manifest.arena_bytes bytes, 64-byte aligned) and returns this
+ * rank's loss on its part of the batch, before the update (the runtime
+ * averages it over the ranks). `step` counts from 1. */
 float fsdp_train_step(void *arena, int64_t step, float lr);
 
 #ifdef __cplusplus

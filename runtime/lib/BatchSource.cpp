@@ -1,0 +1,18 @@
+//===- BatchSource.cpp - Where a step's inputs come from ------------------===//
+
+#include "BatchSource.h"
+
+#include "Manifest.h"
+
+namespace fsdprt {
+
+RankRows::RankRows(const Manifest &manifest, int64_t rank)
+    : batch(manifest.batch), localBatch(manifest.localBatch), rank(rank) {}
+
+int64_t RankRows::sampleOf(int64_t step, int64_t row, int64_t samples) const {
+  unsigned __int128 global = static_cast<unsigned __int128>(step - 1) * static_cast<uint64_t>(batch) +
+                             static_cast<uint64_t>(rank * localBatch + row);
+  return static_cast<int64_t>(global % static_cast<uint64_t>(samples));
+}
+
+} // namespace fsdprt

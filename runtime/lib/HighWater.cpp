@@ -1,0 +1,43 @@
+//===- HighWater.cpp - Measured peak of the arena's transient part --------===//
+
+#include "HighWater.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace fsdprt {
+
+void markTransient(const Manifest &manifest, uint8_t *arena) {
+  std::memset(arena + manifest.persistentBytes, kTransientMarker,
+              static_cast<size_t>(manifest.arenaBytes - manifest.persistentBytes));
+}
+
+int64_t highWaterMark(const Manifest &manifest, const uint8_t *arena) {
+  for (int64_t i = manifest.arenaBytes; i > manifest.persistentBytes; --i)
+    if (arena[i - 1] != kTransientMarker)
+      return i;
+  return manifest.persistentBytes;
+}
+
+static std::string joined(const std::vector<int64_t> &values) {
+  std::string text;
+  for (size_t i = 0; i < values.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(values[i]);
+  return text;
+}
+
+std::string arenaLine(int64_t planned, const std::vector<int64_t> &marks) {
+  std::string line = "arena: planned peak " + std::to_string(planned) + " bytes, ";
+  bool agree = std::all_of(marks.begin(), marks.end(), [&](int64_t m) { return m == marks[0]; });
+  if (agree)
+    return line + "measured high-water mark " + std::to_string(marks[0]) + " bytes on every rank";
+  return line + "measured high-water marks " + joined(marks) + " bytes (ranks 0.." +
+         std::to_string(marks.size() - 1) + ")";
+}
+
+std::string arenaJson(int64_t planned, const std::vector<int64_t> &marks) {
+  return "{\"planned_peak_bytes\": " + std::to_string(planned) + ", \"high_water_bytes\": [" +
+         joined(marks) + "]}";
+}
+
+} // namespace fsdprt

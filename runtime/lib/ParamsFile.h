@@ -1,0 +1,40 @@
+//===- ParamsFile.h - --load-params and --dump-params files -----*- C++ -*-===//
+//
+// The file holds every parameter's full values, in manifest order, as raw
+// little-endian arrays of its dtype (docs/Runtime.md, section 5): the same
+// file whatever the number of ranks. A rank holds only the elements of its
+// shard, so loading cuts them out of the file and dumping gathers the shards.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_PARAMSFILE_H
+#define FSDPRT_PARAMSFILE_H
+
+#include "Manifest.h"
+#include "Ranks.h"
+
+#include <cstdint>
+#include <string>
+
+namespace fsdprt {
+
+class OutputFile;
+
+/// The size of a parameters file: every parameter's bytes.
+int64_t paramsFileBytes(const Manifest &manifest);
+
+/// Reads the elements shard `shardIndex` owns from the parameters file
+/// `path` into the parameter shards of `arena`; a missing file or one of the
+/// wrong size is fatal.
+void loadParamShards(const Manifest &manifest, const std::string &path, int64_t shardIndex,
+                     uint8_t *arena);
+
+/// Writes every parameter, gathered from the shards of the first replica, to
+/// `out` on rank 0 (null on the other ranks). Collective over the ranks of
+/// replica 0; the other replicas return at once.
+void dumpParams(const Manifest &manifest, const RankPlace &place, const uint8_t *arena,
+                OutputFile *out);
+
+} // namespace fsdprt
+
+#endif // FSDPRT_PARAMSFILE_H

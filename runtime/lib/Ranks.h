@@ -1,0 +1,62 @@
+//===- Ranks.h - MPI's world and the grid's process groups ------*- C++ -*-===//
+//
+// A trainer runs as one process per rank under mpirun (docs/Runtime.md,
+// section 5); started without mpirun it is a 1-rank run (MPI's singleton
+// init). The ranks form a grid of replicas x shard_ranks: the shard group of
+// a rank is the shard_ranks consecutive ranks holding one copy of the model,
+// its replica group the ranks holding the same shard (section 6).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_RANKS_H
+#define FSDPRT_RANKS_H
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace fsdprt {
+
+/// Initialises MPI, once per process; later calls do nothing.
+void startMpi();
+
+/// Frees the groups and finalizes MPI if it was started: the end of a
+/// successful run.
+void finishMpi();
+
+/// Whether MPI is initialised and not yet finalized.
+bool mpiRunning();
+
+/// This process's rank in MPI_COMM_WORLD and the world's size (0 of 1 when
+/// MPI is not running).
+int worldRank();
+int worldSize();
+
+/// Where a rank sits in the grid.
+struct RankPlace {
+  int rank = 0;
+  int worldSize = 1;
+  int64_t shardIndex = 0;   // rank % shard_ranks: the shard it owns
+  int64_t replicaIndex = 0; // rank / shard_ranks: the copy of the model it belongs to
+};
+
+/// Splits the world into shard and replica groups of a grid with
+/// `shardRanks` ranks per shard group, replacing earlier groups; returns this
+/// rank's place. Collective over the world.
+RankPlace setUpGroups(int64_t shardRanks);
+
+/// The communicator and size of FSDPRT_GROUP_WORLD, _SHARD or _REPLICA; an
+/// unknown group, or a call before setUpGroups, is fatal.
+MPI_Comm groupComm(int32_t group);
+int groupSize(int32_t group);
+
+/// The mean over the world's ranks of each rank's `value` (every rank gets it).
+double averageOverWorld(double value);
+
+/// Every rank's `value`, in rank order, on rank 0 (empty on the others).
+std::vector<int64_t> gatherToRankZero(int64_t value);
+
+} // namespace fsdprt
+
+#endif // FSDPRT_RANKS_H
