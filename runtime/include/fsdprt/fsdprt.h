@@ -37,9 +37,11 @@ void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64
  * `shard_ranks` consecutive ranks holding the shards of one copy of the model
  * (its index in the group, rank % shard_ranks, is the shard it owns); its
  * replica group is the ranks holding the same shard (rank % shard_ranks equal).
- * Every call starts a nonblocking collective and returns a handle that one
- * later fsdprt_wait completes; the buffers must not be touched in between.
- * Every rank of the group makes the same calls in the same order. */
+ * Every call starts a nonblocking collective and returns a handle (in
+ * [0, 256)) that one later fsdprt_wait completes; the buffers must not be
+ * touched in between, and the step must wait for every handle before it
+ * returns. At most 256 collectives may be pending at once. Every rank of the
+ * group makes the same calls in the same order. */
 enum { FSDPRT_GROUP_WORLD = 0, FSDPRT_GROUP_SHARD = 1, FSDPRT_GROUP_REPLICA = 2 };
 enum { FSDPRT_REDUCE_SUM = 0, FSDPRT_REDUCE_AVG = 1 };
 
