@@ -173,7 +173,7 @@ def read_log(path, warmup):
     with open(path) as f:
         for line in f:
             line = line.strip()
-            if line:
+            if line and "step" in json.loads(line):
                 records.append(json.loads(line))
     timed = [r for r in records if r["step"] > warmup]
     if not timed:

@@ -136,7 +136,13 @@ struct FSDPPartitionPass : public fsdp::impl::FSDPPartitionPassBase<FSDPPartitio
     }
 
     OpBuilder b(&getContext());
+    SymbolTable symbols(module);
     for (const UnitLayout &unit : layout->units) {
+      if (Operation *clash = symbols.lookup(unit.name)) {
+        clash->emitError("'") << unit.name
+                              << "' names both this symbol and a unit; rename one of them";
+        return signalPassFailure();
+      }
       for (const ParamSlice &slice : unit.params)
         ParamOp(slice.param).setOffset(slice.offset);
       b.setInsertionPointAfter(ParamOp(unit.params.back().param));

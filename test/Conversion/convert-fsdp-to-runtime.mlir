@@ -1,126 +1,158 @@
-// RUN: fsdp-opt %s -split-input-file -fsdp-autodiff -convert-fsdp-to-runtime -verify-diagnostics | FileCheck %s
+// RUN: fsdp-opt %s -split-input-file -convert-fsdp-to-runtime | FileCheck %s
 
-// Tied weights, a frozen parameter, AdamW and clipping. The arena holds, 64-byte
-// aligned: @emb (0, 256 B), @scale (256), the gradient of @emb (320), its two
-// AdamW moments (576, 832), then the inputs (1088, 1152).
+// Two ranks, full_shard, AdamW and clipping; the input is what
+// fsdp-insert-collectives makes of a tied embedding, a linear layer and a
+// frozen unit. Each rank's arena holds, 64-byte aligned: the parameter
+// shards of @e (0, 48 elements) and @s (192, 16), the gradient shard of @e
+// (256), its two AdamW moments (448, 640), then its half of the inputs (832,
+// 896).
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: \22arena_bytes\22:1216,\22batch\22:2,\22clip_grad_norm\22:1,\22grid\22:[1]
-// CHECK-SAME: {\22bound\22:16,\22bytes\22:24,\22dtype\22:\22i32\22,\22index\22:0,\22offset\22:1088,\22role\22:\22tokens\22,\22shape\22:[2,3]}
-// CHECK-SAME: {\22bound\22:16,\22bytes\22:24,\22dtype\22:\22i32\22,\22index\22:1,\22offset\22:1152,\22role\22:\22classes\22,\22shape\22:[2,3]}
+// CHECK-SAME: \22arena_bytes\22:960,\22batch\22:2,\22clip_grad_norm\22:1,\22grid\22:[2]
+// CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:0,\22offset\22:832,\22role\22:\22tokens\22,\22shape\22:[1,3]}
+// CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:1,\22offset\22:896,\22role\22:\22classes\22,\22shape\22:[1,3]}
+// CHECK-SAME: \22local_batch\22:1
 // CHECK-SAME: \22kind\22:\22adamw\22,\22lr\22:0.01
-// CHECK-SAME: {\22bytes\22:256,\22dtype\22:\22f32\22,\22init\22:{\22kind\22:\22normal\22,\22mean\22:0,\22std\22:0.02},\22name\22:\22emb\22,\22offset\22:0,\22shape\22:[16,4],\22trainable\22:true,\22unit\22:\22e\22}
-// CHECK-SAME: \22name\22:\22scale\22,\22offset\22:256,\22shape\22:[4],\22trainable\22:false
-// CHECK-SAME: {\22bytes\22:256,\22offset\22:576,\22param\22:\22emb\22,\22slot\22:\22exp_avg\22},{\22bytes\22:256,\22offset\22:832,\22param\22:\22emb\22,\22slot\22:\22exp_avg_sq\22}
-// CHECK-SAME: \22version\22:1}\00")
+// CHECK-SAME: \22params\22:[{\22dtype\22:\22f32\22,\22init\22:{\22kind\22:\22normal\22,\22mean\22:0,\22std\22:0.02},\22name\22:\22emb\22,\22shape\22:[16,4],\22trainable\22:true,\22unit\22:\22e\22,\22unit_offset\22:0}
+// CHECK-SAME: \22name\22:\22w\22,\22shape\22:[4,4],\22trainable\22:true,\22unit\22:\22e\22,\22unit_offset\22:64}
+// CHECK-SAME: \22name\22:\22scale\22,\22shape\22:[4],\22trainable\22:false,\22unit\22:\22s\22,\22unit_offset\22:0}
+// CHECK-SAME: \22persistent_bytes\22:960,\22replicas\22:1,\22shard_ranks\22:2,\22strategy\22:\22full_shard\22
+// CHECK-SAME: \22units\22:[{\22dtype\22:\22f32\22,\22grad_offset\22:256,\22name\22:\22e\22,\22numel\22:80,\22param_offset\22:0,\22shard_numel\22:48,\22state\22:[{\22offset\22:448,\22slot\22:\22exp_avg\22},{\22offset\22:640,\22slot\22:\22exp_avg_sq\22}],\22trainable\22:true}
+// CHECK-SAME: {\22dtype\22:\22f32\22,\22name\22:\22s\22,\22numel\22:4,\22param_offset\22:192,\22shard_numel\22:16,\22trainable\22:false}]
+// CHECK-SAME: \22version\22:2}\00")
 
-// CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<1216xi8>, %[[STEP:.+]]: i64, %[[LR:.+]]: f32) -> f32
-// CHECK: %[[IDSV:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<1216xi8> to memref<2x3xi32>
-// CHECK: bufferization.to_tensor %[[IDSV]] restrict : memref<2x3xi32> to tensor<2x3xi32>
-// CHECK: %[[EMBV:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<1216xi8> to memref<16x4xf32>
-// CHECK: %[[EMB:.+]] = bufferization.to_tensor %[[EMBV]] restrict : memref<16x4xf32> to tensor<16x4xf32>
-// CHECK-NOT: fsdp.use
+// CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<960xi8>, %[[STEP:.+]]: i64, %[[LR:.+]]: f32) -> f32
+// The forward gather of @e: the rank's 192-byte shard into a 384-byte buffer
+// of the step, over the shard group (1).
+// CHECK: %[[E:.+]] = memref.alloc() {alignment = 64 : i64} : memref<384xi8>
+// CHECK: %[[ESHARD:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<960xi8> to memref<192xi8>
+// CHECK: memref.extract_aligned_pointer_as_index %[[ESHARD]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[E]]
+// CHECK: %[[H:.+]] = call @fsdprt_all_gather_start(%{{.+}}, %{{.+}}, %c192_i64, %c1_i32{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i32) -> i32
+// CHECK-NEXT: call @fsdprt_wait(%[[H]]) : (i32) -> ()
+// CHECK: %[[EMBV:.+]] = memref.view %[[E]][%{{.+}}][] : memref<384xi8> to memref<16x4xf32>
+// CHECK: %[[EMB:.+]] = bufferization.to_tensor %[[EMBV]] restrict
+// CHECK: %[[WV:.+]] = memref.view %[[E]][%c256{{.*}}][] : memref<384xi8> to memref<4x4xf32>
 // CHECK: fsdp.embedding %[[EMB]]
-// CHECK: %[[GRADV:.+]] = memref.view %[[ARENA]][%[[C320:.+]]][] : memref<1216xi8> to memref<16x4xf32>
-// CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[GRADV]]
-// CHECK: %[[PV:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<1216xi8> to memref<16x4xf32>
-// CHECK: %[[MV:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<1216xi8> to memref<16x4xf32>
-// CHECK: %[[VV:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<1216xi8> to memref<16x4xf32>
-// CHECK: %[[COEF:.+]] = tensor.extract %{{.+}}[] : tensor<f32>
-// CHECK: math.powf
-// CHECK: linalg.generic {{.+}} ins(%[[GRADV]] : memref<16x4xf32>) outs(%[[PV]], %[[MV]], %[[VV]] : memref<16x4xf32>, memref<16x4xf32>, memref<16x4xf32>)
-// CHECK: arith.mulf %{{.+}}, %[[COEF]] : f32
-// CHECK: math.sqrt
-// CHECK: linalg.yield
+// CHECK-NOT: fsdp.free
+// The backward gathers.
+// CHECK: call @fsdprt_all_gather_start
+// CHECK: call @fsdprt_all_gather_start
+// The flat gradient: padding zeroed, each gradient in its slot, then
+// reduce-scattered (avg = 1) into the gradient shard at 256.
+// CHECK: %[[FLAT:.+]] = memref.alloc() {alignment = 64 : i64} : memref<384xi8>
+// CHECK: %[[PAD:.+]] = memref.view %[[FLAT]][%c320{{.*}}][] : memref<384xi8> to memref<16xf32>
+// CHECK: linalg.fill ins(%{{.+}} : f32) outs(%[[PAD]] : memref<16xf32>)
+// CHECK: %[[DEMB:.+]] = memref.view %[[FLAT]][%{{.+}}][] : memref<384xi8> to memref<16x4xf32>
+// CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[DEMB]]
+// CHECK: %[[DW:.+]] = memref.view %[[FLAT]][%c256{{.*}}][] : memref<384xi8> to memref<4x4xf32>
+// CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[DW]]
+// CHECK: %[[GSHARD:.+]] = memref.view %[[ARENA]][%c256{{.*}}][] : memref<960xi8> to memref<192xi8>
+// CHECK: memref.extract_aligned_pointer_as_index %[[FLAT]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[GSHARD]]
+// CHECK: %[[RS:.+]] = call @fsdprt_reduce_scatter_start(%{{.+}}, %{{.+}}, %c48_i64, %c1_i32{{.*}}, %c1_i32{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i32, i32) -> i32
+// CHECK-NEXT: call @fsdprt_wait(%[[RS]])
+// Clipping: the rank's partial sum of squares, summed (0) over the shard group (1).
+// CHECK: fsdp.reduce_sum
+// CHECK: %[[SUMSQ:.+]] = memref.alloc() {alignment = 64 : i64} : memref<4xi8>
+// CHECK: %[[AR:.+]] = call @fsdprt_all_reduce_start(%{{.+}}, %c1_i64, %c0_i32, %c1_i32{{.*}}) : (!llvm.ptr, i64, i32, i32) -> i32
+// CHECK-NEXT: call @fsdprt_wait(%[[AR]])
+// CHECK: fsdp.clip_coefficient
+// AdamW on the shard: gradient, parameter and moments are views of the arena.
+// CHECK: %[[G:.+]] = memref.view %[[ARENA]][%c256{{.*}}][] : memref<960xi8> to memref<48xf32>
+// CHECK: %[[P:.+]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<960xi8> to memref<48xf32>
+// CHECK: %[[M:.+]] = memref.view %[[ARENA]][%c448{{.*}}][] : memref<960xi8> to memref<48xf32>
+// CHECK: %[[V:.+]] = memref.view %[[ARENA]][%c640{{.*}}][] : memref<960xi8> to memref<48xf32>
+// CHECK: linalg.generic {{.+}} ins(%[[G]] : memref<48xf32>) outs(%[[P]], %[[M]], %[[V]] : memref<48xf32>, memref<48xf32>, memref<48xf32>)
 // CHECK: %[[LOSS:.+]] = tensor.extract %{{.+}}[] : tensor<f32>
 // CHECK: return %[[LOSS]] : f32
 // CHECK-NOT: fsdp.param
-module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.adamw<lr = 0.01, weight_decay = 0.1>, clip_grad_norm = 1.0>} {
-  fsdp.param @emb unit "e" : tensor<16x4xf32> = #fsdp.normal<std = 0.02>
-  fsdp.param frozen @scale : tensor<4xf32> = #fsdp.ones
-  func.func @loss(%ids: tensor<2x3xi32>, %y: tensor<2x3xi32>) -> tensor<f32> {
-    %e = fsdp.use @emb : tensor<16x4xf32>
-    %x = fsdp.embedding %e[%ids] : tensor<16x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>
-    %s = fsdp.use @scale : tensor<4xf32>
-    %h = fsdp.mul %x, %s : tensor<2x3x4xf32>, tensor<4xf32> -> tensor<2x3x4xf32>
-    %z = fsdp.matmul %h, %e transpose_rhs : tensor<2x3x4xf32>, tensor<16x4xf32> -> tensor<2x3x16xf32>
-    %l = fsdp.cross_entropy %z, %y : tensor<2x3x16xf32>, tensor<2x3xi32> -> tensor<f32>
-    return %l : tensor<f32>
+// CHECK-NOT: fsdp.unit
+// CHECK: func.func private @fsdprt_all_gather_start(!llvm.ptr, !llvm.ptr, i64, i32) -> i32
+// CHECK: func.func private @fsdprt_wait(i32)
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01, weight_decay = 0.1>, clip_grad_norm = 1.0>} {
+  fsdp.param @emb unit "e" at 0 : tensor<16x4xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w unit "e" at 64 : tensor<4x4xf32> = #fsdp.fan_in_uniform
+  fsdp.unit @e numel 80 shard 48 ranks 2 : f32
+  fsdp.param frozen @scale unit "s" at 0 : tensor<4xf32> = #fsdp.ones
+  fsdp.unit @s numel 4 shard 16 ranks 2 : f32
+  func.func @train_step(%arg0: tensor<1x3xi32>, %arg1: tensor<1x3xi32>, %arg2: i64, %arg3: f32) -> tensor<f32> {
+    %0 = fsdp.all_gather @e : tensor<96xf32>
+    %1 = fsdp.view @emb in %0 : tensor<96xf32> -> tensor<16x4xf32>
+    %2 = fsdp.view @w in %0 : tensor<96xf32> -> tensor<4x4xf32>
+    %3 = fsdp.embedding %1[%arg0] : tensor<16x4xf32>, tensor<1x3xi32> -> tensor<1x3x4xf32>
+    %4 = fsdp.all_gather @s : tensor<32xf32>
+    %5 = fsdp.view @scale in %4 : tensor<32xf32> -> tensor<4xf32>
+    %6 = fsdp.mul %3, %5 : tensor<1x3x4xf32>, tensor<4xf32> -> tensor<1x3x4xf32>
+    fsdp.free %4 : tensor<32xf32>
+    %7 = fsdp.matmul %6, %2 : tensor<1x3x4xf32>, tensor<4x4xf32> -> tensor<1x3x4xf32>
+    %8 = fsdp.matmul %7, %1 transpose_rhs : tensor<1x3x4xf32>, tensor<16x4xf32> -> tensor<1x3x16xf32>
+    fsdp.free %0 : tensor<96xf32>
+    %9 = fsdp.cross_entropy %8, %arg1 : tensor<1x3x16xf32>, tensor<1x3xi32> -> tensor<f32>
+    %cst = arith.constant dense<1.000000e+00> : tensor<f32>
+    %10 = fsdp.cross_entropy_grad %8, %arg1, %cst : tensor<1x3x16xf32>, tensor<1x3xi32>, tensor<f32>
+    %11 = fsdp.all_gather @e : tensor<96xf32>
+    %12 = fsdp.view @emb in %11 : tensor<96xf32> -> tensor<16x4xf32>
+    %13 = fsdp.view @w in %11 : tensor<96xf32> -> tensor<4x4xf32>
+    %14 = fsdp.matmul %10, %12 : tensor<1x3x16xf32>, tensor<16x4xf32> -> tensor<1x3x4xf32>
+    %15 = fsdp.reshape %7 : tensor<1x3x4xf32> -> tensor<3x4xf32>
+    %16 = fsdp.reshape %10 : tensor<1x3x16xf32> -> tensor<3x16xf32>
+    %17 = fsdp.matmul %16, %15 transpose_lhs : tensor<3x16xf32>, tensor<3x4xf32> -> tensor<16x4xf32>
+    %18 = fsdp.matmul %14, %13 transpose_rhs : tensor<1x3x4xf32>, tensor<4x4xf32> -> tensor<1x3x4xf32>
+    fsdp.free %11 : tensor<96xf32>
+    %19 = fsdp.reshape %6 : tensor<1x3x4xf32> -> tensor<3x4xf32>
+    %20 = fsdp.reshape %14 : tensor<1x3x4xf32> -> tensor<3x4xf32>
+    %21 = fsdp.matmul %19, %20 transpose_lhs : tensor<3x4xf32>, tensor<3x4xf32> -> tensor<4x4xf32>
+    %22 = fsdp.all_gather @s : tensor<32xf32>
+    %23 = fsdp.view @scale in %22 : tensor<32xf32> -> tensor<4xf32>
+    %24 = fsdp.mul %18, %23 : tensor<1x3x4xf32>, tensor<4xf32> -> tensor<1x3x4xf32>
+    fsdp.free %22 : tensor<32xf32>
+    %25 = fsdp.embedding_grad %arg0, %24 : tensor<1x3xi32>, tensor<1x3x4xf32> -> tensor<16x4xf32>
+    %26 = fsdp.add %17, %25 : tensor<16x4xf32>, tensor<16x4xf32> -> tensor<16x4xf32>
+    %27 = fsdp.flatten @e(%26, %21) : tensor<16x4xf32>, tensor<4x4xf32> -> tensor<96xf32>
+    %28 = fsdp.reduce_scatter %27 avg : tensor<96xf32> -> tensor<48xf32>
+    %29 = fsdp.mul %28, %28 : tensor<48xf32>, tensor<48xf32> -> tensor<48xf32>
+    %30 = fsdp.reduce_sum %29 dims [0] : tensor<48xf32> -> tensor<f32>
+    %31 = fsdp.all_reduce %30 sum over shard : tensor<f32>
+    %32 = fsdp.clip_coefficient %31 max_norm 1.0 : tensor<f32>
+    fsdp.update @e, %28 step %arg2 lr %arg3 scaled %32 {optimizer = #fsdp.adamw<lr = 0.01, weight_decay = 0.1>} : tensor<48xf32>, tensor<f32>
+    return %9 : tensor<f32>
   }
 }
 
 // -----
 
-// SGD without momentum keeps no state: the update reads the gradient and
-// writes the parameter only. Float inputs are features or regression targets.
+// no_shard on two ranks: one shard per unit, so parameters are read in place
+// and the flat gradient is written straight into the gradient shard (64),
+// then averaged (1) over the replica group (2). SGD without momentum keeps no
+// state.
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: \22role\22:\22features\22
-// CHECK-SAME: \22role\22:\22regression_target\22
+// CHECK-SAME: \22replicas\22:2,\22shard_ranks\22:1
 // CHECK-SAME: \22state\22:[]
-// CHECK: func.func @fsdp_train_step
-// CHECK: linalg.generic {{.+}} ins(%{{.+}} : memref<3x2xf32>) outs(%{{.+}} : memref<3x2xf32>)
-module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>} {
-  fsdp.param @w : tensor<3x2xf32> = #fsdp.fan_in_uniform
-  func.func @loss(%x: tensor<4x3xf32>, %t: tensor<4x2xf32>) -> tensor<f32> {
-    %w = fsdp.use @w : tensor<3x2xf32>
-    %p = fsdp.matmul %x, %w : tensor<4x3xf32>, tensor<3x2xf32> -> tensor<4x2xf32>
-    %l = fsdp.mse %p, %t : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<f32>
-    return %l : tensor<f32>
-  }
-}
-
-// -----
-
-// The trainer must be able to check integer inputs against a bound.
-module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>} {
-  fsdp.param @w : tensor<4xf32> = #fsdp.ones
-  // expected-error@+1 {{integer input #1 is neither embedding indices nor cross-entropy targets, so the trainer could not check its values}}
-  func.func @loss(%t: tensor<2x4xf32>, %unused: tensor<2xi32>) -> tensor<f32> {
-    %w = fsdp.use @w : tensor<4xf32>
-    %b = fsdp.broadcast %w : tensor<4xf32> -> tensor<2x4xf32>
-    %l = fsdp.mse %b, %t : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<f32>
-    return %l : tensor<f32>
-  }
-}
-
-// -----
-
-// Every input's dimension 0 is the batch.
-module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>} {
-  fsdp.param @w : tensor<4xf32> = #fsdp.ones
-  // expected-error@+1 {{every input's dimension 0 is the batch, but input #1 is 'tensor<3x4xf32>' and input #0 is 'tensor<2x4xf32>'}}
-  func.func @loss(%t: tensor<2x4xf32>, %u: tensor<3x4xf32>) -> tensor<f32> {
-    %w = fsdp.use @w : tensor<4xf32>
-    %b = fsdp.broadcast %w : tensor<4xf32> -> tensor<2x4xf32>
-    %l = fsdp.mse %b, %t : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<f32>
-    return %l : tensor<f32>
-  }
-}
-
-// -----
-
-// bf16 parameters are not lowered for CPUs yet.
-module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>} {
-  // expected-error@+1 {{the CPU target supports f32 parameters only}}
-  fsdp.param @w : tensor<4xbf16> = #fsdp.ones
-  func.func @loss(%t: tensor<2x4xf32>) -> tensor<bf16> {
-    %w = fsdp.use @w : tensor<4xbf16>
-    %b = fsdp.broadcast %w : tensor<4xbf16> -> tensor<2x4xbf16>
-    %l = fsdp.mse %b, %b : tensor<2x4xbf16>, tensor<2x4xbf16> -> tensor<bf16>
-    return %l : tensor<bf16>
-  }
-}
-
-// -----
-
-// bf16 inputs neither.
-module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>} {
-  fsdp.param @w : tensor<4xf32> = #fsdp.ones
-  // expected-error@+1 {{input #0 has element type 'bf16'; the CPU target supports f32, i32 and i64}}
-  func.func @loss(%t: tensor<2x4xbf16>) -> tensor<f32> {
-    %w = fsdp.use @w : tensor<4xf32>
-    %l = fsdp.mse %w, %w : tensor<4xf32>, tensor<4xf32> -> tensor<f32>
-    return %l : tensor<f32>
+// CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<256xi8>
+// CHECK-NOT: all_gather
+// CHECK: %[[GSHARD:.+]] = memref.view %[[ARENA]][%c64{{.*}}][] : memref<256xi8> to memref<64xi8>
+// CHECK: %[[DW:.+]] = memref.view %[[GSHARD]][%c0{{.*}}][] : memref<64xi8> to memref<3x2xf32>
+// CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[DW]]
+// CHECK: memref.extract_aligned_pointer_as_index %[[GSHARD]]
+// CHECK: call @fsdprt_all_reduce_start(%{{.+}}, %c16_i64, %c1_i32, %c2_i32)
+// CHECK: linalg.generic {{.+}} ins(%{{.+}} : memref<16xf32>) outs(%{{.+}} : memref<16xf32>)
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = no_shard, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w unit "lin" at 0 : tensor<3x2xf32> = #fsdp.fan_in_uniform
+  fsdp.unit @lin numel 6 shard 16 ranks 1 : f32
+  func.func @train_step(%arg0: tensor<2x3xf32>, %arg1: tensor<2x2xf32>, %arg2: i64, %arg3: f32) -> tensor<f32> {
+    %0 = fsdp.use @w : tensor<3x2xf32>
+    %1 = fsdp.matmul %arg0, %0 : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
+    %2 = fsdp.mse %1, %arg1 : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<f32>
+    %cst = arith.constant dense<1.000000e+00> : tensor<f32>
+    %3 = fsdp.sub %1, %arg1 : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
+    %4 = fsdp.scale %3 by 0.5 : tensor<2x2xf32>
+    %5 = fsdp.mul %4, %cst : tensor<2x2xf32>, tensor<f32> -> tensor<2x2xf32>
+    %6 = fsdp.matmul %arg0, %5 transpose_lhs : tensor<2x3xf32>, tensor<2x2xf32> -> tensor<3x2xf32>
+    %7 = fsdp.flatten @lin(%6) : tensor<3x2xf32> -> tensor<16xf32>
+    %8 = fsdp.all_reduce %7 avg over replica : tensor<16xf32>
+    fsdp.update @lin, %8 step %arg2 lr %arg3 {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<16xf32>
+    return %2 : tensor<f32>
   }
 }

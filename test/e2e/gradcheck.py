@@ -453,6 +453,7 @@ def step1_loss(trainer, data, params_path, log_path):
          "--log-json", log_path, "--log-every", "1000"])
     with open(log_path) as f:
         records = [json.loads(line) for line in f if line.strip()]
+    records = [r for r in records if "step" in r]
     if len(records) != 1 or records[0]["step"] != 1:
         raise CaseError("%s: expected one step-1 record, got %r" % (log_path, records))
     return float(records[0]["loss"])

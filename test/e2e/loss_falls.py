@@ -16,7 +16,8 @@ parser.add_argument("--max-ratio", type=float, default=0.5)
 args = parser.parse_args()
 
 with open(args.log) as f:
-    losses = [json.loads(line)["loss"] for line in f]
+    # Step records; the last line holds the arena figures.
+    losses = [r["loss"] for r in map(json.loads, f) if "step" in r]
 if len(losses) < 2 * args.window:
     sys.exit(f"FAILED: {len(losses)} steps logged, need {2 * args.window}")
 first = sum(losses[:args.window]) / args.window

@@ -59,7 +59,7 @@ def main():
          path("reference.json"), "--dump-params", path("reference-params.bin")])
 
     with open(path("log.json")) as f:
-        losses = [json.loads(line)["loss"] for line in f]
+        losses = [r["loss"] for r in map(json.loads, f) if "step" in r]
     with open(path("reference.json")) as f:
         reference = json.load(f)["losses"]
     failures = []

@@ -74,8 +74,9 @@ private:
   }
   /// Starts a collective and waits for it.
   void collective(Location loc, StringRef name, ValueRange args);
-  /// Replaces `result` by a tensor of the buffer that now holds it.
-  void bindResult(Value result, Value bytes);
+  /// Replaces `result` by a tensor of the buffer that now holds it, and
+  /// returns that tensor.
+  Value bindResult(Value result, Value bytes);
   UnitOp unitOf(StringRef name) { return module.lookupSymbol<UnitOp>(name); }
 
   LogicalResult lowerUse(UseOp use);
@@ -92,8 +93,10 @@ private:
   OpBuilder b;
   /// Where the values of collectives live: a byte buffer.
   llvm::DenseMap<Value, Value> buffers;
-  /// Flat gradients written straight into a unit's gradient shard.
+  /// Gradients already in a unit's gradient shard.
   llvm::DenseSet<Value> inGradientShard;
+  /// The unit of each flat gradient.
+  llvm::DenseMap<Value, StringRef> flatUnits;
   llvm::DenseMap<ParamOp, Value> paramTensors;
 };
 
@@ -112,11 +115,12 @@ void StepLowering::collective(Location loc, StringRef name, ValueRange args) {
   func::CallOp::create(b, loc, declare(kWait, {b.getI32Type()}, {}), handle);
 }
 
-void StepLowering::bindResult(Value result, Value bytes) {
+Value StepLowering::bindResult(Value result, Value bytes) {
   auto type = llvm::cast<RankedTensorType>(result.getType());
   Value value = tensor(result.getLoc(), bytes, 0, type);
   result.replaceAllUsesWith(value);
   buffers[value] = bytes;
+  return value;
 }
 
 /// The address of a buffer, as the runtime's C declarations take it. (A
@@ -174,13 +178,9 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
   Type elementType = unit.getElementType();
   int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   // With one shard the flat gradient is the gradient shard: write it there.
-  Value flat;
-  if (unit.getRanks() == 1) {
-    flat = arenaBytes(loc, layout.of(unit.getSymName()).grads);
-    inGradientShard.insert(flatten.getResult());
-  } else {
-    flat = allocBytes(loc, tensorBytes(unit.getFlatType()));
-  }
+  Value flat = unit.getRanks() == 1
+                   ? arenaBytes(loc, layout.of(unit.getSymName()).grads)
+                   : allocBytes(loc, tensorBytes(unit.getFlatType()));
   int64_t padding = unit.getFlatType().getNumElements() - unit.getNumel();
   if (padding > 0) {
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
@@ -195,25 +195,27 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
     bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad, slot,
                                                       /*restrict=*/true, /*writable=*/true);
   }
-  buffers[flatten.getResult()] = flat;
+  Value value = bindResult(flatten.getResult(), flat);
+  flatUnits[value] = unit.getSymName();
+  if (unit.getRanks() == 1)
+    inGradientShard.insert(value);
 }
 
 LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
   Location loc = reduce.getLoc();
-  auto flatten = reduce.getInput().getDefiningOp<FlattenOp>();
-  if (!flatten)
+  StringRef unit = flatUnits.lookup(reduce.getInput());
+  if (unit.empty())
     return reduce.emitOpError("reduces a value no fsdp.flatten produced; the CPU target "
                               "reduce-scatters flat gradients only");
-  const UnitRegions &regions = layout.of(flatten.getUnit());
+  const UnitRegions &regions = layout.of(unit);
   Value shard = arenaBytes(loc, regions.grads);
   collective(loc, kReduceScatter,
-             {pointerTo(b, loc, buffers.lookup(flatten.getResult())),
+             {pointerTo(b, loc, buffers.lookup(reduce.getInput())),
               pointerTo(b, loc, shard),
               i64Constant(b, loc, reduce.getType().getNumElements()),
               i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
               i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
-  bindResult(reduce.getResult(), shard);
-  inGradientShard.insert(reduce.getResult());
+  inGradientShard.insert(bindResult(reduce.getResult(), shard));
   return success();
 }
 
@@ -223,20 +225,23 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
   auto type = llvm::cast<RankedTensorType>(input.getType());
   // In place when the input has a buffer nobody reads afterwards.
   Value bytes = buffers.lookup(input);
+  bool inShard = false;
   if (!bytes || !input.hasOneUse()) {
     bytes = allocBytes(loc, tensorBytes(type));
     bufferization::MaterializeInDestinationOp::create(
         b, loc, TypeRange{}, input, view(loc, bytes, 0, type.getShape(), type.getElementType()),
         /*restrict=*/true, /*writable=*/true);
-  } else if (inGradientShard.contains(input)) {
-    inGradientShard.insert(reduce.getResult());
+  } else {
+    inShard = inGradientShard.contains(input);
   }
   collective(loc, kAllReduce,
              {pointerTo(b, loc, bytes),
               i64Constant(b, loc, type.getNumElements()),
               i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
               i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
-  bindResult(reduce.getResult(), bytes);
+  Value value = bindResult(reduce.getResult(), bytes);
+  if (inShard)
+    inGradientShard.insert(value);
 }
 
 LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
@@ -255,7 +260,7 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
   operands.grad = shardView(regions.grads);
   // Gradients that were reduced elsewhere land in the gradient shard first.
   Value grad = update.getGrad();
-  if (!inGradientShard.contains(grad) && !inGradientShard.contains(buffers.lookup(grad)))
+  if (!inGradientShard.contains(grad))
     bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad,
                                                       operands.grad, /*restrict=*/true,
                                                       /*writable=*/true);
