@@ -1,6 +1,8 @@
 //===- FSDPDialect.cpp - the fsdp dialect ---------------------------------===//
 
 #include "fsdp/IR/FSDPDialect.h"
+
+#include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/IR/FSDPAttrs.h"
 #include "fsdp/IR/FSDPOps.h"
 
@@ -22,6 +24,14 @@ void FSDPDialect::initialize() {
 LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
+  // The lowering's tag on the step's buffers (fsdp/Conversion/BufferKinds.h),
+  // internal to the compiler: models never carry it.
+  if (name == kBufferKindAttr) {
+    if (op->getName().getStringRef() != "memref.alloc" ||
+        !isa<StringAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a string on a memref.alloc";
+    return success();
+  }
   if (name != getPlanAttrName())
     return op->emitError() << "unknown fsdp attribute '" << name
                            << "'; the only one is '" << getPlanAttrName() << "'";

@@ -97,10 +97,11 @@ LogicalResult ParamViewOp::verifySymbolUses(SymbolTableCollection &symbolTable) 
   if (!unit)
     return emitOpError("the unit '") << *param.getUnit() << "' of '" << getParam()
                                      << "' has no fsdp.unit";
-  if (getGathered().getType() != unit.getFlatType())
-    return emitOpError("the gathered buffer has type ")
-           << getGathered().getType() << ", but unit '" << unit.getSymName()
-           << "' is " << unit.getFlatType();
+  auto gather = getGathered().getDefiningOp<AllGatherOp>();
+  if (!gather || gather.getUnit() != unit.getSymName())
+    return emitOpError("reads '") << getParam() << "' from a value that is not an "
+                                  << "fsdp.all_gather of its unit '" << unit.getSymName()
+                                  << "'";
   return success();
 }
 

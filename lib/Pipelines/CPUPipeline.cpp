@@ -54,8 +54,8 @@ void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createCSEPass());
   pm.addPass(createFSDPLowerGemmsPass());
-  bufferization::BufferDeallocationPipelineOptions deallocation;
-  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  // Every buffer in the arena at a planned offset: nothing to deallocate.
+  pm.addPass(createFSDPAssignBuffersPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
 
   // Loops and the LLVM dialect.

@@ -14,6 +14,25 @@ namespace mlir::fsdp {
 using namespace mlir;
 
 namespace {
+
+/// Fusing a producer with several uses recomputes it inside the consumer,
+/// which then reads the producer's inputs. That must not keep an input alive
+/// longer than it already is: a parameter gathered for the forward pass must
+/// not be read again in backward through a fused recomputation.
+bool keepsInputLives(Operation *producer, Operation *consumer) {
+  if (producer->hasOneUse())
+    return true;
+  for (Value input : producer->getOperands()) {
+    bool readLater = llvm::any_of(input.getUsers(), [&](Operation *user) {
+      return user != producer && user->getBlock() == consumer->getBlock() &&
+             !user->isBeforeInBlock(consumer);
+    });
+    if (!readLater)
+      return false;
+  }
+  return true;
+}
+
 struct FSDPFuseElementwisePass
     : public fsdp::impl::FSDPFuseElementwisePassBase<FSDPFuseElementwisePass> {
   void runOnOperation() override {
@@ -22,7 +41,8 @@ struct FSDPFuseElementwisePass
     linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
       return producer && isa<linalg::GenericOp>(producer) &&
-             isa<linalg::GenericOp>(operand->getOwner());
+             isa<linalg::GenericOp>(operand->getOwner()) &&
+             keepsInputLives(producer, operand->getOwner());
     });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

@@ -32,6 +32,15 @@ Operation *lastInBlock(ArrayRef<Operation *> ops) {
   return last;
 }
 
+/// The earliest of `ops` in their block.
+Operation *firstInBlock(ArrayRef<Operation *> ops) {
+  Operation *first = nullptr;
+  for (Operation *op : ops)
+    if (!first || op->isBeforeInBlock(first))
+      first = op;
+  return first;
+}
+
 /// Users of any of `values`.
 SmallVector<Operation *> usersOf(ArrayRef<Value> values) {
   SmallVector<Operation *> users;
@@ -100,20 +109,19 @@ void CollectiveInserter::scheduleGathers(UnitOp unit, ArrayRef<UseOp> uses) {
     reads.push_back(use.getResult());
   bool reshard = plan.getStrategy() == Strategy::FullShard ||
                  plan.getStrategy() == Strategy::HybridShard;
-  SmallVector<Operation *> backwardReaders;
-  for (Operation *user : usersOf(reads))
-    if (isBackward(user))
-      backwardReaders.push_back(user);
+  SmallVector<Operation *> readers = usersOf(reads), backwardReaders;
+  for (Operation *reader : readers)
+    if (isBackward(reader))
+      backwardReaders.push_back(reader);
 
   // Backward first: its views must not be taken from the forward gather.
-  if (reshard && !backwardReaders.empty()) {
-    Operation *first = backwardReaders.front();
-    for (Operation *reader : backwardReaders)
-      if (reader->isBeforeInBlock(first))
-        first = reader;
-    gatherFor(unit, first, reads, [&](Operation *op) { return isBackward(op); });
-  }
-  gatherFor(unit, uses.front(), reads, [](Operation *) { return true; });
+  if (reshard && !backwardReaders.empty())
+    gatherFor(unit, firstInBlock(backwardReaders), reads,
+              [&](Operation *op) { return isBackward(op); });
+  // Right before the first op that reads the unit, wherever the model
+  // wrote its fsdp.use; a unit nobody reads is not gathered.
+  if (!readers.empty())
+    gatherFor(unit, firstInBlock(readers), reads, [](Operation *) { return true; });
   for (UseOp use : uses)
     use.erase();
 }
@@ -122,17 +130,23 @@ Value CollectiveInserter::reduceGradients(UnitOp unit) {
   SmallVector<ParamOp> members = unit.getMembers();
   SmallVector<Value> grads;
   SmallVector<Operation *> producers;
+  bool anyGradient = false;
   for (ParamOp param : members) {
     UpdateOp update = updates.lookup(param.getSymNameAttr());
     grads.push_back(update ? update.getGrad() : Value());
-    if (update)
+    anyGradient |= bool(update);
+    // A gradient that is an argument of the step is ready at its start.
+    if (update && update.getGrad().getDefiningOp())
       producers.push_back(update.getGrad().getDefiningOp());
   }
-  if (producers.empty())
+  if (!anyGradient)
     return Value();
 
   // As soon as the last gradient of the unit is complete.
-  builder.setInsertionPointAfter(lastInBlock(producers));
+  if (producers.empty())
+    builder.setInsertionPointToStart(&body);
+  else
+    builder.setInsertionPointAfter(lastInBlock(producers));
   Location loc = unit.getLoc();
   for (auto [param, grad] : llvm::zip_equal(members, grads))
     if (!grad)
@@ -150,9 +164,9 @@ Value CollectiveInserter::reduceGradients(UnitOp unit) {
 
 LogicalResult CollectiveInserter::run(ModuleOp module) {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  endOfForward = ret.getOperand(0).getDefiningOp();
+  endOfForward = ret.getNumOperands() == 1 ? ret.getOperand(0).getDefiningOp() : nullptr;
   if (!endOfForward)
-    return ret.emitError("the loss must be computed by the step");
+    return ret.emitError("the step must return the loss it computes");
   for (UpdateOp update : body.getOps<UpdateOp>())
     updates[update.getParamAttr().getAttr()] = update;
   UpdateOp anyUpdate = updates.empty() ? UpdateOp() : updates.begin()->second;

@@ -62,6 +62,11 @@ FailureOr<RankedTensorType> BatchSplitter::splitType(Location loc, Type type,
 }
 
 LogicalResult BatchSplitter::retype(Operation &op) {
+  if (auto transpose = dyn_cast<TransposeOp>(op); transpose &&
+                                                   transpose.getPermutation()[0] != 0)
+    return op.emitError("moves the batch dimension away from dimension 0; the batch "
+                        "cannot be split across ")
+           << ranks << " ranks";
   if (auto infer = llvm::dyn_cast<InferTypeOpInterface>(op)) {
     SmallVector<Type> types;
     if (failed(infer.inferReturnTypes(op.getContext(), op.getLoc(), op.getOperands(),
@@ -71,6 +76,19 @@ LogicalResult BatchSplitter::retype(Operation &op) {
              << ranks << " ranks)";
     for (auto [result, type] : llvm::zip_equal(op.getResults(), types))
       setType(result, type);
+    // NumPy broadcasting would silently stretch a part of the batch against
+    // an operand of the global batch size.
+    if (isa<AddOp, SubOp, MulOp, DivOp>(op)) {
+      auto result = llvm::cast<RankedTensorType>(op.getResult(0).getType());
+      for (Value operand : op.getOperands()) {
+        auto type = llvm::cast<RankedTensorType>(operand.getType());
+        if (batched.contains(operand) && type.getRank() == result.getRank() &&
+            type.getDimSize(0) != result.getDimSize(0))
+          return op.emitError("combines a part of the batch (")
+                 << type << ") with a value of the global batch size; the batch "
+                 << "cannot be split across " << ranks << " ranks";
+      }
+    }
     return success();
   }
   if (isa<ReshapeOp, BroadcastOp>(op)) {
@@ -117,7 +135,11 @@ LogicalResult BatchSplitter::split(func::FuncOp function) {
       continue;
     if (failed(retype(op)))
       return failure();
-    batched.insert(op.result_begin(), op.result_end());
+    // A result keeps the batch in dimension 0 when it got smaller with it;
+    // a reduction over the batch gives per-rank partial values instead.
+    for (Value result : op.getResults())
+      if (result.getType() != originalType(result))
+        batched.insert(result);
   }
   function.setFunctionType(FunctionType::get(function.getContext(), body.getArgumentTypes(),
                                              body.getTerminator()->getOperandTypes()));

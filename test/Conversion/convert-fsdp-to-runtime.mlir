@@ -24,7 +24,7 @@
 // CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<960xi8>, %[[STEP:.+]]: i64, %[[LR:.+]]: f32) -> f32
 // The forward gather of @e: the rank's 192-byte shard into a 384-byte buffer
 // of the step, over the shard group (1).
-// CHECK: %[[E:.+]] = memref.alloc() {alignment = 64 : i64} : memref<384xi8>
+// CHECK: %[[E:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gathered"} : memref<384xi8>
 // CHECK: %[[ESHARD:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<960xi8> to memref<192xi8>
 // CHECK: memref.extract_aligned_pointer_as_index %[[ESHARD]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[E]]
@@ -40,7 +40,7 @@
 // CHECK: call @fsdprt_all_gather_start
 // The flat gradient: padding zeroed, each gradient in its slot, then
 // reduce-scattered (avg = 1) into the gradient shard at 256.
-// CHECK: %[[FLAT:.+]] = memref.alloc() {alignment = 64 : i64} : memref<384xi8>
+// CHECK: %[[FLAT:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gradient"} : memref<384xi8>
 // CHECK: %[[PAD:.+]] = memref.view %[[FLAT]][%c320{{.*}}][] : memref<384xi8> to memref<16xf32>
 // CHECK: linalg.fill ins(%{{.+}} : f32) outs(%[[PAD]] : memref<16xf32>)
 // CHECK: %[[DEMB:.+]] = memref.view %[[FLAT]][%{{.+}}][] : memref<384xi8> to memref<16x4xf32>
@@ -54,7 +54,7 @@
 // CHECK-NEXT: call @fsdprt_wait(%[[RS]])
 // Clipping: the rank's partial sum of squares, summed (0) over the shard group (1).
 // CHECK: fsdp.reduce_sum
-// CHECK: %[[SUMSQ:.+]] = memref.alloc() {alignment = 64 : i64} : memref<4xi8>
+// CHECK: %[[SUMSQ:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "collective"} : memref<4xi8>
 // CHECK: %[[AR:.+]] = call @fsdprt_all_reduce_start(%{{.+}}, %c1_i64, %c0_i32, %c1_i32{{.*}}) : (!llvm.ptr, i64, i32, i32) -> i32
 // CHECK-NEXT: call @fsdprt_wait(%[[AR]])
 // CHECK: fsdp.clip_coefficient

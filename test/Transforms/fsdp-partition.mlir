@@ -545,3 +545,52 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A reduction over the batch gives per-rank partial values: they are no
+// longer batched, so a later reshape keeps its shape.
+
+// CHECK-LABEL: func.func @loss(%{{.+}}: tensor<1x4xf32>)
+// CHECK: fsdp.reduce_sum %{{.+}} dims [0] : tensor<1x4xf32> -> tensor<4xf32>
+// CHECK: fsdp.reshape %{{.+}} : tensor<4xf32> -> tensor<2x2xf32>
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w unit "u" : tensor<2x2xf32> = #fsdp.ones
+  func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
+    %s = fsdp.reduce_sum %x dims [0] : tensor<2x4xf32> -> tensor<4xf32>
+    %r = fsdp.reshape %s : tensor<4xf32> -> tensor<2x2xf32>
+    %w = fsdp.use @w : tensor<2x2xf32>
+    %m = fsdp.mul %r, %w : tensor<2x2xf32>, tensor<2x2xf32> -> tensor<2x2xf32>
+    %l = fsdp.reduce_mean %m dims [0, 1] : tensor<2x2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// The batch must stay in dimension 0.
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w unit "u" : tensor<4xf32> = #fsdp.ones
+  func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
+    // expected-error@+1 {{moves the batch dimension away from dimension 0; the batch cannot be split across 2 ranks}}
+    %t = fsdp.transpose %x [1, 0] : tensor<2x4xf32> -> tensor<4x2xf32>
+    %l = fsdp.reduce_mean %t dims [0, 1] : tensor<4x2xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// A parameter broadcast to the global batch shape would be stretched against
+// a rank's rows by NumPy broadcasting: that is an error, not a silent mix.
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w unit "u" : tensor<4xf32> = #fsdp.ones
+  func.func @loss(%x: tensor<2x4xf32>) -> tensor<f32> {
+    %w = fsdp.use @w : tensor<4xf32>
+    %b = fsdp.broadcast %w : tensor<4xf32> -> tensor<2x4xf32>
+    // expected-error@+1 {{combines a part of the batch ('tensor<1x4xf32>') with a value of the global batch size; the batch cannot be split across 2 ranks}}
+    %m = fsdp.mul %x, %b : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+    %l = fsdp.reduce_mean %m dims [0, 1] : tensor<2x4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

@@ -173,6 +173,32 @@ def FSDPFuseElementwisePass : Pass<"fsdp-fuse-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def FSDPAssignBuffersPass : Pass<"fsdp-assign-buffers", "::mlir::ModuleOp"> {
+  let summary = "Places every transient buffer of the step in the arena";
+  let description = [{
+    After bufferization, gives every `memref.alloc` of `fsdp_train_step`
+    (gathered units, flat gradients, activations and temporaries) a fixed
+    offset in the rank's arena, after its persistent part, and replaces it by
+    a `memref.view` of the arena. A buffer is live from its allocation to the
+    last op that uses it or anything derived from it (views, pointers handed
+    to the runtime, the handle of a collective until its wait); buffers whose
+    lives overlap get disjoint bytes. Offsets are chosen greedily, largest
+    buffer first, lowest free 64-byte aligned offset.
+
+    The step then allocates nothing: its memory is the arena, whose size (the
+    planned peak) and a breakdown of the buffers live at the peak it writes
+    into the manifest (`arena_bytes`, `transient`), before anything runs.
+
+    ```mlir
+    %alloc = memref.alloc() {alignment = 64 : i64} : memref<32x256xf32>
+    // becomes
+    %c4096 = arith.constant 4096 : index
+    %view = memref.view %arena[%c4096][] : memref<9000xi8> to memref<32x256xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
+}
+
 def FSDPLowerGemmsPass : Pass<"fsdp-lower-gemms", "::mlir::ModuleOp"> {
   let summary = "Hands matrix products on buffers to the runtime's BLAS";
   let description = [{

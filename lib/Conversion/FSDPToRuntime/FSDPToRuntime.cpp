@@ -11,7 +11,9 @@
 #include "Manifest.h"
 #include "OptimizerUpdate.h"
 
+#include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/Conversion/Passes.h"
+#include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/IR/FSDPOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,14 +29,7 @@ using namespace mlir::fsdp;
 
 namespace {
 
-constexpr StringLiteral kStepFunction = "fsdp_train_step";
-constexpr StringLiteral kManifestGlobal = "fsdp_manifest";
 
-/// Runtime functions the step calls (docs/Runtime.md, section 6).
-constexpr StringLiteral kAllGather = "fsdprt_all_gather_start";
-constexpr StringLiteral kReduceScatter = "fsdprt_reduce_scatter_start";
-constexpr StringLiteral kAllReduce = "fsdprt_all_reduce_start";
-constexpr StringLiteral kWait = "fsdprt_wait";
 
 /// Lowers the step's fsdp ops onto buffers: persistent ones in the arena,
 /// transient ones (gathered units, flat gradients) as allocations that
@@ -68,9 +63,13 @@ private:
   Value bytesView(Location loc, Value bytes, int64_t offset, int64_t size) {
     return view(loc, bytes, offset, {size}, b.getI8Type());
   }
-  Value allocBytes(Location loc, int64_t size) {
-    return memref::AllocOp::create(b, loc, MemRefType::get({size}, b.getI8Type()),
-                                   b.getI64IntegerAttr(ArenaLayout::kAlignment));
+  /// A transient buffer, tagged with what it holds for fsdp-assign-buffers'
+  /// accounting.
+  Value allocBytes(Location loc, int64_t size, StringRef kind) {
+    auto alloc = memref::AllocOp::create(b, loc, MemRefType::get({size}, b.getI8Type()),
+                                         b.getI64IntegerAttr(ArenaLayout::kAlignment));
+    alloc->setAttr(kBufferKindAttr, b.getStringAttr(kind));
+    return alloc;
   }
   /// Starts a collective and waits for it.
   void collective(Location loc, StringRef name, ValueRange args);
@@ -163,9 +162,9 @@ void StepLowering::lowerAllGather(AllGatherOp gather) {
   Location loc = gather.getLoc();
   UnitOp unit = unitOf(gather.getUnit());
   const UnitRegions &regions = layout.of(unit.getSymName());
-  Value full = allocBytes(loc, tensorBytes(unit.getFlatType()));
+  Value full = allocBytes(loc, tensorBytes(unit.getFlatType()), kGatheredKind);
   Value shard = arenaBytes(loc, regions.params);
-  collective(loc, kAllGather,
+  collective(loc, kAllGatherStart,
              {pointerTo(b, loc, shard), pointerTo(b, loc, full),
               i64Constant(b, loc, regions.params.bytes),
               i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
@@ -180,7 +179,7 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
   // With one shard the flat gradient is the gradient shard: write it there.
   Value flat = unit.getRanks() == 1
                    ? arenaBytes(loc, layout.of(unit.getSymName()).grads)
-                   : allocBytes(loc, tensorBytes(unit.getFlatType()));
+                   : allocBytes(loc, tensorBytes(unit.getFlatType()), kGradientKind);
   int64_t padding = unit.getFlatType().getNumElements() - unit.getNumel();
   if (padding > 0) {
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
@@ -209,7 +208,7 @@ LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
                               "reduce-scatters flat gradients only");
   const UnitRegions &regions = layout.of(unit);
   Value shard = arenaBytes(loc, regions.grads);
-  collective(loc, kReduceScatter,
+  collective(loc, kReduceScatterStart,
              {pointerTo(b, loc, buffers.lookup(reduce.getInput())),
               pointerTo(b, loc, shard),
               i64Constant(b, loc, reduce.getType().getNumElements()),
@@ -227,14 +226,14 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
   Value bytes = buffers.lookup(input);
   bool inShard = false;
   if (!bytes || !input.hasOneUse()) {
-    bytes = allocBytes(loc, tensorBytes(type));
+    bytes = allocBytes(loc, tensorBytes(type), kCollectiveKind);
     bufferization::MaterializeInDestinationOp::create(
         b, loc, TypeRange{}, input, view(loc, bytes, 0, type.getShape(), type.getElementType()),
         /*restrict=*/true, /*writable=*/true);
   } else {
     inShard = inGradientShard.contains(input);
   }
-  collective(loc, kAllReduce,
+  collective(loc, kAllReduceStart,
              {pointerTo(b, loc, bytes),
               i64Constant(b, loc, type.getNumElements()),
               i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),

@@ -172,9 +172,22 @@ func.func @f(%g: tensor<16xf32>) {
 
 fsdp.param @w unit "u" at 0 : tensor<8xf32> = #fsdp.zeros
 fsdp.unit @u numel 8 shard 16 ranks 2 : f32
-func.func @f(%g: tensor<16xf32>) {
-  // expected-error@+1 {{'fsdp.view' op the gathered buffer has type 'tensor<16xf32>', but unit 'u' is 'tensor<32xf32>'}}
-  %0 = fsdp.view @w in %g : tensor<16xf32> -> tensor<8xf32>
+func.func @f(%g: tensor<32xf32>) {
+  // expected-error@+1 {{'fsdp.view' op reads 'w' from a value that is not an fsdp.all_gather of its unit 'u'}}
+  %0 = fsdp.view @w in %g : tensor<32xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+fsdp.param @w unit "u" at 0 : tensor<8xf32> = #fsdp.zeros
+fsdp.unit @u numel 8 shard 16 ranks 2 : f32
+fsdp.param @v unit "t" at 0 : tensor<8xf32> = #fsdp.zeros
+fsdp.unit @t numel 8 shard 16 ranks 2 : f32
+func.func @f() {
+  %g = fsdp.all_gather @t : tensor<32xf32>
+  // expected-error@+1 {{'fsdp.view' op reads 'w' from a value that is not an fsdp.all_gather of its unit 'u'}}
+  %0 = fsdp.view @w in %g : tensor<32xf32> -> tensor<8xf32>
   return
 }
 

@@ -1,0 +1,27 @@
+//===- BufferKinds.h - what a transient buffer of the step holds -*- C++ -*-===//
+//
+// convert-fsdp-to-runtime tags the buffers it creates for collectives, so
+// that fsdp-assign-buffers can account for them by kind; every other buffer
+// of the step comes from bufferization: activations and temporaries.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_CONVERSION_BUFFERKINDS_H
+#define FSDP_CONVERSION_BUFFERKINDS_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::fsdp {
+
+/// The attribute on a `memref.alloc` naming its kind.
+constexpr llvm::StringLiteral kBufferKindAttr = "fsdp.buffer";
+/// A unit's parameters, all-gathered.
+constexpr llvm::StringLiteral kGatheredKind = "gathered";
+/// A unit's flat gradient before its reduce-scatter.
+constexpr llvm::StringLiteral kGradientKind = "gradient";
+/// The operand of an all-reduce that has no buffer of its own.
+constexpr llvm::StringLiteral kCollectiveKind = "collective";
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_CONVERSION_BUFFERKINDS_H

@@ -1,0 +1,207 @@
+//===- AssignBuffers.cpp - fsdp-assign-buffers: the static memory plan ----===//
+//
+// Every buffer of the step gets its bytes in the arena before anything runs,
+// so a rank's peak memory is a number the compiler prints, and the trainer can
+// check it against what the step really touches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Conversion/BufferKinds.h"
+#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/Transforms/Passes.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::fsdp {
+#define GEN_PASS_DEF_FSDPASSIGNBUFFERSPASS
+#include "fsdp/Transforms/Passes.h.inc"
+} // namespace mlir::fsdp
+
+using namespace mlir;
+using namespace mlir::fsdp;
+namespace json = llvm::json;
+
+namespace {
+
+constexpr int64_t kAlignment = 64;
+
+/// One buffer of the step: its size, the ops (by position in the step's
+/// block) between which it is live, and where it goes.
+struct Buffer {
+  memref::AllocOp alloc;
+  int64_t bytes = 0;
+  int64_t first = 0, last = 0;
+  int64_t offset = -1;
+  StringRef kind;
+
+  bool overlapsInTime(const Buffer &other) const {
+    return first <= other.last && other.first <= last;
+  }
+};
+
+/// The position of the last op of `block` that uses `root`, or anything
+/// computed from it, transitively.
+int64_t lastUse(Value root, Block &block, const llvm::DenseMap<Operation *, int64_t> &position) {
+  int64_t last = position.lookup(block.findAncestorOpInBlock(*root.getDefiningOp()));
+  llvm::SetVector<Value> worklist;
+  worklist.insert(root);
+  for (size_t i = 0; i < worklist.size(); ++i)
+    for (Operation *user : worklist[i].getUsers()) {
+      Operation *top = block.findAncestorOpInBlock(*user);
+      last = std::max(last, position.lookup(top));
+      worklist.insert(user->result_begin(), user->result_end());
+      if (top != user)
+        worklist.insert(top->result_begin(), top->result_end());
+    }
+  return last;
+}
+
+/// Largest first, each at the lowest aligned offset free during its life.
+int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
+  SmallVector<Buffer *> order;
+  for (Buffer &buffer : buffers)
+    order.push_back(&buffer);
+  llvm::stable_sort(order, [](Buffer *a, Buffer *b) { return a->bytes > b->bytes; });
+  SmallVector<Buffer *> placed;
+  int64_t peak = 0;
+  for (Buffer *buffer : order) {
+    SmallVector<Buffer *> conflicts;
+    for (Buffer *other : placed)
+      if (other->overlapsInTime(*buffer))
+        conflicts.push_back(other);
+    llvm::sort(conflicts, [](Buffer *a, Buffer *b) { return a->offset < b->offset; });
+    int64_t offset = 0;
+    for (Buffer *other : conflicts) {
+      if (offset + buffer->bytes <= other->offset)
+        break;
+      offset = std::max<int64_t>(offset, llvm::alignTo(other->offset + other->bytes, kAlignment));
+    }
+    buffer->offset = offset;
+    peak = std::max(peak, offset + buffer->bytes);
+    placed.push_back(buffer);
+  }
+  return peak;
+}
+
+/// Bytes of each kind of buffer live at the peak: the instant at which the
+/// live buffers reach furthest into the arena.
+json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
+  const Buffer *top = nullptr;
+  for (const Buffer &buffer : buffers)
+    if (buffer.offset + buffer.bytes == peak && (!top || buffer.first < top->first))
+      top = &buffer;
+  llvm::StringMap<int64_t> bytes;
+  int64_t count = 0;
+  if (top)
+    for (const Buffer &buffer : buffers)
+      if (buffer.first <= top->first && top->first <= buffer.last) {
+        bytes[buffer.kind] += buffer.bytes;
+        ++count;
+      }
+  return json::Object{{"peak_bytes", peak},
+                      {"buffers", static_cast<int64_t>(buffers.size())},
+                      {"live_at_peak", count},
+                      {"gathered_bytes", bytes.lookup(kGatheredKind)},
+                      {"gradient_bytes", bytes.lookup(kGradientKind)},
+                      {"collective_bytes", bytes.lookup(kCollectiveKind)},
+                      {"activation_bytes", bytes.lookup("")}};
+}
+
+/// Rewrites the manifest's arena size and adds the transient plan.
+LogicalResult updateManifest(LLVM::GlobalOp global, int64_t arenaBytes, json::Object plan) {
+  auto text = llvm::dyn_cast_or_null<StringAttr>(global.getValueOrNull());
+  if (!text)
+    return global.emitError("the manifest global holds no string");
+  llvm::Expected<json::Value> parsed = json::parse(text.getValue().rtrim('\0'));
+  json::Object *manifest = parsed ? parsed->getAsObject() : nullptr;
+  if (!manifest) {
+    llvm::consumeError(parsed.takeError());
+    return global.emitError("the manifest is not a JSON object");
+  }
+  (*manifest)["arena_bytes"] = arenaBytes;
+  (*manifest)["transient"] = std::move(plan);
+  std::string updated;
+  llvm::raw_string_ostream os(updated);
+  os << json::Value(std::move(*manifest));
+  updated.push_back('\0');
+  MLIRContext *ctx = global.getContext();
+  global.setValueAttr(StringAttr::get(ctx, updated));
+  global.setGlobalType(LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), updated.size()));
+  return success();
+}
+
+struct FSDPAssignBuffersPass
+    : public fsdp::impl::FSDPAssignBuffersPassBase<FSDPAssignBuffersPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
+    auto manifest = module.lookupSymbol<LLVM::GlobalOp>(kManifestGlobal);
+    if (!step || step.isExternal() || !manifest) {
+      module.emitError("fsdp-assign-buffers needs the step and manifest of "
+                       "convert-fsdp-to-runtime");
+      return signalPassFailure();
+    }
+    if (!step.getBody().hasOneBlock()) {
+      step.emitError("fsdp-assign-buffers expects the step as one block (run it before "
+                     "lowering to loops)");
+      return signalPassFailure();
+    }
+    Block &body = step.getBody().front();
+    BlockArgument arena = body.getArgument(0);
+    int64_t persistent = llvm::cast<MemRefType>(arena.getType()).getDimSize(0);
+
+    llvm::DenseMap<Operation *, int64_t> position;
+    for (auto [index, op] : llvm::enumerate(body))
+      position[&op] = index;
+    SmallVector<Buffer> buffers;
+    WalkResult walk = step.walk([&](memref::AllocOp alloc) {
+      MemRefType type = alloc.getType();
+      if (alloc->getBlock() != &body || !type.hasStaticShape() ||
+          !type.getLayout().isIdentity() || type.getMemorySpace()) {
+        alloc.emitOpError("is not a static buffer of the step's block; the arena plan "
+                          "cannot place it");
+        return WalkResult::interrupt();
+      }
+      Buffer buffer;
+      buffer.alloc = alloc;
+      buffer.bytes = type.getNumElements() *
+                     llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      buffer.first = position.lookup(alloc);
+      buffer.last = lastUse(alloc, body, position);
+      if (auto kind = alloc->getAttrOfType<StringAttr>(kBufferKindAttr))
+        buffer.kind = kind.getValue();
+      buffers.push_back(buffer);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+
+    int64_t peak = placeBuffers(buffers);
+    int64_t arenaBytes = persistent + peak;
+    OpBuilder b(&getContext());
+    for (Buffer &buffer : buffers) {
+      b.setInsertionPoint(buffer.alloc);
+      Location loc = buffer.alloc.getLoc();
+      Value offset = arith::ConstantIndexOp::create(b, loc, persistent + buffer.offset);
+      Value view = memref::ViewOp::create(b, loc, buffer.alloc.getType(), arena, offset,
+                                          ValueRange{});
+      for (Operation *user : llvm::make_early_inc_range(buffer.alloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          user->erase();
+      buffer.alloc.replaceAllUsesWith(view);
+      buffer.alloc.erase();
+    }
+    arena.setType(MemRefType::get({arenaBytes}, b.getI8Type()));
+    step.setFunctionType(FunctionType::get(&getContext(), body.getArgumentTypes(),
+                                           step.getResultTypes()));
+    if (failed(updateManifest(manifest, arenaBytes, peakBreakdown(buffers, peak))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
