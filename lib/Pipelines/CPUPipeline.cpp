@@ -33,7 +33,7 @@
 
 using namespace mlir;
 
-void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
+void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm) {
   // fsdp: the sharded step, bound to the runtime's arena, then compute in
   // linalg.
   pm.addPass(createFSDPFormUnitsPass());
@@ -56,6 +56,10 @@ void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
   pm.addPass(createFSDPLowerGemmsPass());
   // Every buffer in the arena at a planned offset: nothing to deallocate.
   pm.addPass(createFSDPAssignBuffersPass());
+}
+
+void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
+  buildBufferPlanPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
 
   // Loops and the LLVM dialect.

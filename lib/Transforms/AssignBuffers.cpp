@@ -88,24 +88,35 @@ int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
   return peak;
 }
 
-/// Bytes of each kind of buffer live at the peak: the instant at which the
-/// live buffers reach furthest into the arena.
+/// The most bytes live at one instant, by kind, and the instant's total: a
+/// lower bound of any placement, which the arena peak exceeds only by
+/// fragmentation.
 json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
-  const Buffer *top = nullptr;
+  llvm::SmallSetVector<int64_t, 16> instants;
   for (const Buffer &buffer : buffers)
-    if (buffer.offset + buffer.bytes == peak && (!top || buffer.first < top->first))
-      top = &buffer;
+    instants.insert(buffer.first);
+  int64_t busiest = 0, mostBytes = -1;
+  for (int64_t instant : instants) {
+    int64_t bytes = 0;
+    for (const Buffer &buffer : buffers)
+      if (buffer.first <= instant && instant <= buffer.last)
+        bytes += buffer.bytes;
+    if (bytes > mostBytes) {
+      mostBytes = bytes;
+      busiest = instant;
+    }
+  }
   llvm::StringMap<int64_t> bytes;
   int64_t count = 0;
-  if (top)
-    for (const Buffer &buffer : buffers)
-      if (buffer.first <= top->first && top->first <= buffer.last) {
-        bytes[buffer.kind] += buffer.bytes;
-        ++count;
-      }
+  for (const Buffer &buffer : buffers)
+    if (buffer.first <= busiest && busiest <= buffer.last) {
+      bytes[buffer.kind] += buffer.bytes;
+      ++count;
+    }
   return json::Object{{"peak_bytes", peak},
+                      {"live_bytes", std::max<int64_t>(mostBytes, 0)},
                       {"buffers", static_cast<int64_t>(buffers.size())},
-                      {"live_at_peak", count},
+                      {"live_buffers", count},
                       {"gathered_bytes", bytes.lookup(kGatheredKind)},
                       {"gradient_bytes", bytes.lookup(kGradientKind)},
                       {"collective_bytes", bytes.lookup(kCollectiveKind)},

@@ -40,8 +40,40 @@ struct UnitTraffic {
   int64_t gatherForward = 0, gatherBackward = 0, reduceScatter = 0, allReduce = 0;
 };
 
+/// The compiled step's arena (fsdp-assign-buffers): its size, its persistent
+/// part, and the transient buffers live at its peak, by kind.
+struct ArenaPlan {
+  int64_t arenaBytes = 0, persistentBytes = 0, transientPeak = 0;
+  int64_t activations = 0, gathered = 0, gradients = 0, buffers = 0;
+};
+
+FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
+  namespace json = llvm::json;
+  llvm::Expected<json::Value> value = json::parse(text);
+  const json::Object *object = value ? value->getAsObject() : nullptr;
+  const json::Object *transient = object ? object->getObject("transient") : nullptr;
+  if (!transient) {
+    if (!value)
+      llvm::consumeError(value.takeError());
+    return op->emitError("fsdp-report: 'arena' is not the manifest's buffer plan");
+  }
+  auto get = [](const json::Object *o, StringRef key) {
+    return o->getInteger(key).value_or(0);
+  };
+  ArenaPlan plan;
+  plan.arenaBytes = get(object, "arena_bytes");
+  plan.persistentBytes = get(object, "persistent_bytes");
+  plan.transientPeak = get(transient, "peak_bytes");
+  plan.activations = get(transient, "activation_bytes") + get(transient, "collective_bytes");
+  plan.gathered = get(transient, "gathered_bytes");
+  plan.gradients = get(transient, "gradient_bytes");
+  plan.buffers = get(transient, "buffers");
+  return plan;
+}
+
 struct Report {
   int64_t params = 0, grads = 0, optimizer = 0, gatheredPeak = 0;
+  std::optional<ArenaPlan> arena;
   int64_t normAllReduce = 0;
   SmallVector<UnitTraffic> traffic;
   int64_t numParams = 0;
@@ -123,7 +155,17 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
   os << "  optimizer state                " << bytesText(report.optimizer) << "\n";
   os << "  sharded state (total)          " << bytesText(report.persistent()) << "\n";
   os << "  gathered parameters at peak    " << bytesText(report.gatheredPeak) << "\n";
-  os << "  activations, workspace         (not planned yet)\n\n";
+  if (const std::optional<ArenaPlan> &arena = report.arena) {
+    os << "\narena plan of the compiled step                   bytes\n";
+    os << "  persistent (shards, inputs)    " << bytesText(arena->persistentBytes) << "\n";
+    os << "  transient buffers at peak      " << bytesText(arena->transientPeak) << "\n";
+    os << "    activations, temporaries     " << bytesText(arena->activations) << "\n";
+    os << "    gathered parameters          " << bytesText(arena->gathered) << "\n";
+    os << "    flat gradients               " << bytesText(arena->gradients) << "\n";
+    os << "  arena (planned peak)           " << bytesText(arena->arenaBytes) << "\n\n";
+  } else {
+    os << "  activations, workspace         (planned by fsdpc --report)\n\n";
+  }
 
   UnitTraffic total;
   for (const UnitTraffic &t : report.traffic) {
@@ -177,6 +219,14 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                        {"gradient_shards", report.grads},
                        {"optimizer_state", report.optimizer},
                        {"gathered_parameters_peak", report.gatheredPeak}};
+  if (const std::optional<ArenaPlan> &arena = report.arena)
+    perRank["arena"] = json::Object{{"arena_bytes", arena->arenaBytes},
+                                    {"persistent_bytes", arena->persistentBytes},
+                                    {"transient_peak_bytes", arena->transientPeak},
+                                    {"activation_bytes", arena->activations},
+                                    {"gathered_bytes", arena->gathered},
+                                    {"gradient_bytes", arena->gradients},
+                                    {"buffers", arena->buffers}};
   os << json::Value(json::Object{{"grid", std::move(grid)},
                                  {"strategy", stringifyStrategy(plan.getStrategy())},
                                  {"parameters", report.numParams},
@@ -201,6 +251,12 @@ struct FSDPReportPass : public fsdp::impl::FSDPReportPassBase<FSDPReportPass> {
     if (failed(layout))
       return signalPassFailure();
     Report report = account(*layout);
+    if (!arena.empty()) {
+      FailureOr<ArenaPlan> plan = parseArenaPlan(arena, getOperation());
+      if (failed(plan))
+        return signalPassFailure();
+      report.arena = *plan;
+    }
     if (format == "json")
       printJson(llvm::outs(), *layout, report);
     else

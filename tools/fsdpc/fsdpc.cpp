@@ -8,6 +8,10 @@
 
 #include "RuntimeLinkage.h"
 
+#include "fsdp/Conversion/RuntimeABI.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "llvm/Support/JSON.h"
+
 #include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Pipelines/CPUPipeline.h"
@@ -75,6 +79,7 @@ cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3, default 
                            cl::Prefix, cl::init(3), cl::cat(fsdpcCategory));
 
 /// Prints `fsdpc: error: ...` and returns failure.
+
 LogicalResult fail(const llvm::Twine &message) {
   llvm::errs() << "fsdpc: error: " << message << "\n";
   return failure();
@@ -165,6 +170,34 @@ FailureOr<SmallVector<int64_t>> parseGrid() {
   return grid;
 }
 
+/// Compiles a copy of the model up to its buffer plan and returns the
+/// manifest's arena figures (arena_bytes, persistent_bytes, transient) as
+/// JSON, for fsdp-report.
+static FailureOr<std::string> planArena(ModuleOp model) {
+  OwningOpRef<ModuleOp> copy = model.clone();
+  PassManager pm(model.getContext());
+  fsdp::buildBufferPlanPipeline(pm);
+  if (failed(pm.run(*copy)))
+    return failure();
+  auto global = copy->lookupSymbol<LLVM::GlobalOp>(fsdp::kManifestGlobal);
+  auto text = global ? llvm::dyn_cast_or_null<StringAttr>(global.getValueOrNull())
+                     : StringAttr();
+  llvm::Expected<llvm::json::Value> manifest =
+      text ? llvm::json::parse(text.getValue().rtrim('\0'))
+           : llvm::Expected<llvm::json::Value>(
+                 llvm::createStringError("the compiled step has no manifest"));
+  if (!manifest)
+    return fail(llvm::toString(manifest.takeError()));
+  llvm::json::Object arena;
+  for (StringRef key : {"arena_bytes", "persistent_bytes", "transient"})
+    if (const llvm::json::Value *value = manifest->getAsObject()->get(key))
+      arena[key] = *value;
+  std::string json;
+  llvm::raw_string_ostream os(json);
+  os << llvm::json::Value(std::move(arena));
+  return json;
+}
+
 LogicalResult compile() {
   if (target == Target::CUDA)
     return fail("--target=cuda is not available in this build yet; use --target=cpu");
@@ -193,12 +226,20 @@ LogicalResult compile() {
     pm.addPass(fsdp::createFSDPSetGridPass(options));
   }
   if (report.getNumOccurrences()) {
-    // The report describes the plan; nothing is compiled.
-    pm.addPass(fsdp::createFSDPFormUnitsPass());
+    // The report describes the plan, with the arena of the step compiled as
+    // far as its buffer plan; nothing is emitted.
+    if (failed(pm.run(**module)))
+      return failure();
+    FailureOr<std::string> arena = planArena(**module);
+    if (failed(arena))
+      return failure();
+    PassManager reportPM(&ctx);
+    reportPM.addPass(fsdp::createFSDPFormUnitsPass());
     fsdp::FSDPReportPassOptions options;
     options.format = report.empty() ? "table" : report.getValue();
-    pm.addPass(fsdp::createFSDPReportPass(options));
-    return pm.run(**module);
+    options.arena = *arena;
+    reportPM.addPass(fsdp::createFSDPReportPass(options));
+    return reportPM.run(**module);
   }
   fsdp::buildCPUPipeline(pm);
   if (failed(pm.run(**module)))

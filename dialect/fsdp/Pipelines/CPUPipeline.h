@@ -11,7 +11,13 @@ namespace mlir::fsdp {
 /// Everything from a model file to the LLVM dialect for the CPU target: the
 /// training step, its arena binding, linalg, fusion, bufferization, BLAS
 /// calls, loops and the LLVM dialect.
+/// Model file to the LLVM dialect of a CPU trainer's step.
 void buildCPUPipeline(OpPassManager &pm);
+
+/// The first half of buildCPUPipeline: up to the step on buffers, every one
+/// placed in the arena (fsdp-assign-buffers), whose plan is then in the
+/// manifest. `fsdpc --report` stops there.
+void buildBufferPlanPipeline(OpPassManager &pm);
 
 /// Registers `fsdp-cpu-pipeline` and each of its passes with the pass registry.
 void registerCPUPipeline();

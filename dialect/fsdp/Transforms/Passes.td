@@ -146,7 +146,11 @@ def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
     the prefetch depth), and the bytes each rank sends per step in each kind
     of collective (ring algorithms: a rank sends (S - 1) / S of an
     all-gathered or reduce-scattered buffer of S shards), unit by unit.
-    Activations and workspace are not accounted for yet. The IR is unchanged.
+    With `arena`, the buffer plan of the compiled step (what `fsdpc --report`
+    passes: the `arena_bytes`, `persistent_bytes` and `transient` fields of the
+    manifest after `fsdp-assign-buffers`), the report adds the activations and
+    temporaries, the gathered units and the flat gradients live at the arena's
+    peak, and the planned arena itself. The IR is unchanged.
 
     ```sh
     fsdp-opt examples/llama-70b.mlir --fsdp-form-units --fsdp-report -o /dev/null
@@ -157,6 +161,8 @@ def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
   let options = [
     Option<"format", "format", "std::string", /*default=*/"\"table\"",
            "table (for people) or json (for scripts)">,
+    Option<"arena", "arena", "std::string", /*default=*/"\"\"",
+           "The compiled step's buffer plan, a JSON object (set by fsdpc --report)">,
   ];
 }
 
