@@ -1,0 +1,86 @@
+// RUN: fsdp-opt %s -split-input-file -fsdp-assign-buffers -verify-diagnostics | FileCheck %s
+
+// Five buffers after a 128-byte persistent part, placed largest first at the
+// lowest 64-byte aligned offset free during their life:
+// - %b (128 B) is live to the end: transient offset 0 (arena 128);
+// - %a (64 B), live through the fill of its expand_shape: 64 (arena 256);
+// - %g (64 B) starts after %a's last use, so it reuses its bytes, and lives
+//   until the wait of the collective that got its address: arena 256;
+// - %c (32 B) overlaps %b and %g: 192 (arena 320);
+// - %d (16 B) starts before the wait, so it must not share %g's bytes: 256
+//   (arena 384).
+// The arena grows to 128 + 272 bytes; at most 240 bytes are live at once.
+
+// CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
+// CHECK-SAME: {\22arena_bytes\22:400,\22persistent_bytes\22:128,\22transient\22:{\22activation_bytes\22:176,\22buffers\22:5,\22collective_bytes\22:0,\22gathered_bytes\22:64,\22gradient_bytes\22:0,\22live_buffers\22:4,\22live_bytes\22:240,\22peak_bytes\22:272}}\00")
+// CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<400xi8>, %{{.+}}: i64, %{{.+}}: f32) -> f32
+// CHECK-NOT: memref.alloc
+// CHECK: %[[A:.+]] = memref.view %[[ARENA]][%c256][] : memref<400xi8> to memref<16xf32>
+// CHECK: %[[B:.+]] = memref.view %[[ARENA]][%c128][] : memref<400xi8> to memref<32xf32>
+// CHECK: memref.expand_shape %[[A]]
+// CHECK: %[[C:.+]] = memref.view %[[ARENA]][%c320][] : memref<400xi8> to memref<8xf32>
+// CHECK: %[[G:.+]] = memref.view %[[ARENA]][%c256{{.*}}][] : memref<400xi8> to memref<64xi8>
+// CHECK: memref.extract_aligned_pointer_as_index %[[G]]
+// CHECK: %[[D:.+]] = memref.view %[[ARENA]][%c384][] : memref<400xi8> to memref<4xf32>
+// CHECK: call @fsdprt_wait
+// CHECK: memref.load %[[B]]
+// CHECK: memref.load %[[C]]
+// CHECK-NOT: memref.alloc
+module {
+  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:128,\22persistent_bytes\22:128}\00") {addr_space = 0 : i32}
+  func.func private @fsdprt_all_gather_start(!llvm.ptr, !llvm.ptr, i64, i32) -> i32
+  func.func private @fsdprt_wait(i32)
+  func.func @fsdp_train_step(%arena: memref<128xi8>, %step: i64, %lr: f32) -> f32 {
+    %zero = arith.constant 0.0 : f32
+    %c0 = arith.constant 0 : index
+    %a = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+    %b = memref.alloc() {alignment = 64 : i64} : memref<32xf32>
+    linalg.fill ins(%zero : f32) outs(%a : memref<16xf32>)
+    %a2 = memref.expand_shape %a [[0, 1]] output_shape [4, 4] : memref<16xf32> into memref<4x4xf32>
+    linalg.fill ins(%zero : f32) outs(%a2 : memref<4x4xf32>)
+    %c = memref.alloc() {alignment = 64 : i64} : memref<8xf32>
+    linalg.fill ins(%zero : f32) outs(%c : memref<8xf32>)
+    %g = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gathered"} : memref<64xi8>
+    %p = memref.extract_aligned_pointer_as_index %g : memref<64xi8> -> index
+    %p64 = arith.index_cast %p : index to i64
+    %ptr = llvm.inttoptr %p64 : i64 to !llvm.ptr
+    %n = arith.constant 32 : i64
+    %grp = arith.constant 1 : i32
+    %h = func.call @fsdprt_all_gather_start(%ptr, %ptr, %n, %grp) : (!llvm.ptr, !llvm.ptr, i64, i32) -> i32
+    %d = memref.alloc() {alignment = 64 : i64} : memref<4xf32>
+    linalg.fill ins(%zero : f32) outs(%d : memref<4xf32>)
+    func.call @fsdprt_wait(%h) : (i32) -> ()
+    %v = memref.load %b[%c0] : memref<32xf32>
+    %w = memref.load %c[%c0] : memref<8xf32>
+    %s = arith.addf %v, %w : f32
+    return %s : f32
+  }
+}
+
+// -----
+
+// A buffer inside a nested region has no single life in the step's block.
+module {
+  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:64,\22persistent_bytes\22:64}\00") {addr_space = 0 : i32}
+  func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
+    %zero = arith.constant 0.0 : f32
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    scf.for %i = %c0 to %c1 step %c1 {
+      // expected-error@+1 {{'memref.alloc' op is not a static buffer of the step's block; the arena plan cannot place it}}
+      %a = memref.alloc() : memref<4xf32>
+      linalg.fill ins(%zero : f32) outs(%a : memref<4xf32>)
+    }
+    return %zero : f32
+  }
+}
+
+// -----
+
+// expected-error@+1 {{fsdp-assign-buffers needs the step and manifest of convert-fsdp-to-runtime}}
+module {
+  func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
+    %zero = arith.constant 0.0 : f32
+    return %zero : f32
+  }
+}
