@@ -30,14 +30,23 @@
 // CHECK: memref.extract_aligned_pointer_as_index %[[E]]
 // CHECK: %[[H:.+]] = call @fsdprt_all_gather_start(%{{.+}}, %{{.+}}, %c192_i64, %c1_i32{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i32) -> i32
 // CHECK-NEXT: call @fsdprt_wait(%[[H]]) : (i32) -> ()
+// With the default prefetch of 1, the next gather (@s, 64 bytes per rank)
+// starts as soon as @e's is complete, before @e's layer computes, and is
+// waited for right before @s is read.
+// CHECK: %[[S:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gathered"} : memref<128xi8>
+// CHECK: %[[HS:.+]] = call @fsdprt_all_gather_start(%{{.+}}, %{{.+}}, %c64_i64, %c1_i32{{.*}})
 // CHECK: %[[EMBV:.+]] = memref.view %[[E]][%{{.+}}][] : memref<384xi8> to memref<16x4xf32>
 // CHECK: %[[EMB:.+]] = bufferization.to_tensor %[[EMBV]] restrict
 // CHECK: %[[WV:.+]] = memref.view %[[E]][%c256{{.*}}][] : memref<384xi8> to memref<4x4xf32>
 // CHECK: fsdp.embedding %[[EMB]]
+// CHECK-NEXT: call @fsdprt_wait(%[[HS]])
 // CHECK-NOT: fsdp.free
-// The backward gathers.
-// CHECK: call @fsdprt_all_gather_start
-// CHECK: call @fsdprt_all_gather_start
+// The backward gathers, each started one gather ahead.
+// CHECK: %[[HE2:.+]] = call @fsdprt_all_gather_start
+// CHECK: fsdp.mul
+// CHECK: call @fsdprt_wait(%[[HE2]])
+// CHECK: %[[HS2:.+]] = call @fsdprt_all_gather_start
+// CHECK: call @fsdprt_wait(%[[HS2]])
 // The flat gradient: padding zeroed, each gradient in its slot, then
 // reduce-scattered (avg = 1) into the gradient shard at 256.
 // CHECK: %[[FLAT:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gradient"} : memref<384xi8>
@@ -68,8 +77,8 @@
 // CHECK: return %[[LOSS]] : f32
 // CHECK-NOT: fsdp.param
 // CHECK-NOT: fsdp.unit
-// CHECK: func.func private @fsdprt_all_gather_start(!llvm.ptr, !llvm.ptr, i64, i32) -> i32
-// CHECK: func.func private @fsdprt_wait(i32)
+// CHECK-DAG: func.func private @fsdprt_all_gather_start(!llvm.ptr, !llvm.ptr, i64, i32) -> i32
+// CHECK-DAG: func.func private @fsdprt_wait(i32)
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01, weight_decay = 0.1>, clip_grad_norm = 1.0>} {
   fsdp.param @emb unit "e" at 0 : tensor<16x4xf32> = #fsdp.normal<std = 0.02>
   fsdp.param @w unit "e" at 64 : tensor<4x4xf32> = #fsdp.fan_in_uniform
@@ -154,5 +163,54 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = no_shard, optim
     %8 = fsdp.all_reduce %7 avg over replica : tensor<16xf32>
     fsdp.update @lin, %8 step %arg2 lr %arg3 {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<16xf32>
     return %2 : tensor<f32>
+  }
+}
+
+// -----
+
+// Overlap: a unit's reduce-scatter is waited for right before the first
+// reader of its shard (here the update at the end), so the backward pass of
+// the unit before it runs while its gradient travels.
+
+// CHECK: \22name\22:\22a.w\22
+// CHECK: %[[RSB:.+]] = call @fsdprt_reduce_scatter_start
+// CHECK-NEXT: %[[DWA:.+]] = fsdp.matmul
+// CHECK: %[[RSA:.+]] = call @fsdprt_reduce_scatter_start
+// CHECK-NEXT: call @fsdprt_wait(%[[RSA]])
+// CHECK: linalg.generic
+// CHECK: call @fsdprt_wait(%[[RSB]])
+// CHECK: linalg.generic
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @a.w unit "a" at 0 : tensor<4x4xf32> = #fsdp.fan_in_uniform
+  fsdp.unit @a numel 16 shard 16 ranks 2 : f32
+  fsdp.param @b.w unit "b" at 0 : tensor<4x4xf32> = #fsdp.fan_in_uniform
+  fsdp.unit @b numel 16 shard 16 ranks 2 : f32
+  func.func @train_step(%arg0: tensor<2x4xf32>, %arg1: tensor<2x4xf32>, %arg2: i64, %arg3: f32) -> tensor<f32> {
+    %0 = fsdp.all_gather @a : tensor<32xf32>
+    %1 = fsdp.view @a.w in %0 : tensor<32xf32> -> tensor<4x4xf32>
+    %2 = fsdp.matmul %arg0, %1 : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32>
+    fsdp.free %0 : tensor<32xf32>
+    %3 = fsdp.all_gather @b : tensor<32xf32>
+    %4 = fsdp.view @b.w in %3 : tensor<32xf32> -> tensor<4x4xf32>
+    %5 = fsdp.matmul %2, %4 : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32>
+    fsdp.free %3 : tensor<32xf32>
+    %6 = fsdp.mse %5, %arg1 : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<f32>
+    %cst = arith.constant dense<1.000000e+00> : tensor<f32>
+    %7 = fsdp.sub %5, %arg1 : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+    %8 = fsdp.scale %7 by 0.25 : tensor<2x4xf32>
+    %9 = fsdp.mul %8, %cst : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+    %10 = fsdp.all_gather @b : tensor<32xf32>
+    %11 = fsdp.view @b.w in %10 : tensor<32xf32> -> tensor<4x4xf32>
+    %12 = fsdp.matmul %9, %11 transpose_rhs : tensor<2x4xf32>, tensor<4x4xf32> -> tensor<2x4xf32>
+    fsdp.free %10 : tensor<32xf32>
+    %13 = fsdp.matmul %2, %9 transpose_lhs : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<4x4xf32>
+    %14 = fsdp.flatten @b(%13) : tensor<4x4xf32> -> tensor<32xf32>
+    %15 = fsdp.reduce_scatter %14 avg : tensor<32xf32> -> tensor<16xf32>
+    %16 = fsdp.matmul %arg0, %12 transpose_lhs : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<4x4xf32>
+    %17 = fsdp.flatten @a(%16) : tensor<4x4xf32> -> tensor<32xf32>
+    %18 = fsdp.reduce_scatter %17 avg : tensor<32xf32> -> tensor<16xf32>
+    fsdp.update @a, %18 step %arg2 lr %arg3 {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<16xf32>
+    fsdp.update @b, %15 step %arg2 lr %arg3 {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<16xf32>
+    return %6 : tensor<f32>
   }
 }

@@ -45,20 +45,29 @@ def ConvertFSDPToLinalgPass : Pass<"convert-fsdp-to-linalg"> {
 def ConvertFSDPToRuntimePass : Pass<"convert-fsdp-to-runtime", "::mlir::ModuleOp"> {
   let summary = "Binds the training step to the runtime's arena and ABI";
   let description = [{
-    Lays out every persistent tensor of the step in one arena (parameters,
-    their gradients, the optimizer state and the batch's inputs, each at a
-    64-byte aligned offset), and turns `@train_step` into the function the
-    runtime calls:
+    Lays out what each rank keeps from step to step in one arena (every
+    unit's parameter shard, the gradient shards and optimizer state of
+    trainable units, the rank's rows of the batch's inputs, each at a 64-byte
+    aligned offset), and turns `@train_step` of a partitioned module (after
+    `fsdp-insert-collectives`) into the function the runtime calls:
 
     ```c
     float fsdp_train_step(void *arena, int64_t step, float lr);
     ```
 
-    Inputs and `fsdp.use` become tensors read from arena views
-    (`bufferization.to_tensor restrict`); each `fsdp.update` writes the
-    gradient into its arena slot and applies the optimizer in place with a
-    `linalg.generic` on the parameter's and the state's views. The layout,
-    the parameters' initializers, the inputs' roles and the plan are written
+    Inputs and the `fsdp.use` of unsharded units become tensors read from
+    arena views (`bufferization.to_tensor restrict`). `fsdp.all_gather` gets a
+    buffer (a `memref.alloc` that `fsdp-assign-buffers` places later) filled by
+    `fsdprt_all_gather_start` / `fsdprt_wait`, and each `fsdp.view` is a view
+    of it; `fsdp.flatten` writes the gradients into a flat buffer (with one
+    shard, the arena's gradient shard) whose padding it zeroes;
+    `fsdp.reduce_scatter` and `fsdp.all_reduce` become the runtime's
+    nonblocking calls; each `fsdp.update` of a unit applies the optimizer in
+    place with one `linalg.generic` over the shard's views. Collectives overlap
+    with compute: after a gather completes, the next `min(prefetch,
+    max_inflight_gathers)` gathers start, and a reduction is waited for right
+    before its result is first read. The layout, the units and parameters
+    (offsets in their unit, initializers), the inputs' roles and the plan are written
     into the `fsdp_manifest` global, a JSON document the runtime reads
     (docs/Runtime.md). The fsdp ops, the params and the plan are gone
     afterwards. Run it before `convert-fsdp-to-linalg`: it reads how the

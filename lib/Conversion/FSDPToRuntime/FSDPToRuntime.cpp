@@ -37,9 +37,11 @@ namespace {
 /// runtime calls.
 class StepLowering {
 public:
-  StepLowering(ModuleOp module, const ArenaLayout &layout, Value arena, Block &body)
+  /// `prefetch`: how many gathers start ahead of the one being waited for.
+  StepLowering(ModuleOp module, const ArenaLayout &layout, Value arena, Block &body,
+               int64_t prefetch)
       : module(module), layout(layout), arena(arena), body(body),
-        b(OpBuilder::atBlockBegin(&body)) {}
+        b(OpBuilder::atBlockBegin(&body)), prefetch(prefetch) {}
 
   LogicalResult lower(Value stepNumber, Value learningRate);
 
@@ -71,8 +73,13 @@ private:
     alloc->setAttr(kBufferKindAttr, b.getStringAttr(kind));
     return alloc;
   }
-  /// Starts a collective and waits for it.
-  void collective(Location loc, StringRef name, ValueRange args);
+  /// Starts a collective; returns the handle to wait for.
+  Value start(Location loc, StringRef name, ValueRange args);
+  void wait(Location loc, Value handle);
+  /// Waits for a collective right before the first reader of its result.
+  void waitBeforeFirstUse(Location loc, Value handle, Value result);
+  /// Allocates a unit's gathered buffer and starts filling it, here.
+  void startGather(AllGatherOp gather);
   /// Replaces `result` by a tensor of the buffer that now holds it, and
   /// returns that tensor.
   Value bindResult(Value result, Value bytes);
@@ -97,9 +104,13 @@ private:
   /// The unit of each flat gradient.
   llvm::DenseMap<Value, StringRef> flatUnits;
   llvm::DenseMap<ParamOp, Value> paramTensors;
+  int64_t prefetch;
+  /// The step's gathers in order, and those started ahead (buffer, handle).
+  SmallVector<AllGatherOp> gathers;
+  llvm::DenseMap<Operation *, std::pair<Value, Value>> startedGathers;
 };
 
-void StepLowering::collective(Location loc, StringRef name, ValueRange args) {
+Value StepLowering::start(Location loc, StringRef name, ValueRange args) {
   auto declare = [&](StringRef callee, TypeRange inputs, TypeRange results) {
     if (auto existing = module.lookupSymbol<func::FuncOp>(callee))
       return existing;
@@ -109,9 +120,25 @@ void StepLowering::collective(Location loc, StringRef name, ValueRange args) {
     decl.setPrivate();
     return decl;
   };
-  func::FuncOp start = declare(name, ValueRange(args).getTypes(), {b.getI32Type()});
-  Value handle = func::CallOp::create(b, loc, start, args).getResult(0);
-  func::CallOp::create(b, loc, declare(kWait, {b.getI32Type()}, {}), handle);
+  declare(kWait, {b.getI32Type()}, {});
+  func::FuncOp callee = declare(name, ValueRange(args).getTypes(), {b.getI32Type()});
+  return func::CallOp::create(b, loc, callee, args).getResult(0);
+}
+
+void StepLowering::wait(Location loc, Value handle) {
+  func::CallOp::create(b, loc, module.lookupSymbol<func::FuncOp>(kWait), handle);
+}
+
+void StepLowering::waitBeforeFirstUse(Location loc, Value handle, Value result) {
+  SmallVector<Operation *> users;
+  for (Operation *user : result.getUsers())
+    users.push_back(body.findAncestorOpInBlock(*user));
+  Operation *first = body.getTerminator();
+  for (Operation *user : users)
+    if (user->isBeforeInBlock(first))
+      first = user;
+  b.setInsertionPoint(first);
+  wait(loc, handle);
 }
 
 Value StepLowering::bindResult(Value result, Value bytes) {
@@ -158,17 +185,31 @@ LogicalResult StepLowering::lowerUse(UseOp use) {
   return success();
 }
 
-void StepLowering::lowerAllGather(AllGatherOp gather) {
+void StepLowering::startGather(AllGatherOp gather) {
   Location loc = gather.getLoc();
   UnitOp unit = unitOf(gather.getUnit());
   const UnitRegions &regions = layout.of(unit.getSymName());
   Value full = allocBytes(loc, tensorBytes(unit.getFlatType()), kGatheredKind);
   Value shard = arenaBytes(loc, regions.params);
-  collective(loc, kAllGatherStart,
-             {pointerTo(b, loc, shard), pointerTo(b, loc, full),
-              i64Constant(b, loc, regions.params.bytes),
-              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  Value handle = start(loc, kAllGatherStart,
+                       {pointerTo(b, loc, shard), pointerTo(b, loc, full),
+                        i64Constant(b, loc, regions.params.bytes),
+                        i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  startedGathers[gather] = {full, handle};
+}
+
+void StepLowering::lowerAllGather(AllGatherOp gather) {
+  if (!startedGathers.count(gather))
+    startGather(gather);
+  auto [full, handle] = startedGathers.lookup(gather);
+  wait(gather.getLoc(), handle);
   buffers[gather.getResult()] = full;
+  // The next gathers start now, to overlap with this unit's compute.
+  auto position = llvm::find(gathers, gather) - gathers.begin();
+  for (int64_t ahead = 1; ahead <= prefetch; ++ahead)
+    if (position + ahead < static_cast<int64_t>(gathers.size()) &&
+        !startedGathers.count(gathers[position + ahead]))
+      startGather(gathers[position + ahead]);
 }
 
 void StepLowering::lowerFlatten(FlattenOp flatten) {
@@ -208,12 +249,14 @@ LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
                               "reduce-scatters flat gradients only");
   const UnitRegions &regions = layout.of(unit);
   Value shard = arenaBytes(loc, regions.grads);
-  collective(loc, kReduceScatterStart,
-             {pointerTo(b, loc, buffers.lookup(reduce.getInput())),
-              pointerTo(b, loc, shard),
-              i64Constant(b, loc, reduce.getType().getNumElements()),
-              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
-              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  Value handle =
+      start(loc, kReduceScatterStart,
+            {pointerTo(b, loc, buffers.lookup(reduce.getInput())), pointerTo(b, loc, shard),
+             i64Constant(b, loc, reduce.getType().getNumElements()),
+             i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
+             i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  // Backward goes on while the gradient travels.
+  waitBeforeFirstUse(loc, handle, reduce.getResult());
   inGradientShard.insert(bindResult(reduce.getResult(), shard));
   return success();
 }
@@ -233,11 +276,12 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
   } else {
     inShard = inGradientShard.contains(input);
   }
-  collective(loc, kAllReduceStart,
-             {pointerTo(b, loc, bytes),
-              i64Constant(b, loc, type.getNumElements()),
-              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
-              i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
+  Value handle =
+      start(loc, kAllReduceStart,
+            {pointerTo(b, loc, bytes), i64Constant(b, loc, type.getNumElements()),
+             i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
+             i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
+  waitBeforeFirstUse(loc, handle, reduce.getResult());
   Value value = bindResult(reduce.getResult(), bytes);
   if (inShard)
     inGradientShard.insert(value);
@@ -275,6 +319,7 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
 }
 
 LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
+  gathers = llvm::to_vector(body.getOps<AllGatherOp>());
   SmallVector<Operation *> lowered;
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
     b.setInsertionPoint(&op);
@@ -359,7 +404,11 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   Location loc = step.getLoc();
   auto arenaType = MemRefType::get({layout.persistentBytes}, IntegerType::get(ctx, 8));
   Value arena = body.insertArgument(0u, arenaType, loc);
-  StepLowering lowering(module, layout, arena, body);
+  // Gathers run ahead by the plan's prefetch depth, within its cap on gathers
+  // in flight.
+  int64_t prefetch = std::max<int64_t>(
+      0, std::min<int64_t>(plan.getPrefetch(), plan.getMaxInflightGathers()));
+  StepLowering lowering(module, layout, arena, body, prefetch);
   for (unsigned i = 0; i < numInputs; ++i)
     body.getArgument(1 + i).replaceAllUsesWith(
         lowering.tensor(loc, arena, layout.inputs[i].offset, inputTypes[i]));
