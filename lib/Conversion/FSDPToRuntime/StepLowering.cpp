@@ -1,0 +1,281 @@
+//===- StepLowering.cpp - the step's fsdp ops onto arena buffers ----------===//
+//
+// Shards, inputs and optimizer state are views of the arena; gathered units
+// and flat gradients are allocations fsdp-assign-buffers places later;
+// collectives are nonblocking runtime calls placed to overlap with compute.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepLowering.h"
+
+#include "OptimizerUpdate.h"
+
+#include "fsdp/Conversion/BufferKinds.h"
+#include "fsdp/Conversion/RuntimeABI.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+Value StepLowering::allocBytes(Location loc, int64_t size, StringRef kind) {
+  auto alloc = memref::AllocOp::create(b, loc, MemRefType::get({size}, b.getI8Type()),
+                                       b.getI64IntegerAttr(ArenaLayout::kAlignment));
+  alloc->setAttr(kBufferKindAttr, b.getStringAttr(kind));
+  return alloc;
+}
+
+Value StepLowering::start(Location loc, StringRef name, ValueRange args) {
+  auto declare = [&](StringRef callee, TypeRange inputs, TypeRange results) {
+    if (auto existing = module.lookupSymbol<func::FuncOp>(callee))
+      return existing;
+    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
+    auto decl = func::FuncOp::create(top, loc, callee,
+                                     FunctionType::get(b.getContext(), inputs, results));
+    decl.setPrivate();
+    return decl;
+  };
+  declare(kWait, {b.getI32Type()}, {});
+  func::FuncOp callee = declare(name, ValueRange(args).getTypes(), {b.getI32Type()});
+  return func::CallOp::create(b, loc, callee, args).getResult(0);
+}
+
+void StepLowering::wait(Location loc, Value handle) {
+  func::CallOp::create(b, loc, module.lookupSymbol<func::FuncOp>(kWait), handle);
+}
+
+void StepLowering::waitBeforeFirstUse(Location loc, Value handle, Value result) {
+  SmallVector<Operation *> users;
+  for (Operation *user : result.getUsers())
+    users.push_back(body.findAncestorOpInBlock(*user));
+  Operation *first = body.getTerminator();
+  for (Operation *user : users)
+    if (user->isBeforeInBlock(first))
+      first = user;
+  b.setInsertionPoint(first);
+  wait(loc, handle);
+}
+
+Value StepLowering::bindResult(Value result, Value bytes) {
+  auto type = llvm::cast<RankedTensorType>(result.getType());
+  Value value = tensor(result.getLoc(), bytes, 0, type);
+  result.replaceAllUsesWith(value);
+  buffers[value] = bytes;
+  return value;
+}
+
+/// The address of a buffer, as the runtime's C declarations take it. (A
+/// memref argument would need one declaration per buffer size.)
+static Value pointerTo(OpBuilder &b, Location loc, Value buffer) {
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value address64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                                  address64);
+}
+
+static Value i32Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+}
+static Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
+}
+
+LogicalResult StepLowering::lowerUse(UseOp use) {
+  auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(use, use.getParamAttr());
+  const UnitRegions &regions = layout.of(*param.getUnit());
+  if (regions.unit.getRanks() != 1)
+    return use.emitOpError("reads a parameter of a sharded unit; run "
+                           "fsdp-insert-collectives first");
+  Value &value = paramTensors[param];
+  if (!value) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&body);
+    int64_t elementBytes = tensorBytes(param.getTensorType()) /
+                           param.getTensorType().getNumElements();
+    value = tensor(param.getLoc(), arena,
+                   regions.params.offset + *param.getOffset() * elementBytes,
+                   param.getTensorType());
+  }
+  use.replaceAllUsesWith(value);
+  return success();
+}
+
+void StepLowering::lowerView(ParamViewOp view) {
+  auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(view, view.getParamAttr());
+  RankedTensorType type = param.getTensorType();
+  int64_t elementBytes = tensorBytes(type) / type.getNumElements();
+  view.replaceAllUsesWith(tensor(view.getLoc(), buffers.lookup(view.getGathered()),
+                                 *param.getOffset() * elementBytes, type));
+}
+
+void StepLowering::startGather(AllGatherOp gather) {
+  Location loc = gather.getLoc();
+  UnitOp unit = unitOf(gather.getUnit());
+  const UnitRegions &regions = layout.of(unit.getSymName());
+  Value full = allocBytes(loc, tensorBytes(unit.getFlatType()), kGatheredKind);
+  Value shard = arenaBytes(loc, regions.params);
+  Value handle = start(loc, kAllGatherStart,
+                       {pointerTo(b, loc, shard), pointerTo(b, loc, full),
+                        i64Constant(b, loc, regions.params.bytes),
+                        i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  startedGathers[gather] = {full, handle};
+}
+
+void StepLowering::lowerAllGather(AllGatherOp gather) {
+  if (!startedGathers.count(gather))
+    startGather(gather);
+  auto [full, handle] = startedGathers.lookup(gather);
+  wait(gather.getLoc(), handle);
+  buffers[gather.getResult()] = full;
+  // The next gathers start now, to overlap with this unit's compute.
+  auto position = llvm::find(gathers, gather) - gathers.begin();
+  for (int64_t ahead = 1; ahead <= prefetch; ++ahead)
+    if (position + ahead < static_cast<int64_t>(gathers.size()) &&
+        !startedGathers.count(gathers[position + ahead]))
+      startGather(gathers[position + ahead]);
+}
+
+void StepLowering::lowerFlatten(FlattenOp flatten) {
+  Location loc = flatten.getLoc();
+  UnitOp unit = unitOf(flatten.getUnit());
+  Type elementType = unit.getElementType();
+  int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
+  // With one shard the flat gradient is the gradient shard: write it there.
+  Value flat = unit.getRanks() == 1
+                   ? arenaBytes(loc, layout.of(unit.getSymName()).grads)
+                   : allocBytes(loc, tensorBytes(unit.getFlatType()), kGradientKind);
+  int64_t padding = unit.getFlatType().getNumElements() - unit.getNumel();
+  if (padding > 0) {
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
+    linalg::FillOp::create(b, loc, zero,
+                           view(loc, flat, unit.getNumel() * elementBytes, {padding},
+                                elementType));
+  }
+  for (auto [param, grad] : llvm::zip_equal(unit.getMembers(), flatten.getGrads())) {
+    auto type = llvm::cast<RankedTensorType>(grad.getType());
+    Value slot = view(loc, flat, *param.getOffset() * elementBytes, type.getShape(),
+                      elementType);
+    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad, slot,
+                                                      /*restrict=*/true, /*writable=*/true);
+  }
+  Value value = bindResult(flatten.getResult(), flat);
+  flatUnits[value] = unit.getSymName();
+  if (unit.getRanks() == 1)
+    inGradientShard.insert(value);
+}
+
+LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
+  Location loc = reduce.getLoc();
+  StringRef unit = flatUnits.lookup(reduce.getInput());
+  if (unit.empty())
+    return reduce.emitOpError("reduces a value no fsdp.flatten produced; the CPU target "
+                              "reduce-scatters flat gradients only");
+  const UnitRegions &regions = layout.of(unit);
+  Value shard = arenaBytes(loc, regions.grads);
+  Value handle =
+      start(loc, kReduceScatterStart,
+            {pointerTo(b, loc, buffers.lookup(reduce.getInput())), pointerTo(b, loc, shard),
+             i64Constant(b, loc, reduce.getType().getNumElements()),
+             i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
+             i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  // Backward goes on while the gradient travels.
+  waitBeforeFirstUse(loc, handle, reduce.getResult());
+  inGradientShard.insert(bindResult(reduce.getResult(), shard));
+  return success();
+}
+
+void StepLowering::lowerAllReduce(AllReduceOp reduce) {
+  Location loc = reduce.getLoc();
+  Value input = reduce.getInput();
+  auto type = llvm::cast<RankedTensorType>(input.getType());
+  // In place when the input has a buffer nobody reads afterwards.
+  Value bytes = buffers.lookup(input);
+  bool inShard = false;
+  if (!bytes || !input.hasOneUse()) {
+    bytes = allocBytes(loc, tensorBytes(type), kCollectiveKind);
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, input, view(loc, bytes, 0, type.getShape(), type.getElementType()),
+        /*restrict=*/true, /*writable=*/true);
+  } else {
+    inShard = inGradientShard.contains(input);
+  }
+  Value handle =
+      start(loc, kAllReduceStart,
+            {pointerTo(b, loc, bytes), i64Constant(b, loc, type.getNumElements()),
+             i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
+             i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
+  waitBeforeFirstUse(loc, handle, reduce.getResult());
+  Value value = bindResult(reduce.getResult(), bytes);
+  if (inShard)
+    inGradientShard.insert(value);
+}
+
+LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
+                                        Value learningRate) {
+  Location loc = update.getLoc();
+  UnitOp unit = unitOf(update.getParam());
+  if (!unit)
+    return update.emitOpError("updates a parameter, not a unit's shard; run "
+                              "fsdp-partition and fsdp-insert-collectives first");
+  const UnitRegions &regions = layout.of(unit.getSymName());
+  RankedTensorType type = unit.getShardType();
+  auto shardView = [&](ArenaRegion region) {
+    return view(loc, arena, region.offset, type.getShape(), type.getElementType());
+  };
+  UpdateOperands operands;
+  operands.grad = shardView(regions.grads);
+  // Gradients that were reduced elsewhere land in the gradient shard first.
+  Value grad = update.getGrad();
+  if (!inGradientShard.contains(grad))
+    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad,
+                                                      operands.grad, /*restrict=*/true,
+                                                      /*writable=*/true);
+  operands.param = shardView(regions.params);
+  for (const StateSlot &slot : regions.state)
+    operands.state.push_back(shardView(slot.region));
+  operands.step = stepNumber;
+  operands.lr = learningRate;
+  if (Value coefficient = update.getCoefficient())
+    operands.coefficient = tensor::ExtractOp::create(b, loc, coefficient);
+  buildOptimizerUpdate(b, loc, update.getOptimizer(), operands);
+  return success();
+}
+
+LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
+  gathers = llvm::to_vector(body.getOps<AllGatherOp>());
+  SmallVector<Operation *> lowered;
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    b.setInsertionPoint(&op);
+    LogicalResult result = success();
+    if (auto use = dyn_cast<UseOp>(op))
+      result = lowerUse(use);
+    else if (auto gather = dyn_cast<AllGatherOp>(op))
+      lowerAllGather(gather);
+    else if (auto paramView = dyn_cast<ParamViewOp>(op))
+      lowerView(paramView);
+    else if (auto flatten = dyn_cast<FlattenOp>(op))
+      lowerFlatten(flatten);
+    else if (auto reduce = dyn_cast<ReduceScatterOp>(op))
+      result = lowerReduceScatter(reduce);
+    else if (auto reduce = dyn_cast<AllReduceOp>(op))
+      lowerAllReduce(reduce);
+    else if (auto update = dyn_cast<UpdateOp>(op))
+      result = lowerUpdate(update, stepNumber, learningRate);
+    else if (!isa<FreeOp>(op))
+      continue;
+    if (failed(result))
+      return failure();
+    lowered.push_back(&op);
+  }
+  // Gathered and flat buffers are read only by the ops lowered here.
+  for (Operation *op : lowered)
+    op->dropAllReferences();
+  for (Operation *op : lowered) {
+    op->dropAllUses();
+    op->erase();
+  }
+  return success();
+}

@@ -1,0 +1,95 @@
+//===- StepLowering.h - the step's fsdp ops onto arena buffers --*- C++ -*-===//
+
+#ifndef FSDP_LIB_CONVERSION_FSDPTORUNTIME_STEPLOWERING_H
+#define FSDP_LIB_CONVERSION_FSDPTORUNTIME_STEPLOWERING_H
+
+#include "ArenaLayout.h"
+
+#include "fsdp/IR/FSDPOps.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Builders.h"
+
+namespace mlir::fsdp {
+
+/// Lowers the step's fsdp ops onto buffers: persistent ones in the arena,
+/// transient ones (gathered units, flat gradients) as allocations that
+/// fsdp-assign-buffers places later. Each collective is a start/wait pair of
+/// runtime calls.
+class StepLowering {
+public:
+  /// `prefetch`: how many gathers start ahead of the one being waited for.
+  StepLowering(ModuleOp module, const ArenaLayout &layout, Value arena, Block &body,
+               int64_t prefetch)
+      : module(module), layout(layout), arena(arena), body(body),
+        b(OpBuilder::atBlockBegin(&body)), prefetch(prefetch) {}
+
+  LogicalResult lower(Value stepNumber, Value learningRate);
+
+  /// A byte buffer of the arena.
+  Value arenaBytes(Location loc, ArenaRegion region) {
+    return bytesView(loc, arena, region.offset, region.bytes);
+  }
+  /// `shape` x `elementType` at byte `offset` of the byte buffer `bytes`.
+  Value view(Location loc, Value bytes, int64_t offset, ArrayRef<int64_t> shape,
+             Type elementType) {
+    Value at = arith::ConstantIndexOp::create(b, loc, offset);
+    return memref::ViewOp::create(b, loc, MemRefType::get(shape, elementType), bytes, at,
+                                  ValueRange{});
+  }
+  /// A tensor of a buffer's bytes that nothing else writes while it is read.
+  Value tensor(Location loc, Value bytes, int64_t offset, RankedTensorType type) {
+    Value memref = view(loc, bytes, offset, type.getShape(), type.getElementType());
+    return bufferization::ToTensorOp::create(b, loc, type, memref, b.getUnitAttr(),
+                                             UnitAttr());
+  }
+
+private:
+  Value bytesView(Location loc, Value bytes, int64_t offset, int64_t size) {
+    return view(loc, bytes, offset, {size}, b.getI8Type());
+  }
+  /// A transient buffer, tagged with what it holds for fsdp-assign-buffers'
+  /// accounting.
+  Value allocBytes(Location loc, int64_t size, StringRef kind);
+  /// Starts a collective; returns the handle to wait for.
+  Value start(Location loc, StringRef name, ValueRange args);
+  void wait(Location loc, Value handle);
+  /// Waits for a collective right before the first reader of its result.
+  void waitBeforeFirstUse(Location loc, Value handle, Value result);
+  /// Allocates a unit's gathered buffer and starts filling it, here.
+  void startGather(AllGatherOp gather);
+  /// Replaces `result` by a tensor of the buffer that now holds it, and
+  /// returns that tensor.
+  Value bindResult(Value result, Value bytes);
+  UnitOp unitOf(StringRef name) { return module.lookupSymbol<UnitOp>(name); }
+
+  LogicalResult lowerUse(UseOp use);
+  void lowerView(ParamViewOp view);
+  void lowerAllGather(AllGatherOp gather);
+  void lowerFlatten(FlattenOp flatten);
+  LogicalResult lowerReduceScatter(ReduceScatterOp reduce);
+  void lowerAllReduce(AllReduceOp reduce);
+  LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
+
+  ModuleOp module;
+  const ArenaLayout &layout;
+  Value arena;
+  Block &body;
+  OpBuilder b;
+  /// Where the values of collectives live: a byte buffer.
+  llvm::DenseMap<Value, Value> buffers;
+  /// Gradients already in a unit's gradient shard.
+  llvm::DenseSet<Value> inGradientShard;
+  /// The unit of each flat gradient.
+  llvm::DenseMap<Value, StringRef> flatUnits;
+  llvm::DenseMap<ParamOp, Value> paramTensors;
+  int64_t prefetch;
+  /// The step's gathers in order, and those started ahead (buffer, handle).
+  SmallVector<AllGatherOp> gathers;
+  llvm::DenseMap<Operation *, std::pair<Value, Value>> startedGathers;
+};
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_LIB_CONVERSION_FSDPTORUNTIME_STEPLOWERING_H
