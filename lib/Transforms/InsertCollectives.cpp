@@ -92,12 +92,15 @@ void CollectiveInserter::gatherFor(UnitOp unit, Operation *before, ArrayRef<Valu
   for (Value read : reads) {
     if (llvm::none_of(read.getUsers(), isReader))
       continue;
-    auto param = read.getDefiningOp();
-    auto name = param->getAttrOfType<FlatSymbolRefAttr>("param");
-    auto view = ParamViewOp::create(builder, param->getLoc(), read.getType(), name,
-                                    gathered);
+    auto use = read.getDefiningOp<UseOp>();
+    auto view = ParamViewOp::create(builder, use.getLoc(), read.getType(),
+                                    use.getParamAttr(), gathered);
     read.replaceUsesWithIf(view, [&](OpOperand &use) { return isReader(use.getOwner()); });
     views.push_back(view);
+  }
+  if (views.empty()) {
+    gathered.erase();
+    return;
   }
   builder.setInsertionPointAfter(lastInBlock(usersOf(views)));
   FreeOp::create(builder, gathered.getLoc(), gathered);
