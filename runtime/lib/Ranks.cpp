@@ -5,6 +5,7 @@
 #include "Error.h"
 #include "fsdprt/fsdprt.h"
 
+#include <cstdlib>
 #include <string>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -64,8 +65,20 @@ void freeGroups() {
   if (!groups.ready)
     return;
   for (Group *group : {&groups.world, &groups.shard, &groups.replica})
-    MPI_Comm_free(&group->comm);
+    if (group->comm != MPI_COMM_NULL)
+      MPI_Comm_free(&group->comm);
   groups = Groups();
+}
+
+/// Whether a launcher (mpirun, srun, ...) started this process as one rank of
+/// a world. Otherwise it is a single process and needs no MPI at all: that
+/// keeps a plain `./trainer` free of MPI's start-up, whose singleton mode
+/// also races on its session directory when several trainers start at once.
+bool launchedAsRank() {
+  for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (std::getenv(name))
+      return true;
+  return false;
 }
 
 } // namespace
@@ -83,7 +96,7 @@ void startMpi() {
   MPI_Finalized(&finalized);
   if (finalized)
     fatal("MPI was already finalized in this process: a trainer runs once");
-  if (!initialized && MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
+  if (!initialized && launchedAsRank() && MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
     fatal("cannot initialise MPI");
 }
 
@@ -115,6 +128,11 @@ RankPlace setUpGroups(int64_t shardRanks) {
   place.worldSize = worldSize();
   place.shardIndex = place.rank % shardRanks;
   place.replicaIndex = place.rank / shardRanks;
+  if (!mpiRunning()) {
+    // A single process: every group is this process alone.
+    groups.ready = true;
+    return place;
+  }
   MPI_Comm world, shard, replica;
   MPI_Comm_dup(MPI_COMM_WORLD, &world);
   // Ranks keep their order inside a group (key = world rank), so a rank's
