@@ -96,6 +96,10 @@ FailureOr<OwningOpRef<ModuleOp>> parseModel(MLIRContext &ctx, llvm::SourceMgr &s
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sources, &ctx);
   if (!module)
     return failure();
+  // A file without an explicit module parses into an implicit one at line 0;
+  // the model's diagnostics (e.g. a missing plan) point at its first line.
+  if (auto loc = llvm::dyn_cast<FileLineColLoc>((*module)->getLoc()); loc && loc.getLine() == 0)
+    (*module)->setLoc(FileLineColLoc::get(&ctx, loc.getFilename(), 1, 1));
   return module;
 }
 
