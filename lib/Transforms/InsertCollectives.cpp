@@ -174,18 +174,18 @@ LogicalResult CollectiveInserter::run(ModuleOp module) {
     updates[update.getParamAttr().getAttr()] = update;
   UpdateOp anyUpdate = updates.empty() ? UpdateOp() : updates.begin()->second;
 
+  // The parameter reads of each unit, in order.
+  SymbolTable symbols(module);
+  llvm::StringMap<SmallVector<UseOp>> usesOfUnit;
+  for (UseOp use : body.getOps<UseOp>())
+    if (auto param = symbols.lookup<ParamOp>(use.getParam()); param && param.getUnit())
+      usesOfUnit[*param.getUnit()].push_back(use);
+
   SmallVector<ShardGradient> shardGrads;
   for (UnitOp unit : module.getOps<UnitOp>()) {
-    if (unit.getRanks() > 1) {
-      SmallVector<UseOp> uses;
-      for (UseOp use : body.getOps<UseOp>())
-        if (ParamOp param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(
-                use, use.getParamAttr());
-            param && param.getUnit() == unit.getSymName())
-          uses.push_back(use);
-      if (!uses.empty())
-        scheduleGathers(unit, uses);
-    }
+    auto uses = usesOfUnit.find(unit.getSymName());
+    if (unit.getRanks() > 1 && uses != usesOfUnit.end())
+      scheduleGathers(unit, uses->second);
     if (Value grad = reduceGradients(unit))
       shardGrads.push_back({unit, grad});
   }

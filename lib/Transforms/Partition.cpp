@@ -40,9 +40,11 @@ private:
     value.setType(type);
   }
   Type originalType(Value value) { return originalTypes.lookup(value) ?: value.getType(); }
+  /// A value holds a part of the batch when it got smaller with the inputs
+  /// (a reduction over the batch gives per-rank partial values instead).
+  bool isBatched(Value value) { return originalType(value) != value.getType(); }
 
   int64_t ranks;
-  llvm::DenseSet<Value> batched;
   llvm::DenseMap<Value, Type> originalTypes;
 };
 
@@ -82,7 +84,7 @@ LogicalResult BatchSplitter::retype(Operation &op) {
       auto result = llvm::cast<RankedTensorType>(op.getResult(0).getType());
       for (Value operand : op.getOperands()) {
         auto type = llvm::cast<RankedTensorType>(operand.getType());
-        if (batched.contains(operand) && type.getRank() == result.getRank() &&
+        if (isBatched(operand) && type.getRank() == result.getRank() &&
             type.getDimSize(0) != result.getDimSize(0))
           return op.emitError("combines a part of the batch (")
                  << type << ") with a value of the global batch size; the batch "
@@ -128,19 +130,11 @@ LogicalResult BatchSplitter::split(func::FuncOp function) {
     if (failed(type))
       return failure();
     setType(input, *type);
-    batched.insert(input);
   }
-  for (Operation &op : body.without_terminator()) {
-    if (llvm::none_of(op.getOperands(), [&](Value v) { return batched.contains(v); }))
-      continue;
-    if (failed(retype(op)))
+  for (Operation &op : body.without_terminator())
+    if (llvm::any_of(op.getOperands(), [&](Value v) { return isBatched(v); }) &&
+        failed(retype(op)))
       return failure();
-    // A result keeps the batch in dimension 0 when it got smaller with it;
-    // a reduction over the batch gives per-rank partial values instead.
-    for (Value result : op.getResults())
-      if (result.getType() != originalType(result))
-        batched.insert(result);
-  }
   function.setFunctionType(FunctionType::get(function.getContext(), body.getArgumentTypes(),
                                              body.getTerminator()->getOperandTypes()));
   return success();

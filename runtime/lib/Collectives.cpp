@@ -22,6 +22,15 @@ struct Pending {
   float *average = nullptr;
   int64_t averageCount = 0;
   int groupSize = 1;
+
+  /// With AVG, fsdprt_wait divides the `count` floats at `data` by the size.
+  void averageOnWait(int32_t op, float *data, int64_t count, int size) {
+    if (op != FSDPRT_REDUCE_AVG)
+      return;
+    average = data;
+    averageCount = count;
+    groupSize = size;
+  }
 };
 
 Pending table[kMaxPendingCollectives];
@@ -113,11 +122,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const float *full, float *shard,
       std::memmove(shard, full, static_cast<size_t>(shardBytes));
     return handle;
   }
-  if (op == FSDPRT_REDUCE_AVG) {
-    pending.average = shard;
-    pending.averageCount = shard_count;
-    pending.groupSize = size;
-  }
+  pending.averageOnWait(op, shard, shard_count, size);
   MPI_Ireduce_scatter_block(full, shard, count, MPI_FLOAT, MPI_SUM, comm, &pending.request);
   return handle;
 }
@@ -133,11 +138,7 @@ extern "C" int32_t fsdprt_all_reduce_start(float *data, int64_t count, int32_t o
   Pending &pending = table[handle];
   if (size == 1)
     return handle;
-  if (op == FSDPRT_REDUCE_AVG) {
-    pending.average = data;
-    pending.averageCount = count;
-    pending.groupSize = size;
-  }
+  pending.averageOnWait(op, data, count, size);
   MPI_Iallreduce(MPI_IN_PLACE, data, mpiCountValue, MPI_FLOAT, MPI_SUM, comm, &pending.request);
   return handle;
 }

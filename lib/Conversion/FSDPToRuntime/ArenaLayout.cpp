@@ -7,8 +7,16 @@
 using namespace mlir;
 using namespace mlir::fsdp;
 
+int64_t mlir::fsdp::elementBytes(Type elementType) {
+  return llvm::divideCeil(elementType.getIntOrFloatBitWidth(), 8);
+}
+
 int64_t mlir::fsdp::tensorBytes(RankedTensorType type) {
-  return type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+  return type.getNumElements() * elementBytes(type.getElementType());
+}
+
+int64_t mlir::fsdp::paramByteOffset(ParamOp param) {
+  return *param.getOffset() * elementBytes(param.getTensorType().getElementType());
 }
 
 namespace {

@@ -48,7 +48,10 @@ struct ArenaLayout {
   const UnitRegions &of(StringRef unit) const;
 };
 
+int64_t elementBytes(Type elementType);
 int64_t tensorBytes(RankedTensorType type);
+/// Where a parameter starts in its unit's flat buffer, in bytes.
+int64_t paramByteOffset(ParamOp param);
 
 } // namespace mlir::fsdp
 

@@ -93,10 +93,7 @@ LogicalResult StepLowering::lowerUse(UseOp use) {
   if (!value) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&body);
-    int64_t elementBytes = tensorBytes(param.getTensorType()) /
-                           param.getTensorType().getNumElements();
-    value = tensor(param.getLoc(), arena,
-                   regions.params.offset + *param.getOffset() * elementBytes,
+    value = tensor(param.getLoc(), arena, regions.params.offset + paramByteOffset(param),
                    param.getTensorType());
   }
   use.replaceAllUsesWith(value);
@@ -105,10 +102,8 @@ LogicalResult StepLowering::lowerUse(UseOp use) {
 
 void StepLowering::lowerView(ParamViewOp view) {
   auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(view, view.getParamAttr());
-  RankedTensorType type = param.getTensorType();
-  int64_t elementBytes = tensorBytes(type) / type.getNumElements();
   view.replaceAllUsesWith(tensor(view.getLoc(), buffers.lookup(view.getGathered()),
-                                 *param.getOffset() * elementBytes, type));
+                                 paramByteOffset(param), param.getTensorType()));
 }
 
 void StepLowering::startGather(AllGatherOp gather) {
@@ -130,11 +125,11 @@ void StepLowering::lowerAllGather(AllGatherOp gather) {
   auto [full, handle] = startedGathers.lookup(gather);
   wait(gather.getLoc(), handle);
   buffers[gather.getResult()] = full;
-  // The next gathers start now, to overlap with this unit's compute.
-  auto position = llvm::find(gathers, gather) - gathers.begin();
-  for (int64_t ahead = 1; ahead <= prefetch; ++ahead)
-    if (position + ahead < static_cast<int64_t>(gathers.size()) &&
-        !startedGathers.count(gathers[position + ahead]))
+  // The next gathers start now, to overlap with this unit's compute (gathers
+  // are lowered in block order, so this is number `gathersDone`).
+  size_t position = gathersDone++;
+  for (size_t ahead = 1; ahead <= static_cast<size_t>(prefetch); ++ahead)
+    if (position + ahead < gathers.size() && !startedGathers.count(gathers[position + ahead]))
       startGather(gathers[position + ahead]);
 }
 
@@ -142,7 +137,6 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
   Location loc = flatten.getLoc();
   UnitOp unit = unitOf(flatten.getUnit());
   Type elementType = unit.getElementType();
-  int64_t elementBytes = elementType.getIntOrFloatBitWidth() / 8;
   // With one shard the flat gradient is the gradient shard: write it there.
   Value flat = unit.getRanks() == 1
                    ? arenaBytes(loc, layout.of(unit.getSymName()).grads)
@@ -151,13 +145,12 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
   if (padding > 0) {
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
     linalg::FillOp::create(b, loc, zero,
-                           view(loc, flat, unit.getNumel() * elementBytes, {padding},
-                                elementType));
+                           view(loc, flat, unit.getNumel() * elementBytes(elementType),
+                                {padding}, elementType));
   }
   for (auto [param, grad] : llvm::zip_equal(unit.getMembers(), flatten.getGrads())) {
     auto type = llvm::cast<RankedTensorType>(grad.getType());
-    Value slot = view(loc, flat, *param.getOffset() * elementBytes, type.getShape(),
-                      elementType);
+    Value slot = view(loc, flat, paramByteOffset(param), type.getShape(), elementType);
     bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad, slot,
                                                       /*restrict=*/true, /*writable=*/true);
   }

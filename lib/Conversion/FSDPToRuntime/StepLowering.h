@@ -87,6 +87,7 @@ private:
   int64_t prefetch;
   /// The step's gathers in order, and those started ahead (buffer, handle).
   SmallVector<AllGatherOp> gathers;
+  size_t gathersDone = 0;
   llvm::DenseMap<Operation *, std::pair<Value, Value>> startedGathers;
 };
 
