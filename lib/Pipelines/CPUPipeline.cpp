@@ -33,7 +33,7 @@
 
 using namespace mlir;
 
-void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm) {
+void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory) {
   // fsdp: the sharded step, bound to the runtime's arena, then compute in
   // linalg.
   pm.addPass(createFSDPFormUnitsPass());
@@ -54,16 +54,13 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm) {
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createCSEPass());
   pm.addPass(createFSDPLowerGemmsPass());
+  if (memory == ArenaMemory::Device)
+    pm.addPass(createFSDPSinkHostReadsPass());
   // Every buffer in the arena at a planned offset: nothing to deallocate.
   pm.addPass(createFSDPAssignBuffersPass());
 }
 
-void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
-  buildBufferPlanPipeline(pm);
-  pm.addPass(createConvertBufferizationToMemRefPass());
-
-  // Loops and the LLVM dialect.
-  pm.addPass(createConvertLinalgToLoopsPass());
+void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
@@ -78,6 +75,13 @@ void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
+}
+
+void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
+  buildBufferPlanPipeline(pm, ArenaMemory::Host);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createConvertLinalgToLoopsPass());
+  buildHostLLVMPipeline(pm);
 }
 
 void mlir::fsdp::registerCPUPipeline() {

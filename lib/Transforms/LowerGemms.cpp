@@ -5,7 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
+#include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
@@ -21,8 +23,6 @@ using namespace mlir::fsdp;
 
 namespace {
 
-constexpr StringLiteral kGemm = "fsdprt_sgemm";
-constexpr StringLiteral kBatchedGemm = "fsdprt_sgemm_batched";
 
 /// How a product reads its operands: which of them are transposed.
 struct GemmForm {
@@ -77,31 +77,14 @@ struct BlasBuffer {
 
 BlasBuffer blasBuffer(OpBuilder &b, Location loc, Value memref) {
   auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  Value elementBytes = arith::ConstantIndexOp::create(b, loc, 4);
-  Value byteOffset = arith::MulIOp::create(b, loc, metadata.getOffset(), elementBytes);
-  Value address = arith::AddIOp::create(b, loc, base, byteOffset);
-  Value address64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-  Value pointer =
-      LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), address64);
   auto toI64 = [&](Value index) {
     return arith::IndexCastOp::create(b, loc, b.getI64Type(), index).getResult();
   };
   auto strides = metadata.getStrides();
-  BlasBuffer buffer{pointer, toI64(strides[strides.size() - 2]), Value()};
+  BlasBuffer buffer{bufferAddress(b, loc, memref), toI64(strides[strides.size() - 2]), Value()};
   if (strides.size() == 3)
     buffer.matrixStride = toI64(strides[0]);
   return buffer;
-}
-
-/// Declares a runtime function once.
-func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type) {
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
-  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  auto decl = func::FuncOp::create(b, module.getLoc(), name, type);
-  decl.setPrivate();
-  return decl;
 }
 
 void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp module) {
@@ -138,7 +121,7 @@ void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp modu
     args.push_back(bufC.matrixStride);
 
   auto type = FunctionType::get(b.getContext(), ValueRange(args).getTypes(), {});
-  func::FuncOp callee = declare(module, batched ? kBatchedGemm : kGemm, type);
+  func::FuncOp callee = declareRuntimeFunction(module, batched ? kBatchedGemm : kGemm, type);
   func::CallOp::create(b, loc, callee, args);
   op->erase();
 }

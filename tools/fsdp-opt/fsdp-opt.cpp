@@ -8,7 +8,9 @@
 #include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPDialect.h"
 #include "fsdp/Pipelines/CPUPipeline.h"
+#include "fsdp/Pipelines/CUDAPipeline.h"
 #include "fsdp/Transforms/Passes.h"
+#include "TestPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -32,9 +34,11 @@ int main(int argc, char **argv) {
                   mlir::math::MathDialect, mlir::memref::MemRefDialect,
                   mlir::scf::SCFDialect, mlir::tensor::TensorDialect>();
 
-  mlir::fsdp::registerCPUPipelineDependencies(registry);
+  mlir::fsdp::registerCUDAPipelineDependencies(registry);
 
   mlir::fsdp::registerCPUPipeline();
+  mlir::fsdp::registerCUDAPipeline();
+  mlir::fsdp::test::registerTestLaunchToLoopsPass();
   mlir::registerSymbolDCEPass();
 
   return mlir::asMainReturnCode(mlir::MlirOptMain(

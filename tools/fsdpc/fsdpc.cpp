@@ -15,7 +15,9 @@
 #include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Pipelines/CPUPipeline.h"
+#include "fsdp/Pipelines/CUDAPipeline.h"
 #include "fsdp/Transforms/Passes.h"
+#include "TestPasses.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -35,6 +37,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -75,6 +78,18 @@ cl::opt<std::string> gridOverride(
 cl::opt<std::string> report(
     "report", cl::desc("Print each rank's memory and traffic (table or json) and stop"),
     cl::value_desc("table|json"), cl::ValueOptional, cl::cat(fsdpcCategory));
+cl::list<std::string> gpuArchs(
+    "gpu-arch", cl::desc("GPU architectures of --target=cuda (default sm_80,sm_90)"),
+    cl::value_desc("sm_XY,..."), cl::CommaSeparated, cl::cat(fsdpcCategory));
+cl::opt<std::string> cudaPath("cuda-path",
+                              cl::desc("The CUDA toolkit (ptxas, fatbinary, libdevice)"),
+                              cl::value_desc("dir"), cl::init(FSDP_CUDA_TOOLKIT),
+                              cl::cat(fsdpcCategory));
+cl::opt<bool> kernelsOnCPU(
+    "test-kernels-on-cpu",
+    cl::desc("Test only: compile --target=cuda's kernels as CPU loops and link with the "
+             "CPU runtime, to check the kernels without a GPU"),
+    cl::Hidden, cl::cat(fsdpcCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3, default 3)"),
                            cl::Prefix, cl::init(3), cl::cat(fsdpcCategory));
 
@@ -143,13 +158,20 @@ LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
 
 /// Links the trainer with the system's C++ driver, which knows the C++
 /// runtime and start files the trainer's `main` needs.
-LogicalResult linkTrainer(StringRef object) {
+LogicalResult linkTrainer(StringRef object, bool cudaRuntime) {
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName("c++");
   if (!driver)
     return fail("no C++ compiler driver (c++) on PATH to link the trainer");
-  SmallVector<StringRef> args = {*driver, object, FSDP_RUNTIME_MAIN_LIBRARY,
-                                 FSDP_RUNTIME_LIBRARY};
-  for (StringRef flag : llvm::split(FSDP_RUNTIME_LINK_FLAGS, ' '))
+  SmallVector<StringRef> args = {*driver, object};
+  StringRef flags;
+  if (cudaRuntime) {
+    args.append({FSDP_RUNTIME_CUDA_MAIN_LIBRARY, FSDP_RUNTIME_CUDA_LIBRARY});
+    flags = FSDP_RUNTIME_CUDA_LINK_FLAGS;
+  } else {
+    args.append({FSDP_RUNTIME_MAIN_LIBRARY, FSDP_RUNTIME_LIBRARY});
+    flags = FSDP_RUNTIME_LINK_FLAGS;
+  }
+  for (StringRef flag : llvm::split(flags, ' '))
     if (!flag.empty())
       args.push_back(flag);
   args.append({"-o", outputFile});
@@ -180,7 +202,8 @@ FailureOr<SmallVector<int64_t>> parseGrid() {
 static FailureOr<std::string> planArena(ModuleOp model) {
   OwningOpRef<ModuleOp> copy = model.clone();
   PassManager pm(model.getContext());
-  fsdp::buildBufferPlanPipeline(pm);
+  fsdp::buildBufferPlanPipeline(pm, target == Target::CUDA ? fsdp::ArenaMemory::Device
+                                                           : fsdp::ArenaMemory::Host);
   if (failed(pm.run(*copy)))
     return failure();
   auto global = copy->lookupSymbol<LLVM::GlobalOp>(fsdp::kManifestGlobal);
@@ -202,15 +225,67 @@ static FailureOr<std::string> planArena(ModuleOp model) {
   return json;
 }
 
+/// The CUDA pipeline's options from the flags, checked.
+FailureOr<fsdp::CUDAPipelineOptions> cudaOptions() {
+  fsdp::CUDAPipelineOptions options;
+  if (!gpuArchs.empty())
+    options.chips.assign(gpuArchs.begin(), gpuArchs.end());
+  for (const std::string &chip : options.chips) {
+    StringRef version = StringRef(chip);
+    if (!version.consume_front("sm_") || version.empty() ||
+        !llvm::all_of(version.rtrim("af"), llvm::isDigit) || !llvm::isDigit(version.front())) {
+      (void)fail("--gpu-arch=" + chip + ": expected an NVIDIA architecture such as sm_80 or "
+                 "sm_90a");
+      return failure();
+    }
+  }
+  options.toolkit = cudaPath;
+  if (kernelsOnCPU)
+    return options;
+  for (const char *tool : {"ptxas", "fatbinary"}) {
+    SmallString<128> path(cudaPath.getValue());
+    llvm::sys::path::append(path, "bin", tool);
+    if (!llvm::sys::fs::can_execute(path)) {
+      (void)fail("--target=cuda needs the CUDA toolkit's " + llvm::Twine(tool) + ", not found at " +
+                 path + " (set --cuda-path)");
+      return failure();
+    }
+  }
+  return options;
+}
+
+/// The passes from the model to the LLVM dialect, for the target.
+LogicalResult addTargetPipeline(PassManager &pm) {
+  if (target == Target::CPU) {
+    fsdp::buildCPUPipeline(pm);
+    return success();
+  }
+  FailureOr<fsdp::CUDAPipelineOptions> options = cudaOptions();
+  if (failed(options))
+    return failure();
+  if (!kernelsOnCPU) {
+    fsdp::buildCUDAPipeline(pm, *options);
+    return success();
+  }
+  fsdp::buildCUDAKernelPipeline(pm, *options);
+  pm.addPass(fsdp::test::createTestLaunchToLoopsPass());
+  fsdp::buildHostLLVMPipeline(pm);
+  return success();
+}
+
 LogicalResult compile() {
-  if (target == Target::CUDA)
-    return fail("--target=cuda is not available in this build yet; use --target=cpu");
+  if (target == Target::CUDA && !FSDP_CUDA_AVAILABLE && !kernelsOnCPU)
+    return fail("--target=cuda is not available: this fsdpc was built without the runtime's "
+                "CUDA backend (" FSDP_CUDA_MISSING "); install the CUDA toolkit and NCCL and "
+                "rebuild, or use --target=cpu");
+  if (kernelsOnCPU && target != Target::CUDA)
+    return fail("--test-kernels-on-cpu needs --target=cuda");
   if (optLevel > 3)
     return fail("-O" + llvm::Twine(optLevel) + ": the level must be 0 to 3");
 
   DialectRegistry registry;
   registry.insert<fsdp::FSDPDialect, func::FuncDialect, arith::ArithDialect>();
-  fsdp::registerCPUPipelineDependencies(registry);
+  fsdp::registerCUDAPipelineDependencies(registry);
   MLIRContext ctx(registry);
   llvm::SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &ctx);
@@ -245,8 +320,7 @@ LogicalResult compile() {
     reportPM.addPass(fsdp::createFSDPReportPass(options));
     return reportPM.run(**module);
   }
-  fsdp::buildCPUPipeline(pm);
-  if (failed(pm.run(**module)))
+  if (failed(addTargetPipeline(pm)) || failed(pm.run(**module)))
     return failure();
 
   if (emit == Emit::MLIR) {
@@ -292,7 +366,7 @@ LogicalResult compile() {
   llvm::FileRemover removeObject(object);
   if (failed(writeObject(*llvmModule, **machine, object)))
     return failure();
-  return linkTrainer(object);
+  return linkTrainer(object, target == Target::CUDA && !kernelsOnCPU);
 }
 
 } // namespace
@@ -302,6 +376,8 @@ int main(int argc, char **argv) {
   // --mlir-print-ir-after=<pass> and friends show any stage of the pipeline;
   // the passes must be registered before the options that name them.
   fsdp::registerCPUPipeline();
+  fsdp::registerCUDAPipeline();
+  fsdp::test::registerTestLaunchToLoopsPass();
   registerPassManagerCLOptions();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
@@ -309,6 +385,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "fsdpc: compiles an FSDP-MLIR model file into a native trainer\n\n"
       "  fsdpc model.mlir --target=cpu -o trainer\n"
+      "  fsdpc model.mlir --target=cuda --gpu-arch=sm_80,sm_90 -o trainer\n"
       "  mpirun -np 2 ./trainer --steps 100\n");
   return succeeded(compile()) ? 0 : 1;
 }

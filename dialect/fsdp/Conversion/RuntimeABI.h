@@ -21,6 +21,26 @@ constexpr llvm::StringLiteral kAllGatherStart = "fsdprt_all_gather_start";
 constexpr llvm::StringLiteral kReduceScatterStart = "fsdprt_reduce_scatter_start";
 constexpr llvm::StringLiteral kAllReduceStart = "fsdprt_all_reduce_start";
 constexpr llvm::StringLiteral kWait = "fsdprt_wait";
+constexpr llvm::StringLiteral kGemm = "fsdprt_sgemm";
+constexpr llvm::StringLiteral kBatchedGemm = "fsdprt_sgemm_batched";
+
+// The CUDA target's host code (docs/Runtime.md, section 7).
+
+/// `void *fsdprt_stream(int32_t stream)`: the cudaStream_t of a stream.
+constexpr llvm::StringLiteral kStream = "fsdprt_stream";
+/// `void fsdprt_event_record(int32_t event, int32_t stream)`.
+constexpr llvm::StringLiteral kEventRecord = "fsdprt_event_record";
+/// `void fsdprt_stream_wait_event(int32_t stream, int32_t event)`.
+constexpr llvm::StringLiteral kStreamWaitEvent = "fsdprt_stream_wait_event";
+/// `float fsdprt_read_f32(const float *address)`: a device value on the host.
+constexpr llvm::StringLiteral kReadF32 = "fsdprt_read_f32";
+
+/// FSDPRT_STREAM_*: kernels and GEMMs run on the compute stream, all-gathers
+/// on their own, reduce-scatters and all-reduces on a third.
+enum class RuntimeStream : int32_t { Compute = 0, AllGather = 1, ReduceScatter = 2 };
+constexpr int kNumRuntimeStreams = 3;
+/// Event ids are in [0, kMaxRuntimeEvents).
+constexpr int kMaxRuntimeEvents = 65536;
 
 } // namespace mlir::fsdp
 

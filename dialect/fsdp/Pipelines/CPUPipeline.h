@@ -14,10 +14,18 @@ namespace mlir::fsdp {
 /// Model file to the LLVM dialect of a CPU trainer's step.
 void buildCPUPipeline(OpPassManager &pm);
 
-/// The first half of buildCPUPipeline: up to the step on buffers, every one
-/// placed in the arena (fsdp-assign-buffers), whose plan is then in the
-/// manifest. `fsdpc --report` stops there.
-void buildBufferPlanPipeline(OpPassManager &pm);
+/// Where the arena lives: host code may read it directly only on the CPU.
+enum class ArenaMemory { Host, Device };
+
+/// The first half of every target's pipeline: up to the step on buffers,
+/// every one placed in the arena (fsdp-assign-buffers), whose plan is then in
+/// the manifest. `fsdpc --report` stops there.
+void buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory);
+
+/// Loops, arith, math, memrefs and the step's function to the LLVM dialect,
+/// for code that runs on the host (the whole CPU step, the CUDA step's host
+/// side).
+void buildHostLLVMPipeline(OpPassManager &pm);
 
 /// Registers `fsdp-cpu-pipeline` and each of its passes with the pass registry.
 void registerCPUPipeline();

@@ -235,4 +235,147 @@ def FSDPLowerGemmsPass : Pass<"fsdp-lower-gemms", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// The CUDA target (docs/CUDA.md)
+//===----------------------------------------------------------------------===//
+
+def FSDPSinkHostReadsPass : Pass<"fsdp-sink-host-reads", "::mlir::ModuleOp"> {
+  let summary = "Keeps the host from reading device memory in the step";
+  let description = [{
+    On a GPU the arena is device memory, which the host code of
+    `fsdp_train_step` cannot load from. After bufferization this pass moves
+    each scalar `memref.load` of the step's top level into the kernels that
+    use the value (a `linalg` body reads it on the device; e.g. the gradient
+    clipping factor), and reads the returned loss through the runtime:
+
+    ```mlir
+    %loss = memref.load %view[] : memref<f32>
+    return %loss : f32
+    // becomes
+    %p = llvm.inttoptr ... : i64 to !llvm.ptr
+    %loss = call @fsdprt_read_f32(%p) : (!llvm.ptr) -> f32
+    return %loss : f32
+    ```
+
+    It runs before `fsdp-assign-buffers`, so that a buffer read in a kernel
+    stays live until that kernel. Host arithmetic on a device value is an
+    error.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def FSDPInsertStreamEventsPass : Pass<"fsdp-insert-stream-events", "::mlir::ModuleOp"> {
+  let summary = "Orders the GPU streams of the step by events from the buffer plan";
+  let description = [{
+    On the CUDA target kernels and GEMMs run on a compute stream, all-gathers
+    on a second stream, reduce-scatters and all-reduces on a third
+    (docs/Runtime.md, section 7). After `fsdp-assign-buffers` every buffer
+    of the step is a fixed byte range of the arena, so each op's reads and
+    writes are known ranges. For every pair of ops on different streams that
+    touch overlapping bytes, one of them writing, the later one must wait for
+    the earlier: this pass records an event on the earlier op's stream right
+    after it and makes the later op's stream wait for it, unless the streams
+    are already ordered (transitively, through earlier events or a collective's
+    `fsdprt_wait`, which makes the compute stream wait for the collective).
+    The cases that arise: an arena region must be free (its last kernel done)
+    before a gather on another stream overwrites it, and a gradient must be
+    computed before its reduce-scatter reads it.
+
+    ```mlir
+    linalg.generic ... outs(%view_64 : memref<256x256xf32>)   // last reader of [4096, 266240)
+    call @fsdprt_event_record(%c3_i32, %c0_i32) : (i32, i32) -> ()
+    ...
+    call @fsdprt_stream_wait_event(%c1_i32, %c3_i32) : (i32, i32) -> ()
+    %h = call @fsdprt_all_gather_start(...)                   // writes [4096, 135168)
+    ```
+
+    Event ids are numbered in program order from 0; each is recorded once per
+    step.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
+}
+
+def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
+  let summary = "Turns the step's compute into parallel loop nests, one per GPU kernel";
+  let description = [{
+    Prepares the compute of `fsdp_train_step` on buffers for the upstream
+    GPU mapping (`gpu-map-parallel-loops`, `convert-parallel-loops-to-gpu`):
+    every `linalg` op and `memref.copy` becomes one kernel-shaped loop nest.
+
+    - A `memref.copy` becomes a `linalg.copy`; the loops of a `linalg.generic`
+      are interchanged so that its parallel dimensions come first.
+    - Each op is lowered to an `scf.parallel` over its parallel dimensions
+      (reductions stay sequential `scf.for` loops inside), the parallel
+      dimensions are collapsed into one and tiled by `block-size`: the outer
+      loop becomes the blocks, the inner one the threads of a block, and an
+      `scf.if` guards the last, partial block.
+    - Work without parallel dimensions (a full reduction, a scalar update,
+      the sequential scatter-add of an embedding gradient) runs in a loop
+      nest of one block of one thread.
+
+    ```mlir
+    linalg.generic {iterator_types = ["parallel"]} ins(%a : memref<1000xf32>) ...
+    // becomes
+    scf.parallel (%block) = (%c0) to (%c1000) step (%c256) {
+      scf.parallel (%thread) = (%c0) to (%c256) step (%c1) {
+        scf.if %in_bounds { ... }
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def FSDPBundleKernelsPass : Pass<"fsdp-bundle-kernels", "::mlir::ModuleOp"> {
+  let summary = "Puts every outlined kernel in one GPU module, launched on the compute stream";
+  let description = [{
+    After `gpu-kernel-outlining`, moves every kernel of the step into one
+    `gpu.module @fsdp_kernels` (so the device code is compiled once per
+    architecture, into one binary the runtime loads once), names them
+    `fsdp_kernel_<n>` in launch order, and launches each on the runtime's
+    compute stream, fetched once at the start of the step:
+
+    ```mlir
+    %stream = call @fsdprt_stream(%c0_i32) : (i32) -> !llvm.ptr
+    gpu.launch_func <%stream : !llvm.ptr> @fsdp_kernels::@fsdp_kernel_0 blocks in (...) threads in (...) args(...)
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+  ];
+}
+
+def FSDPPackFatbinPass : Pass<"fsdp-pack-fatbin", "::mlir::ModuleOp"> {
+  let summary = "Packs the cubins of every target architecture into one fatbin";
+  let description = [{
+    `gpu-module-to-binary` (format `bin`) leaves one cubin per
+    `#nvvm.target` in each `gpu.binary`; the runtime loads one image. This
+    pass runs the CUDA toolkit's `fatbinary` to pack them into one fat binary
+    that holds the code of every architecture (the driver picks the one of
+    the device), and replaces the objects by that single `fatbin` object.
+  }];
+  let options = [
+    Option<"toolkit", "toolkit", "std::string", /*default=*/"\"/usr/local/cuda\"",
+           "The CUDA toolkit holding bin/fatbinary">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 #endif // FSDP_TRANSFORMS_PASSES_TD

@@ -1,0 +1,30 @@
+//===- RuntimeCalls.h - calling the runtime from the step -------*- C++ -*-===//
+//
+// The generated step calls the runtime's C functions (fsdprt.h) with buffer
+// addresses as plain pointers: one declaration per function, whatever the
+// buffer types.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_UTILS_RUNTIMECALLS_H
+#define FSDP_UTILS_RUNTIMECALLS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::fsdp {
+
+/// The private declaration of runtime function `name` in `module`, created on
+/// first use.
+func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name, FunctionType type);
+
+/// The address of the first element of `buffer` (a memref) as an `!llvm.ptr`.
+Value bufferAddress(OpBuilder &b, Location loc, Value buffer);
+
+/// An i32 constant, as the runtime's enums are passed.
+Value i32Constant(OpBuilder &b, Location loc, int32_t value);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_UTILS_RUNTIMECALLS_H

@@ -1,0 +1,139 @@
+//===- CUDAPipeline.cpp - model file to LLVM dialect for NVIDIA GPUs ------===//
+//
+// The CPU pipeline up to the buffer plan, then the upstream GPU path: parallel
+// loops mapped to blocks and threads, outlined, lowered to NVVM and compiled
+// by the toolkit's ptxas; GEMMs stay cuBLAS calls of the runtime, collectives
+// NCCL calls on their own streams, ordered by events from the buffer plan.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Pipelines/CUDAPipeline.h"
+
+#include "fsdp/Pipelines/CPUPipeline.h"
+#include "fsdp/Transforms/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
+#include "mlir/Conversion/GPUCommon/GPUToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::fsdp::buildCUDAKernelPipeline(OpPassManager &pm,
+                                         const CUDAPipelineOptions &options) {
+  buildBufferPlanPipeline(pm, ArenaMemory::Device);
+  pm.addPass(createFSDPInsertStreamEventsPass());
+  pm.addPass(createConvertBufferizationToMemRefPass());
+  // Folds the buffers loops carry (a scatter's), so the loops stand alone.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFSDPFormKernelsPass(FSDPFormKernelsPassOptions{options.blockSize}));
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+}
+
+void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
+                                         const CUDAPipelineOptions &options) {
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createFSDPBundleKernelsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  for (const std::string &chip : options.chips) {
+    GpuNVVMAttachTargetOptions target;
+    target.chip = chip;
+    target.optLevel = 3;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+  }
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+
+  buildHostLLVMPipeline(pm);
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = options.toolkit;
+  binary.compilationTarget = "bin";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+  pm.addPass(createFSDPPackFatbinPass(FSDPPackFatbinPassOptions{options.toolkit}));
+}
+
+void mlir::fsdp::buildCUDAPipeline(OpPassManager &pm, const CUDAPipelineOptions &options) {
+  buildCUDAKernelPipeline(pm, options);
+  buildCUDADevicePipeline(pm, options);
+}
+
+namespace {
+struct CUDAPipelineCLOptions : public PassPipelineOptions<CUDAPipelineCLOptions> {
+  ListOption<std::string> chips{*this, "chips",
+                                llvm::cl::desc("GPU architectures (default sm_80,sm_90)")};
+  Option<std::string> toolkit{*this, "toolkit", llvm::cl::desc("The CUDA toolkit's root"),
+                              llvm::cl::init("/usr/local/cuda")};
+  Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("Threads per block"),
+                            llvm::cl::init(256)};
+
+  fsdp::CUDAPipelineOptions get() const {
+    fsdp::CUDAPipelineOptions options;
+    if (!chips.empty())
+      options.chips.assign(chips.begin(), chips.end());
+    options.toolkit = toolkit;
+    options.blockSize = blockSize;
+    return options;
+  }
+};
+} // namespace
+
+void mlir::fsdp::registerCUDAPipeline() {
+  registerGPUPasses();
+  registerConvertParallelLoopToGpuPass();
+  registerConvertGpuOpsToNVVMOps();
+  registerGpuToLLVMConversionPass();
+  registerSCFToControlFlowPass();
+  PassPipelineRegistration<CUDAPipelineCLOptions>(
+      "fsdp-cuda-pipeline",
+      "Lowers a model file to the LLVM dialect of a CUDA trainer's training step",
+      [](OpPassManager &pm, const CUDAPipelineCLOptions &options) {
+        buildCUDAPipeline(pm, options.get());
+      });
+}
+
+void mlir::fsdp::registerCUDAPipelineDependencies(DialectRegistry &registry) {
+  registerCPUPipelineDependencies(registry);
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  // gpu-to-llvm converts the ops of every dialect that can say how.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
+  NVVM::registerConvertGpuToNVVMInterface(registry);
+  gpu::registerConvertGpuToLLVMInterface(registry);
+}

@@ -1,0 +1,77 @@
+//===- BundleKernels.cpp - fsdp-bundle-kernels: one device module ---------===//
+//
+// Outlining gives each kernel a GPU module of its own, so each would be
+// compiled by ptxas, packed and loaded separately, and launched on a stream
+// created per launch. A training step has hundreds of kernels: one module
+// compiles once per architecture, and the runtime's compute stream orders
+// them with its GEMMs and the events of fsdp-insert-stream-events.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/Transforms/Passes.h"
+#include "fsdp/Utils/RuntimeCalls.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::fsdp {
+#define GEN_PASS_DEF_FSDPBUNDLEKERNELSPASS
+#include "fsdp/Transforms/Passes.h.inc"
+} // namespace mlir::fsdp
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+constexpr StringLiteral kKernelModule = "fsdp_kernels";
+
+struct FSDPBundleKernelsPass
+    : public fsdp::impl::FSDPBundleKernelsPassBase<FSDPBundleKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
+    if (!step || step.isExternal())
+      return;
+    SmallVector<gpu::LaunchFuncOp> launches;
+    step.walk([&](gpu::LaunchFuncOp launch) { launches.push_back(launch); });
+    if (launches.empty())
+      return;
+    MLIRContext *ctx = &getContext();
+
+    OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+    auto bundle = gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModule);
+    SymbolTable kernels(bundle);
+
+    b.setInsertionPointToStart(&step.getBody().front());
+    Location loc = step.getLoc();
+    auto streamType = FunctionType::get(ctx, {b.getI32Type()}, {LLVM::LLVMPointerType::get(ctx)});
+    Value stream =
+        func::CallOp::create(b, loc, declareRuntimeFunction(module, kStream, streamType),
+                             i32Constant(b, loc, static_cast<int32_t>(RuntimeStream::Compute)))
+            .getResult(0);
+
+    llvm::SetVector<gpu::GPUModuleOp> outlined;
+    for (auto [index, launch] : llvm::enumerate(launches)) {
+      auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(launch,
+                                                                          launch.getKernel());
+      if (!kernel || !launch.getAsyncDependencies().empty() || launch.getAsyncObject()) {
+        launch.emitOpError("expected a synchronous launch of an outlined kernel");
+        return signalPassFailure();
+      }
+      outlined.insert(kernel->getParentOfType<gpu::GPUModuleOp>());
+      auto moved = cast<gpu::GPUFuncOp>(kernel->clone());
+      moved.setName(("fsdp_kernel_" + llvm::Twine(index)).str());
+      kernels.insert(moved);
+      launch.setKernelAttr(SymbolRefAttr::get(
+          ctx, kKernelModule, {FlatSymbolRefAttr::get(ctx, moved.getName())}));
+      launch.getAsyncObjectMutable().assign(stream);
+    }
+    for (gpu::GPUModuleOp old : outlined)
+      if (old != bundle)
+        old.erase();
+  }
+};
+
+} // namespace

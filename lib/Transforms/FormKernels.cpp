@@ -1,0 +1,187 @@
+//===- FormKernels.cpp - fsdp-form-kernels: one loop nest per GPU kernel --===//
+//
+// The upstream GPU mapping turns a two-level scf.parallel nest into a launch:
+// the outer loop's iterations become blocks, the inner one's threads. This
+// pass gives every piece of the step's device work exactly that shape, so
+// each linalg op (or copy, or sequential scatter) becomes one kernel with
+// enough threads, in program order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <numeric>
+
+namespace mlir::fsdp {
+#define GEN_PASS_DEF_FSDPFORMKERNELSPASS
+#include "fsdp/Transforms/Passes.h.inc"
+} // namespace mlir::fsdp
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// Whether a top-level op of the step reads or writes buffers itself (a
+/// runtime call only passes addresses on).
+bool isDeviceWork(Operation *op) {
+  if (isa<func::CallOp>(op))
+    return false;
+  WalkResult found = op->walk([](Operation *nested) {
+    if (isa<linalg::LinalgOp, memref::CopyOp, memref::LoadOp, memref::StoreOp>(nested))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return found.wasInterrupted();
+}
+
+/// Puts `op` alone in `scf.parallel (%i) = (0) to (1)`: one thread runs it.
+FailureOr<scf::ParallelOp> wrapInSingleIteration(RewriterBase &rewriter, Operation *op) {
+  if (!op->use_empty())
+    return op->emitOpError("runs on the device but its results are used by the host");
+  rewriter.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  auto loop = scf::ParallelOp::create(rewriter, loc, ValueRange{zero}, ValueRange{one},
+                                      ValueRange{one});
+  rewriter.moveOpBefore(op, loop.getBody()->getTerminator());
+  return loop;
+}
+
+/// The same op with its parallel loops first, so that they form one
+/// scf.parallel and the reductions run inside each thread.
+FailureOr<linalg::LinalgOp> parallelDimsFirst(RewriterBase &rewriter, linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<unsigned> order;
+  for (unsigned i = 0; i < iterators.size(); ++i)
+    if (iterators[i] == utils::IteratorType::parallel)
+      order.push_back(i);
+  for (unsigned i = 0; i < iterators.size(); ++i)
+    if (iterators[i] != utils::IteratorType::parallel)
+      order.push_back(i);
+  SmallVector<unsigned> identity(iterators.size());
+  std::iota(identity.begin(), identity.end(), 0);
+  if (order == identity)
+    return op;
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic) {
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> generalized = linalg::generalizeNamedOp(rewriter, op);
+    if (failed(generalized))
+      return op.emitOpError("cannot be generalized to reorder its loops for the GPU");
+    generic = *generalized;
+  }
+  FailureOr<linalg::GenericOp> interchanged =
+      linalg::interchangeGenericOp(rewriter, generic, order);
+  if (failed(interchanged))
+    return generic.emitOpError("cannot put its parallel loops first for the GPU");
+  return cast<linalg::LinalgOp>(interchanged->getOperation());
+}
+
+/// One linalg op as a top-level scf.parallel nest.
+LogicalResult lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics())
+    return op.emitOpError("expected buffers: the GPU kernels are formed after bufferization");
+  FailureOr<linalg::LinalgOp> ordered = parallelDimsFirst(rewriter, op);
+  if (failed(ordered))
+    return failure();
+  op = *ordered;
+  rewriter.setInsertionPoint(op);
+  if (op.getNumParallelLoops() == 0) {
+    if (failed(wrapInSingleIteration(rewriter, op)))
+      return failure();
+    rewriter.setInsertionPoint(op);
+    if (failed(linalg::linalgOpToLoops(rewriter, op)))
+      return op.emitOpError("cannot be lowered to loops");
+  } else if (failed(linalg::linalgOpToParallelLoops(rewriter, op))) {
+    return op.emitOpError("cannot be lowered to parallel loops");
+  }
+  rewriter.eraseOp(op);
+  return success();
+}
+
+std::optional<int64_t> constantValue(Value value) {
+  APInt constant;
+  if (matchPattern(value, m_ConstantInt(&constant)))
+    return constant.getSExtValue();
+  return std::nullopt;
+}
+
+/// Splits a one-dimensional loop into blocks of `blockSize` threads (fewer
+/// when the loop is shorter); the last block is guarded when it is partial.
+LogicalResult tileIntoBlocks(scf::ParallelOp loop, int64_t blockSize) {
+  std::optional<int64_t> lower = constantValue(loop.getLowerBound()[0]);
+  std::optional<int64_t> upper = constantValue(loop.getUpperBound()[0]);
+  std::optional<int64_t> step = constantValue(loop.getStep()[0]);
+  if (!lower || !upper || !step || *step <= 0)
+    return loop.emitOpError("expected static bounds: the step's buffers have static shapes");
+  int64_t trips = std::max<int64_t>(llvm::divideCeil(*upper - *lower, *step), 1);
+  int64_t threads = std::min(blockSize, trips);
+  scf::tileParallelLoop(loop, {threads}, /*noMinMaxBounds=*/trips % threads != 0);
+  return success();
+}
+
+struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPFormKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
+    if (!step || step.isExternal())
+      return;
+    if (blockSize < 1 || blockSize > 1024) {
+      module.emitError() << "fsdp-form-kernels: block-size " << blockSize
+                         << " is not in [1, 1024], the threads a CUDA block can have";
+      return signalPassFailure();
+    }
+    Block &body = step.getBody().front();
+    IRRewriter rewriter(&getContext());
+
+    // Copies are kernels like any other.
+    for (auto copy : llvm::make_early_inc_range(body.getOps<memref::CopyOp>())) {
+      rewriter.setInsertionPoint(copy);
+      linalg::CopyOp::create(rewriter, copy.getLoc(), copy.getSource(), copy.getTarget());
+      rewriter.eraseOp(copy);
+    }
+
+    // Every piece of device work becomes one top-level scf.parallel.
+    SmallVector<Operation *> work;
+    for (Operation &op : body.without_terminator())
+      if (isDeviceWork(&op))
+        work.push_back(&op);
+    for (Operation *op : work) {
+      auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+      if (linalgOp ? failed(lowerToLoopNest(rewriter, linalgOp))
+                   : failed(wrapInSingleIteration(rewriter, op)))
+        return signalPassFailure();
+    }
+
+    // One dimension, then blocks of threads.
+    SmallVector<scf::ParallelOp> nests(body.getOps<scf::ParallelOp>());
+    for (scf::ParallelOp nest : nests)
+      if (nest.getNumLoops() > 1) {
+        std::vector<unsigned> all(nest.getNumLoops());
+        std::iota(all.begin(), all.end(), 0);
+        collapseParallelLoops(rewriter, nest, {all});
+      }
+    // Folds the collapsed bounds (products of the extents) to constants.
+    if (failed(applyPatternsGreedily(step, RewritePatternSet(&getContext()))))
+      return signalPassFailure();
+    nests.assign(body.getOps<scf::ParallelOp>().begin(), body.getOps<scf::ParallelOp>().end());
+    for (scf::ParallelOp nest : nests)
+      if (failed(tileIntoBlocks(nest, blockSize)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,38 @@
+//===- RuntimeCalls.cpp - calling the runtime from the step ---------------===//
+
+#include "fsdp/Utils/RuntimeCalls.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+using namespace mlir;
+
+func::FuncOp mlir::fsdp::declareRuntimeFunction(ModuleOp module, StringRef name,
+                                                FunctionType type) {
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto decl = func::FuncOp::create(b, module.getLoc(), name, type);
+  decl.setPrivate();
+  return decl;
+}
+
+Value mlir::fsdp::bufferAddress(OpBuilder &b, Location loc, Value buffer) {
+  // The aligned pointer is the first element's address only at offset 0: add
+  // the offset of a strided view.
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  auto type = llvm::cast<MemRefType>(buffer.getType());
+  Value elementBytes =
+      arith::ConstantIndexOp::create(b, loc, type.getElementTypeBitWidth() / 8);
+  Value byteOffset = arith::MulIOp::create(b, loc, metadata.getOffset(), elementBytes);
+  Value address = arith::AddIOp::create(b, loc, base, byteOffset);
+  Value address64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
+  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
+                                  address64);
+}
+
+Value mlir::fsdp::i32Constant(OpBuilder &b, Location loc, int32_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+}

@@ -1,0 +1,20 @@
+//===- TestPasses.h - passes only tests use ---------------------*- C++ -*-===//
+
+#ifndef FSDP_TEST_LIB_TRANSFORMS_TESTPASSES_H
+#define FSDP_TEST_LIB_TRANSFORMS_TESTPASSES_H
+
+#include <memory>
+
+namespace mlir {
+class Pass;
+namespace fsdp::test {
+
+/// `test-fsdp-launch-to-loops`: each gpu.launch as loops over block and
+/// thread ids, so that the CUDA target's kernels run on the CPU.
+std::unique_ptr<Pass> createTestLaunchToLoopsPass();
+void registerTestLaunchToLoopsPass();
+
+} // namespace fsdp::test
+} // namespace mlir
+
+#endif // FSDP_TEST_LIB_TRANSFORMS_TESTPASSES_H
