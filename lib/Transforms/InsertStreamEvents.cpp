@@ -226,11 +226,18 @@ void StreamOrder::orderAfterConflicts(Issued &next) {
     if (conflict)
       latest[t] = &earlier;
   }
+  // Waiting for one op also waits for everything its stream had waited for.
+  auto coveredByAnother = [&](Issued *candidate) {
+    return llvm::any_of(latest, [&](Issued *other) {
+      return other && other != candidate &&
+             other->clock[candidate->stream] >= candidate->index;
+    });
+  };
   OpBuilder b(next.op);
   Location loc = next.op->getLoc();
   Type i32 = b.getI32Type();
   for (Issued *earlier : latest) {
-    if (!earlier)
+    if (!earlier || coveredByAnother(earlier))
       continue;
     int64_t event = eventAfter(*earlier);
     func::FuncOp wait = declareRuntimeFunction(
