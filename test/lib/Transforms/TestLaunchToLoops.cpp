@@ -64,11 +64,11 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
   mapping.map(threadIds.z, ids[3]);
   mapping.map(threadIds.y, ids[4]);
   mapping.map(threadIds.x, ids[5]);
-  for (auto [arg, operand] : llvm::zip(ArrayRef<Value>{gridArgs.x, gridArgs.y, gridArgs.z,
-                                                       blockArgs.x, blockArgs.y, blockArgs.z},
-                                       ArrayRef<Value>{grid.x, grid.y, grid.z, block.x, block.y,
-                                                       block.z}))
-    mapping.map(arg, operand);
+  SmallVector<Value> sizeArgs = {gridArgs.x,  gridArgs.y,  gridArgs.z,
+                                 blockArgs.x, blockArgs.y, blockArgs.z};
+  SmallVector<Value> sizes = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
+  for (auto [arg, size] : llvm::zip(sizeArgs, sizes))
+    mapping.map(arg, size);
   for (Operation &op : launch.getBody().front().without_terminator())
     b.clone(op, mapping);
   launch.erase();
