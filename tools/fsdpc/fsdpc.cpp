@@ -85,6 +85,9 @@ cl::opt<std::string> cudaPath("cuda-path",
                               cl::desc("The CUDA toolkit (ptxas, fatbinary, libdevice)"),
                               cl::value_desc("dir"), cl::init(FSDP_CUDA_TOOLKIT),
                               cl::cat(fsdpcCategory));
+cl::opt<int64_t> gpuBlockSize("gpu-block-size",
+                              cl::desc("Threads per block of the generated kernels (1-1024)"),
+                              cl::init(256), cl::Hidden, cl::cat(fsdpcCategory));
 cl::opt<bool> kernelsOnCPU(
     "test-kernels-on-cpu",
     cl::desc("Test only: compile --target=cuda's kernels as CPU loops and link with the "
@@ -239,6 +242,12 @@ FailureOr<fsdp::CUDAPipelineOptions> cudaOptions() {
       return failure();
     }
   }
+  if (gpuBlockSize < 1 || gpuBlockSize > 1024) {
+    (void)fail("--gpu-block-size=" + llvm::Twine(gpuBlockSize) +
+               ": a CUDA block has 1 to 1024 threads");
+    return failure();
+  }
+  options.blockSize = gpuBlockSize;
   options.toolkit = cudaPath;
   if (kernelsOnCPU)
     return options;
