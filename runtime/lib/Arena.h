@@ -1,7 +1,16 @@
 //===- Arena.h - The buffer every persistent tensor lives in ----*- C++ -*-===//
 //
-// One buffer of manifest.arena_bytes bytes, 64-byte aligned and zero-filled,
-// owned by the runtime and passed to every step.
+// One buffer of manifest.arena_bytes bytes, zero-filled and at least 64-byte
+// aligned, owned by the runtime and passed to every step. It lives where the
+// step runs: host memory on the CPU backend (lib/cpu/HostArena.cpp), device
+// memory on the CUDA backend (lib/cuda/CudaArena.cpp); each archive holds one
+// of the two definitions.
+//
+// The trainer reads and writes the arena through its host view: it writes
+// the initial shards and each step's batch there and uploads those ranges,
+// and downloads the ranges it reads (the transient part for the high-water
+// mark, the parameter shards for --dump-params). On the CPU the host view is
+// the arena itself and uploads and downloads do nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,19 +24,30 @@ namespace fsdprt {
 
 class Arena {
 public:
-  static constexpr size_t kAlignment = 64;
-
-  /// Allocates and zero-fills `bytes` bytes; failure to allocate is fatal.
+  /// Allocates and zero-fills `bytes` bytes (and its host view); failure to
+  /// allocate is fatal.
   explicit Arena(size_t bytes);
   ~Arena();
   Arena(const Arena &) = delete;
   Arena &operator=(const Arena &) = delete;
 
-  uint8_t *data() const { return base; }
+  /// The arena as the step sees it (a device pointer on the CUDA backend).
+  void *stepData() const { return step; }
+  /// The host's copy of the arena, valid in the ranges last uploaded from it
+  /// or downloaded to it.
+  uint8_t *host() const { return hostView; }
   size_t size() const { return bytes; }
 
+  /// Copies [offset, offset + count) of the host view to the arena.
+  void upload(int64_t offset, int64_t count);
+  /// Copies [offset, offset + count) of the arena to the host view.
+  void download(int64_t offset, int64_t count);
+  /// Sets [offset, offset + count) of the arena (not of the host view) to `value`.
+  void fill(int64_t offset, int64_t count, uint8_t value);
+
 private:
-  uint8_t *base = nullptr;
+  void *step = nullptr;
+  uint8_t *hostView = nullptr;
   size_t bytes = 0;
 };
 

@@ -1,15 +1,20 @@
-//===- Collectives.h - The step's nonblocking collectives -------*- C++ -*-===//
+//===- Collectives.h - What both backends' collectives share ----*- C++ -*-===//
 //
 // fsdprt_all_gather_start, fsdprt_reduce_scatter_start,
 // fsdprt_all_reduce_start and fsdprt_wait (fsdprt.h; docs/Runtime.md,
-// section 6) on MPI's nonblocking collectives. A handle indexes a table of
-// pending requests; fsdprt_wait completes one and applies what MPI has no
-// operation for (the division of AVG).
+// section 6) run on MPI's nonblocking collectives on the CPU backend
+// (lib/cpu/MpiCollectives.cpp) and on NCCL on the CUDA backend
+// (lib/cuda/NcclCollectives.cpp). Their handles and the checks of their
+// arguments are the contract's, the same for both, and live here: a handle
+// indexes a table of kMaxPendingCollectives slots, and each backend keeps
+// what it needs per handle in its own table of that size.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDPRT_COLLECTIVES_H
 #define FSDPRT_COLLECTIVES_H
+
+#include <cstdint>
 
 namespace fsdprt {
 
@@ -20,6 +25,34 @@ constexpr int kMaxPendingCollectives = 256;
 /// The number of collectives started and not yet waited for. The runtime
 /// checks it is 0 after every step.
 int pendingCollectives();
+
+/// A free handle for the collective `what` is starting; fatal when
+/// kMaxPendingCollectives are pending.
+int32_t takeHandle(const char *what);
+
+/// Checks that `handle` (fsdprt_wait's argument) is pending; fatal otherwise.
+void checkPendingHandle(int32_t handle);
+
+/// Frees a pending handle for a later start.
+void releaseHandle(int32_t handle);
+
+/// Checks `op` is FSDPRT_REDUCE_SUM or FSDPRT_REDUCE_AVG.
+void checkReduction(const char *what, int32_t op);
+
+/// Checks a collective's size (elements or bytes per rank) is not negative.
+void checkSize(const char *what, int64_t count);
+
+/// Whether the all-gather's `shard` already sits at its own block (group rank
+/// `groupRank`) of `full`: the in-place gather of MPI and NCCL. Any other
+/// overlap would be read while it is written: fatal on a group of more than
+/// one rank.
+bool gatherInPlace(const char *what, const void *shard, const void *full, int64_t shardBytes,
+                   int groupRank, int groupSize);
+
+/// A reduce-scatter's `full` (groupSize blocks of shardBytes) and `shard` must
+/// not overlap on a group of more than one rank; fatal otherwise.
+void checkReduceScatterBuffers(const char *what, const void *full, const void *shard,
+                               int64_t shardBytes, int groupSize);
 
 } // namespace fsdprt
 

@@ -3,19 +3,24 @@
 #include "HighWater.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace fsdprt {
 
-void markTransient(const Manifest &manifest, uint8_t *arena) {
-  std::memset(arena + manifest.persistentBytes, kTransientMarker,
-              static_cast<size_t>(manifest.arenaBytes - manifest.persistentBytes));
+void markTransient(const Manifest &manifest, Arena &arena) {
+  arena.fill(manifest.persistentBytes, manifest.arenaBytes - manifest.persistentBytes,
+             kTransientMarker);
 }
 
-int64_t highWaterMark(const Manifest &manifest, const uint8_t *arena) {
-  for (int64_t i = manifest.arenaBytes; i > manifest.persistentBytes; --i)
-    if (arena[i - 1] != kTransientMarker)
-      return i;
+int64_t highWaterMark(const Manifest &manifest, Arena &arena, int64_t windowBytes) {
+  const uint8_t *bytes = arena.host();
+  for (int64_t end = manifest.arenaBytes; end > manifest.persistentBytes;) {
+    int64_t begin = std::max(manifest.persistentBytes, end - windowBytes);
+    arena.download(begin, end - begin);
+    for (int64_t i = end; i > begin; --i)
+      if (bytes[i - 1] != kTransientMarker)
+        return i;
+    end = begin;
+  }
   return manifest.persistentBytes;
 }
 

@@ -8,11 +8,16 @@
 // its last value would read low, by chance; one that writes past its plan
 // cannot, since everything up to arena_bytes is inside the arena.
 //
+// On the CUDA backend the marker is set on the device and the scan reads the
+// device's bytes back, from the end, a window at a time: a plan that fits
+// rarely needs more than the last window.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDPRT_HIGHWATER_H
 #define FSDPRT_HIGHWATER_H
 
+#include "Arena.h"
 #include "Manifest.h"
 
 #include <cstdint>
@@ -23,12 +28,16 @@ namespace fsdprt {
 
 constexpr uint8_t kTransientMarker = 0xA5;
 
+/// The bytes the high-water scan downloads at a time.
+constexpr int64_t kHighWaterWindowBytes = int64_t(64) << 20;
+
 /// Fills [persistent_bytes, arena_bytes) of `arena` with kTransientMarker.
-void markTransient(const Manifest &manifest, uint8_t *arena);
+void markTransient(const Manifest &manifest, Arena &arena);
 
 /// 1 + the index of the last byte that is not the marker, or persistent_bytes
-/// if the step wrote none.
-int64_t highWaterMark(const Manifest &manifest, const uint8_t *arena);
+/// if the step wrote none; reads the arena back `windowBytes` at a time.
+int64_t highWaterMark(const Manifest &manifest, Arena &arena,
+                      int64_t windowBytes = kHighWaterWindowBytes);
 
 /// The line rank 0 prints: `arena: planned peak P bytes, measured high-water
 /// mark M bytes on every rank`, or every rank's mark when they differ.

@@ -42,6 +42,7 @@ namespace {
 struct Group {
   MPI_Comm comm = MPI_COMM_NULL;
   int size = 1;
+  int rank = 0;
 };
 
 /// The generated step's groups. The world is a duplicate of MPI_COMM_WORLD so
@@ -58,6 +59,7 @@ Group makeGroup(MPI_Comm comm) {
   Group group;
   group.comm = comm;
   MPI_Comm_size(comm, &group.size);
+  MPI_Comm_rank(comm, &group.rank);
   return group;
 }
 
@@ -164,6 +166,8 @@ static const Group &group(int32_t id) {
 MPI_Comm groupComm(int32_t id) { return group(id).comm; }
 
 int groupSize(int32_t id) { return group(id).size; }
+
+int groupRank(int32_t id) { return group(id).rank; }
 
 double averageOverWorld(double value) {
   int size = worldSize();

@@ -46,10 +46,12 @@ struct RankPlace {
 /// rank's place. Collective over the world.
 RankPlace setUpGroups(int64_t shardRanks);
 
-/// The communicator and size of FSDPRT_GROUP_WORLD, _SHARD or _REPLICA; an
-/// unknown group, or a call before setUpGroups, is fatal.
+/// The communicator and size of FSDPRT_GROUP_WORLD, _SHARD or _REPLICA, and
+/// this rank's place in it; an unknown group, or a call before setUpGroups,
+/// is fatal.
 MPI_Comm groupComm(int32_t group);
 int groupSize(int32_t group);
+int groupRank(int32_t group);
 
 /// The mean over the world's ranks of each rank's `value` (every rank gets it).
 double averageOverWorld(double value);

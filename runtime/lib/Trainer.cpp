@@ -5,6 +5,7 @@
 #include "Arena.h"
 #include "Collectives.h"
 #include "DataFile.h"
+#include "Device.h"
 #include "Error.h"
 #include "Flags.h"
 #include "HeapUsage.h"
@@ -14,6 +15,7 @@
 #include "OutputFile.h"
 #include "ParamsFile.h"
 #include "Ranks.h"
+#include "StreamEvents.h"
 #include "SyntheticData.h"
 
 #include <algorithm>
@@ -66,6 +68,23 @@ static std::unique_ptr<BatchSource> openBatchSource(const TrainerOptions &option
   return std::make_unique<SyntheticData>(manifest, options.seed, rank);
 }
 
+/// The parameter shards are what the trainer writes before the first step
+/// and reads after the last.
+static void uploadParamShards(const Manifest &manifest, Arena &arena) {
+  for (const UnitSpec &unit : manifest.units)
+    arena.upload(unit.paramOffset, unit.shardBytes());
+}
+
+static void downloadParamShards(const Manifest &manifest, Arena &arena) {
+  for (const UnitSpec &unit : manifest.units)
+    arena.download(unit.paramOffset, unit.shardBytes());
+}
+
+static void uploadInputs(const Manifest &manifest, Arena &arena) {
+  for (const InputSpec &input : manifest.inputs)
+    arena.upload(input.offset, input.bytes);
+}
+
 int runTrainer(int argc, const char *const *argv, const char *manifestText,
                TrainStepFn trainStep) {
   TrainerOptions options = parseFlags(argc, argv);
@@ -83,6 +102,9 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   }
 
   startMpi();
+  // Before anything else touches the device: a CUDA trainer on a machine
+  // without a GPU stops here.
+  DeviceSession device;
   Manifest manifest;
   {
     SameErrorOnEveryRank same;
@@ -90,6 +112,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     checkWorldSize(manifest);
   }
   RankPlace place = setUpGroups(manifest.shardRanks);
+  connectDevice(place);
   bool leader = place.rank == 0;
 
   std::unique_ptr<BatchSource> batches = openBatchSource(options, manifest, place.rank);
@@ -106,21 +129,25 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   // Zero-filled: gradient and state shards, padding and inputs start at 0.
   Arena arena(static_cast<size_t>(manifest.arenaBytes));
   if (options.loadParamsPath.empty())
-    initializeShards(manifest, options.seed, place.shardIndex, arena.data());
+    initializeShards(manifest, options.seed, place.shardIndex, arena.host());
   else
-    loadParamShards(manifest, options.loadParamsPath, place.shardIndex, arena.data());
-  markTransient(manifest, arena.data());
+    loadParamShards(manifest, options.loadParamsPath, place.shardIndex, arena.host());
+  uploadParamShards(manifest, arena);
+  markTransient(manifest, arena);
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point intervalStart = Clock::now();
   int64_t intervalSteps = 0;
   for (int64_t step = 1; step <= options.steps; ++step) {
     Clock::time_point stepStart = Clock::now();
-    batches->writeBatch(step, arena.data());
-    float localLoss = trainStep(arena.data(), step, lr);
+    batches->writeBatch(step, arena.host());
+    uploadInputs(manifest, arena);
+    startStepEvents();
+    float localLoss = trainStep(arena.stepData(), step, lr);
     if (int pending = pendingCollectives())
       fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +
             " not waited for (every *_start needs its fsdprt_wait)");
+    finishStep();
     // Each rank's loss covers local_batch rows: their mean is the loss of the
     // global batch.
     float loss = static_cast<float>(averageOverWorld(localLoss));
@@ -159,9 +186,11 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     }
   }
 
-  std::vector<int64_t> marks = gatherToRankZero(highWaterMark(manifest, arena.data()));
-  if (!options.dumpParamsPath.empty())
-    dumpParams(manifest, place, arena.data(), dump.get());
+  std::vector<int64_t> marks = gatherToRankZero(highWaterMark(manifest, arena));
+  if (!options.dumpParamsPath.empty()) {
+    downloadParamShards(manifest, arena);
+    dumpParams(manifest, place, arena.host(), dump.get());
+  }
   if (leader) {
     std::printf("%s\n", arenaLine(manifest.arenaBytes, marks).c_str());
     std::fflush(stdout);

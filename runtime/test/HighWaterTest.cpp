@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <vector>
-
 using namespace fsdprt;
 
 namespace {
@@ -19,30 +17,46 @@ Manifest arenaOf(int64_t persistent, int64_t total) {
 
 TEST(HighWater, MarksOnlyTheTransientPart) {
   Manifest manifest = arenaOf(64, 256);
-  std::vector<uint8_t> arena(256, 0);
-  markTransient(manifest, arena.data());
+  Arena arena(256);
+  markTransient(manifest, arena);
   for (int i = 0; i < 64; ++i)
-    ASSERT_EQ(arena[i], 0) << "persistent byte " << i;
+    ASSERT_EQ(arena.host()[i], 0) << "persistent byte " << i;
   for (int i = 64; i < 256; ++i)
-    ASSERT_EQ(arena[i], kTransientMarker) << "transient byte " << i;
+    ASSERT_EQ(arena.host()[i], kTransientMarker) << "transient byte " << i;
   // Untouched: the mark is the end of the persistent part.
-  EXPECT_EQ(highWaterMark(manifest, arena.data()), 64);
+  EXPECT_EQ(highWaterMark(manifest, arena), 64);
 }
 
 TEST(HighWater, TheLastByteWrittenIsTheMark) {
   Manifest manifest = arenaOf(64, 256);
-  std::vector<uint8_t> arena(256, 0);
-  markTransient(manifest, arena.data());
-  arena[70] = 0;
-  EXPECT_EQ(highWaterMark(manifest, arena.data()), 71);
+  Arena arena(256);
+  markTransient(manifest, arena);
+  uint8_t *bytes = arena.host();
+  bytes[70] = 0;
+  EXPECT_EQ(highWaterMark(manifest, arena), 71);
   // A write of the marker value itself is invisible; the byte before counts.
-  arena[199] = 1;
-  arena[200] = kTransientMarker;
-  EXPECT_EQ(highWaterMark(manifest, arena.data()), 200);
-  arena[255] = 0;
-  EXPECT_EQ(highWaterMark(manifest, arena.data()), 256);
+  bytes[199] = 1;
+  bytes[200] = kTransientMarker;
+  EXPECT_EQ(highWaterMark(manifest, arena), 200);
+  bytes[255] = 0;
+  EXPECT_EQ(highWaterMark(manifest, arena), 256);
   // Persistent bytes never count.
-  EXPECT_EQ(highWaterMark(arenaOf(256, 256), arena.data()), 256);
+  EXPECT_EQ(highWaterMark(arenaOf(256, 256), arena), 256);
+}
+
+TEST(HighWater, ScansWindowByWindowFromTheEnd) {
+  Manifest manifest = arenaOf(64, 256);
+  Arena arena(256);
+  markTransient(manifest, arena);
+  // Windows of 16 bytes: [240, 256), [224, 240), ..., [64, 80).
+  for (int64_t last : {64, 79, 80, 81, 200, 255}) {
+    arena.host()[last] = 0;
+    EXPECT_EQ(highWaterMark(manifest, arena, 16), last + 1) << "last byte written " << last;
+  }
+  // A transient part that is not a whole number of windows.
+  EXPECT_EQ(highWaterMark(arenaOf(60, 256), arena, 16), 256);
+  markTransient(manifest, arena);
+  EXPECT_EQ(highWaterMark(manifest, arena, 16), 64);
 }
 
 TEST(HighWater, Lines) {

@@ -1,15 +1,19 @@
 /*===- fsdprt.h - C ABI between generated trainers and the runtime -*- C -*-===*
  *
- * A trainer is one object emitted by fsdpc, linked with libfsdprt (which also
- * provides `main`, in libfsdprt_main) and BLAS. This header is the ABI of
- * docs/Runtime.md: what the runtime provides to generated code, and what the
- * generated object provides to the runtime.
+ * A trainer is one object emitted by fsdpc, linked with the runtime's two
+ * archives: libfsdprt_main (`main`) and libfsdprt (CPU target: BLAS and MPI)
+ * or libfsdprt_cuda_main and libfsdprt_cuda (CUDA target: cuBLAS, NCCL and
+ * MPI). This header is the ABI of docs/Runtime.md: what the runtime provides
+ * to generated code, and what the generated object provides to the runtime.
+ * Both archives define every fsdprt_* function below; pointers into the arena
+ * are host pointers on the CPU target and device pointers on the CUDA target.
  *
  *===----------------------------------------------------------------------===*/
 
 #ifndef FSDPRT_FSDPRT_H
 #define FSDPRT_FSDPRT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -31,6 +35,13 @@ void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64
                           int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                           int64_t stride_a, const float *b, int64_t ldb, int64_t stride_b,
                           float beta, float *c, int64_t ldc, int64_t stride_c);
+
+/* fsdprt_sgemm's product on bfloat16 matrices (A, B and C hold bf16 bit
+ * patterns): the products are summed in fp32, and alpha * sum + beta * C is
+ * rounded to bf16 (to nearest even) when stored in C. */
+void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                      float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                      float beta, void *c, int64_t ldc);
 
 /* Collectives (docs/Runtime.md, section 6). The world's ranks form a grid of
  * `replicas` x `shard_ranks` (manifest): the shard group of a rank is the
@@ -59,8 +70,52 @@ int32_t fsdprt_reduce_scatter_start(const float *full, float *shard, int64_t sha
 /* Reduces `count` floats in place over `group` (every rank gets the result). */
 int32_t fsdprt_all_reduce_start(float *data, int64_t count, int32_t op, int32_t group);
 
-/* Completes the collective `handle` (from a *_start call). */
+/* Completes the collective `handle` (from a *_start call). On the CUDA target
+ * it makes the compute stream wait for it (the host does not block). */
 void fsdprt_wait(int32_t handle);
+
+/* Streams and events (docs/Runtime.md, section 7). On the CUDA target a step
+ * launches its kernels and GEMMs on the compute stream; all-gathers run on the
+ * all-gather stream, reduce-scatters and all-reduces on the reduce-scatter
+ * stream, and a *_start does not wait for earlier work of another stream: the
+ * step orders them with events. On the CPU target everything runs in program
+ * order: the streams are NULL and the calls only check their arguments. An
+ * unknown stream, an event outside [0, 65536) or a wait on an event not
+ * recorded earlier in the same step is a fatal error on both. */
+enum { FSDPRT_STREAM_COMPUTE = 0, FSDPRT_STREAM_ALL_GATHER = 1, FSDPRT_STREAM_REDUCE_SCATTER = 2 };
+
+/* The stream (a cudaStream_t; NULL on the CPU target) the step launches its
+ * kernels on. */
+void *fsdprt_stream(int32_t stream);
+
+/* Records event `event` (0 <= event < 65536; created on first use) on `stream`. */
+void fsdprt_event_record(int32_t event, int32_t stream);
+
+/* Later work on `stream` waits for the last recording of `event` in this step. */
+void fsdprt_stream_wait_event(int32_t stream, int32_t event);
+
+/* The float at `address` in the arena, once the compute stream's work so far
+ * is done (the step's loss: the device value copied to the host). */
+float fsdprt_read_f32(const float *address);
+
+/*--- Provided by the CUDA archive only --------------------------------------*/
+
+/* What MLIR's gpu.launch_func translation calls (docs/Runtime.md, section 7).
+ * mgpuModuleLoad runs in a global constructor, before main: it only records
+ * the fatbin, which is loaded at the first mgpuModuleGetFunction, once the
+ * trainer has chosen its device. mgpuModuleGetFunction's result is only
+ * meant for mgpuLaunchKernel. */
+void *mgpuModuleLoad(void *data, size_t size);
+void mgpuModuleUnload(void *module);
+void *mgpuModuleGetFunction(void *module, const char *name);
+void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_y, intptr_t grid_z,
+                      intptr_t block_x, intptr_t block_y, intptr_t block_z, int32_t smem,
+                      void *stream, void **params, void **extra, size_t params_count);
+/* A stream for a launch without one: it first waits for the compute stream's
+ * work so far. */
+void *mgpuStreamCreate(void);
+void mgpuStreamSynchronize(void *stream);
+void mgpuStreamDestroy(void *stream);
 
 /*--- Provided by the generated object ---------------------------------------*/
 
@@ -68,7 +123,8 @@ void fsdprt_wait(int32_t handle);
 extern const char fsdp_manifest[];
 
 /* Runs forward, backward and the optimizer update of one step in place on
- * `arena` (manifest.arena_bytes bytes, 64-byte aligned) and returns this
+ * `arena` (manifest.arena_bytes bytes, 64-byte aligned; in device memory on
+ * the CUDA target) and returns this
  * rank's loss on its part of the batch, before the update (the runtime
  * averages it over the ranks). `step` counts from 1. */
 float fsdp_train_step(void *arena, int64_t step, float lr);

@@ -1,4 +1,9 @@
-//===- Arena.cpp - The buffer every persistent tensor lives in ------------===//
+//===- HostArena.cpp - The arena in host memory ---------------------------===//
+//
+// On the CPU the step works on host memory: the host view is the arena, and
+// there is nothing to copy.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Arena.h"
 
@@ -9,18 +14,29 @@
 
 namespace fsdprt {
 
+static constexpr size_t kAlignment = 64;
+
 Arena::Arena(size_t bytes) : bytes(bytes) {
   // aligned_alloc wants a multiple of the alignment, and a zero-byte arena
   // still needs a valid pointer to pass to the step.
   size_t rounded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
   if (rounded < bytes)
     fatal("cannot allocate the arena of " + std::to_string(bytes) + " bytes");
-  base = static_cast<uint8_t *>(std::aligned_alloc(kAlignment, rounded));
-  if (!base)
+  hostView = static_cast<uint8_t *>(std::aligned_alloc(kAlignment, rounded));
+  if (!hostView)
     fatal("cannot allocate the arena of " + std::to_string(bytes) + " bytes");
-  std::memset(base, 0, rounded);
+  std::memset(hostView, 0, rounded);
+  step = hostView;
 }
 
-Arena::~Arena() { std::free(base); }
+Arena::~Arena() { std::free(hostView); }
+
+void Arena::upload(int64_t, int64_t) {}
+
+void Arena::download(int64_t, int64_t) {}
+
+void Arena::fill(int64_t offset, int64_t count, uint8_t value) {
+  std::memset(hostView + offset, value, static_cast<size_t>(count));
+}
 
 } // namespace fsdprt

@@ -1,0 +1,70 @@
+//===- Collectives.cpp - What both backends' collectives share ------------===//
+
+#include "Collectives.h"
+
+#include "Error.h"
+#include "fsdprt/fsdprt.h"
+
+#include <string>
+
+namespace fsdprt {
+
+static bool used[kMaxPendingCollectives];
+static int pendingCount = 0;
+
+int pendingCollectives() { return pendingCount; }
+
+int32_t takeHandle(const char *what) {
+  for (int32_t handle = 0; handle < kMaxPendingCollectives; ++handle)
+    if (!used[handle]) {
+      used[handle] = true;
+      ++pendingCount;
+      return handle;
+    }
+  fatal(std::string(what) + ": more than " + std::to_string(kMaxPendingCollectives) +
+        " collectives pending (each *_start needs its fsdprt_wait)");
+}
+
+void checkPendingHandle(int32_t handle) {
+  if (handle < 0 || handle >= kMaxPendingCollectives || !used[handle])
+    fatal("fsdprt_wait: handle " + std::to_string(handle) + " is not a pending collective");
+}
+
+void releaseHandle(int32_t handle) {
+  used[handle] = false;
+  --pendingCount;
+}
+
+void checkReduction(const char *what, int32_t op) {
+  if (op != FSDPRT_REDUCE_SUM && op != FSDPRT_REDUCE_AVG)
+    fatal(std::string(what) + ": unknown reduction " + std::to_string(op) +
+          " (expected 0 sum or 1 avg)");
+}
+
+void checkSize(const char *what, int64_t count) {
+  if (count < 0)
+    fatal(std::string(what) + ": negative size " + std::to_string(count));
+}
+
+static bool overlap(const void *a, int64_t aBytes, const void *b, int64_t bBytes) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return aBytes > 0 && bBytes > 0 && x < y + static_cast<uintptr_t>(bBytes) &&
+         y < x + static_cast<uintptr_t>(aBytes);
+}
+
+bool gatherInPlace(const char *what, const void *shard, const void *full, int64_t shardBytes,
+                   int groupRank, int groupSize) {
+  if (shard == static_cast<const uint8_t *>(full) + groupRank * shardBytes)
+    return true;
+  if (groupSize > 1 && overlap(shard, shardBytes, full, shardBytes * groupSize))
+    fatal(std::string(what) + ": the shard overlaps the gathered buffer outside its own block");
+  return false;
+}
+
+void checkReduceScatterBuffers(const char *what, const void *full, const void *shard,
+                               int64_t shardBytes, int groupSize) {
+  if (groupSize > 1 && overlap(full, shardBytes * groupSize, shard, shardBytes))
+    fatal(std::string(what) + ": the shard overlaps the buffer being reduced");
+}
+
+} // namespace fsdprt

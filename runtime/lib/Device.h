@@ -1,0 +1,43 @@
+//===- Device.h - What the trainer needs from the hardware it runs on -*- C++ -*-===//
+//
+// The trainer (Trainer.cpp) is one implementation for both targets; what
+// differs is where the step runs. Each backend defines these functions (the
+// CPU's in lib/cpu/HostDevice.cpp, CUDA's in lib/cuda/CudaDevice.cpp), along
+// with the Arena and the C ABI of fsdprt.h; an archive holds one backend.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_DEVICE_H
+#define FSDPRT_DEVICE_H
+
+#include "Ranks.h"
+
+namespace fsdprt {
+
+/// Chooses this rank's device, once MPI runs and before anything else touches
+/// it; a rank without one stops the run with an error.
+void openDevice();
+
+/// Connects the device to the step's process groups (setUpGroups): the
+/// communicators the collectives run on.
+void connectDevice(const RankPlace &place);
+
+/// Returns once the device has done all the work the step gave it: after it,
+/// the host may read the arena.
+void finishStep();
+
+/// Releases what openDevice and connectDevice created (before MPI finishes).
+void closeDevice();
+
+/// The device of one run: opened when constructed, closed when destroyed.
+class DeviceSession {
+public:
+  DeviceSession() { openDevice(); }
+  ~DeviceSession() { closeDevice(); }
+  DeviceSession(const DeviceSession &) = delete;
+  DeviceSession &operator=(const DeviceSession &) = delete;
+};
+
+} // namespace fsdprt
+
+#endif // FSDPRT_DEVICE_H

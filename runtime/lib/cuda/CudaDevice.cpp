@@ -1,0 +1,127 @@
+//===- CudaDevice.cpp - This rank's GPU and its streams -------------------===//
+//
+// The CUDA backend's side of Device.h. Each rank takes a GPU of its node by
+// its rank on the node, and the step works on three non-blocking streams:
+// compute, all-gather and reduce-scatter (docs/Runtime.md, section 7).
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaDevice.h"
+
+#include "CudaCheck.h"
+#include "Device.h"
+#include "Error.h"
+#include "fsdprt/fsdprt.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace fsdprt {
+
+namespace {
+
+CudaDevice device;
+bool opened = false;
+bool exiting = false;
+
+std::optional<int> parseRank(const char *text) {
+  if (!text || !*text)
+    return std::nullopt;
+  char *end = nullptr;
+  errno = 0;
+  long value = std::strtol(text, &end, 10);
+  if (*end || errno || value < 0 || value > INT_MAX)
+    return std::nullopt;
+  return static_cast<int>(value);
+}
+
+/// This process's rank among the ranks of its node: what the launcher says
+/// (Open MPI, MPICH and Slurm do), or else MPI's ranks sharing memory with it.
+int localRank() {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if (std::optional<int> rank = parseRank(std::getenv(name)))
+      return *rank;
+  if (!mpiRunning())
+    return 0;
+  MPI_Comm node;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, worldRank(), MPI_INFO_NULL, &node);
+  int rank = 0;
+  MPI_Comm_rank(node, &rank);
+  MPI_Comm_free(&node);
+  return rank;
+}
+
+[[noreturn]] void noDevice(const std::string &why) {
+  fatal("no usable CUDA device: " + why +
+        " (this trainer was compiled with fsdpc --target=cuda; compile with --target=cpu to "
+        "train on CPUs)");
+}
+
+} // namespace
+
+void openDevice() {
+  int count = 0;
+  {
+    // Every rank of a machine without a GPU finds none: rank 0 says so once.
+    SameErrorOnEveryRank same;
+    cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess)
+      noDevice(std::string("cudaGetDeviceCount: ") + cudaGetErrorString(status));
+    if (count == 0)
+      noDevice("cudaGetDeviceCount found no device");
+  }
+  // At exit, handlers run in the reverse order of their installation: this
+  // one before any the CUDA runtime installed as it started (just now), and
+  // the program's global destructors (mgpuModuleUnload) after all of them.
+  // Once it has run CUDA may be tearing down, and nothing may call it.
+  static bool exitHandlerInstalled = false;
+  if (!exitHandlerInstalled && std::atexit([] { exiting = true; }) == 0)
+    exitHandlerInstalled = true;
+
+  device.ordinal = localRank() % count;
+  FSDPRT_CUDA_CHECK(cudaSetDevice(device.ordinal));
+  FSDPRT_CUDA_CHECK(cudaDeviceGetAttribute(&device.maxDynamicSharedBytes,
+                                           cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                           device.ordinal));
+  for (cudaStream_t &stream : device.streams)
+    FSDPRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  opened = true;
+  openCublas(device.streams[FSDPRT_STREAM_COMPUTE]);
+}
+
+void connectDevice(const RankPlace &place) { connectNccl(place); }
+
+void finishStep() { FSDPRT_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+void closeDevice() {
+  if (!opened)
+    return;
+  FSDPRT_CUDA_CHECK(cudaDeviceSynchronize());
+  closeNccl();
+  destroyEvents();
+  unloadModules();
+  closeCublas();
+  for (cudaStream_t stream : device.streams)
+    FSDPRT_CUDA_CHECK(cudaStreamDestroy(stream));
+  device = CudaDevice();
+  opened = false;
+}
+
+const CudaDevice &openedDevice(const char *what) {
+  if (!opened)
+    fatal(std::string(what) + ": no CUDA device is open (the trainer chooses one once MPI runs, "
+                              "before the first step)");
+  return device;
+}
+
+cudaStream_t deviceStream(const char *what, int32_t stream) {
+  checkStream(what, stream);
+  return openedDevice(what).streams[stream];
+}
+
+bool deviceOpen() { return opened && !exiting; }
+
+} // namespace fsdprt

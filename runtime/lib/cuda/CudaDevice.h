@@ -1,0 +1,62 @@
+//===- CudaDevice.h - This rank's GPU and its streams -----------*- C++ -*-===//
+//
+// openDevice (Device.h) chooses the rank's GPU and creates the step's three
+// streams; the CUDA backend's other files reach them through this header, and
+// set up and release their own part of the device with it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_CUDA_CUDADEVICE_H
+#define FSDPRT_CUDA_CUDADEVICE_H
+
+#include "Ranks.h"
+#include "StreamEvents.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace fsdprt {
+
+struct CudaDevice {
+  int ordinal = -1;
+  /// FSDPRT_STREAM_COMPUTE, _ALL_GATHER and _REDUCE_SCATTER: non-blocking
+  /// streams, which do not wait for the legacy default stream.
+  cudaStream_t streams[kStreams] = {};
+  /// The most dynamic shared memory a block may ask for (after opting in).
+  int maxDynamicSharedBytes = 0;
+};
+
+/// The device openDevice chose; fatal, naming the caller `what`, before
+/// openDevice or after closeDevice.
+const CudaDevice &openedDevice(const char *what);
+
+/// The stream FSDPRT_STREAM_* `stream` of the opened device; an unknown
+/// stream is fatal, as in openedDevice.
+cudaStream_t deviceStream(const char *what, int32_t stream);
+
+/// Whether CUDA may still be called: the device is open, and the process is
+/// not exiting (CUDA's own teardown may then be under way).
+bool deviceOpen();
+
+// The parts of the device the other files own: openDevice, connectDevice and
+// closeDevice call these.
+
+/// The cuBLAS handle, working on the compute stream (CublasGemm.cpp).
+void openCublas(cudaStream_t compute);
+void closeCublas();
+
+/// NCCL's communicators for the process groups (NcclCollectives.cpp).
+void connectNccl(const RankPlace &place);
+void closeNccl();
+
+/// The events of fsdprt_event_record (CudaStreams.cpp).
+void destroyEvents();
+
+/// The kernels' modules loaded so far (KernelLaunch.cpp); loaded again on
+/// their next use.
+void unloadModules();
+
+} // namespace fsdprt
+
+#endif // FSDPRT_CUDA_CUDADEVICE_H

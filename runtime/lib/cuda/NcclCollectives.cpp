@@ -1,0 +1,165 @@
+//===- NcclCollectives.cpp - The step's collectives on NCCL ---------------===//
+//
+// The CUDA backend's fsdprt_*_start and fsdprt_wait (fsdprt.h; docs/Runtime.md,
+// sections 6 and 7). All-gathers run on the all-gather stream, reduce-scatters
+// and all-reduces on the reduce-scatter stream; each start records its
+// handle's event after the collective, and fsdprt_wait makes the compute
+// stream wait for that event (the host does not block).
+//
+// The communicators are bootstrapped over MPI: rank 0's NCCL id reaches every
+// rank through MPI_Bcast, and the shard and replica groups are split from the
+// world's communicator with the colours and keys of Ranks.cpp. A group of one
+// rank has no communicator: it needs no communication.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Collectives.h"
+#include "CudaCheck.h"
+#include "CudaDevice.h"
+#include "Error.h"
+#include "fsdprt/fsdprt.h"
+
+#include <string>
+
+namespace fsdprt {
+
+namespace {
+
+struct Communicators {
+  ncclComm_t world = nullptr;
+  ncclComm_t shard = nullptr;
+  ncclComm_t replica = nullptr;
+};
+
+Communicators communicators;
+
+/// Each handle's completion event, created at its first use.
+cudaEvent_t done[kMaxPendingCollectives];
+
+/// This rank's colour in the split of the world into `group`s: the index of
+/// its group, or none when groups are single ranks (no communicator).
+int colour(int32_t group, int64_t index) {
+  return groupSize(group) > 1 ? static_cast<int>(index) : NCCL_SPLIT_NOCOLOR;
+}
+
+/// The communicator of `group`, which groupSize has already checked.
+ncclComm_t communicator(int32_t group) {
+  switch (group) {
+  case FSDPRT_GROUP_SHARD:
+    return communicators.shard;
+  case FSDPRT_GROUP_REPLICA:
+    return communicators.replica;
+  }
+  return communicators.world;
+}
+
+ncclRedOp_t reduction(int32_t op) { return op == FSDPRT_REDUCE_AVG ? ncclAvg : ncclSum; }
+
+/// Records the completion event of `handle` on `stream`, after its collective.
+int32_t recordDone(int32_t handle, cudaStream_t stream) {
+  if (!done[handle])
+    FSDPRT_CUDA_CHECK(cudaEventCreateWithFlags(&done[handle], cudaEventDisableTiming));
+  FSDPRT_CUDA_CHECK(cudaEventRecord(done[handle], stream));
+  return handle;
+}
+
+} // namespace
+
+void connectNccl(const RankPlace &place) {
+  closeNccl();
+  if (place.worldSize == 1)
+    return;
+  ncclUniqueId id;
+  if (place.rank == 0)
+    FSDPRT_NCCL_CHECK(ncclGetUniqueId(&id));
+  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, groupComm(FSDPRT_GROUP_WORLD));
+  FSDPRT_NCCL_CHECK(ncclCommInitRank(&communicators.world, place.worldSize, id, place.rank));
+  // Ranks keep their world order inside a group (key = world rank), as in
+  // the MPI groups.
+  FSDPRT_NCCL_CHECK(ncclCommSplit(communicators.world,
+                                  colour(FSDPRT_GROUP_SHARD, place.replicaIndex), place.rank,
+                                  &communicators.shard, nullptr));
+  FSDPRT_NCCL_CHECK(ncclCommSplit(communicators.world,
+                                  colour(FSDPRT_GROUP_REPLICA, place.shardIndex), place.rank,
+                                  &communicators.replica, nullptr));
+}
+
+void closeNccl() {
+  for (ncclComm_t *comm : {&communicators.shard, &communicators.replica, &communicators.world})
+    if (*comm) {
+      FSDPRT_NCCL_CHECK(ncclCommDestroy(*comm));
+      *comm = nullptr;
+    }
+  for (cudaEvent_t &event : done)
+    if (event) {
+      FSDPRT_CUDA_CHECK(cudaEventDestroy(event));
+      event = nullptr;
+    }
+}
+
+} // namespace fsdprt
+
+using namespace fsdprt;
+
+extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_t shard_bytes,
+                                           int32_t group) {
+  const char *what = "fsdprt_all_gather_start";
+  checkSize(what, shard_bytes);
+  int size = groupSize(group);
+  cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_ALL_GATHER);
+  int32_t handle = takeHandle(what);
+  if (size == 1) {
+    if (shard != full && shard_bytes > 0)
+      FSDPRT_CUDA_CHECK(cudaMemcpyAsync(full, shard, static_cast<size_t>(shard_bytes),
+                                        cudaMemcpyDeviceToDevice, stream));
+    return recordDone(handle, stream);
+  }
+  // NCCL gathers in place by itself when the shard is its own block.
+  gatherInPlace(what, shard, full, shard_bytes, groupRank(group), size);
+  FSDPRT_NCCL_CHECK(ncclAllGather(shard, full, static_cast<size_t>(shard_bytes), ncclUint8,
+                                  communicator(group), stream));
+  return recordDone(handle, stream);
+}
+
+extern "C" int32_t fsdprt_reduce_scatter_start(const float *full, float *shard,
+                                               int64_t shard_count, int32_t op, int32_t group) {
+  const char *what = "fsdprt_reduce_scatter_start";
+  checkReduction(what, op);
+  checkSize(what, shard_count);
+  int size = groupSize(group);
+  int64_t shardBytes = shard_count * static_cast<int64_t>(sizeof(float));
+  checkReduceScatterBuffers(what, full, shard, shardBytes, size);
+  cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
+  int32_t handle = takeHandle(what);
+  if (size == 1) {
+    // The sum over one rank is its own block; the average divides by 1.
+    if (full != shard && shardBytes > 0)
+      FSDPRT_CUDA_CHECK(cudaMemcpyAsync(shard, full, static_cast<size_t>(shardBytes),
+                                        cudaMemcpyDeviceToDevice, stream));
+    return recordDone(handle, stream);
+  }
+  FSDPRT_NCCL_CHECK(ncclReduceScatter(full, shard, static_cast<size_t>(shard_count), ncclFloat32,
+                                      reduction(op), communicator(group), stream));
+  return recordDone(handle, stream);
+}
+
+extern "C" int32_t fsdprt_all_reduce_start(float *data, int64_t count, int32_t op,
+                                           int32_t group) {
+  const char *what = "fsdprt_all_reduce_start";
+  checkReduction(what, op);
+  checkSize(what, count);
+  int size = groupSize(group);
+  cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
+  int32_t handle = takeHandle(what);
+  if (size > 1)
+    FSDPRT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat32,
+                                    reduction(op), communicator(group), stream));
+  return recordDone(handle, stream);
+}
+
+extern "C" void fsdprt_wait(int32_t handle) {
+  checkPendingHandle(handle);
+  FSDPRT_CUDA_CHECK(cudaStreamWaitEvent(deviceStream("fsdprt_wait", FSDPRT_STREAM_COMPUTE),
+                                        done[handle], 0));
+  releaseHandle(handle);
+}

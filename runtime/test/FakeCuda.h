@@ -1,0 +1,57 @@
+//===- FakeCuda.h - Host stand-ins for the CUDA runtime and cuBLAS -*- C++ -*-===//
+//
+// There is no GPU here, yet the CUDA backend's logic can run: programs linked
+// with FakeCuda.cpp and `-Wl,--wrap=<function>` for each CUDA runtime and
+// cuBLAS function the backend calls (test/CMakeLists.txt) get these instead.
+// Device memory is host memory, streams run in program order (a copy or a
+// product happens when it is enqueued), and the products follow cuBLAS's
+// documented column-major semantics, so that the backend's row-major mapping
+// is checked against a plain product. NCCL is not faked: a run of more than
+// one rank needs a GPU.
+//
+// Every call is logged, one line each (`cudaSetDevice(1)`, `cudaEventRecord(
+// event1, stream2)`): handles are named after what created them, and device
+// pointers as `device<N>+<offset>`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_TEST_FAKECUDA_H
+#define FSDPRT_TEST_FAKECUDA_H
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+namespace fake_cuda {
+
+/// The calls logged since the last reset().
+const std::vector<std::string> &calls();
+
+/// The logged calls that start with `prefix`.
+std::vector<std::string> callsTo(const std::string &prefix);
+
+/// What the logged calls that start with `prefix` returned (the handles
+/// after their ` -> `), in order.
+std::vector<std::string> results(const std::string &prefix);
+
+/// Forgets the log and any failure still planned; one device from now on.
+/// Allocations are numbered from 1 again when none is left.
+void reset();
+
+/// What cudaGetDeviceCount answers.
+void setDevices(cudaError_t status, int count);
+
+/// Makes the next call of `function` (as linked, e.g. `cublasCreate_v2`)
+/// return `status`, a cudaError_t or cublasStatus_t value, and do nothing.
+void failNext(const std::string &function, int status);
+
+/// The `params` of the last cudaLaunchKernel.
+void **lastLaunchParams();
+
+/// cudaDevAttrMaxSharedMemoryPerBlockOptin of the fake device.
+constexpr int kMaxSharedMemoryPerBlockOptin = 101376;
+
+} // namespace fake_cuda
+
+#endif // FSDPRT_TEST_FAKECUDA_H

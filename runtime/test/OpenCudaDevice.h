@@ -1,0 +1,39 @@
+//===- OpenCudaDevice.h - Tests with the CUDA device open -------*- C++ -*-===//
+//
+// A fixture for the CUDA backend's tests: the device is open on the fake CUDA
+// runtime (FakeCuda.h) for each test and closed after it, and the log starts
+// empty.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_TEST_OPENCUDADEVICE_H
+#define FSDPRT_TEST_OPENCUDADEVICE_H
+
+#include "Device.h"
+#include "FakeCuda.h"
+#include "fsdprt/fsdprt.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+class OpenCudaDevice : public testing::Test {
+protected:
+  void SetUp() override {
+    fake_cuda::reset();
+    fsdprt::openDevice();
+    streams = fake_cuda::results("cudaStreamCreateWithFlags");
+    ASSERT_EQ(streams.size(), 3u);
+    fake_cuda::reset();
+  }
+  void TearDown() override { fsdprt::closeDevice(); }
+
+  /// The fake's names of the streams FSDPRT_STREAM_COMPUTE, _ALL_GATHER and
+  /// _REDUCE_SCATTER.
+  const std::string &stream(int32_t id) const { return streams[static_cast<size_t>(id)]; }
+
+  std::vector<std::string> streams;
+};
+
+#endif // FSDPRT_TEST_OPENCUDADEVICE_H
