@@ -124,6 +124,7 @@ void mlir::fsdp::registerCUDAPipelineDependencies(DialectRegistry &registry) {
   registry.insert<gpu::GPUDialect, NVVM::NVVMDialect>();
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
   registerGPUDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
   registerNVVMDialectTranslation(registry);
   // gpu-to-llvm converts the ops of every dialect that can say how.
   arith::registerConvertArithToLLVMInterface(registry);

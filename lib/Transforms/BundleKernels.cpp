@@ -44,6 +44,9 @@ struct FSDPBundleKernelsPass
     auto bundle = gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModule);
     SymbolTable kernels(bundle);
 
+    // The compute stream as the async token every launch depends on: the
+    // upstream lowering launches an async kernel on its dependency's stream
+    // (and synchronises after, and creates a stream for, a synchronous one).
     b.setInsertionPointToStart(&step.getBody().front());
     Location loc = step.getLoc();
     auto streamType = FunctionType::get(ctx, {b.getI32Type()}, {LLVM::LLVMPointerType::get(ctx)});
@@ -51,12 +54,16 @@ struct FSDPBundleKernelsPass
         func::CallOp::create(b, loc, declareRuntimeFunction(module, kStream, streamType),
                              i32Constant(b, loc, static_cast<int32_t>(RuntimeStream::Compute)))
             .getResult(0);
+    auto tokenType = gpu::AsyncTokenType::get(ctx);
+    Value computeStream =
+        UnrealizedConversionCastOp::create(b, loc, tokenType, stream).getResult(0);
 
     llvm::SetVector<gpu::GPUModuleOp> outlined;
     for (auto [index, launch] : llvm::enumerate(launches)) {
       auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(launch,
                                                                           launch.getKernel());
-      if (!kernel || !launch.getAsyncDependencies().empty() || launch.getAsyncObject()) {
+      if (!kernel || !launch.getAsyncDependencies().empty() || launch.getAsyncToken() ||
+          launch.getAsyncObject() || launch.hasClusterSize()) {
         launch.emitOpError("expected a synchronous launch of an outlined kernel");
         return signalPassFailure();
       }
@@ -64,9 +71,14 @@ struct FSDPBundleKernelsPass
       auto moved = cast<gpu::GPUFuncOp>(kernel->clone());
       moved.setName(("fsdp_kernel_" + llvm::Twine(index)).str());
       kernels.insert(moved);
-      launch.setKernelAttr(SymbolRefAttr::get(
-          ctx, kKernelModule, {FlatSymbolRefAttr::get(ctx, moved.getName())}));
-      launch.getAsyncObjectMutable().assign(stream);
+      b.setInsertionPoint(launch);
+      gpu::LaunchFuncOp::create(
+          b, launch.getLoc(),
+          SymbolRefAttr::get(ctx, kKernelModule, {FlatSymbolRefAttr::get(ctx, moved.getName())}),
+          launch.getGridSizeOperandValues(), launch.getBlockSizeOperandValues(),
+          launch.getDynamicSharedMemorySize(), launch.getKernelOperands(), tokenType,
+          ValueRange{computeStream});
+      launch.erase();
     }
     for (gpu::GPUModuleOp old : outlined)
       if (old != bundle)

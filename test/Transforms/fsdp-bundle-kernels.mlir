@@ -1,15 +1,18 @@
 // RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-form-kernels,func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu),gpu-kernel-outlining,fsdp-bundle-kernels)' | FileCheck %s
 
 // Outlining gives each kernel a module; the step's kernels go into one,
-// named in launch order, each launched on the runtime's compute stream.
+// named in launch order, each launched on the runtime's compute stream (an
+// async launch depending on it: gpu-to-llvm then launches on that stream and
+// neither creates a stream nor synchronises).
 
 #id = affine_map<(d0) -> (d0)>
 
 // CHECK-LABEL: func.func @fsdp_train_step
 // CHECK-NEXT:  %[[COMPUTE:.+]] = arith.constant 0 : i32
 // CHECK-NEXT:  %[[STREAM:.+]] = call @fsdprt_stream(%[[COMPUTE]]) : (i32) -> !llvm.ptr
-// CHECK:       gpu.launch_func <%[[STREAM]] : !llvm.ptr> @fsdp_kernels::@fsdp_kernel_0 blocks in
-// CHECK:       gpu.launch_func <%[[STREAM]] : !llvm.ptr> @fsdp_kernels::@fsdp_kernel_1 blocks in
+// CHECK-NEXT:  %[[TOKEN:.+]] = builtin.unrealized_conversion_cast %[[STREAM]] : !llvm.ptr to !gpu.async.token
+// CHECK:       gpu.launch_func async [%[[TOKEN]]] @fsdp_kernels::@fsdp_kernel_0 blocks in
+// CHECK:       gpu.launch_func async [%[[TOKEN]]] @fsdp_kernels::@fsdp_kernel_1 blocks in
 // CHECK:       return
 func.func @fsdp_train_step(%arena: memref<8192xi8>, %step: i64, %lr: f32) -> f32 {
   %c0 = arith.constant 0 : index

@@ -283,10 +283,12 @@ LogicalResult addTargetPipeline(PassManager &pm) {
 }
 
 LogicalResult compile() {
-  if (target == Target::CUDA && !FSDP_CUDA_AVAILABLE && !kernelsOnCPU)
-    return fail("--target=cuda is not available: this fsdpc was built without the runtime's "
-                "CUDA backend (" FSDP_CUDA_MISSING "); install the CUDA toolkit and NCCL and "
-                "rebuild, or use --target=cpu");
+  // Compiling needs only the toolkit; linking a trainer needs the runtime.
+  if (target == Target::CUDA && !FSDP_CUDA_AVAILABLE && !kernelsOnCPU &&
+      emit == Emit::Executable && !report.getNumOccurrences())
+    return fail("--target=cuda cannot link a trainer: this fsdpc was built without the "
+                "runtime's CUDA backend (" FSDP_CUDA_MISSING "); install the CUDA toolkit and "
+                "NCCL and rebuild, or use --target=cpu (--emit=obj still compiles for CUDA)");
   if (kernelsOnCPU && target != Target::CUDA)
     return fail("--test-kernels-on-cpu needs --target=cuda");
   if (optLevel > 3)

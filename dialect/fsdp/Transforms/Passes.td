@@ -347,11 +347,14 @@ def FSDPBundleKernelsPass : Pass<"fsdp-bundle-kernels", "::mlir::ModuleOp"> {
     `gpu.module @fsdp_kernels` (so the device code is compiled once per
     architecture, into one binary the runtime loads once), names them
     `fsdp_kernel_<n>` in launch order, and launches each on the runtime's
-    compute stream, fetched once at the start of the step:
+    compute stream, fetched once at the start of the step. The stream stands
+    for an async token each launch depends on, so that `gpu-to-llvm` launches
+    on it without creating a stream or synchronising:
 
     ```mlir
     %stream = call @fsdprt_stream(%c0_i32) : (i32) -> !llvm.ptr
-    gpu.launch_func <%stream : !llvm.ptr> @fsdp_kernels::@fsdp_kernel_0 blocks in (...) threads in (...) args(...)
+    %compute = builtin.unrealized_conversion_cast %stream : !llvm.ptr to !gpu.async.token
+    %t = gpu.launch_func async [%compute] @fsdp_kernels::@fsdp_kernel_0 blocks in (...) threads in (...) args(...)
     ```
   }];
   let dependentDialects = [
