@@ -1,5 +1,7 @@
 # -*- Python -*-
+import glob
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -36,3 +38,29 @@ llvm_config.use_default_substitutions()
 tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
 tools = ["fsdp-opt", "fsdpc", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# The CUDA target. No test runs a GPU: "cuda-toolkit" compiles device code
+# (ptxas, fatbinary), "cuda-runtime" links trainers against the runtime's CUDA
+# backend, "cuobjdump" (NVIDIA's, from PyPI: scripts/setup.sh) reads fat binaries.
+def _executable(path):
+    return path if path and os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+if all(_executable(os.path.join(config.cuda_toolkit, "bin", tool))
+       for tool in ("ptxas", "fatbinary")):
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
+    if config.cuda_runtime:
+        config.available_features.add("cuda-runtime")
+cuobjdump = _executable(shutil.which("cuobjdump") or "") or _executable(
+    os.path.join(config.cuda_toolkit, "bin", "cuobjdump"))
+if not cuobjdump:
+    # The nvidia-cuda-cuobjdump wheel, in the site-packages of the tests' python.
+    import subprocess
+    purelib = subprocess.run(
+        [config.python_executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True).stdout.strip()
+    for candidate in sorted(glob.glob(os.path.join(purelib, "nvidia", "cu*", "bin", "cuobjdump"))):
+        cuobjdump = cuobjdump or _executable(candidate)
+if cuobjdump:
+    config.available_features.add("cuobjdump")
+    config.substitutions.append(("%cuobjdump", cuobjdump))

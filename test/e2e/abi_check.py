@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Checks that the runtime functions a compiled step calls are declared in the LLVM IR
+exactly as runtime/include/fsdprt/fsdprt.h declares them in C (after the x86-64 C ABI
+mapping of their types), and that the step itself is defined as the header says.
+
+    abi_check.py --header fsdprt.h --llvm step.ll
+
+Prints one line per function the IR declares (`ok NAME` or `MISMATCH ...`), then PASS,
+or FAIL and exit status 1. A function the IR calls that the header does not declare is
+a failure too: the header is the whole contract.
+"""
+
+import argparse
+import re
+import sys
+
+# C parameter and return types of fsdprt.h, as LLVM IR spells them on x86-64.
+C_TO_LLVM = {
+    "void": "void",
+    "int32_t": "i32",
+    "int64_t": "i64",
+    "size_t": "i64",
+    "intptr_t": "i64",
+    "float": "float",
+}
+
+
+def llvm_type(c_type):
+    c_type = c_type.replace("const ", "").strip()
+    if c_type.endswith("*"):
+        return "ptr"
+    if c_type not in C_TO_LLVM:
+        sys.exit(f"abi_check.py: no LLVM type for C type '{c_type}'")
+    return C_TO_LLVM[c_type]
+
+
+def header_prototypes(text):
+    """{name: (return type, [parameter types])} of every function of the header."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r"^\s*#[^\n]*", " ", text, flags=re.M)
+    text = text.replace('extern "C" {', " ").replace("}", " ;")
+    prototypes = {}
+    for match in re.finditer(r"([A-Za-z_][\w\s\*]*?)\b(\w+)\s*\(([^;{)]*)\)\s*;", text):
+        result, name, params = match.groups()
+        result = result.replace("extern", "").strip()
+        if not result or name in ("if", "while"):
+            continue
+        types = []
+        for param in params.split(","):
+            param = param.strip()
+            if not param or param == "void":
+                continue
+            # Drop the parameter's name, keep its type (and pointer stars).
+            types.append(llvm_type(re.sub(r"\s*\b\w+$", "", param) or param))
+        prototypes[name] = (llvm_type(result), types)
+    return prototypes
+
+
+def ir_functions(text):
+    """{name: (kind, return type, [parameter types])} of the IR's declares and defines."""
+    functions = {}
+    for match in re.finditer(r"^(declare|define)\s+(?:[\w ]*?\s)?(\S+)\s+@(\w+)\(([^)]*)\)",
+                             text, flags=re.M):
+        kind, result, name, params = match.groups()
+        types = []
+        for param in params.split(","):
+            param = param.strip()
+            if param:
+                types.append(param.split()[0])
+        functions[name] = (kind, result, types)
+    return functions
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--header", required=True)
+    parser.add_argument("--llvm", required=True)
+    args = parser.parse_args()
+    with open(args.header) as f:
+        header = header_prototypes(f.read())
+    with open(args.llvm) as f:
+        functions = ir_functions(f.read())
+
+    failures = 0
+    checked = [name for name in functions
+               if name.startswith(("fsdprt_", "mgpu", "fsdp_train_step"))]
+    for name in sorted(checked):
+        kind, result, params = functions[name]
+        if name not in header:
+            print(f"MISMATCH {name}: the IR {kind}s it, fsdprt.h does not declare it")
+            failures += 1
+            continue
+        expected = header[name]
+        if (result, params) != expected:
+            print(f"MISMATCH {name}: IR {result} ({', '.join(params)}), "
+                  f"fsdprt.h {expected[0]} ({', '.join(expected[1])})")
+            failures += 1
+        else:
+            print(f"ok {name}")
+    if failures:
+        print(f"FAIL: {failures} of {len(checked)} functions differ from fsdprt.h")
+        sys.exit(1)
+    print(f"PASS: {len(checked)} functions match fsdprt.h")
+
+
+if __name__ == "__main__":
+    main()
