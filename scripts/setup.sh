@@ -48,6 +48,12 @@ have_nccl() {
 }
 if [ -x "$CUDA_HOME/bin/nvcc" ] && have_nccl; then
   echo "setup: CUDA toolkit and NCCL found under $CUDA_HOME: the CUDA target can be built"
+  # The tests read the trainers' fat binaries with NVIDIA's cuobjdump, which this
+  # toolkit lacks: PyPI has it.
+  if ! command -v cuobjdump >/dev/null && [ ! -x "$CUDA_HOME/bin/cuobjdump" ] &&
+     ! python3 -c 'import glob, sysconfig, sys; sys.exit(not glob.glob(sysconfig.get_paths()["purelib"] + "/nvidia/cu*/bin/cuobjdump"))'; then
+    python3 -m pip install --quiet nvidia-cuda-cuobjdump
+  fi
 else
   echo "setup: CUDA toolkit or NCCL not found under $CUDA_HOME: the CUDA target will be skipped"
 fi
