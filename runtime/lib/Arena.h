@@ -36,7 +36,6 @@ public:
   /// The host's copy of the arena, valid in the ranges last uploaded from it
   /// or downloaded to it.
   uint8_t *host() const { return hostView; }
-  size_t size() const { return bytes; }
 
   /// Copies [offset, offset + count) of the host view to the arena.
   void upload(int64_t offset, int64_t count);

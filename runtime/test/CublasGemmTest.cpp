@@ -10,6 +10,7 @@
 #include "DType.h"
 #include "FakeCuda.h"
 #include "OpenCudaDevice.h"
+#include "TestMatrices.h"
 #include "fsdprt/fsdprt.h"
 
 #include <gmock/gmock.h>
@@ -18,21 +19,12 @@
 #include <vector>
 
 using namespace fsdprt;
+using test::matrix;
 using testing::ElementsAre;
 using testing::ExitedWithCode;
 using testing::HasSubstr;
 
 namespace {
-
-/// Row-major storage of a rows x cols matrix with row stride `ld`, small
-/// integers so that products are exact, padding -1000.
-std::vector<float> matrix(int64_t rows, int64_t cols, int64_t ld, int salt) {
-  std::vector<float> m(static_cast<size_t>(rows * ld), -1000.0f);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      m[i * ld + j] = static_cast<float>((i * 7 + j * 3 + salt) % 11 - 5);
-  return m;
-}
 
 /// C = alpha op(A) op(B) + beta C, row-major, in the plain way.
 void rowMajorProduct(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,

@@ -2,6 +2,8 @@
 
 #include "FakeCuda.h"
 
+#include "DType.h"
+
 #include <cublas_v2.h>
 
 #include <cstdlib>
@@ -109,20 +111,9 @@ void columnMajorGemm(cublasOperation_t transa, cublasOperation_t transb, int m, 
     }
 }
 
-float loadBF16(uint16_t bits) {
-  uint32_t word = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &word, sizeof(value));
-  return value;
-}
+float loadBF16(uint16_t bits) { return static_cast<float>(fsdprt::bf16ToDouble(bits)); }
 
-uint16_t storeBF16(float value) {
-  uint32_t word;
-  std::memcpy(&word, &value, sizeof(word));
-  // Round to nearest even on the 16 bits dropped (the values here are finite).
-  word += 0x7FFF + ((word >> 16) & 1);
-  return static_cast<uint16_t>(word >> 16);
-}
+uint16_t storeBF16(float value) { return fsdprt::roundToBF16(value); }
 
 } // namespace
 

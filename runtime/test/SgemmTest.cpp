@@ -1,5 +1,6 @@
 //===- SgemmTest.cpp - fsdprt_sgemm against a naive product ---------------===//
 
+#include "TestMatrices.h"
 #include "fsdprt/fsdprt.h"
 
 #include <gmock/gmock.h>
@@ -8,20 +9,11 @@
 #include <limits>
 #include <vector>
 
+using test::matrix;
 using testing::ExitedWithCode;
 using testing::HasSubstr;
 
 namespace {
-
-/// Row-major storage of a rows x cols matrix with row stride `ld`, filled with
-/// small integers so that float products are exact.
-std::vector<float> matrix(int64_t rows, int64_t cols, int64_t ld, int salt) {
-  std::vector<float> m(static_cast<size_t>(rows * ld), -1000.0f);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      m[i * ld + j] = static_cast<float>((i * 7 + j * 3 + salt) % 11 - 5);
-  return m;
-}
 
 TEST(Sgemm, AllTranspositionsWithPaddedStrides) {
   const int64_t m = 5, n = 4, k = 3;

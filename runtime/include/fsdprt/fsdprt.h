@@ -124,9 +124,9 @@ extern const char fsdp_manifest[];
 
 /* Runs forward, backward and the optimizer update of one step in place on
  * `arena` (manifest.arena_bytes bytes, 64-byte aligned; in device memory on
- * the CUDA target) and returns this
- * rank's loss on its part of the batch, before the update (the runtime
- * averages it over the ranks). `step` counts from 1. */
+ * the CUDA target) and returns this rank's loss on its part of the batch,
+ * before the update (the runtime averages it over the ranks). `step` counts
+ * from 1. */
 float fsdp_train_step(void *arena, int64_t step, float lr);
 
 #ifdef __cplusplus

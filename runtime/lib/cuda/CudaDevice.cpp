@@ -77,9 +77,7 @@ void openDevice() {
   // one before any the CUDA runtime installed as it started (just now), and
   // the program's global destructors (mgpuModuleUnload) after all of them.
   // Once it has run CUDA may be tearing down, and nothing may call it.
-  static bool exitHandlerInstalled = false;
-  if (!exitHandlerInstalled && std::atexit([] { exiting = true; }) == 0)
-    exitHandlerInstalled = true;
+  [[maybe_unused]] static const int installed = std::atexit([] { exiting = true; });
 
   device.ordinal = localRank() % count;
   FSDPRT_CUDA_CHECK(cudaSetDevice(device.ordinal));
