@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Checks what can be checked of a CUDA trainer on a machine without a GPU.
+
+    cuda_target_check.py --fsdpc FSDPC --cuobjdump CUOBJDUMP --model FILE --work DIR
+                         [--gpu-arch sm_80,sm_90] [--mpirun-ranks 2]
+
+1. fsdpc --target=cuda builds an executable that needs libcudart, libcublas and
+   libnccl (its dynamic section, read with llvm-readelf or readelf);
+2. the fat binary embedded in it holds one cubin per requested architecture, and each
+   cubin defines every kernel the compiled step launches (the `gpu.launch_func` ops of
+   fsdpc --emit=mlir), as NVIDIA's cuobjdump reads them;
+3. the trainer run here exits with status 1 and the clear no-device message, on one
+   rank and under mpirun, promptly.
+
+Prints one line per check; exits with 1 on the first failure.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+NO_DEVICE = "trainer: error: no usable CUDA device"
+RUN_TIMEOUT = 60
+
+
+def fail(message):
+    print(f"FAIL: {message}")
+    sys.exit(1)
+
+
+def run(command, **kwargs):
+    return subprocess.run(command, capture_output=True, text=True, **kwargs)
+
+
+def checked(command):
+    result = run(command)
+    if result.returncode != 0:
+        fail(f"{' '.join(command)} exited with {result.returncode}:\n{result.stderr}")
+    return result.stdout
+
+
+def needed_libraries(executable):
+    readelf = shutil.which("llvm-readelf") or shutil.which("readelf")
+    if not readelf:
+        fail("no readelf on PATH")
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]",
+                      checked([readelf, "--dynamic", executable]))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fsdpc", required=True)
+    parser.add_argument("--cuobjdump", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--gpu-arch", default="")
+    parser.add_argument("--mpirun-ranks", type=int, default=2)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    name = os.path.splitext(os.path.basename(args.model))[0]
+    arch_flags = [f"--gpu-arch={args.gpu_arch}"] if args.gpu_arch else []
+    archs = args.gpu_arch.split(",") if args.gpu_arch else ["sm_80", "sm_90"]
+    trainer = os.path.join(args.work, f"{name}-cuda")
+
+    # 1. The executable and what it links.
+    checked([args.fsdpc, args.model, "--target=cuda", *arch_flags, "-o", trainer])
+    needed = needed_libraries(trainer)
+    for library in ("libcudart.so", "libcublas.so", "libnccl.so"):
+        if not any(entry.startswith(library) for entry in needed):
+            fail(f"{trainer} does not link {library} (NEEDED: {', '.join(needed)})")
+    print(f"{name}: links " + ", ".join(sorted(e for e in needed
+                                              if e.startswith(("libcudart", "libcublas",
+                                                               "libnccl")))))
+
+    # 2. One cubin per architecture, each with every launched kernel.
+    lowered = os.path.join(args.work, f"{name}-cuda.mlir")
+    checked([args.fsdpc, args.model, "--target=cuda", *arch_flags, "--emit=mlir", "-o",
+             lowered])
+    with open(lowered) as f:
+        launched = set(re.findall(r"gpu\.launch_func\s+(?:<[^>]*>\s*)?@fsdp_kernels::@(\w+)",
+                                  f.read()))
+    if not launched:
+        fail("the lowered step launches no kernel")
+    listing = checked([args.cuobjdump, "--list-elf", trainer])
+    found_archs = re.findall(r"\.(sm_\w+)\.cubin", listing)
+    if sorted(found_archs) != sorted(archs):
+        fail(f"fat binary architectures {found_archs}, expected {archs}:\n{listing}")
+    symbols = checked([args.cuobjdump, "--dump-elf-symbols", trainer])
+    sections = re.split(r"Fatbin elf code:", symbols)[1:]
+    for section in sections:
+        arch = re.search(r"arch = (sm_\w+)", section).group(1)
+        kernels = set(re.findall(r"FUNC\s+GLOBAL\s+\w+\s+ENTRY\s+(\w+)", section))
+        if kernels != launched:
+            fail(f"{arch}: kernels {sorted(kernels - launched)} extra, "
+                 f"{sorted(launched - kernels)} missing")
+        print(f"{name}: {arch} cubin holds all {len(launched)} launched kernels")
+
+    # 3. No GPU here: a clear message and status 1, at once.
+    for ranks in (1, args.mpirun_ranks):
+        command = [trainer, "--steps", "1"]
+        if ranks > 1:
+            mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
+            command = [mpirun, "--oversubscribe", "-np", str(ranks)] + command
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        try:
+            result = run(command, env=env, timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            fail(f"{ranks} rank(s): no exit within {RUN_TIMEOUT} s")
+        if result.returncode == 0 or NO_DEVICE not in result.stderr:
+            fail(f"{ranks} rank(s): exit {result.returncode}, stderr:\n{result.stderr}")
+        if result.stderr.count(NO_DEVICE) != 1:
+            fail(f"{ranks} rank(s): the message should be printed once:\n{result.stderr}")
+        print(f"{name}: {ranks} rank(s) without a GPU: exit {result.returncode}, "
+              f"'{NO_DEVICE}' once")
+    print(f"PASS: {name}")
+
+
+if __name__ == "__main__":
+    main()
