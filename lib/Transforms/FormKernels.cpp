@@ -15,7 +15,7 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
-#include "mlir/IR/Matchers.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -110,19 +110,12 @@ LogicalResult lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op) {
   return success();
 }
 
-std::optional<int64_t> constantValue(Value value) {
-  APInt constant;
-  if (matchPattern(value, m_ConstantInt(&constant)))
-    return constant.getSExtValue();
-  return std::nullopt;
-}
-
 /// Splits a one-dimensional loop into blocks of `blockSize` threads (fewer
 /// when the loop is shorter); the last block is guarded when it is partial.
 LogicalResult tileIntoBlocks(scf::ParallelOp loop, int64_t blockSize) {
-  std::optional<int64_t> lower = constantValue(loop.getLowerBound()[0]);
-  std::optional<int64_t> upper = constantValue(loop.getUpperBound()[0]);
-  std::optional<int64_t> step = constantValue(loop.getStep()[0]);
+  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound()[0]);
+  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound()[0]);
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep()[0]);
   if (!lower || !upper || !step || *step <= 0)
     return loop.emitOpError("expected static bounds: the step's buffers have static shapes");
   int64_t trips = std::max<int64_t>(llvm::divideCeil(*upper - *lower, *step), 1);

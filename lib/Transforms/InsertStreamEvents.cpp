@@ -15,7 +15,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Matchers.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <array>
 
@@ -83,13 +83,6 @@ private:
   int64_t nextEvent = 0;
 };
 
-std::optional<int64_t> constantIndex(Value value) {
-  APInt constant;
-  if (matchPattern(value, m_ConstantInt(&constant)))
-    return constant.getSExtValue();
-  return std::nullopt;
-}
-
 /// The arena bytes behind a buffer or an address derived from one; the whole
 /// arena when the derivation is not understood (always safe: it can only add
 /// waits).
@@ -109,7 +102,7 @@ std::optional<Access> StreamOrder::range(Value value, bool write) const {
     return range(loop.getInits()[llvm::cast<OpResult>(value).getResultNumber()], write);
   if (auto view = llvm::dyn_cast<memref::ViewOp>(def)) {
     std::optional<Access> source = range(view.getSource(), write);
-    std::optional<int64_t> shift = constantIndex(view.getByteShift());
+    std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
     auto type = llvm::cast<MemRefType>(view.getType());
     if (!source || !shift || !type.hasStaticShape())
       return source;

@@ -19,15 +19,19 @@ func::FuncOp mlir::fsdp::declareRuntimeFunction(ModuleOp module, StringRef name,
 }
 
 Value mlir::fsdp::bufferAddress(OpBuilder &b, Location loc, Value buffer) {
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
   // The aligned pointer is the first element's address only at offset 0: add
   // the offset of a strided view.
-  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
   auto type = llvm::cast<MemRefType>(buffer.getType());
-  Value elementBytes =
-      arith::ConstantIndexOp::create(b, loc, type.getElementTypeBitWidth() / 8);
-  Value byteOffset = arith::MulIOp::create(b, loc, metadata.getOffset(), elementBytes);
-  Value address = arith::AddIOp::create(b, loc, base, byteOffset);
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  if (failed(type.getStridesAndOffset(strides, offset)) || offset != 0) {
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+    Value elementBytes =
+        arith::ConstantIndexOp::create(b, loc, type.getElementTypeBitWidth() / 8);
+    Value byteOffset = arith::MulIOp::create(b, loc, metadata.getOffset(), elementBytes);
+    address = arith::AddIOp::create(b, loc, address, byteOffset);
+  }
   Value address64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
   return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
                                   address64);
@@ -35,4 +39,8 @@ Value mlir::fsdp::bufferAddress(OpBuilder &b, Location loc, Value buffer) {
 
 Value mlir::fsdp::i32Constant(OpBuilder &b, Location loc, int32_t value) {
   return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
+}
+
+Value mlir::fsdp::i64Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
 }

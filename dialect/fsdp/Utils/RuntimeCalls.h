@@ -22,8 +22,10 @@ func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name, FunctionTyp
 /// The address of the first element of `buffer` (a memref) as an `!llvm.ptr`.
 Value bufferAddress(OpBuilder &b, Location loc, Value buffer);
 
-/// An i32 constant, as the runtime's enums are passed.
+/// An i32 constant, as the runtime's enums are passed, and an i64 one, as
+/// its sizes are.
 Value i32Constant(OpBuilder &b, Location loc, int32_t value);
+Value i64Constant(OpBuilder &b, Location loc, int64_t value);
 
 } // namespace mlir::fsdp
 

@@ -12,6 +12,7 @@
 
 #include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -29,17 +30,10 @@ Value StepLowering::allocBytes(Location loc, int64_t size, StringRef kind) {
 }
 
 Value StepLowering::start(Location loc, StringRef name, ValueRange args) {
-  auto declare = [&](StringRef callee, TypeRange inputs, TypeRange results) {
-    if (auto existing = module.lookupSymbol<func::FuncOp>(callee))
-      return existing;
-    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-    auto decl = func::FuncOp::create(top, loc, callee,
-                                     FunctionType::get(b.getContext(), inputs, results));
-    decl.setPrivate();
-    return decl;
-  };
-  declare(kWait, {b.getI32Type()}, {});
-  func::FuncOp callee = declare(name, ValueRange(args).getTypes(), {b.getI32Type()});
+  MLIRContext *ctx = b.getContext();
+  declareRuntimeFunction(module, kWait, FunctionType::get(ctx, {b.getI32Type()}, {}));
+  func::FuncOp callee = declareRuntimeFunction(
+      module, name, FunctionType::get(ctx, ValueRange(args).getTypes(), {b.getI32Type()}));
   return func::CallOp::create(b, loc, callee, args).getResult(0);
 }
 
@@ -67,21 +61,6 @@ Value StepLowering::bindResult(Value result, Value bytes) {
   return value;
 }
 
-/// The address of a buffer, as the runtime's C declarations take it. (A
-/// memref argument would need one declaration per buffer size.)
-static Value pointerTo(OpBuilder &b, Location loc, Value buffer) {
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-  Value address64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), address);
-  return LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()),
-                                  address64);
-}
-
-static Value i32Constant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
-}
-static Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
-}
 
 LogicalResult StepLowering::lowerUse(UseOp use) {
   auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(use, use.getParamAttr());
@@ -113,7 +92,7 @@ void StepLowering::startGather(AllGatherOp gather) {
   Value full = allocBytes(loc, tensorBytes(unit.getFlatType()), kGatheredKind);
   Value shard = arenaBytes(loc, regions.params);
   Value handle = start(loc, kAllGatherStart,
-                       {pointerTo(b, loc, shard), pointerTo(b, loc, full),
+                       {bufferAddress(b, loc, shard), bufferAddress(b, loc, full),
                         i64Constant(b, loc, regions.params.bytes),
                         i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
   startedGathers[gather] = {full, handle};
@@ -170,7 +149,7 @@ LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
   Value shard = arenaBytes(loc, regions.grads);
   Value handle =
       start(loc, kReduceScatterStart,
-            {pointerTo(b, loc, buffers.lookup(reduce.getInput())), pointerTo(b, loc, shard),
+            {bufferAddress(b, loc, buffers.lookup(reduce.getInput())), bufferAddress(b, loc, shard),
              i64Constant(b, loc, reduce.getType().getNumElements()),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
@@ -197,7 +176,7 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
   }
   Value handle =
       start(loc, kAllReduceStart,
-            {pointerTo(b, loc, bytes), i64Constant(b, loc, type.getNumElements()),
+            {bufferAddress(b, loc, bytes), i64Constant(b, loc, type.getNumElements()),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
   waitBeforeFirstUse(loc, handle, reduce.getResult());
