@@ -14,6 +14,10 @@ namespace fsdp::test {
 std::unique_ptr<Pass> createTestLaunchToLoopsPass();
 void registerTestLaunchToLoopsPass();
 
+/// `test-fsdp-check-stream-order`: reports every pair of ops of the step on
+/// different streams that touch the same arena bytes, unordered.
+void registerTestCheckStreamOrderPass();
+
 } // namespace fsdp::test
 } // namespace mlir
 

@@ -1,0 +1,52 @@
+//===- ArenaAccesses.h - the arena bytes each op of the step touches -*- C++ -*-===//
+//
+// After fsdp-assign-buffers every buffer of the step is a fixed byte range of
+// the arena: what an op reads and writes is a list of byte ranges, and the
+// runtime stream it runs on is known (docs/CUDA.md, section 2).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_ANALYSIS_ARENAACCESSES_H
+#define FSDP_ANALYSIS_ARENAACCESSES_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Operation.h"
+
+namespace mlir::fsdp {
+
+/// Bytes [begin, end) of the arena an op reads, or reads and writes.
+struct ArenaAccess {
+  int64_t begin = 0, end = 0;
+  bool write = false;
+
+  /// Overlapping bytes, one of the two writing: the ops must be ordered.
+  bool conflictsWith(const ArenaAccess &other) const {
+    return begin < other.end && other.begin < end && (write || other.write);
+  }
+};
+
+class ArenaAccesses {
+public:
+  /// `step` is fsdp_train_step; its first argument is the arena.
+  explicit ArenaAccesses(func::FuncOp step);
+
+  /// What a top-level op of the step reads and writes, its nested ops
+  /// included. A derivation this analysis does not follow counts as the whole
+  /// arena: that can only add ordering.
+  SmallVector<ArenaAccess> of(Operation *op) const;
+
+  /// The runtime stream (RuntimeStream) of an op that touches the arena:
+  /// collectives on theirs, everything else on the compute stream.
+  static int streamOf(Operation *op);
+
+private:
+  std::optional<ArenaAccess> range(Value value, bool write) const;
+  void add(SmallVector<ArenaAccess> &accesses, Value value, bool write) const;
+
+  Value arena;
+  int64_t arenaBytes;
+};
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_ANALYSIS_ARENAACCESSES_H

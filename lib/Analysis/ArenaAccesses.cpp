@@ -1,0 +1,124 @@
+//===- ArenaAccesses.cpp - the arena bytes each op of the step touches ----===//
+
+#include "fsdp/Analysis/ArenaAccesses.h"
+
+#include "fsdp/Conversion/RuntimeABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+ArenaAccesses::ArenaAccesses(func::FuncOp step)
+    : arena(step.getArgument(0)),
+      arenaBytes(llvm::cast<MemRefType>(arena.getType()).getNumElements()) {}
+
+/// The arena bytes behind a buffer or an address derived from one; the whole
+/// arena when the derivation is not understood (always safe: it can only add
+/// waits).
+std::optional<ArenaAccess> ArenaAccesses::range(Value value, bool write) const {
+  ArenaAccess whole{0, arenaBytes, write};
+  if (value == arena)
+    return whole;
+  if (auto arg = llvm::dyn_cast<BlockArgument>(value)) {
+    // The memref a loop carries is its initial value.
+    if (auto loop = llvm::dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
+      if (OpOperand *init = loop.getTiedLoopInit(arg))
+        return range(init->get(), write);
+    return whole;
+  }
+  Operation *def = value.getDefiningOp();
+  if (auto loop = llvm::dyn_cast<scf::ForOp>(def))
+    return range(loop.getInits()[llvm::cast<OpResult>(value).getResultNumber()], write);
+  if (auto view = llvm::dyn_cast<memref::ViewOp>(def)) {
+    std::optional<ArenaAccess> source = range(view.getSource(), write);
+    std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
+    auto type = llvm::cast<MemRefType>(view.getType());
+    if (!source || !shift || !type.hasStaticShape())
+      return source;
+    int64_t begin = source->begin + *shift;
+    return ArenaAccess{begin, begin + type.getNumElements() * (type.getElementTypeBitWidth() / 8),
+                  write};
+  }
+  if (isa<memref::ExpandShapeOp, memref::CollapseShapeOp, memref::SubViewOp, memref::CastOp,
+          memref::ReinterpretCastOp, memref::ExtractAlignedPointerAsIndexOp,
+          memref::ExtractStridedMetadataOp, arith::IndexCastOp, LLVM::IntToPtrOp>(def))
+    return range(def->getOperand(0), write);
+  if (auto add = llvm::dyn_cast<arith::AddIOp>(def)) {
+    // An address: a buffer's base plus its offset (fsdp::bufferAddress).
+    for (Value operand : add->getOperands())
+      if (!operand.getDefiningOp<arith::ConstantOp>() && !operand.getDefiningOp<arith::MulIOp>())
+        return range(operand, write);
+    return whole;
+  }
+  // Scalars and values not in memory.
+  if (!llvm::isa<MemRefType, LLVM::LLVMPointerType>(value.getType()))
+    return std::nullopt;
+  return whole;
+}
+
+void ArenaAccesses::add(SmallVector<ArenaAccess> &accesses, Value value, bool write) const {
+  if (std::optional<ArenaAccess> access = range(value, write))
+    accesses.push_back(*access);
+}
+
+/// What `op` (an op of the step's body) reads and writes, its nested ops
+/// included.
+SmallVector<ArenaAccess> ArenaAccesses::of(Operation *op) const {
+  SmallVector<ArenaAccess> accesses;
+  op->walk([&](Operation *nested) {
+    if (auto call = dyn_cast<func::CallOp>(nested)) {
+      StringRef callee = call.getCallee();
+      SmallVector<Value> pointers;
+      for (Value arg : call.getArgOperands())
+        if (llvm::isa<LLVM::LLVMPointerType>(arg.getType()))
+          pointers.push_back(arg);
+      if (callee == kAllGatherStart || callee == kReduceScatterStart) {
+        // (source, destination, ...)
+        add(accesses, pointers[0], false);
+        add(accesses, pointers[1], true);
+      } else if (callee == kGemm || callee == kBatchedGemm) {
+        // A and B read, C accumulated into.
+        add(accesses, pointers[0], false);
+        add(accesses, pointers[1], false);
+        add(accesses, pointers[2], true);
+      } else if (callee == kReadF32) {
+        add(accesses, pointers[0], false);
+      } else {
+        for (Value pointer : pointers)
+          add(accesses, pointer, true);
+      }
+    } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(nested)) {
+      for (Value input : linalgOp.getDpsInputs())
+        add(accesses, input, false);
+      for (Value init : linalgOp.getDpsInits())
+        add(accesses, init, true);
+    } else if (auto copy = dyn_cast<memref::CopyOp>(nested)) {
+      add(accesses, copy.getSource(), false);
+      add(accesses, copy.getTarget(), true);
+    } else if (auto load = dyn_cast<memref::LoadOp>(nested)) {
+      add(accesses, load.getMemRef(), false);
+    } else if (auto store = dyn_cast<memref::StoreOp>(nested)) {
+      add(accesses, store.getMemRef(), true);
+    }
+  });
+  return accesses;
+}
+
+/// The stream an op of the step that touches memory runs on.
+int ArenaAccesses::streamOf(Operation *op) {
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    StringRef callee = call.getCallee();
+    if (callee == kAllGatherStart)
+      return static_cast<int>(RuntimeStream::AllGather);
+    if (callee == kReduceScatterStart || callee == kAllReduceStart)
+      return static_cast<int>(RuntimeStream::ReduceScatter);
+  }
+  return static_cast<int>(RuntimeStream::Compute);
+}
+
