@@ -81,8 +81,7 @@ struct FSDPBundleKernelsPass
       launch.erase();
     }
     for (gpu::GPUModuleOp old : outlined)
-      if (old != bundle)
-        old.erase();
+      old.erase();
   }
 };
 

@@ -65,6 +65,16 @@ private:
   int64_t nextEvent = 0;
 };
 
+/// `callee(first, second)`, for the runtime's two event calls (i32, i32).
+void callEventFunction(OpBuilder &b, Location loc, ModuleOp module, StringRef callee,
+                       int64_t first, int64_t second) {
+  Type i32 = b.getI32Type();
+  func::FuncOp function =
+      declareRuntimeFunction(module, callee, FunctionType::get(b.getContext(), {i32, i32}, {}));
+  func::CallOp::create(b, loc, function,
+                       ValueRange{i32Constant(b, loc, first), i32Constant(b, loc, second)});
+}
+
 /// The event recorded on `earlier`'s stream right after it, created once.
 int64_t StreamOrder::eventAfter(Issued &earlier) {
   if (earlier.event >= 0)
@@ -72,13 +82,8 @@ int64_t StreamOrder::eventAfter(Issued &earlier) {
   earlier.event = nextEvent++;
   OpBuilder b(earlier.op->getContext());
   b.setInsertionPointAfter(earlier.op);
-  Location loc = earlier.op->getLoc();
-  Type i32 = b.getI32Type();
-  func::FuncOp record = declareRuntimeFunction(
-      module, kEventRecord, FunctionType::get(b.getContext(), {i32, i32}, {}));
-  func::CallOp::create(b, loc, record,
-                       ValueRange{i32Constant(b, loc, earlier.event),
-                                  i32Constant(b, loc, earlier.stream)});
+  callEventFunction(b, earlier.op->getLoc(), module, kEventRecord, earlier.event,
+                    earlier.stream);
   return earlier.event;
 }
 
@@ -105,16 +110,11 @@ void StreamOrder::orderAfterConflicts(Issued &next) {
     });
   };
   OpBuilder b(next.op);
-  Location loc = next.op->getLoc();
-  Type i32 = b.getI32Type();
   for (Issued *earlier : latest) {
     if (!earlier || coveredByAnother(earlier))
       continue;
     int64_t event = eventAfter(*earlier);
-    func::FuncOp wait = declareRuntimeFunction(
-        module, kStreamWaitEvent, FunctionType::get(b.getContext(), {i32, i32}, {}));
-    func::CallOp::create(b, loc, wait,
-                         ValueRange{i32Constant(b, loc, next.stream), i32Constant(b, loc, event)});
+    callEventFunction(b, next.op->getLoc(), module, kStreamWaitEvent, next.stream, event);
     mergeInto(mine, earlier->clock);
   }
 }

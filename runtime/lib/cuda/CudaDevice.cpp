@@ -94,6 +94,20 @@ void connectDevice(const RankPlace &place) { connectNccl(place); }
 
 void finishStep() { FSDPRT_CUDA_CHECK(cudaDeviceSynchronize()); }
 
+void recordEvent(cudaEvent_t &event, cudaStream_t stream) {
+  if (!event)
+    FSDPRT_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  FSDPRT_CUDA_CHECK(cudaEventRecord(event, stream));
+}
+
+void destroyEventTable(cudaEvent_t *table, size_t size) {
+  for (size_t i = 0; i < size; ++i)
+    if (table[i]) {
+      FSDPRT_CUDA_CHECK(cudaEventDestroy(table[i]));
+      table[i] = nullptr;
+    }
+}
+
 void closeDevice() {
   if (!opened)
     return;

@@ -53,6 +53,13 @@ void closeNccl();
 /// The events of fsdprt_event_record (CudaStreams.cpp).
 void destroyEvents();
 
+/// Records `event` on `stream`, creating it (without timing) on first use:
+/// the events of fsdprt_event_record and of the collectives' handles.
+void recordEvent(cudaEvent_t &event, cudaStream_t stream);
+
+/// Destroys the events of `table` created so far, leaving it empty.
+void destroyEventTable(cudaEvent_t *table, size_t size);
+
 /// The kernels' modules loaded so far (KernelLaunch.cpp); loaded again on
 /// their next use.
 void unloadModules();

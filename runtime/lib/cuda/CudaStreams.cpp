@@ -16,13 +16,7 @@ namespace fsdprt {
 
 static cudaEvent_t events[kMaxEvents];
 
-void destroyEvents() {
-  for (cudaEvent_t &event : events)
-    if (event) {
-      FSDPRT_CUDA_CHECK(cudaEventDestroy(event));
-      event = nullptr;
-    }
-}
+void destroyEvents() { destroyEventTable(events, kMaxEvents); }
 
 } // namespace fsdprt
 
@@ -32,10 +26,7 @@ extern "C" void *fsdprt_stream(int32_t stream) { return deviceStream("fsdprt_str
 
 extern "C" void fsdprt_event_record(int32_t event, int32_t stream) {
   checkEventRecord(event, stream);
-  cudaStream_t recordOn = deviceStream("fsdprt_event_record", stream);
-  if (!events[event])
-    FSDPRT_CUDA_CHECK(cudaEventCreateWithFlags(&events[event], cudaEventDisableTiming));
-  FSDPRT_CUDA_CHECK(cudaEventRecord(events[event], recordOn));
+  recordEvent(events[event], deviceStream("fsdprt_event_record", stream));
 }
 
 extern "C" void fsdprt_stream_wait_event(int32_t stream, int32_t event) {

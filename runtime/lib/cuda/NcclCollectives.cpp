@@ -57,9 +57,7 @@ ncclRedOp_t reduction(int32_t op) { return op == FSDPRT_REDUCE_AVG ? ncclAvg : n
 
 /// Records the completion event of `handle` on `stream`, after its collective.
 int32_t recordDone(int32_t handle, cudaStream_t stream) {
-  if (!done[handle])
-    FSDPRT_CUDA_CHECK(cudaEventCreateWithFlags(&done[handle], cudaEventDisableTiming));
-  FSDPRT_CUDA_CHECK(cudaEventRecord(done[handle], stream));
+  recordEvent(done[handle], stream);
   return handle;
 }
 
@@ -90,11 +88,7 @@ void closeNccl() {
       FSDPRT_NCCL_CHECK(ncclCommDestroy(*comm));
       *comm = nullptr;
     }
-  for (cudaEvent_t &event : done)
-    if (event) {
-      FSDPRT_CUDA_CHECK(cudaEventDestroy(event));
-      event = nullptr;
-    }
+  destroyEventTable(done, kMaxPendingCollectives);
 }
 
 } // namespace fsdprt
