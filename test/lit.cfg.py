@@ -35,8 +35,21 @@ config.substitutions.append(("%python", config.python_executable))
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
+# Numerical tests must hold on any x86-64, whatever code fsdpc generates for it and
+# whichever kernels OpenBLAS picks at run time. CI runs them again as on another machine:
+#   --param fsdpc_cpu=generic         every fsdpc in a RUN line builds for that CPU
+#   --param openblas_coretype=Haswell the trainers' OpenBLAS uses that kernel set
+# (lit passes only the environment it is given, so the variable is set here.)
+fsdpc_cpu = lit_config.params.get("fsdpc_cpu")
+openblas_coretype = lit_config.params.get("openblas_coretype")
+if openblas_coretype:
+    config.environment["OPENBLAS_CORETYPE"] = openblas_coretype
+    config.available_features.add("openblas-coretype")
+    config.substitutions.append(("%openblas_coretype", openblas_coretype))
+
 tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
-tools = ["fsdp-opt", "fsdpc", "llvm-nm"]
+tools = ["fsdp-opt", ToolSubst("fsdpc", extra_args=[f"--cpu={fsdpc_cpu}"] if fsdpc_cpu else None),
+         "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The CUDA target. No test runs a GPU: "cuda-toolkit" compiles device code

@@ -14,7 +14,7 @@ namespace fsdprt {
 const char *usageText() {
   return "usage: trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--log-every K]\n"
          "               [--log-json FILE] [--load-params FILE] [--dump-params FILE]\n"
-         "               [--print-manifest] [--help]\n"
+         "               [--trace-state FILE] [--print-manifest] [--help]\n"
          "\n"
          "Trains the model compiled into this trainer. A model compiled for N ranks runs\n"
          "as `mpirun -np N trainer ...`; rank 0 prints and writes the outputs.\n"
@@ -27,6 +27,8 @@ const char *usageText() {
          "  --log-json FILE    write one JSON object per step to FILE\n"
          "  --load-params FILE start from the parameters in FILE (--dump-params format)\n"
          "  --dump-params FILE after the last step, write every parameter's values to FILE\n"
+         "  --trace-state FILE before the first step and after every step, append the\n"
+         "                     parameters, gradients and optimizer state to FILE\n"
          "  --print-manifest   print the embedded manifest and exit\n"
          "  --help             print this help and exit\n";
 }
@@ -123,6 +125,8 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
       options.loadParamsPath = path();
     } else if (flag == "--dump-params") {
       options.dumpParamsPath = path();
+    } else if (flag == "--trace-state") {
+      options.traceStatePath = path();
     } else if (flag == "--print-manifest") {
       noValue();
       options.printManifest = true;

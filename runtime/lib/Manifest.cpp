@@ -323,8 +323,7 @@ static void readRanks(const Node &root, Manifest &manifest) {
                    std::to_string(manifest.batch));
 }
 
-/// Which slots the optimizer keeps: every one is required, no other allowed.
-static std::vector<std::string> requiredSlots(const OptimizerSpec &optimizer) {
+std::vector<std::string> optimizerSlots(const OptimizerSpec &optimizer) {
   if (optimizer.kind == OptimizerKind::AdamW)
     return {"exp_avg", "exp_avg_sq"};
   if (optimizer.momentum > 0.0)
@@ -335,7 +334,7 @@ static std::vector<std::string> requiredSlots(const OptimizerSpec &optimizer) {
 static void readUnitState(const Node &unitNode, const Manifest &manifest, UnitSpec &unit) {
   Node list = unitNode.field("state");
   bool sgd = manifest.optimizer.kind == OptimizerKind::SGD;
-  std::vector<std::string> required = requiredSlots(manifest.optimizer);
+  std::vector<std::string> required = optimizerSlots(manifest.optimizer);
   for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
     Node node = list.element(i);
     SlotSpec slot;

@@ -59,6 +59,10 @@ struct OptimizerSpec {
   double weightDecay = 0.0; // both
 };
 
+/// The slots the optimizer keeps for every trainable unit, in this order
+/// (AdamW: exp_avg, exp_avg_sq; SGD with momentum: momentum; else none).
+std::vector<std::string> optimizerSlots(const OptimizerSpec &optimizer);
+
 /// One optimizer slot of a unit: shard_numel elements at `offset`, the same
 /// element range as the unit's parameter shard.
 struct SlotSpec {

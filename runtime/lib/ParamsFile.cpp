@@ -24,13 +24,14 @@ int64_t paramsFileBytes(const Manifest &manifest) {
   return total;
 }
 
-/// Where element `begin` of the part of `param` shard `shardIndex` owns lies
-/// in the arena.
+/// Where element `part.begin` of `param` lies in the arena, in the shard
+/// `shardIndex` owns of its unit's region at `regionOffset` (the parameter,
+/// gradient or an optimizer slot shard: all cover the same elements).
 static int64_t shardPosition(const Manifest &manifest, const ParamSpec &param, int64_t shardIndex,
-                             ShardRange part) {
+                             ShardRange part, int64_t regionOffset) {
   const UnitSpec &unit = manifest.units[param.unitIndex];
   ShardRange owned = ownedRange(unit, shardIndex);
-  return unit.paramOffset +
+  return regionOffset +
          (param.unitOffset + part.begin - owned.begin) * static_cast<int64_t>(dtypeSize(param.dtype));
 }
 
@@ -63,7 +64,8 @@ void loadParamShards(const Manifest &manifest, const std::string &path, int64_t 
     fileOffset += param.bytes();
     if (remaining == 0)
       continue;
-    uint8_t *to = arena + shardPosition(manifest, param, shardIndex, part);
+    uint8_t *to = arena + shardPosition(manifest, param, shardIndex, part,
+                                       manifest.units[param.unitIndex].paramOffset);
     while (remaining > 0) {
       ssize_t got = pread(fd, to, static_cast<size_t>(remaining), static_cast<off_t>(from));
       if (got <= 0) {
@@ -79,8 +81,8 @@ void loadParamShards(const Manifest &manifest, const std::string &path, int64_t 
   ::close(fd);
 }
 
-void dumpParams(const Manifest &manifest, const RankPlace &place, const uint8_t *arena,
-                OutputFile *out) {
+void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const uint8_t *arena,
+                      OutputFile *out, const char *flag, const UnitRegionOffset &regionOffset) {
   if (place.replicaIndex != 0)
     return;
   int shards = groupSize(FSDPRT_GROUP_SHARD);
@@ -89,12 +91,16 @@ void dumpParams(const Manifest &manifest, const RankPlace &place, const uint8_t 
   std::vector<int> counts(static_cast<size_t>(shards)), offsets(static_cast<size_t>(shards));
   for (const ParamSpec &param : manifest.params) {
     const UnitSpec &unit = manifest.units[param.unitIndex];
+    std::optional<int64_t> region = regionOffset(unit);
+    if (!region)
+      continue;
     int64_t elementSize = static_cast<int64_t>(dtypeSize(param.dtype));
     ShardRange mine = ownedPart(param, ownedRange(unit, place.shardIndex));
     // A rank may own none of a parameter (it sends nothing then).
     const uint8_t *source =
-        mine.begin == mine.end ? arena
-                               : arena + shardPosition(manifest, param, place.shardIndex, mine);
+        mine.begin == mine.end
+            ? arena
+            : arena + shardPosition(manifest, param, place.shardIndex, mine, *region);
     if (shards == 1) {
       if (out)
         out->write(source, static_cast<size_t>(param.bytes()));
@@ -102,8 +108,8 @@ void dumpParams(const Manifest &manifest, const RankPlace &place, const uint8_t 
     }
     // One parameter at a time: rank 0 never holds more than the largest one.
     if (param.bytes() > INT_MAX)
-      fatal("--dump-params: parameter '" + param.name + "' has " + std::to_string(param.bytes()) +
-            " bytes, more than one MPI gather holds (2^31 - 1)");
+      fatal(std::string(flag) + ": parameter '" + param.name + "' has " +
+            std::to_string(param.bytes()) + " bytes, more than one MPI gather holds (2^31 - 1)");
     // The shards' parts of a parameter follow each other in shard order.
     for (int k = 0; k < shards; ++k) {
       ShardRange part = ownedPart(param, ownedRange(unit, k));
@@ -119,5 +125,10 @@ void dumpParams(const Manifest &manifest, const RankPlace &place, const uint8_t 
   }
 }
 
-} // namespace fsdprt
+void dumpParams(const Manifest &manifest, const RankPlace &place, const uint8_t *arena,
+                OutputFile *out) {
+  gatherUnitRegion(manifest, place, arena, out, "--dump-params",
+                   [](const UnitSpec &unit) { return unit.paramOffset; });
+}
 
+} // namespace fsdprt

@@ -14,6 +14,8 @@
 #include "Ranks.h"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 
 namespace fsdprt {
@@ -28,6 +30,18 @@ int64_t paramsFileBytes(const Manifest &manifest);
 /// wrong size is fatal.
 void loadParamShards(const Manifest &manifest, const std::string &path, int64_t shardIndex,
                      uint8_t *arena);
+
+/// The byte offset of a unit's shard of one region (its parameters, its
+/// gradient, an optimizer slot), or nothing if the unit has no such region.
+using UnitRegionOffset = std::function<std::optional<int64_t>(const UnitSpec &)>;
+
+/// Writes, for every parameter whose unit has the region, the parameter's
+/// elements of that region gathered from the shards of the first replica, in
+/// manifest order, to `out` on rank 0 (null on the other ranks). Collective
+/// over the ranks of replica 0; the other replicas return at once. Errors
+/// name `flag`.
+void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const uint8_t *arena,
+                      OutputFile *out, const char *flag, const UnitRegionOffset &regionOffset);
 
 /// Writes every parameter, gathered from the shards of the first replica, to
 /// `out` on rank 0 (null on the other ranks). Collective over the ranks of

@@ -15,6 +15,7 @@
 #include "OutputFile.h"
 #include "ParamsFile.h"
 #include "Ranks.h"
+#include "StateTrace.h"
 #include "StreamEvents.h"
 #include "SyntheticData.h"
 
@@ -123,6 +124,10 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   std::unique_ptr<OutputFile> dump;
   if (leader && !options.dumpParamsPath.empty())
     dump = std::make_unique<OutputFile>("--dump-params", options.dumpParamsPath);
+  std::unique_ptr<OutputFile> trace;
+  if (leader && !options.traceStatePath.empty())
+    trace = std::make_unique<OutputFile>("--trace-state", options.traceStatePath);
+  bool tracing = !options.traceStatePath.empty();
   float lr = options.lr.value_or(static_cast<float>(manifest.optimizer.lr));
 
   keepFreedMemoryForReuse();
@@ -134,6 +139,8 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     loadParamShards(manifest, options.loadParamsPath, place.shardIndex, arena.host());
   uploadParamShards(manifest, arena);
   markTransient(manifest, arena);
+  if (tracing)
+    writeStateRecord(manifest, place, arena, trace.get());
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point intervalStart = Clock::now();
@@ -157,6 +164,8 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
       fatal("step " + std::to_string(step) + ": the loss is " +
             (std::isnan(loss) ? "NaN" : "infinite") + " (training diverged)");
     }
+    if (tracing)
+      writeStateRecord(manifest, place, arena, trace.get());
     ++intervalSteps;
     if (!leader)
       continue;
@@ -196,6 +205,8 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     std::fflush(stdout);
     if (dump)
       dump->close();
+    if (trace)
+      trace->close();
     if (logJson) {
       logJson->write(arenaJson(manifest.arenaBytes, marks) + "\n");
       logJson->close();

@@ -73,15 +73,25 @@ MLP_PARAMS = [
 ]
 
 
-def mlp_loss_and_grads(params, inputs):
+def mlp_loss_and_grads(params, inputs, relu_ties=None):
+    """relu_ties=(error, slope): a pre-activation z = h w + b within error * (|h| |w| + |b|)
+    of 0 takes the ReLU slope `slope` (0 or 1), for bounding what float32 rounding of z can
+    do to the gradients."""
     x, y = inputs  # [64, 784] f32 features, [64] i32 classes (bound 10)
     t = Tape(params)
     h = x
     for i in (1, 2, 3):
-        m = t(ops.matmul, h, t.use("fc%d.w" % i))
-        h = t(ops.add, m, t.use("fc%d.b" % i))
+        w, b = t.use("fc%d.w" % i), t.use("fc%d.b" % i)
+        m = t(ops.matmul, h, w)
+        z = t(ops.add, m, b)
         if i < 3:
-            h = t(ops.relu, h)
+            ties = {}
+            if relu_ties:
+                error, slope = relu_ties
+                magnitude = np.abs(h.data if isinstance(h, Var) else h) @ np.abs(w.data)
+                ties = {"tie_band": error * (magnitude + np.abs(b.data)), "tie_slope": slope}
+            z = t(ops.relu, z, **ties)
+        h = z
     return _finish(t, t(ops.cross_entropy, h, y), params)
 
 
@@ -176,3 +186,15 @@ def batch_size(model):
 def loss_and_grads(model, params, inputs):
     """(loss, {name: gradient}) of MODELS[model] on one batch."""
     return MODELS[model]["loss_and_grads"](params, inputs)
+
+
+def kink_spread(model, params, inputs, error):
+    """{name: elementwise bound} of how much the gradients can change when the float32
+    computation of a piecewise-linear op's input (ReLU) lands on the other side of its kink:
+    inputs within `error` times their magnitude of the kink take either slope. Zero for a
+    model without kinks (GPT: GELU, softmax and layer norm are smooth)."""
+    if model != "mlp":
+        return {name: np.zeros_like(value) for name, value in params.items()}
+    _, low = mlp_loss_and_grads(params, inputs, relu_ties=(error, 0.0))
+    _, high = mlp_loss_and_grads(params, inputs, relu_ties=(error, 1.0))
+    return {name: np.abs(high[name] - low[name]) for name in params}

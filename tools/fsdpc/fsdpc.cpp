@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CPUTarget.h"
 #include "RuntimeLinkage.h"
 
 #include "fsdp/Conversion/RuntimeABI.h"
@@ -32,7 +33,6 @@
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
@@ -40,11 +40,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/SubtargetFeature.h"
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -93,6 +90,14 @@ cl::opt<bool> kernelsOnCPU(
     cl::desc("Test only: compile --target=cuda's kernels as CPU loops and link with the "
              "CPU runtime, to check the kernels without a GPU"),
     cl::Hidden, cl::cat(fsdpcCategory));
+cl::opt<std::string> cpu(
+    "cpu",
+    cl::desc("The x86-64 CPU the trainer is built for: native (this machine, the default) "
+             "or any CPU LLVM knows, e.g. generic, x86-64-v2, x86-64-v3, sapphirerapids"),
+    cl::value_desc("name"), cl::init("native"), cl::cat(fsdpcCategory));
+cl::opt<std::string> cpuFeatures(
+    "cpu-features", cl::desc("CPU features added to or removed from --cpu's, e.g. -avx512f"),
+    cl::value_desc("+f,-g,..."), cl::cat(fsdpcCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3, default 3)"),
                            cl::Prefix, cl::init(3), cl::cat(fsdpcCategory));
 
@@ -121,27 +126,16 @@ FailureOr<OwningOpRef<ModuleOp>> parseModel(MLIRContext &ctx, llvm::SourceMgr &s
   return module;
 }
 
-FailureOr<std::unique_ptr<llvm::TargetMachine>> hostTargetMachine() {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!llvmTarget) {
-    (void)fail("no LLVM target for " + triple.str() + ": " + error);
-    return failure();
-  }
-  llvm::SubtargetFeatures features;
-  for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
-    features.AddFeature(feature, enabled);
-  auto level = optLevel == 0   ? llvm::CodeGenOptLevel::None
-               : optLevel == 1 ? llvm::CodeGenOptLevel::Less
-               : optLevel == 2 ? llvm::CodeGenOptLevel::Default
-                               : llvm::CodeGenOptLevel::Aggressive;
-  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
-      triple, llvm::sys::getHostCPUName(), features.getString(), llvm::TargetOptions(),
-      llvm::Reloc::PIC_, std::nullopt, level));
-  return machine;
+/// The machine --cpu, --cpu-features and -O describe.
+FailureOr<std::unique_ptr<llvm::TargetMachine>> cpuTargetMachine() {
+  fsdpc::CPUTarget machine;
+  machine.cpu = cpu;
+  machine.features = cpuFeatures;
+  machine.optLevel = optLevel == 0   ? llvm::CodeGenOptLevel::None
+                     : optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                     : optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                     : llvm::CodeGenOptLevel::Aggressive;
+  return fsdpc::createCPUTargetMachine(machine);
 }
 
 LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
@@ -293,6 +287,10 @@ LogicalResult compile() {
     return fail("--test-kernels-on-cpu needs --target=cuda");
   if (optLevel > 3)
     return fail("-O" + llvm::Twine(optLevel) + ": the level must be 0 to 3");
+  // A bad --cpu or --cpu-features is reported before the model is compiled.
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = cpuTargetMachine();
+  if (failed(machine))
+    return failure();
 
   DialectRegistry registry;
   registry.insert<fsdp::FSDPDialect, func::FuncDialect, arith::ArithDialect>();
@@ -349,9 +347,6 @@ LogicalResult compile() {
       translateModuleToLLVMIR(**module, llvmContext, inputFile);
   if (!llvmModule)
     return fail("translation to LLVM IR failed");
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = hostTargetMachine();
-  if (failed(machine))
-    return failure();
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
   if (llvm::Error error =

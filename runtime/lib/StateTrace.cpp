@@ -1,0 +1,58 @@
+//===- StateTrace.cpp - --trace-state: the state after every step --------===//
+
+#include "StateTrace.h"
+
+#include "OutputFile.h"
+#include "ParamsFile.h"
+
+#include <optional>
+
+namespace fsdprt {
+
+/// The offset of `unit`'s shard of slot `name`, if it is trainable (the
+/// manifest's check guarantees a trainable unit has every optimizer slot).
+static std::optional<int64_t> slotOffset(const UnitSpec &unit, const std::string &name) {
+  if (!unit.trainable)
+    return std::nullopt;
+  for (const SlotSpec &slot : unit.state)
+    if (slot.slot == name)
+      return slot.offset;
+  return std::nullopt;
+}
+
+int64_t stateRecordBytes(const Manifest &manifest) {
+  int64_t trainable = 0;
+  for (const ParamSpec &param : manifest.params)
+    if (manifest.units[param.unitIndex].trainable)
+      trainable += param.bytes();
+  return paramsFileBytes(manifest) +
+         trainable * (1 + static_cast<int64_t>(optimizerSlots(manifest.optimizer).size()));
+}
+
+void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &arena,
+                      OutputFile *out) {
+  for (const UnitSpec &unit : manifest.units) {
+    arena.download(unit.paramOffset, unit.shardBytes());
+    if (!unit.trainable)
+      continue;
+    arena.download(unit.gradOffset, unit.shardBytes());
+    for (const SlotSpec &slot : unit.state)
+      arena.download(slot.offset, unit.shardBytes());
+  }
+  const uint8_t *host = arena.host();
+  gatherUnitRegion(manifest, place, host, out, "--trace-state",
+                   [](const UnitSpec &unit) { return unit.paramOffset; });
+  gatherUnitRegion(manifest, place, host, out, "--trace-state",
+                   [](const UnitSpec &unit) -> std::optional<int64_t> {
+                     if (!unit.trainable)
+                       return std::nullopt;
+                     return unit.gradOffset;
+                   });
+  for (const std::string &name : optimizerSlots(manifest.optimizer))
+    gatherUnitRegion(manifest, place, host, out, "--trace-state",
+                     [&name](const UnitSpec &unit) { return slotOffset(unit, name); });
+  if (out)
+    out->flush();
+}
+
+} // namespace fsdprt

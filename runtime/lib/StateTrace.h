@@ -1,0 +1,37 @@
+//===- StateTrace.h - --trace-state: the state after every step -*- C++ -*-===//
+//
+// A trace holds one record before the first step and one after every step,
+// each the whole training state gathered from the shards (docs/Runtime.md,
+// section 5): every parameter, then every trainable parameter's gradient of
+// that step, then every trainable parameter's optimizer state, slot by slot.
+// Tests start an independent reference from each record and compare its next
+// step with the trainer's (teacher forcing): a float32 trajectory drifts from
+// a float64 one, but one step from the same state cannot.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDPRT_STATETRACE_H
+#define FSDPRT_STATETRACE_H
+
+#include "Arena.h"
+#include "Manifest.h"
+#include "Ranks.h"
+
+#include <cstdint>
+
+namespace fsdprt {
+
+class OutputFile;
+
+/// The bytes of one record of the trace of `manifest`'s model.
+int64_t stateRecordBytes(const Manifest &manifest);
+
+/// Appends one record to `out` on rank 0 (null on the other ranks): downloads
+/// this rank's parameter, gradient and optimizer state shards from `arena`
+/// and gathers them. Collective over the ranks of replica 0.
+void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &arena,
+                      OutputFile *out);
+
+} // namespace fsdprt
+
+#endif // FSDPRT_STATETRACE_H

@@ -1,0 +1,71 @@
+"""What the end-to-end checks share: compiling and running trainers, data files, and the
+teacher-forced comparison of a trainer's --trace-state with the float64 reference
+(test/reference/teacher.py)."""
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+REFERENCE = os.path.join(ROOT, "test", "reference")
+sys.path.insert(0, REFERENCE)
+
+import datafile  # noqa: E402
+import models  # noqa: E402
+import teacher  # noqa: E402
+
+
+def run(command, **kwargs):
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(command)}\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def fsdpc_command(fsdpc):
+    """--fsdpc's value as a command: lit's fsdpc substitution may carry flags
+    (--param fsdpc_cpu=NAME adds --cpu=NAME)."""
+    return shlex.split(fsdpc)
+
+
+def make_data(model, seed, path):
+    run([sys.executable, os.path.join(REFERENCE, "make_data.py"), "--model", model,
+         "--samples", "256", "--seed", str(seed), "--out", path])
+
+
+def mpirun_command(ranks, *command):
+    mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
+    if not mpirun:
+        sys.exit("mpirun not found on PATH")
+    return [mpirun, "--oversubscribe", "-np", str(ranks), *command]
+
+
+def mpi_environment():
+    env = dict(os.environ)
+    # Open MPI refuses to start as root unless told (CI runs as root).
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return env
+
+
+def read_log(path):
+    """(losses of the step records, the arena record or None) of a --log-json file."""
+    with open(path) as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    losses = [r["loss"] for r in records if "step" in r]
+    arena = records[-1] if records and "planned_peak_bytes" in records[-1] else None
+    return losses, arena
+
+
+def teacher_forced(model, data, trace, losses, optimizer=None, lr=None):
+    """teacher.check of a trainer's trace: (per-step rows, failures)."""
+    m = models.MODELS[model]
+    optimizer = optimizer or m["optimizer"]
+    specs, arrays = datafile.read(data)
+    datafile.check(data, specs, arrays, m["inputs"])
+    lr = float(teacher.np.float32(lr if lr is not None else optimizer["lr"]))
+    return teacher.check(model, arrays, teacher.Trace(trace, model, optimizer), losses, lr,
+                         optimizer, m["clip_grad_norm"])
