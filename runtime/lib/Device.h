@@ -12,7 +12,13 @@
 
 #include "Ranks.h"
 
+#include <string>
+
 namespace fsdprt {
+
+/// The backend and the libraries it computes with, as `--version` prints them
+/// (one line each); needs no device, so it works on a machine without one.
+std::string backendVersion();
 
 /// Chooses this rank's device, once MPI runs and before anything else touches
 /// it; a rank without one stops the run with an error.

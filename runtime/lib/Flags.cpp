@@ -14,7 +14,7 @@ namespace fsdprt {
 const char *usageText() {
   return "usage: trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--log-every K]\n"
          "               [--log-json FILE] [--load-params FILE] [--dump-params FILE]\n"
-         "               [--trace-state FILE] [--print-manifest] [--help]\n"
+         "               [--trace-state FILE] [--print-manifest] [--version] [--help]\n"
          "\n"
          "Trains the model compiled into this trainer. A model compiled for N ranks runs\n"
          "as `mpirun -np N trainer ...`; rank 0 prints and writes the outputs.\n"
@@ -30,6 +30,8 @@ const char *usageText() {
          "  --trace-state FILE before the first step and after every step, append the\n"
          "                     parameters, gradients and optimizer state to FILE\n"
          "  --print-manifest   print the embedded manifest and exit\n"
+         "  --version          print the backend and its libraries (BLAS kernels, CUDA,\n"
+         "                     NCCL) and exit\n"
          "  --help             print this help and exit\n";
 }
 
@@ -130,6 +132,9 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
     } else if (flag == "--print-manifest") {
       noValue();
       options.printManifest = true;
+    } else if (flag == "--version") {
+      noValue();
+      options.version = true;
     } else if (flag == "--help") {
       noValue();
       options.help = true;

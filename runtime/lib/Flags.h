@@ -2,7 +2,7 @@
 //
 //   trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--log-every K]
 //           [--log-json FILE] [--load-params FILE] [--dump-params FILE]
-//           [--trace-state FILE] [--print-manifest] [--help]
+//           [--trace-state FILE] [--print-manifest] [--version] [--help]
 //
 // (docs/Runtime.md, section 5). A value follows its flag as the next argument
 // or after `=`. A bad flag or value is fatal and names the flag.
@@ -29,6 +29,7 @@ struct TrainerOptions {
   std::string loadParamsPath; // empty: initialise from the seed
   std::string traceStatePath; // empty: no trace
   bool printManifest = false;
+  bool version = false;
   bool help = false;
 };
 

@@ -93,6 +93,10 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     std::fputs(usageText(), stdout);
     return 0;
   }
+  if (options.version) {
+    std::fputs(backendVersion().c_str(), stdout);
+    return 0;
+  }
   if (options.printManifest) {
     // As embedded, without parsing: this is how a broken manifest gets looked at.
     std::fputs(manifestText, stdout);

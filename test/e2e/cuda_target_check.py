@@ -18,6 +18,7 @@ Prints one line per check; exits with 1 on the first failure.
 import argparse
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -66,7 +67,7 @@ def main():
     trainer = os.path.join(args.work, f"{name}-cuda")
 
     # 1. The executable and what it links.
-    checked([args.fsdpc, args.model, "--target=cuda", *arch_flags, "-o", trainer])
+    checked([*shlex.split(args.fsdpc), args.model, "--target=cuda", *arch_flags, "-o", trainer])
     needed = needed_libraries(trainer)
     linked = []
     for library in ("libcudart.so", "libcublas.so", "libnccl.so"):
@@ -78,8 +79,8 @@ def main():
 
     # 2. One cubin per architecture, each with every launched kernel.
     lowered = os.path.join(args.work, f"{name}-cuda.mlir")
-    checked([args.fsdpc, args.model, "--target=cuda", *arch_flags, "--emit=mlir", "-o",
-             lowered])
+    checked([*shlex.split(args.fsdpc), args.model, "--target=cuda", *arch_flags, "--emit=mlir",
+             "-o", lowered])
     with open(lowered) as f:
         launched = set(re.findall(r"gpu\.launch_func\s+(?:<[^>]*>\s*)?@fsdp_kernels::@(\w+)",
                                   f.read()))

@@ -30,6 +30,7 @@ import argparse
 import concurrent.futures
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -470,7 +471,7 @@ def check_case(c, fsdpc, work, mutate=None, verbose=False):
     with open(p("model.mlir"), "w") as f:
         f.write(c.mlir)
     trainer = p("trainer")
-    run([fsdpc, p("model.mlir"), "--grid=1", "-o", trainer])
+    run([*shlex.split(fsdpc), p("model.mlir"), "--grid=1", "-o", trainer])
     manifest = json.loads(run([trainer, "--print-manifest"]))
 
     # The manifest must list our parameters and inputs, in order, with the roles we mean.

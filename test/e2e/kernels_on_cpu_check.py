@@ -18,6 +18,7 @@ FAIL; exits with 1 on any failure.
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -73,12 +74,12 @@ def main():
     for model in args.model:
         name = os.path.splitext(os.path.basename(model))[0]
         cpu = os.path.join(args.work, f"{name}-cpu")
-        run([args.fsdpc, model, f"--grid={RANKS}", "-o", cpu])
+        run([*shlex.split(args.fsdpc), model, f"--grid={RANKS}", "-o", cpu])
         cpu_losses, cpu_params = train(cpu, args.work, args.steps)
         for block in args.block_sizes.split(","):
             kernels = os.path.join(args.work, f"{name}-kernels-{block}")
-            run([args.fsdpc, model, f"--grid={RANKS}", "--target=cuda", "--test-kernels-on-cpu",
-                 f"--gpu-block-size={block}", "-o", kernels])
+            run([*shlex.split(args.fsdpc), model, f"--grid={RANKS}", "--target=cuda",
+                 "--test-kernels-on-cpu", f"--gpu-block-size={block}", "-o", kernels])
             losses, params = train(kernels, args.work, args.steps)
             loss_error = float(np.max(np.abs(losses - cpu_losses) / np.abs(cpu_losses)))
             param_error = float(np.linalg.norm(params - cpu_params) /

@@ -1,14 +1,16 @@
 """Reference trainer: float64 training of an example model on an FSDPDATA file.
 
     python3 train.py --model mlp|gpt --data FILE [--steps 20] [--seed 0] [--lr X]
-                     [--out losses.json] [--dump-params FILE] [--round-params]
+                     [--optimizer JSON] [--out losses.json] [--dump-params FILE]
+                     [--round-params]
 
 Parameters start from the Philox init rounded to their dtype (as the trainer stores
 them); then every step computes the loss of its batch (before the update), the gradients,
 the optional global-norm clip and the optimizer update, all in float64. --out writes
 {"model", "seed", "steps", "lr", "losses": [loss of step 1, ...]}; --dump-params writes
 the final parameters as the trainer's --dump-params does (manifest order, raw
-little-endian values of each parameter's dtype).
+little-endian values of each parameter's dtype). --optimizer replaces the example's
+optimizer (manifest form, e.g. '{"kind": "sgd", "lr": 0.1, "momentum": 0.9}').
 """
 import argparse
 import json
@@ -32,13 +34,15 @@ def init_params(model, seed):
             for name, shape, dtype, _unit, init in models.MODELS[model]["params"]}
 
 
-def train(model, arrays, steps, seed, lr=None, round_params=False, params=None):
+def train(model, arrays, steps, seed, lr=None, round_params=False, params=None,
+          optimizer=None):
     """Returns (losses, params). arrays: the data file's [N, ...] arrays."""
     m = models.MODELS[model]
     params = init_params(model, seed) if params is None else params
     dtypes = {name: dtype for name, _s, dtype, _u, _i in m["params"]}
-    opt = optim.make(m["optimizer"])
-    lr = m["optimizer"]["lr"] if lr is None else lr
+    optimizer = optimizer or m["optimizer"]
+    opt = optim.make(optimizer)
+    lr = optimizer["lr"] if lr is None else lr
     losses = []
     for step, inputs in datafile.batches(arrays, models.batch_size(model), steps):
         loss, grads = m["loss_and_grads"](params, inputs)
@@ -67,6 +71,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=None)
+    ap.add_argument("--optimizer", default=None, help="JSON, replaces the example's")
     ap.add_argument("--out", default=None)
     ap.add_argument("--dump-params", default=None)
     ap.add_argument("--round-params", action="store_true",
@@ -75,10 +80,12 @@ def main(argv=None):
     if a.seed < 0 or a.seed >= 2 ** 64:
         ap.error("--seed must be in [0, 2^64)")
     m = models.MODELS[a.model]
+    optimizer = json.loads(a.optimizer) if a.optimizer else m["optimizer"]
     try:
         specs, arrays = datafile.read(a.data)
         datafile.check(a.data, specs, arrays, m["inputs"])
-        losses, params = train(a.model, arrays, a.steps, a.seed, a.lr, a.round_params)
+        losses, params = train(a.model, arrays, a.steps, a.seed, a.lr, a.round_params,
+                               optimizer=optimizer)
     except (datafile.DataError, FloatingPointError) as e:
         print("train.py: error: %s" % e, file=sys.stderr)
         return 1
@@ -87,7 +94,7 @@ def main(argv=None):
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"model": a.model, "seed": a.seed, "steps": a.steps,
-                       "lr": m["optimizer"]["lr"] if a.lr is None else a.lr,
+                       "lr": optimizer["lr"] if a.lr is None else a.lr,
                        "losses": losses}, f, indent=1)
     if a.dump_params:
         dump_params(a.model, params, a.dump_params)

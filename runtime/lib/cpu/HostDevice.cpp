@@ -12,7 +12,17 @@
 #include "StreamEvents.h"
 #include "fsdprt/fsdprt.h"
 
+#include <cblas.h>
+
 namespace fsdprt {
+
+std::string backendVersion() {
+  // OpenBLAS picks its kernels at run time (OPENBLAS_CORETYPE overrides the
+  // choice): the core says which ones the products use.
+  return std::string("backend: cpu\nblas: ") + openblas_get_config() + ", core " +
+         openblas_get_corename() + ", " + std::to_string(openblas_get_num_threads()) +
+         " threads\n";
+}
 
 void openDevice() {}
 

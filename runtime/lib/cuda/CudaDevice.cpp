@@ -13,6 +13,9 @@
 #include "Error.h"
 #include "fsdprt/fsdprt.h"
 
+#include <cublas_v2.h>
+#include <nccl.h>
+
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -20,6 +23,22 @@
 #include <string>
 
 namespace fsdprt {
+
+std::string backendVersion() {
+  // Versions of the libraries linked in, not of a device: no driver needed.
+  int runtime = 0, cublasMajor = 0, cublasMinor = 0, cublasPatch = 0, nccl = 0;
+  cudaRuntimeGetVersion(&runtime);
+  cublasGetProperty(MAJOR_VERSION, &cublasMajor);
+  cublasGetProperty(MINOR_VERSION, &cublasMinor);
+  cublasGetProperty(PATCH_LEVEL, &cublasPatch);
+  ncclGetVersion(&nccl);
+  auto dotted = [](int major, int minor, int patch) {
+    return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  };
+  return "backend: cuda\ncuda runtime: " + dotted(runtime / 1000, runtime % 1000 / 10, 0) +
+         "\ncublas: " + dotted(cublasMajor, cublasMinor, cublasPatch) + "\nnccl: " +
+         dotted(nccl / 10000, nccl % 10000 / 100, nccl % 100) + "\n";
+}
 
 namespace {
 
