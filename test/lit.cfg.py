@@ -49,7 +49,7 @@ if openblas_coretype:
 
 tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
 tools = ["fsdp-opt", ToolSubst("fsdpc", extra_args=[f"--cpu={fsdpc_cpu}"] if fsdpc_cpu else None),
-         "llvm-nm"]
+         "llvm-nm", "llvm-objdump"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The CUDA target. No test runs a GPU: "cuda-toolkit" compiles device code

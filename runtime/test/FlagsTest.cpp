@@ -27,7 +27,9 @@ TEST(Flags, Defaults) {
   EXPECT_EQ(options.logEvery, 10);
   EXPECT_EQ(options.logJsonPath, "");
   EXPECT_EQ(options.dumpParamsPath, "");
+  EXPECT_EQ(options.traceStatePath, "");
   EXPECT_FALSE(options.printManifest);
+  EXPECT_FALSE(options.version);
   EXPECT_FALSE(options.help);
 }
 
@@ -35,7 +37,7 @@ TEST(Flags, EveryFlag) {
   TrainerOptions options =
       parse({"--steps", "7", "--seed", "18446744073709551615", "--data", "train.bin", "--lr",
              "3e-4", "--log-every", "2", "--log-json", "log.jsonl", "--dump-params", "p.bin",
-             "--print-manifest"});
+             "--trace-state", "t.bin", "--print-manifest", "--version"});
   EXPECT_EQ(options.steps, 7);
   EXPECT_EQ(options.seed, 18446744073709551615ULL);
   EXPECT_EQ(options.dataPath, "train.bin");
@@ -43,7 +45,9 @@ TEST(Flags, EveryFlag) {
   EXPECT_EQ(options.logEvery, 2);
   EXPECT_EQ(options.logJsonPath, "log.jsonl");
   EXPECT_EQ(options.dumpParamsPath, "p.bin");
+  EXPECT_EQ(options.traceStatePath, "t.bin");
   EXPECT_TRUE(options.printManifest);
+  EXPECT_TRUE(options.version);
 }
 
 TEST(Flags, ValueAfterEquals) {
@@ -64,7 +68,8 @@ TEST(Flags, HelpStopsParsing) {
 TEST(Flags, UsageNamesEveryFlag) {
   std::string usage = usageText();
   for (const char *flag : {"--steps N", "--seed S", "--data FILE", "--lr X", "--log-every K",
-                           "--log-json FILE", "--dump-params FILE", "--print-manifest", "--help"})
+                           "--log-json FILE", "--dump-params FILE", "--trace-state FILE",
+                           "--print-manifest", "--version", "--help"})
     EXPECT_THAT(usage, HasSubstr(flag));
 }
 
@@ -112,6 +117,8 @@ const FlagErrorCase kFlagErrors[] = {
     {"EmptyLogJson", {"--log-json="}, "--log-json needs a file name"},
     {"MissingDumpPath", {"--dump-params"}, "--dump-params needs a value"},
     {"PrintManifestValue", {"--print-manifest=yes"}, "--print-manifest takes no value"},
+    {"VersionValue", {"--version=2"}, "--version takes no value"},
+    {"TraceStateEmpty", {"--trace-state="}, "--trace-state needs a file name"},
     {"HelpValue", {"--help=1"}, "--help takes no value"},
     {"ErrorBeforeHelp", {"--steps", "x", "--help"}, "--steps: 'x' is not a non-negative integer"},
 };

@@ -50,6 +50,15 @@ def require_no_gpu():
 
 
 @cuda_case
+def version(trainer, tmp):
+    # The libraries' versions need no device.
+    result = run(trainer, "--version")
+    expect(result.returncode == 0, result.stderr)
+    expect(re.fullmatch(r"backend: cuda\ncuda runtime: \d+\.\d+\.0\ncublas: \d+\.\d+\.\d+\n"
+                        r"nccl: \d+\.\d+\.\d+\n", result.stdout), result.stdout)
+
+
+@cuda_case
 def no_device(trainer, tmp):
     require_no_gpu()
     started = time.monotonic()

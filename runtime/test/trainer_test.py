@@ -133,9 +133,22 @@ def help(trainer, tmp):
     expect_success(result)
     expect(result.stdout.startswith("usage: trainer"), result.stdout)
     for flag in ["--steps", "--seed", "--data", "--lr", "--log-every", "--log-json",
-                 "--dump-params", "--print-manifest", "--help"]:
+                 "--dump-params", "--trace-state", "--print-manifest", "--version", "--help"]:
         expect(flag in result.stdout, f"--help does not mention {flag}")
     expect(result.stderr == "", result.stderr)
+
+
+@case
+def version(trainer, tmp):
+    # OpenBLAS chooses its kernels at run time; the trainer says which (OPENBLAS_CORETYPE
+    # overrides the choice).
+    result = run(trainer, "--version")
+    expect_success(result)
+    expect(re.fullmatch(r"backend: cpu\nblas: OpenBLAS .*, core \w+, \d+ threads\n", result.stdout),
+           result.stdout)
+    env = dict(os.environ, OPENBLAS_CORETYPE="Prescott")
+    forced = subprocess.run([trainer, "--version"], capture_output=True, text=True, env=env)
+    expect(", core Prescott," in forced.stdout, forced.stdout)
 
 
 @case
@@ -216,6 +229,40 @@ def dump_params(trainer, tmp):
     expect_success(run(trainer, "--steps", 3, "--dump-params", dump))
     size = os.path.getsize(dump)
     expect(size == PARAM_BYTES, f"dump has {size} bytes, expected {PARAM_BYTES}")
+
+
+def read_trace(path):
+    """The records of a --trace-state file of the fake model: (params, grads, momentum)."""
+    values = read_floats(path)
+    count = PARAM_BYTES // 4
+    expect(len(values) % (3 * count) == 0, f"trace of {len(values)} floats")
+    return [(values[i:i + count], values[i + count:i + 2 * count], values[i + 2 * count:i + 3 * count])
+            for i in range(0, len(values), 3 * count)]
+
+
+@case
+def trace_state(trainer, tmp):
+    trace, dump = os.path.join(tmp, "trace.bin"), os.path.join(tmp, "params.bin")
+    expect_success(run(trainer, "--steps", 3, "--seed", 4, "--trace-state", trace,
+                       "--dump-params", dump))
+    records = read_trace(trace)
+    expect(len(records) == 4, f"{len(records)} records, expected one before the first step and one per step")
+    params, grads, momentum = records[0]
+    expect(params == reference_params(4), "record 0 is not the initial parameters")
+    expect(not any(grads) and not any(momentum), "record 0 has gradients or momentum")
+    expect(records[-1][0] == read_floats(dump), "the last record is not what --dump-params writes")
+    # Each record is the SGD step (lr 0.1, momentum 0.9) from the one before: the parts are
+    # where they belong. f32 arithmetic: one rounding per operation.
+    for k in range(1, len(records)):
+        before, (p, g, m) = records[k - 1], records[k]
+        expect(any(g), f"record {k} has no gradient")
+        for i in range(len(p)):
+            buf = spec.to_f32(0.9 * before[2][i] + g[i])
+            expect(abs(m[i] - buf) <= 1e-6 * max(1.0, abs(buf)), f"record {k}, momentum {i}: {m[i]} vs {buf}")
+            want = before[0][i] - 0.1 * m[i]
+            expect(abs(p[i] - want) <= 1e-6 * max(1.0, abs(want)), f"record {k}, parameter {i}: {p[i]} vs {want}")
+    expect_error(run(trainer, "--steps", 1, "--trace-state", os.path.join(tmp, "no", "such", "dir")),
+                 r"--trace-state .*no/such/dir.*: cannot open")
 
 
 @case
@@ -404,6 +451,21 @@ def mpi_dump_params(trainer, tmp):
             expect(a == b and a == reference_params(9), "initial parameters differ on two ranks")
         for i, (x, y) in enumerate(zip(a, b)):
             expect(close_parameter(x, y), f"after {steps} steps, parameter element {i}: {x} on one rank, {y} on two")
+
+
+@case
+def mpi_trace_state(trainer, tmp):
+    one, two = os.path.join(tmp, "one.bin"), os.path.join(tmp, "two.bin")
+    expect_success(run(OPTIONS.trainer, "--steps", 4, "--seed", 9, "--trace-state", one))
+    expect_success(mpirun(2, OPTIONS.trainer_2, "--steps", 4, "--seed", 9, "--trace-state", two))
+    # Gathered from two shards, the trace is the one-rank trace up to the order of sums.
+    a, b = read_trace(one), read_trace(two)
+    expect(len(a) == len(b) == 5, f"{len(a)} and {len(b)} records")
+    expect(a[0] == b[0], "the records before the first step differ")
+    for k, (x, y) in enumerate(zip(a, b)):
+        for part, xs, ys in zip(("parameter", "gradient", "momentum"), x, y):
+            for i, (u, v) in enumerate(zip(xs, ys)):
+                expect(close_parameter(u, v), f"record {k}, {part} {i}: {u} on one rank, {v} on two")
 
 
 @case

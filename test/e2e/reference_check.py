@@ -36,10 +36,10 @@ def main():
     losses, _ = read_log(path("log.json"))
     rows, failures = teacher_forced(args.model, path("data.bin"), path("trace.bin"), losses)
     print("step  loss rel.err  grad rel.L2  worst ulps of the update "
-          f"({', '.join(rows[0][3]) if rows else ''})")
-    for step, loss_err, grad_err, worst in rows:
+          f"({', '.join(rows[0][3]) if rows else ''})  ReLU slopes fitted")
+    for step, loss_err, grad_err, worst, flipped in rows:
         print(f"step {step:3d}  {loss_err:9.1e}  {grad_err:11.1e}  "
-              + "  ".join(f"{w:5.1f}" for w in worst.values()))
+              + "  ".join(f"{w:5.1f}" for w in worst.values()) + f"  {flipped}")
     if len(rows) != args.steps:
         failures.append(f"{len(rows)} steps checked, {args.steps} trained")
     if failures:

@@ -106,9 +106,10 @@ def check_case(args, label, ranks, trainer, data):
                                     if all(m == peak for m in marks) else f" vs {marks}")
     worst = lambda i: max((r[i] for r in rows), default=float("nan"))  # noqa: E731
     ulps = max((max(r[3].values()) for r in rows), default=float("nan"))
+    flipped = sum(r[4] for r in rows)
     verdict = "FAIL" if failures else "PASS"
-    return (f"{worst(1):>13.1e} {worst(2):>11.1e} {ulps:>10.1f}  {arena_text}  {verdict}",
-            failures)
+    return (f"{worst(1):>13.1e} {worst(2):>11.1e} {ulps:>10.1f} {flipped:>6}  {arena_text}  "
+            f"{verdict}", failures)
 
 
 def main():
@@ -150,7 +151,8 @@ def main():
 
     data = path("data.bin")
     make_data(args.model, args.data_seed, data)
-    print(f"{'case':<22} {'loss rel.err':>13} {'grad rel.L2':>11} {'worst ulps':>10}  arena")
+    print(f"{'case':<22} {'loss rel.err':>13} {'grad rel.L2':>11} {'worst ulps':>10} "
+          f"{'slopes':>6}  arena")
     failures = []
     for strategy, grid in cases:
         ranks = int(np.prod(grid))

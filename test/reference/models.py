@@ -73,26 +73,30 @@ MLP_PARAMS = [
 ]
 
 
-def mlp_loss_and_grads(params, inputs, relu_ties=None):
-    """relu_ties=(error, slope): a pre-activation z = h w + b within error * (|h| |w| + |b|)
-    of 0 takes the ReLU slope `slope` (0 or 1), for bounding what float32 rounding of z can
-    do to the gradients."""
+def mlp_loss_and_grads(params, inputs, slopes=None):
+    """slopes: {layer: 0/1 array like its pre-activation} replacing the ReLU slopes of
+    layers 1 and 2 (see relu_inputs)."""
     x, y = inputs  # [64, 784] f32 features, [64] i32 classes (bound 10)
     t = Tape(params)
     h = x
     for i in (1, 2, 3):
-        w, b = t.use("fc%d.w" % i), t.use("fc%d.b" % i)
-        m = t(ops.matmul, h, w)
-        z = t(ops.add, m, b)
+        m = t(ops.matmul, h, t.use("fc%d.w" % i))
+        h = t(ops.add, m, t.use("fc%d.b" % i))
         if i < 3:
-            ties = {}
-            if relu_ties:
-                error, slope = relu_ties
-                magnitude = np.abs(h.data if isinstance(h, Var) else h) @ np.abs(w.data)
-                ties = {"tie_band": error * (magnitude + np.abs(b.data)), "tie_slope": slope}
-            z = t(ops.relu, z, **ties)
-        h = z
+            h = t(ops.relu, h, slope=(slopes or {}).get(i))
     return _finish(t, t(ops.cross_entropy, h, y), params)
+
+
+def mlp_relu_inputs(params, inputs):
+    """{layer: (z, magnitude)}: each ReLU's input z = h w + b and the sum of the magnitudes
+    of its terms, |h| |w| + |b|, which bounds the rounding error of computing z."""
+    h, out = inputs[0], {}
+    for i in (1, 2):
+        w, b = params["fc%d.w" % i], params["fc%d.b" % i]
+        z = h @ w + b
+        out[i] = (z, np.abs(h) @ np.abs(w) + np.abs(b))
+        h = np.maximum(z, 0.0)
+    return out
 
 
 # ---------------------------------------------------------------- examples/gpt.mlir
@@ -167,6 +171,7 @@ MODELS = {
                       "eps": 1e-8, "weight_decay": 0.0},
         "clip_grad_norm": 0.0,
         "loss_and_grads": mlp_loss_and_grads,
+        "relu_inputs": mlp_relu_inputs,
     },
     "gpt": {
         "params": GPT_PARAMS,
@@ -187,14 +192,3 @@ def loss_and_grads(model, params, inputs):
     """(loss, {name: gradient}) of MODELS[model] on one batch."""
     return MODELS[model]["loss_and_grads"](params, inputs)
 
-
-def kink_spread(model, params, inputs, error):
-    """{name: elementwise bound} of how much the gradients can change when the float32
-    computation of a piecewise-linear op's input (ReLU) lands on the other side of its kink:
-    inputs within `error` times their magnitude of the kink take either slope. Zero for a
-    model without kinks (GPT: GELU, softmax and layer norm are smooth)."""
-    if model != "mlp":
-        return {name: np.zeros_like(value) for name, value in params.items()}
-    _, low = mlp_loss_and_grads(params, inputs, relu_ties=(error, 0.0))
-    _, high = mlp_loss_and_grads(params, inputs, relu_ties=(error, 1.0))
-    return {name: np.abs(high[name] - low[name]) for name in params}

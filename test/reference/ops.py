@@ -76,13 +76,10 @@ def scale(x, factor):
     return x * factor, lambda d: (d * factor,)
 
 
-def relu(x, tie_band=None, tie_slope=0.0):
-    """Gradient 0 at x == 0, as in PyTorch. With tie_band (an array like x), inputs with
-    |x| <= tie_band take the slope tie_slope instead: a float32 computation of x with
-    that error could have landed on either side of the kink."""
-    slope = (x > 0).astype(x.dtype)
-    if tie_band is not None:
-        slope = np.where(np.abs(x) <= tie_band, tie_slope, slope)
+def relu(x, slope=None):
+    """Gradient 0 at x == 0, as in PyTorch. `slope` (0/1 like x) replaces x > 0 in the
+    gradient: where x is within rounding error of 0 a float32 computation may take either."""
+    slope = (x > 0).astype(x.dtype) if slope is None else slope
     return np.maximum(x, 0.0), lambda d: (d * slope,)
 
 

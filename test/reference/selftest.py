@@ -7,6 +7,8 @@
 3. Both models' gradients against finite differences of the loss (a few elements each).
 4. Optimizers against hand-computed steps; data file round trip and step -> sample map.
 5. A short training of both models (train.py CLI) on which the loss must fall.
+6. The teacher-forced checker (teacher.py) on a trainer simulated in float32: it accepts
+   correct steps and rejects each kind of wrong one (loss, gradient, clip, state, update).
 """
 import json
 import os
@@ -29,6 +31,7 @@ import models  # noqa: E402
 import ops  # noqa: E402
 import optim  # noqa: E402
 import philox  # noqa: E402
+import teacher  # noqa: E402
 
 FAILURES = []
 
@@ -231,8 +234,84 @@ def test_training():
         report("gpt initial loss ~ ln V", abs(losses[0] - np.log(256)) < 0.05)
 
 
+# ---------------------------------------------------------------- 6. teacher forcing
+
+def simulated_trace(model, arrays, steps, path, mutate=None):
+    """A trainer's --trace-state and losses, simulated: each step of the float64 reference
+    (optim.py) from the float32 state, every result rounded to float32. `mutate(step, what,
+    value)` may change a value ("loss", "grads", "coef", "lr", "beta2") to simulate a bug."""
+    m = models.MODELS[model]
+    cfg = dict(m["optimizer"])
+    mutate = mutate or (lambda step, what, value: value)
+    f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
+    names = [n for n, *_ in m["params"]]
+    params = {n: philox.init_param(0, n, s, d, i) for n, s, d, _u, i in m["params"]}
+    opt = optim.make(cfg)
+    zeros = {n: np.zeros_like(params[n]) for n in names}
+    losses = []
+    with open(path, "wb") as f:
+        def write(grads):
+            parts = [params, grads] + [getattr(opt, {"exp_avg": "m", "exp_avg_sq": "v"}[s])
+                                       for s in teacher.slot_names(cfg)]
+            for part in parts:
+                for n in names:
+                    f.write(np.asarray(part.get(n, zeros[n]), dtype="<f4").tobytes())
+        write(zeros)
+        for step, inputs in datafile.batches(arrays, models.batch_size(model), steps):
+            loss, grads = models.loss_and_grads(model, params, inputs)
+            losses.append(float(np.float32(mutate(step, "loss", loss))))
+            grads = {n: f32(mutate(step, "grads", g)) if n == names[0] else f32(g)
+                     for n, g in grads.items()}
+            clipped = {n: g.copy() for n, g in grads.items()}
+            if m["clip_grad_norm"] > 0:
+                coef = mutate(step, "coef", teacher.clip_coefficient(grads, m["clip_grad_norm"]))
+                clipped = {n: g * coef for n, g in clipped.items()}
+            opt.cfg["beta2"] = mutate(step, "beta2", cfg["beta2"])
+            opt.step(params, clipped, step, mutate(step, "lr", float(np.float32(cfg["lr"]))))
+            opt.m = {n: f32(v) for n, v in opt.m.items()}
+            opt.v = {n: f32(v) for n, v in opt.v.items()}
+            params = {n: f32(v) for n, v in params.items()}
+            write(grads)
+    return losses
+
+
+def test_teacher():
+    steps = 3
+    at = lambda k, f: (lambda step, what, value, k=k: f(what, value) if step == k else value)  # noqa: E731
+    bugs = {
+        "loss": at(2, lambda w, x: x * (1 + 1e-3) if w == "loss" else x),
+        "gradient": at(2, lambda w, x: x * 1.01 if w == "grads" else x),
+        "exp_avg_sq": at(3, lambda w, x: 0.99 if w == "beta2" else x),
+        "params": at(1, lambda w, x: x * 1.001 if w == "lr" else x),
+        "clip coefficient": at(2, lambda w, x: x * 0.99 if w == "coef" else x),
+    }
+    with tempfile.TemporaryDirectory() as d:
+        for model in ("mlp", "gpt"):
+            data, trace = os.path.join(d, model + ".bin"), os.path.join(d, model + ".trace")
+            make_data.main(["--model", model, "--samples", "64", "--seed", "3", "--out", data])
+            _specs, arrays = datafile.read(data)
+            cfg = models.MODELS[model]["optimizer"]
+            clip = models.MODELS[model]["clip_grad_norm"]
+
+            def check(mutate=None):
+                losses = simulated_trace(model, arrays, steps, trace, mutate)
+                return teacher.check(model, arrays, teacher.Trace(trace, model, cfg), losses,
+                                     float(np.float32(cfg["lr"])), cfg, clip)
+
+            rows, failures = check()
+            report("teacher: %s, float32 steps pass" % model, not failures and len(rows) == steps,
+                   "; ".join(failures[:2]))
+            for what, bug in bugs.items():
+                if what == "clip coefficient" and not clip:
+                    continue
+                _rows, failures = check(bug)
+                report("teacher: %s, a wrong %s fails" % (model, what),
+                       any(what in f for f in failures), "; ".join(failures[:2]) or "no failure")
+
+
 if __name__ == "__main__":
-    for t in (test_rng, test_ops, test_model_grads, test_optim_and_data, test_training):
+    for t in (test_rng, test_ops, test_model_grads, test_optim_and_data, test_training,
+              test_teacher):
         t()
     print("%d failure(s)%s" % (len(FAILURES), (": " + ", ".join(FAILURES)) if FAILURES else ""))
     sys.exit(1 if FAILURES else 0)

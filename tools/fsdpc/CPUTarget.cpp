@@ -45,9 +45,8 @@ FailureOr<std::unique_ptr<llvm::TargetMachine>> createCPUTargetMachine(const CPU
   std::unique_ptr<llvm::MCSubtargetInfo> info(
       llvmTarget->createMCSubtargetInfo(triple, "generic", ""));
   if (!native && !info->isCPUStringValid(cpu)) {
-    (void)fail("--cpu=" + cpu + ": not a " + triple.getArchName() +
-               " CPU LLVM knows (e.g. native, generic, x86-64-v2, x86-64-v3, "
-               "sapphirerapids, znver4)");
+    (void)fail("--cpu=" + cpu + ": not a CPU LLVM knows for " + triple.getArchName() +
+               " (e.g. native, generic, x86-64-v2, x86-64-v3, sapphirerapids, znver4)");
     return failure();
   }
   for (StringRef entry : llvm::split(target.features, ',')) {
