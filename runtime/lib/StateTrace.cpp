@@ -20,15 +20,6 @@ static std::optional<int64_t> slotOffset(const UnitSpec &unit, const std::string
   return std::nullopt;
 }
 
-int64_t stateRecordBytes(const Manifest &manifest) {
-  int64_t trainable = 0;
-  for (const ParamSpec &param : manifest.params)
-    if (manifest.units[param.unitIndex].trainable)
-      trainable += param.bytes();
-  return paramsFileBytes(manifest) +
-         trainable * (1 + static_cast<int64_t>(optimizerSlots(manifest.optimizer).size()));
-}
-
 void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &arena,
                       OutputFile *out) {
   for (const UnitSpec &unit : manifest.units) {

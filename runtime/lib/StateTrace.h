@@ -17,14 +17,9 @@
 #include "Manifest.h"
 #include "Ranks.h"
 
-#include <cstdint>
-
 namespace fsdprt {
 
 class OutputFile;
-
-/// The bytes of one record of the trace of `manifest`'s model.
-int64_t stateRecordBytes(const Manifest &manifest);
 
 /// Appends one record to `out` on rank 0 (null on the other ranks): downloads
 /// this rank's parameter, gradient and optimizer state shards from `arena`
