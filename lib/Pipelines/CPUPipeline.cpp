@@ -80,6 +80,9 @@ void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {
 void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
   buildBufferPlanPipeline(pm, ArenaMemory::Host);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // Folds the buffers loops carry (a scatter's), so the loops stand alone.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createFSDPOutlineKernelsPass());
   pm.addPass(createConvertLinalgToLoopsPass());
   buildHostLLVMPipeline(pm);
 }

@@ -56,6 +56,8 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
                                          const CUDAPipelineOptions &options) {
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createFSDPBundleKernelsPass());
+  // The host side of each launch in a function of its own, as on the CPU.
+  pm.addPass(createFSDPOutlineKernelsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   for (const std::string &chip : options.chips) {

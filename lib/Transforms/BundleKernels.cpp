@@ -4,12 +4,15 @@
 // compiled by ptxas, packed and loaded separately, and launched on a stream
 // created per launch. A training step has hundreds of kernels: one module
 // compiles once per architecture, and the runtime's compute stream orders
-// them with its GEMMs and the events of fsdp-insert-stream-events.
+// them with its GEMMs and the events of fsdp-insert-stream-events. Identical
+// kernels (the same op on the same shapes in every block of a deep model) are
+// one kernel, launched once per block.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
+#include "fsdp/Utils/IdenticalFunctions.h"
 #include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -59,7 +62,8 @@ struct FSDPBundleKernelsPass
         UnrealizedConversionCastOp::create(b, loc, tokenType, stream).getResult(0);
 
     llvm::SetVector<gpu::GPUModuleOp> outlined;
-    for (auto [index, launch] : llvm::enumerate(launches)) {
+    IdenticalFunctions distinct;
+    for (gpu::LaunchFuncOp launch : launches) {
       auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(launch,
                                                                           launch.getKernel());
       if (!kernel || !launch.getAsyncDependencies().empty() || launch.getAsyncToken() ||
@@ -68,9 +72,17 @@ struct FSDPBundleKernelsPass
         return signalPassFailure();
       }
       outlined.insert(kernel->getParentOfType<gpu::GPUModuleOp>());
+      // The kernels of identical blocks are identical: one of each is
+      // compiled, and launched for every block.
       auto moved = cast<gpu::GPUFuncOp>(kernel->clone());
-      moved.setName(("fsdp_kernel_" + llvm::Twine(index)).str());
-      kernels.insert(moved);
+      if (FunctionOpInterface known = distinct.find(moved)) {
+        moved.erase();
+        moved = cast<gpu::GPUFuncOp>(known.getOperation());
+      } else {
+        moved.setName(("fsdp_kernel_" + llvm::Twine(distinct.size())).str());
+        kernels.insert(moved);
+        distinct.add(moved);
+      }
       b.setInsertionPoint(launch);
       gpu::LaunchFuncOp::create(
           b, launch.getLoc(),

@@ -28,6 +28,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
 #include "llvm/IR/LLVMContext.h"
@@ -302,9 +303,16 @@ LogicalResult compile() {
   if (failed(module))
     return failure();
 
+  // --mlir-timing: the passes, then translation, LLVM's optimisation, code
+  // generation and linking, each timed.
+  DefaultTimingManager timingManager;
+  applyDefaultTimingManagerCLOptions(timingManager);
+  TimingScope timing = timingManager.getRootScope();
+
   PassManager pm(&ctx);
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
+  pm.enableTiming(timing);
   if (!gridOverride.empty()) {
     FailureOr<SmallVector<int64_t>> grid = parseGrid();
     if (failed(grid))
@@ -343,16 +351,20 @@ LogicalResult compile() {
   }
 
   llvm::LLVMContext llvmContext;
+  TimingScope translating = timing.nest("Translation to LLVM IR");
   std::unique_ptr<llvm::Module> llvmModule =
       translateModuleToLLVMIR(**module, llvmContext, inputFile);
   if (!llvmModule)
     return fail("translation to LLVM IR failed");
+  translating.stop();
   llvmModule->setDataLayout((*machine)->createDataLayout());
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  TimingScope optimising = timing.nest("LLVM optimisation");
   if (llvm::Error error =
           makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine->get())(
               llvmModule.get()))
     return fail("LLVM optimisation failed: " + llvm::toString(std::move(error)));
+  optimising.stop();
 
   if (emit == Emit::LLVM) {
     std::string error;
@@ -363,6 +375,7 @@ LogicalResult compile() {
     out->keep();
     return success();
   }
+  TimingScope generating = timing.nest("Code generation");
   if (emit == Emit::Object)
     return writeObject(*llvmModule, **machine, outputFile);
 
@@ -372,6 +385,8 @@ LogicalResult compile() {
   llvm::FileRemover removeObject(object);
   if (failed(writeObject(*llvmModule, **machine, object)))
     return failure();
+  generating.stop();
+  TimingScope linking = timing.nest("Linking");
   return linkTrainer(object, target == Target::CUDA && !kernelsOnCPU);
 }
 
@@ -385,6 +400,7 @@ int main(int argc, char **argv) {
   fsdp::registerCUDAPipeline();
   fsdp::test::registerTestLaunchToLoopsPass();
   registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   cl::ParseCommandLineOptions(

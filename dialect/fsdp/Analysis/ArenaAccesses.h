@@ -39,6 +39,10 @@ public:
   /// collectives on theirs, everything else on the compute stream.
   static int streamOf(Operation *op);
 
+  /// The bytes behind a buffer, or an address derived from one; the whole
+  /// arena when the derivation is not followed; nothing for a scalar.
+  std::optional<ArenaAccess> bytesOf(Value value) const { return range(value, false); }
+
 private:
   std::optional<ArenaAccess> range(Value value, bool write) const;
   void add(SmallVector<ArenaAccess> &accesses, Value value, bool write) const;

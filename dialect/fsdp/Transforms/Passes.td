@@ -239,6 +239,47 @@ def FSDPLowerGemmsPass : Pass<"fsdp-lower-gemms", "::mlir::ModuleOp"> {
 // The CUDA target (docs/CUDA.md)
 //===----------------------------------------------------------------------===//
 
+def FSDPOutlineKernelsPass : Pass<"fsdp-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Outlines each compute op of the step into a function; identical ones share it";
+  let description = [{
+    After the buffer plan, every top-level op of `fsdp_train_step` that
+    computes on buffers in loops of its own (a `linalg` op, a `memref.copy`,
+    an `scf.for` without results such as an embedding gradient's scatter; on
+    the CUDA target, a `gpu.launch_func`) becomes a call of a private function
+    `fsdp_kernel_<n>`, which takes the buffers and scalars the op uses (what
+    is computed from constants alone is cloned in). Two ops that
+    are identical up to the buffers they touch call the same function, so the
+    decoder blocks of a deep model share their kernels and LLVM optimises each
+    distinct loop nest once, on a function of its own:
+
+    ```mlir
+    %v0 = memref.view %arena[%c0][] : memref<1024xi8> to memref<64xf32>
+    %v1 = memref.view %arena[%c256][] : memref<1024xi8> to memref<64xf32>
+    linalg.fill ins(%cst : f32) outs(%v0 : memref<64xf32>)
+    linalg.fill ins(%cst : f32) outs(%v1 : memref<64xf32>)
+    // becomes
+    call @fsdp_kernel_0(%v0) : (memref<64xf32>) -> ()
+    call @fsdp_kernel_0(%v1) : (memref<64xf32>) -> ()
+    func.func private @fsdp_kernel_0(%arg0: memref<64xf32> {llvm.noalias})
+        attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]} {
+      %cst = arith.constant 0.000000e+00 : f32
+      linalg.fill ins(%cst : f32) outs(%arg0 : memref<64xf32>)
+      return
+    }
+    ```
+
+    Kernels are internal to the trainer and never inlined back into the step
+    (LLVM would make it one large function again). A buffer argument whose
+    arena bytes no other argument of the call overlaps is `llvm.noalias`
+    (an op updating a buffer in place takes it once); the attribute is part
+    of what two kernels must share to be one.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+  ];
+}
+
 def FSDPSinkHostReadsPass : Pass<"fsdp-sink-host-reads", "::mlir::ModuleOp"> {
   let summary = "Keeps the host from reading device memory in the step";
   let description = [{
@@ -345,9 +386,11 @@ def FSDPBundleKernelsPass : Pass<"fsdp-bundle-kernels", "::mlir::ModuleOp"> {
   let description = [{
     After `gpu-kernel-outlining`, moves every kernel of the step into one
     `gpu.module @fsdp_kernels` (so the device code is compiled once per
-    architecture, into one binary the runtime loads once), names them
-    `fsdp_kernel_<n>` in launch order, and launches each on the runtime's
-    compute stream, fetched once at the start of the step. The stream stands
+    architecture, into one binary the runtime loads once), keeps one of
+    identical kernels (the same op on the same shapes, as in every block of a
+    deep model: each distinct kernel is compiled once and launched for every
+    block), names them `fsdp_kernel_<n>` in launch order, and launches each on
+    the runtime's compute stream, fetched once at the start of the step. The stream stands
     for an async token each launch depends on, so that `gpu-to-llvm` launches
     on it without creating a stream or synchronising:
 

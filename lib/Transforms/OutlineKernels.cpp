@@ -1,0 +1,200 @@
+//===- OutlineKernels.cpp - fsdp-outline-kernels: small functions for LLVM -===//
+//
+// As one function, a training step of hundreds of loop nests per layer costs
+// LLVM time that grows with the square of its size (8 small Llama layers: 94 s
+// at -O3). Each compute op of the step becomes a call of a function of its
+// own, and ops identical up to the buffers they touch (every decoder block's)
+// call the same function: LLVM optimises each distinct loop nest once, and the
+// step is left a straight line of calls.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Analysis/ArenaAccesses.h"
+#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/Transforms/Passes.h"
+#include "fsdp/Utils/IdenticalFunctions.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir::fsdp {
+#define GEN_PASS_DEF_FSDPOUTLINEKERNELSPASS
+#include "fsdp/Transforms/Passes.h.inc"
+} // namespace mlir::fsdp
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// A top-level op of the step that computes on buffers in loops of its own: a
+/// linalg op, a copy, a loop (the scatter of an embedding gradient) or a GPU
+/// kernel's launch, whose results nothing uses.
+bool isKernel(Operation &op) {
+  if (!op.use_empty())
+    return false;
+  if (isa<linalg::LinalgOp, memref::CopyOp, gpu::LaunchFuncOp>(op))
+    return true;
+  return op.getNumRegions() > 0 && !isa<func::CallOp>(op);
+}
+
+/// A memref the outlined function can take as a plain pointer (the step's
+/// calling convention): static sizes, strides and offset.
+bool isBarePointerMemRef(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  if (!memref || !memref.hasStaticShape())
+    return false;
+  int64_t offset;
+  SmallVector<int64_t> strides;
+  if (failed(memref.getStridesAndOffset(strides, offset)))
+    return false;
+  return !ShapedType::isDynamic(offset) && llvm::none_of(strides, ShapedType::isDynamic);
+}
+
+/// Whether `value` is computed from constants alone (a launch's grid size):
+/// the kernel computes it itself, and launches of one size share a function.
+bool isComputedFromConstants(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return false;
+  if (matchPattern(def, m_Constant()))
+    return true;
+  return isPure(def) && def->getNumRegions() == 0 &&
+         llvm::all_of(def->getOperands(), isComputedFromConstants);
+}
+
+/// What a kernel function is made of before it exists: the values it takes,
+/// in order, and the ops cloned in front of the kernel: what is computed from
+/// constants, views whose layouts a pointer cannot carry, and the cast that
+/// makes the compute stream a GPU launch's async token.
+struct KernelInterface {
+  SmallVector<Value> arguments;
+  SmallVector<Operation *> prelude;
+
+  void collect(Value value) {
+    if (llvm::is_contained(arguments, value))
+      return;
+    Operation *def = value.getDefiningOp();
+    if (def && (isComputedFromConstants(value) || isa<UnrealizedConversionCastOp>(def) ||
+                (isa<ViewLikeOpInterface>(def) && !isBarePointerMemRef(value.getType())))) {
+      if (llvm::is_contained(prelude, def))
+        return;
+      for (Value operand : def->getOperands())
+        collect(operand);
+      prelude.push_back(def);
+      return;
+    }
+    arguments.push_back(value);
+  }
+};
+
+/// The outlined kernels: a new one identical to one before is that one.
+class KernelTable {
+public:
+  explicit KernelTable(ModuleOp module) : symbols(module) {}
+
+  /// `candidate` (not yet in the module) named and inserted, or the identical
+  /// kernel that already is (`candidate` is erased then).
+  func::FuncOp unique(func::FuncOp candidate) {
+    if (FunctionOpInterface known = kernels.find(candidate)) {
+      candidate.erase();
+      return cast<func::FuncOp>(known.getOperation());
+    }
+    candidate.setSymName(("fsdp_kernel_" + llvm::Twine(kernels.size())).str());
+    symbols.insert(candidate);
+    kernels.add(candidate);
+    return candidate;
+  }
+
+private:
+  SymbolTable symbols;
+  IdenticalFunctions kernels;
+};
+
+struct FSDPOutlineKernelsPass
+    : public fsdp::impl::FSDPOutlineKernelsPassBase<FSDPOutlineKernelsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
+    if (!step || step.isExternal())
+      return;
+    ArenaAccesses arena(step);
+    KernelTable kernels(module);
+    for (Operation &op : llvm::make_early_inc_range(step.getBody().front()))
+      if (isKernel(op))
+        outline(op, arena, kernels);
+  }
+
+  /// Replaces `op` by a call of its kernel function.
+  void outline(Operation &op, const ArenaAccesses &arena, KernelTable &kernels) {
+    KernelInterface interface;
+    for (Value operand : op.getOperands())
+      interface.collect(operand);
+    llvm::SetVector<Value> captured;
+    getUsedValuesDefinedAbove(op.getRegions(), captured);
+    for (Value value : captured)
+      interface.collect(value);
+
+    MLIRContext *ctx = &getContext();
+    Location loc = op.getLoc();
+    OpBuilder b(ctx);
+    auto type = FunctionType::get(ctx, ValueRange(interface.arguments).getTypes(), {});
+    auto function = func::FuncOp::create(b, loc, "kernel", type);
+    function.setPrivate();
+    // Internal to the trainer's object, and never inlined back: that would
+    // make the step one large function again. (`passthrough` is what
+    // convert-func-to-llvm carries over to the LLVM function.)
+    function->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
+    function->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+    markNoAlias(function, interface.arguments, arena);
+
+    Block *body = function.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    IRMapping mapping;
+    mapping.map(interface.arguments, body->getArguments());
+    for (Operation *def : interface.prelude)
+      b.clone(*def, mapping);
+    b.clone(op, mapping);
+    func::ReturnOp::create(b, loc);
+
+    func::FuncOp kernel = kernels.unique(function);
+    OpBuilder caller(&op);
+    func::CallOp::create(caller, loc, kernel, interface.arguments);
+    op.erase();
+  }
+
+  /// A buffer argument whose bytes no other argument touches is `noalias`:
+  /// LLVM then keeps values in registers across stores and vectorises without
+  /// run-time overlap checks, as it could when every buffer was a constant
+  /// offset of the arena in one function. (The same buffer passed twice, as an
+  /// op updating in place does, is one argument.)
+  static void markNoAlias(func::FuncOp function, ArrayRef<Value> arguments,
+                          const ArenaAccesses &arena) {
+    SmallVector<std::optional<ArenaAccess>> bytes;
+    for (Value argument : arguments)
+      bytes.push_back(isa<MemRefType>(argument.getType()) ? arena.bytesOf(argument)
+                                                          : std::nullopt);
+    for (auto [i, range] : llvm::enumerate(bytes)) {
+      if (!range)
+        continue;
+      bool disjoint = llvm::all_of(llvm::enumerate(bytes), [&](auto other) {
+        const std::optional<ArenaAccess> &theirs = other.value();
+        return other.index() == i || !theirs ||
+               range->end <= theirs->begin || theirs->end <= range->begin;
+      });
+      if (disjoint)
+        function.setArgAttr(i, LLVM::LLVMDialect::getNoAliasAttrName(),
+                            UnitAttr::get(function.getContext()));
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,48 @@
+//===- IdenticalFunctions.cpp - one function for identical bodies ---------===//
+
+#include "fsdp/Utils/IdenticalFunctions.h"
+
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+/// The attributes of `function` that say what it computes: all but its name.
+static SmallVector<NamedAttribute> attributesBesidesName(FunctionOpInterface function) {
+  SmallVector<NamedAttribute> attributes;
+  for (NamedAttribute attribute : function->getAttrs())
+    if (attribute.getName() != SymbolTable::getSymbolAttrName())
+      attributes.push_back(attribute);
+  return attributes;
+}
+
+/// Equal for identical functions (and, rarely, for others: `find` compares).
+static llvm::hash_code hashOf(FunctionOpInterface function) {
+  llvm::hash_code hash = hash_value(function.getFunctionType());
+  function.getFunctionBody().walk([&](Operation *op) {
+    hash = llvm::hash_combine(
+        hash, OperationEquivalence::computeHash(op, OperationEquivalence::ignoreHashValue,
+                                                OperationEquivalence::ignoreHashValue,
+                                                OperationEquivalence::IgnoreLocations));
+  });
+  return hash;
+}
+
+FunctionOpInterface IdenticalFunctions::find(FunctionOpInterface function) const {
+  auto bucket = buckets.find(hashOf(function));
+  if (bucket == buckets.end())
+    return {};
+  for (FunctionOpInterface known : bucket->second)
+    if (known.getFunctionType() == function.getFunctionType() &&
+        attributesBesidesName(known) == attributesBesidesName(function) &&
+        OperationEquivalence::isRegionEquivalentTo(&known.getFunctionBody(),
+                                                   &function.getFunctionBody(),
+                                                   OperationEquivalence::IgnoreLocations))
+      return known;
+  return {};
+}
+
+void IdenticalFunctions::add(FunctionOpInterface function) {
+  buckets[hashOf(function)].push_back(function);
+  ++count;
+}
