@@ -77,12 +77,14 @@ void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
-void mlir::fsdp::buildCPUPipeline(OpPassManager &pm) {
+void mlir::fsdp::buildCPUPipeline(OpPassManager &pm, bool outlineKernels) {
   buildBufferPlanPipeline(pm, ArenaMemory::Host);
   pm.addPass(createConvertBufferizationToMemRefPass());
-  // Folds the buffers loops carry (a scatter's), so the loops stand alone.
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createFSDPOutlineKernelsPass());
+  if (outlineKernels) {
+    // Folds the buffers loops carry (a scatter's), so the loops stand alone.
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createFSDPOutlineKernelsPass());
+  }
   pm.addPass(createConvertLinalgToLoopsPass());
   buildHostLLVMPipeline(pm);
 }
@@ -109,7 +111,7 @@ void mlir::fsdp::registerCPUPipeline() {
   PassPipelineRegistration<>(
       "fsdp-cpu-pipeline",
       "Lowers a model file to the LLVM dialect of a CPU trainer's training step",
-      buildCPUPipeline);
+      [](OpPassManager &pm) { buildCPUPipeline(pm); });
 }
 
 void mlir::fsdp::registerCPUPipelineDependencies(DialectRegistry &registry) {

@@ -57,7 +57,8 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createFSDPBundleKernelsPass());
   // The host side of each launch in a function of its own, as on the CPU.
-  pm.addPass(createFSDPOutlineKernelsPass());
+  if (options.outlineKernels)
+    pm.addPass(createFSDPOutlineKernelsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   for (const std::string &chip : options.chips) {

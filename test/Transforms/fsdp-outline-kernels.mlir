@@ -1,4 +1,4 @@
-// RUN: fsdp-opt %s --fsdp-outline-kernels | FileCheck %s
+// RUN: fsdp-opt %s --fsdp-outline-kernels -split-input-file | FileCheck %s
 
 // Every compute op of the step becomes a call; ops identical up to the
 // buffers they touch (two decoder blocks' scaling, two zero fills) call one
@@ -86,3 +86,51 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 // CHECK:      func.func private @[[COPY]](%{{.+}}: memref<1000xf32> {llvm.noalias}, %{{.+}}: memref<1000xf32> {llvm.noalias}) attributes {llvm.linkage = #llvm.linkage<internal>, passthrough = ["noinline"]}
 // CHECK-NEXT:   memref.copy
 // CHECK-NOT:  func.func
+
+// -----
+
+// The CUDA target: the host side of each launch (its sizes, the compute
+// stream as the launch's async token) in a function; two launches of one
+// kernel on the same sizes share it.
+
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK:       %[[STREAM:.+]] = call @fsdprt_stream
+// CHECK:       %[[A:.+]] = memref.view
+// CHECK:       %[[B:.+]] = memref.view
+// CHECK:       call @[[LAUNCH:fsdp_kernel_[0-9]+]](%[[STREAM]], %[[A]]) : (!llvm.ptr, memref<1000xf32>) -> ()
+// CHECK-NEXT:  call @[[LAUNCH]](%[[STREAM]], %[[B]])
+// CHECK-NEXT:  return
+module attributes {gpu.container_module} {
+  func.func @fsdp_train_step(%arena: memref<8192xi8>, %step: i64, %lr: f32) -> f32 {
+    %c4 = arith.constant 4 : index
+    %c256 = arith.constant 256 : index
+    %c0 = arith.constant 0 : index
+    %c4096 = arith.constant 4096 : index
+    %c1 = arith.constant 1 : index
+    %c0_i32 = arith.constant 0 : i32
+    %cst = arith.constant 0.0 : f32
+    %stream = call @fsdprt_stream(%c0_i32) : (i32) -> !llvm.ptr
+    %token = builtin.unrealized_conversion_cast %stream : !llvm.ptr to !gpu.async.token
+    %a = memref.view %arena[%c0][] : memref<8192xi8> to memref<1000xf32>
+    %b = memref.view %arena[%c4096][] : memref<8192xi8> to memref<1000xf32>
+    %blocks = arith.muli %c4, %c1 : index
+    %0 = gpu.launch_func async [%token] @fsdp_kernels::@fill blocks in (%blocks, %c1, %c1) threads in (%c256, %c1, %c1) args(%cst : f32, %a : memref<1000xf32>)
+    %1 = gpu.launch_func async [%token] @fsdp_kernels::@fill blocks in (%blocks, %c1, %c1) threads in (%c256, %c1, %c1) args(%cst : f32, %b : memref<1000xf32>)
+    return %cst : f32
+  }
+  gpu.module @fsdp_kernels {
+    gpu.func @fill(%value: f32, %out: memref<1000xf32>) kernel {
+      %i = gpu.thread_id x
+      memref.store %value, %out[%i] : memref<1000xf32>
+      gpu.return
+    }
+  }
+  func.func private @fsdprt_stream(i32) -> !llvm.ptr
+}
+
+// CHECK:      func.func private @[[LAUNCH]](%[[S:.+]]: !llvm.ptr, %[[OUT:.+]]: memref<1000xf32> {llvm.noalias})
+// CHECK-DAG:    %[[TOKEN:.+]] = builtin.unrealized_conversion_cast %[[S]] : !llvm.ptr to !gpu.async.token
+// CHECK-DAG:    %[[BLOCKS:.+]] = arith.muli
+// CHECK:        gpu.launch_func async [%[[TOKEN]]] @fsdp_kernels::@fill blocks in (%[[BLOCKS]], {{.+}} args({{.+}} : f32, %[[OUT]] : memref<1000xf32>)
+// CHECK-NEXT:   return
+// CHECK-NOT:  func.func {{.*}}@fsdp_kernel

@@ -91,6 +91,12 @@ cl::opt<bool> kernelsOnCPU(
     cl::desc("Test only: compile --target=cuda's kernels as CPU loops and link with the "
              "CPU runtime, to check the kernels without a GPU"),
     cl::Hidden, cl::cat(fsdpcCategory));
+cl::opt<bool> outlineKernels(
+    "outline-kernels",
+    cl::desc("Each compute op of the step in a function of its own, identical ones shared "
+             "(default); =false compiles the step as one function, only to compare "
+             "(LLVM's time then grows with the square of the model's depth)"),
+    cl::init(true), cl::Hidden, cl::cat(fsdpcCategory));
 cl::opt<std::string> cpu(
     "cpu",
     cl::desc("The x86-64 CPU the trainer is built for: native (this machine, the default) "
@@ -243,6 +249,7 @@ FailureOr<fsdp::CUDAPipelineOptions> cudaOptions() {
     return failure();
   }
   options.blockSize = gpuBlockSize;
+  options.outlineKernels = outlineKernels;
   options.toolkit = cudaPath;
   if (kernelsOnCPU)
     return options;
@@ -261,7 +268,7 @@ FailureOr<fsdp::CUDAPipelineOptions> cudaOptions() {
 /// The passes from the model to the LLVM dialect, for the target.
 LogicalResult addTargetPipeline(PassManager &pm) {
   if (target == Target::CPU) {
-    fsdp::buildCPUPipeline(pm);
+    fsdp::buildCPUPipeline(pm, outlineKernels);
     return success();
   }
   FailureOr<fsdp::CUDAPipelineOptions> options = cudaOptions();

@@ -10,9 +10,10 @@ namespace mlir::fsdp {
 
 /// Everything from a model file to the LLVM dialect for the CPU target: the
 /// training step, its arena binding, linalg, fusion, bufferization, BLAS
-/// calls, loops and the LLVM dialect.
-/// Model file to the LLVM dialect of a CPU trainer's step.
-void buildCPUPipeline(OpPassManager &pm);
+/// calls, each compute op in a function of its own (fsdp-outline-kernels;
+/// `outlineKernels = false` leaves the step one function, only to compare),
+/// loops and the LLVM dialect.
+void buildCPUPipeline(OpPassManager &pm, bool outlineKernels = true);
 
 /// Where the arena lives: host code may read it directly only on the CPU.
 enum class ArenaMemory { Host, Device };

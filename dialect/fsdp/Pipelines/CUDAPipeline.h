@@ -17,6 +17,9 @@ struct CUDAPipelineOptions {
   /// The CUDA toolkit: bin/ptxas, bin/fatbinary, nvvm/libdevice.
   std::string toolkit = "/usr/local/cuda";
   int64_t blockSize = 256;
+  /// The host side of each launch in a function of its own
+  /// (fsdp-outline-kernels); false only to compare with one step function.
+  bool outlineKernels = true;
 };
 
 /// Model file to gpu.launch ops: the step on buffers in the arena (device
