@@ -84,6 +84,7 @@ void mlir::fsdp::buildCPUPipeline(OpPassManager &pm, bool outlineKernels) {
     // Folds the buffers loops carry (a scatter's), so the loops stand alone.
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createFSDPOutlineKernelsPass());
+    pm.addPass(createFSDPSplitStepPass());
   }
   pm.addPass(createConvertLinalgToLoopsPass());
   buildHostLLVMPipeline(pm);

@@ -57,8 +57,10 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createFSDPBundleKernelsPass());
   // The host side of each launch in a function of its own, as on the CPU.
-  if (options.outlineKernels)
+  if (options.outlineKernels) {
     pm.addPass(createFSDPOutlineKernelsPass());
+    pm.addPass(createFSDPSplitStepPass());
+  }
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   for (const std::string &chip : options.chips) {

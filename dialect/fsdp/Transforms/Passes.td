@@ -280,6 +280,43 @@ def FSDPOutlineKernelsPass : Pass<"fsdp-outline-kernels", "::mlir::ModuleOp"> {
   ];
 }
 
+def FSDPSplitStepPass : Pass<"fsdp-split-step", "::mlir::ModuleOp"> {
+  let summary = "Cuts the step into functions of a bounded number of ops, called in order";
+  let description = [{
+    After `fsdp-outline-kernels`, `fsdp_train_step` is one block of calls
+    whose length grows with the model's depth, and LLVM's register allocator
+    is superlinear in the length of a block. This pass cuts the step's ops
+    into parts of at most `max-ops-per-part` ops that do work (calls, loads,
+    scalar arithmetic on loaded values), each moved into a private,
+    never-inlined function `fsdp_step_part_<n>` that the step calls in order.
+    A part takes the values it uses from before it as arguments (the arena,
+    the step's scalars, collective handles, values loaded earlier) and
+    returns those used after it; what is cheap to recompute (constants, views
+    of the arena, addresses, arithmetic on the step's arguments) is cloned
+    into each part that uses it instead. A step of one part is unchanged.
+
+    ```mlir
+    func.func @fsdp_train_step(%arena: memref<1024xi8>, %step: i64, %lr: f32) -> f32 {
+      %h = call @fsdprt_all_gather_start(...)      // part 0
+      call @fsdp_kernel_0(%v0)                      // part 0
+      call @fsdprt_wait(%h)                         // part 1
+      ...
+    // becomes
+      %h = call @fsdp_step_part_0(%arena) : (memref<1024xi8>) -> i64
+      %loss = call @fsdp_step_part_1(%arena, %h) : (memref<1024xi8>, i64) -> f32
+      return %loss : f32
+    ```
+  }];
+  let options = [
+    Option<"maxOpsPerPart", "max-ops-per-part", "int64_t", /*default=*/"256",
+           "The most ops that do work in one part">,
+  ];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+  ];
+}
+
 def FSDPSinkHostReadsPass : Pass<"fsdp-sink-host-reads", "::mlir::ModuleOp"> {
   let summary = "Keeps the host from reading device memory in the step";
   let description = [{
