@@ -12,7 +12,7 @@
 
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
-#include "fsdp/Utils/IdenticalFunctions.h"
+#include "fsdp/Utils/Outlining.h"
 #include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -12,7 +12,7 @@
 #include "fsdp/Analysis/ArenaAccesses.h"
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
-#include "fsdp/Utils/IdenticalFunctions.h"
+#include "fsdp/Utils/Outlining.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -148,12 +148,7 @@ struct FSDPOutlineKernelsPass
     OpBuilder b(ctx);
     auto type = FunctionType::get(ctx, ValueRange(interface.arguments).getTypes(), {});
     auto function = func::FuncOp::create(b, loc, "kernel", type);
-    function.setPrivate();
-    // Internal to the trainer's object, and never inlined back: that would
-    // make the step one large function again. (`passthrough` is what
-    // convert-func-to-llvm carries over to the LLVM function.)
-    function->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-    function->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+    keepOutlined(function);
     markNoAlias(function, interface.arguments, arena);
 
     Block *body = function.addEntryBlock();

@@ -11,8 +11,8 @@
 
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
+#include "fsdp/Utils/Outlining.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -72,9 +72,7 @@ public:
     auto type = FunctionType::get(ctx, ValueRange(arguments).getTypes(),
                                   ValueRange(results).getTypes());
     auto function = func::FuncOp::create(b, loc, name, type);
-    function.setPrivate();
-    function->setAttr("llvm.linkage", LLVM::LinkageAttr::get(ctx, LLVM::Linkage::Internal));
-    function->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+    keepOutlined(function);
     symbols.insert(function);
 
     // The call takes the ops' place, then the ops move into the function.

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPUTarget.h"
+#include "ParallelCodeGen.h"
 #include "RuntimeLinkage.h"
 
 #include "fsdp/Conversion/RuntimeABI.h"
@@ -31,6 +32,7 @@
 #include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -43,6 +45,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
+
+#include <thread>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -105,6 +109,12 @@ cl::opt<std::string> cpu(
 cl::opt<std::string> cpuFeatures(
     "cpu-features", cl::desc("CPU features added to or removed from --cpu's, e.g. -avx512f"),
     cl::value_desc("+f,-g,..."), cl::cat(fsdpcCategory));
+cl::opt<unsigned> jobs(
+    "j",
+    cl::desc("Optimise and generate code in N parts at once, on N threads (default: the "
+             "machine's hardware threads)"),
+    cl::value_desc("N"), cl::Prefix, cl::init(std::max(1u, std::thread::hardware_concurrency())),
+    cl::cat(fsdpcCategory));
 cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimisation level (0-3, default 3)"),
                            cl::Prefix, cl::init(3), cl::cat(fsdpcCategory));
 
@@ -134,7 +144,7 @@ FailureOr<OwningOpRef<ModuleOp>> parseModel(MLIRContext &ctx, llvm::SourceMgr &s
 }
 
 /// The machine --cpu, --cpu-features and -O describe.
-FailureOr<std::unique_ptr<llvm::TargetMachine>> cpuTargetMachine() {
+fsdpc::CPUTarget cpuTarget() {
   fsdpc::CPUTarget machine;
   machine.cpu = cpu;
   machine.features = cpuFeatures;
@@ -142,31 +152,17 @@ FailureOr<std::unique_ptr<llvm::TargetMachine>> cpuTargetMachine() {
                      : optLevel == 1 ? llvm::CodeGenOptLevel::Less
                      : optLevel == 2 ? llvm::CodeGenOptLevel::Default
                                      : llvm::CodeGenOptLevel::Aggressive;
-  return fsdpc::createCPUTargetMachine(machine);
-}
-
-LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
-                          StringRef path) {
-  std::error_code ec;
-  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
-  if (ec)
-    return fail("cannot write " + path + ": " + ec.message());
-  llvm::legacy::PassManager codegen;
-  if (machine.addPassesToEmitFile(codegen, out.os(), nullptr,
-                                  llvm::CodeGenFileType::ObjectFile))
-    return fail("the target cannot emit object files");
-  codegen.run(module);
-  out.keep();
-  return success();
+  return machine;
 }
 
 /// Links the trainer with the system's C++ driver, which knows the C++
 /// runtime and start files the trainer's `main` needs.
-LogicalResult linkTrainer(StringRef object, bool cudaRuntime) {
+LogicalResult linkTrainer(ArrayRef<std::string> objects, bool cudaRuntime) {
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName("c++");
   if (!driver)
     return fail("no C++ compiler driver (c++) on PATH to link the trainer");
-  SmallVector<StringRef> args = {*driver, object};
+  SmallVector<StringRef> args = {*driver};
+  args.append(objects.begin(), objects.end());
   StringRef flags;
   if (cudaRuntime) {
     args.append({FSDP_RUNTIME_CUDA_MAIN_LIBRARY, FSDP_RUNTIME_CUDA_LIBRARY});
@@ -296,7 +292,10 @@ LogicalResult compile() {
   if (optLevel > 3)
     return fail("-O" + llvm::Twine(optLevel) + ": the level must be 0 to 3");
   // A bad --cpu or --cpu-features is reported before the model is compiled.
-  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine = cpuTargetMachine();
+  if (jobs < 1)
+    return fail("-j " + llvm::Twine(jobs) + ": at least one job");
+  FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
+      fsdpc::createCPUTargetMachine(cpuTarget());
   if (failed(machine))
     return failure();
 
@@ -364,16 +363,16 @@ LogicalResult compile() {
   if (!llvmModule)
     return fail("translation to LLVM IR failed");
   translating.stop();
-  llvmModule->setDataLayout((*machine)->createDataLayout());
-  llvmModule->setTargetTriple((*machine)->getTargetTriple());
-  TimingScope optimising = timing.nest("LLVM optimisation");
-  if (llvm::Error error =
-          makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, machine->get())(
-              llvmModule.get()))
-    return fail("LLVM optimisation failed: " + llvm::toString(std::move(error)));
-  optimising.stop();
 
-  if (emit == Emit::LLVM) {
+  if (emit == Emit::LLVM || emit == Emit::Object) {
+    TimingScope optimising = timing.nest("LLVM optimisation");
+    if (failed(fsdpc::optimise(*llvmModule, **machine, optLevel)))
+      return failure();
+    optimising.stop();
+    if (emit == Emit::Object) {
+      TimingScope generating = timing.nest("Code generation");
+      return fsdpc::writeObject(*llvmModule, **machine, outputFile);
+    }
     std::string error;
     auto out = openOutputFile(outputFile, &error);
     if (!out)
@@ -382,19 +381,19 @@ LogicalResult compile() {
     out->keep();
     return success();
   }
-  TimingScope generating = timing.nest("Code generation");
-  if (emit == Emit::Object)
-    return writeObject(*llvmModule, **machine, outputFile);
 
-  SmallString<128> object;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("fsdpc", "o", object))
-    return fail("cannot create a temporary object file: " + ec.message());
-  llvm::FileRemover removeObject(object);
-  if (failed(writeObject(*llvmModule, **machine, object)))
+  TimingScope compiling = timing.nest("LLVM optimisation and code generation");
+  FailureOr<SmallVector<std::string>> objects =
+      fsdpc::compileInParts(std::move(llvmModule), cpuTarget(), optLevel, jobs);
+  if (failed(objects))
     return failure();
-  generating.stop();
+  compiling.stop();
+  llvm::scope_exit removeObjects([&] {
+    for (const std::string &object : *objects)
+      llvm::sys::fs::remove(object);
+  });
   TimingScope linking = timing.nest("Linking");
-  return linkTrainer(object, target == Target::CUDA && !kernelsOnCPU);
+  return linkTrainer(*objects, target == Target::CUDA && !kernelsOnCPU);
 }
 
 } // namespace

@@ -1,17 +1,25 @@
-//===- IdenticalFunctions.h - one function for identical bodies -*- C++ -*-===//
+//===- Outlining.h - the step's code in small, shared functions -*- C++ -*-===//
 //
-// The kernels of a deep model's blocks are the same code on other buffers:
-// outlined, they are identical functions. Kept once, each is compiled once.
+// LLVM's time grows faster than the size of a function: the step's code goes
+// into small functions (fsdp-outline-kernels, fsdp-split-step). The kernels of
+// a deep model's blocks are the same code on other buffers: outlined, they are
+// identical functions, kept once and compiled once.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_UTILS_IDENTICALFUNCTIONS_H
-#define FSDP_UTILS_IDENTICALFUNCTIONS_H
+#ifndef FSDP_UTILS_OUTLINING_H
+#define FSDP_UTILS_OUTLINING_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace mlir::fsdp {
+
+/// Makes an outlined function internal to the trainer's object and never
+/// inlined back into its caller (which would make the step one large function
+/// again). `passthrough` is what convert-func-to-llvm carries over.
+void keepOutlined(func::FuncOp function);
 
 /// Functions indexed by what they compute, to find one identical to another.
 class IdenticalFunctions {
@@ -33,4 +41,4 @@ private:
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_UTILS_IDENTICALFUNCTIONS_H
+#endif // FSDP_UTILS_OUTLINING_H

@@ -1,11 +1,21 @@
-//===- IdenticalFunctions.cpp - one function for identical bodies ---------===//
+//===- Outlining.cpp - the step's code in small, shared functions ---------===//
 
-#include "fsdp/Utils/IdenticalFunctions.h"
+#include "fsdp/Utils/Outlining.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
+
+void mlir::fsdp::keepOutlined(func::FuncOp function) {
+  Builder b(function.getContext());
+  function.setPrivate();
+  function->setAttr("llvm.linkage",
+                    LLVM::LinkageAttr::get(b.getContext(), LLVM::Linkage::Internal));
+  function->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+}
 
 /// The attributes of `function` that say what it computes: all but its name.
 static SmallVector<NamedAttribute> attributesBesidesName(FunctionOpInterface function) {
