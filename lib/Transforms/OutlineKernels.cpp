@@ -71,30 +71,14 @@ bool isComputedFromConstants(Value value) {
          llvm::all_of(def->getOperands(), isComputedFromConstants);
 }
 
-/// What a kernel function is made of before it exists: the values it takes,
-/// in order, and the ops cloned in front of the kernel: what is computed from
+/// What a kernel computes itself rather than takes: what is computed from
 /// constants, views whose layouts a pointer cannot carry, and the cast that
 /// makes the compute stream a GPU launch's async token.
-struct KernelInterface {
-  SmallVector<Value> arguments;
-  SmallVector<Operation *> prelude;
-
-  void collect(Value value) {
-    if (llvm::is_contained(arguments, value))
-      return;
-    Operation *def = value.getDefiningOp();
-    if (def && (isComputedFromConstants(value) || isa<UnrealizedConversionCastOp>(def) ||
-                (isa<ViewLikeOpInterface>(def) && !isBarePointerMemRef(value.getType())))) {
-      if (llvm::is_contained(prelude, def))
-        return;
-      for (Value operand : def->getOperands())
-        collect(operand);
-      prelude.push_back(def);
-      return;
-    }
-    arguments.push_back(value);
-  }
-};
+bool isClonedIntoKernel(Operation *def) {
+  return llvm::all_of(def->getResults(), isComputedFromConstants) ||
+         isa<UnrealizedConversionCastOp>(def) ||
+         (isa<ViewLikeOpInterface>(def) && !isBarePointerMemRef(def->getResult(0).getType()));
+}
 
 /// The outlined kernels: a new one identical to one before is that one.
 class KernelTable {
@@ -135,34 +119,35 @@ struct FSDPOutlineKernelsPass
 
   /// Replaces `op` by a call of its kernel function.
   void outline(Operation &op, const ArenaAccesses &arena, KernelTable &kernels) {
-    KernelInterface interface;
+    OutlinedInterface interface(isClonedIntoKernel);
     for (Value operand : op.getOperands())
-      interface.collect(operand);
+      interface.add(operand);
     llvm::SetVector<Value> captured;
     getUsedValuesDefinedAbove(op.getRegions(), captured);
     for (Value value : captured)
-      interface.collect(value);
+      interface.add(value);
+    ArrayRef<Value> arguments = interface.getArguments();
 
     MLIRContext *ctx = &getContext();
     Location loc = op.getLoc();
     OpBuilder b(ctx);
-    auto type = FunctionType::get(ctx, ValueRange(interface.arguments).getTypes(), {});
+    auto type = FunctionType::get(ctx, ValueRange(arguments).getTypes(), {});
     auto function = func::FuncOp::create(b, loc, "kernel", type);
     keepOutlined(function);
-    markNoAlias(function, interface.arguments, arena);
+    markNoAlias(function, arguments, arena);
 
     Block *body = function.addEntryBlock();
     b.setInsertionPointToStart(body);
     IRMapping mapping;
-    mapping.map(interface.arguments, body->getArguments());
-    for (Operation *def : interface.prelude)
+    mapping.map(arguments, body->getArguments());
+    for (Operation *def : interface.getPrelude())
       b.clone(*def, mapping);
     b.clone(op, mapping);
     func::ReturnOp::create(b, loc);
 
     func::FuncOp kernel = kernels.unique(function);
     OpBuilder caller(&op);
-    func::CallOp::create(caller, loc, kernel, interface.arguments);
+    func::CallOp::create(caller, loc, kernel, arguments);
     op.erase();
   }
 

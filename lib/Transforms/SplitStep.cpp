@@ -43,7 +43,8 @@ bool isRecomputable(Operation *op) {
 /// function.
 class StepPart {
 public:
-  explicit StepPart(ArrayRef<Operation *> ops) : ops(ops.begin(), ops.end()) {
+  explicit StepPart(ArrayRef<Operation *> ops)
+      : ops(ops.begin(), ops.end()), interface(isRecomputable) {
     members.insert(ops.begin(), ops.end());
   }
 
@@ -52,14 +53,20 @@ public:
   /// and calls it where the ops were.
   void outline(ModuleOp module, SymbolTable &symbols, StringRef name) {
     MLIRContext *ctx = module.getContext();
+    // Values of the part's own ops are its own; recomputed ones are
+    // computed from values from before the part only.
+    auto add = [&](Value value) {
+      Operation *def = value.getDefiningOp();
+      if (!def || !members.contains(def))
+        interface.add(value);
+    };
     for (Operation *op : ops) {
-      for (Value operand : op->getOperands())
-        collect(operand);
+      llvm::for_each(op->getOperands(), add);
       llvm::SetVector<Value> captured;
       getUsedValuesDefinedAbove(op->getRegions(), captured);
-      for (Value value : captured)
-        collect(value);
+      llvm::for_each(captured, add);
     }
+    ArrayRef<Value> arguments = interface.getArguments();
     SmallVector<Value> results;
     for (Operation *op : ops)
       for (Value result : op->getResults())
@@ -82,7 +89,7 @@ public:
     b.setInsertionPointToStart(body);
     IRMapping mapping;
     mapping.map(arguments, body->getArguments());
-    for (Operation *op : recomputed)
+    for (Operation *op : interface.getPrelude())
       b.clone(*op, mapping);
     for (Operation *op : ops) {
       op->moveBefore(body, body->end());
@@ -101,28 +108,9 @@ public:
   }
 
 private:
-  /// Records how the part gets `value`, defined before it: recomputed (with
-  /// what it is computed from) or as an argument.
-  void collect(Value value) {
-    Operation *def = value.getDefiningOp();
-    if (def && members.contains(def))
-      return;
-    if (def && isRecomputable(def)) {
-      if (llvm::is_contained(recomputed, def))
-        return;
-      for (Value operand : def->getOperands())
-        collect(operand);
-      recomputed.push_back(def);
-      return;
-    }
-    if (!llvm::is_contained(arguments, value))
-      arguments.push_back(value);
-  }
-
   SmallVector<Operation *> ops;
   llvm::SmallPtrSet<Operation *, 32> members;
-  SmallVector<Operation *> recomputed;
-  SmallVector<Value> arguments;
+  OutlinedInterface interface;
 };
 
 struct FSDPSplitStepPass : public fsdp::impl::FSDPSplitStepPassBase<FSDPSplitStepPass> {

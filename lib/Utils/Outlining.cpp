@@ -17,6 +17,21 @@ void mlir::fsdp::keepOutlined(func::FuncOp function) {
   function->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
 }
 
+void OutlinedInterface::add(Value value) {
+  if (llvm::is_contained(arguments, value))
+    return;
+  Operation *def = value.getDefiningOp();
+  if (!def || !clone(def)) {
+    arguments.push_back(value);
+    return;
+  }
+  if (llvm::is_contained(prelude, def))
+    return;
+  for (Value operand : def->getOperands())
+    add(operand);
+  prelude.push_back(def);
+}
+
 /// The attributes of `function` that say what it computes: all but its name.
 static SmallVector<NamedAttribute> attributesBesidesName(FunctionOpInterface function) {
   SmallVector<NamedAttribute> attributes;

@@ -14,12 +14,35 @@
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <functional>
+
 namespace mlir::fsdp {
 
 /// Makes an outlined function internal to the trainer's object and never
 /// inlined back into its caller (which would make the step one large function
 /// again). `passthrough` is what convert-func-to-llvm carries over.
 void keepOutlined(func::FuncOp function);
+
+/// The interface of code about to be moved into a function of its own: the
+/// values it takes as arguments, in order of first use, and the ops cloned
+/// into the function ahead of the code instead (with what they are computed
+/// from, first), as `clone` chooses.
+class OutlinedInterface {
+public:
+  explicit OutlinedInterface(std::function<bool(Operation *)> clone)
+      : clone(std::move(clone)) {}
+
+  /// Records how the function gets `value`, defined outside the code.
+  void add(Value value);
+
+  ArrayRef<Value> getArguments() const { return arguments; }
+  ArrayRef<Operation *> getPrelude() const { return prelude; }
+
+private:
+  std::function<bool(Operation *)> clone;
+  SmallVector<Value> arguments;
+  SmallVector<Operation *> prelude;
+};
 
 /// Functions indexed by what they compute, to find one identical to another.
 class IdenticalFunctions {
