@@ -136,12 +136,7 @@ struct FSDPOutlineKernelsPass
     keepOutlined(function);
     markNoAlias(function, arguments, arena);
 
-    Block *body = function.addEntryBlock();
-    b.setInsertionPointToStart(body);
-    IRMapping mapping;
-    mapping.map(arguments, body->getArguments());
-    for (Operation *def : interface.getPrelude())
-      b.clone(*def, mapping);
+    IRMapping mapping = interface.startBody(function, b);
     b.clone(op, mapping);
     func::ReturnOp::create(b, loc);
 

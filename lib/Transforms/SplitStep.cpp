@@ -85,12 +85,8 @@ public:
     // The call takes the ops' place, then the ops move into the function.
     b.setInsertionPoint(ops.front());
     auto call = func::CallOp::create(b, loc, function, arguments);
-    Block *body = function.addEntryBlock();
-    b.setInsertionPointToStart(body);
-    IRMapping mapping;
-    mapping.map(arguments, body->getArguments());
-    for (Operation *op : interface.getPrelude())
-      b.clone(*op, mapping);
+    IRMapping mapping = interface.startBody(function, b);
+    Block *body = &function.getBody().front();
     for (Operation *op : ops) {
       op->moveBefore(body, body->end());
       op->walk([&](Operation *nested) {

@@ -32,6 +32,16 @@ void OutlinedInterface::add(Value value) {
   prelude.push_back(def);
 }
 
+IRMapping OutlinedInterface::startBody(func::FuncOp function, OpBuilder &b) const {
+  Block *body = function.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  IRMapping mapping;
+  mapping.map(arguments, body->getArguments());
+  for (Operation *op : prelude)
+    b.clone(*op, mapping);
+  return mapping;
+}
+
 /// The attributes of `function` that say what it computes: all but its name.
 static SmallVector<NamedAttribute> attributesBesidesName(FunctionOpInterface function) {
   SmallVector<NamedAttribute> attributes;

@@ -11,6 +11,7 @@
 #define FSDP_UTILS_OUTLINING_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
@@ -36,7 +37,11 @@ public:
   void add(Value value);
 
   ArrayRef<Value> getArguments() const { return arguments; }
-  ArrayRef<Operation *> getPrelude() const { return prelude; }
+
+  /// Starts the body of `function`, whose inputs are the arguments: its entry
+  /// block, with the prelude cloned in; `b` inserts after it. Returns the
+  /// mapping of the values outside to the function's.
+  IRMapping startBody(func::FuncOp function, OpBuilder &b) const;
 
 private:
   std::function<bool(Operation *)> clone;
