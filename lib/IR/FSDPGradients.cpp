@@ -177,6 +177,12 @@ void BroadcastOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
       unbroadcast(b, getLoc(), resultGrads[0], getInput().getType()));
 }
 
+void ConvertOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                               SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      ConvertOp::create(b, getLoc(), getInput().getType(), resultGrads[0]));
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisation and attention
 //===----------------------------------------------------------------------===//
@@ -284,7 +290,13 @@ void MSEOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   double count = static_cast<double>(getPrediction().getType().getNumElements());
   Value diff = SubOp::create(b, loc, getPrediction(), getTarget());
   Value scaled = ScaleOp::create(b, loc, diff, llvm::APFloat(2.0 / count));
-  Value dp = MulOp::create(b, loc, scaled, resultGrads[0]);
+  // The loss (so its gradient) is f32 whatever the prediction's type.
+  Value dl = resultGrads[0];
+  auto dlType = llvm::cast<RankedTensorType>(dl.getType());
+  Type element = getPrediction().getType().getElementType();
+  if (dlType.getElementType() != element)
+    dl = ConvertOp::create(b, loc, dlType.clone(element), dl);
+  Value dp = MulOp::create(b, loc, scaled, dl);
   operandGrads.push_back(dp);
   operandGrads.push_back(negate(b, loc, dp));
 }

@@ -414,6 +414,28 @@ LogicalResult ReduceMeanOp::inferReturnTypes(MLIRContext *,
 }
 
 //===----------------------------------------------------------------------===//
+// Conversion
+//===----------------------------------------------------------------------===//
+
+/// Whether every value of `from` is exactly a value of `to`.
+static bool widens(Type from, Type to) {
+  auto narrow = llvm::cast<FloatType>(from), wide = llvm::cast<FloatType>(to);
+  return narrow.getFPMantissaWidth() <= wide.getFPMantissaWidth() &&
+         narrow.getWidth() <= wide.getWidth();
+}
+
+OpFoldResult ConvertOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // Narrowing back what was widened gives the original value.
+  if (auto widened = getInput().getDefiningOp<ConvertOp>();
+      widened && widened.getInput().getType() == getType() &&
+      widens(getType().getElementType(), widened.getType().getElementType()))
+    return widened.getInput();
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 
@@ -430,7 +452,8 @@ static LogicalResult inferCrossEntropyLoss(std::optional<Location> loc, StringRe
     return inferenceError(loc, opName, "targets shape ", shapeString(targets.getShape()),
                           " must be the logits shape without its last dimension (",
                           shapeString(logits.getShape().drop_back()), ")");
-  inferred.push_back(RankedTensorType::get({}, logits.getElementType()));
+  // Losses are f32 whatever the logits' type (docs/MixedPrecision.md).
+  inferred.push_back(RankedTensorType::get({}, Float32Type::get(logits.getContext())));
   return success();
 }
 
@@ -443,14 +466,10 @@ LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *,
 }
 
 LogicalResult CrossEntropyGradOp::verify() {
+  // The shapes; the loss gradient's type (f32) is the operand's constraint.
   SmallVector<Type> loss;
-  if (failed(inferCrossEntropyLoss(getLoc(), getOperationName(), getLogits(),
-                                   getTargets(), loss)))
-    return failure();
-  if (loss.front() != getGrad().getType())
-    return emitOpError("loss gradient must be ") << loss.front() << ", got "
-                                                 << getGrad().getType();
-  return success();
+  return inferCrossEntropyLoss(getLoc(), getOperationName(), getLogits(), getTargets(),
+                               loss);
 }
 
 LogicalResult MSEOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
@@ -460,8 +479,7 @@ LogicalResult MSEOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc
   if (prediction != adaptor.getTarget().getType())
     return inferenceError(loc, MSEOp::getOperationName(), "prediction ", prediction, " and target ",
                              adaptor.getTarget().getType(), " must have the same type");
-  inferred.push_back(RankedTensorType::get(
-      {}, llvm::cast<RankedTensorType>(prediction).getElementType()));
+  inferred.push_back(RankedTensorType::get({}, Float32Type::get(prediction.getContext())));
   return success();
 }
 

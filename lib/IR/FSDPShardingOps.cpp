@@ -72,14 +72,23 @@ static FailureOr<UnitOp> lookupUnit(Operation *op, FlatSymbolRefAttr name,
 // AllGatherOp / ParamViewOp / FreeOp
 //===----------------------------------------------------------------------===//
 
+/// Whether `narrow`'s values are all exactly values of `wide` (bf16 in f32).
+static bool isExactIn(Type narrow, Type wide) {
+  return narrow == wide || (narrow.isBF16() && wide.isF32());
+}
+
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   FailureOr<UnitOp> unit = lookupUnit(*this, getUnitAttr(), symbolTable);
   if (failed(unit))
     return failure();
-  if (getType() != unit->getFlatType())
-    return emitOpError("result type ") << getType() << " is not the flat type "
-                                       << unit->getFlatType() << " of unit '" << getUnit()
-                                       << "'";
+  // The shard may be rounded to a narrower type before it travels (mixed
+  // precision), never widened: that would move more bytes for nothing.
+  RankedTensorType flat = unit->getFlatType();
+  if (getType().getShape() != flat.getShape() ||
+      !isExactIn(getType().getElementType(), flat.getElementType()))
+    return emitOpError("result type ")
+           << getType() << " is not the flat type " << flat << " of unit '" << getUnit()
+           << "', or its shape in a narrower float type";
   return success();
 }
 
@@ -87,9 +96,12 @@ LogicalResult ParamViewOp::verifySymbolUses(SymbolTableCollection &symbolTable) 
   auto param = symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
   if (!param)
     return emitOpError("'") << getParam() << "' does not name an fsdp.param";
-  if (param.getType() != getType())
-    return emitOpError("type ") << getType() << " does not match the declaration of '"
-                                << getParam() << "' as " << param.getType();
+  RankedTensorType declared = param.getTensorType();
+  if (getType().getShape() != declared.getShape() ||
+      getType().getElementType() != getGathered().getType().getElementType())
+    return emitOpError("type ") << getType() << " is not the shape of '" << getParam()
+                                << "' (" << declared << ") in the element type of the "
+                                << "gathered buffer";
   if (!param.getUnit() || !param.getOffset())
     return emitOpError("'") << getParam() << "' has no place in a unit; run fsdp-partition";
   auto unit = symbolTable.lookupNearestSymbolFrom<UnitOp>(
@@ -132,15 +144,21 @@ LogicalResult FlattenOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
                                  << " gradients are given";
   for (auto [index, pair] : llvm::enumerate(llvm::zip_equal(members, getGrads()))) {
     auto [param, grad] = pair;
-    if (param.getType() != grad.getType())
-      return emitOpError("gradient #") << index << " has type " << grad.getType()
-                                       << ", but '" << param.getSymName() << "' is "
-                                       << param.getType();
+    auto gradType = llvm::cast<RankedTensorType>(grad.getType());
+    if (param.getTensorType().getShape() != gradType.getShape() ||
+        !isExactIn(gradType.getElementType(), getType().getElementType()))
+      return emitOpError("gradient #")
+             << index << " has type " << grad.getType() << ", but '" << param.getSymName()
+             << "' is " << param.getType() << " and the flat gradient holds "
+             << getType().getElementType();
   }
-  if (getType() != unit->getFlatType())
-    return emitOpError("result type ") << getType() << " is not the flat type "
-                                       << unit->getFlatType() << " of unit '" << getUnit()
-                                       << "'";
+  // The flat gradient is in the type it is reduced in: the unit's, or bf16
+  // (mixed precision with reduce_dtype = bf16).
+  RankedTensorType flat = unit->getFlatType();
+  if (getType().getShape() != flat.getShape() || !getType().getElementType().isFloat())
+    return emitOpError("result type ") << getType() << " is not the flat type " << flat
+                                       << " of unit '" << getUnit()
+                                       << "' in a float type";
   return success();
 }
 

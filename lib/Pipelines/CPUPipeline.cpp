@@ -18,6 +18,7 @@
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -40,6 +41,7 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory) 
   pm.addPass(createFSDPPartitionPass());
   pm.addPass(createFSDPAutodiffPass());
   pm.addPass(createFSDPInsertCollectivesPass());
+  pm.addPass(createFSDPLowerPrecisionPass());
   pm.addPass(createConvertFSDPToRuntimePass());
   pm.addPass(createConvertFSDPToLinalgPass());
   pm.addPass(createFSDPFuseElementwisePass());
@@ -67,6 +69,12 @@ void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertMathToLLVMPass());
+  // f32 <-> bf16 as integer arithmetic (round to nearest even): without
+  // AVX512-BF16, LLVM would call a scalar libgcc routine per element, which
+  // neither vectorises nor exists in every libgcc.
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createArithToLLVMConversionPass());
   ConvertFuncToLLVMPassOptions funcToLLVM;
   // The step's only buffer argument, the arena, is a plain pointer in C.
@@ -101,6 +109,7 @@ void mlir::fsdp::registerCPUPipeline() {
   registerCSEPass();
   registerLowerAffinePass();
   registerArithToLLVMConversionPass();
+  arith::registerArithExpandOpsPass();
   registerConvertBufferizationToMemRefPass();
   registerConvertControlFlowToLLVMPass();
   registerConvertFuncToLLVMPass();

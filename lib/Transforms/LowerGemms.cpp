@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_FSDPLOWERGEMMSPASS
@@ -58,10 +59,11 @@ std::optional<GemmForm> matchForm(linalg::LinalgOp op, bool batched) {
   return form;
 }
 
-/// A static f32 memref whose rows are contiguous.
+/// A static f32 or bf16 memref whose rows are contiguous.
 bool isBlasOperand(Value value) {
   auto type = llvm::dyn_cast<MemRefType>(value.getType());
-  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+  if (!type || !(type.getElementType().isF32() || type.getElementType().isBF16()) ||
+      !type.hasStaticShape())
     return false;
   SmallVector<int64_t> strides;
   int64_t offset;
@@ -104,6 +106,13 @@ void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp modu
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)).getResult();
   };
   Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
+  // C = A B rather than C += A B when C was just zeroed: the fill goes.
+  Value beta = one;
+  if (auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+      fill && fill.getDpsInits()[0] == c && matchPattern(fill.getInputs()[0], m_AnyZeroFloat())) {
+    fill->erase();
+    beta = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
+  }
   BlasBuffer bufA = blasBuffer(b, loc, a), bufB = blasBuffer(b, loc, bm),
              bufC = blasBuffer(b, loc, c);
 
@@ -116,12 +125,16 @@ void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp modu
   args.append({bufB.pointer, bufB.rowStride});
   if (batched)
     args.push_back(bufB.matrixStride);
-  args.append({one, bufC.pointer, bufC.rowStride});
+  args.append({beta, bufC.pointer, bufC.rowStride});
   if (batched)
     args.push_back(bufC.matrixStride);
 
   auto type = FunctionType::get(b.getContext(), ValueRange(args).getTypes(), {});
-  func::FuncOp callee = declareRuntimeFunction(module, batched ? kBatchedGemm : kGemm, type);
+  // bf16 operands: summed in f32 and rounded once (fsdprt_gemm_bf16).
+  bool bf16 = cType.getElementType().isBF16();
+  StringRef name = bf16 ? (batched ? kBatchedGemmBF16 : kGemmBF16)
+                        : (batched ? kBatchedGemm : kGemm);
+  func::FuncOp callee = declareRuntimeFunction(module, name, type);
   func::CallOp::create(b, loc, callee, args);
   op->erase();
 }
@@ -137,11 +150,23 @@ struct FSDPLowerGemmsPass : public fsdp::impl::FSDPLowerGemmsPassBase<FSDPLowerG
         products.push_back({op, true});
     });
     for (auto [op, batched] : products) {
-      if (!op.hasPureBufferSemantics() ||
-          !llvm::all_of(op->getOperands(), isBlasOperand))
-        continue;
-      if (std::optional<GemmForm> form = matchForm(op, batched))
+      std::optional<GemmForm> form;
+      Type element = getElementTypeOrSelf(op->getOperand(0).getType());
+      if (op.hasPureBufferSemantics() && llvm::all_of(op->getOperands(), isBlasOperand) &&
+          llvm::all_of(op->getOperandTypes(),
+                       [&](Type t) { return getElementTypeOrSelf(t) == element; }))
+        form = matchForm(op, batched);
+      if (form) {
         lowerToCall(op, *form, batched, module);
+        continue;
+      }
+      // Loops would sum a bf16 product in bf16: never the f32 sum it stands for.
+      if (llvm::any_of(op->getOperandTypes(),
+                       [](Type t) { return getElementTypeOrSelf(t).isBF16(); })) {
+        op->emitOpError("is a bf16 product the runtime's GEMMs cannot compute (operands "
+                        "must be static with contiguous rows)");
+        return signalPassFailure();
+      }
     }
   }
 };

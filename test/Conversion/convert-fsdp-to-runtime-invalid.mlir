@@ -32,11 +32,11 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr =
 module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>} {
   // expected-error@+1 {{the CPU target supports f32 parameters only}}
   fsdp.param @w unit "lin" : tensor<4xbf16> = #fsdp.ones
-  func.func @loss(%t: tensor<2x4xf32>) -> tensor<bf16> {
+  func.func @loss(%t: tensor<2x4xf32>) -> tensor<f32> {
     %w = fsdp.use @w : tensor<4xbf16>
     %b = fsdp.broadcast %w : tensor<4xbf16> -> tensor<2x4xbf16>
-    %l = fsdp.mse %b, %b : tensor<2x4xbf16>, tensor<2x4xbf16> -> tensor<bf16>
-    return %l : tensor<bf16>
+    %l = fsdp.mse %b, %b : tensor<2x4xbf16>, tensor<2x4xbf16> -> tensor<f32>
+    return %l : tensor<f32>
   }
 }
 

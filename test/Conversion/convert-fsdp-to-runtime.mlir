@@ -59,12 +59,12 @@
 // CHECK: %[[GSHARD:.+]] = memref.view %[[ARENA]][%c256{{.*}}][] : memref<960xi8> to memref<192xi8>
 // CHECK: memref.extract_aligned_pointer_as_index %[[FLAT]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[GSHARD]]
-// CHECK: %[[RS:.+]] = call @fsdprt_reduce_scatter_start(%{{.+}}, %{{.+}}, %c48_i64, %c1_i32{{.*}}, %c1_i32{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i32, i32) -> i32
+// CHECK: %[[RS:.+]] = call @fsdprt_reduce_scatter_start(%{{.+}}, %{{.+}}, %c48_i64, %c0_i32{{.*}}, %c1_i32{{.*}}, %c1_i32{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> i32
 // CHECK-NEXT: call @fsdprt_wait(%[[RS]])
-// Clipping: the rank's partial sum of squares, summed (0) over the shard group (1).
+// Clipping: the rank's partial sum of squares, f32 (0), summed (0) over the shard group (1).
 // CHECK: fsdp.reduce_sum
 // CHECK: %[[SUMSQ:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "collective"} : memref<4xi8>
-// CHECK: %[[AR:.+]] = call @fsdprt_all_reduce_start(%{{.+}}, %c1_i64, %c0_i32, %c1_i32{{.*}}) : (!llvm.ptr, i64, i32, i32) -> i32
+// CHECK: %[[AR:.+]] = call @fsdprt_all_reduce_start(%{{.+}}, %c1_i64, %c0_i32{{.*}}, %c0_i32{{.*}}, %c1_i32{{.*}}) : (!llvm.ptr, i64, i32, i32, i32) -> i32
 // CHECK-NEXT: call @fsdprt_wait(%[[AR]])
 // CHECK: fsdp.clip_coefficient
 // AdamW on the shard: gradient, parameter and moments are views of the arena.
@@ -145,7 +145,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr
 // CHECK: %[[DW:.+]] = memref.view %[[GSHARD]][%c0{{.*}}][] : memref<64xi8> to memref<3x2xf32>
 // CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[DW]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[GSHARD]]
-// CHECK: call @fsdprt_all_reduce_start(%{{.+}}, %c16_i64, %c1_i32, %c2_i32)
+// CHECK: call @fsdprt_all_reduce_start(%{{.+}}, %c16_i64, %c0_i32, %c1_i32, %c2_i32)
 // CHECK: linalg.generic {{.+}} ins(%{{.+}} : memref<16xf32>) outs(%{{.+}} : memref<16xf32>)
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = no_shard, optimizer = #fsdp.sgd<lr = 0.1>>} {
   fsdp.param @w unit "lin" at 0 : tensor<3x2xf32> = #fsdp.fan_in_uniform

@@ -4,10 +4,19 @@ MODELS[name] mirrors examples/<name>.mlir: parameter table (declaration order = 
 order), inputs, optimizer, clip_grad_norm, and loss_and_grads(params, inputs).
 A small tape records each op's vjp so that the backward pass is the exact reverse of the
 forward; every vjp itself is hand-written in ops.py.
+
+Mixed precision (`prec`, precision.py): the models' ops are those of the .mlir files, in
+the same order, so the ops round where the compiled ops do; the tape rounds the rest of
+docs/MixedPrecision.md section 2: parameters when read (gathered), float inputs once,
+and each `add` that sums the gradients of a value used twice, in the order fsdp-autodiff
+emits them (lib/Transforms/Autodiff.cpp: reverse op order, operands in order).
+`reduced_loss_and_grads` runs each rank on its rows and reduces (section 3).
 """
 import numpy as np
 
 import ops
+import precision
+from precision import EXACT
 
 
 class Var:
@@ -18,30 +27,38 @@ class Var:
 
 
 class Tape:
-    def __init__(self, params):
-        self.params, self.used, self.nodes = params, {}, []
+    def __init__(self, params, prec=EXACT):
+        self.params, self.used, self.nodes, self.prec = params, {}, [], prec
+
+    def read(self, x, point):
+        """A parameter gathered or a float input read: rounded to bf16 once (in the dtype
+        the ops compute in); unchanged in float32 mode."""
+        if not self.prec.bf16:
+            return x
+        return self.prec.round(np.asarray(x, dtype=self.prec.dtype), point)
 
     def use(self, name):
         """fsdp.use: one Var per parameter, so repeated uses accumulate gradients."""
         if name not in self.used:
-            self.used[name] = Var(self.params[name])
+            self.used[name] = Var(self.read(self.params[name], "param"))
         return self.used[name]
 
     def __call__(self, op, *args, **attrs):
-        out, vjp = op(*[a.data if isinstance(a, Var) else a for a in args], **attrs)
+        out, vjp = op(*[a.data if isinstance(a, Var) else a for a in args], prec=self.prec,
+                      **attrs)
         v = Var(out)
         self.nodes.append((v, args, vjp))
         return v
 
     def backward(self, loss):
         """Reverse pass from a rank-0 loss; returns {param name: gradient}."""
-        loss.grad = np.float64(1.0)
+        loss.grad = self.prec.dtype(1.0)  # the f32 seed: never rounded
         for v, args, vjp in reversed(self.nodes):
             if v.grad is None:
                 continue
             for a, g in zip(args, vjp(v.grad)):
                 if isinstance(a, Var) and g is not None:
-                    a.grad = g if a.grad is None else a.grad + g
+                    a.grad = g if a.grad is None else self.prec.round(a.grad + g, "add")
         return {n: (v.grad if v.grad is not None else np.zeros_like(v.data))
                 for n, v in self.used.items()}
 
@@ -73,12 +90,12 @@ MLP_PARAMS = [
 ]
 
 
-def mlp_loss_and_grads(params, inputs, slopes=None):
+def mlp_loss_and_grads(params, inputs, slopes=None, prec=EXACT):
     """slopes: {layer: 0/1 array like its pre-activation} replacing the ReLU slopes of
     layers 1 and 2 (see relu_inputs)."""
     x, y = inputs  # [64, 784] f32 features, [64] i32 classes (bound 10)
-    t = Tape(params)
-    h = x
+    t = Tape(params, prec)
+    h = t.read(x, "input")
     for i in (1, 2, 3):
         m = t(ops.matmul, h, t.use("fc%d.w" % i))
         h = t(ops.add, m, t.use("fc%d.b" % i))
@@ -126,10 +143,10 @@ GPT_PARAMS += [("lnf.g", (D,), "f32", "head", ONES),
                ("lm_head", (D, 256), "f32", "head", normal(0.02))]
 
 
-def gpt_loss_and_grads(params, inputs):
+def gpt_loss_and_grads(params, inputs, prec=EXACT):
     tokens, targets = inputs  # [B, T] i32 each
     b = tokens.shape[0]
-    t = Tape(params)
+    t = Tape(params, prec)
     x = t(ops.add, t(ops.embedding, t.use("wte"), tokens), t.use("wpe"))
     for blk in range(2):
         p = "h%d." % blk
@@ -148,13 +165,13 @@ def gpt_loss_and_grads(params, inputs):
         o = t(ops.batch_matmul, pr, v)                             # [B, H, T, DH]
         o = t(ops.transpose, o, (0, 2, 1, 3))
         o = t(ops.reshape, o, (b, T, D))
-        x = t(ops.add, x, t(ops.matmul, o, t.use(p + "attn.wo")))
+        x = t(ops.add, x, t(ops.matmul, o, t.use(p + "attn.wo")), point="add:residual")
         # x = x + mlp(ln2(x))
         c = t(ops.layer_norm, x, t.use(p + "ln2.g"), t.use(p + "ln2.b"))
         f = t(ops.add, t(ops.matmul, c, t.use(p + "mlp.w1")), t.use(p + "mlp.b1"))
         g = t(ops.gelu, f)
         d = t(ops.add, t(ops.matmul, g, t.use(p + "mlp.w2")), t.use(p + "mlp.b2"))
-        x = t(ops.add, x, d)
+        x = t(ops.add, x, d, point="add:residual")
     xf = t(ops.layer_norm, x, t.use("lnf.g"), t.use("lnf.b"))
     logits = t(ops.matmul, xf, t.use("lm_head"))
     return _finish(t, t(ops.cross_entropy, logits, targets), params)
@@ -191,4 +208,30 @@ def batch_size(model):
 def loss_and_grads(model, params, inputs):
     """(loss, {name: gradient}) of MODELS[model] on one batch."""
     return MODELS[model]["loss_and_grads"](params, inputs)
+
+
+def reduced_loss_and_grads(model, params, inputs, prec, **kwargs):
+    """(loss, {name: gradient}, {name: slack}) of one step computed as `prec` says. In
+    float32 mode: loss_and_grads and zero slack (the full batch in float64 is the mean of
+    the ranks' gradients). In bf16 mode each rank's gradient differs from that mean (its
+    roundings see its own rows, and cross_entropy_grad its own 1 / rows), so each rank
+    runs on its rows and precision.reduce averages them; slack bounds the reduction's
+    rounding (precision.Precision.reduce). kwargs (ReLU slopes) are split like the rows.
+    The loss is the mean of the ranks' losses (the runtime logs their average)."""
+    f = MODELS[model]["loss_and_grads"]
+    if not prec.bf16:
+        loss, grads = f(params, inputs, **kwargs)
+        return loss, grads, {n: np.zeros_like(g) for n, g in grads.items()}
+    n = prec.ranks
+    parts = precision.split_rows(inputs, n)
+    slopes = kwargs.get("slopes")
+    runs = [f(params, rows, prec=prec, **({"slopes": {k: v[r * (len(v) // n):(r + 1) * (len(v) // n)]
+                                                       for k, v in slopes.items()}}
+                                          if slopes else {}))
+            for r, rows in enumerate(parts)]
+    grads, slack = {}, {}
+    for name in runs[0][1]:
+        grads[name], slack[name] = prec.reduce([np.asarray(g, np.float64) for _l, gs in runs
+                                                for g in [gs[name]]])
+    return float(np.mean([loss for loss, _g in runs])), grads, slack
 

@@ -3,10 +3,21 @@
 Each op is `op(*operands, **attrs) -> (result, vjp)`; `vjp(dresult)` returns one gradient
 per positional operand (None for integer operands such as targets or indices).
 `check_vjp` compares a vjp with central finite differences.
+
+Mixed precision (precision.py, docs/MixedPrecision.md section 2): every op takes `prec`
+(default EXACT: float64, nothing rounded) and rounds its result with
+`prec.round(value, point)`; `point` names the rounding point, by default the op's kind.
+Each vjp is the op graph lib/IR/FSDPGradients.cpp builds for the gradient, and rounds
+where each of those ops does: e.g. add's gradient is a reduce_sum (one rounding) where
+the operand was broadcast and the incoming gradient itself otherwise; tanh's is
+mul, mul, sub (three). Where that graph computes another float64 expression than the
+plain formula, the formula is kept for `not prec.bf16`, so float64 results do not change.
 """
 import math
 
 import numpy as np
+
+from precision import EXACT
 
 
 def _swap(x):
@@ -21,9 +32,14 @@ def unbroadcast(g, shape):
     return g.sum(axis=axes, keepdims=True) if axes else g
 
 
+def _unbroadcast(g, shape, prec):
+    """unbroadcast as compiled: one reduce_sum (rounded) when there is anything to sum."""
+    return g if g.shape == tuple(shape) else prec.round(unbroadcast(g, shape), "reduce_sum")
+
+
 # ---------------------------------------------------------------- products
 
-def matmul(a, b, transpose_lhs=False, transpose_rhs=False):
+def matmul(a, b, transpose_lhs=False, transpose_rhs=False, prec=EXACT, point="matmul"):
     """[..., M, K] x [K, N] -> [..., M, N] after the optional transposes."""
     A = _swap(a) if transpose_lhs else a
     B = b.T if transpose_rhs else b
@@ -32,97 +48,126 @@ def matmul(a, b, transpose_lhs=False, transpose_rhs=False):
     out = (A2 @ B).reshape(lead + (B.shape[1],))  # products (NumPy's batched path is slow)
 
     def vjp(d):
+        # Two matmuls (the transposes and reshapes around them are exact).
         d2 = d.reshape(-1, d.shape[-1])
-        dA = (d2 @ B.T).reshape(A.shape)
-        dB = A2.T @ d2                       # sums over all of [..., M]
+        dA = prec.round((d2 @ B.T).reshape(A.shape), "matmul")
+        dB = prec.round(A2.T @ d2, "matmul")  # sums over all of [..., M]
         return (_swap(dA) if transpose_lhs else dA), (dB.T if transpose_rhs else dB)
-    return out, vjp
+    return prec.round(out, point), vjp
 
 
-def batch_matmul(a, b, transpose_lhs=False, transpose_rhs=False):
+def batch_matmul(a, b, transpose_lhs=False, transpose_rhs=False, prec=EXACT,
+                 point="batch_matmul"):
     """[B..., M, K] x [B..., K, N] -> [B..., M, N] after the optional transposes."""
     A = _swap(a) if transpose_lhs else a
     B = _swap(b) if transpose_rhs else b
     out = A @ B
 
     def vjp(d):
-        dA, dB = d @ _swap(B), _swap(A) @ d
+        dA = prec.round(d @ _swap(B), "batch_matmul")
+        dB = prec.round(_swap(A) @ d, "batch_matmul")
         return (_swap(dA) if transpose_lhs else dA), (_swap(dB) if transpose_rhs else dB)
-    return out, vjp
+    return prec.round(out, point), vjp
 
 
 # ---------------------------------------------------------------- broadcasting binary ops
 
-def add(a, b):
-    return a + b, lambda d: (unbroadcast(d, a.shape), unbroadcast(d, b.shape))
+def add(a, b, prec=EXACT, point="add"):
+    return prec.round(a + b, point), lambda d: (_unbroadcast(d, a.shape, prec),
+                                                _unbroadcast(d, b.shape, prec))
 
 
-def sub(a, b):
-    return a - b, lambda d: (unbroadcast(d, a.shape), unbroadcast(-d, b.shape))
+def sub(a, b, prec=EXACT, point="sub"):
+    # -d is scale(-1): exact.
+    return prec.round(a - b, point), lambda d: (_unbroadcast(d, a.shape, prec),
+                                                _unbroadcast(-d, b.shape, prec))
 
 
-def mul(a, b):
-    return a * b, lambda d: (unbroadcast(d * b, a.shape), unbroadcast(d * a, b.shape))
+def mul(a, b, prec=EXACT, point="mul"):
+    # Two muls, each then summed back to its operand's shape.
+    return prec.round(a * b, point), lambda d: (
+        _unbroadcast(prec.round(d * b, "mul"), a.shape, prec),
+        _unbroadcast(prec.round(d * a, "mul"), b.shape, prec))
 
 
-def div(a, b):
-    return a / b, lambda d: (unbroadcast(d / b, a.shape),
-                             unbroadcast(-d * a / (b * b), b.shape))
+def div(a, b, prec=EXACT, point="div"):
+    y = prec.round(a / b, point)
+
+    def vjp(d):
+        if not prec.bf16:
+            return unbroadcast(d / b, a.shape), unbroadcast(-d * a / (b * b), b.shape)
+        # da = div(dy, b); db = scale(mul(da, y), -1) (exact negation).
+        da = prec.round(d / b, "div")
+        db = -prec.round(da * y, "mul")
+        return _unbroadcast(da, a.shape, prec), _unbroadcast(db, b.shape, prec)
+    return y, vjp
 
 
 # ---------------------------------------------------------------- elementwise
 
-def scale(x, factor):
-    return x * factor, lambda d: (d * factor,)
+def scale(x, factor, prec=EXACT, point="scale"):
+    return prec.round(x * factor, point), lambda d: (prec.round(d * factor, "scale"),)
 
 
-def relu(x, slope=None):
+def relu(x, slope=None, prec=EXACT, point="relu"):
     """Gradient 0 at x == 0, as in PyTorch. `slope` (0/1 like x) replaces x > 0 in the
     gradient: where x is within rounding error of 0 a float32 computation may take either."""
-    slope = (x > 0).astype(x.dtype) if slope is None else slope
-    return np.maximum(x, 0.0), lambda d: (d * slope,)
+    slope = (x > 0).astype(x.dtype) if slope is None else slope.astype(x.dtype)
+    return prec.round(np.maximum(x, 0.0), point), lambda d: (
+        prec.round(d * slope, "relu_grad"),)
 
 
 GELU_C = math.sqrt(2.0 / math.pi)
 
 
-def gelu(x):
+def gelu(x, prec=EXACT, point="gelu"):
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
     t = np.tanh(GELU_C * (x + 0.044715 * x ** 3))
     out = 0.5 * x * (1.0 + t)
 
-    def vjp(d):
+    def vjp(d):  # one gelu_grad op
         dt = (1.0 - t * t) * GELU_C * (1.0 + 3 * 0.044715 * x * x)
-        return (d * (0.5 * (1.0 + t) + 0.5 * x * dt),)
-    return out, vjp
+        return (prec.round(d * (0.5 * (1.0 + t) + 0.5 * x * dt), "gelu_grad"),)
+    return prec.round(out, point), vjp
 
 
-def silu(x):
+def silu(x, prec=EXACT, point="silu"):
     s = 1.0 / (1.0 + np.exp(-x))
-    return x * s, lambda d: (d * s * (1.0 + x * (1.0 - s)),)
+    return prec.round(x * s, point), lambda d: (
+        prec.round(d * s * (1.0 + x * (1.0 - s)), "silu_grad"),)
 
 
-def tanh(x):
-    y = np.tanh(x)
-    return y, lambda d: (d * (1.0 - y * y),)
+def tanh(x, prec=EXACT, point="tanh"):
+    y = prec.round(np.tanh(x), point)
+
+    def vjp(d):
+        if not prec.bf16:
+            return (d * (1.0 - y * y),)
+        # dx = sub(dy, mul(mul(dy, y), y)).
+        return (prec.round(d - prec.round(prec.round(d * y, "mul") * y, "mul"), "sub"),)
+    return y, vjp
 
 
-def exp(x):
-    y = np.exp(x)
-    return y, lambda d: (d * y,)
+def exp(x, prec=EXACT, point="exp"):
+    y = prec.round(np.exp(x), point)
+    return y, lambda d: (prec.round(d * y, "mul"),)
 
 
-def softmax(x, dim):
-    """exp(x - max) / sum(exp(x - max)) along dim; -inf entries get weight 0."""
+def softmax(x, dim, prec=EXACT, point="softmax"):
+    """exp(x - max) / sum(exp(x - max)) along dim; -inf entries get weight 0. Mixed
+    precision: f32 throughout, only the result rounded; softmax_grad reads that result."""
     e = np.exp(x - x.max(axis=dim, keepdims=True))
-    y = e / e.sum(axis=dim, keepdims=True)
-    return y, lambda d: (y * (d - (d * y).sum(axis=dim, keepdims=True)),)
+    y = prec.round(e / prec.inner(e.sum(axis=dim, keepdims=True), "softmax.sum"), point)
+    return y, lambda d: (prec.round(y * (d - (d * y).sum(axis=dim, keepdims=True)),
+                                    "softmax_grad"),)
 
 
 # ---------------------------------------------------------------- normalisation
 
-def layer_norm(x, gamma, beta, eps=1e-5):
-    """(x - mean) / sqrt(var + eps) * gamma + beta over the last dim (biased variance)."""
+def layer_norm(x, gamma, beta, eps=1e-5, prec=EXACT, point="layer_norm"):
+    """(x - mean) / sqrt(var + eps) * gamma + beta over the last dim (biased variance).
+    Mixed precision: statistics and affine in f32, the result rounded; layer_norm_grad
+    recomputes them from x and rounds dx, dgamma and dbeta each once."""
     mu = x.mean(axis=-1, keepdims=True)
     xc = x - mu
     rstd = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
@@ -133,11 +178,13 @@ def layer_norm(x, gamma, beta, eps=1e-5):
         dxhat = d * gamma
         dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True)
                      - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
-        return dx, (d * xhat).sum(axis=lead), d.sum(axis=lead)
-    return xhat * gamma + beta, vjp
+        return (prec.round(dx, "layer_norm_grad"),
+                prec.round((d * xhat).sum(axis=lead), "layer_norm_grad"),
+                prec.round(d.sum(axis=lead), "layer_norm_grad"))
+    return prec.round(xhat * gamma + beta, point), vjp
 
 
-def rms_norm(x, gamma, eps=1e-5):
+def rms_norm(x, gamma, eps=1e-5, prec=EXACT, point="rms_norm"):
     """x / sqrt(mean(x^2) + eps) * gamma over the last dim."""
     r = 1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
     lead = tuple(range(x.ndim - 1))
@@ -145,21 +192,25 @@ def rms_norm(x, gamma, eps=1e-5):
     def vjp(d):
         dxn = d * gamma
         dx = r * dxn - x * r ** 3 * (dxn * x).mean(axis=-1, keepdims=True)
-        return dx, (d * x * r).sum(axis=lead)
-    return x * r * gamma, vjp
+        return (prec.round(dx, "rms_norm_grad"),
+                prec.round((d * x * r).sum(axis=lead), "rms_norm_grad"))
+    return prec.round(x * r * gamma, point), vjp
 
 
 # ---------------------------------------------------------------- attention helpers, lookups
 
-def causal_mask(x):
-    """-inf where the key position (last dim) is after the query position (dim -2)."""
+def causal_mask(x, prec=EXACT, point="causal_mask"):
+    """-inf where the key position (last dim) is after the query position (dim -2).
+    A select: rounding it (as the spec lists it) changes nothing."""
     t = x.shape[-1]
     keep = np.tril(np.ones((t, t), dtype=bool))
-    return np.where(keep, x, -np.inf), lambda d: (np.where(keep, d, 0.0),)
+    return prec.round(np.where(keep, x, -np.inf), point), lambda d: (np.where(keep, d, 0.0),)
 
 
-def embedding(table, indices):
-    """table [V, D], integer indices [...] -> [..., D]; gradient is a scatter-add."""
+def embedding(table, indices, prec=EXACT, point="embedding"):
+    """table [V, D], integer indices [...] -> [..., D]; gradient is a scatter-add. Mixed
+    precision: the rows are copied (exact); embedding_grad accumulates in f32 and rounds
+    once."""
     idx = np.asarray(indices, dtype=np.int64)
     if idx.size and (idx.min() < 0 or idx.max() >= table.shape[0]):
         raise IndexError("embedding index outside [0, %d)" % table.shape[0])
@@ -167,38 +218,47 @@ def embedding(table, indices):
     def vjp(d):
         dt = np.zeros_like(table)
         np.add.at(dt, idx.ravel(), d.reshape(-1, table.shape[1]))
-        return dt, None
+        return prec.round(dt, "embedding_grad"), None
     return table[idx], vjp
 
 
 # ---------------------------------------------------------------- shapes and reductions
 
-def reshape(x, shape):
+def reshape(x, shape, prec=EXACT):
     return x.reshape(shape), lambda d: (d.reshape(x.shape),)
 
 
-def transpose(x, permutation):
+def transpose(x, permutation, prec=EXACT):
     """Result dim i is input dim permutation[i]."""
     inv = np.argsort(permutation)
     return x.transpose(permutation), lambda d: (d.transpose(inv),)
 
 
-def reduce_sum(x, dims):
+def reduce_sum(x, dims, prec=EXACT, point="reduce_sum"):
     dims = tuple(dims)
-    return x.sum(axis=dims), lambda d: (np.broadcast_to(np.expand_dims(d, dims), x.shape).copy(),)
+    return prec.round(x.sum(axis=dims), point), lambda d: (
+        np.broadcast_to(np.expand_dims(d, dims), x.shape).copy(),)
 
 
-def reduce_mean(x, dims):
+def reduce_mean(x, dims, prec=EXACT, point="reduce_mean"):
     dims = tuple(dims)
     n = int(np.prod([x.shape[i] for i in dims]))
-    return x.mean(axis=dims), lambda d: (
-        np.broadcast_to(np.expand_dims(d, dims) / n, x.shape).copy(),)
+
+    def vjp(d):
+        if not prec.bf16:
+            return (np.broadcast_to(np.expand_dims(d, dims) / n, x.shape).copy(),)
+        # reshape + broadcast (exact), then scale(1/n).
+        spread = np.broadcast_to(np.expand_dims(d, dims), x.shape)
+        return (prec.round(spread * (1.0 / n), "scale"),)
+    return prec.round(x.mean(axis=dims), point), vjp
 
 
 # ---------------------------------------------------------------- losses (rank-0 results)
 
-def cross_entropy(logits, targets):
-    """mean over positions of logsumexp(logits) - logits[target]; targets ints in [0, C)."""
+def cross_entropy(logits, targets, prec=EXACT):
+    """mean over positions of logsumexp(logits) - logits[target]; targets ints in [0, C).
+    Mixed precision: the loss is f32 (never rounded); cross_entropy_grad computes in f32
+    from the logits and the f32 loss gradient and rounds its result."""
     c = logits.shape[-1]
     z = logits.reshape(-1, c)
     t = np.asarray(targets, dtype=np.int64).reshape(-1)
@@ -215,16 +275,22 @@ def cross_entropy(logits, targets):
     def vjp(d):
         g = e / s
         g[rows, t] -= 1.0
-        return (g * (d / z.shape[0])).reshape(logits.shape), None
+        return prec.round((g * (d / z.shape[0])).reshape(logits.shape),
+                          "cross_entropy_grad"), None
     return np.float64(loss), vjp
 
 
-def mse(pred, target):
-    """mean over all elements of (pred - target)^2."""
+def mse(pred, target, prec=EXACT):
+    """mean over all elements of (pred - target)^2 (mixed precision: f32, not rounded)."""
     diff = pred - target
 
     def vjp(d):
-        g = 2.0 * d * diff / diff.size
+        if not prec.bf16:
+            g = 2.0 * d * diff / diff.size
+            return g, -g
+        # sub, scale(2/n), mul by the f32 loss gradient; the target's is scale(-1).
+        scaled = prec.round(prec.round(diff, "sub") * (2.0 / diff.size), "scale")
+        g = prec.round(scaled * d, "mul")
         return g, -g
     return np.float64(np.mean(diff * diff)), vjp
 

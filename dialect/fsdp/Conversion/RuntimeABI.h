@@ -23,6 +23,11 @@ constexpr llvm::StringLiteral kAllReduceStart = "fsdprt_all_reduce_start";
 constexpr llvm::StringLiteral kWait = "fsdprt_wait";
 constexpr llvm::StringLiteral kGemm = "fsdprt_sgemm";
 constexpr llvm::StringLiteral kBatchedGemm = "fsdprt_sgemm_batched";
+constexpr llvm::StringLiteral kGemmBF16 = "fsdprt_gemm_bf16";
+constexpr llvm::StringLiteral kBatchedGemmBF16 = "fsdprt_gemm_bf16_batched";
+
+/// FSDPRT_DTYPE_*: the element type of a reduction.
+enum class RuntimeDType : int32_t { F32 = 0, BF16 = 1 };
 
 // The CUDA target's host code (docs/Runtime.md, section 7).
 

@@ -119,13 +119,14 @@ def FSDP_CrossEntropyGradOp : FSDP_Op<"cross_entropy_grad",
     [Pure, AllTypesMatch<["logits", "result"]>]> {
   let summary = "Gradient of fsdp.cross_entropy with respect to the logits";
   let description = [{
-    `(softmax(logits) - onehot(targets)) * dl / positions`.
+    `(softmax(logits) - onehot(targets)) * dl / positions`, computed in f32
+    from the f32 loss gradient `dl`; the result has the logits' type.
 
     ```mlir
     %dz = fsdp.cross_entropy_grad %z, %y, %dl : tensor<64x10xf32>, tensor<64xi32>, tensor<f32>
     ```
   }];
-  let arguments = (ins FSDP_Tensor:$logits, FSDP_IndexTensor:$targets, FSDP_Scalar:$grad);
+  let arguments = (ins FSDP_Tensor:$logits, FSDP_IndexTensor:$targets, FSDP_Loss:$grad);
   let results = (outs FSDP_Tensor:$result);
   let assemblyFormat = [{
     $logits `,` $targets `,` $grad attr-dict `:` type($logits) `,` type($targets) `,` type($grad)

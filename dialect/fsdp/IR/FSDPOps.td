@@ -25,6 +25,8 @@ def FSDP_Tensor : FSDP_ModelTensorOf<[F32, BF16], "f32 or bf16">;
 def FSDP_IndexTensor : FSDP_ModelTensorOf<[I32, I64], "i32 or i64">;
 def FSDP_Scalar : Type<And<[FSDP_Tensor.predicate, HasAnyRankOfPred<[0]>]>,
                        "rank-0 tensor of f32 or bf16", "::mlir::RankedTensorType">;
+def FSDP_Loss : Type<And<[TensorOf<[F32]>.predicate, HasAnyRankOfPred<[0]>]>,
+                     "rank-0 tensor of f32", "::mlir::RankedTensorType">;
 def FSDP_InitAttr : Attr<CPred<"::llvm::isa<::mlir::fsdp::InitializerAttrInterface>($_self)">,
                          "parameter initializer"> {
   let storageType = "::mlir::fsdp::InitializerAttrInterface";
@@ -364,14 +366,15 @@ def FSDP_CrossEntropyOp : FSDP_Op<"cross_entropy", [Pure, FSDP_Differentiable, I
   let description = [{
     `logits` is `[..., C]` and `targets` `[...]` (the same leading shape) with
     class indices in [0, C). The result is the mean over all positions of
-    `logsumexp(logits) - logits[target]`.
+    `logsumexp(logits) - logits[target]`. The loss is f32 whatever the
+    logits' type: computed in f32, never rounded (docs/MixedPrecision.md).
 
     ```mlir
     %l = fsdp.cross_entropy %logits, %y : tensor<8x16x256xf32>, tensor<8x16xi32> -> tensor<f32>
     ```
   }];
   let arguments = (ins FSDP_Tensor:$logits, FSDP_IndexTensor:$targets);
-  let results = (outs FSDP_Scalar:$result);
+  let results = (outs FSDP_Loss:$result);
   let assemblyFormat = [{
     $logits `,` $targets attr-dict `:` type($logits) `,` type($targets) `->` type($result)
   }];
@@ -381,14 +384,15 @@ def FSDP_MSEOp : FSDP_Op<"mse", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]>
   let summary = "Mean squared error";
   let description = [{
     The mean over all elements of `(prediction - target)^2`; both operands
-    have the same type.
+    have the same type. The loss is f32 whatever their type: computed in f32,
+    never rounded (docs/MixedPrecision.md).
 
     ```mlir
     %l = fsdp.mse %p, %t : tensor<64x1xf32>, tensor<64x1xf32> -> tensor<f32>
     ```
   }];
   let arguments = (ins FSDP_Tensor:$prediction, FSDP_Tensor:$target);
-  let results = (outs FSDP_Scalar:$result);
+  let results = (outs FSDP_Loss:$result);
   let assemblyFormat = [{
     $prediction `,` $target attr-dict `:` type($prediction) `,` type($target) `->` type($result)
   }];
@@ -409,6 +413,26 @@ def FSDP_BroadcastOp : FSDP_Op<"broadcast",
   let results = (outs FSDP_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
+}
+
+def FSDP_ConvertOp : FSDP_Op<"convert",
+    [Pure, FSDP_Differentiable, AllShapesMatch<["input", "result"]>]> {
+  let summary = "Converts elements to another float type";
+  let description = [{
+    Each element of `input` as the element type of the result: f32 to bf16
+    rounds to nearest even (docs/MixedPrecision.md), bf16 to f32 is exact.
+    `fsdp-lower-precision` inserts these where a bf16 step reads f32 values
+    (inputs, parameters of unsharded units) and where its gradients return to
+    the f32 master state; its gradient converts back.
+
+    ```mlir
+    %h = fsdp.convert %x : tensor<8x16xf32> -> tensor<8x16xbf16>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
 }
 
 include "fsdp/IR/FSDPShardingOps.td"

@@ -43,10 +43,13 @@ def FSDP_AllGatherOp : FSDP_Op<"all_gather",
   let description = [{
     The whole flat buffer of unit `@name`, gathered from the parameter shards
     of the shard group. Each gather is a collective every rank of the group
-    runs at the same point; two gathers of one unit are two transfers.
+    runs at the same point; two gathers of one unit are two transfers. A
+    result in a narrower float type than the unit's (bf16 for f32: mixed
+    precision) means each shard is rounded to it before it travels.
 
     ```mlir
     %fc1 = fsdp.all_gather @fc1 : tensor<200960xf32>
+    %fc2 = fsdp.all_gather @fc2 : tensor<65792xbf16>
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$unit);
@@ -59,7 +62,8 @@ def FSDP_ParamViewOp : FSDP_Op<"view",
   let summary = "A parameter inside its unit's gathered flat buffer";
   let description = [{
     The parameter `@name`, read from its offset in the flat buffer `gathered`
-    of its unit. It replaces `fsdp.use` once the unit is sharded.
+    of its unit, in the gathered buffer's element type. It replaces
+    `fsdp.use` once the unit is sharded.
 
     ```mlir
     %w = fsdp.view @fc1.w in %fc1 : tensor<200960xf32> -> tensor<784x256xf32>
@@ -90,7 +94,9 @@ def FSDP_FlattenOp : FSDP_Op<"flatten",
   let summary = "Packs the gradients of a unit's parameters into its flat layout";
   let description = [{
     One gradient per parameter of unit `@name`, in declaration order, placed
-    at the parameters' offsets; the padding is zero.
+    at the parameters' offsets; the padding is zero. The flat gradient's
+    element type is the one it is reduced in; bf16 gradients are widened
+    into an f32 one exactly.
 
     ```mlir
     %g = fsdp.flatten @fc1 (%dw, %db) : tensor<784x256xf32>, tensor<256xf32> -> tensor<200960xf32>

@@ -136,6 +136,43 @@ def FSDPInsertCollectivesPass : Pass<"fsdp-insert-collectives", "::mlir::ModuleO
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FSDPLowerPrecisionPass : Pass<"fsdp-lower-precision", "::mlir::ModuleOp"> {
+  let summary = "Computes the step in the plan's param_dtype, reduces in its reduce_dtype";
+  let description = [{
+    Runs on `@train_step` after `fsdp-insert-collectives` and makes the
+    plan's `param_dtype` and `reduce_dtype` explicit in every type
+    (docs/MixedPrecision.md); nothing changes when both are `f32`. With
+    `param_dtype = bf16`:
+
+    - each `fsdp.all_gather` of an f32 unit yields bf16 (the shard is rounded
+      before it travels), and its `fsdp.view`s are bf16; a parameter of an
+      unsharded unit (`fsdp.use`) and each float input of the step is
+      rounded once by an `fsdp.convert` where the step reads it;
+    - every op that reads a bf16 value computes in bf16: its other float
+      operands are converted (a constant is rebuilt), its results are bf16;
+      `fsdp.cross_entropy` and `fsdp.mse` results stay f32, as does the loss
+      gradient `cross_entropy_grad` reads.
+
+    Each `fsdp.flatten` that feeds a collective holds its gradients in
+    `reduce_dtype` (bf16 gradients widen into f32 exactly), its collectives
+    run in it, and the last one's result is converted back to the unit's type
+    for clipping and `fsdp.update`; a flat gradient no collective reads is the
+    gradient shard, in the unit's type.
+
+    ```mlir
+    %0 = fsdp.all_gather @fc1 : tensor<200960xbf16>
+    %1 = fsdp.view @fc1.w in %0 : tensor<200960xbf16> -> tensor<784x256xbf16>
+    %x = fsdp.convert %arg0 : tensor<32x784xf32> -> tensor<32x784xbf16>
+    %3 = fsdp.matmul %x, %1 : tensor<32x784xbf16>, tensor<784x256xbf16> -> tensor<32x256xbf16>
+    ...
+    %37 = fsdp.flatten @fc1(%36, %35) : tensor<784x256xbf16>, tensor<256xbf16> -> tensor<200960xbf16>
+    %38 = fsdp.reduce_scatter %37 avg : tensor<200960xbf16> -> tensor<100480xbf16>
+    %39 = fsdp.convert %38 : tensor<100480xbf16> -> tensor<100480xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
   let summary = "Prints each rank's memory and collective traffic of the plan";
   let description = [{

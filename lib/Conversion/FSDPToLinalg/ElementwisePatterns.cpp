@@ -93,6 +93,9 @@ void mlir::fsdp::populateFSDPElementwiseToLinalgPatterns(RewritePatternSet &patt
   });
   patterns.add<ElementwiseLowering<BroadcastOp>>(
       ctx, [](BroadcastOp, ScalarMath &, ValueRange a) { return a[0]; });
+  // The generic widens a bf16 element and rounds to a bf16 result.
+  patterns.add<ElementwiseLowering<ConvertOp>>(
+      ctx, [](ConvertOp, ScalarMath &, ValueRange a) { return a[0]; });
 
   patterns.add<ElementwiseLowering<ReluOp>>(ctx, [](ReluOp, ScalarMath &m, ValueRange a) {
     return m.max(a[0], m.constant(a[0], 0.0));

@@ -88,7 +88,9 @@ struct EmbeddingGradLowering : OpRewritePattern<EmbeddingGradOp> {
     Value grad = reshapeTo(
         rewriter, loc, op.getGrad(),
         RankedTensorType::get({positions, features}, tableType.getElementType()));
-    Value zeros = buildFilled(rewriter, loc, tableType, 0.0);
+    // Rows of one index add up in f32; the table gradient is rounded once.
+    RankedTensorType sumType = computeTensorType(tableType);
+    Value zeros = buildFilled(rewriter, loc, sumType, 0.0);
     auto index = [&](int64_t value) {
       return arith::ConstantIndexOp::create(rewriter, loc, value).getResult();
     };
@@ -102,6 +104,8 @@ struct EmbeddingGradLowering : OpRewritePattern<EmbeddingGradOp> {
               b, l, zero, index(features), one, acc,
               [&](OpBuilder &ib, Location il, Value d, ValueRange table) {
                 Value g = tensor::ExtractOp::create(ib, il, grad, ValueRange{n, d});
+                if (g.getType() != sumType.getElementType())
+                  g = arith::ExtFOp::create(ib, il, sumType.getElementType(), g);
                 Value old = tensor::ExtractOp::create(ib, il, table[0], ValueRange{row, d});
                 Value sum = arith::AddFOp::create(ib, il, old, g);
                 Value updated =
@@ -110,7 +114,7 @@ struct EmbeddingGradLowering : OpRewritePattern<EmbeddingGradOp> {
               });
           scf::YieldOp::create(b, l, inner.getResults());
         });
-    rewriter.replaceOp(op, outer.getResults());
+    rewriter.replaceOp(op, castTo(rewriter, loc, outer.getResult(0), tableType));
     return success();
   }
 };

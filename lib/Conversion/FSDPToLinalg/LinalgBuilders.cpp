@@ -42,14 +42,41 @@ Value mlir::fsdp::buildFilled(OpBuilder &b, Location loc, RankedTensorType type,
   return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
 }
 
-/// Creates a generic and its body; the body's value is yielded.
+Type mlir::fsdp::computeType(Type element) {
+  return element.isBF16() ? Float32Type::get(element.getContext()) : element;
+}
+
+RankedTensorType mlir::fsdp::computeTensorType(RankedTensorType type) {
+  return type.clone(computeType(type.getElementType()));
+}
+
+Value mlir::fsdp::castTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
+  if (value.getType() == type)
+    return value;
+  return buildElementwise(b, loc, type, value,
+                          [](OpBuilder &, Location, ValueRange args) { return args[0]; });
+}
+
+/// Creates a generic and its body; the body's value is yielded. The body
+/// computes in f32 from bf16 elements, widened exactly, and its value is
+/// rounded once to the output's element type (docs/MixedPrecision.md).
 static Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
                           ArrayRef<AffineMap> maps,
                           ArrayRef<utils::IteratorType> iterators, BodyBuilder body) {
+  Type output = llvm::cast<RankedTensorType>(init.getType()).getElementType();
   auto generic = linalg::GenericOp::create(
       b, loc, init.getType(), inputs, init, maps, iterators,
       [&](OpBuilder &nested, Location nestedLoc, ValueRange args) {
-        linalg::YieldOp::create(nested, nestedLoc, body(nested, nestedLoc, args));
+        SmallVector<Value> widened;
+        for (Value arg : args)
+          widened.push_back(arg.getType().isBF16()
+                                ? arith::ExtFOp::create(nested, nestedLoc,
+                                                        computeType(arg.getType()), arg)
+                                : arg);
+        Value result = body(nested, nestedLoc, widened);
+        if (result.getType() != output)
+          result = arith::TruncFOp::create(nested, nestedLoc, output, result);
+        linalg::YieldOp::create(nested, nestedLoc, result);
       });
   return generic.getResult(0);
 }
@@ -85,7 +112,8 @@ Value mlir::fsdp::buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
   for (int64_t dim = 0; dim < rank; ++dim)
     if (!llvm::is_contained(dims, dim))
       kept.push_back(inputType.getDimSize(dim));
-  auto resultType = RankedTensorType::get(kept, inputType.getElementType());
+  // Accumulated in f32 whatever the inputs' type.
+  auto resultType = RankedTensorType::get(kept, computeType(inputType.getElementType()));
   Value accumulator = buildFilled(b, loc, resultType, init);
 
   SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(rank));

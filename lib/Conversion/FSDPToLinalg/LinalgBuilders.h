@@ -14,7 +14,7 @@
 namespace mlir::fsdp {
 
 /// Builds the scalar body of a generic from its block arguments (one per
-/// input, then one per output).
+/// input, then one per output; bf16 ones widened to f32).
 using BodyBuilder = function_ref<Value(OpBuilder &, Location, ValueRange)>;
 
 /// The map that reads an operand of `shape` broadcast, NumPy-style, to an
@@ -41,9 +41,19 @@ Value buildParallel(OpBuilder &b, Location loc, RankedTensorType resultType,
 
 /// Reduces `inputs` (all of one shape) over `dims`, starting from `init`; the
 /// body receives the inputs' elements and the accumulator, and returns the new
-/// accumulator.
+/// accumulator. The accumulator is f32 for bf16 inputs (computeType).
 Value buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
                      ArrayRef<int64_t> dims, double init, BodyBuilder body);
+
+/// The element type arithmetic runs in for `element`: f32 for bf16, which
+/// generic bodies widen on reading and round once on writing
+/// (docs/MixedPrecision.md, section 2).
+Type computeType(Type element);
+/// `type` with computeType's element type: for intermediate tensors of an op,
+/// which are never rounded.
+RankedTensorType computeTensorType(RankedTensorType type);
+/// `value` rounded (or widened) to `type`'s element type; itself if it has it.
+Value castTo(OpBuilder &b, Location loc, Value value, RankedTensorType type);
 
 /// The ranked tensor type of a value the fsdp ops produce.
 RankedTensorType tensorType(Value value);

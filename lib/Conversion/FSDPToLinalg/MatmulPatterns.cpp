@@ -2,7 +2,9 @@
 //
 // Products become named linalg.matmul / linalg.batch_matmul ops, transposes
 // expressed as indexing maps, so that after bufferization fsdp-lower-gemms
-// recognises them and calls BLAS.
+// recognises them and calls BLAS. A bf16 one (bf16 operands and result)
+// stands for the product summed in f32 and rounded once, the runtime's
+// fsdprt_gemm_bf16: fsdp-lower-gemms lowers every one of them or fails.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,14 +80,23 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
                                    AffineMap::get(loops, 0, out, ctx)};
     SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
     iterators.push_back(utils::IteratorType::reduction);
-    Value init = buildFilled(rewriter, loc, resultType, 0.0);
+    // Accumulated in f32 (bf16 operands widened), rounded once.
+    RankedTensorType accumulatorType = computeTensorType(resultType);
+    Value init = buildFilled(rewriter, loc, accumulatorType, 0.0);
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, resultType, ValueRange{op.getLhs(), op.getRhs()}, init, maps,
-        iterators, [](OpBuilder &b, Location l, ValueRange args) {
+        rewriter, loc, accumulatorType, ValueRange{op.getLhs(), op.getRhs()}, init, maps,
+        iterators, [&](OpBuilder &b, Location l, ValueRange args) {
           ScalarMath math(b, l);
-          linalg::YieldOp::create(b, l, math.add(args[2], math.mul(args[0], args[1])));
+          auto widened = [&](Value v) {
+            return v.getType() == accumulatorType.getElementType()
+                       ? v
+                       : arith::ExtFOp::create(b, l, accumulatorType.getElementType(), v)
+                             .getResult();
+          };
+          linalg::YieldOp::create(
+              b, l, math.add(args[2], math.mul(widened(args[0]), widened(args[1]))));
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(op, castTo(rewriter, loc, generic.getResult(0), resultType));
     return success();
   }
 };

@@ -54,7 +54,8 @@ SmallVector<AffineMap> fullThenReduced(OpBuilder &b, RankedTensorType full,
 struct ReduceSumLowering : OpRewritePattern<ReduceSumOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(ReduceSumOp op, PatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, sumOf(rewriter, op.getLoc(), op.getInput(), op.getDims()));
+    Value sum = sumOf(rewriter, op.getLoc(), op.getInput(), op.getDims());
+    rewriter.replaceOp(op, castTo(rewriter, op.getLoc(), sum, op.getType()));
     return success();
   }
 };
@@ -66,7 +67,8 @@ struct ReduceMeanLowering : OpRewritePattern<ReduceMeanOp> {
     for (int64_t dim : op.getDims())
       count *= op.getInput().getType().getDimSize(dim);
     Value sum = sumOf(rewriter, op.getLoc(), op.getInput(), op.getDims());
-    rewriter.replaceOp(op, scaled(rewriter, op.getLoc(), sum, 1.0 / count));
+    Value mean = scaled(rewriter, op.getLoc(), sum, 1.0 / count);
+    rewriter.replaceOp(op, castTo(rewriter, op.getLoc(), mean, op.getType()));
     return success();
   }
 };
@@ -82,7 +84,9 @@ Value buildSoftmax(OpBuilder &b, Location loc, Value x, int64_t dim) {
                              [](OpBuilder &nb, Location l, ValueRange a) {
                                return ScalarMath(nb, l).max(a[1], a[0]);
                              });
-  Value exps = buildParallel(b, loc, type, {x, max}, fullThenReduced(b, type, 1, 1, dim),
+  // Intermediates stay f32: only the result is rounded.
+  Value exps = buildParallel(b, loc, computeTensorType(type), {x, max},
+                             fullThenReduced(b, type, 1, 1, dim),
                              [](OpBuilder &nb, Location l, ValueRange a) {
                                ScalarMath m(nb, l);
                                return m.exp(m.sub(a[0], a[1]));
@@ -152,7 +156,8 @@ NormStats layerNormStats(OpBuilder &b, Location loc, Value x, double eps) {
   double inverseC = 1.0 / type.getShape().back();
   Value mean = scaled(b, loc, sumOf(b, loc, x, last), inverseC);
   Value centered =
-      buildParallel(b, loc, type, {x, mean}, fullThenReduced(b, type, 1, 1, last),
+      buildParallel(b, loc, computeTensorType(type), {x, mean},
+                    fullThenReduced(b, type, 1, 1, last),
                     [](OpBuilder &nb, Location l, ValueRange a) {
                       return ScalarMath(nb, l).sub(a[0], a[1]);
                     });
@@ -175,9 +180,9 @@ NormStats rmsNormStats(OpBuilder &b, Location loc, Value x, double eps) {
   return {x, reciprocalStd(b, loc, squares, inverseC, eps)};
 }
 
-/// xhat = centered * rstd over the full shape.
+/// xhat = centered * rstd over the full shape, in f32.
 Value normalized(OpBuilder &b, Location loc, const NormStats &stats) {
-  RankedTensorType type = tensorType(stats.centered);
+  RankedTensorType type = computeTensorType(tensorType(stats.centered));
   return buildParallel(b, loc, type, {stats.centered, stats.rstd},
                        fullThenReduced(b, type, 1, 1, type.getRank() - 1),
                        [](OpBuilder &nb, Location l, ValueRange a) {
@@ -185,15 +190,15 @@ Value normalized(OpBuilder &b, Location loc, const NormStats &stats) {
                        });
 }
 
-/// The gradients of a normalisation: dx, and dgamma. `centerMean` removes the
-/// mean of dxhat too (layer norm; RMS norm has no mean).
+/// The gradients of a normalisation: dx, and dgamma in f32. `centerMean`
+/// removes the mean of dxhat too (layer norm; RMS norm has no mean).
 std::pair<Value, Value> normGradients(OpBuilder &b, Location loc, const NormStats &stats,
                                       Value gamma, Value dy, bool centerMean) {
   RankedTensorType type = tensorType(dy);
   int64_t last = type.getRank() - 1;
   double inverseC = 1.0 / type.getShape().back();
   Value xhat = normalized(b, loc, stats);
-  Value dxhat = buildElementwise(b, loc, type, {dy, gamma},
+  Value dxhat = buildElementwise(b, loc, computeTensorType(type), {dy, gamma},
                                  [](OpBuilder &nb, Location l, ValueRange a) {
                                    return ScalarMath(nb, l).mul(a[0], a[1]);
                                  });
@@ -269,7 +274,9 @@ struct LayerNormGradLowering : OpRewritePattern<LayerNormGradOp> {
         normGradients(rewriter, loc, stats, op.getGamma(), op.getGrad(), true);
     Value dbeta =
         sumOf(rewriter, loc, op.getGrad(), leadingDims(op.getInput().getType().getRank()));
-    rewriter.replaceOp(op, {dx, dgamma, dbeta});
+    RankedTensorType gammaType = op.getGamma().getType();
+    rewriter.replaceOp(op, {dx, castTo(rewriter, loc, dgamma, gammaType),
+                            castTo(rewriter, loc, dbeta, gammaType)});
     return success();
   }
 };
@@ -283,7 +290,7 @@ struct RMSNormGradLowering : OpRewritePattern<RMSNormGradOp> {
         rmsNormStats(rewriter, loc, op.getInput(), op.getEps().convertToDouble());
     auto [dx, dgamma] =
         normGradients(rewriter, loc, stats, op.getGamma(), op.getGrad(), false);
-    rewriter.replaceOp(op, {dx, dgamma});
+    rewriter.replaceOp(op, {dx, castTo(rewriter, loc, dgamma, op.getGamma().getType())});
     return success();
   }
 };
@@ -305,7 +312,8 @@ std::pair<Value, Value> logSumExpParts(OpBuilder &b, Location loc, Value logits)
                              [](OpBuilder &nb, Location l, ValueRange a) {
                                return ScalarMath(nb, l).max(a[1], a[0]);
                              });
-  Value exps = buildParallel(b, loc, type, {logits, max}, fullThenReduced(b, type, 1, 1, 1),
+  Value exps = buildParallel(b, loc, computeTensorType(type), {logits, max},
+                             fullThenReduced(b, type, 1, 1, 1),
                              [](OpBuilder &nb, Location l, ValueRange a) {
                                ScalarMath m(nb, l);
                                return m.exp(m.sub(a[0], a[1]));
@@ -330,6 +338,8 @@ struct CrossEntropyLowering : OpRewritePattern<CrossEntropyOp> {
           Value row = linalg::IndexOp::create(nb, l, 0);
           Value picked = tensor::ExtractOp::create(nb, l, logits,
                                                    ValueRange{row, m.toIndex(a[2])});
+          if (picked.getType() != a[0].getType())
+            picked = arith::ExtFOp::create(nb, l, a[0].getType(), picked);
           return m.sub(m.add(m.log(a[1]), a[0]), picked);
         });
     Value total = sumOf(rewriter, loc, perPosition, 0);

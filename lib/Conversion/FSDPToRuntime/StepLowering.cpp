@@ -22,6 +22,11 @@
 using namespace mlir;
 using namespace mlir::fsdp;
 
+/// FSDPRT_DTYPE_* of a reduction's elements.
+static RuntimeDType runtimeDType(Type element) {
+  return element.isBF16() ? RuntimeDType::BF16 : RuntimeDType::F32;
+}
+
 Value StepLowering::allocBytes(Location loc, int64_t size, StringRef kind) {
   auto alloc = memref::AllocOp::create(b, loc, MemRefType::get({size}, b.getI8Type()),
                                        b.getI64IntegerAttr(ArenaLayout::kAlignment));
@@ -81,19 +86,37 @@ LogicalResult StepLowering::lowerUse(UseOp use) {
 
 void StepLowering::lowerView(ParamViewOp view) {
   auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(view, view.getParamAttr());
-  view.replaceAllUsesWith(tensor(view.getLoc(), buffers.lookup(view.getGathered()),
-                                 paramByteOffset(param), param.getTensorType()));
+  // The offset in the gathered buffer's elements: a bf16 gather of an f32
+  // unit keeps the layout, at half the bytes.
+  int64_t offset = *param.getOffset() * elementBytes(view.getType().getElementType());
+  view.replaceAllUsesWith(
+      tensor(view.getLoc(), buffers.lookup(view.getGathered()), offset, view.getType()));
 }
 
 void StepLowering::startGather(AllGatherOp gather) {
   Location loc = gather.getLoc();
   UnitOp unit = unitOf(gather.getUnit());
   const UnitRegions &regions = layout.of(unit.getSymName());
-  Value full = allocBytes(loc, tensorBytes(unit.getFlatType()), kGatheredKind);
+  RankedTensorType gathered = gather.getType();
+  Value full = allocBytes(loc, tensorBytes(gathered), kGatheredKind);
   Value shard = arenaBytes(loc, regions.params);
+  int64_t shardBytes = regions.params.bytes;
+  if (gathered.getElementType() != unit.getElementType()) {
+    // Mixed precision: the shard travels rounded to the gathered type, from
+    // a buffer of its own that lives until the gather completes.
+    RankedTensorType shardType = unit.getShardType();
+    RankedTensorType rounded = shardType.clone(gathered.getElementType());
+    Value master = tensor(loc, shard, 0, shardType);
+    shardBytes = tensorBytes(rounded);
+    shard = allocBytes(loc, shardBytes, kCollectiveKind);
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, ConvertOp::create(b, loc, rounded, master),
+        view(loc, shard, 0, rounded.getShape(), rounded.getElementType()),
+        /*restrict=*/true, /*writable=*/true);
+  }
   Value handle = start(loc, kAllGatherStart,
                        {bufferAddress(b, loc, shard), bufferAddress(b, loc, full),
-                        i64Constant(b, loc, regions.params.bytes),
+                        i64Constant(b, loc, shardBytes),
                         i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
   startedGathers[gather] = {full, handle};
 }
@@ -115,12 +138,14 @@ void StepLowering::lowerAllGather(AllGatherOp gather) {
 void StepLowering::lowerFlatten(FlattenOp flatten) {
   Location loc = flatten.getLoc();
   UnitOp unit = unitOf(flatten.getUnit());
-  Type elementType = unit.getElementType();
-  // With one shard the flat gradient is the gradient shard: write it there.
-  Value flat = unit.getRanks() == 1
-                   ? arenaBytes(loc, layout.of(unit.getSymName()).grads)
-                   : allocBytes(loc, tensorBytes(unit.getFlatType()), kGradientKind);
-  int64_t padding = unit.getFlatType().getNumElements() - unit.getNumel();
+  RankedTensorType flatType = flatten.getType();
+  Type elementType = flatType.getElementType();
+  // With one shard the flat gradient is the gradient shard: write it there
+  // (fsdp-lower-precision keeps it in the shard's type then).
+  bool inShard = unit.getRanks() == 1 && elementType == unit.getElementType();
+  Value flat = inShard ? arenaBytes(loc, layout.of(unit.getSymName()).grads)
+                       : allocBytes(loc, tensorBytes(flatType), kGradientKind);
+  int64_t padding = flatType.getNumElements() - unit.getNumel();
   if (padding > 0) {
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
     linalg::FillOp::create(b, loc, zero,
@@ -129,13 +154,17 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
   }
   for (auto [param, grad] : llvm::zip_equal(unit.getMembers(), flatten.getGrads())) {
     auto type = llvm::cast<RankedTensorType>(grad.getType());
-    Value slot = view(loc, flat, paramByteOffset(param), type.getShape(), elementType);
+    Value slot = view(loc, flat, *param.getOffset() * elementBytes(elementType),
+                      type.getShape(), elementType);
+    // bf16 gradients widen exactly into an f32 flat gradient.
+    if (type.getElementType() != elementType)
+      grad = ConvertOp::create(b, loc, type.clone(elementType), grad);
     bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad, slot,
                                                       /*restrict=*/true, /*writable=*/true);
   }
   Value value = bindResult(flatten.getResult(), flat);
   flatUnits[value] = unit.getSymName();
-  if (unit.getRanks() == 1)
+  if (inShard)
     inGradientShard.insert(value);
 }
 
@@ -146,16 +175,24 @@ LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
     return reduce.emitOpError("reduces a value no fsdp.flatten produced; the CPU target "
                               "reduce-scatters flat gradients only");
   const UnitRegions &regions = layout.of(unit);
-  Value shard = arenaBytes(loc, regions.grads);
+  RankedTensorType type = reduce.getType();
+  // Into the gradient shard, unless it is reduced in another type than the
+  // shard's (mixed precision): then fsdp.convert widens it there later.
+  bool intoShard = type.getElementType() == unitOf(unit).getElementType();
+  Value shard = intoShard ? arenaBytes(loc, regions.grads)
+                          : allocBytes(loc, tensorBytes(type), kCollectiveKind);
   Value handle =
       start(loc, kReduceScatterStart,
             {bufferAddress(b, loc, buffers.lookup(reduce.getInput())), bufferAddress(b, loc, shard),
-             i64Constant(b, loc, reduce.getType().getNumElements()),
+             i64Constant(b, loc, type.getNumElements()),
+             i32Constant(b, loc, static_cast<int64_t>(runtimeDType(type.getElementType()))),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
   // Backward goes on while the gradient travels.
   waitBeforeFirstUse(loc, handle, reduce.getResult());
-  inGradientShard.insert(bindResult(reduce.getResult(), shard));
+  Value value = bindResult(reduce.getResult(), shard);
+  if (intoShard)
+    inGradientShard.insert(value);
   return success();
 }
 
@@ -177,6 +214,7 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
   Value handle =
       start(loc, kAllReduceStart,
             {bufferAddress(b, loc, bytes), i64Constant(b, loc, type.getNumElements()),
+             i32Constant(b, loc, static_cast<int64_t>(runtimeDType(type.getElementType()))),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
   waitBeforeFirstUse(loc, handle, reduce.getResult());

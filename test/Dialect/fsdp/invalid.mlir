@@ -736,18 +736,17 @@ func.func @f(%l: tensor<8x10xf32>, %t: tensor<10xi32>) {
 
 // cross_entropy: the loss is a scalar.
 func.func @f(%l: tensor<8x10xf32>, %t: tensor<8xi32>) {
-  // expected-error@+1 {{'fsdp.cross_entropy' op result #0 must be rank-0 tensor of f32 or bf16, but got 'tensor<1xf32>'}}
+  // expected-error@+1 {{'fsdp.cross_entropy' op result #0 must be rank-0 tensor of f32, but got 'tensor<1xf32>'}}
   %0 = fsdp.cross_entropy %l, %t : tensor<8x10xf32>, tensor<8xi32> -> tensor<1xf32>
   return
 }
 
 // -----
 
-// cross_entropy: the loss has the element type of the logits.
-func.func @f(%l: tensor<8x10xf32>, %t: tensor<8xi32>) {
-  // expected-error@+2 {{'fsdp.cross_entropy' op inferred type(s) 'tensor<f32>' are incompatible with return type(s) of operation 'tensor<bf16>'}}
-  // expected-error@+1 {{'fsdp.cross_entropy' op failed to infer returned types}}
-  %0 = fsdp.cross_entropy %l, %t : tensor<8x10xf32>, tensor<8xi32> -> tensor<bf16>
+// cross_entropy: the loss is f32, even of bf16 logits.
+func.func @f(%l: tensor<8x10xbf16>, %t: tensor<8xi32>) {
+  // expected-error@+1 {{'fsdp.cross_entropy' op result #0 must be rank-0 tensor of f32, but got 'tensor<bf16>'}}
+  %0 = fsdp.cross_entropy %l, %t : tensor<8x10xbf16>, tensor<8xi32> -> tensor<bf16>
   return
 }
 
@@ -1275,10 +1274,10 @@ func.func @f(%z: tensor<4x10xf32>, %t: tensor<5xi32>, %dl: tensor<f32>) {
 
 // -----
 
-// cross_entropy_grad's loss gradient has the loss's type.
-func.func @f(%z: tensor<4x10xf32>, %t: tensor<4xi32>, %dl: tensor<bf16>) {
-  // expected-error@+1 {{'fsdp.cross_entropy_grad' op loss gradient must be 'tensor<f32>', got 'tensor<bf16>'}}
-  %0 = fsdp.cross_entropy_grad %z, %t, %dl : tensor<4x10xf32>, tensor<4xi32>, tensor<bf16>
+// cross_entropy_grad's loss gradient is f32, as the loss.
+func.func @f(%z: tensor<4x10xbf16>, %t: tensor<4xi32>, %dl: tensor<bf16>) {
+  // expected-error@+1 {{'fsdp.cross_entropy_grad' op operand #2 must be rank-0 tensor of f32, but got 'tensor<bf16>'}}
+  %0 = fsdp.cross_entropy_grad %z, %t, %dl : tensor<4x10xbf16>, tensor<4xi32>, tensor<bf16>
   return
 }
 
@@ -1327,5 +1326,14 @@ fsdp.param @w : tensor<4xf32> = #fsdp.ones
 func.func @f(%g: tensor<4xf32>, %step: i64, %lr: f32) {
   // expected-error@+1 {{'fsdp.update' op attribute 'optimizer' failed to satisfy constraint: optimizer}}
   fsdp.update @w, %g step %step lr %lr {optimizer = #fsdp.zeros} : tensor<4xf32>
+  return
+}
+
+// -----
+
+// convert changes the element type, never the shape.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.convert' op failed to verify that all of {input, result} have same shape}}
+  %0 = fsdp.convert %x : tensor<4x8xf32> -> tensor<8x4xbf16>
   return
 }

@@ -68,6 +68,8 @@ module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_w
 
     // CHECK: fsdp.scale %{{.+}} by 0.125 : tensor<2x8x16xf32>
     %e = fsdp.scale %d by 0.125 : tensor<2x8x16xf32>
+    // CHECK: fsdp.convert %{{.+}} : tensor<2x8x16xf32> -> tensor<2x8x16xbf16>
+    %eh = fsdp.convert %e : tensor<2x8x16xf32> -> tensor<2x8x16xbf16>
     // CHECK: fsdp.relu %{{.+}} : tensor<2x8x16xf32>
     %u0 = fsdp.relu %e : tensor<2x8x16xf32>
     // CHECK: fsdp.gelu
@@ -155,11 +157,13 @@ module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_w
 
   // bf16 models verify as well.
   // CHECK-LABEL: func.func @bf16
-  func.func @bf16(%x: tensor<4x8xbf16>) -> tensor<bf16> {
+  func.func @bf16(%x: tensor<4x8xbf16>) -> tensor<f32> {
     %w = fsdp.use @ones : tensor<8xbf16>
     // CHECK: fsdp.mul %{{.+}}, %{{.+}} : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16>
     %y = fsdp.mul %x, %w : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16>
-    %l = fsdp.mse %y, %x : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<bf16>
-    return %l : tensor<bf16>
+    // Losses are f32, whatever their operands.
+    // CHECK: fsdp.mse %{{.+}}, %{{.+}} : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<f32>
+    %l = fsdp.mse %y, %x : tensor<4x8xbf16>, tensor<4x8xbf16> -> tensor<f32>
+    return %l : tensor<f32>
   }
 }

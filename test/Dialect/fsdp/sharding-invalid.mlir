@@ -124,6 +124,29 @@ func.func @f() {
   return
 }
 
+// -----
+
+// A gather may round the shards to a narrower type, never widen them.
+fsdp.param @w unit "u" at 0 : tensor<64xbf16> = #fsdp.zeros
+fsdp.unit @u numel 64 shard 32 ranks 2 : bf16
+func.func @f() {
+  // expected-error@+1 {{'fsdp.all_gather' op result type 'tensor<64xf32>' is not the flat type 'tensor<64xbf16>' of unit 'u', or its shape in a narrower float type}}
+  %0 = fsdp.all_gather @u : tensor<64xf32>
+  return
+}
+
+// -----
+
+// A view has the gathered buffer's element type.
+fsdp.param @w unit "u" at 0 : tensor<2x4xf32> = #fsdp.zeros
+fsdp.unit @u numel 8 shard 16 ranks 1 : f32
+func.func @f() {
+  %g = fsdp.all_gather @u : tensor<16xbf16>
+  // expected-error@+1 {{'fsdp.view' op type 'tensor<2x4xf32>' is not the shape of 'w' ('tensor<2x4xf32>') in the element type of the gathered buffer}}
+  %0 = fsdp.view @w in %g : tensor<16xbf16> -> tensor<2x4xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // fsdp.view
 //===----------------------------------------------------------------------===//
@@ -145,7 +168,7 @@ fsdp.param @w unit "u" at 0 : tensor<2x4xf32> = #fsdp.zeros
 fsdp.unit @u numel 8 shard 16 ranks 1 : f32
 func.func @f() {
   %g = fsdp.all_gather @u : tensor<16xf32>
-  // expected-error@+1 {{'fsdp.view' op type 'tensor<4x2xf32>' does not match the declaration of 'w' as 'tensor<2x4xf32>'}}
+  // expected-error@+1 {{'fsdp.view' op type 'tensor<4x2xf32>' is not the shape of 'w' ('tensor<2x4xf32>') in the element type of the gathered buffer}}
   %0 = fsdp.view @w in %g : tensor<16xf32> -> tensor<4x2xf32>
   return
 }
@@ -249,6 +272,17 @@ fsdp.unit @u numel 12 shard 16 ranks 1 : f32
 func.func @f(%dw: tensor<8xf32>, %db: tensor<4xf32>) {
   // expected-error@+1 {{'fsdp.flatten' op gradient #0 has type 'tensor<4xf32>', but 'w' is 'tensor<8xf32>'}}
   %0 = fsdp.flatten @u (%db, %dw) : tensor<4xf32>, tensor<8xf32> -> tensor<16xf32>
+  return
+}
+
+// -----
+
+// f32 gradients are not silently rounded into a bf16 flat gradient.
+fsdp.param @w unit "u" at 0 : tensor<8xf32> = #fsdp.zeros
+fsdp.unit @u numel 8 shard 16 ranks 1 : f32
+func.func @f(%dw: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.flatten' op gradient #0 has type 'tensor<8xf32>', but 'w' is 'tensor<8xf32>' and the flat gradient holds 'bf16'}}
+  %0 = fsdp.flatten @u (%dw) : tensor<8xf32> -> tensor<16xbf16>
   return
 }
 

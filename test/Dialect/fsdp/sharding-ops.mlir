@@ -96,6 +96,19 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2, 2], strategy = hybrid_shard
     %e = fsdp.all_gather @emb : tensor<64xbf16>
     %t = fsdp.view @emb.table in %e : tensor<64xbf16> -> tensor<16x4xbf16>
     fsdp.free %e : tensor<64xbf16>
+
+    // Mixed precision: an f32 unit gathered in bf16, its bf16 gradients
+    // widened into an f32 flat gradient.
+    // CHECK-NEXT: %[[MG:.+]] = fsdp.all_gather @fc : tensor<64xbf16>
+    // CHECK-NEXT: %[[MW:.+]] = fsdp.view @fc.w in %[[MG]] : tensor<64xbf16> -> tensor<4x8xbf16>
+    // CHECK-NEXT: %[[MB:.+]] = fsdp.view @fc.b in %[[MG]] : tensor<64xbf16> -> tensor<8xbf16>
+    // CHECK-NEXT: fsdp.flatten @fc(%[[MW]], %[[MB]]) : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<64xf32>
+    // CHECK-NEXT: fsdp.flatten @fc(%[[MW]], %[[MB]]) : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<64xbf16>
+    %mg = fsdp.all_gather @fc : tensor<64xbf16>
+    %mw = fsdp.view @fc.w in %mg : tensor<64xbf16> -> tensor<4x8xbf16>
+    %mb = fsdp.view @fc.b in %mg : tensor<64xbf16> -> tensor<8xbf16>
+    %mf = fsdp.flatten @fc (%mw, %mb) : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<64xf32>
+    %mh = fsdp.flatten @fc (%mw, %mb) : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<64xbf16>
     // CHECK-NEXT: return %[[L]] : tensor<f32>
     return %l : tensor<f32>
   }
