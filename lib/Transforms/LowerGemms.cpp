@@ -90,6 +90,14 @@ BlasBuffer blasBuffer(OpBuilder &b, Location loc, Value memref) {
 }
 
 void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp module) {
+  // C = A B rather than C += A B when C was just zeroed: the fill goes.
+  bool overwrites = false;
+  if (auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+      fill && fill.getDpsInits()[0] == op.getDpsInits()[0] &&
+      matchPattern(fill.getInputs()[0], m_AnyZeroFloat())) {
+    fill->erase();
+    overwrites = true;
+  }
   OpBuilder b(op);
   Location loc = op.getLoc();
   Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1], c = op.getDpsInits()[0];
@@ -106,13 +114,7 @@ void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp modu
     return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(v)).getResult();
   };
   Value one = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0));
-  // C = A B rather than C += A B when C was just zeroed: the fill goes.
-  Value beta = one;
-  if (auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-      fill && fill.getDpsInits()[0] == c && matchPattern(fill.getInputs()[0], m_AnyZeroFloat())) {
-    fill->erase();
-    beta = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0));
-  }
+  Value beta = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(overwrites ? 0.0 : 1.0));
   BlasBuffer bufA = blasBuffer(b, loc, a), bufB = blasBuffer(b, loc, bm),
              bufC = blasBuffer(b, loc, c);
 

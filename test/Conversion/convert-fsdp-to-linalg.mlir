@@ -153,3 +153,72 @@ func.func @clip_coefficient(%s: tensor<f32>) -> tensor<f32> {
   %0 = fsdp.clip_coefficient %s max_norm 0.5 : tensor<f32>
   return %0 : tensor<f32>
 }
+
+// bf16 (docs/MixedPrecision.md, section 2): a body computes in f32 from its
+// widened bf16 elements and rounds its result once.
+// CHECK-LABEL: func.func @bf16_add
+// CHECK: ^bb0(%[[A:.+]]: bf16, %[[B:.+]]: bf16, %{{.+}}: bf16):
+// CHECK-NEXT: %[[AW:.+]] = arith.extf %[[A]] : bf16 to f32
+// CHECK-NEXT: %[[BW:.+]] = arith.extf %[[B]] : bf16 to f32
+// CHECK: %[[S:.+]] = arith.addf %[[AW]], %[[BW]] : f32
+// CHECK-NEXT: %[[R:.+]] = arith.truncf %[[S]] : f32 to bf16
+// CHECK-NEXT: linalg.yield %[[R]] : bf16
+func.func @bf16_add(%x: tensor<4x8xbf16>, %b: tensor<8xbf16>) -> tensor<4x8xbf16> {
+  %0 = fsdp.add %x, %b : tensor<4x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16>
+  return %0 : tensor<4x8xbf16>
+}
+
+// Reductions accumulate in f32; the sum is rounded once, after.
+// CHECK-LABEL: func.func @bf16_reduce_sum
+// CHECK: %[[SUM:.+]] = linalg.generic {{.+}} ins(%{{.+}} : tensor<4x8xbf16>) outs(%{{.+}} : tensor<8xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[SUM]] : tensor<8xf32>) outs(%{{.+}} : tensor<8xbf16>)
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+func.func @bf16_reduce_sum(%x: tensor<4x8xbf16>) -> tensor<8xbf16> {
+  %0 = fsdp.reduce_sum %x dims [0] : tensor<4x8xbf16> -> tensor<8xbf16>
+  return %0 : tensor<8xbf16>
+}
+
+// softmax: maximum, exponentials and their sum stay f32; only the result is
+// bf16.
+// CHECK-LABEL: func.func @bf16_softmax
+// CHECK: %[[MAX:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<4xf32>)
+// CHECK: %[[EXPS:.+]] = linalg.generic {{.+}} ins(%{{.+}}, %[[MAX]] : tensor<4x8xbf16>, tensor<4xf32>) outs(%{{.+}} : tensor<4x8xf32>)
+// CHECK: %[[SUM:.+]] = linalg.generic {{.+}} ins(%[[EXPS]] : tensor<4x8xf32>) outs(%{{.+}} : tensor<4xf32>)
+// CHECK: linalg.generic {{.+}} ins(%[[EXPS]], %[[SUM]] : tensor<4x8xf32>, tensor<4xf32>) outs(%{{.+}} : tensor<4x8xbf16>)
+// CHECK: arith.divf
+// CHECK-NEXT: arith.truncf %{{.+}} : f32 to bf16
+func.func @bf16_softmax(%x: tensor<4x8xbf16>) -> tensor<4x8xbf16> {
+  %0 = fsdp.softmax %x dim 1 : tensor<4x8xbf16>
+  return %0 : tensor<4x8xbf16>
+}
+
+// convert rounds f32 to bf16.
+// CHECK-LABEL: func.func @bf16_convert
+// CHECK: ^bb0(%[[IN:.+]]: f32, %{{.+}}: bf16):
+// CHECK: %[[R:.+]] = arith.truncf %[[IN]] : f32 to bf16
+// CHECK-NEXT: linalg.yield %[[R]] : bf16
+func.func @bf16_convert(%x: tensor<4x8xf32>) -> tensor<4x8xbf16> {
+  %0 = fsdp.convert %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+  return %0 : tensor<4x8xbf16>
+}
+
+// A bf16 product is a bf16 linalg.matmul, which fsdp-lower-gemms turns into
+// the runtime's f32-accumulating bf16 GEMM.
+// CHECK-LABEL: func.func @bf16_matmul
+// CHECK: linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<4x8xbf16>, tensor<8x2xbf16>) outs(%{{.+}} : tensor<4x2xbf16>)
+func.func @bf16_matmul(%x: tensor<4x8xbf16>, %w: tensor<8x2xbf16>) -> tensor<4x2xbf16> {
+  %0 = fsdp.matmul %x, %w : tensor<4x8xbf16>, tensor<8x2xbf16> -> tensor<4x2xbf16>
+  return %0 : tensor<4x2xbf16>
+}
+
+// The loss of bf16 logits is f32 throughout: the picked logit is widened.
+// CHECK-LABEL: func.func @bf16_cross_entropy
+// CHECK: %[[PICKED:.+]] = tensor.extract %{{.+}} : tensor<4x8xbf16>
+// CHECK-NEXT: %[[PW:.+]] = arith.extf %[[PICKED]] : bf16 to f32
+// CHECK: arith.subf %{{.+}}, %[[PW]] : f32
+// CHECK-NOT: truncf
+// CHECK: return %{{.+}} : tensor<f32>
+func.func @bf16_cross_entropy(%z: tensor<4x8xbf16>, %y: tensor<4xi32>) -> tensor<f32> {
+  %0 = fsdp.cross_entropy %z, %y : tensor<4x8xbf16>, tensor<4xi32> -> tensor<f32>
+  return %0 : tensor<f32>
+}

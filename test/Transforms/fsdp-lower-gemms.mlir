@@ -73,6 +73,44 @@ func.func @batched(%a: memref<6x4x5xf32>, %b: memref<6x5x3xf32>, %c: memref<6x4x
   return
 }
 
+// A product into a buffer just zeroed: C = A B (beta 0), and the fill goes.
+// CHECK-LABEL: func.func @zeroed
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NOT: linalg.fill
+// CHECK: call @fsdprt_sgemm({{.+}}, %[[ZERO]], %{{.+}}, %{{.+}}) :
+func.func @zeroed(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  return
+}
+
+// A fill of another value, or of another buffer, stays.
+// CHECK-LABEL: func.func @filled_with_one
+// CHECK: linalg.fill
+// CHECK: call @fsdprt_sgemm({{.+}}, %[[ONE:.+]], %{{.+}}, %{{.+}}) :
+func.func @filled_with_one(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>) {
+  %one = arith.constant 1.0 : f32
+  linalg.fill ins(%one : f32) outs(%c : memref<4x16xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  return
+}
+
+// bf16 products (summed in f32, rounded once: docs/MixedPrecision.md) call
+// the runtime's bf16 GEMMs with the same arguments.
+// CHECK-LABEL: func.func @bf16
+// CHECK: call @fsdprt_gemm_bf16(%{{.+}}) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
+// CHECK: call @fsdprt_gemm_bf16_batched(%{{.+}}) : (i32, i32, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, f32, !llvm.ptr, i64, i64) -> ()
+// CHECK-NOT: linalg
+func.func @bf16(%a: memref<4x8xbf16>, %b: memref<8x16xbf16>, %c: memref<4x16xbf16>,
+                %ba: memref<6x4x5xbf16>, %bb: memref<6x5x3xbf16>, %bc: memref<6x4x3xbf16>) {
+  linalg.matmul ins(%a, %b : memref<4x8xbf16>, memref<8x16xbf16>) outs(%c : memref<4x16xbf16>)
+  linalg.batch_matmul ins(%ba, %bb : memref<6x4x5xbf16>, memref<6x5x3xbf16>) outs(%bc : memref<6x4x3xbf16>)
+  return
+}
+
 // Each runtime function is declared once.
 // CHECK-COUNT-1: func.func private @fsdprt_sgemm(
 // CHECK-COUNT-1: func.func private @fsdprt_sgemm_batched(
+// CHECK-COUNT-1: func.func private @fsdprt_gemm_bf16(
+// CHECK-COUNT-1: func.func private @fsdprt_gemm_bf16_batched(
