@@ -88,7 +88,33 @@ int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
   return peak;
 }
 
-/// The most bytes live at one instant, by kind, and the instant's total: a
+/// What a buffer holds: its element type, or the one element type of the
+/// typed views of its bytes (how the step lowering types them); `mixed`
+/// when they differ.
+std::string elementTypeName(memref::AllocOp alloc) {
+  Type element = alloc.getType().getElementType();
+  if (element.isInteger(8)) {
+    element = Type();
+    for (Operation *user : alloc->getUsers()) {
+      auto view = dyn_cast<memref::ViewOp>(user);
+      Type viewed = view ? view.getType().getElementType() : Type();
+      if (!viewed || viewed.isInteger(8))
+        continue;
+      if (element && viewed != element)
+        return "mixed";
+      element = viewed;
+    }
+    if (!element)
+      return "bytes";
+  }
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  element.print(os);
+  return name;
+}
+
+/// The most bytes live at one instant, by kind and by element type, and the
+/// instant's total: a
 /// lower bound of any placement, which the arena peak exceeds only by
 /// fragmentation.
 json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
@@ -107,10 +133,13 @@ json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
     }
   }
   llvm::StringMap<int64_t> bytes;
+  json::Object dtypeBytes;
   int64_t count = 0;
   for (const Buffer &buffer : buffers)
     if (buffer.first <= busiest && busiest <= buffer.last) {
       bytes[buffer.kind] += buffer.bytes;
+      std::string dtype = elementTypeName(buffer.alloc);
+      dtypeBytes[dtype] = dtypeBytes.getInteger(dtype).value_or(0) + buffer.bytes;
       ++count;
     }
   return json::Object{{"peak_bytes", peak},
@@ -120,7 +149,8 @@ json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
                       {"gathered_bytes", bytes.lookup(kGatheredKind)},
                       {"gradient_bytes", bytes.lookup(kGradientKind)},
                       {"collective_bytes", bytes.lookup(kCollectiveKind)},
-                      {"activation_bytes", bytes.lookup("")}};
+                      {"activation_bytes", bytes.lookup("")},
+                      {"dtype_bytes", std::move(dtypeBytes)}};
 }
 
 /// Rewrites the manifest's arena size and adds the transient plan.
@@ -194,6 +224,8 @@ struct FSDPAssignBuffersPass
 
     int64_t peak = placeBuffers(buffers);
     int64_t arenaBytes = persistent + peak;
+    // Read from the allocations, which the placement below replaces.
+    json::Object breakdown = peakBreakdown(buffers, peak);
     OpBuilder b(&getContext());
     for (Buffer &buffer : buffers) {
       b.setInsertionPoint(buffer.alloc);
@@ -210,7 +242,7 @@ struct FSDPAssignBuffersPass
     arena.setType(MemRefType::get({arenaBytes}, b.getI8Type()));
     step.setFunctionType(FunctionType::get(&getContext(), body.getArgumentTypes(),
                                            step.getResultTypes()));
-    if (failed(updateManifest(manifest, arenaBytes, peakBreakdown(buffers, peak))))
+    if (failed(updateManifest(manifest, arenaBytes, std::move(breakdown))))
       signalPassFailure();
   }
 };

@@ -12,6 +12,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 
+#include <map>
+
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_FSDPREPORTPASS
 #include "fsdp/Transforms/Passes.h.inc"
@@ -45,6 +47,8 @@ struct UnitTraffic {
 struct ArenaPlan {
   int64_t arenaBytes = 0, persistentBytes = 0, transientPeak = 0;
   int64_t activations = 0, gathered = 0, gradients = 0, buffers = 0;
+  /// The transient buffers live at the peak, by element type.
+  std::map<std::string, int64_t> dtypeBytes;
 };
 
 FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
@@ -68,11 +72,17 @@ FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
   plan.gathered = get(transient, "gathered_bytes");
   plan.gradients = get(transient, "gradient_bytes");
   plan.buffers = get(transient, "buffers");
+  if (const json::Object *dtypes = transient->getObject("dtype_bytes"))
+    for (const auto &[dtype, bytes] : *dtypes)
+      plan.dtypeBytes[dtype.str()] = bytes.getAsInteger().value_or(0);
   return plan;
 }
 
 struct Report {
   int64_t params = 0, grads = 0, optimizer = 0, gatheredPeak = 0;
+  /// The sharded state (parameter, gradient and optimizer shards) by dtype.
+  std::map<std::string, int64_t> stateDtypeBytes;
+  int64_t optimizerSlots = 0;
   std::optional<ArenaPlan> arena;
   int64_t normAllReduce = 0;
   SmallVector<UnitTraffic> traffic;
@@ -85,22 +95,30 @@ Report account(const ShardingLayout &layout) {
   PlanAttr plan = layout.plan;
   Strategy strategy = plan.getStrategy();
   int64_t slots = plan.getOptimizer().getStateSlots().size();
-  int64_t gatherBytes = dtypeBytes(plan.getParamDtype());
-  int64_t reduceBytes = dtypeBytes(plan.getReduceDtype());
   int64_t ranks = layout.shardRanks;
   // With one rank per shard group a unit is computed on in place: no gathers.
   bool sharded = strategy != Strategy::NoShard && ranks > 1;
   Report report;
+  report.optimizerSlots = slots;
 
   SmallVector<int64_t> gathered;
   for (const UnitLayout &unit : layout.units) {
+    // A unit travels in param_dtype and reduce_dtype, never wider than it is
+    // stored (fsdp-lower-precision).
+    int64_t gatherBytes = std::min(unit.elementBytes, dtypeBytes(plan.getParamDtype()));
+    int64_t reduceBytes = dtypeBytes(plan.getReduceDtype());
     int64_t shardBytes = unit.shardNumel * unit.elementBytes;
     report.numParams += unit.numel;
     report.params += shardBytes;
+    int64_t stateBytes = shardBytes;
     if (unit.trainable) {
       report.grads += shardBytes;
       report.optimizer += slots * shardBytes;
+      stateBytes += (1 + slots) * shardBytes;
     }
+    std::string dtype;
+    llvm::raw_string_ostream(dtype) << unit.elementType;
+    report.stateDtypeBytes[dtype] += stateBytes;
     UnitTraffic traffic;
     if (sharded) {
       traffic.gatherForward = ringGatherBytes(ranks, unit.shardNumel * gatherBytes);
@@ -154,6 +172,17 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
   os << "  gradient shards                " << bytesText(report.grads) << "\n";
   os << "  optimizer state                " << bytesText(report.optimizer) << "\n";
   os << "  sharded state (total)          " << bytesText(report.persistent()) << "\n";
+  for (const auto &[dtype, bytes] : report.stateDtypeBytes)
+    os << llvm::format("    of which %-21s", dtype.c_str()) << bytesText(bytes) << "\n";
+  // The textbook mixed-precision figure: bf16 parameters and gradients (2 +
+  // 2 bytes) and K bytes of f32 master copy and optimizer slots, over N.
+  int64_t k = 4 + 4 * report.optimizerSlots;
+  os << llvm::format("  textbook (2 + 2 + %lld) P / N     ", static_cast<long long>(k))
+     << bytesText((4 + k) * report.numParams / layout.shardRanks) << "\n";
+  os << "    (the same bytes per parameter: the f32 parameter and gradient shards are the\n"
+        "    master copy and the gradient accumulator, and the bf16 copies the textbook\n"
+        "    keeps are transient here: gathered units and flat gradients; shards are\n"
+        "    padded to equal size, frozen parameters have no gradient or state)\n";
   os << "  gathered parameters at peak    " << bytesText(report.gatheredPeak) << "\n";
   if (const std::optional<ArenaPlan> &arena = report.arena) {
     os << "\narena plan of the compiled step                   bytes\n";
@@ -162,6 +191,8 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
     os << "    activations, temporaries     " << bytesText(arena->activations) << "\n";
     os << "    gathered parameters          " << bytesText(arena->gathered) << "\n";
     os << "    flat gradients               " << bytesText(arena->gradients) << "\n";
+    for (const auto &[dtype, bytes] : arena->dtypeBytes)
+      os << llvm::format("    of which %-21s", dtype.c_str()) << bytesText(bytes) << "\n";
     os << "  arena (planned peak)           " << bytesText(arena->arenaBytes) << "\n\n";
   } else {
     os << "  activations, workspace         (planned by fsdpc --report)\n\n";
@@ -215,9 +246,16 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
   json::Array grid;
   for (int64_t size : plan.getGrid())
     grid.push_back(size);
+  json::Object stateDtypes;
+  for (const auto &[dtype, bytes] : report.stateDtypeBytes)
+    stateDtypes[dtype] = bytes;
+  int64_t k = 4 + 4 * report.optimizerSlots;
   json::Object perRank{{"parameter_shards", report.params},
                        {"gradient_shards", report.grads},
                        {"optimizer_state", report.optimizer},
+                       {"sharded_state_dtype_bytes", std::move(stateDtypes)},
+                       {"textbook_bytes", (4 + k) * report.numParams / layout.shardRanks},
+                       {"textbook_k", k},
                        {"gathered_parameters_peak", report.gatheredPeak}};
   if (const std::optional<ArenaPlan> &arena = report.arena)
     perRank["arena"] = json::Object{{"arena_bytes", arena->arenaBytes},
@@ -226,7 +264,13 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                                     {"activation_bytes", arena->activations},
                                     {"gathered_bytes", arena->gathered},
                                     {"gradient_bytes", arena->gradients},
-                                    {"buffers", arena->buffers}};
+                                    {"buffers", arena->buffers},
+                                    {"dtype_bytes", [&] {
+                                       json::Object dtypes;
+                                       for (const auto &[dtype, bytes] : arena->dtypeBytes)
+                                         dtypes[dtype] = bytes;
+                                       return dtypes;
+                                     }()}};
   os << json::Value(json::Object{{"grid", std::move(grid)},
                                  {"strategy", stringifyStrategy(plan.getStrategy())},
                                  {"parameters", report.numParams},

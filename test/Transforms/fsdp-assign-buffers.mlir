@@ -12,7 +12,7 @@
 // The arena grows to 128 + 272 bytes; at most 240 bytes are live at once.
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: {\22arena_bytes\22:400,\22persistent_bytes\22:128,\22transient\22:{\22activation_bytes\22:176,\22buffers\22:5,\22collective_bytes\22:0,\22gathered_bytes\22:64,\22gradient_bytes\22:0,\22live_buffers\22:4,\22live_bytes\22:240,\22peak_bytes\22:272}}\00")
+// CHECK-SAME: {\22arena_bytes\22:400,\22persistent_bytes\22:128,\22transient\22:{\22activation_bytes\22:176,\22buffers\22:5,\22collective_bytes\22:0,\22dtype_bytes\22:{\22bytes\22:64,\22f32\22:176},\22gathered_bytes\22:64,\22gradient_bytes\22:0,\22live_buffers\22:4,\22live_bytes\22:240,\22peak_bytes\22:272}}\00")
 // CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<400xi8>, %{{.+}}: i64, %{{.+}}: f32) -> f32
 // CHECK-NOT: memref.alloc
 // CHECK: %[[A:.+]] = memref.view %[[ARENA]][%c256][] : memref<400xi8> to memref<16xf32>

@@ -20,6 +20,10 @@
 // CHECK: gradient shards 3392
 // CHECK: optimizer state 6784
 // CHECK: sharded state (total) 13824
+// CHECK-NEXT: of which f32 13824
+// The textbook (2 + 2 + 12) bytes per parameter (AdamW: f32 master and two
+// slots) over 4 ranks: 16 x 3540 / 4.
+// CHECK-NEXT: textbook (2 + 2 + 12) P / N 14160
 // CHECK: gathered parameters at peak 6784
 // CHECK: all-gather, forward 5472
 // CHECK: all-gather, backward 5472
@@ -30,13 +34,13 @@
 // CHECK: fc1 2 3030 3072 4608 9216
 // CHECK: fc2 2 310 320 480 960
 
-// JSON: "per_rank_bytes":{"gathered_parameters_peak":6784,"gradient_shards":3392,"optimizer_state":6784,"parameter_shards":3648}
+// JSON: "per_rank_bytes":{"gathered_parameters_peak":6784,"gradient_shards":3392,"optimizer_state":6784,"parameter_shards":3648,"sharded_state_dtype_bytes":{"f32":13824},"textbook_bytes":14160,"textbook_k":12}
 // JSON-SAME: "shard_ranks":4
 // JSON-SAME: {"all_gather_backward_bytes":4608,"all_gather_forward_bytes":4608,"all_reduce_bytes":0,"elements":3030,"name":"fc1","padded_elements":3072,"params":[{"elements":3000,"name":"fc1.w","offset":0},{"elements":30,"name":"fc1.b","offset":3000}],"reduce_scatter_bytes":9216,"shard_elements":768,"trainable":true}
 
 // On one rank nothing is gathered or sent and every shard is whole, padded to 64 bytes:
 // (3040 + 320 + 208) x 4 = 14272 bytes of parameters.
-// ONE: "per_rank_bytes":{"gathered_parameters_peak":0,"gradient_shards":13440,"optimizer_state":26880,"parameter_shards":14272}
+// ONE: "per_rank_bytes":{"gathered_parameters_peak":0,"gradient_shards":13440,"optimizer_state":26880,"parameter_shards":14272,"sharded_state_dtype_bytes":{"f32":54592},"textbook_bytes":56640,"textbook_k":12}
 
 // NO-UNITS: error: parameter has no unit; run fsdp-form-units first
 // FORMAT: error: fsdp-report: format must be table or json, got 'xml'
