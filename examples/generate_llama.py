@@ -29,6 +29,9 @@ def main():
     ap.add_argument("--seq", type=int, default=4096)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--grid", type=int, default=8)
+    ap.add_argument("--param-dtype", choices=["bf16", "f32"], default="bf16",
+                    help="the plan's param_dtype: bf16 compute on f32 master state, or f32")
+    ap.add_argument("--reduce-dtype", choices=["bf16", "f32"], default="f32")
     a = ap.parse_args()
 
     B, T, C, H, KV, F, V = a.batch, a.seq, a.dim, a.heads, a.kv_heads, a.ffn, a.vocab
@@ -48,7 +51,10 @@ def main():
     w("// rotary tables start as an identity rotation (see the script): for shapes and reports.")
     w(f"module attributes {{fsdp.plan = #fsdp.plan<grid = [{a.grid}], strategy = full_shard,")
     w("    optimizer = #fsdp.adamw<lr = 3.0e-4, beta2 = 0.95, weight_decay = 0.1>,")
-    w("    clip_grad_norm = 1.0, param_dtype = bf16, remat = unit>} {")
+    dtypes = f"param_dtype = {a.param_dtype}, " if a.param_dtype != "f32" else ""
+    if a.reduce_dtype != "f32":
+        dtypes += f"reduce_dtype = {a.reduce_dtype}, "
+    w(f"    clip_grad_norm = 1.0, {dtypes}remat = unit>}} {{")
     w(f'  fsdp.param @tok_embeddings unit "embed" : {t(V, C)} = #fsdp.normal<std = 0.02>')
     w(f'  fsdp.param frozen @rope.rotate unit "rope" : {t(D, D)} = #fsdp.zeros')
     w(f'  fsdp.param frozen @rope.cos unit "rope" : {t(T, D)} = #fsdp.ones')
