@@ -259,13 +259,40 @@ FailureOr<fsdp::CUDAPipelineOptions> cudaOptions() {
 }
 
 /// The passes from the model to the LLVM dialect, for the target.
-LogicalResult addTargetPipeline(PassManager &pm) {
+/// Whether the model computes, stores or reduces anything in bf16.
+bool usesBF16(ModuleOp module) {
+  auto plan = module->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
+  if (plan && (plan.getParamDtype() == fsdp::DType::BF16 ||
+               plan.getReduceDtype() == fsdp::DType::BF16))
+    return true;
+  return llvm::any_of(module.getOps<fsdp::ParamOp>(), [](fsdp::ParamOp param) {
+    return param.getTensorType().getElementType().isBF16();
+  });
+}
+
+/// bf16 arithmetic (conversions, cuBLAS products) needs sm_80 or newer: an
+/// older architecture is refused here rather than by ptxas.
+LogicalResult checkBF16Archs(ModuleOp module, ArrayRef<std::string> chips) {
+  if (!usesBF16(module))
+    return success();
+  for (StringRef chip : chips) {
+    unsigned version = 0;
+    if (!chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, version) &&
+        version < 80)
+      return mlir::emitError(module.getLoc(), "the plan computes in bf16, which --target=cuda supports "
+                              "on sm_80 or newer; --gpu-arch lists ")
+             << chip;
+  }
+  return success();
+}
+
+LogicalResult addTargetPipeline(PassManager &pm, ModuleOp module) {
   if (target == Target::CPU) {
     fsdp::buildCPUPipeline(pm, outlineKernels);
     return success();
   }
   FailureOr<fsdp::CUDAPipelineOptions> options = cudaOptions();
-  if (failed(options))
+  if (failed(options) || failed(checkBF16Archs(module, options->chips)))
     return failure();
   if (!kernelsOnCPU) {
     fsdp::buildCUDAPipeline(pm, *options);
@@ -340,7 +367,7 @@ LogicalResult compile() {
     reportPM.addPass(fsdp::createFSDPReportPass(options));
     return reportPM.run(**module);
   }
-  if (failed(addTargetPipeline(pm)) || failed(pm.run(**module)))
+  if (failed(addTargetPipeline(pm, **module)) || failed(pm.run(**module)))
     return failure();
 
   if (emit == Emit::MLIR) {
