@@ -41,6 +41,15 @@ void checkReduction(const char *what, int32_t op) {
           " (expected 0 sum or 1 avg)");
 }
 
+int64_t reductionElementBytes(const char *what, int32_t dtype) {
+  if (dtype == FSDPRT_DTYPE_F32)
+    return 4;
+  if (dtype == FSDPRT_DTYPE_BF16)
+    return 2;
+  fatal(std::string(what) + ": unknown dtype " + std::to_string(dtype) +
+        " (expected 0 f32 or 1 bf16)");
+}
+
 void checkSize(const char *what, int64_t count) {
   if (count < 0)
     fatal(std::string(what) + ": negative size " + std::to_string(count));

@@ -39,6 +39,10 @@ void releaseHandle(int32_t handle);
 /// Checks `op` is FSDPRT_REDUCE_SUM or FSDPRT_REDUCE_AVG.
 void checkReduction(const char *what, int32_t op);
 
+/// Checks `dtype` is FSDPRT_DTYPE_F32 or FSDPRT_DTYPE_BF16; returns the
+/// bytes of one element.
+int64_t reductionElementBytes(const char *what, int32_t dtype);
+
 /// Checks a collective's size (elements or bytes per rank) is not negative.
 void checkSize(const char *what, int64_t count);
 

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string_view>
 
@@ -29,6 +30,24 @@ bool isFloatDType(DType type);
 /// and can differ from the contract in the last bit.
 uint16_t roundToBF16(double value);
 double bf16ToDouble(uint16_t bits);
+
+/// A float rounded to bfloat16 (ties to even; NaN stays a quiet NaN): the
+/// one rounding of an f32 result stored as bf16, fast enough for loops.
+inline uint16_t floatToBF16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u)
+    return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+/// A bfloat16 widened to float (exact).
+inline float bf16ToFloat(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
 
 /// Stores `value` rounded to the float type `type` (f32 or bf16) at `dst`.
 void storeReal(double value, DType type, void *dst);

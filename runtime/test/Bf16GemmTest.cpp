@@ -140,3 +140,31 @@ TEST(Bf16GemmError, StrideTooSmall) {
 }
 
 } // namespace
+
+TEST(Bf16Gemm, BatchedIsEachProduct) {
+  // Three 3x4 by 4x2 products, matrices 16, 10 and 8 elements apart (past
+  // their sizes: strides need not be tight); C keeps its gaps.
+  const int64_t batch = 3, m = 3, n = 2, k = 4, strideA = 16, strideB = 10, strideC = 8;
+  std::mt19937 generator(5);
+  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+  std::vector<uint16_t> a(batch * strideA), b(batch * strideB), c(batch * strideC, 0x7FC0);
+  for (uint16_t &x : a)
+    x = roundToBF16(uniform(generator));
+  for (uint16_t &x : b)
+    x = roundToBF16(uniform(generator));
+  std::vector<uint16_t> each = c;
+  fsdprt_gemm_bf16_batched(0, 1, batch, m, n, k, 1.5f, a.data(), k, strideA, b.data(), k, strideB,
+                           0.0f, c.data(), n, strideC);
+  for (int64_t i = 0; i < batch; ++i)
+    fsdprt_gemm_bf16(0, 1, m, n, k, 1.5f, a.data() + i * strideA, k, b.data() + i * strideB, k,
+                     0.0f, each.data() + i * strideC, n);
+  EXPECT_EQ(c, each);
+  EXPECT_EQ(c[m * n], 0x7FC0) << "past a matrix of C is not written";
+}
+
+TEST(Bf16GemmError, BatchedStrides) {
+  std::vector<uint16_t> a(16), b(16), c(16);
+  EXPECT_EXIT(fsdprt_gemm_bf16_batched(0, 0, 2, 2, 2, 2, 1.0f, a.data(), 2, 3, b.data(), 2, 4, 0.0f,
+                                       c.data(), 2, 4),
+              ExitedWithCode(1), HasSubstr("trainer: error: fsdprt_gemm_bf16_batched:"));
+}

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DType.h"
 #include "Error.h"
 #include "Ranks.h"
 #include "fsdprt/fsdprt.h"
@@ -26,6 +27,21 @@ static void expectEqual(const std::vector<float> &got, const std::vector<float> 
   for (size_t i = 0; i < got.size(); ++i)
     text += (i ? ", " : "") + std::to_string(got[i]) + " (want " + std::to_string(want[i]) + ")";
   fatal(std::string(what) + ": " + text);
+}
+
+/// bf16 values, widened (exactly) for comparing.
+static std::vector<float> widened(const std::vector<uint16_t> &bits) {
+  std::vector<float> values;
+  for (uint16_t b : bits)
+    values.push_back(bf16ToFloat(b));
+  return values;
+}
+
+static std::vector<uint16_t> bf16Values(const std::vector<float> &values) {
+  std::vector<uint16_t> bits;
+  for (float v : values)
+    bits.push_back(floatToBF16(v));
+  return bits;
 }
 
 int main() {
@@ -69,9 +85,9 @@ int main() {
       wantSum[i] += 100.0f * member + 10.0f * groupRank + i;
   std::vector<float> sum(2), average(2);
   // Both pending at once, completed in the other order.
-  int32_t first = fsdprt_reduce_scatter_start(gradient.data(), sum.data(), 2, FSDPRT_REDUCE_SUM,
-                                              FSDPRT_GROUP_REPLICA);
-  int32_t second = fsdprt_reduce_scatter_start(gradient.data(), average.data(), 2,
+  int32_t first = fsdprt_reduce_scatter_start(gradient.data(), sum.data(), 2, FSDPRT_DTYPE_F32,
+                                              FSDPRT_REDUCE_SUM, FSDPRT_GROUP_REPLICA);
+  int32_t second = fsdprt_reduce_scatter_start(gradient.data(), average.data(), 2, FSDPRT_DTYPE_F32,
                                                FSDPRT_REDUCE_AVG, FSDPRT_GROUP_REPLICA);
   fsdprt_wait(second);
   fsdprt_wait(first);
@@ -80,11 +96,38 @@ int main() {
 
   // All-reduce over the world and over the shard group.
   std::vector<float> world = {float(rank), 1.0f};
-  fsdprt_wait(fsdprt_all_reduce_start(world.data(), 2, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD));
+  fsdprt_wait(fsdprt_all_reduce_start(world.data(), 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                      FSDPRT_GROUP_WORLD));
   expectEqual(world, {6.0f, 4.0f}, "all-reduce sum over the world");
   std::vector<float> pair = {float(rank)};
-  fsdprt_wait(fsdprt_all_reduce_start(pair.data(), 1, FSDPRT_REDUCE_AVG, FSDPRT_GROUP_SHARD));
+  fsdprt_wait(fsdprt_all_reduce_start(pair.data(), 1, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_AVG,
+                                      FSDPRT_GROUP_SHARD));
   expectEqual(pair, {(shardGroup[0] + shardGroup[1]) / 2.0f}, "all-reduce avg over the shard group");
+
+  // bf16 (MPI has no bfloat16: the runtime adds pairs in f32 and rounds each
+  // sum). Over a shard group of 2, one addition: 1 + 2^-8 lies halfway
+  // between bf16 neighbours 1 and 1 + 2^-7 and rounds to even, 1 (in f32 it
+  // would stay 1.00390625); 3 + 3 is exact, and its average 3.
+  bool firstOfPair = rank == shardGroup[0];
+  std::vector<uint16_t> tie = bf16Values({firstOfPair ? 1.0f : 0.00390625f, 3.0f});
+  fsdprt_wait(fsdprt_all_reduce_start(tie.data(), 2, FSDPRT_DTYPE_BF16, FSDPRT_REDUCE_SUM,
+                                      FSDPRT_GROUP_SHARD));
+  expectEqual(widened(tie), {1.0f, 6.0f}, "bf16 all-reduce sum over the shard group");
+  std::vector<uint16_t> three = bf16Values({3.0f});
+  fsdprt_wait(fsdprt_all_reduce_start(three.data(), 1, FSDPRT_DTYPE_BF16, FSDPRT_REDUCE_AVG,
+                                      FSDPRT_GROUP_SHARD));
+  expectEqual(widened(three), {3.0f}, "bf16 all-reduce avg over the shard group");
+  // Reduce-scatter over the world, small integers (exact in any order):
+  // full[b] = rank + b, block b summed is 6 + 4 b, averaged (6 + 4 b) / 4.
+  std::vector<uint16_t> blocks = bf16Values({float(rank), rank + 1.0f, rank + 2.0f, rank + 3.0f});
+  std::vector<uint16_t> blockSum(1), blockAverage(1);
+  fsdprt_wait(fsdprt_reduce_scatter_start(blocks.data(), blockSum.data(), 1, FSDPRT_DTYPE_BF16,
+                                          FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD));
+  fsdprt_wait(fsdprt_reduce_scatter_start(blocks.data(), blockAverage.data(), 1, FSDPRT_DTYPE_BF16,
+                                          FSDPRT_REDUCE_AVG, FSDPRT_GROUP_WORLD));
+  expectEqual(widened(blockSum), {6.0f + 4.0f * rank}, "bf16 reduce-scatter sum over the world");
+  expectEqual(widened(blockAverage), {(6.0f + 4.0f * rank) / 4.0f},
+              "bf16 reduce-scatter avg over the world");
 
   // The runtime's own reductions.
   if (averageOverWorld(rank) != 1.5)

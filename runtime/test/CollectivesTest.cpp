@@ -36,12 +36,13 @@ TEST_F(Collectives, OneRankGathersAndReducesByCopying) {
   EXPECT_EQ(full, shard);
   std::vector<float> gradient = {4, 5, 6}, gradientShard(3, 0);
   for (int32_t op : {FSDPRT_REDUCE_SUM, FSDPRT_REDUCE_AVG}) {
-    fsdprt_wait(fsdprt_reduce_scatter_start(gradient.data(), gradientShard.data(), 3, op,
-                                            FSDPRT_GROUP_REPLICA));
+    fsdprt_wait(fsdprt_reduce_scatter_start(gradient.data(), gradientShard.data(), 3,
+                                            FSDPRT_DTYPE_F32, op, FSDPRT_GROUP_REPLICA));
     EXPECT_EQ(gradientShard, gradient);
   }
   std::vector<float> norms = {7, 8};
-  fsdprt_wait(fsdprt_all_reduce_start(norms.data(), 2, FSDPRT_REDUCE_AVG, FSDPRT_GROUP_WORLD));
+  fsdprt_wait(fsdprt_all_reduce_start(norms.data(), 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_AVG,
+                                      FSDPRT_GROUP_WORLD));
   EXPECT_EQ(norms, (std::vector<float>{7, 8}));
   EXPECT_EQ(pendingCollectives(), 0);
 }
@@ -50,13 +51,15 @@ TEST_F(Collectives, HandlesArePendingUntilWaitedFor) {
   std::vector<float> data(4, 1.0f);
   std::vector<int32_t> handles;
   for (int i = 0; i < kMaxPendingCollectives; ++i)
-    handles.push_back(fsdprt_all_reduce_start(data.data(), 4, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD));
+    handles.push_back(fsdprt_all_reduce_start(data.data(), 4, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                              FSDPRT_GROUP_WORLD));
   EXPECT_EQ(pendingCollectives(), kMaxPendingCollectives);
   // Waited for in any order, each handle frees its slot for a later start.
   for (auto it = handles.rbegin(); it != handles.rend(); ++it)
     fsdprt_wait(*it);
   EXPECT_EQ(pendingCollectives(), 0);
-  int32_t again = fsdprt_all_reduce_start(data.data(), 4, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD);
+  int32_t again = fsdprt_all_reduce_start(data.data(), 4, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                          FSDPRT_GROUP_WORLD);
   EXPECT_GE(again, 0);
   EXPECT_LT(again, kMaxPendingCollectives);
   fsdprt_wait(again);
@@ -73,7 +76,8 @@ TEST_F(Collectives, TooManyPending) {
   EXPECT_EXIT(
       {
         for (int i = 0; i <= kMaxPendingCollectives; ++i)
-          fsdprt_all_reduce_start(&value, 1, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD);
+          fsdprt_all_reduce_start(&value, 1, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                  FSDPRT_GROUP_WORLD);
       },
       ExitedWithCode(1),
       HasSubstr("trainer: error: fsdprt_all_reduce_start: more than 256 collectives pending "
@@ -90,7 +94,8 @@ TEST_F(Collectives, BadHandles) {
   float value = 0;
   EXPECT_EXIT(
       {
-        int32_t handle = fsdprt_all_reduce_start(&value, 1, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD);
+        int32_t handle = fsdprt_all_reduce_start(&value, 1, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                                 FSDPRT_GROUP_WORLD);
         fsdprt_wait(handle);
         fsdprt_wait(handle);
       },
@@ -99,15 +104,28 @@ TEST_F(Collectives, BadHandles) {
 
 TEST_F(Collectives, BadArguments) {
   float value = 0;
-  EXPECT_EXIT(fsdprt_all_reduce_start(&value, 1, FSDPRT_REDUCE_SUM, 3), ExitedWithCode(1),
+  EXPECT_EXIT(fsdprt_all_reduce_start(&value, 1, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM, 3),
+              ExitedWithCode(1),
               HasSubstr("trainer: error: collective on unknown group 3 (expected 0 world, 1 "
                         "shard or 2 replica)"));
-  EXPECT_EXIT(fsdprt_all_reduce_start(&value, 1, 2, FSDPRT_GROUP_WORLD), ExitedWithCode(1),
-              HasSubstr("trainer: error: fsdprt_all_reduce_start: unknown reduction 2 (expected "
-                        "0 sum or 1 avg)"));
-  EXPECT_EXIT(fsdprt_reduce_scatter_start(&value, &value, -1, 0, FSDPRT_GROUP_SHARD),
+  EXPECT_EXIT(fsdprt_all_reduce_start(&value, 1, FSDPRT_DTYPE_F32, 2, FSDPRT_GROUP_WORLD),
               ExitedWithCode(1),
-              HasSubstr("trainer: error: fsdprt_reduce_scatter_start: negative size -1"));
+              HasSubstr("trainer: error: fsdprt_all_reduce_start: unknown "
+                        "reduction 2 (expected "
+                        "0 sum or 1 avg)"));
+  EXPECT_EXIT(fsdprt_all_reduce_start(&value, 1, 7, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD),
+              ExitedWithCode(1),
+              HasSubstr("trainer: error: fsdprt_all_reduce_start: unknown "
+                        "dtype 7 (expected 0 "
+                        "f32 or 1 bf16)"));
+  EXPECT_EXIT(
+      fsdprt_reduce_scatter_start(&value, &value, 1, -1, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_SHARD),
+      ExitedWithCode(1),
+      HasSubstr("trainer: error: fsdprt_reduce_scatter_start: unknown dtype -1"));
+  EXPECT_EXIT(
+      fsdprt_reduce_scatter_start(&value, &value, -1, FSDPRT_DTYPE_F32, 0, FSDPRT_GROUP_SHARD),
+      ExitedWithCode(1),
+      HasSubstr("trainer: error: fsdprt_reduce_scatter_start: negative size -1"));
   EXPECT_EXIT(fsdprt_all_gather_start(&value, &value, int64_t(1) << 31, FSDPRT_GROUP_SHARD),
               ExitedWithCode(1),
               HasSubstr("fsdprt_all_gather_start: 2147483648 bytes per rank is more than MPI's "
@@ -116,10 +134,12 @@ TEST_F(Collectives, BadArguments) {
 
 TEST(CollectivesError, BeforeTheGroupsExist) {
   float value = 0;
-  EXPECT_EXIT(fsdprt_all_reduce_start(&value, 1, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD),
-              ExitedWithCode(1),
-              HasSubstr("trainer: error: a collective was started before the trainer set up its "
-                        "process groups"));
+  EXPECT_EXIT(
+      fsdprt_all_reduce_start(&value, 1, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD),
+      ExitedWithCode(1),
+      HasSubstr("trainer: error: a collective was started before the "
+                "trainer set up its "
+                "process groups"));
 }
 
 } // namespace

@@ -76,9 +76,10 @@ TEST_F(CudaCollectives, ReductionsRunOnTheReduceScatterStream) {
   const float values[] = {5, 6};
   std::memcpy(full, values, sizeof(values));
   fake_cuda::reset();
-  int32_t scatter = fsdprt_reduce_scatter_start(full, shard, 2, FSDPRT_REDUCE_AVG,
+  int32_t scatter = fsdprt_reduce_scatter_start(full, shard, 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_AVG,
                                                 FSDPRT_GROUP_REPLICA);
-  int32_t reduce = fsdprt_all_reduce_start(shard, 2, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD);
+  int32_t reduce =
+      fsdprt_all_reduce_start(shard, 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD);
   EXPECT_NE(scatter, reduce);
   fsdprt_wait(reduce);
   fsdprt_wait(scatter);
@@ -101,13 +102,15 @@ TEST_F(CudaCollectives, HandlesFollowTheContract) {
   EXPECT_EXIT(
       {
         for (int i = 0; i <= kMaxPendingCollectives; ++i)
-          fsdprt_all_reduce_start(&value, 1, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD);
+          fsdprt_all_reduce_start(&value, 1, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                  FSDPRT_GROUP_WORLD);
       },
       ExitedWithCode(1),
       HasSubstr("trainer: error: fsdprt_all_reduce_start: more than 256 collectives pending"));
-  EXPECT_EXIT(fsdprt_reduce_scatter_start(&value, &value, 1, 2, FSDPRT_GROUP_SHARD),
-              ExitedWithCode(1),
-              HasSubstr("trainer: error: fsdprt_reduce_scatter_start: unknown reduction 2"));
+  EXPECT_EXIT(
+      fsdprt_reduce_scatter_start(&value, &value, 1, FSDPRT_DTYPE_F32, 2, FSDPRT_GROUP_SHARD),
+      ExitedWithCode(1),
+      HasSubstr("trainer: error: fsdprt_reduce_scatter_start: unknown reduction 2"));
 }
 
 } // namespace

@@ -233,8 +233,8 @@ float fsdp_train_step(void *arena, int64_t step, float lr) {
       flatGrad[kWeightNumel + c] += probs[i * kClasses + c];
 
   /* Each rank keeps the average of its shard's gradient, and updates its shard. */
-  fsdprt_wait(fsdprt_reduce_scatter_start(flatGrad, gradShard, kShardNumel, FSDPRT_REDUCE_AVG,
-                                          FSDPRT_GROUP_SHARD));
+  fsdprt_wait(fsdprt_reduce_scatter_start(flatGrad, gradShard, kShardNumel, FSDPRT_DTYPE_F32,
+                                          FSDPRT_REDUCE_AVG, FSDPRT_GROUP_SHARD));
   sgdUpdate(shard, momentum, gradShard, kShardNumel, lr);
   return loss;
 }

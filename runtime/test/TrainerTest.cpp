@@ -111,7 +111,8 @@ TEST(TrainerError, WrongNumberOfRanks) {
 }
 
 float pendingStep(void *arena, int64_t, float) {
-  fsdprt_all_reduce_start(static_cast<float *>(arena), 1, FSDPRT_REDUCE_SUM, FSDPRT_GROUP_WORLD);
+  fsdprt_all_reduce_start(static_cast<float *>(arena), 1, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                          FSDPRT_GROUP_WORLD);
   return 1.0f;
 }
 

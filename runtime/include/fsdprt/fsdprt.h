@@ -43,6 +43,13 @@ void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, in
                       float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
                       float beta, void *c, int64_t ldc);
 
+/* `batch` products of fsdprt_gemm_bf16's form, laid out as in
+ * fsdprt_sgemm_batched (strides in elements). */
+void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m, int64_t n,
+                              int64_t k, float alpha, const void *a, int64_t lda, int64_t stride_a,
+                              const void *b, int64_t ldb, int64_t stride_b, float beta, void *c,
+                              int64_t ldc, int64_t stride_c);
+
 /* Collectives (docs/Runtime.md, section 6). The world's ranks form a grid of
  * `replicas` x `shard_ranks` (manifest): the shard group of a rank is the
  * `shard_ranks` consecutive ranks holding the shards of one copy of the model
@@ -55,20 +62,25 @@ void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, in
  * group makes the same calls in the same order. */
 enum { FSDPRT_GROUP_WORLD = 0, FSDPRT_GROUP_SHARD = 1, FSDPRT_GROUP_REPLICA = 2 };
 enum { FSDPRT_REDUCE_SUM = 0, FSDPRT_REDUCE_AVG = 1 };
+/* The element type of a reduction. bf16 sums round each addition of two
+ * elements to bf16 (to nearest even); AVG divides the sum in f32 and rounds. */
+enum { FSDPRT_DTYPE_F32 = 0, FSDPRT_DTYPE_BF16 = 1 };
 
 /* Gathers `shard_bytes` from each rank of `group` into `full`
  * (group size x shard_bytes), in group-rank order. */
 int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_t shard_bytes,
                                 int32_t group);
 
-/* Reduces `full` (group size x shard_count floats) elementwise over `group` and
- * leaves block (group rank) of the result in `shard`; AVG divides the sum by the
- * group size. */
-int32_t fsdprt_reduce_scatter_start(const float *full, float *shard, int64_t shard_count,
-                                    int32_t op, int32_t group);
+/* Reduces `full` (group size x shard_count elements of `dtype`) elementwise
+ * over `group` and leaves block (group rank) of the result in `shard`; AVG
+ * divides the sum by the group size. */
+int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, int64_t shard_count,
+                                    int32_t dtype, int32_t op, int32_t group);
 
-/* Reduces `count` floats in place over `group` (every rank gets the result). */
-int32_t fsdprt_all_reduce_start(float *data, int64_t count, int32_t op, int32_t group);
+/* Reduces `count` elements of `dtype` in place over `group` (every rank gets
+ * the result). */
+int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dtype, int32_t op,
+                                int32_t group);
 
 /* Completes the collective `handle` (from a *_start call). On the CUDA target
  * it makes the compute stream wait for it (the host does not block). */

@@ -3,11 +3,13 @@
 // The CPU backend's fsdprt_*_start and fsdprt_wait (fsdprt.h; docs/Runtime.md,
 // section 6): MPI's nonblocking collectives on the groups of Ranks.h. A
 // handle's slot keeps the MPI request, and what fsdprt_wait applies once it
-// completes: the division of AVG, for which MPI has no operation.
+// completes: the division of AVG, for which MPI has no operation. bf16
+// reductions use an operation of their own (MPI has no bfloat16).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Collectives.h"
+#include "DType.h"
 #include "Error.h"
 #include "Ranks.h"
 #include "fsdprt/fsdprt.h"
@@ -15,6 +17,7 @@
 #include <climits>
 #include <cstring>
 #include <string>
+#include <utility>
 
 using namespace fsdprt;
 
@@ -23,17 +26,19 @@ namespace {
 struct Pending {
   // MPI_REQUEST_NULL for a group of one rank, whose result is already there.
   MPI_Request request = MPI_REQUEST_NULL;
-  // AVG: the floats to divide by the group size once the sum is complete.
-  float *average = nullptr;
+  // AVG: the elements to divide by the group size once the sum is complete.
+  void *average = nullptr;
   int64_t averageCount = 0;
+  int32_t averageDType = FSDPRT_DTYPE_F32;
   int groupSize = 1;
 
-  /// With AVG, fsdprt_wait divides the `count` floats at `data` by the size.
-  void averageOnWait(int32_t op, float *data, int64_t count, int size) {
+  /// With AVG, fsdprt_wait divides the `count` elements at `data` by the size.
+  void averageOnWait(int32_t op, void *data, int64_t count, int32_t dtype, int size) {
     if (op != FSDPRT_REDUCE_AVG)
       return;
     average = data;
     averageCount = count;
+    averageDType = dtype;
     groupSize = size;
   }
 };
@@ -50,6 +55,28 @@ int mpiCount(const char *what, int64_t count, const char *unit) {
     fatal(std::string(what) + ": " + std::to_string(count) + " " + unit +
           " per rank is more than MPI's int counts hold (2^31 - 1)");
   return static_cast<int>(count);
+}
+
+/// MPI has no bfloat16: its sums are 2-byte elements added by this operation,
+/// each addition of two in f32 rounded once to bf16 (docs/MixedPrecision.md).
+void sumBF16(void *in, void *inout, int *length, MPI_Datatype *) {
+  const auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *length; ++i)
+    b[i] = floatToBF16(bf16ToFloat(a[i]) + bf16ToFloat(b[i]));
+}
+
+/// The MPI type and sum of a reduction's dtype.
+std::pair<MPI_Datatype, MPI_Op> mpiSum(int32_t dtype) {
+  if (dtype == FSDPRT_DTYPE_F32)
+    return {MPI_FLOAT, MPI_SUM};
+  // Created once, after MPI_Init (the first bf16 reduction).
+  static MPI_Op bf16Sum = [] {
+    MPI_Op op;
+    MPI_Op_create(sumBF16, /*commute=*/1, &op);
+    return op;
+  }();
+  return {MPI_UINT16_T, bf16Sum};
 }
 
 } // namespace
@@ -72,13 +99,14 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   return handle;
 }
 
-extern "C" int32_t fsdprt_reduce_scatter_start(const float *full, float *shard,
-                                               int64_t shard_count, int32_t op, int32_t group) {
+extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, int64_t shard_count,
+                                               int32_t dtype, int32_t op, int32_t group) {
   const char *what = "fsdprt_reduce_scatter_start";
   checkReduction(what, op);
-  int count = mpiCount(what, shard_count, "floats");
+  int64_t elementBytes = reductionElementBytes(what, dtype);
+  int count = mpiCount(what, shard_count, "elements");
   int size = groupSize(group);
-  int64_t shardBytes = shard_count * static_cast<int64_t>(sizeof(float));
+  int64_t shardBytes = shard_count * elementBytes;
   checkReduceScatterBuffers(what, full, shard, shardBytes, size);
   int32_t handle = takeHandle(what);
   Pending &pending = start(handle);
@@ -88,25 +116,26 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const float *full, float *shard,
       std::memmove(shard, full, static_cast<size_t>(shardBytes));
     return handle;
   }
-  pending.averageOnWait(op, shard, shard_count, size);
-  MPI_Ireduce_scatter_block(full, shard, count, MPI_FLOAT, MPI_SUM, groupComm(group),
-                            &pending.request);
+  pending.averageOnWait(op, shard, shard_count, dtype, size);
+  auto [type, sum] = mpiSum(dtype);
+  MPI_Ireduce_scatter_block(full, shard, count, type, sum, groupComm(group), &pending.request);
   return handle;
 }
 
-extern "C" int32_t fsdprt_all_reduce_start(float *data, int64_t count, int32_t op,
+extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dtype, int32_t op,
                                            int32_t group) {
   const char *what = "fsdprt_all_reduce_start";
   checkReduction(what, op);
-  int mpiCountValue = mpiCount(what, count, "floats");
+  reductionElementBytes(what, dtype);
+  int mpiCountValue = mpiCount(what, count, "elements");
   int size = groupSize(group);
   int32_t handle = takeHandle(what);
   Pending &pending = start(handle);
   if (size == 1)
     return handle;
-  pending.averageOnWait(op, data, count, size);
-  MPI_Iallreduce(MPI_IN_PLACE, data, mpiCountValue, MPI_FLOAT, MPI_SUM, groupComm(group),
-                 &pending.request);
+  pending.averageOnWait(op, data, count, dtype, size);
+  auto [type, sum] = mpiSum(dtype);
+  MPI_Iallreduce(MPI_IN_PLACE, data, mpiCountValue, type, sum, groupComm(group), &pending.request);
   return handle;
 }
 
@@ -115,10 +144,17 @@ extern "C" void fsdprt_wait(int32_t handle) {
   Pending &pending = table[handle];
   if (pending.request != MPI_REQUEST_NULL)
     MPI_Wait(&pending.request, MPI_STATUS_IGNORE);
-  // Dividing the sum gives the same float on every rank, as a real average
-  // must (MPI has no average operation).
+  // Dividing the sum gives the same value on every rank, as a real average
+  // must (MPI has no average operation); bf16 rounds the f32 quotient once.
   float divisor = static_cast<float>(pending.groupSize);
-  for (int64_t i = 0; i < pending.averageCount; ++i)
-    pending.average[i] /= divisor;
+  if (pending.averageDType == FSDPRT_DTYPE_BF16) {
+    auto *values = static_cast<uint16_t *>(pending.average);
+    for (int64_t i = 0; i < pending.averageCount; ++i)
+      values[i] = floatToBF16(bf16ToFloat(values[i]) / divisor);
+  } else {
+    auto *values = static_cast<float *>(pending.average);
+    for (int64_t i = 0; i < pending.averageCount; ++i)
+      values[i] /= divisor;
+  }
   releaseHandle(handle);
 }

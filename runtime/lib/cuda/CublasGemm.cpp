@@ -1,6 +1,6 @@
 //===- CublasGemm.cpp - The step's matrix products on cuBLAS --------------===//
 //
-// fsdprt_sgemm, fsdprt_sgemm_batched and fsdprt_gemm_bf16 (fsdprt.h) on the
+// fsdprt_sgemm(_batched) and fsdprt_gemm_bf16(_batched) (fsdprt.h) on the
 // compute stream, with the arguments checked first (GemmArguments.h).
 // fsdprt.h's matrices are row-major and cuBLAS's column-major: a row-major
 // M x N matrix C is the column-major N x M matrix C^T, and
@@ -86,4 +86,21 @@ extern "C" void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, in
                                    int(k), &alpha, b, CUDA_R_16BF, int(ldb), a, CUDA_R_16BF,
                                    int(lda), &beta, c, CUDA_R_16BF, int(ldc), CUBLAS_COMPUTE_32F,
                                    CUBLAS_GEMM_DEFAULT));
+}
+
+extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
+                                         int64_t n, int64_t k, float alpha, const void *a,
+                                         int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+                                         int64_t stride_b, float beta, void *c, int64_t ldc,
+                                         int64_t stride_c) {
+  const char *what = "fsdprt_gemm_bf16_batched";
+  GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
+  checkGemmBatch(what, gemm, batch, stride_a, stride_b, stride_c, INT_MAX);
+  cublasHandle_t cublas = checkedHandle(what, gemm);
+  if (gemm.empty() || batch == 0)
+    return;
+  FSDPRT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
+      cublas, operation(trans_b), operation(trans_a), int(n), int(m), int(k), &alpha, b,
+      CUDA_R_16BF, int(ldb), stride_b, a, CUDA_R_16BF, int(lda), stride_a, &beta, c, CUDA_R_16BF,
+      int(ldc), stride_c, int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }

@@ -55,6 +55,10 @@ ncclComm_t communicator(int32_t group) {
 
 ncclRedOp_t reduction(int32_t op) { return op == FSDPRT_REDUCE_AVG ? ncclAvg : ncclSum; }
 
+ncclDataType_t ncclType(int32_t dtype) {
+  return dtype == FSDPRT_DTYPE_BF16 ? ncclBfloat16 : ncclFloat32;
+}
+
 /// Records the completion event of `handle` on `stream`, after its collective.
 int32_t recordDone(int32_t handle, cudaStream_t stream) {
   recordEvent(done[handle], stream);
@@ -115,13 +119,14 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   return recordDone(handle, stream);
 }
 
-extern "C" int32_t fsdprt_reduce_scatter_start(const float *full, float *shard,
-                                               int64_t shard_count, int32_t op, int32_t group) {
+extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, int64_t shard_count,
+                                               int32_t dtype, int32_t op, int32_t group) {
   const char *what = "fsdprt_reduce_scatter_start";
   checkReduction(what, op);
+  int64_t elementBytes = reductionElementBytes(what, dtype);
   checkSize(what, shard_count);
   int size = groupSize(group);
-  int64_t shardBytes = shard_count * static_cast<int64_t>(sizeof(float));
+  int64_t shardBytes = shard_count * elementBytes;
   checkReduceScatterBuffers(what, full, shard, shardBytes, size);
   cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
   int32_t handle = takeHandle(what);
@@ -132,21 +137,22 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const float *full, float *shard,
                                         cudaMemcpyDeviceToDevice, stream));
     return recordDone(handle, stream);
   }
-  FSDPRT_NCCL_CHECK(ncclReduceScatter(full, shard, static_cast<size_t>(shard_count), ncclFloat32,
-                                      reduction(op), communicator(group), stream));
+  FSDPRT_NCCL_CHECK(ncclReduceScatter(full, shard, static_cast<size_t>(shard_count),
+                                      ncclType(dtype), reduction(op), communicator(group), stream));
   return recordDone(handle, stream);
 }
 
-extern "C" int32_t fsdprt_all_reduce_start(float *data, int64_t count, int32_t op,
+extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dtype, int32_t op,
                                            int32_t group) {
   const char *what = "fsdprt_all_reduce_start";
   checkReduction(what, op);
+  reductionElementBytes(what, dtype);
   checkSize(what, count);
   int size = groupSize(group);
   cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
   int32_t handle = takeHandle(what);
   if (size > 1)
-    FSDPRT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclFloat32,
+    FSDPRT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclType(dtype),
                                     reduction(op), communicator(group), stream));
   return recordDone(handle, stream);
 }
