@@ -50,6 +50,10 @@ class Tape:
         self.nodes.append((v, args, vjp))
         return v
 
+    def loss_input(self):
+        """The value the loss op (the last op) read: the logits."""
+        return self.nodes[-1][1][0].data
+
     def backward(self, loss):
         """Reverse pass from a rank-0 loss; returns {param name: gradient}."""
         loss.grad = self.prec.dtype(1.0)  # the f32 seed: never rounded
@@ -67,6 +71,14 @@ def _finish(tape, loss, params):
     grads = tape.backward(loss)
     # Parameters never read get a zero gradient (the trainer still updates them).
     return float(loss.data), {n: grads.get(n, np.zeros_like(params[n])) for n in params}
+
+
+def _loss_and_grads(forward):
+    """loss_and_grads(params, inputs, prec=EXACT, **kw) of a model's forward(tape, inputs)."""
+    def loss_and_grads(params, inputs, prec=EXACT, **kwargs):
+        t = Tape(params, prec)
+        return _finish(t, forward(t, inputs, **kwargs), params)
+    return loss_and_grads
 
 
 # ---------------------------------------------------------------- examples/mlp.mlir
@@ -90,29 +102,33 @@ MLP_PARAMS = [
 ]
 
 
-def mlp_loss_and_grads(params, inputs, slopes=None, prec=EXACT):
-    """slopes: {layer: 0/1 array like its pre-activation} replacing the ReLU slopes of
-    layers 1 and 2 (see relu_inputs)."""
+def mlp_forward(t, inputs, slopes=None):
+    """The loss on tape t. slopes: {layer: 0/1 array like its pre-activation} replacing
+    the ReLU slopes of layers 1 and 2 (see relu_inputs)."""
     x, y = inputs  # [64, 784] f32 features, [64] i32 classes (bound 10)
-    t = Tape(params, prec)
     h = t.read(x, "input")
     for i in (1, 2, 3):
         m = t(ops.matmul, h, t.use("fc%d.w" % i))
-        h = t(ops.add, m, t.use("fc%d.b" % i))
+        h = t(ops.add, m, t.use("fc%d.b" % i), point="add" if i < 3 else "add:logits")
         if i < 3:
             h = t(ops.relu, h, slope=(slopes or {}).get(i))
-    return _finish(t, t(ops.cross_entropy, h, y), params)
+    return t(ops.cross_entropy, h, y)
 
 
-def mlp_relu_inputs(params, inputs):
-    """{layer: (z, magnitude)}: each ReLU's input z = h w + b and the sum of the magnitudes
-    of its terms, |h| |w| + |b|, which bounds the rounding error of computing z."""
-    h, out = inputs[0], {}
+mlp_loss_and_grads = _loss_and_grads(mlp_forward)
+
+
+def mlp_relu_inputs(params, inputs, prec=EXACT):
+    """{layer: (z, magnitude)}: each ReLU's input z = h w + b (rounded as `prec` says) and
+    the sum of the magnitudes of its terms, |h| |w| + |b|, which bounds the rounding
+    error of computing z."""
+    t = Tape(params, prec)
+    h, out = t.read(inputs[0], "input"), {}
     for i in (1, 2):
-        w, b = params["fc%d.w" % i], params["fc%d.b" % i]
-        z = h @ w + b
+        w, b = t.use("fc%d.w" % i).data, t.use("fc%d.b" % i).data
+        z = prec.round(prec.round(h @ w, "matmul") + b, "add")
         out[i] = (z, np.abs(h) @ np.abs(w) + np.abs(b))
-        h = np.maximum(z, 0.0)
+        h = prec.round(np.maximum(z, 0.0), "relu")
     return out
 
 
@@ -143,10 +159,10 @@ GPT_PARAMS += [("lnf.g", (D,), "f32", "head", ONES),
                ("lm_head", (D, 256), "f32", "head", normal(0.02))]
 
 
-def gpt_loss_and_grads(params, inputs, prec=EXACT):
+def gpt_forward(t, inputs):
+    """The loss on tape t."""
     tokens, targets = inputs  # [B, T] i32 each
     b = tokens.shape[0]
-    t = Tape(params, prec)
     x = t(ops.add, t(ops.embedding, t.use("wte"), tokens), t.use("wpe"))
     for blk in range(2):
         p = "h%d." % blk
@@ -174,7 +190,10 @@ def gpt_loss_and_grads(params, inputs, prec=EXACT):
         x = t(ops.add, x, d, point="add:residual")
     xf = t(ops.layer_norm, x, t.use("lnf.g"), t.use("lnf.b"))
     logits = t(ops.matmul, xf, t.use("lm_head"))
-    return _finish(t, t(ops.cross_entropy, logits, targets), params)
+    return t(ops.cross_entropy, logits, targets)
+
+
+gpt_loss_and_grads = _loss_and_grads(gpt_forward)
 
 
 # ---------------------------------------------------------------- registry
@@ -187,6 +206,7 @@ MODELS = {
         "optimizer": {"kind": "adamw", "lr": 1e-3, "beta1": 0.9, "beta2": 0.999,
                       "eps": 1e-8, "weight_decay": 0.0},
         "clip_grad_norm": 0.0,
+        "forward": mlp_forward,
         "loss_and_grads": mlp_loss_and_grads,
         "relu_inputs": mlp_relu_inputs,
     },
@@ -196,6 +216,7 @@ MODELS = {
         "optimizer": {"kind": "adamw", "lr": 3e-4, "beta1": 0.9, "beta2": 0.999,
                       "eps": 1e-8, "weight_decay": 0.1},
         "clip_grad_norm": 1.0,
+        "forward": gpt_forward,
         "loss_and_grads": gpt_loss_and_grads,
     },
 }
@@ -210,28 +231,48 @@ def loss_and_grads(model, params, inputs):
     return MODELS[model]["loss_and_grads"](params, inputs)
 
 
-def reduced_loss_and_grads(model, params, inputs, prec, **kwargs):
-    """(loss, {name: gradient}, {name: slack}) of one step computed as `prec` says. In
-    float32 mode: loss_and_grads and zero slack (the full batch in float64 is the mean of
-    the ranks' gradients). In bf16 mode each rank's gradient differs from that mean (its
-    roundings see its own rows, and cross_entropy_grad its own 1 / rows), so each rank
-    runs on its rows and precision.reduce averages them; slack bounds the reduction's
-    rounding (precision.Precision.reduce). kwargs (ReLU slopes) are split like the rows.
-    The loss is the mean of the ranks' losses (the runtime logs their average)."""
-    f = MODELS[model]["loss_and_grads"]
-    if not prec.bf16:
-        loss, grads = f(params, inputs, **kwargs)
-        return loss, grads, {n: np.zeros_like(g) for n, g in grads.items()}
-    n = prec.ranks
-    parts = precision.split_rows(inputs, n)
-    slopes = kwargs.get("slopes")
-    runs = [f(params, rows, prec=prec, **({"slopes": {k: v[r * (len(v) // n):(r + 1) * (len(v) // n)]
-                                                       for k, v in slopes.items()}}
-                                          if slopes else {}))
-            for r, rows in enumerate(parts)]
+class Step:
+    """One step as the reference computes it: loss, {name: gradient}, {name: slack} (how
+    far the trainer's gradient reduction may be from `grads`, elementwise) and loss_slack
+    (how far its loss may be, beyond float32 arithmetic)."""
+
+    def __init__(self, loss, grads, slack, loss_slack):
+        self.loss, self.grads, self.slack, self.loss_slack = loss, grads, slack, loss_slack
+
+
+def step(model, params, inputs, prec=EXACT, slopes=None):
+    """The Step of MODELS[model] on one global batch, computed as `prec` says.
+
+    float32 mode: loss_and_grads on the whole batch and no slack (its gradient is the mean
+    of the ranks' gradients, so the number of ranks only changes float32 sums); with a
+    bf16 reduction over several ranks, each rank on its rows as below, reduced with slack.
+
+    bf16 mode: each rank's gradient differs from that mean (its roundings see its own
+    rows, cross_entropy_grad its own 1 / rows), so each rank runs on its block of rows
+    (precision.split_rows) and prec.reduce averages their gradients (section 3). The loss
+    is the mean of the ranks' losses (the runtime logs their average); it is computed in
+    f32 from bf16 logits, and the trainer's logits may each be one bf16 ulp (2u |z|) off
+    the reference's where float32 moved a rounding: cross-entropy changes by at most
+    2 max|dz| per row, so loss_slack = 4 u mean(max |z| per row).
+    slopes: ReLU slopes of the whole batch (MLP), split like the rows."""
+    forward = MODELS[model]["forward"]
+    if not prec.bf16 and (prec.reduce_dtype == "f32" or prec.ranks == 1):
+        kwargs = {"slopes": slopes} if slopes else {}
+        loss, grads = MODELS[model]["loss_and_grads"](params, inputs, **kwargs)
+        return Step(loss, grads, {n: np.zeros_like(g) for n, g in grads.items()}, 0.0)
+    ranks = prec.ranks
+    runs, loss_slack = [], 0.0
+    for r, rows in enumerate(precision.split_rows(inputs, ranks)):
+        kwargs = {"slopes": {k: precision.split_rows([v], ranks)[r][0]
+                             for k, v in slopes.items()}} if slopes else {}
+        t = Tape(params, prec)
+        loss, grads = _finish(t, forward(t, rows, **kwargs), params)
+        if prec.bf16:
+            z = np.abs(t.loss_input().astype(np.float64))
+            loss_slack += 4 * precision.U_BF16 * np.mean(z.reshape(-1, z.shape[-1]).max(axis=1))
+        runs.append((loss, grads))
     grads, slack = {}, {}
     for name in runs[0][1]:
-        grads[name], slack[name] = prec.reduce([np.asarray(g, np.float64) for _l, gs in runs
-                                                for g in [gs[name]]])
-    return float(np.mean([loss for loss, _g in runs])), grads, slack
-
+        grads[name], slack[name] = prec.reduce([np.asarray(g[name], np.float64)
+                                                for _l, g in runs])
+    return Step(float(np.mean([loss for loss, _g in runs])), grads, slack, loss_slack / ranks)

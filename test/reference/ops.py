@@ -45,13 +45,13 @@ def matmul(a, b, transpose_lhs=False, transpose_rhs=False, prec=EXACT, point="ma
     B = b.T if transpose_rhs else b
     lead = A.shape[:-1]                      # [..., M]
     A2 = A.reshape(-1, A.shape[-1])          # rows of every leading index: plain 2-D
-    out = (A2 @ B).reshape(lead + (B.shape[1],))  # products (NumPy's batched path is slow)
+    out = prec.matmul(A2, B).reshape(lead + (B.shape[1],))  # products (NumPy's batched path is slow)
 
     def vjp(d):
         # Two matmuls (the transposes and reshapes around them are exact).
         d2 = d.reshape(-1, d.shape[-1])
-        dA = prec.round((d2 @ B.T).reshape(A.shape), "matmul")
-        dB = prec.round(A2.T @ d2, "matmul")  # sums over all of [..., M]
+        dA = prec.round(prec.matmul(d2, B.T).reshape(A.shape), "matmul:grad")
+        dB = prec.round(prec.matmul(A2.T, d2), "matmul:grad")  # sums over all of [..., M]
         return (_swap(dA) if transpose_lhs else dA), (dB.T if transpose_rhs else dB)
     return prec.round(out, point), vjp
 
@@ -61,11 +61,11 @@ def batch_matmul(a, b, transpose_lhs=False, transpose_rhs=False, prec=EXACT,
     """[B..., M, K] x [B..., K, N] -> [B..., M, N] after the optional transposes."""
     A = _swap(a) if transpose_lhs else a
     B = _swap(b) if transpose_rhs else b
-    out = A @ B
+    out = prec.matmul(A, B)
 
     def vjp(d):
-        dA = prec.round(d @ _swap(B), "batch_matmul")
-        dB = prec.round(_swap(A) @ d, "batch_matmul")
+        dA = prec.round(prec.matmul(d, _swap(B)), "batch_matmul:grad")
+        dB = prec.round(prec.matmul(_swap(A), d), "batch_matmul:grad")
         return (_swap(dA) if transpose_lhs else dA), (_swap(dB) if transpose_rhs else dB)
     return prec.round(out, point), vjp
 

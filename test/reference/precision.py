@@ -3,10 +3,10 @@
 A Precision says where the step rounds (section 2) and how the ranks' gradients are
 reduced (section 3). The ops (ops.py) and the models (models.py) call
 `prec.round(value, point)` at every rounding point of the spec, naming it by the kind of
-compiled op that produces the value ("matmul", "reduce_sum", "layer_norm_grad", ...,
-optionally "kind:label" for one instance, e.g. "add:residual"); in float32 mode (the
-default, `EXACT`) rounding is the identity and every op computes as it always did. A
-subclass can move a rounding point (selftest.py simulates trainers that do).
+compiled op that produces the value ("matmul", "reduce_sum", "layer_norm_grad", ...;
+"kind:label" for some instances, e.g. "add:residual"); in float32 mode (the default,
+EXACT) rounding is the identity and every op computes as it always did. selftest.py
+subclasses it to simulate trainers, including ones with a rounding point moved.
 """
 import numpy as np
 
@@ -14,66 +14,114 @@ import philox
 
 U_BF16 = 2.0 ** -8   # bf16 unit roundoff: 8 significant bits, round to nearest even
 U_F32 = 2.0 ** -24   # float32 unit roundoff
+STRATEGIES = ("full_shard", "shard_grad_op", "no_shard", "hybrid_shard")
 
 
 def round_bf16(x):
-    """Nearest-even bf16 value of x, in x's float dtype (float64 or float32 arrays, both
-    hold every bf16 value exactly); NaN and +-inf are kept, overflow gives +-inf."""
+    """Nearest-even bf16 value of x, in x's float dtype (float64 or float32: both hold
+    every bf16 value exactly); NaN and +-inf are kept, overflow gives +-inf."""
     x = np.asarray(x)
     return philox.round_bf16(x).astype(x.dtype if x.dtype == np.float32 else np.float64)
 
 
-class Precision:
-    """param_dtype 'f32' | 'bf16', reduce_dtype 'f32' | 'bf16', and the grid of ranks:
-    (N,) for full_shard / shard_grad_op / no_shard on N ranks, (R, S) for hybrid_shard
-    (S ranks per shard group, R replicas). `dtype` is the float type the ops compute in:
-    float64 for the reference (selftest.py's simulated trainers use float32)."""
+def bf16_ulp(x):
+    """The spacing of bf16 values at |x| (normal range; 2^-133 below it)."""
+    _, e = np.frexp(np.asarray(x, dtype=np.float64))
+    return np.ldexp(1.0, np.maximum(e - 1, -126) - 7)
 
-    def __init__(self, param_dtype="f32", reduce_dtype="f32", grid=(1,), dtype=np.float64):
+
+class Precision:
+    """param_dtype, reduce_dtype: 'f32' | 'bf16'; grid: (N,) or (R, S); strategy: which
+    collectives reduce the gradient (docs/Sharding.md): hybrid_shard reduce-scatters over
+    the S ranks of a shard group, then all-reduces over the R replicas; every other
+    strategy reduces over all ranks at once. `dtype`: what the ops compute in (float64:
+    the reference; float32: calibration() and the selftest's simulated trainers)."""
+
+    def __init__(self, param_dtype="f32", reduce_dtype="f32", grid=(1,),
+                 strategy="full_shard", dtype=np.float64):
         if param_dtype not in ("f32", "bf16") or reduce_dtype not in ("f32", "bf16"):
             raise ValueError("dtypes are f32 or bf16")
+        if strategy not in STRATEGIES:
+            raise ValueError("unknown strategy %r" % strategy)
+        if strategy == "hybrid_shard" and len(grid) != 2:
+            raise ValueError("hybrid_shard needs a grid [R, S]")
         self.param_dtype, self.reduce_dtype = param_dtype, reduce_dtype
-        self.grid, self.dtype = tuple(int(n) for n in grid), dtype
+        self.grid, self.strategy, self.dtype = tuple(int(n) for n in grid), strategy, dtype
         self.bf16 = param_dtype == "bf16"
+        self.ranks = int(np.prod(self.grid))
+        # Reduction stages, each over groups of consecutive values.
+        self.stages = ((self.grid[1], self.grid[0]) if strategy == "hybrid_shard"
+                       else (self.ranks,))
 
-    @property
-    def ranks(self):
-        return int(np.prod(self.grid))
+    def calibration(self, order=0):
+        """The same step in float32 arithmetic (teacher.py: how far float32 moves bf16
+        roundings), the products summed in one of three orders: 0 NumPy's (BLAS), 1 the
+        reduced dimension reversed, 2 its second half first."""
+        twin = Precision(self.param_dtype, self.reduce_dtype, self.grid, self.strategy,
+                         np.float32)
+        twin.order = order
+        return twin
+
+    order = 0
+
+    def matmul(self, a, b):
+        """The products of matmul and batch_matmul, [..., M, K] x [..., K, N]."""
+        if self.order == 1:
+            return a[..., ::-1] @ b[..., ::-1, :]
+        if self.order == 2:
+            h = a.shape[-1] // 2
+            return a[..., h:] @ b[..., h:, :] + a[..., :h] @ b[..., :h, :]
+        return a @ b
 
     def round(self, x, point):
         """A rounding point of MixedPrecision.md section 2: the result of one op."""
         return round_bf16(x) if self.bf16 else x
 
     def inner(self, x, point):
-        """A value inside one op that the spec keeps in f32 (never rounded): identity.
-        Named so that a simulated trainer can round it where it should not."""
+        """A value inside one op that the spec keeps in f32 (never rounded): identity;
+        named so that a simulated trainer can round it where it should not."""
         return x
 
+    def reduce_pair(self, a, b):
+        """A bf16 reduction of two values: one addition, rounded (the order of two
+        operands does not matter), then the division by 2, exact."""
+        return self.round(a + b, "reduce") / 2
+
     def reduce(self, per_rank):
-        """The gradient reduction of section 3 over the ranks' gradients (rank order =
-        batch-row order): returns (mean, slack), the exact float64 average and an
-        elementwise bound on how far the trainer's reduction may be from it. Stages: the
-        shard group (the last grid dimension; consecutive ranks), then the replicas of
-        hybrid_shard. A stage over S values in the reduce dtype (unit roundoff u) rounds at
-        most its S - 1 partial sums, each by at most u times the sum of the magnitudes, and
-        the division by S once: |error| <= ((S - 1) u sum|g| + S u |mean|) / S."""
-        u = U_BF16 if self.reduce_dtype == "bf16" else U_F32
-        values, slacks = list(per_rank), [np.zeros_like(g) for g in per_rank]
-        for size in reversed(self.grid):
+        """The gradient reduction of section 3 over the ranks' gradients (float64 arrays,
+        rank order = row order): (value, slack), the reference's reduced gradient and a
+        bound on how far the trainer's may be from it, elementwise.
+
+        A stage over S values averages them. In f32 (unit roundoff u = 2^-24) or in bf16
+        with S > 2 (the MPI library's order of additions is unknown), the value is the
+        exact mean and the slack bounds the trainer's S - 1 rounded partial sums (each off
+        by at most u times the sum of the magnitudes) and its rounded division:
+        ((S - 1) u sum|g| + S u |mean|) / S, plus the inputs' slack averaged. In bf16 with
+        S = 2 (of exact inputs) the one rounded addition is the same in any order: reduce_pair,
+        no slack."""
+        values = list(per_rank)
+        # f32 parameters, bf16 reduction: each rank's f32 gradient is rounded to bf16 for
+        # the collective (the reference has float64 values: up to u |g| away).
+        slacks = [U_BF16 * np.abs(g) if self.reduce_dtype == "bf16" and not self.bf16
+                  else np.zeros_like(g) for g in per_rank]
+        for size in self.stages:
             if size == 1:
                 continue
-            groups = [slice(i, i + size) for i in range(0, len(values), size)]
-            nvalues, nslacks = [], []
-            for grp in groups:
-                vs, ss = values[grp], slacks[grp]
-                mean = sum(vs) / size
-                magnitude = sum(np.abs(v) + s for v, s in zip(vs, ss))
-                nvalues.append(mean)
-                nslacks.append(sum(ss) / size + ((size - 1) * u * magnitude
-                                                 + size * u * (np.abs(mean) + sum(ss) / size)) / size)
-            # The replica stage reduces the group results of the same shard: the groups
-            # are consecutive, so stage two takes every group in order.
-            values, slacks = nvalues, nslacks
+            out_values, out_slacks = [], []
+            for i in range(0, len(values), size):
+                vs, ss = values[i:i + size], slacks[i:i + size]
+                slack = sum(ss) / size
+                if (self.reduce_dtype == "bf16" and size == 2 and self.bf16
+                        and not any(s.any() for s in ss)):
+                    value = self.reduce_pair(*vs)
+                else:
+                    u = U_BF16 if self.reduce_dtype == "bf16" else U_F32
+                    value = sum(vs) / size
+                    magnitude = sum(np.abs(v) + s for v, s in zip(vs, ss))
+                    slack = slack + u * ((size - 1) * magnitude / size + np.abs(value) + slack)
+                out_values.append(value)
+                out_slacks.append(slack)
+            values, slacks = out_values, out_slacks
         return values[0], slacks[0]
 
 
@@ -82,5 +130,7 @@ EXACT = Precision()
 
 def split_rows(inputs, ranks):
     """Each rank's contiguous block of batch / ranks rows (docs/Sharding.md)."""
+    if inputs[0].shape[0] % ranks:
+        raise ValueError("a batch of %d rows on %d ranks" % (inputs[0].shape[0], ranks))
     rows = inputs[0].shape[0] // ranks
     return [[a[r * rows:(r + 1) * rows] for a in inputs] for r in range(ranks)]

@@ -9,7 +9,13 @@
 5. A short training of both models (train.py CLI) on which the loss must fall.
 6. The teacher-forced checker (teacher.py) on a trainer simulated in float32: it accepts
    correct steps and rejects each kind of wrong one (loss, gradient, clip, state, update).
+7. bf16 mixed precision: rounding, the ops' split gradients, and teacher.py's bf16 mode on
+   trainers simulated in float32 with bf16 rounding points (1, 2 and 4 ranks, hybrid,
+   reduce_dtype f32 and bf16): correct ones pass, ones with a rounding point moved fail;
+   each line shows the margins (worst measured error / bound).
 """
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -31,6 +37,7 @@ import models  # noqa: E402
 import ops  # noqa: E402
 import optim  # noqa: E402
 import philox  # noqa: E402
+import precision  # noqa: E402
 import teacher  # noqa: E402
 
 FAILURES = []
@@ -236,10 +243,11 @@ def test_training():
 
 # ---------------------------------------------------------------- 6. teacher forcing
 
-def simulated_trace(model, arrays, steps, path, mutate=None):
+def simulated_trace(model, arrays, steps, path, mutate=None, sim=None):
     """A trainer's --trace-state and losses, simulated: each step of the float64 reference
     (optim.py) from the float32 state, every result rounded to float32. `mutate(step, what,
-    value)` may change a value ("loss", "grads", "coef", "lr", "beta2") to simulate a bug."""
+    value)` may change a value ("loss", "grads", "coef", "lr", "beta2") to simulate a bug.
+    sim: a SimulatedTrainer computing the loss and gradients (bf16 mode)."""
     m = models.MODELS[model]
     cfg = dict(m["optimizer"])
     mutate = mutate or (lambda step, what, value: value)
@@ -258,7 +266,11 @@ def simulated_trace(model, arrays, steps, path, mutate=None):
                     f.write(np.asarray(part.get(n, zeros[n]), dtype="<f4").tobytes())
         write(zeros)
         for step, inputs in datafile.batches(arrays, models.batch_size(model), steps):
-            loss, grads = models.loss_and_grads(model, params, inputs)
+            if sim is None:
+                loss, grads = models.loss_and_grads(model, params, inputs)
+            else:
+                result = models.step(model, params, inputs, sim)
+                loss, grads = result.loss, result.grads
             losses.append(float(np.float32(mutate(step, "loss", loss))))
             grads = {n: f32(mutate(step, "grads", g)) if n == names[0] else f32(g)
                      for n, g in grads.items()}
@@ -309,9 +321,161 @@ def test_teacher():
                        any(what in f for f in failures), "; ".join(failures[:2]) or "no failure")
 
 
+# ---------------------------------------------------------------- 7. bf16 mixed precision
+
+class SimulatedTrainer(precision.Precision):
+    """A bf16 trainer simulated in float32 arithmetic (NumPy's float32 BLAS and sums) with
+    the rounding points of `plan`, its products summed in another order than teacher.py's
+    float32 calibration (K in 4 blocks, last first), and its gradient reduced as the
+    runtime does (each group summed in rank order, a ring). A bug: `skip(point)` keeps
+    those results in f32, `inner` rounds those values inside an op, `reduce_in` reduces
+    in that dtype whatever the plan says."""
+
+    def __init__(self, plan, skip=lambda point: False, inner=(), reduce_in=None):
+        super().__init__(plan.param_dtype, plan.reduce_dtype, plan.grid, plan.strategy,
+                         np.float32)
+        self.skip, self.inner_points = skip, set(inner)
+        self.reduce_in = reduce_in or plan.reduce_dtype
+
+    def round(self, x, point):
+        return x if self.skip(point) else super().round(x, point)
+
+    def inner(self, x, point):
+        return precision.round_bf16(x) if point in self.inner_points else x
+
+    def matmul(self, a, b):
+        out = 0
+        for block in reversed(np.array_split(np.arange(a.shape[-1]), 4)):
+            out = out + a[..., block] @ b[..., block, :]
+        return out
+
+    def reduce(self, per_rank):
+        bf16 = self.reduce_in == "bf16"
+        values = [np.asarray(g, dtype=np.float32) for g in per_rank]
+        values = [precision.round_bf16(v) for v in values] if bf16 else values
+        for size in self.stages:
+            out = []
+            for i in range(0, len(values), size):
+                total = values[i]
+                for v in values[i + 1:i + size]:
+                    total = precision.round_bf16(total + v) if bf16 else total + v
+                mean = total / np.float32(size)
+                out.append(precision.round_bf16(mean) if bf16 else mean)
+            values = out
+        return values[0], None
+
+
+def test_bf16_ops():
+    x = np.array([1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8, -0.1, np.inf, -np.inf, np.nan, 3.4e38])
+    want = np.array([1.0, 1.0 + 2.0 ** -6, -0.10009765625, np.inf, -np.inf, np.nan, np.inf])
+    ok = all(np.array_equal(precision.round_bf16(x.astype(t)), want.astype(t), equal_nan=True)
+             and precision.round_bf16(x.astype(t)).dtype == t for t in (np.float64, np.float32))
+    report("bf16 rounding of float64 and float32 (ties to even, inf, NaN, overflow)", ok)
+    # The split gradients (compiled op graph) are the same derivatives: bf16 mode with
+    # rounding switched off against finite differences.
+    unrounded = precision.Precision("bf16")
+    unrounded.round = lambda value, point: value
+    rng = np.random.default_rng(4)
+    r = rng.standard_normal
+    for name, op, args in [("div", ops.div, (r((2, 3, 4)), rng.uniform(0.5, 2, (3, 4)))),
+                           ("tanh", ops.tanh, (r((3, 4)),)), ("mse", ops.mse, (r((4, 3)), r((4, 3)))),
+                           ("reduce_mean", ops.reduce_mean, (r((2, 3, 4)),), )]:
+        kw = {"prec": unrounded, **({"dims": (1,)} if name == "reduce_mean" else {})}
+        err = ops.check_vjp(op, args, range(len(args)), kw)
+        report("vjp %s as compiled (unrounded)" % name, err < 1e-7, "max rel err %.1e" % err)
+    # Every op result of a bf16 step is a bf16 value, and the gradients too.
+    for model in ("mlp", "gpt"):
+        m = models.MODELS[model]
+        params = {n: philox.init_param(0, n, s, d, i) for n, s, d, _u, i in m["params"]}
+        inputs = make_data.random_data(m["inputs"], models.batch_size(model), 5)
+        t = models.Tape(params, precision.Precision("bf16"))
+        loss = m["forward"](t, inputs)
+        grads = models._finish(t, loss, params)[1]
+        values = [v.data for v, _a, _f in t.nodes[:-1]] + list(grads.values())
+        report("%s bf16 step: every op result and gradient is a bf16 value" % model,
+               all(np.array_equal(precision.round_bf16(v), v) for v in values))
+
+
+def test_teacher_bf16():
+    configs = [("1 rank", "bf16", (1,), "full_shard", "f32"),
+               ("2 ranks reduce f32", "bf16", (2,), "full_shard", "f32"),
+               ("2 ranks reduce bf16", "bf16", (2,), "full_shard", "bf16"),
+               ("4 ranks reduce bf16", "bf16", (4,), "no_shard", "bf16"),
+               ("hybrid 2x2 reduce bf16", "bf16", (2, 2), "hybrid_shard", "bf16"),
+               ("f32 params, 2 ranks reduce bf16", "f32", (2,), "full_shard", "bf16")]
+    with tempfile.TemporaryDirectory() as d:
+        for model in ("mlp", "gpt"):
+            data, trace = os.path.join(d, model + ".bin"), os.path.join(d, model + ".trace")
+            make_data.main(["--model", model, "--samples", "64", "--seed", "3", "--out", data])
+            _specs, arrays = datafile.read(data)
+            cfg = models.MODELS[model]["optimizer"]
+
+            def check(plan, sim, steps, mutate=None):
+                losses = simulated_trace(model, arrays, steps, trace, mutate, sim)
+                margins = []
+                _rows, failures = teacher.check(
+                    model, arrays, teacher.Trace(trace, model, cfg), losses,
+                    float(np.float32(cfg["lr"])), cfg, models.MODELS[model]["clip_grad_norm"],
+                    plan, margins)
+                worst = {k: max(m.get(k, 0.0) for m in margins) for k in margins[0]}
+                return failures, "margins %s" % ", ".join("%s %.2f" % kv for kv in worst.items())
+
+            plans = {}
+            for label, param, grid, strategy, reduce in configs:
+                plans[label] = plan = precision.Precision(param, reduce, grid, strategy)
+                failures, margins = check(plan, SimulatedTrainer(plan), 3)
+                report("teacher bf16: %s, %s, steps pass" % (model, label), not failures,
+                       "; ".join(failures[:2]) or margins)
+            one, pair = plans["1 rank"], plans["2 ranks reduce f32"]
+            bugs = [("forward matmul results not rounded", one,
+                     SimulatedTrainer(one, skip=lambda p: p == "matmul")),
+                    ("reduced in f32, bf16 asked", plans["2 ranks reduce bf16"],
+                     SimulatedTrainer(plans["2 ranks reduce bf16"], reduce_in="f32")),
+                    ("reduced in bf16, f32 asked", pair, SimulatedTrainer(pair, reduce_in="bf16"))]
+            if model == "gpt":
+                bugs += [("softmax's sum rounded", one, SimulatedTrainer(one, inner=["softmax.sum"])),
+                         ("residual add kept in f32", one,
+                          SimulatedTrainer(one, skip=lambda p: p == "add:residual")),
+                         ("residual add kept in f32 on 2 ranks", pair,
+                          SimulatedTrainer(pair, skip=lambda p: p == "add:residual"))]
+            else:
+                bugs += [("logits add kept in f32", one,
+                          SimulatedTrainer(one, skip=lambda p: p == "add:logits"))]
+            for what, plan, sim in bugs:
+                failures, margins = check(plan, sim, 2)
+                caught = ", ".join(kind for kind, key in (
+                    ("all parameters", "(all parameters)"), ("one parameter", "|excess|"),
+                    ("not bf16 values", "not bf16")) if any(key in f for f in failures))
+                report("teacher bf16: %s, %s fails" % (model, what), bool(failures),
+                       "%s; caught by %s: %s" % (margins, caught, failures[0]) if failures
+                       else margins)
+            # Wrong values, as in float32 mode (the loss bound is bf16's: 1e-2 off).
+            for what, mutate in (("loss", lambda step, w, x: x * 1.01 if w == "loss" else x),
+                                 ("gradient", lambda step, w, x: x * 1.01 if w == "grads"
+                                  else x)):
+                failures, margins = check(one, SimulatedTrainer(one), 2, mutate)
+                report("teacher bf16: %s, a wrong %s fails" % (model, what),
+                       any(what in f for f in failures),
+                       "%s: %s" % (margins, failures[0]) if failures else margins)
+            # The command line, as the end-to-end tests run it.
+            plan = plans["2 ranks reduce bf16"]
+            losses = simulated_trace(model, arrays, 2, trace, sim=SimulatedTrainer(plan))
+            log = os.path.join(d, model + ".log")
+            with open(log, "w") as f:
+                f.writelines(json.dumps({"step": k, "loss": x}) + "\n"
+                             for k, x in enumerate(losses, 1))
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = teacher.main(["--model", model, "--data", data, "--trace", trace,
+                                   "--log", log, "--param-dtype", "bf16", "--reduce-dtype",
+                                   "bf16", "--grid", "2", "--strategy", "full_shard"])
+            report("teacher.py --param-dtype bf16 --reduce-dtype bf16 --grid 2: %s" % model,
+                   rc == 0 and "PASS" in out.getvalue(), out.getvalue().splitlines()[-1])
+
+
 if __name__ == "__main__":
     for t in (test_rng, test_ops, test_model_grads, test_optim_and_data, test_training,
-              test_teacher):
+              test_teacher, test_bf16_ops, test_teacher_bf16):
         t()
     print("%d failure(s)%s" % (len(FAILURES), (": " + ", ".join(FAILURES)) if FAILURES else ""))
     sys.exit(1 if FAILURES else 0)

@@ -20,8 +20,14 @@ follow from float32 arithmetic, so a wrong step fails where it happens on any ma
   to the trainer's values of step k-1 and its gradient (the parameters: to its new state)
   must be within ELEMENT_ULPS units of float32 roundoff of the magnitudes of the terms.
 
+bf16 mixed precision (--param-dtype bf16, docs/MixedPrecision.md): the reference rounds
+where the compiled step does (precision.py), each rank on its rows, and reduces as the
+plan says; the loss and gradient bounds change (check_bf16_grads, README.md), the clip and
+optimizer checks do not (they start from the trainer's own f32 gradient).
+
     python3 teacher.py --model mlp|gpt --data FILE --trace FILE --log FILE [--lr X]
-                       [--optimizer JSON]
+                       [--optimizer JSON] [--param-dtype f32|bf16] [--reduce-dtype f32|bf16]
+                       [--grid N|RxS] [--strategy S]
 """
 import argparse
 import json
@@ -35,6 +41,8 @@ import numpy as np  # noqa: E402
 
 import datafile  # noqa: E402
 import models  # noqa: E402
+import precision  # noqa: E402
+from precision import EXACT, U_BF16  # noqa: E402
 
 U = 2.0 ** -24  # float32 unit roundoff (round to nearest)
 
@@ -65,6 +73,33 @@ MAX_FITTED_SLOPES = 64
 # moments, square root, two divisions, step size, subtraction; constants rounded once).
 ELEMENT_ULPS = 16
 TINY = 2.0 ** -126  # below the smallest normal float32, an error is lost in underflow
+
+# bf16 mode (README.md, "bf16 mixed precision" derives and measures these). The trainer
+# and the reference round at the same points, so one op given the same bf16 operands
+# differs only where float32 (gamma(K) relative) moves a value across a bf16 rounding
+# boundary: that element is one ulp (2u |x|, u = 2^-8) off. But the next op reads it:
+# every value that sums over it moves a little, a few of those cross a boundary, and so
+# on through the 20 to 40 rounding points between the inputs and a gradient (a cascade).
+# Measured, a correct float32 step lands at a relative L2 distance of 0.2u to 0.6u from
+# the float64 one on GPT (15 to 30% of the gradient elements an ulp off), 0 to 0.15u on
+# the MLP; a moved rounding point (up to half an ulp on every element of one op, carried
+# by the same cascade) at 1.4 to 4 times that on GPT. No a-priori bound separates the
+# two; the reference measures the cascade instead: the same step computed in float32
+# arithmetic (Precision.calibration), in CALIBRATIONS orders of the products (one run can
+# miss the early flip that starts a cascade and land 7 times closer). The trainer is
+# another float32 computation: another order of the same sums. Over 100+ states
+# (BLAS, blocked and sequential loop orders) its distance is 0.66 to 1.24 times the
+# largest calibration's: CASCADE = 1.5. Below FLOOR (u / 16 relative L2) a handful of
+# elements are an ulp off, which one early flip in any order produces. Per parameter,
+# FLIPS more elements than the calibrations' one ulp (2u |g|) off are allowed.
+CASCADE = 1.5
+FLIPS = 64
+FLOOR = U_BF16 / 16
+CALIBRATIONS = 3
+# A ReLU input z = bf16(bf16(h w) + b) of the trainer may differ from the reference's by
+# an ulp of h w (its rounding flipped: 2u |h| |w|) and by the flips of h (2u |h| |w|),
+# plus float32's gamma(785): within that of 0, its slope may differ.
+KINK_ERROR_BF16 = 4 * U_BF16 + gamma(785)
 
 
 def slot_names(optimizer):
@@ -164,11 +199,63 @@ def expected_update(before, after, grads, coef, step, lr, optimizer):
     return out
 
 
-def grad_misfit(grads, want):
-    """(worst |g - g_ref| / allowed over the parameters, failures)."""
+def check_bf16_grads(grads, ref, cals, margins=None):
+    """bf16 mode: failures of the trainer's reduced `grads` against the reference Step
+    `ref`, given the float32 calibration Steps `cals`. Elementwise, what exceeds the
+    reduction's slack counts (excess); its L2 norm, over all parameters pooled and over
+    each parameter, must be within CASCADE times the calibrations' largest distance from
+    the reference plus FLIPS elements off by one ulp. The pooled norm sees a moved
+    rounding point (it moves every gradient a little); the per-parameter norms see an
+    error in one small tensor. `margins` (a dict) receives the worst error / bound."""
+    failures, total = [], {"err": 0.0, "cal": np.zeros(len(cals)), "norm": 0.0, "n": 0}
+    worst = {"pooled": 0.0, "tensor": 0.0}
+
+    def bound(cal_err, norm, n):
+        return CASCADE * cal_err + 2 * U_BF16 * np.sqrt(min(1.0, FLIPS / n)) * norm + TINY
+
+    for name, want in ref.grads.items():
+        excess = np.maximum(np.abs(grads[name] - want) - ref.slack[name], 0.0)
+        err, norm, n = np.linalg.norm(excess), np.linalg.norm(want), want.size
+        cal_errs = np.array([np.linalg.norm(cal.grads[name] - want) for cal in cals])
+        for key, value in (("err", err), ("cal", cal_errs), ("norm", norm)):
+            total[key] = np.hypot(total[key], value)
+        total["n"] += n
+        cal_err = cal_errs.max()
+        allowed = bound(cal_err, norm, n)
+        worst["tensor"] = max(worst["tensor"], err / allowed)
+        if err > allowed:
+            failures.append("gradient of %s: |excess| %.3g > %.3g (float32 calibration %.3g, "
+                            "rel.L2 %.1e)" % (name, err, allowed, cal_err, err / max(norm, TINY)))
+    total["cal"] = total["cal"].max()
+    allowed = CASCADE * total["cal"] + FLOOR * total["norm"] + TINY
+    worst["pooled"] = total["err"] / allowed
+    if total["err"] > allowed:
+        failures.append("gradient (all parameters): rel.L2 %.2e > %.2e = %.1f x float32 "
+                        "calibration %.2e + u/16" % (
+                            total["err"] / total["norm"], allowed / total["norm"], CASCADE,
+                            total["cal"] / total["norm"]))
+    if margins is not None:
+        margins.update(worst)
+    return failures
+
+
+def not_bf16(grads, prec):
+    """Parameters whose gradient should be bf16 values and is not: with one rank (the
+    rounded result of its last op) or a bf16 reduction (rounded after the division)."""
+    if not prec.bf16 or (prec.ranks > 1 and prec.reduce_dtype != "bf16"):
+        return []
+    return ["gradient of %s: %d elements are not bf16 values" % (name, int(np.sum(
+        precision.round_bf16(g) != g))) for name, g in grads.items()
+        if not np.array_equal(precision.round_bf16(g), g)]
+
+
+def grad_misfit(grads, want, slack=None):
+    """(worst |g - g_ref| / allowed over the parameters, failures); `slack`: elementwise
+    allowance of a bf16 reduction (f32 parameters, --reduce-dtype bf16), subtracted."""
     worst, failures = 0.0, []
     for name, ref in want.items():
-        err = np.linalg.norm(grads[name] - ref)
+        diff = np.abs(grads[name] - ref)
+        err = np.linalg.norm(diff if slack is None else np.maximum(diff - slack[name], 0.0))
         allowed = GRAD_RTOL * np.linalg.norm(ref) + TINY
         worst = max(worst, err / allowed)
         if err > allowed:
@@ -177,25 +264,27 @@ def grad_misfit(grads, want):
     return worst, failures
 
 
-def fit_relu_slopes(model, params, inputs, grads, ref_grads):
-    """The reference's gradients with the ReLU slopes of the inputs within float32 rounding
-    of 0 flipped where that brings them closer to the trainer's `grads` (greedily, closest
-    to 0 first), and the number of slopes flipped."""
+def fit_relu_slopes(model, params, inputs, grads, ref, prec=EXACT):
+    """The reference Step `ref` with the ReLU slopes of the inputs within rounding error
+    of 0 (KINK_ERROR, bf16: KINK_ERROR_BF16) flipped where that brings its gradients closer
+    to the trainer's `grads` (greedily, closest to 0 first), and the number flipped."""
     relu_inputs = models.MODELS[model].get("relu_inputs")
     if relu_inputs is None:
-        return ref_grads, 0
+        return ref, 0
+    kink = KINK_ERROR_BF16 if prec.bf16 else KINK_ERROR
     slopes, candidates = {}, []
-    for layer, (z, magnitude) in relu_inputs(params, inputs).items():
+    for layer, (z, magnitude) in relu_inputs(params, inputs, prec).items():
         slopes[layer] = (z > 0).astype(np.float64)
         margin = np.abs(z) / np.maximum(magnitude, TINY)
-        for index in zip(*np.nonzero(margin <= KINK_ERROR)):
+        for index in zip(*np.nonzero(margin <= kink)):
             candidates.append((margin[index], layer, index))
-    best, flipped = ref_grads, 0
-    misfit = lambda g: sum(float(np.sum((grads[n] - g[n]) ** 2)) for n in g)  # noqa: E731
+    best, flipped = ref, 0
+    misfit = lambda s: sum(float(np.sum(np.maximum(  # noqa: E731
+        np.abs(grads[n] - g) - s.slack[n], 0.0) ** 2)) for n, g in s.grads.items())
     current = misfit(best)
     for _margin, layer, index in sorted(candidates, key=lambda c: c[0])[:MAX_FITTED_SLOPES]:
         slopes[layer][index] = 1.0 - slopes[layer][index]
-        _, trial = models.MODELS[model]["loss_and_grads"](params, inputs, slopes=slopes)
+        trial = models.step(model, params, inputs, prec, slopes=slopes)
         if misfit(trial) < current:
             best, current, flipped = trial, misfit(trial), flipped + 1
         else:
@@ -207,10 +296,12 @@ def relative_l2(got, want):
     return float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
 
 
-def check(model, arrays, trace, losses, lr, optimizer, clip):
+def check(model, arrays, trace, losses, lr, optimizer, clip, prec=EXACT, margins=None):
     """Checks every step of `trace` against the reference; returns (rows, failures): per
     step (step, loss error, gradient rel.L2 error, {part: worst ulps of the update}, ReLU
-    slopes fitted), and a message per failed check."""
+    slopes fitted), and a message per failed check. `prec`: how the trainer computes
+    (precision.Precision; float32 by default). `margins` (a list) receives per step
+    {check: worst measured error / bound}."""
     steps = trace.records - 1
     failures, rows = [], []
     if len(losses) != steps:
@@ -222,22 +313,38 @@ def check(model, arrays, trace, losses, lr, optimizer, clip):
         before, after = after, trace.record(step)
         fail = lambda what: failures.append("step %d: %s" % (step, what))  # noqa: E731
 
-        loss, ref_grads = models.loss_and_grads(model, before["params"], inputs)
+        ref = models.step(model, before["params"], inputs, prec)
+        loss = ref.loss
+        # bf16: the loss reads bf16 logits (Step.loss_slack), then float32 as above.
+        allowed = LOSS_RTOL + ref.loss_slack / abs(loss)
         loss_err = abs(losses[step - 1] - loss) / abs(loss)
-        if loss_err > LOSS_RTOL:
+        if loss_err > allowed:
             fail("loss %.9g, reference %.9g (rel.err %.1e > %.1e)"
-                 % (losses[step - 1], loss, loss_err, LOSS_RTOL))
+                 % (losses[step - 1], loss, loss_err, allowed))
+        margin = {"loss": loss_err / allowed}
 
         grads = after["grads"]
-        _, grad_failures = grad_misfit(grads, ref_grads)
-        flipped = 0
+        if prec.bf16:
+            cals = [models.step(model, before["params"], inputs, prec.calibration(order))
+                    for order in range(CALIBRATIONS)]
+            misfit = lambda r: check_bf16_grads(grads, r, cals, margin)  # noqa: E731
+        else:
+            def misfit(r):
+                margin["gradient"], found = grad_misfit(grads, r.grads, r.slack)
+                return found
+        grad_failures, flipped = misfit(ref), 0
         if grad_failures:
-            ref_grads, flipped = fit_relu_slopes(model, before["params"], inputs, grads,
-                                                 ref_grads)
-            _, grad_failures = grad_misfit(grads, ref_grads)
-        for failure in grad_failures:
+            ref, flipped = fit_relu_slopes(model, before["params"], inputs, grads, ref, prec)
+            grad_failures = misfit(ref)
+        for failure in grad_failures + not_bf16(grads, prec):
             fail(failure)
-        grad_err = max(relative_l2(grads[n], g) for n, g in ref_grads.items())
+        if prec.bf16:  # pooled, as the bound
+            grad_err = float(np.sqrt(sum(np.sum(np.maximum(np.abs(grads[n] - g) - ref.slack[n],
+                                                           0.0) ** 2)
+                                         for n, g in ref.grads.items())
+                                     / sum(np.sum(g * g) for g in ref.grads.values())))
+        else:
+            grad_err = max(relative_l2(grads[n], g) for n, g in ref.grads.items())
 
         coef = 1.0
         if clip > 0:
@@ -264,6 +371,8 @@ def check(model, arrays, trace, losses, lr, optimizer, clip):
                          % (part, name, int(over.sum()), ",".join(map(str, i)), got[i],
                             want[i], bound[i]))
         rows.append((step, loss_err, grad_err, worst, flipped))
+        if margins is not None:
+            margins.append(margin)
     return rows, failures
 
 
@@ -281,7 +390,20 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=None, help="the trainer's --lr, if given")
     ap.add_argument("--optimizer", default=None,
                     help="JSON optimizer of the trainer's plan, if not the example's")
+    ap.add_argument("--param-dtype", choices=["f32", "bf16"], default="f32",
+                    help="the plan's param_dtype (bf16: mixed precision)")
+    ap.add_argument("--reduce-dtype", choices=["f32", "bf16"], default="f32",
+                    help="the plan's reduce_dtype")
+    ap.add_argument("--grid", default="1",
+                    help="the trainer's grid: N ranks, or RxS (hybrid_shard)")
+    ap.add_argument("--strategy", choices=list(precision.STRATEGIES), default="full_shard",
+                    help="the plan's strategy (which collectives reduce)")
     a = ap.parse_args(argv)
+    try:
+        prec = precision.Precision(a.param_dtype, a.reduce_dtype,
+                                   [int(n) for n in a.grid.split("x")], a.strategy)
+    except ValueError as e:
+        ap.error("--grid %s --strategy %s: %s" % (a.grid, a.strategy, e))
     m = models.MODELS[a.model]
     optimizer = json.loads(a.optimizer) if a.optimizer else m["optimizer"]
     # The trainer's learning rate is a float32.
@@ -289,7 +411,7 @@ def main(argv=None):
     specs, arrays = datafile.read(a.data)
     datafile.check(a.data, specs, arrays, m["inputs"])
     rows, failures = check(a.model, arrays, Trace(a.trace, a.model, optimizer),
-                           read_losses(a.log), lr, optimizer, m["clip_grad_norm"])
+                           read_losses(a.log), lr, optimizer, m["clip_grad_norm"], prec)
     print("step  loss rel.err  grad rel.L2  worst ulps (%s)  ReLU slopes fitted"
           % ", ".join(rows[0][3]) if rows else "no steps")
     for step, loss_err, grad_err, worst, flipped in rows:
