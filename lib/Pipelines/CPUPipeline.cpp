@@ -67,6 +67,9 @@ void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // exp, log and tanh as polynomials: no libm call left in a loop that LLVM
+  // should vectorise.
+  pm.addPass(createFSDPApproximateMathPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertMathToLLVMPass());
   // f32 <-> bf16 as integer arithmetic (round to nearest even): without

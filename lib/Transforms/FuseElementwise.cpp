@@ -33,6 +33,15 @@ bool keepsInputLives(Operation *producer, Operation *consumer) {
   return true;
 }
 
+/// Scalar ops stay apart. The chain that sums one value per unit (the squared
+/// gradient norms, for clipping) would otherwise fuse into one op with an
+/// operand per unit: a kernel whose size grows with the model's depth. Apart,
+/// the adds are identical and share one kernel; a scalar gains nothing from
+/// fusion anyway.
+bool hasLoops(Operation *producer) {
+  return cast<linalg::GenericOp>(producer).getNumLoops() > 0;
+}
+
 struct FSDPFuseElementwisePass
     : public fsdp::impl::FSDPFuseElementwisePassBase<FSDPFuseElementwisePass> {
   void runOnOperation() override {
@@ -42,7 +51,7 @@ struct FSDPFuseElementwisePass
       Operation *producer = operand->get().getDefiningOp();
       return producer && isa<linalg::GenericOp>(producer) &&
              isa<linalg::GenericOp>(operand->getOwner()) &&
-             keepsInputLives(producer, operand->getOwner());
+             hasLoops(producer) && keepsInputLives(producer, operand->getOwner());
     });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();

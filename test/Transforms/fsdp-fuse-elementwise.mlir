@@ -18,3 +18,17 @@ func.func @linear_relu(%x: tensor<2x4x8xf32>, %w: tensor<8x16xf32>, %b: tensor<1
   %h = fsdp.relu %z : tensor<2x4x16xf32>
   return %h : tensor<2x4x16xf32>
 }
+
+// Scalars are not fused: a sum over every unit (the squared gradient norms of
+// clipping) stays a chain of identical adds, one kernel shared by all, rather
+// than one op whose operand count grows with the model's depth.
+// CHECK-LABEL: func.func @scalar_chain
+// CHECK-COUNT-3: linalg.generic {{.*}}ins(%{{[^,]*}}, %{{[^ ]*}} : tensor<f32>, tensor<f32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @scalar_chain(%a: tensor<f32>, %b: tensor<f32>, %c: tensor<f32>, %d: tensor<f32>) -> tensor<f32> {
+  %ab = fsdp.add %a, %b : tensor<f32>, tensor<f32> -> tensor<f32>
+  %abc = fsdp.add %ab, %c : tensor<f32>, tensor<f32> -> tensor<f32>
+  %abcd = fsdp.add %abc, %d : tensor<f32>, tensor<f32> -> tensor<f32>
+  return %abcd : tensor<f32>
+}

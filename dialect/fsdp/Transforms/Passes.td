@@ -211,9 +211,34 @@ def FSDPFuseElementwisePass : Pass<"fsdp-fuse-elementwise"> {
     gradient mask runs as one loop nest over memory. Unlike upstream
     `linalg-fuse-elementwise-ops`, it does not propagate reshapes through
     named ops: that would turn `linalg.matmul` into a generic contraction and
-    take it away from `fsdp-lower-gemms` and BLAS.
+    take it away from `fsdp-lower-gemms` and BLAS. Scalar (rank-0) ops are
+    not fused: the chain that sums a value of every unit (the squared
+    gradient norms, for clipping) stays a series of identical adds sharing
+    one kernel, not one op whose operands grow with the model's depth.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def FSDPApproximateMathPass : Pass<"fsdp-approximate-math"> {
+  let summary = "Replaces f32 exp, log and tanh by polynomials LLVM can vectorise";
+  let description = [{
+    Rewrites `math.exp`, `math.log` and `math.tanh` on f32 (scalars or vectors)
+    into upstream MLIR's polynomial approximations (Cephes-style range
+    reduction and minimax polynomials, a few ulps of float32 at most), built
+    from `arith` and `math.fma` only. A libm call per element is what keeps a
+    softmax, a cross-entropy or a GELU loop scalar on the CPU; the
+    approximation is straight-line arithmetic, so LLVM's loop vectoriser
+    turns those loops into SIMD code on any x86-64. Run on host code before
+    `convert-math-to-libm`; GPU kernels keep NVVM's own functions.
+
+    ```mlir
+    %y = math.exp %x : f32
+    // becomes range reduction, a polynomial and an exponent insert:
+    // arith.mulf / math.fma / arith.fptosi / arith.bitcast ... (no call)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 def FSDPAssignBuffersPass : Pass<"fsdp-assign-buffers", "::mlir::ModuleOp"> {
