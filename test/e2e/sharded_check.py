@@ -6,6 +6,7 @@ test/reference/teacher.py), on one data file.
 
     sharded_check.py --fsdpc FSDPC --model mlp|gpt --work DIR [--steps 20]
                      [--cases CASE[,CASE...]] [--data-seed S] [--jobs J]
+                     [--param-dtype f32|bf16] [--reduce-dtype f32|bf16]
 
 A case is STRATEGY:N (full_shard, shard_grad_op or no_shard on a grid [N]) or
 hybrid_shard:RxS (grid [R, S] on R*S ranks); by default every strategy with N = 1, 2
@@ -14,7 +15,10 @@ examples/<model>.mlir, the grid with fsdpc --grid. For each case:
 
   - every step's loss, gradients (gathered from the shards), optimizer state and
     parameters pass teacher.check: float32-level bounds against float64 from the same
-    state, so the number of ranks (another order of the sums) changes nothing;
+    state, so the number of ranks (another order of the sums) changes nothing; with
+    --param-dtype bf16 (mixed precision, the dtypes written into the plan) the reference
+    rounds where docs/MixedPrecision.md says, each rank on its rows, and reduces in
+    --reduce-dtype as the strategy's collectives do;
   - --dump-params (gathered by the other path) equals the trace's last parameters;
   - the arena record (last line of --log-json) has a high-water mark for every rank,
     each equal to the planned peak.
@@ -35,6 +39,7 @@ import numpy as np
 
 from trainer_checks import (ROOT, fsdpc_command, make_data, mpi_environment, mpirun_command,
                             read_log, run, teacher_forced)
+import precision  # noqa: E402  (test/reference, put on the path by trainer_checks)
 
 STRATEGIES = ["full_shard", "shard_grad_op", "no_shard"]
 DEFAULT_CASES = [f"{s}:{n}" for s in STRATEGIES for n in (1, 2, 4)] + ["hybrid_shard:2x2"]
@@ -49,9 +54,13 @@ def parse_case(text):
     return match.group(1), [int(d) for d in match.group(2).split("x")]
 
 
-def with_strategy(text, strategy, grid):
-    """The model text with `strategy = X` in its #fsdp.plan<...>, and a 2-D grid (the plan
-    of hybrid_shard must have one; fsdpc --grid then sets the same)."""
+def with_strategy(text, strategy, grid, dtypes=""):
+    """The model text with `strategy = X` (and `dtypes`, e.g. "param_dtype = bf16, ") in its
+    #fsdp.plan<...>, and a 2-D grid (the plan of hybrid_shard must have one; fsdpc --grid
+    then sets the same)."""
+    if re.search(r"(param|reduce)_dtype", text):
+        sys.exit("sharded_check.py: the example's plan already names its dtypes")
+    text = text.replace("#fsdp.plan<", "#fsdp.plan<" + dtypes, 1)
     if len(grid) == 2:
         text = re.sub(r"grid\s*=\s*\[[^\]]*\]", f"grid = [{grid[0]}, {grid[1]}]", text, count=1)
     text, count = re.subn(r"strategy\s*=\s*\w+", f"strategy = {strategy}", text, count=1)
@@ -63,9 +72,10 @@ def with_strategy(text, strategy, grid):
     return text
 
 
-def check_case(args, label, ranks, trainer, data):
+def check_case(args, label, strategy, grid, trainer, data):
     """Runs one case and checks it: (summary text, failures)."""
     tag = re.sub(r"[^\w]+", "-", label)
+    ranks = int(np.prod(grid))
     log, dump, trace = (os.path.join(args.work, f"{kind}-{tag}")
                         for kind in ("log.json", "params.bin", "trace.bin"))
     for stale in (log, dump, trace):
@@ -81,7 +91,8 @@ def check_case(args, label, ranks, trainer, data):
                  f"{result.stdout}\n{result.stderr}"])
 
     losses, arena = read_log(log)
-    rows, failures = teacher_forced(args.model, data, trace, losses)
+    prec = precision.Precision(args.param_dtype, args.reduce_dtype, grid, strategy)
+    rows, failures = teacher_forced(args.model, data, trace, losses, prec=prec)
     if len(rows) != args.steps:
         failures.append(f"{len(rows)} steps checked, {args.steps} trained")
     # --dump-params gathers the shards as the trace does: it is the last record's start.
@@ -121,6 +132,10 @@ def main():
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
     parser.add_argument("--data-seed", type=int, default=11, help="make_data.py --seed")
     parser.add_argument("--jobs", type=int, default=2, help="parallel compiles")
+    parser.add_argument("--param-dtype", choices=["f32", "bf16"], default="f32",
+                        help="the plan's param_dtype (bf16: mixed precision)")
+    parser.add_argument("--reduce-dtype", choices=["f32", "bf16"], default="f32",
+                        help="the plan's reduce_dtype")
     args = parser.parse_args()
     cases = [parse_case(c) for c in args.cases.split(",")]
     os.makedirs(args.work, exist_ok=True)
@@ -132,7 +147,10 @@ def main():
         text = f.read()
     jobs, trainers = {}, {}
     for strategy, grid in cases:
-        copy = with_strategy(text, strategy, grid)
+        dtypes = "".join(f"{field} = {value}, " for field, value in (
+            ("param_dtype", args.param_dtype), ("reduce_dtype", args.reduce_dtype))
+            if value != "f32")
+        copy = with_strategy(text, strategy, grid, dtypes)
         tag = f"{strategy}-{'x'.join(map(str, grid))}"
         if (copy, tuple(grid)) not in jobs:
             source = path(f"{args.model}-{tag}.mlir")
@@ -158,7 +176,7 @@ def main():
         ranks = int(np.prod(grid))
         label = f"{strategy} N={ranks}" + (f" ({'x'.join(map(str, grid))})" if len(grid) > 1
                                            else "")
-        summary, case_failures = check_case(args, label, ranks,
+        summary, case_failures = check_case(args, label, strategy, grid,
                                             trainers[(strategy, tuple(grid))], data)
         print(f"{label:<22} {summary}", flush=True)
         failures += [f"{label}: {f}" for f in case_failures]
@@ -166,8 +184,10 @@ def main():
     elapsed = time.time() - started
     if failures:
         sys.exit(f"FAILED ({len(failures)} checks, {elapsed:.0f} s):\n" + "\n".join(failures))
-    print(f"PASS: {args.model}, {len(cases)} sharded runs, each of {args.steps} steps matches "
-          f"the float64 reference from the trainer's state ({elapsed:.0f} s)")
+    mode = "" if args.param_dtype == "f32" and args.reduce_dtype == "f32" else (
+        f" (param_dtype {args.param_dtype}, reduce_dtype {args.reduce_dtype})")
+    print(f"PASS: {args.model}{mode}, {len(cases)} sharded runs, each of {args.steps} steps "
+          f"matches the float64 reference from the trainer's state ({elapsed:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -60,12 +60,13 @@ def read_log(path):
     return losses, arena
 
 
-def teacher_forced(model, data, trace, losses, optimizer=None, lr=None):
-    """teacher.check of a trainer's trace: (per-step rows, failures)."""
+def teacher_forced(model, data, trace, losses, optimizer=None, lr=None, prec=None):
+    """teacher.check of a trainer's trace: (per-step rows, failures). prec: the trainer's
+    precision.Precision (mixed precision: dtypes, grid, strategy); float32 by default."""
     m = models.MODELS[model]
     optimizer = optimizer or m["optimizer"]
     specs, arrays = datafile.read(data)
     datafile.check(data, specs, arrays, m["inputs"])
     lr = float(teacher.np.float32(lr if lr is not None else optimizer["lr"]))
     return teacher.check(model, arrays, teacher.Trace(trace, model, optimizer), losses, lr,
-                         optimizer, m["clip_grad_norm"])
+                         optimizer, m["clip_grad_norm"], prec or teacher.EXACT)
