@@ -9,7 +9,7 @@ PACKAGES=(
   "llvm-${LLVM_VERSION}-dev" "llvm-${LLVM_VERSION}-tools"
   "libmlir-${LLVM_VERSION}-dev" "mlir-${LLVM_VERSION}-tools"
   libopenmpi-dev openmpi-bin
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
   libgtest-dev nlohmann-json3-dev
   python3 python3-numpy
 )

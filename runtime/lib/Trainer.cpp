@@ -178,7 +178,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     if (logJson) {
       char line[256];
       std::snprintf(line, sizeof(line),
-                    "{\"step\": %" PRId64 ", \"loss\": %s, \"samples_per_sec\": %.1f, "
+                    "{\"step\": %" PRId64 ", \"loss\": %s, \"samples_per_sec\": %.6g, "
                     "\"bytes_in_use\": %" PRIu64 "}\n",
                     step, formatLoss(loss).c_str(),
                     static_cast<double>(manifest.batch) / secondsBetween(stepStart, stepEnd),

@@ -144,7 +144,9 @@ def version(trainer, tmp):
     # overrides the choice).
     result = run(trainer, "--version")
     expect_success(result)
-    expect(re.fullmatch(r"backend: cpu\nblas: OpenBLAS .*, core \w+, \d+ threads\n", result.stdout),
+    # ... and which bf16 GEMM it uses: oneDNN where the CPU has bf16 matmul, else f32.
+    expect(re.fullmatch(r"backend: cpu\nblas: OpenBLAS .*, core \w+, \d+ threads\n"
+                        r"bf16 gemm: (oneDNN .*|f32 widen \+ OpenBLAS sgemm .*)\n", result.stdout),
            result.stdout)
     env = dict(os.environ, OPENBLAS_CORETYPE="Prescott")
     forced = subprocess.run([trainer, "--version"], capture_output=True, text=True, env=env)

@@ -6,13 +6,22 @@
 // are NULL, and events only have their use checked (StreamEvents.h), so that
 // a step that would be wrong on the GPU fails on the CPU too.
 //
+// bf16 products run on oneDNN or, where the CPU has no bf16 matmul, on
+// OpenBLAS (Bf16Gemm.h): `--version` says which, and so does rank 0 once,
+// after the first step that ran one, so that a mixed-precision run's log
+// shows what its products ran on.
+//
 //===----------------------------------------------------------------------===//
 
+#include "Bf16Gemm.h"
 #include "Device.h"
+#include "Ranks.h"
 #include "StreamEvents.h"
 #include "fsdprt/fsdprt.h"
 
 #include <cblas.h>
+
+#include <cstdio>
 
 namespace fsdprt {
 
@@ -21,14 +30,25 @@ std::string backendVersion() {
   // choice): the core says which ones the products use.
   return std::string("backend: cpu\nblas: ") + openblas_get_config() + ", core " +
          openblas_get_corename() + ", " + std::to_string(openblas_get_num_threads()) +
-         " threads\n";
+         " threads\n" + bf16GemmLine() + "\n";
 }
 
 void openDevice() {}
 
 void connectDevice(const RankPlace &) {}
 
-void finishStep() {}
+void finishStep() {
+  // The step ran in program order: it is done. The trainer prints the step's
+  // loss after this, so the line comes before step 1's.
+  static bool reported = false;
+  if (reported || !bf16GemmsRan())
+    return;
+  reported = true;
+  if (worldRank() == 0) {
+    std::printf("%s\n", bf16GemmLine().c_str());
+    std::fflush(stdout);
+  }
+}
 
 void closeDevice() {}
 

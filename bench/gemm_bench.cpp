@@ -1,0 +1,428 @@
+//===- gemm_bench.cpp - f32 and bf16 GEMM GFLOP/s on given shapes ---------===//
+//
+// Compares, on the same shapes and thread count, the ways the CPU runtime can
+// compute a product:
+//
+//   sgemm        OpenBLAS cblas_sgemm on f32 operands (fsdprt_sgemm)
+//   onednn_f32   oneDNN's f32 matmul (strict fp32 math: no bf16 inside)
+//   onednn_bf16  oneDNN's bf16 matmul: bf16 A, B and C, f32 accumulation, one
+//                rounding (fsdprt_gemm_bf16 where oneDNN has it for the CPU)
+//   widen_sgemm  the fallback: widen bf16 A and B to f32, cblas_sgemm, round C
+//                to bf16 (fsdprt_gemm_bf16 elsewhere)
+//
+// and prints GFLOP/s per shape and library as one JSON object on stdout.
+//
+//   fsdp-bench-gemm [--reps N] [--warmup N] [--alpha A] [--beta B] [--threads T]
+//                   [--impl LIST | --dtype f32|bf16] [SHAPE...]
+//
+// Shapes and timing as fsdp-bench-sgemm (sgemm_bench.cpp): "M,N,K,TA,TB",
+// arguments or stdin; tightest row-major strides; each shape has its own
+// operands (values in [-1, 1), bf16 ones rounded from the same values); per
+// shape the median and best of --reps timed rounds after --warmup rounds. One
+// library runs all its rounds before the next starts: oneDNN's OpenMP threads
+// and OpenBLAS's threads each spin a while after a call, and interleaving them
+// on few cores would time the other's spinning.
+//
+// Threads: --threads T sets both OpenBLAS's (openblas_set_num_threads) and
+// oneDNN's (omp_set_num_threads; Debian's oneDNN runs on OpenMP), as the
+// runtime does; default: OpenBLAS's own default (OPENBLAS_NUM_THREADS, else
+// the cores). oneDNN primitives are created (JIT-compiled) before timing.
+//
+// --dtype f32 is --impl sgemm; --dtype bf16 times what fsdprt_gemm_bf16 runs
+// on this CPU: onednn_bf16, or widen_sgemm where oneDNN has no bf16 matmul.
+// Each shape's "median_s"/"gflops" are those of the first library listed, so
+// that scripts reading fsdp-bench-sgemm's output read this one too.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cblas.h>
+#include <dnnl.hpp>
+#include <dnnl_debug.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace {
+
+const char *const kImpls[] = {"sgemm", "onednn_f32", "onednn_bf16", "widen_sgemm"};
+
+struct Shape {
+  int64_t m = 0, n = 0, k = 0;
+  bool transA = false, transB = false;
+};
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "fsdp-bench-gemm: error: %s\n", message.c_str());
+  std::exit(2);
+}
+
+Shape parseShape(const std::string &text) {
+  std::vector<std::string> fields(1);
+  for (char c : text) {
+    if (std::strchr(",x \t\r", c)) {
+      if (!fields.back().empty())
+        fields.emplace_back();
+    } else {
+      fields.back().push_back(c);
+    }
+  }
+  if (fields.back().empty())
+    fields.pop_back();
+  auto dim = [](const std::string &f, int64_t &out) {
+    if (f.empty() || f.size() > 12 || f.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    out = std::stoll(f);
+    return out >= 1;
+  };
+  auto trans = [](const std::string &f, bool &out) {
+    out = f == "1" || f == "T" || f == "t";
+    return out || f == "0" || f == "N" || f == "n";
+  };
+  Shape s;
+  if (fields.size() != 5 || !dim(fields[0], s.m) || !dim(fields[1], s.n) ||
+      !dim(fields[2], s.k) || !trans(fields[3], s.transA) || !trans(fields[4], s.transB))
+    fail("bad shape '" + text + "': expected M,N,K,TA,TB with M, N, K >= 1 and TA, TB in "
+         "{0, 1, N, T}");
+  return s;
+}
+
+double parseNumber(const std::string &flag, const char *value, double minimum) {
+  char *end = nullptr;
+  double parsed = std::strtod(value, &end);
+  if (!*value || *end || parsed < minimum)
+    fail(flag + " expects a number >= " + std::to_string(minimum) + ", got '" + value + "'");
+  return parsed;
+}
+
+/// f32 to bf16, to nearest even (the runtime's floatToBF16, without NaNs:
+/// the operands are finite).
+uint16_t toBF16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
+}
+
+float fromBF16(uint16_t bits) {
+  uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, sizeof(value));
+  return value;
+}
+
+/// One shape's operands in both types and what each library needs to run.
+struct Problem {
+  Shape s;
+  std::vector<float> a, b, c;
+  std::vector<uint16_t> a16, b16, c16;
+  std::vector<float> wideA, wideB, wideC; // the fallback's scratch
+};
+
+void fill(std::vector<float> &values, uint64_t seed) {
+  // A cheap LCG: the values only need to be ordinary finite floats.
+  uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (float &v : values) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    v = static_cast<float>(static_cast<int32_t>(state >> 33) & 0xFFFF) / 32768.0f - 1.0f;
+  }
+}
+
+void sgemm(const Shape &s, float alpha, const float *a, const float *b, float beta, float *c) {
+  cblas_sgemm(CblasRowMajor, s.transA ? CblasTrans : CblasNoTrans,
+              s.transB ? CblasTrans : CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
+              static_cast<int>(s.k), alpha, a, static_cast<int>(s.transA ? s.m : s.k), b,
+              static_cast<int>(s.transB ? s.k : s.n), beta, c, static_cast<int>(s.n));
+}
+
+/// runtime/lib/cpu/Bf16Gemm.cpp's fallback: widen, sgemm, round once.
+void widenSgemm(Problem &p, float alpha, float beta) {
+  auto widen = [](const std::vector<uint16_t> &in, std::vector<float> &out) {
+    out.resize(in.size());
+    for (size_t i = 0; i < in.size(); ++i)
+      out[i] = fromBF16(in[i]);
+  };
+  widen(p.a16, p.wideA);
+  widen(p.b16, p.wideB);
+  p.wideC.resize(p.c16.size());
+  if (beta != 0.0f)
+    widen(p.c16, p.wideC);
+  sgemm(p.s, alpha, p.wideA.data(), p.wideB.data(), beta, p.wideC.data());
+  for (size_t i = 0; i < p.c16.size(); ++i)
+    p.c16[i] = toBF16(p.wideC[i]);
+}
+
+/// A oneDNN matmul on one shape, built as runtime/lib/cpu/OnednnMatmul.cpp
+/// builds it: strided descriptors for the transposes, alpha as the output
+/// scale, beta * C as a sum post-op.
+struct OnednnMatmul {
+  dnnl::matmul primitive;
+  dnnl::memory a, b, c;
+  std::string kernel;
+};
+
+std::optional<OnednnMatmul> createMatmul(const dnnl::engine &engine, const Shape &s,
+                                         dnnl::memory::data_type type, float alpha, float beta,
+                                         void *a, void *b, void *c) {
+  using dnnl::memory;
+  memory::desc aMd({s.m, s.k}, type, s.transA ? memory::dims{1, s.m} : memory::dims{s.k, 1});
+  memory::desc bMd({s.k, s.n}, type, s.transB ? memory::dims{1, s.k} : memory::dims{s.n, 1});
+  memory::desc cMd({s.m, s.n}, type, memory::dims{s.n, 1});
+  dnnl::primitive_attr attr;
+  if (alpha != 1.0f)
+    attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_sum(beta);
+    attr.set_post_ops(ops);
+  }
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(aMd, bMd, cMd), attr, engine, true);
+    if (!pd)
+      return std::nullopt;
+    return OnednnMatmul{dnnl::matmul(pd), memory(aMd, engine, a), memory(bMd, engine, b),
+                        memory(cMd, engine, c), pd.impl_info_str()};
+  } catch (const dnnl::error &) {
+    return std::nullopt;
+  }
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+struct Timing {
+  double medianS = 0, bestS = 0;
+  std::string kernel;
+};
+
+void usage() {
+  std::fputs("usage: fsdp-bench-gemm [--reps N] [--warmup N] [--alpha A] [--beta B] [--threads T]\n"
+             "                       [--impl LIST | --dtype f32|bf16] [M,N,K,TA,TB ...]\n"
+             "  Times each library on each shape (stdin, one a line, without shape arguments)\n"
+             "  and prints GFLOP/s as JSON. Libraries (--impl, comma-separated; default all):\n"
+             "    sgemm        OpenBLAS cblas_sgemm, f32\n"
+             "    onednn_f32   oneDNN matmul, f32\n"
+             "    onednn_bf16  oneDNN matmul, bf16 in and out, f32 accumulation\n"
+             "    widen_sgemm  bf16 widened to f32, cblas_sgemm, rounded to bf16\n"
+             "  --dtype f32 = --impl sgemm; --dtype bf16 = fsdprt_gemm_bf16's path here\n"
+             "  (onednn_bf16, else widen_sgemm). Defaults: --reps 20 --warmup 3 --alpha 1\n"
+             "  --beta 0, --threads OpenBLAS's default, for OpenBLAS and oneDNN alike.\n",
+             stdout);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int reps = 20, warmup = 3, threads = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  std::string dtype;
+  std::vector<std::string> impls;
+  std::vector<Shape> shapes;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc)
+        fail(arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      usage();
+      return 0;
+    } else if (arg == "--reps") {
+      reps = static_cast<int>(parseNumber(arg, value(), 1));
+    } else if (arg == "--warmup") {
+      warmup = static_cast<int>(parseNumber(arg, value(), 0));
+    } else if (arg == "--threads") {
+      threads = static_cast<int>(parseNumber(arg, value(), 1));
+    } else if (arg == "--alpha") {
+      alpha = static_cast<float>(parseNumber(arg, value(), -1e30));
+    } else if (arg == "--beta") {
+      beta = static_cast<float>(parseNumber(arg, value(), -1e30));
+    } else if (arg == "--dtype") {
+      dtype = value();
+      if (dtype != "f32" && dtype != "bf16")
+        fail("--dtype expects f32 or bf16, got '" + dtype + "'");
+    } else if (arg == "--impl") {
+      std::string list = value();
+      for (size_t start = 0; start <= list.size();) {
+        size_t end = std::min(list.find(',', start), list.size());
+        std::string name = list.substr(start, end - start);
+        if (std::find(std::begin(kImpls), std::end(kImpls), name) == std::end(kImpls))
+          fail("unknown library '" + name + "' in --impl (see --help)");
+        impls.push_back(name);
+        start = end + 1;
+      }
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      fail("unknown flag '" + arg + "' (see --help)");
+    } else {
+      shapes.push_back(parseShape(arg));
+    }
+  }
+  if (shapes.empty()) {
+    std::string line;
+    while (std::getline(std::cin, line)) {
+      size_t start = line.find_first_not_of(" \t\r");
+      if (start != std::string::npos && line[start] != '#')
+        shapes.push_back(parseShape(line.substr(start)));
+    }
+  }
+  if (shapes.empty())
+    fail("no shapes given (arguments or stdin)");
+  if (threads == 0)
+    threads = openblas_get_num_threads();
+  openblas_set_num_threads(threads);
+  omp_set_num_threads(threads);
+
+  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  dnnl::stream stream(engine);
+  std::vector<Problem> problems(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    Problem &p = problems[i];
+    p.s = shapes[i];
+    p.a.resize(static_cast<size_t>(p.s.m * p.s.k));
+    p.b.resize(static_cast<size_t>(p.s.k * p.s.n));
+    p.c.assign(static_cast<size_t>(p.s.m * p.s.n), 0.0f);
+    fill(p.a, 2 * i + 1);
+    fill(p.b, 2 * i + 2);
+    auto round = [](const std::vector<float> &from, std::vector<uint16_t> &to) {
+      to.resize(from.size());
+      std::transform(from.begin(), from.end(), to.begin(), toBF16);
+    };
+    round(p.a, p.a16);
+    round(p.b, p.b16);
+    round(p.c, p.c16);
+  }
+  bool onednnBf16 =
+      createMatmul(engine, shapes[0], dnnl::memory::data_type::bf16, alpha, beta,
+                   problems[0].a16.data(), problems[0].b16.data(), problems[0].c16.data())
+          .has_value();
+  if (impls.empty() && dtype == "f32")
+    impls = {"sgemm"};
+  else if (impls.empty() && dtype == "bf16")
+    impls = {onednnBf16 ? "onednn_bf16" : "widen_sgemm"};
+  else if (impls.empty())
+    impls.assign(std::begin(kImpls), std::end(kImpls));
+
+  // Per library: a function per shape that runs its product once (nothing
+  // where the library has none), and the kernel it runs.
+  using Clock = std::chrono::steady_clock;
+  std::map<std::string, std::vector<Timing>> timings;
+  std::deque<OnednnMatmul> keep; // the timed lambdas point into it: never moved
+  for (const std::string &impl : impls) {
+    std::vector<std::function<void()>> runs;
+    std::vector<std::string> kernels;
+    for (Problem &p : problems) {
+      if (impl == "sgemm") {
+        runs.push_back([&p, alpha, beta] {
+          sgemm(p.s, alpha, p.a.data(), p.b.data(), beta, p.c.data());
+        });
+        kernels.push_back(std::string("openblas ") + openblas_get_corename());
+      } else if (impl == "widen_sgemm") {
+        runs.push_back([&p, alpha, beta] { widenSgemm(p, alpha, beta); });
+        kernels.push_back(std::string("openblas ") + openblas_get_corename());
+      } else {
+        bool bf16 = impl == "onednn_bf16";
+        std::optional<OnednnMatmul> matmul = createMatmul(
+            engine, p.s, bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32,
+            alpha, beta, bf16 ? static_cast<void *>(p.a16.data()) : p.a.data(),
+            bf16 ? static_cast<void *>(p.b16.data()) : p.b.data(),
+            bf16 ? static_cast<void *>(p.c16.data()) : p.c.data());
+        if (!matmul) {
+          runs.push_back(nullptr);
+          kernels.push_back("unimplemented");
+          continue;
+        }
+        keep.push_back(std::move(*matmul));
+        OnednnMatmul &m = keep.back();
+        runs.push_back([&m, &stream] {
+          m.primitive.execute(stream,
+                              {{DNNL_ARG_SRC, m.a}, {DNNL_ARG_WEIGHTS, m.b}, {DNNL_ARG_DST, m.c}});
+          stream.wait();
+        });
+        kernels.push_back(m.kernel);
+      }
+    }
+    std::vector<std::vector<double>> seconds(problems.size());
+    for (int r = 0; r < warmup + reps; ++r)
+      for (size_t i = 0; i < problems.size(); ++i) {
+        if (!runs[i])
+          continue;
+        Clock::time_point start = Clock::now();
+        runs[i]();
+        Clock::time_point end = Clock::now();
+        if (r >= warmup)
+          seconds[i].push_back(std::chrono::duration<double>(end - start).count());
+      }
+    for (size_t i = 0; i < problems.size(); ++i) {
+      Timing t;
+      t.kernel = kernels[i];
+      if (!seconds[i].empty()) {
+        t.medianS = std::max(median(seconds[i]), 1e-12);
+        t.bestS = std::max(*std::min_element(seconds[i].begin(), seconds[i].end()), 1e-12);
+      }
+      timings[impl].push_back(t);
+    }
+  }
+  const dnnl_version_t *version = dnnl_version();
+  std::string isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+  if (isa.rfind("cpu_isa_", 0) == 0)
+    isa = isa.substr(8);
+  std::printf("{\n  \"threads\": %d,\n  \"openblas_threads\": %d,\n  \"omp_threads\": %d,\n"
+              "  \"openblas_config\": \"%s\",\n  \"onednn\": \"%d.%d.%d, %s\",\n"
+              "  \"onednn_bf16_matmul\": %s,\n  \"reps\": %d,\n  \"warmup\": %d,\n"
+              "  \"alpha\": %g,\n  \"beta\": %g,\n  \"impls\": [",
+              threads, openblas_get_num_threads(), omp_get_max_threads(), openblas_get_config(),
+              version->major, version->minor, version->patch,
+              isa.c_str(), onednnBf16 ? "true" : "false", reps,
+              warmup, static_cast<double>(alpha), static_cast<double>(beta));
+  for (size_t j = 0; j < impls.size(); ++j)
+    std::printf("%s\"%s\"", j ? ", " : "", impls[j].c_str());
+  std::printf("],\n  \"shapes\": [\n");
+  std::map<std::string, double> totalSeconds;
+  double totalFlops = 0;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Shape &s = shapes[i];
+    double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
+                   static_cast<double>(s.k);
+    totalFlops += flops;
+    const Timing &first = timings[impls[0]][i];
+    auto rate = [&](double seconds) { return seconds > 0 ? flops / seconds * 1e-9 : 0.0; };
+    std::printf("    {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"trans_a\": %d, \"trans_b\": %d, "
+                "\"flops\": %.0f, \"median_s\": %.9f, \"best_s\": %.9f, \"gflops\": %.3f, "
+                "\"gflops_best\": %.3f,\n     \"impls\": {",
+                static_cast<long long>(s.m), static_cast<long long>(s.n),
+                static_cast<long long>(s.k), s.transA ? 1 : 0, s.transB ? 1 : 0, flops,
+                first.medianS, first.bestS, rate(first.medianS), rate(first.bestS));
+    for (size_t j = 0; j < impls.size(); ++j) {
+      const Timing &t = timings[impls[j]][i];
+      totalSeconds[impls[j]] += t.medianS;
+      std::printf("%s\n       \"%s\": {\"median_s\": %.9f, \"gflops\": %.3f, "
+                  "\"gflops_best\": %.3f, \"kernel\": \"%s\"}",
+                  j ? "," : "", impls[j].c_str(), t.medianS, rate(t.medianS), rate(t.bestS),
+                  t.kernel.c_str());
+    }
+    std::printf("}}%s\n", i + 1 == shapes.size() ? "" : ",");
+  }
+  std::printf("  ],\n  \"gflops\": {");
+  for (size_t j = 0; j < impls.size(); ++j) {
+    double seconds = totalSeconds[impls[j]];
+    std::printf("%s\"%s\": %.3f", j ? ", " : "", impls[j].c_str(),
+                seconds > 0 ? totalFlops / seconds * 1e-9 : 0.0);
+  }
+  std::printf("}\n}\n");
+  return 0;
+}

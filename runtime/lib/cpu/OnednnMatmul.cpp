@@ -1,0 +1,208 @@
+//===- OnednnMatmul.cpp - bf16 products on oneDNN's matmul ----------------===//
+//
+// One oneDNN CPU engine and stream per process, and one matmul primitive per
+// distinct product: creating a primitive JIT-compiles its kernels (about a
+// millisecond), running it costs the product alone. A step calls the same few
+// shapes every time, so the primitives are kept for the life of the process.
+//
+// fsdprt's row-major matrices with row strides and transposes are oneDNN
+// memory descriptors with explicit strides (a transposed A is the M x K matrix
+// of strides {1, lda}), a batch is a leading dimension of stride stride_a,
+// stride_b, stride_c: no copies. alpha is the primitive's output scale and
+// beta * C its sum post-op, so that alpha * sum + beta * C is computed in f32
+// from the f32 accumulator and rounded to bf16 once, when stored; with beta
+// == 0 there is no sum post-op and C is never read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OnednnMatmul.h"
+
+#include "Error.h"
+
+#include <cblas.h>
+#include <dnnl.hpp>
+#include <dnnl_debug.h>
+#include <omp.h>
+
+#include <array>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace fsdprt {
+
+namespace {
+
+using dnnl::memory;
+
+/// What makes two products need different primitives. alpha and beta are
+/// in it because oneDNN 2.6 takes a sum post-op's scale only when the
+/// primitive is created, and a run-time output scale (DNNL_RUNTIME_F32_VAL)
+/// makes it leave its fastest kernels (brgemm) for its generic jit gemm; a
+/// step uses a handful of (alpha, beta) pairs (1 and 0 mostly). The thread
+/// count is in it because oneDNN splits the work for the threads it has
+/// when the primitive is created.
+using Key = std::array<int64_t, 15>;
+
+int32_t floatBits(float value) {
+  int32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  return bits;
+}
+
+Key keyOf(const Bf16Batch &p, float alpha, float beta, int threads) {
+  const GemmShape &g = p.gemm;
+  bool batched = p.batch > 1;
+  return {g.transA, g.transB, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, p.batch,
+          batched ? p.strideA : 0, batched ? p.strideB : 0, batched ? p.strideC : 0,
+          floatBits(alpha), floatBits(beta), threads};
+}
+
+/// A rows x cols bf16 matrix whose element (i, j) is at i * rowStride + j *
+/// colStride, matrix b of a batch at b * batchStride (no batch dimension
+/// when batch is 1).
+memory::desc matrix(const Bf16Batch &p, int64_t rows, int64_t cols, int64_t rowStride,
+                    int64_t colStride, int64_t batchStride) {
+  if (p.batch == 1)
+    return memory::desc({rows, cols}, memory::data_type::bf16, {rowStride, colStride});
+  return memory::desc({p.batch, rows, cols}, memory::data_type::bf16,
+                      {batchStride, rowStride, colStride});
+}
+
+/// A product's primitive and its operands (whose addresses change from call
+/// to call); no primitive when oneDNN has none for it.
+struct Matmul {
+  std::optional<dnnl::matmul> primitive;
+  memory a, b, c;
+};
+
+/// The process's engine, stream and primitives. The trainer calls the
+/// products from one thread; the lock only keeps the cache consistent if
+/// another thread ever calls one.
+struct Context {
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::mutex mutex;
+  std::map<Key, Matmul> primitives;
+};
+
+Context &context() {
+  static Context instance;
+  return instance;
+}
+
+/// oneDNN runs on OpenMP threads (Debian builds it so), OpenBLAS on its own:
+/// both use openblas_get_num_threads() (OPENBLAS_NUM_THREADS, else the
+/// cores), so that `mpirun -np 2` with OPENBLAS_NUM_THREADS=1 runs one thread
+/// per rank for both, and the paths compare at the same thread count. The
+/// count belongs to the calling thread, which is the one that runs oneDNN.
+int matchOpenblasThreads() {
+  int threads = openblas_get_num_threads();
+  if (omp_get_max_threads() != threads)
+    omp_set_num_threads(threads);
+  return threads;
+}
+
+/// The primitive descriptor of `p`, or an empty one when oneDNN has no bf16
+/// matmul for it, or only its reference implementation (scalar C++ loops,
+/// far slower than widening and OpenBLAS).
+dnnl::matmul::primitive_desc describe(const dnnl::engine &engine, const Bf16Batch &p,
+                                      float alpha, float beta) {
+  const GemmShape &g = p.gemm;
+  // Row-major A is M x K with strides {lda, 1}; transposed, it is stored
+  // K x M, so element (i, p) is at p * lda + i.
+  memory::desc a = g.transA ? matrix(p, g.m, g.k, 1, g.lda, p.strideA)
+                            : matrix(p, g.m, g.k, g.lda, 1, p.strideA);
+  memory::desc b = g.transB ? matrix(p, g.k, g.n, 1, g.ldb, p.strideB)
+                            : matrix(p, g.k, g.n, g.ldb, 1, p.strideB);
+  memory::desc c = matrix(p, g.m, g.n, g.ldc, 1, p.strideC);
+  dnnl::primitive_attr attr;
+  if (alpha != 1.0f)
+    attr.set_output_scales(0, {alpha});
+  if (beta != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_sum(beta);
+    attr.set_post_ops(ops);
+  }
+  try {
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine,
+                                    /*allow_empty=*/true);
+    if (pd && std::strncmp(pd.impl_info_str(), "ref", 3) != 0)
+      return pd;
+  } catch (const dnnl::error &) {
+    // An argument oneDNN rejects: the caller computes the product itself.
+  }
+  return {};
+}
+
+Matmul create(const dnnl::engine &engine, const Bf16Batch &p, float alpha, float beta) {
+  Matmul matmul;
+  dnnl::matmul::primitive_desc pd = describe(engine, p, alpha, beta);
+  if (!pd)
+    return matmul;
+  try {
+    matmul.primitive = dnnl::matmul(pd);
+  } catch (const dnnl::error &) {
+    return matmul;
+  }
+  matmul.a = memory(pd.src_desc(), engine, DNNL_MEMORY_NONE);
+  matmul.b = memory(pd.weights_desc(), engine, DNNL_MEMORY_NONE);
+  matmul.c = memory(pd.dst_desc(), engine, DNNL_MEMORY_NONE);
+  return matmul;
+}
+
+std::string isaName() {
+  std::string name = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+  const std::string prefix = "cpu_isa_";
+  return name.compare(0, prefix.size(), prefix) == 0 ? name.substr(prefix.size()) : name;
+}
+
+} // namespace
+
+bool onednnGemmBf16(const Bf16Batch &product, float alpha, const void *a, const void *b,
+                    float beta, void *c) {
+  Context &ctx = context();
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  int threads = matchOpenblasThreads();
+  Key key = keyOf(product, alpha, beta, threads);
+  auto found = ctx.primitives.find(key);
+  if (found == ctx.primitives.end())
+    found = ctx.primitives.emplace(key, create(ctx.engine, product, alpha, beta)).first;
+  Matmul &matmul = found->second;
+  if (!matmul.primitive)
+    return false;
+  try {
+    matmul.a.set_data_handle(const_cast<void *>(a));
+    matmul.b.set_data_handle(const_cast<void *>(b));
+    matmul.c.set_data_handle(c);
+    matmul.primitive->execute(ctx.stream, {{DNNL_ARG_SRC, matmul.a},
+                                           {DNNL_ARG_WEIGHTS, matmul.b},
+                                           {DNNL_ARG_DST, matmul.c}});
+    ctx.stream.wait();
+  } catch (const dnnl::error &e) {
+    fatal(std::string("fsdprt_gemm_bf16: oneDNN matmul failed: ") + e.what());
+  }
+  return true;
+}
+
+std::string onednnVersionAndIsa() {
+  const dnnl_version_t *version = dnnl_version();
+  return "oneDNN " + std::to_string(version->major) + "." + std::to_string(version->minor) + "." +
+         std::to_string(version->patch) + ", " + isaName();
+}
+
+std::optional<std::string> onednnBf16Kernel() {
+  // The implementation oneDNN picks for a plain 64 x 64 x 64 product: what
+  // the step's products run on (padded rows or batches may use its jit gemm
+  // on the same ISA instead).
+  static const std::optional<std::string> kernel = []() -> std::optional<std::string> {
+    Bf16Batch probe{GemmShape{0, 0, 64, 64, 64, 64, 64, 64}, 1, 0, 0, 0};
+    dnnl::matmul::primitive_desc pd = describe(context().engine, probe, 1.0f, 0.0f);
+    if (!pd)
+      return std::nullopt;
+    return onednnVersionAndIsa() + " (" + pd.impl_info_str() + ")";
+  }();
+  return kernel;
+}
+
+} // namespace fsdprt
