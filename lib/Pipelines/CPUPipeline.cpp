@@ -67,11 +67,13 @@ void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  // exp, log and tanh as polynomials: no libm call left in a loop that LLVM
-  // should vectorise.
+  // exp, log and tanh as polynomials of fmas. The fmas must become LLVM's
+  // intrinsic (an instruction, vectorisable) before convert-math-to-libm,
+  // which would turn each into a call of libm's fmaf; libm keeps what LLVM
+  // has no intrinsic for.
   pm.addPass(createFSDPApproximateMathPass());
-  pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
   // f32 <-> bf16 as integer arithmetic (round to nearest even): without
   // AVX512-BF16, LLVM would call a scalar libgcc routine per element, which
   // neither vectorises nor exists in every libgcc.

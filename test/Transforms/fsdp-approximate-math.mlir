@@ -1,8 +1,10 @@
 // RUN: fsdp-opt %s -fsdp-approximate-math | FileCheck %s
-// RUN: fsdp-opt %s -fsdp-approximate-math -convert-math-to-libm | FileCheck %s --check-prefix=LIBM
+// RUN: fsdp-opt %s -fsdp-approximate-math -convert-math-to-llvm -convert-math-to-libm | FileCheck %s --check-prefix=LIBM
 
 // exp, log and tanh of f32 become straight-line arithmetic: no math call is
-// left for convert-math-to-libm to turn into a libm call per element.
+// left for convert-math-to-libm to turn into a libm call per element. Their
+// fmas go to LLVM's intrinsic first, as in fsdp-cpu-pipeline (libm would make
+// each a call of fmaf).
 // CHECK-LABEL: func.func @softmax_like
 // CHECK-NOT: math.exp
 // CHECK-NOT: math.log
@@ -13,6 +15,9 @@
 // LIBM-NOT: call @expf
 // LIBM-NOT: call @logf
 // LIBM-NOT: call @tanhf
+// LIBM-NOT: call @fmaf
+// LIBM: llvm.intr.fma
+// LIBM-NOT: call @fmaf
 // LIBM: return
 func.func @softmax_like(%x: f32, %y: f32) -> (f32, f32, f32) {
   %e = math.exp %x : f32

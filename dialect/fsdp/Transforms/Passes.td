@@ -228,8 +228,11 @@ def FSDPApproximateMathPass : Pass<"fsdp-approximate-math"> {
     from `arith` and `math.fma` only. A libm call per element is what keeps a
     softmax, a cross-entropy or a GELU loop scalar on the CPU; the
     approximation is straight-line arithmetic, so LLVM's loop vectoriser
-    turns those loops into SIMD code on any x86-64. Run on host code before
-    `convert-math-to-libm`; GPU kernels keep NVVM's own functions.
+    turns those loops into SIMD code on CPUs with FMA (every AVX2 x86-64);
+    on older ones LLVM calls libm's `fmaf` for each fma (the same values,
+    slower). Run on host code before `convert-math-to-llvm`, which makes the
+    fmas LLVM intrinsics, and `convert-math-to-libm`, which would make each a
+    call; GPU kernels keep NVVM's own functions.
 
     ```mlir
     %y = math.exp %x : f32
