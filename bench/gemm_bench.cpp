@@ -5,10 +5,14 @@
 //
 //   sgemm        OpenBLAS cblas_sgemm on f32 operands (fsdprt_sgemm)
 //   onednn_f32   oneDNN's f32 matmul (strict fp32 math: no bf16 inside)
-//   onednn_bf16  oneDNN's bf16 matmul: bf16 A, B and C, f32 accumulation, one
-//                rounding (fsdprt_gemm_bf16 where oneDNN has it for the CPU)
-//   widen_sgemm  the fallback: widen bf16 A and B to f32, cblas_sgemm, round C
-//                to bf16 (fsdprt_gemm_bf16 elsewhere)
+//   onednn_bf16  the runtime's oneDNN bf16 matmul (onednnGemmBf16): bf16 A, B
+//                and C, f32 accumulation, one rounding (fsdprt_gemm_bf16 where
+//                oneDNN has it for the CPU)
+//   widen_sgemm  the runtime's fallback (widenedGemmBf16): bf16 A and B widened
+//                to f32, sgemm, C rounded to bf16 (fsdprt_gemm_bf16 elsewhere)
+//
+// The bf16 columns call the runtime's own code (linked from libfsdprt), so
+// they time exactly what a trainer runs, primitive cache and all.
 //
 // and prints GFLOP/s per shape and library as one JSON object on stdout.
 //
@@ -35,9 +39,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bf16Gemm.h"
+#include "DType.h"
+
 #include <cblas.h>
 #include <dnnl.hpp>
-#include <dnnl_debug.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -107,27 +113,18 @@ double parseNumber(const std::string &flag, const char *value, double minimum) {
   return parsed;
 }
 
-/// f32 to bf16, to nearest even (the runtime's floatToBF16, without NaNs:
-/// the operands are finite).
-uint16_t toBF16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  return static_cast<uint16_t>((bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16);
-}
-
-float fromBF16(uint16_t bits) {
-  uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &wide, sizeof(value));
-  return value;
-}
-
 /// One shape's operands in both types and what each library needs to run.
 struct Problem {
   Shape s;
   std::vector<float> a, b, c;
   std::vector<uint16_t> a16, b16, c16;
-  std::vector<float> wideA, wideB, wideC; // the fallback's scratch
+
+  /// The shape as the runtime's bf16 products take it.
+  fsdprt::Bf16Batch batch() const {
+    return {fsdprt::GemmShape{s.transA, s.transB, s.m, s.n, s.k, s.transA ? s.m : s.k,
+                              s.transB ? s.k : s.n, s.n},
+            1, 0, 0, 0};
+  }
 };
 
 void fill(std::vector<float> &values, uint64_t seed) {
@@ -146,39 +143,24 @@ void sgemm(const Shape &s, float alpha, const float *a, const float *b, float be
               static_cast<int>(s.transB ? s.k : s.n), beta, c, static_cast<int>(s.n));
 }
 
-/// runtime/lib/cpu/Bf16Gemm.cpp's fallback: widen, sgemm, round once.
-void widenSgemm(Problem &p, float alpha, float beta) {
-  auto widen = [](const std::vector<uint16_t> &in, std::vector<float> &out) {
-    out.resize(in.size());
-    for (size_t i = 0; i < in.size(); ++i)
-      out[i] = fromBF16(in[i]);
-  };
-  widen(p.a16, p.wideA);
-  widen(p.b16, p.wideB);
-  p.wideC.resize(p.c16.size());
-  if (beta != 0.0f)
-    widen(p.c16, p.wideC);
-  sgemm(p.s, alpha, p.wideA.data(), p.wideB.data(), beta, p.wideC.data());
-  for (size_t i = 0; i < p.c16.size(); ++i)
-    p.c16[i] = toBF16(p.wideC[i]);
-}
-
-/// A oneDNN matmul on one shape, built as runtime/lib/cpu/OnednnMatmul.cpp
-/// builds it: strided descriptors for the transposes, alpha as the output
-/// scale, beta * C as a sum post-op.
-struct OnednnMatmul {
+/// oneDNN's f32 matmul on one shape, built as runtime/lib/cpu/OnednnMatmul.cpp
+/// builds its bf16 ones: strided descriptors for the transposes, alpha as the
+/// output scale, beta * C as a sum post-op. (The runtime has no f32 matmul on
+/// oneDNN: this column says whether it should.)
+struct F32Matmul {
   dnnl::matmul primitive;
   dnnl::memory a, b, c;
   std::string kernel;
 };
 
-std::optional<OnednnMatmul> createMatmul(const dnnl::engine &engine, const Shape &s,
-                                         dnnl::memory::data_type type, float alpha, float beta,
-                                         void *a, void *b, void *c) {
+std::optional<F32Matmul> createF32Matmul(const dnnl::engine &engine, Problem &p, float alpha,
+                                         float beta) {
   using dnnl::memory;
-  memory::desc aMd({s.m, s.k}, type, s.transA ? memory::dims{1, s.m} : memory::dims{s.k, 1});
-  memory::desc bMd({s.k, s.n}, type, s.transB ? memory::dims{1, s.k} : memory::dims{s.n, 1});
-  memory::desc cMd({s.m, s.n}, type, memory::dims{s.n, 1});
+  const Shape &s = p.s;
+  memory::data_type f32 = memory::data_type::f32;
+  memory::desc aMd({s.m, s.k}, f32, s.transA ? memory::dims{1, s.m} : memory::dims{s.k, 1});
+  memory::desc bMd({s.k, s.n}, f32, s.transB ? memory::dims{1, s.k} : memory::dims{s.n, 1});
+  memory::desc cMd({s.m, s.n}, f32, memory::dims{s.n, 1});
   dnnl::primitive_attr attr;
   if (alpha != 1.0f)
     attr.set_output_scales(0, {alpha});
@@ -191,8 +173,9 @@ std::optional<OnednnMatmul> createMatmul(const dnnl::engine &engine, const Shape
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(aMd, bMd, cMd), attr, engine, true);
     if (!pd)
       return std::nullopt;
-    return OnednnMatmul{dnnl::matmul(pd), memory(aMd, engine, a), memory(bMd, engine, b),
-                        memory(cMd, engine, c), pd.impl_info_str()};
+    return F32Matmul{dnnl::matmul(pd), memory(aMd, engine, p.a.data()),
+                     memory(bMd, engine, p.b.data()), memory(cMd, engine, p.c.data()),
+                     pd.impl_info_str()};
   } catch (const dnnl::error &) {
     return std::nullopt;
   }
@@ -300,16 +283,13 @@ int main(int argc, char **argv) {
     fill(p.b, 2 * i + 2);
     auto round = [](const std::vector<float> &from, std::vector<uint16_t> &to) {
       to.resize(from.size());
-      std::transform(from.begin(), from.end(), to.begin(), toBF16);
+      std::transform(from.begin(), from.end(), to.begin(), fsdprt::floatToBF16);
     };
     round(p.a, p.a16);
     round(p.b, p.b16);
     round(p.c, p.c16);
   }
-  bool onednnBf16 =
-      createMatmul(engine, shapes[0], dnnl::memory::data_type::bf16, alpha, beta,
-                   problems[0].a16.data(), problems[0].b16.data(), problems[0].c16.data())
-          .has_value();
+  std::optional<std::string> onednnBf16 = fsdprt::onednnBf16Kernel();
   if (impls.empty() && dtype == "f32")
     impls = {"sgemm"};
   else if (impls.empty() && dtype == "bf16")
@@ -321,7 +301,7 @@ int main(int argc, char **argv) {
   // where the library has none), and the kernel it runs.
   using Clock = std::chrono::steady_clock;
   std::map<std::string, std::vector<Timing>> timings;
-  std::deque<OnednnMatmul> keep; // the timed lambdas point into it: never moved
+  std::deque<F32Matmul> keep; // the timed lambdas point into it: never moved
   for (const std::string &impl : impls) {
     std::vector<std::function<void()>> runs;
     std::vector<std::string> kernels;
@@ -332,22 +312,34 @@ int main(int argc, char **argv) {
         });
         kernels.push_back(std::string("openblas ") + openblas_get_corename());
       } else if (impl == "widen_sgemm") {
-        runs.push_back([&p, alpha, beta] { widenSgemm(p, alpha, beta); });
+        runs.push_back([&p, alpha, beta] {
+          fsdprt::widenedGemmBf16(p.batch(), alpha, p.a16.data(), p.b16.data(), beta,
+                                  p.c16.data());
+        });
         kernels.push_back(std::string("openblas ") + openblas_get_corename());
+      } else if (impl == "onednn_bf16") {
+        // The first call creates the runtime's cached primitive, or says that
+        // oneDNN has none for this shape.
+        if (!onednnBf16 || !fsdprt::onednnGemmBf16(p.batch(), alpha, p.a16.data(),
+                                                   p.b16.data(), beta, p.c16.data())) {
+          runs.push_back(nullptr);
+          kernels.push_back("unimplemented");
+          continue;
+        }
+        runs.push_back([&p, alpha, beta] {
+          fsdprt::onednnGemmBf16(p.batch(), alpha, p.a16.data(), p.b16.data(), beta,
+                                 p.c16.data());
+        });
+        kernels.push_back(*onednnBf16);
       } else {
-        bool bf16 = impl == "onednn_bf16";
-        std::optional<OnednnMatmul> matmul = createMatmul(
-            engine, p.s, bf16 ? dnnl::memory::data_type::bf16 : dnnl::memory::data_type::f32,
-            alpha, beta, bf16 ? static_cast<void *>(p.a16.data()) : p.a.data(),
-            bf16 ? static_cast<void *>(p.b16.data()) : p.b.data(),
-            bf16 ? static_cast<void *>(p.c16.data()) : p.c.data());
+        std::optional<F32Matmul> matmul = createF32Matmul(engine, p, alpha, beta);
         if (!matmul) {
           runs.push_back(nullptr);
           kernels.push_back("unimplemented");
           continue;
         }
         keep.push_back(std::move(*matmul));
-        OnednnMatmul &m = keep.back();
+        F32Matmul &m = keep.back();
         runs.push_back([&m, &stream] {
           m.primitive.execute(stream,
                               {{DNNL_ARG_SRC, m.a}, {DNNL_ARG_WEIGHTS, m.b}, {DNNL_ARG_DST, m.c}});
@@ -377,17 +369,12 @@ int main(int argc, char **argv) {
       timings[impl].push_back(t);
     }
   }
-  const dnnl_version_t *version = dnnl_version();
-  std::string isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
-  if (isa.rfind("cpu_isa_", 0) == 0)
-    isa = isa.substr(8);
   std::printf("{\n  \"threads\": %d,\n  \"openblas_threads\": %d,\n  \"omp_threads\": %d,\n"
-              "  \"openblas_config\": \"%s\",\n  \"onednn\": \"%d.%d.%d, %s\",\n"
+              "  \"openblas_config\": \"%s\",\n  \"onednn\": \"%s\",\n"
               "  \"onednn_bf16_matmul\": %s,\n  \"reps\": %d,\n  \"warmup\": %d,\n"
               "  \"alpha\": %g,\n  \"beta\": %g,\n  \"impls\": [",
               threads, openblas_get_num_threads(), omp_get_max_threads(), openblas_get_config(),
-              version->major, version->minor, version->patch,
-              isa.c_str(), onednnBf16 ? "true" : "false", reps,
+              fsdprt::onednnVersionAndIsa().c_str(), onednnBf16 ? "true" : "false", reps,
               warmup, static_cast<double>(alpha), static_cast<double>(beta));
   for (size_t j = 0; j < impls.size(); ++j)
     std::printf("%s\"%s\"", j ? ", " : "", impls[j].c_str());
