@@ -287,6 +287,21 @@ def simulated_trace(model, arrays, steps, path, mutate=None, sim=None):
     return losses
 
 
+def teacher_case(d, model):
+    """(data file, trace file, arrays) of a small data set for `model` in directory d."""
+    data, trace = os.path.join(d, model + ".bin"), os.path.join(d, model + ".trace")
+    make_data.main(["--model", model, "--samples", "64", "--seed", "3", "--out", data])
+    return data, trace, datafile.read(data)[1]
+
+
+def check_trace(model, arrays, trace, losses, prec=precision.EXACT, margins=None):
+    """teacher.check of a simulated trace with the example's optimizer, lr and clip."""
+    m = models.MODELS[model]
+    cfg = m["optimizer"]
+    return teacher.check(model, arrays, teacher.Trace(trace, model, cfg), losses,
+                         float(np.float32(cfg["lr"])), cfg, m["clip_grad_norm"], prec, margins)
+
+
 def test_teacher():
     steps = 3
     at = lambda k, f: (lambda step, what, value, k=k: f(what, value) if step == k else value)  # noqa: E731
@@ -299,16 +314,12 @@ def test_teacher():
     }
     with tempfile.TemporaryDirectory() as d:
         for model in ("mlp", "gpt"):
-            data, trace = os.path.join(d, model + ".bin"), os.path.join(d, model + ".trace")
-            make_data.main(["--model", model, "--samples", "64", "--seed", "3", "--out", data])
-            _specs, arrays = datafile.read(data)
-            cfg = models.MODELS[model]["optimizer"]
+            _data, trace, arrays = teacher_case(d, model)
             clip = models.MODELS[model]["clip_grad_norm"]
 
             def check(mutate=None):
-                losses = simulated_trace(model, arrays, steps, trace, mutate)
-                return teacher.check(model, arrays, teacher.Trace(trace, model, cfg), losses,
-                                     float(np.float32(cfg["lr"])), cfg, clip)
+                return check_trace(model, arrays, trace,
+                                   simulated_trace(model, arrays, steps, trace, mutate))
 
             rows, failures = check()
             report("teacher: %s, float32 steps pass" % model, not failures and len(rows) == steps,
@@ -405,18 +416,12 @@ def test_teacher_bf16():
                ("f32 params, 2 ranks reduce bf16", "f32", (2,), "full_shard", "bf16")]
     with tempfile.TemporaryDirectory() as d:
         for model in ("mlp", "gpt"):
-            data, trace = os.path.join(d, model + ".bin"), os.path.join(d, model + ".trace")
-            make_data.main(["--model", model, "--samples", "64", "--seed", "3", "--out", data])
-            _specs, arrays = datafile.read(data)
-            cfg = models.MODELS[model]["optimizer"]
+            data, trace, arrays = teacher_case(d, model)
 
             def check(plan, sim, steps, mutate=None):
                 losses = simulated_trace(model, arrays, steps, trace, mutate, sim)
                 margins = []
-                _rows, failures = teacher.check(
-                    model, arrays, teacher.Trace(trace, model, cfg), losses,
-                    float(np.float32(cfg["lr"])), cfg, models.MODELS[model]["clip_grad_norm"],
-                    plan, margins)
+                _rows, failures = check_trace(model, arrays, trace, losses, plan, margins)
                 worst = {k: max(m.get(k, 0.0) for m in margins) for k in margins[0]}
                 return failures, "margins %s" % ", ".join("%s %.2f" % kv for kv in worst.items())
 
