@@ -701,11 +701,6 @@ def bench(args, workdir):
             print(f"\n{tr.label} FAILED:\n{tr.error}")
     for note in notes:
         print(f"note: {note}")
-    slowest = max((r["step_s"] for r in rows if r["config"].startswith("fsdpc-") and r["step_s"]),
-                  default=None)
-    if slowest and 0.05 * slowest / cfg["batch"] > 0.002:
-        print(f"note: the trainer logs samples/s with one decimal: at {cfg['batch'] / slowest:.1f}"
-              f" samples/s a step time is known to +-{100 * 0.05 * slowest / cfg['batch']:.1f}%")
 
     if args.json:
         out = {"model": cfg, "tokens_per_step": tokens, "step_gemm_flops": step_flops,
