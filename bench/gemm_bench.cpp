@@ -3,16 +3,18 @@
 // Compares, on the same shapes and thread count, the ways the CPU runtime can
 // compute a product:
 //
-//   sgemm        OpenBLAS cblas_sgemm on f32 operands (fsdprt_sgemm)
-//   onednn_f32   oneDNN's f32 matmul (strict fp32 math: no bf16 inside)
-//   onednn_bf16  the runtime's oneDNN bf16 matmul (onednnGemmBf16): bf16 A, B
+//   sgemm        OpenBLAS cblas_sgemm on f32 operands (openblasSgemm:
+//                fsdprt_sgemm where oneDNN has no brgemm f32 matmul)
+//   onednn_f32   the runtime's oneDNN f32 matmul (onednnGemm, strict fp32
+//                math: fsdprt_sgemm where oneDNN has it for the CPU)
+//   onednn_bf16  the runtime's oneDNN bf16 matmul (onednnGemm): bf16 A, B
 //                and C, f32 accumulation, one rounding (fsdprt_gemm_bf16 where
 //                oneDNN has it for the CPU)
 //   widen_sgemm  the runtime's fallback (widenedGemmBf16): bf16 A and B widened
 //                to f32, sgemm, C rounded to bf16 (fsdprt_gemm_bf16 elsewhere)
 //
-// The bf16 columns call the runtime's own code (linked from libfsdprt), so
-// they time exactly what a trainer runs, primitive cache and all.
+// Every column calls the runtime's own code (linked from libfsdprt), so it
+// times exactly what a trainer runs, primitive cache and all.
 //
 // and prints GFLOP/s per shape and library as one JSON object on stdout.
 //
@@ -32,8 +34,9 @@
 // runtime does; default: OpenBLAS's own default (OPENBLAS_NUM_THREADS, else
 // the cores). oneDNN primitives are created (JIT-compiled) before timing.
 //
-// --dtype f32 is --impl sgemm; --dtype bf16 times what fsdprt_gemm_bf16 runs
-// on this CPU: onednn_bf16, or widen_sgemm where oneDNN has no bf16 matmul.
+// --dtype f32 times what fsdprt_sgemm runs on this CPU: onednn_f32, or sgemm
+// where oneDNN has no brgemm f32 matmul; --dtype bf16 what fsdprt_gemm_bf16
+// runs: onednn_bf16, or widen_sgemm where oneDNN has no bf16 matmul.
 // Each shape's "median_s"/"gflops" are those of the first library listed, so
 // that scripts reading fsdp-bench-sgemm's output read this one too.
 //
@@ -41,9 +44,9 @@
 
 #include "Bf16Gemm.h"
 #include "DType.h"
+#include "Sgemm.h"
 
 #include <cblas.h>
-#include <dnnl.hpp>
 #include <omp.h>
 
 #include <algorithm>
@@ -51,12 +54,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <deque>
 #include <functional>
 #include <iostream>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -98,9 +98,10 @@ Shape parseShape(const std::string &text) {
     return out || f == "0" || f == "N" || f == "n";
   };
   Shape s;
-  if (fields.size() != 5 || !dim(fields[0], s.m) || !dim(fields[1], s.n) ||
-      !dim(fields[2], s.k) || !trans(fields[3], s.transA) || !trans(fields[4], s.transB))
-    fail("bad shape '" + text + "': expected M,N,K,TA,TB with M, N, K >= 1 and TA, TB in "
+  if (fields.size() != 5 || !dim(fields[0], s.m) || !dim(fields[1], s.n) || !dim(fields[2], s.k) ||
+      !trans(fields[3], s.transA) || !trans(fields[4], s.transB))
+    fail("bad shape '" + text +
+         "': expected M,N,K,TA,TB with M, N, K >= 1 and TA, TB in "
          "{0, 1, N, T}");
   return s;
 }
@@ -119,8 +120,8 @@ struct Problem {
   std::vector<float> a, b, c;
   std::vector<uint16_t> a16, b16, c16;
 
-  /// The shape as the runtime's bf16 products take it.
-  fsdprt::Bf16Batch batch() const {
+  /// The shape as the runtime's products take it.
+  fsdprt::GemmBatch batch() const {
     return {fsdprt::GemmShape{s.transA, s.transB, s.m, s.n, s.k, s.transA ? s.m : s.k,
                               s.transB ? s.k : s.n, s.n},
             1, 0, 0, 0};
@@ -133,51 +134,6 @@ void fill(std::vector<float> &values, uint64_t seed) {
   for (float &v : values) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     v = static_cast<float>(static_cast<int32_t>(state >> 33) & 0xFFFF) / 32768.0f - 1.0f;
-  }
-}
-
-void sgemm(const Shape &s, float alpha, const float *a, const float *b, float beta, float *c) {
-  cblas_sgemm(CblasRowMajor, s.transA ? CblasTrans : CblasNoTrans,
-              s.transB ? CblasTrans : CblasNoTrans, static_cast<int>(s.m), static_cast<int>(s.n),
-              static_cast<int>(s.k), alpha, a, static_cast<int>(s.transA ? s.m : s.k), b,
-              static_cast<int>(s.transB ? s.k : s.n), beta, c, static_cast<int>(s.n));
-}
-
-/// oneDNN's f32 matmul on one shape, built as runtime/lib/cpu/OnednnMatmul.cpp
-/// builds its bf16 ones: strided descriptors for the transposes, alpha as the
-/// output scale, beta * C as a sum post-op. (The runtime has no f32 matmul on
-/// oneDNN: this column says whether it should.)
-struct F32Matmul {
-  dnnl::matmul primitive;
-  dnnl::memory a, b, c;
-  std::string kernel;
-};
-
-std::optional<F32Matmul> createF32Matmul(const dnnl::engine &engine, Problem &p, float alpha,
-                                         float beta) {
-  using dnnl::memory;
-  const Shape &s = p.s;
-  memory::data_type f32 = memory::data_type::f32;
-  memory::desc aMd({s.m, s.k}, f32, s.transA ? memory::dims{1, s.m} : memory::dims{s.k, 1});
-  memory::desc bMd({s.k, s.n}, f32, s.transB ? memory::dims{1, s.k} : memory::dims{s.n, 1});
-  memory::desc cMd({s.m, s.n}, f32, memory::dims{s.n, 1});
-  dnnl::primitive_attr attr;
-  if (alpha != 1.0f)
-    attr.set_output_scales(0, {alpha});
-  if (beta != 0.0f) {
-    dnnl::post_ops ops;
-    ops.append_sum(beta);
-    attr.set_post_ops(ops);
-  }
-  try {
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(aMd, bMd, cMd), attr, engine, true);
-    if (!pd)
-      return std::nullopt;
-    return F32Matmul{dnnl::matmul(pd), memory(aMd, engine, p.a.data()),
-                     memory(bMd, engine, p.b.data()), memory(cMd, engine, p.c.data()),
-                     pd.impl_info_str()};
-  } catch (const dnnl::error &) {
-    return std::nullopt;
   }
 }
 
@@ -201,8 +157,9 @@ void usage() {
              "    onednn_f32   oneDNN matmul, f32\n"
              "    onednn_bf16  oneDNN matmul, bf16 in and out, f32 accumulation\n"
              "    widen_sgemm  bf16 widened to f32, cblas_sgemm, rounded to bf16\n"
-             "  --dtype f32 = --impl sgemm; --dtype bf16 = fsdprt_gemm_bf16's path here\n"
-             "  (onednn_bf16, else widen_sgemm). Defaults: --reps 20 --warmup 3 --alpha 1\n"
+             "  --dtype f32 = fsdprt_sgemm's path here (onednn_f32, else sgemm); --dtype\n"
+             "  bf16 = fsdprt_gemm_bf16's (onednn_bf16, else widen_sgemm). Defaults:\n"
+             "  --reps 20 --warmup 3 --alpha 1\n"
              "  --beta 0, --threads OpenBLAS's default, for OpenBLAS and oneDNN alike.\n",
              stdout);
 }
@@ -270,8 +227,6 @@ int main(int argc, char **argv) {
   openblas_set_num_threads(threads);
   omp_set_num_threads(threads);
 
-  dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  dnnl::stream stream(engine);
   std::vector<Problem> problems(shapes.size());
   for (size_t i = 0; i < shapes.size(); ++i) {
     Problem &p = problems[i];
@@ -289,9 +244,11 @@ int main(int argc, char **argv) {
     round(p.b, p.b16);
     round(p.c, p.c16);
   }
-  std::optional<std::string> onednnBf16 = fsdprt::onednnBf16Kernel();
+  using fsdprt::MatmulType;
+  std::optional<std::string> onednnF32 = fsdprt::onednnKernel(MatmulType::F32);
+  std::optional<std::string> onednnBf16 = fsdprt::onednnKernel(MatmulType::Bf16);
   if (impls.empty() && dtype == "f32")
-    impls = {"sgemm"};
+    impls = {onednnF32 ? "onednn_f32" : "sgemm"};
   else if (impls.empty() && dtype == "bf16")
     impls = {onednnBf16 ? "onednn_bf16" : "widen_sgemm"};
   else if (impls.empty())
@@ -301,51 +258,38 @@ int main(int argc, char **argv) {
   // where the library has none), and the kernel it runs.
   using Clock = std::chrono::steady_clock;
   std::map<std::string, std::vector<Timing>> timings;
-  std::deque<F32Matmul> keep; // the timed lambdas point into it: never moved
   for (const std::string &impl : impls) {
     std::vector<std::function<void()>> runs;
     std::vector<std::string> kernels;
     for (Problem &p : problems) {
       if (impl == "sgemm") {
         runs.push_back([&p, alpha, beta] {
-          sgemm(p.s, alpha, p.a.data(), p.b.data(), beta, p.c.data());
+          fsdprt::openblasSgemm(p.batch(), alpha, p.a.data(), p.b.data(), beta, p.c.data());
         });
         kernels.push_back(std::string("openblas ") + openblas_get_corename());
       } else if (impl == "widen_sgemm") {
         runs.push_back([&p, alpha, beta] {
-          fsdprt::widenedGemmBf16(p.batch(), alpha, p.a16.data(), p.b16.data(), beta,
-                                  p.c16.data());
+          fsdprt::widenedGemmBf16(p.batch(), alpha, p.a16.data(), p.b16.data(), beta, p.c16.data());
         });
         kernels.push_back(std::string("openblas ") + openblas_get_corename());
-      } else if (impl == "onednn_bf16") {
-        // The first call creates the runtime's cached primitive, or says that
-        // oneDNN has none for this shape.
-        if (!onednnBf16 || !fsdprt::onednnGemmBf16(p.batch(), alpha, p.a16.data(),
-                                                   p.b16.data(), beta, p.c16.data())) {
-          runs.push_back(nullptr);
-          kernels.push_back("unimplemented");
-          continue;
-        }
-        runs.push_back([&p, alpha, beta] {
-          fsdprt::onednnGemmBf16(p.batch(), alpha, p.a16.data(), p.b16.data(), beta,
-                                 p.c16.data());
-        });
-        kernels.push_back(*onednnBf16);
       } else {
-        std::optional<F32Matmul> matmul = createF32Matmul(engine, p, alpha, beta);
-        if (!matmul) {
+        // onednn_f32 or onednn_bf16. The first call creates the runtime's
+        // cached primitive, or says that oneDNN has none for this shape.
+        bool f32 = impl == "onednn_f32";
+        MatmulType type = f32 ? MatmulType::F32 : MatmulType::Bf16;
+        const std::optional<std::string> &kernel = f32 ? onednnF32 : onednnBf16;
+        const void *a = f32 ? static_cast<const void *>(p.a.data()) : p.a16.data();
+        const void *b = f32 ? static_cast<const void *>(p.b.data()) : p.b16.data();
+        void *c = f32 ? static_cast<void *>(p.c.data()) : p.c16.data();
+        if (!kernel || !fsdprt::onednnGemm(type, p.batch(), alpha, a, b, beta, c)) {
           runs.push_back(nullptr);
           kernels.push_back("unimplemented");
           continue;
         }
-        keep.push_back(std::move(*matmul));
-        F32Matmul &m = keep.back();
-        runs.push_back([&m, &stream] {
-          m.primitive.execute(stream,
-                              {{DNNL_ARG_SRC, m.a}, {DNNL_ARG_WEIGHTS, m.b}, {DNNL_ARG_DST, m.c}});
-          stream.wait();
+        runs.push_back([type, &p, alpha, a, b, beta, c] {
+          fsdprt::onednnGemm(type, p.batch(), alpha, a, b, beta, c);
         });
-        kernels.push_back(m.kernel);
+        kernels.push_back(*kernel);
       }
     }
     std::vector<std::vector<double>> seconds(problems.size());
@@ -371,11 +315,13 @@ int main(int argc, char **argv) {
   }
   std::printf("{\n  \"threads\": %d,\n  \"openblas_threads\": %d,\n  \"omp_threads\": %d,\n"
               "  \"openblas_config\": \"%s\",\n  \"onednn\": \"%s\",\n"
-              "  \"onednn_bf16_matmul\": %s,\n  \"reps\": %d,\n  \"warmup\": %d,\n"
+              "  \"onednn_f32_matmul\": %s,\n  \"onednn_bf16_matmul\": %s,\n"
+              "  \"reps\": %d,\n  \"warmup\": %d,\n"
               "  \"alpha\": %g,\n  \"beta\": %g,\n  \"impls\": [",
               threads, openblas_get_num_threads(), omp_get_max_threads(), openblas_get_config(),
-              fsdprt::onednnVersionAndIsa().c_str(), onednnBf16 ? "true" : "false", reps,
-              warmup, static_cast<double>(alpha), static_cast<double>(beta));
+              fsdprt::onednnVersionAndIsa().c_str(), onednnF32 ? "true" : "false",
+              onednnBf16 ? "true" : "false", reps, warmup, static_cast<double>(alpha),
+              static_cast<double>(beta));
   for (size_t j = 0; j < impls.size(); ++j)
     std::printf("%s\"%s\"", j ? ", " : "", impls[j].c_str());
   std::printf("],\n  \"shapes\": [\n");
@@ -383,8 +329,8 @@ int main(int argc, char **argv) {
   double totalFlops = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape &s = shapes[i];
-    double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) *
-                   static_cast<double>(s.k);
+    double flops =
+        2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
     totalFlops += flops;
     const Timing &first = timings[impls[0]][i];
     auto rate = [&](double seconds) { return seconds > 0 ? flops / seconds * 1e-9 : 0.0; };

@@ -19,8 +19,9 @@ In one run:
      = zero_grad + forward + backward + clip + optimizer.step, on random tokens;
   (2 and 3 alternate --rounds times: each result is the median over all rounds' steps;)
   4. times the step's GEMMs (the shapes derived from the model below) alone: OpenBLAS
-     sgemm (bench/sgemm_bench.cpp, the library the f32 trainer calls), a bf16 GEMM
-     benchmark if one is given (--gemm-bench; skipped with a note otherwise), and
+     sgemm (bench/sgemm_bench.cpp), the f32 and bf16 GEMMs the trainers call
+     (fsdp-bench-gemm --dtype f32 / bf16: oneDNN where it has kernels for this CPU;
+     --gemm-bench; skipped with a note when there is none), and
      torch.matmul in fp32 and bf16 (PyTorch's MKL / oneDNN) as a second reference;
   5. prints ms/step, tokens/s and the ratio to PyTorch at the same precision, with the
      targets: our f32 step <= PyTorch eager fp32's, our bf16 step <= PyTorch bf16
@@ -565,6 +566,14 @@ def bench(args, workdir):
                         beta, args.threads, os.path.basename(binary))
                 except BenchError as error:
                     notes.append(f"bf16 GEMM column skipped: {error}")
+                if "--dtype f32" in subprocess.run([binary, "--help"], capture_output=True,
+                                                   text=True).stdout:
+                    try:
+                        gemm_cols["f32 GEMM"], _ = gemm_bench_json(
+                            binary, ["--dtype", "f32"], gemms, args.gemm_reps, alpha, beta,
+                            args.threads, os.path.basename(binary))
+                    except BenchError as error:
+                        notes.append(f"f32 GEMM column skipped: {error}")
             else:
                 notes.append(f"bf16 GEMM column skipped: {why}")
             if torch_ref and torch_ref.version:
@@ -688,7 +697,8 @@ def bench(args, workdir):
         print(line)
         shares = []
         for row in rows:
-            col = {"f32": "sgemm f32", "bf16": "bf16 GEMM"}[row["precision"]]
+            col = {"f32": "f32 GEMM" if "f32 GEMM" in totals else "sgemm f32",
+                   "bf16": "bf16 GEMM"}[row["precision"]]
             if row["config"].startswith("torch"):
                 col = f"torch {row['precision']}"
             if row["step_s"] and col in totals:

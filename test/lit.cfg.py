@@ -39,13 +39,19 @@ llvm_config.use_default_substitutions()
 # whichever kernels OpenBLAS picks at run time. CI runs them again as on another machine:
 #   --param fsdpc_cpu=generic         every fsdpc in a RUN line builds for that CPU
 #   --param openblas_coretype=Haswell the trainers' OpenBLAS uses that kernel set
-# (lit passes only the environment it is given, so the variable is set here.)
+#   --param dnnl_max_cpu_isa=AVX2     oneDNN uses no ISA above it (so none of its
+#                                     f32 or bf16 kernels: products go to OpenBLAS)
+# (lit passes only the environment it is given, so the variables are set here.)
 fsdpc_cpu = lit_config.params.get("fsdpc_cpu")
 openblas_coretype = lit_config.params.get("openblas_coretype")
 if openblas_coretype:
     config.environment["OPENBLAS_CORETYPE"] = openblas_coretype
     config.available_features.add("openblas-coretype")
     config.substitutions.append(("%openblas_coretype", openblas_coretype))
+dnnl_max_cpu_isa = lit_config.params.get("dnnl_max_cpu_isa")
+if dnnl_max_cpu_isa:
+    config.environment["DNNL_MAX_CPU_ISA"] = dnnl_max_cpu_isa
+    config.available_features.add("dnnl-max-cpu-isa")
 
 tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
 tools = ["fsdp-opt", ToolSubst("fsdpc", extra_args=[f"--cpu={fsdpc_cpu}"] if fsdpc_cpu else None),

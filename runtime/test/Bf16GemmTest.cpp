@@ -6,12 +6,12 @@
 // for OpenBLAS, each called directly, and the public entry points, whichever
 // way they go. ctest runs this suite a second time with DNNL_MAX_CPU_ISA=AVX2,
 // where oneDNN has no bf16 matmul and the entry points must fall back
-// (test/CMakeLists.txt: fsdprt-tests.bf16-gemm-fallback).
+// (test/CMakeLists.txt: fsdprt-tests.gemm-fallback).
 //
 //===----------------------------------------------------------------------===//
 
-#include "DType.h"
 #include "cpu/Bf16Gemm.h"
+#include "DType.h"
 #include "fsdprt/fsdprt.h"
 
 #include <cblas.h>
@@ -62,13 +62,13 @@ void PrintTo(Path path, std::ostream *out) { *out << name(path); }
 class Bf16GemmPaths : public testing::TestWithParam<Path> {
 public:
   void SetUp() override {
-    if (GetParam() == Path::Onednn && !onednnBf16Kernel())
+    if (GetParam() == Path::Onednn && !onednnKernel(MatmulType::Bf16))
       GTEST_SKIP() << "oneDNN has no bf16 matmul on this CPU (" << onednnVersionAndIsa()
                    << "): only the fallback runs here";
   }
 
   /// C = alpha * op(A) op(B) + beta * C through the path under test.
-  void run(const Bf16Batch &p, float alpha, const uint16_t *a, const uint16_t *b, float beta,
+  void run(const GemmBatch &p, float alpha, const uint16_t *a, const uint16_t *b, float beta,
            uint16_t *c) {
     const GemmShape &g = p.gemm;
     switch (GetParam()) {
@@ -81,7 +81,7 @@ public:
                                  p.strideA, b, g.ldb, p.strideB, beta, c, g.ldc, p.strideC);
       return;
     case Path::Onednn:
-      ASSERT_TRUE(onednnGemmBf16(p, alpha, a, b, beta, c))
+      ASSERT_TRUE(onednnGemm(MatmulType::Bf16, p, alpha, a, b, beta, c))
           << "oneDNN has a bf16 matmul here, but not for this product";
       return;
     case Path::Widened:
@@ -143,7 +143,7 @@ void check(Bf16GemmPaths &test, const Case &c, uint64_t seed) {
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   int64_t aRows = c.ta ? c.k : c.m, aCols = c.ta ? c.m : c.k;
   int64_t bRows = c.tb ? c.n : c.k, bCols = c.tb ? c.k : c.n;
-  Bf16Batch p{GemmShape{c.ta, c.tb, c.m, c.n, c.k, aCols + c.pad, bCols + c.pad, c.n + c.pad},
+  GemmBatch p{GemmShape{c.ta, c.tb, c.m, c.n, c.k, aCols + c.pad, bCols + c.pad, c.n + c.pad},
               c.batch, 0, 0, 0};
   const GemmShape &g = p.gemm;
   p.strideA = aRows * g.lda + c.gap;
@@ -181,10 +181,10 @@ void check(Bf16GemmPaths &test, const Case &c, uint64_t seed) {
       for (int64_t j = 0; j < c.n; ++j) {
         double sum = 0, magnitude = 0;
         for (int64_t q = 0; q < c.k; ++q) {
-          double x = bf16ToDouble(a[c.ta ? at(l, p.strideA, q, g.lda, i)
-                                         : at(l, p.strideA, i, g.lda, q)]);
-          double y = bf16ToDouble(b[c.tb ? at(l, p.strideB, j, g.ldb, q)
-                                         : at(l, p.strideB, q, g.ldb, j)]);
+          double x =
+              bf16ToDouble(a[c.ta ? at(l, p.strideA, q, g.lda, i) : at(l, p.strideA, i, g.lda, q)]);
+          double y =
+              bf16ToDouble(b[c.tb ? at(l, p.strideB, j, g.ldb, q) : at(l, p.strideB, q, g.ldb, j)]);
           sum += x * y;
           magnitude += std::fabs(x * y);
         }
@@ -208,8 +208,8 @@ void check(Bf16GemmPaths &test, const Case &c, uint64_t seed) {
   EXPECT_EQ(failures, 0) << "elements outside the bound";
   for (size_t index = 0; index < out.size(); ++index) {
     if (!written[index]) {
-      ASSERT_EQ(out[index], kUntouched) << "C's padding or gap at element " << index
-                                        << " was written";
+      ASSERT_EQ(out[index], kUntouched)
+          << "C's padding or gap at element " << index << " was written";
     }
   }
 }
@@ -333,7 +333,7 @@ TEST(Bf16Gemm, EmptySumScalesC) {
 }
 
 TEST(Bf16GemmPath, VersionLineNamesThePath) {
-  if (std::optional<std::string> kernel = onednnBf16Kernel())
+  if (std::optional<std::string> kernel = onednnKernel(MatmulType::Bf16))
     EXPECT_EQ(bf16GemmLine(), "bf16 gemm: " + *kernel);
   else
     EXPECT_THAT(bf16GemmLine(), StartsWith("bf16 gemm: f32 widen + OpenBLAS sgemm (oneDNN "));
@@ -357,33 +357,35 @@ TEST(Bf16GemmPath, AnAvx512CpuUsesOnednn) {
   bool avx512Core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   if (!avx512Core || isaCappedBelowAvx512())
-    GTEST_SKIP() << "no avx512_core here (or DNNL_MAX_CPU_ISA caps it): "
-                 << onednnVersionAndIsa();
-  EXPECT_TRUE(onednnBf16Kernel().has_value()) << onednnVersionAndIsa();
+    GTEST_SKIP() << "no avx512_core here (or DNNL_MAX_CPU_ISA caps it): " << onednnVersionAndIsa();
+  EXPECT_TRUE(onednnKernel(MatmulType::Bf16).has_value()) << onednnVersionAndIsa();
 }
 
 TEST(Bf16GemmPath, CappedIsaFallsBack) {
-  // What fsdprt-tests.bf16-gemm-fallback checks: oneDNN's own switch forces
+  // What fsdprt-tests.gemm-fallback checks: oneDNN's own switch forces
   // the fallback on any CPU, and the entry points still give the bf16 product.
   if (!isaCappedBelowAvx512())
-    GTEST_SKIP() << "DNNL_MAX_CPU_ISA is not set to an ISA below avx512_core (ctest runs "
-                    "fsdprt-tests.bf16-gemm-fallback with DNNL_MAX_CPU_ISA=AVX2)";
-  EXPECT_FALSE(onednnBf16Kernel().has_value()) << onednnVersionAndIsa();
+    GTEST_SKIP() << "DNNL_MAX_CPU_ISA is not set to an ISA below avx512_core "
+                    "(ctest runs "
+                    "fsdprt-tests.gemm-fallback with DNNL_MAX_CPU_ISA=AVX2)";
+  EXPECT_FALSE(onednnKernel(MatmulType::Bf16).has_value()) << onednnVersionAndIsa();
   EXPECT_THAT(bf16GemmLine(), StartsWith("bf16 gemm: f32 widen + OpenBLAS sgemm (oneDNN "));
   uint16_t one = roundToBF16(1.0), c = 0;
-  EXPECT_FALSE(onednnGemmBf16({GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f, &one, &one, 0.0f, &c));
+  EXPECT_FALSE(onednnGemm(MatmulType::Bf16, {GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f, &one, &one,
+                          0.0f, &c));
   fsdprt_gemm_bf16(0, 0, 1, 1, 1, 3.0f, &one, 1, &one, 1, 0.0f, &c, 1);
   EXPECT_EQ(bf16ToDouble(c), 3.0);
 }
 
 TEST(Bf16GemmPath, OnednnRunsOpenblasThreadCount) {
-  if (!onednnBf16Kernel())
+  if (!onednnKernel(MatmulType::Bf16))
     GTEST_SKIP() << "oneDNN has no bf16 matmul on this CPU (" << onednnVersionAndIsa() << ")";
   int threads = openblas_get_num_threads();
   uint16_t one = roundToBF16(1.0), c = 0;
   for (int wanted : {1, threads}) {
     openblas_set_num_threads(wanted);
-    ASSERT_TRUE(onednnGemmBf16({GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f, &one, &one, 0.0f, &c));
+    ASSERT_TRUE(onednnGemm(MatmulType::Bf16, {GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f, &one, &one,
+                           0.0f, &c));
     EXPECT_EQ(omp_get_max_threads(), wanted) << "oneDNN's OpenMP threads follow OpenBLAS's";
   }
 }
@@ -397,7 +399,8 @@ TEST(Bf16GemmError, StrideTooSmall) {
   EXPECT_EXIT(fsdprt_gemm_bf16(0, 0, int64_t(1) << 31, 1, 1, 1.0f, a.data(), 1, b.data(), 1, 0.0f,
                                c.data(), 1),
               ExitedWithCode(1),
-              HasSubstr("fsdprt_gemm_bf16: m = 2147483648 is negative or too large for BLAS"));
+              HasSubstr("fsdprt_gemm_bf16: m = 2147483648 is negative or too "
+                        "large for BLAS"));
 }
 
 TEST(Bf16GemmError, BatchedStrides) {
@@ -408,7 +411,8 @@ TEST(Bf16GemmError, BatchedStrides) {
   EXPECT_EXIT(fsdprt_gemm_bf16_batched(0, 0, 2, 2, 2, 3, 1.0f, a.data(), 2, 8, b.data(), 2, 8, 0.0f,
                                        c.data(), 2, 8),
               ExitedWithCode(1),
-              HasSubstr("trainer: error: fsdprt_gemm_bf16_batched: lda = 2 is smaller than the "
+              HasSubstr("trainer: error: fsdprt_gemm_bf16_batched: lda = 2 is "
+                        "smaller than the "
                         "row length 3"));
 }
 

@@ -144,8 +144,10 @@ def version(trainer, tmp):
     # overrides the choice).
     result = run(trainer, "--version")
     expect_success(result)
-    # ... and which bf16 GEMM it uses: oneDNN where the CPU has bf16 matmul, else f32.
+    # ... and which f32 and bf16 GEMMs it uses: oneDNN where it has kernels of ours
+    # for the CPU, else OpenBLAS (bf16 widened to f32).
     expect(re.fullmatch(r"backend: cpu\nblas: OpenBLAS .*, core \w+, \d+ threads\n"
+                        r"f32 gemm: (oneDNN .*\(brg:.*\)|OpenBLAS sgemm .*)\n"
                         r"bf16 gemm: (oneDNN .*|f32 widen \+ OpenBLAS sgemm .*)\n", result.stdout),
            result.stdout)
     env = dict(os.environ, OPENBLAS_CORETYPE="Prescott")

@@ -7,7 +7,7 @@
 // oneDNN's bf16 matmul does it on the CPU's matrix unit (AMX, AVX512-BF16)
 // where oneDNN has one for this CPU (OnednnMatmul.h). Elsewhere, and for
 // k == 0 (which oneDNN does not take), A and B are widened to fp32 and
-// multiplied by the fp32 GEMM (fsdprt_sgemm): a product of two bf16 values is
+// multiplied by OpenBLAS sgemm (Sgemm.h): a product of two bf16 values is
 // exact in fp32, so this is the same arithmetic; only the order of the sums
 // differs, which fp32 accumulation leaves free.
 //
@@ -19,6 +19,7 @@
 
 #include "DType.h"
 #include "GemmArguments.h"
+#include "Sgemm.h"
 
 #include <algorithm>
 #include <atomic>
@@ -58,20 +59,23 @@ void widenedProduct(const GemmShape &g, float alpha, const void *a, const void *
   if (beta != 0.0f)
     widen(c, g.m, g.n, g.ldc, wideC);
   // Packed rows; a row of k = 0 elements still has a stride of 1 for BLAS.
-  fsdprt_sgemm(g.transA, g.transB, g.m, g.n, g.k, alpha, wideA.data(), std::max<int64_t>(1, aCols),
-               wideB.data(), std::max<int64_t>(1, bCols), beta, wideC.data(), g.n);
+  GemmShape packed{
+      g.transA, g.transB, g.m, g.n, g.k, std::max<int64_t>(1, aCols), std::max<int64_t>(1, bCols),
+      g.n};
+  openblasSgemm(GemmBatch{packed, 1, 0, 0, 0}, alpha, wideA.data(), wideB.data(), beta,
+                wideC.data());
   auto *out = static_cast<uint16_t *>(c);
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < g.n; ++j)
       out[i * g.ldc + j] = floatToBF16(wideC[i * g.n + j]);
 }
 
-void gemmBF16(const Bf16Batch &product, float alpha, const void *a, const void *b, float beta,
+void gemmBF16(const GemmBatch &product, float alpha, const void *a, const void *b, float beta,
               void *c) {
   if (product.gemm.empty() || product.batch == 0)
     return;
   productsRan.store(true, std::memory_order_relaxed);
-  if (product.gemm.k > 0 && onednnGemmBf16(product, alpha, a, b, beta, c))
+  if (product.gemm.k > 0 && onednnGemm(MatmulType::Bf16, product, alpha, a, b, beta, c))
     return;
   widenedGemmBf16(product, alpha, a, b, beta, c);
 }
@@ -80,7 +84,7 @@ void gemmBF16(const Bf16Batch &product, float alpha, const void *a, const void *
 
 namespace fsdprt {
 
-void widenedGemmBf16(const Bf16Batch &product, float alpha, const void *a, const void *b,
+void widenedGemmBf16(const GemmBatch &product, float alpha, const void *a, const void *b,
                      float beta, void *c) {
   if (product.gemm.empty())
     return;
@@ -91,7 +95,7 @@ void widenedGemmBf16(const Bf16Batch &product, float alpha, const void *a, const
 }
 
 std::string bf16GemmLine() {
-  if (std::optional<std::string> kernel = onednnBf16Kernel())
+  if (std::optional<std::string> kernel = onednnKernel(MatmulType::Bf16))
     return "bf16 gemm: " + *kernel;
   return "bf16 gemm: f32 widen + OpenBLAS sgemm (" + onednnVersionAndIsa() +
          ": no bf16 matmul on this CPU)";
@@ -101,13 +105,13 @@ bool bf16GemmsRan() { return productsRan.load(std::memory_order_relaxed); }
 
 } // namespace fsdprt
 
-extern "C" void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
-                                 int64_t k, float alpha, const void *a, int64_t lda,
-                                 const void *b, int64_t ldb, float beta, void *c, int64_t ldc) {
+extern "C" void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                                 float alpha, const void *a, int64_t lda, const void *b,
+                                 int64_t ldb, float beta, void *c, int64_t ldc) {
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   // cuBLAS's limit, so that a product the CPU takes runs on the GPU too.
   checkGemm("fsdprt_gemm_bf16", gemm, INT_MAX);
-  gemmBF16(Bf16Batch{gemm, 1, 0, 0, 0}, alpha, a, b, beta, c);
+  gemmBF16(GemmBatch{gemm, 1, 0, 0, 0}, alpha, a, b, beta, c);
 }
 
 extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
@@ -120,5 +124,5 @@ extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64
   const char *what = "fsdprt_gemm_bf16_batched";
   checkGemmBatch(what, gemm, batch, stride_a, stride_b, stride_c, INT_MAX);
   checkGemm(what, gemm, INT_MAX);
-  gemmBF16(Bf16Batch{gemm, batch, stride_a, stride_b, stride_c}, alpha, a, b, beta, c);
+  gemmBF16(GemmBatch{gemm, batch, stride_a, stride_b, stride_c}, alpha, a, b, beta, c);
 }

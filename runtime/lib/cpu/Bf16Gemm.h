@@ -17,9 +17,9 @@
 
 namespace fsdprt {
 
-/// The fallback: A and B widened to f32, fsdprt_sgemm (OpenBLAS), C rounded
+/// The fallback: A and B widened to f32, OpenBLAS sgemm, C rounded
 /// to bf16 once; each product of a batch on its own.
-void widenedGemmBf16(const Bf16Batch &product, float alpha, const void *a, const void *b,
+void widenedGemmBf16(const GemmBatch &product, float alpha, const void *a, const void *b,
                      float beta, void *c);
 
 /// What bf16 products run on in this process, as `--version` prints it:

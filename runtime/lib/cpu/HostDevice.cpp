@@ -6,16 +6,17 @@
 // are NULL, and events only have their use checked (StreamEvents.h), so that
 // a step that would be wrong on the GPU fails on the CPU too.
 //
-// bf16 products run on oneDNN or, where the CPU has no bf16 matmul, on
-// OpenBLAS (Bf16Gemm.h): `--version` says which, and so does rank 0 once,
-// after the first step that ran one, so that a mixed-precision run's log
-// shows what its products ran on.
+// f32 and bf16 products run on oneDNN or, where it has no kernel of ours
+// for the CPU, on OpenBLAS (Sgemm.h, Bf16Gemm.h): `--version` says which,
+// and for bf16 so does rank 0 once, after the first step that ran one, so
+// that a mixed-precision run's log shows what its products ran on.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Bf16Gemm.h"
 #include "Device.h"
 #include "Ranks.h"
+#include "Sgemm.h"
 #include "StreamEvents.h"
 #include "fsdprt/fsdprt.h"
 
@@ -30,7 +31,7 @@ std::string backendVersion() {
   // choice): the core says which ones the products use.
   return std::string("backend: cpu\nblas: ") + openblas_get_config() + ", core " +
          openblas_get_corename() + ", " + std::to_string(openblas_get_num_threads()) +
-         " threads\n" + bf16GemmLine() + "\n";
+         " threads\n" + f32GemmLine() + "\n" + bf16GemmLine() + "\n";
 }
 
 void openDevice() {}

@@ -1,4 +1,4 @@
-//===- OnednnMatmul.cpp - bf16 products on oneDNN's matmul ----------------===//
+//===- OnednnMatmul.cpp - Products on oneDNN's matmul ---------------------===//
 //
 // One oneDNN CPU engine and stream per process, and one matmul primitive per
 // distinct product: creating a primitive JIT-compiles its kernels (about a
@@ -10,7 +10,7 @@
 // of strides {1, lda}), a batch is a leading dimension of stride stride_a,
 // stride_b, stride_c: no copies. alpha is the primitive's output scale and
 // beta * C its sum post-op, so that alpha * sum + beta * C is computed in f32
-// from the f32 accumulator and rounded to bf16 once, when stored; with beta
+// from the f32 accumulator and, for bf16, rounded once when stored; with beta
 // == 0 there is no sum post-op and C is never read.
 //
 //===----------------------------------------------------------------------===//
@@ -35,14 +35,15 @@ namespace {
 
 using dnnl::memory;
 
-/// What makes two products need different primitives. alpha and beta are
+/// What makes two products need different primitives: the element type,
+/// the shape and strides, alpha and beta, and the threads. alpha and beta are
 /// in it because oneDNN 2.6 takes a sum post-op's scale only when the
 /// primitive is created, and a run-time output scale (DNNL_RUNTIME_F32_VAL)
 /// makes it leave its fastest kernels (brgemm) for its generic jit gemm; a
 /// step uses a handful of (alpha, beta) pairs (1 and 0 mostly). The thread
 /// count is in it because oneDNN splits the work for the threads it has
 /// when the primitive is created.
-using Key = std::array<int64_t, 15>;
+using Key = std::array<int64_t, 16>;
 
 int32_t floatBits(float value) {
   int32_t bits;
@@ -50,23 +51,33 @@ int32_t floatBits(float value) {
   return bits;
 }
 
-Key keyOf(const Bf16Batch &p, float alpha, float beta, int threads) {
+Key keyOf(MatmulType type, const GemmBatch &p, float alpha, float beta, int threads) {
   const GemmShape &g = p.gemm;
   bool batched = p.batch > 1;
-  return {g.transA, g.transB, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, p.batch,
-          batched ? p.strideA : 0, batched ? p.strideB : 0, batched ? p.strideC : 0,
-          floatBits(alpha), floatBits(beta), threads};
+  int64_t strideA = batched ? p.strideA : 0, strideB = batched ? p.strideB : 0,
+          strideC = batched ? p.strideC : 0;
+  return {static_cast<int64_t>(type), g.transA, g.transB, g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
+          p.batch, strideA, strideB, strideC, floatBits(alpha), floatBits(beta), threads};
 }
 
-/// A rows x cols bf16 matrix whose element (i, j) is at i * rowStride + j *
-/// colStride, matrix b of a batch at b * batchStride (no batch dimension
+/// A rows x cols matrix of `type` whose element (i, j) is at i * rowStride +
+/// j * colStride, matrix b of a batch at b * batchStride (no batch dimension
 /// when batch is 1).
-memory::desc matrix(const Bf16Batch &p, int64_t rows, int64_t cols, int64_t rowStride,
-                    int64_t colStride, int64_t batchStride) {
+memory::desc matrix(memory::data_type type, const GemmBatch &p, int64_t rows, int64_t cols,
+                    int64_t rowStride, int64_t colStride, int64_t batchStride) {
   if (p.batch == 1)
-    return memory::desc({rows, cols}, memory::data_type::bf16, {rowStride, colStride});
-  return memory::desc({p.batch, rows, cols}, memory::data_type::bf16,
-                      {batchStride, rowStride, colStride});
+    return memory::desc({rows, cols}, type, {rowStride, colStride});
+  return memory::desc({p.batch, rows, cols}, type, {batchStride, rowStride, colStride});
+}
+
+/// Whether oneDNN's implementation `impl` (its impl_info_str) is one we use
+/// for `type`: never its reference code (scalar C++ loops, far slower than
+/// OpenBLAS); for f32 only its brgemm kernels, the ones measured faster than
+/// OpenBLAS sgemm (bench/README.md).
+bool usable(MatmulType type, const char *impl) {
+  if (type == MatmulType::F32)
+    return std::strncmp(impl, "brg:", 4) == 0;
+  return std::strncmp(impl, "ref", 3) != 0;
 }
 
 /// A product's primitive and its operands (whose addresses change from call
@@ -103,19 +114,19 @@ int matchOpenblasThreads() {
   return threads;
 }
 
-/// The primitive descriptor of `p`, or an empty one when oneDNN has no bf16
-/// matmul for it, or only its reference implementation (scalar C++ loops,
-/// far slower than widening and OpenBLAS).
-dnnl::matmul::primitive_desc describe(const dnnl::engine &engine, const Bf16Batch &p,
-                                      float alpha, float beta) {
+/// The primitive descriptor of `p`, or an empty one when oneDNN has no
+/// usable matmul for it.
+dnnl::matmul::primitive_desc describe(const dnnl::engine &engine, MatmulType type,
+                                      const GemmBatch &p, float alpha, float beta) {
   const GemmShape &g = p.gemm;
+  memory::data_type t = type == MatmulType::F32 ? memory::data_type::f32 : memory::data_type::bf16;
   // Row-major A is M x K with strides {lda, 1}; transposed, it is stored
   // K x M, so element (i, p) is at p * lda + i.
-  memory::desc a = g.transA ? matrix(p, g.m, g.k, 1, g.lda, p.strideA)
-                            : matrix(p, g.m, g.k, g.lda, 1, p.strideA);
-  memory::desc b = g.transB ? matrix(p, g.k, g.n, 1, g.ldb, p.strideB)
-                            : matrix(p, g.k, g.n, g.ldb, 1, p.strideB);
-  memory::desc c = matrix(p, g.m, g.n, g.ldc, 1, p.strideC);
+  memory::desc a = g.transA ? matrix(t, p, g.m, g.k, 1, g.lda, p.strideA)
+                            : matrix(t, p, g.m, g.k, g.lda, 1, p.strideA);
+  memory::desc b = g.transB ? matrix(t, p, g.k, g.n, 1, g.ldb, p.strideB)
+                            : matrix(t, p, g.k, g.n, g.ldb, 1, p.strideB);
+  memory::desc c = matrix(t, p, g.m, g.n, g.ldc, 1, p.strideC);
   dnnl::primitive_attr attr;
   if (alpha != 1.0f)
     attr.set_output_scales(0, {alpha});
@@ -127,7 +138,7 @@ dnnl::matmul::primitive_desc describe(const dnnl::engine &engine, const Bf16Batc
   try {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine,
                                     /*allow_empty=*/true);
-    if (pd && std::strncmp(pd.impl_info_str(), "ref", 3) != 0)
+    if (pd && usable(type, pd.impl_info_str()))
       return pd;
   } catch (const dnnl::error &) {
     // An argument oneDNN rejects: the caller computes the product itself.
@@ -135,9 +146,10 @@ dnnl::matmul::primitive_desc describe(const dnnl::engine &engine, const Bf16Batc
   return {};
 }
 
-Matmul create(const dnnl::engine &engine, const Bf16Batch &p, float alpha, float beta) {
+Matmul create(const dnnl::engine &engine, MatmulType type, const GemmBatch &p, float alpha,
+              float beta) {
   Matmul matmul;
-  dnnl::matmul::primitive_desc pd = describe(engine, p, alpha, beta);
+  dnnl::matmul::primitive_desc pd = describe(engine, type, p, alpha, beta);
   if (!pd)
     return matmul;
   try {
@@ -159,15 +171,15 @@ std::string isaName() {
 
 } // namespace
 
-bool onednnGemmBf16(const Bf16Batch &product, float alpha, const void *a, const void *b,
-                    float beta, void *c) {
+bool onednnGemm(MatmulType type, const GemmBatch &product, float alpha, const void *a,
+                const void *b, float beta, void *c) {
   Context &ctx = context();
   std::lock_guard<std::mutex> lock(ctx.mutex);
   int threads = matchOpenblasThreads();
-  Key key = keyOf(product, alpha, beta, threads);
+  Key key = keyOf(type, product, alpha, beta, threads);
   auto found = ctx.primitives.find(key);
   if (found == ctx.primitives.end())
-    found = ctx.primitives.emplace(key, create(ctx.engine, product, alpha, beta)).first;
+    found = ctx.primitives.emplace(key, create(ctx.engine, type, product, alpha, beta)).first;
   Matmul &matmul = found->second;
   if (!matmul.primitive)
     return false;
@@ -175,12 +187,13 @@ bool onednnGemmBf16(const Bf16Batch &product, float alpha, const void *a, const 
     matmul.a.set_data_handle(const_cast<void *>(a));
     matmul.b.set_data_handle(const_cast<void *>(b));
     matmul.c.set_data_handle(c);
-    matmul.primitive->execute(ctx.stream, {{DNNL_ARG_SRC, matmul.a},
-                                           {DNNL_ARG_WEIGHTS, matmul.b},
-                                           {DNNL_ARG_DST, matmul.c}});
+    matmul.primitive->execute(
+        ctx.stream,
+        {{DNNL_ARG_SRC, matmul.a}, {DNNL_ARG_WEIGHTS, matmul.b}, {DNNL_ARG_DST, matmul.c}});
     ctx.stream.wait();
   } catch (const dnnl::error &e) {
-    fatal(std::string("fsdprt_gemm_bf16: oneDNN matmul failed: ") + e.what());
+    fatal(std::string(type == MatmulType::F32 ? "fsdprt_sgemm" : "fsdprt_gemm_bf16") +
+          ": oneDNN matmul failed: " + e.what());
   }
   return true;
 }
@@ -191,18 +204,22 @@ std::string onednnVersionAndIsa() {
          std::to_string(version->patch) + ", " + isaName();
 }
 
-std::optional<std::string> onednnBf16Kernel() {
+std::optional<std::string> onednnKernel(MatmulType type) {
   // The implementation oneDNN picks for a plain 64 x 64 x 64 product: what
   // the step's products run on (padded rows or batches may use its jit gemm
-  // on the same ISA instead).
-  static const std::optional<std::string> kernel = []() -> std::optional<std::string> {
-    Bf16Batch probe{GemmShape{0, 0, 64, 64, 64, 64, 64, 64}, 1, 0, 0, 0};
-    dnnl::matmul::primitive_desc pd = describe(context().engine, probe, 1.0f, 0.0f);
+  // on the same ISA instead, or, for f32, OpenBLAS).
+  auto probe = [type]() -> std::optional<std::string> {
+    GemmBatch square{GemmShape{0, 0, 64, 64, 64, 64, 64, 64}, 1, 0, 0, 0};
+    dnnl::matmul::primitive_desc pd = describe(context().engine, type, square, 1.0f, 0.0f);
     if (!pd)
       return std::nullopt;
     return onednnVersionAndIsa() + " (" + pd.impl_info_str() + ")";
-  }();
-  return kernel;
+  };
+  static const std::optional<std::string> f32 = probe();
+  if (type == MatmulType::F32)
+    return f32;
+  static const std::optional<std::string> bf16 = probe();
+  return bf16;
 }
 
 } // namespace fsdprt
