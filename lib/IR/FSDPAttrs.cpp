@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -229,8 +230,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<int64_t> grid, Strategy strategy,
                                OptimizerAttrInterface optimizer, DType, DType,
                                APFloat clipGradNorm, int64_t prefetch,
-                               int64_t maxInflightGathers, RematPolicy,
-                               UnitPolicy units, int64_t minUnitParams) {
+                               int64_t maxInflightGathers, RematPolicy remat,
+                               int64_t rematEvery, ArrayAttr rematUnits, UnitPolicy units,
+                               int64_t minUnitParams) {
   if (grid.empty() || grid.size() > 2)
     return emitError() << "grid must be [shard] or [replicate, shard], got "
                        << grid.size() << " dimensions";
@@ -259,6 +261,26 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (maxInflightGathers < 1)
     return emitError() << "max_inflight_gathers must be at least 1, got "
                        << maxInflightGathers;
+  if (rematEvery < 1)
+    return emitError() << "remat_every must be at least 1, got " << rematEvery;
+  if (remat == RematPolicy::None && (rematEvery != 1 || rematUnits))
+    return emitError() << (rematUnits ? "remat_units" : "remat_every")
+                       << " needs remat = unit or selective";
+  if (rematUnits && rematEvery != 1)
+    return emitError() << "remat_units and remat_every both choose the units to recompute: "
+                          "give one";
+  if (rematUnits) {
+    if (rematUnits.empty())
+      return emitError() << "remat_units must name at least one unit";
+    llvm::StringSet<> seen;
+    for (Attribute name : rematUnits) {
+      auto text = llvm::dyn_cast<StringAttr>(name);
+      if (!text || text.getValue().empty())
+        return emitError() << "remat_units must be unit names (non-empty strings), got " << name;
+      if (!seen.insert(text.getValue()).second)
+        return emitError() << "remat_units names unit \"" << text.getValue() << "\" twice";
+    }
+  }
   if (units == UnitPolicy::AutoWrap && minUnitParams < 1)
     return emitError() << "units = auto_wrap needs min_unit_params >= 1";
   if (units == UnitPolicy::Explicit && minUnitParams != 0)
@@ -271,7 +293,7 @@ PlanAttr PlanAttr::withGrid(ArrayRef<int64_t> grid,
   return PlanAttr::getChecked(emitError, getContext(), grid, getStrategy(), getOptimizer(),
                               getParamDtype(), getReduceDtype(), getClipGradNorm(),
                               getPrefetch(), getMaxInflightGathers(), getRemat(),
-                              getUnits(), getMinUnitParams());
+                              getRematEvery(), getRematUnits(), getUnits(), getMinUnitParams());
 }
 
 int64_t PlanAttr::getWorldSize() const {

@@ -32,6 +32,11 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a string on a memref.alloc";
     return success();
   }
+  if (name == getRecomputeAttrName()) {
+    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a dictionary on the module";
+    return success();
+  }
   if (name != getPlanAttrName())
     return op->emitError() << "unknown fsdp attribute '" << name
                            << "'; the only one is '" << getPlanAttrName() << "'";

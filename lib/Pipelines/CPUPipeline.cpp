@@ -40,6 +40,7 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory) 
   pm.addPass(createFSDPFormUnitsPass());
   pm.addPass(createFSDPPartitionPass());
   pm.addPass(createFSDPAutodiffPass());
+  pm.addPass(createFSDPRematPass());
   pm.addPass(createFSDPInsertCollectivesPass());
   pm.addPass(createFSDPLowerPrecisionPass());
   pm.addPass(createConvertFSDPToRuntimePass());

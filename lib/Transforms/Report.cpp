@@ -49,6 +49,8 @@ struct ArenaPlan {
   int64_t activations = 0, gathered = 0, gradients = 0, buffers = 0;
   /// The transient buffers live at the peak, by element type.
   std::map<std::string, int64_t> dtypeBytes;
+  /// What recompute adds to a step (fsdp-remat), when the plan has remat.
+  std::optional<std::map<std::string, int64_t>> recompute;
 };
 
 FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
@@ -75,6 +77,12 @@ FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
   if (const json::Object *dtypes = transient->getObject("dtype_bytes"))
     for (const auto &[dtype, bytes] : *dtypes)
       plan.dtypeBytes[dtype.str()] = bytes.getAsInteger().value_or(0);
+  if (const json::Object *recompute = object->getObject("recompute")) {
+    plan.recompute.emplace();
+    for (StringRef key :
+         {"ops", "products", "product_flops", "other_elements", "step_product_flops"})
+      (*plan.recompute)[key.str()] = get(recompute, key);
+  }
   return plan;
 }
 
@@ -194,6 +202,20 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
     for (const auto &[dtype, bytes] : arena->dtypeBytes)
       os << llvm::format("    of which %-21s", dtype.c_str()) << bytesText(bytes) << "\n";
     os << "  arena (planned peak)           " << bytesText(arena->arenaBytes) << "\n\n";
+    if (const auto &recompute = arena->recompute) {
+      os << "recompute (remat = " << stringifyRematPolicy(plan.getRemat()) << ") per step\n";
+      os << llvm::format("  ops recomputed                 %18lld\n",
+                         static_cast<long long>(recompute->at("ops")));
+      int64_t flops = recompute->at("product_flops"), all = recompute->at("step_product_flops");
+      os << llvm::format("  matrix products, FLOPs         %18lld  (%lld products, %.1f%% of the "
+                         "step's %lld)\n",
+                         static_cast<long long>(flops),
+                         static_cast<long long>(recompute->at("products")),
+                         all ? 100.0 * static_cast<double>(flops) / static_cast<double>(all) : 0.0,
+                         static_cast<long long>(all));
+      os << llvm::format("  other ops, elements computed   %18lld\n\n",
+                         static_cast<long long>(recompute->at("other_elements")));
+    }
   } else {
     os << "  activations, workspace         (planned by fsdpc --report)\n\n";
   }
@@ -265,6 +287,15 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                                     {"gathered_bytes", arena->gathered},
                                     {"gradient_bytes", arena->gradients},
                                     {"buffers", arena->buffers},
+                                    {"recompute",
+                                     [&]() -> json::Value {
+                                       if (!arena->recompute)
+                                         return nullptr;
+                                       json::Object counts;
+                                       for (const auto &[key, count] : *arena->recompute)
+                                         counts[key] = count;
+                                       return counts;
+                                     }()},
                                     {"dtype_bytes", [&] {
                                        json::Object dtypes;
                                        for (const auto &[dtype, bytes] : arena->dtypeBytes)

@@ -194,8 +194,8 @@ FailureOr<SmallVector<int64_t>> parseGrid() {
 }
 
 /// Compiles a copy of the model up to its buffer plan and returns the
-/// manifest's arena figures (arena_bytes, persistent_bytes, transient) as
-/// JSON, for fsdp-report.
+/// manifest's arena figures (arena_bytes, persistent_bytes, transient) and
+/// what recompute adds (recompute, with remat) as JSON, for fsdp-report.
 static FailureOr<std::string> planArena(ModuleOp model) {
   OwningOpRef<ModuleOp> copy = model.clone();
   PassManager pm(model.getContext());
@@ -213,7 +213,7 @@ static FailureOr<std::string> planArena(ModuleOp model) {
   if (!manifest)
     return fail(llvm::toString(manifest.takeError()));
   llvm::json::Object arena;
-  for (StringRef key : {"arena_bytes", "persistent_bytes", "transient"})
+  for (StringRef key : {"arena_bytes", "persistent_bytes", "transient", "recompute"})
     if (const llvm::json::Value *value = manifest->getAsObject()->get(key))
       arena[key] = *value;
   std::string json;

@@ -261,7 +261,9 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     | `clip_grad_norm` | clip gradients to this global L2 norm; 0 disables | `0.0` |
     | `prefetch` | units gathered ahead of the one computing | `1` |
     | `max_inflight_gathers` | cap on all-gathers in flight | `2` |
-    | `remat` | activation recompute: `none`, `selective` (recompute elementwise ops), `unit` (keep only each unit's input) | `none` |
+    | `remat` | activation recompute (`fsdp-remat`): `none`; `unit` (keep only what each unit's part of the forward pass hands to the rest, recompute the rest in backward); `selective` (keep the outputs of matrix products too, recompute the cheap ops) | `none` |
+    | `remat_every` | recompute every k-th unit of the forward pass (the 1st, the (k+1)-th, ...; 1: all) | `1` |
+    | `remat_units` | recompute only these units, e.g. `["block0", "block2"]` (instead of `remat_every`) | all |
     | `units` | `explicit` (the `unit` of each param) or `auto_wrap` (group params in declaration order until `min_unit_params`) | `explicit` |
     | `min_unit_params` | parameter count that closes an auto-wrapped unit (`auto_wrap` only) | `0` |
 
@@ -282,6 +284,8 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     DefaultI64Parameter<"1", "prefetch depth">:$prefetch,
     DefaultI64Parameter<"2", "cap on gathers in flight">:$max_inflight_gathers,
     DefaultEnumParameter<FSDP_RematPolicy, "None">:$remat,
+    DefaultI64Parameter<"1", "recompute every k-th unit">:$remat_every,
+    OptionalParameter<"::mlir::ArrayAttr", "the units to recompute">:$remat_units,
     DefaultEnumParameter<FSDP_UnitPolicy, "Explicit">:$units,
     DefaultI64Parameter<"0", "auto-wrap threshold">:$min_unit_params
   );

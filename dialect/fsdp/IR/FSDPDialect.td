@@ -47,6 +47,9 @@ def FSDP_Dialect : Dialect {
 
     /// The module attribute that carries the sharding plan.
     static constexpr ::llvm::StringLiteral getPlanAttrName() { return "fsdp.plan"; }
+    /// The module attribute where fsdp-remat records what recompute adds to
+    /// the step, for fsdp-report (compiler-internal: models never carry it).
+    static constexpr ::llvm::StringLiteral getRecomputeAttrName() { return "fsdp.recompute"; }
   }];
 }
 

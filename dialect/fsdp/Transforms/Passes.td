@@ -136,6 +136,53 @@ def FSDPInsertCollectivesPass : Pass<"fsdp-insert-collectives", "::mlir::ModuleO
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FSDPRematPass : Pass<"fsdp-remat", "::mlir::ModuleOp"> {
+  let summary = "Recomputes activations in backward instead of keeping them (the plan's remat)";
+  let description = [{
+    Runs on `@train_step` (after `fsdp-autodiff`, before
+    `fsdp-insert-collectives`) and does what the plan's `remat` says; with
+    `remat = none` (the default) it changes nothing.
+
+    The forward pass is cut into one part per unit: a part starts at the
+    first op that reads a parameter of a unit no earlier op read (parameter
+    reads and constants belong to no part). Values a part hands to another
+    part, such as the residual stream between transformer blocks, are always
+    kept. Of a recomputed part:
+
+    - `remat = unit` keeps nothing else (PyTorch's checkpoint_wrapper per
+      block, torchtitan's "full" activation checkpointing);
+    - `remat = selective` keeps the results of matrix products
+      (`fsdp.matmul`, `fsdp.batch_matmul`) and recomputes the cheap ops:
+      elementwise ops, norms, softmax, reshapes (torchtitan's op-level
+      selective checkpointing).
+
+    Every other forward value a backward op reads is computed again by a
+    copy of its forward op, right before the first backward op that needs
+    it, from kept values and other copies. The copies are the same ops on the
+    same operands: the step computes the same values, bit for bit, with less
+    memory (`fsdp-assign-buffers` plans the shorter live ranges). Their
+    parameter reads come after the forward pass, so `fsdp-insert-collectives`
+    gathers the unit again for them along with its backward.
+
+    The part that computes the loss is never recomputed (its backward starts
+    where its forward ends). `remat_every = k` recomputes the 1st, (k+1)-th,
+    ... unit part; `remat_units = [...]` only the units it names. What the
+    copies add is recorded on the module for `fsdp-report` as
+    `fsdp.recompute = {ops, products, product_flops, other_elements,
+    step_product_flops}` (the last: the FLOPs of all the step's products,
+    the copies' included).
+
+    ```mlir
+    // remat = unit: after the loss, block0's forward again for its backward
+    %loss = fsdp.cross_entropy ...
+    ...
+    %h = fsdp.matmul %x0, %w1 : ...          // a copy of the forward op
+    %a = fsdp.gelu %h : ...
+    %da = fsdp.gelu_grad %a, %dy : ...
+    ```
+  }];
+}
+
 def FSDPLowerPrecisionPass : Pass<"fsdp-lower-precision", "::mlir::ModuleOp"> {
   let summary = "Computes the step in the plan's param_dtype, reduces in its reduce_dtype";
   let description = [{
@@ -187,7 +234,10 @@ def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
     passes: the `arena_bytes`, `persistent_bytes` and `transient` fields of the
     manifest after `fsdp-assign-buffers`), the report adds the activations and
     temporaries, the gathered units and the flat gradients live at the arena's
-    peak, and the planned arena itself. The IR is unchanged.
+    peak, and the planned arena itself; with its `recompute` field (a plan
+    with `remat`: what `fsdp-remat` recorded), the ops recompute adds to each
+    step, the FLOPs of its matrix products and the elements of its other
+    ops. The IR is unchanged.
 
     ```sh
     fsdp-opt examples/llama-70b.mlir --fsdp-form-units --fsdp-report -o /dev/null

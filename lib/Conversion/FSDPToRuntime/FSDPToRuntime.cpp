@@ -97,7 +97,9 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   step.setName(kStepFunction);
 
   // The manifest, NUL-terminated for the C runtime.
-  std::string manifest = buildManifest(plan, layout, inputTypes, *roles);
+  std::string manifest =
+      buildManifest(plan, layout, inputTypes, *roles,
+                    module->getAttrOfType<DictionaryAttr>(FSDPDialect::getRecomputeAttrName()));
   manifest.push_back('\0');
   b.setInsertionPointToStart(module.getBody());
   auto manifestType = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), manifest.size());
@@ -109,6 +111,7 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   for (UnitOp unit : llvm::make_early_inc_range(module.getOps<UnitOp>()))
     unit.erase();
   module->removeAttr(FSDPDialect::getPlanAttrName());
+  module->removeAttr(FSDPDialect::getRecomputeAttrName());
   return success();
 }
 

@@ -73,7 +73,7 @@ static json::Object optimizerOf(OptimizerAttrInterface optimizer) {
 
 std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                                       ArrayRef<RankedTensorType> inputTypes,
-                                      ArrayRef<InputRole> roles) {
+                                      ArrayRef<InputRole> roles, DictionaryAttr recompute) {
   json::Array units, params;
   int64_t shardRanks = 1;
   for (const UnitRegions &regions : layout.units) {
@@ -138,6 +138,13 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                         {"units", std::move(units)},
                         {"params", std::move(params)},
                         {"inputs", std::move(inputs)}};
+  if (recompute) {
+    json::Object counts;
+    for (NamedAttribute entry : recompute)
+      if (auto count = llvm::dyn_cast<IntegerAttr>(entry.getValue()))
+        counts[entry.getName().getValue()] = count.getInt();
+    manifest["recompute"] = std::move(counts);
+  }
   std::string text;
   llvm::raw_string_ostream os(text);
   os << json::Value(std::move(manifest));

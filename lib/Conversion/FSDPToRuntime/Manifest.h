@@ -10,10 +10,12 @@
 
 namespace mlir::fsdp {
 
-/// The manifest of docs/Runtime.md section 2, version 1.
+/// The manifest of docs/Runtime.md section 2; `recompute` is what
+/// fsdp-remat recorded (its integer fields go to "recompute", for fsdp-report;
+/// the runtime ignores them), or null.
 std::string buildManifest(PlanAttr plan, const ArenaLayout &layout,
-                          ArrayRef<RankedTensorType> inputTypes,
-                          ArrayRef<InputRole> roles);
+                          ArrayRef<RankedTensorType> inputTypes, ArrayRef<InputRole> roles,
+                          DictionaryAttr recompute);
 
 } // namespace mlir::fsdp
 
