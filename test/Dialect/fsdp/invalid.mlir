@@ -1049,6 +1049,50 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 
 // -----
 
+// plan: recompute every 0th unit.
+// expected-error@+1 {{remat_every must be at least 1, got 0}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit, remat_every = 0>} {}
+
+// -----
+
+// plan: which units to recompute, without recompute.
+// expected-error@+1 {{remat_every needs remat = unit or selective}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat_every = 2>} {}
+
+// -----
+
+// expected-error@+1 {{remat_units needs remat = unit or selective}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat_units = ["a"]>} {}
+
+// -----
+
+// plan: two ways of choosing the units to recompute.
+// expected-error@+1 {{remat_units and remat_every both choose the units to recompute: give one}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit, remat_every = 2, remat_units = ["a"]>} {}
+
+// -----
+
+// expected-error@+1 {{remat_units must name at least one unit}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit, remat_units = []>} {}
+
+// -----
+
+// expected-error@+1 {{remat_units must be unit names (non-empty strings), got 3}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit, remat_units = ["a", 3]>} {}
+
+// -----
+
+// expected-error@+1 {{remat_units names unit "a" twice}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = selective, remat_units = ["a", "b", "a"]>} {}
+
+// -----
+
+// fsdp.recompute is the compiler's record on the module, a dictionary.
+// expected-error@+1 {{'fsdp.recompute' is a dictionary on the module}}
+module attributes {fsdp.recompute = 3} {}
+
+// -----
+
 // plan: an unknown field.
 // expected-error@+1 {{duplicate or unknown struct parameter name: lr}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, lr = 0.1>} {}
