@@ -42,11 +42,17 @@ Value StepLowering::start(Location loc, StringRef name, ValueRange args) {
   return func::CallOp::create(b, loc, callee, args).getResult(0);
 }
 
-void StepLowering::wait(Location loc, Value handle) {
-  func::CallOp::create(b, loc, module.lookupSymbol<func::FuncOp>(kWait), handle);
+Operation *StepLowering::wait(Location loc, Value handle) {
+  return func::CallOp::create(b, loc, module.lookupSymbol<func::FuncOp>(kWait), handle);
 }
 
-void StepLowering::waitBeforeFirstUse(Location loc, Value handle, Value result) {
+void StepLowering::waitBeforeFirstUse(Location loc, Value handle, Value result,
+                                      Operation *&pending) {
+  // The previous collective of this kind completes before this one starts
+  // (the handle's start is the op before the insertion point).
+  Operation *started = handle.getDefiningOp();
+  if (pending && started->isBeforeInBlock(pending))
+    pending->moveBefore(started);
   SmallVector<Operation *> users;
   for (Operation *user : result.getUsers())
     users.push_back(body.findAncestorOpInBlock(*user));
@@ -55,7 +61,7 @@ void StepLowering::waitBeforeFirstUse(Location loc, Value handle, Value result) 
     if (user->isBeforeInBlock(first))
       first = user;
   b.setInsertionPoint(first);
-  wait(loc, handle);
+  pending = wait(loc, handle);
 }
 
 Value StepLowering::bindResult(Value result, Value bytes) {
@@ -189,7 +195,7 @@ LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
   // Backward goes on while the gradient travels.
-  waitBeforeFirstUse(loc, handle, reduce.getResult());
+  waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingReduceScatter);
   Value value = bindResult(reduce.getResult(), shard);
   if (intoShard)
     inGradientShard.insert(value);
@@ -217,7 +223,7 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
              i32Constant(b, loc, static_cast<int64_t>(runtimeDType(type.getElementType()))),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
-  waitBeforeFirstUse(loc, handle, reduce.getResult());
+  waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingAllReduce);
   Value value = bindResult(reduce.getResult(), bytes);
   if (inShard)
     inGradientShard.insert(value);

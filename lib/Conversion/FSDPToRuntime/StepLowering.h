@@ -54,9 +54,13 @@ private:
   Value allocBytes(Location loc, int64_t size, StringRef kind);
   /// Starts a collective; returns the handle to wait for.
   Value start(Location loc, StringRef name, ValueRange args);
-  void wait(Location loc, Value handle);
-  /// Waits for a collective right before the first reader of its result.
-  void waitBeforeFirstUse(Location loc, Value handle, Value result);
+  Operation *wait(Location loc, Value handle);
+  /// Waits for a collective right before the first reader of its result, or
+  /// before the next collective of its kind starts if that comes first (one
+  /// in flight per kind, as FSDP does: a flat gradient lives until its
+  /// reduce-scatter is waited for, and the gradient shards are read only by
+  /// the updates at the end of the step). `pending` is the kind's wait.
+  void waitBeforeFirstUse(Location loc, Value handle, Value result, Operation *&pending);
   /// Allocates a unit's gathered buffer and starts filling it, here.
   void startGather(AllGatherOp gather);
   /// Replaces `result` by a tensor of the buffer that now holds it, and
@@ -89,6 +93,8 @@ private:
   SmallVector<AllGatherOp> gathers;
   size_t gathersDone = 0;
   llvm::DenseMap<Operation *, std::pair<Value, Value>> startedGathers;
+  /// The wait of the reduce-scatter, and of the all-reduce, started last.
+  Operation *pendingReduceScatter = nullptr, *pendingAllReduce = nullptr;
 };
 
 } // namespace mlir::fsdp
