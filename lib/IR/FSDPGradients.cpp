@@ -8,6 +8,7 @@
 
 #include "fsdp/IR/FSDPOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -191,6 +192,24 @@ void SoftmaxOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(
       SoftmaxGradOp::create(b, getLoc(), getResult(), resultGrads[0], getDim()));
+}
+
+void AttentionOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  Location loc = getLoc();
+  // A result nobody differentiates has a zero gradient (usually the
+  // log-sum-exp, which models ignore).
+  auto gradOf = [&](unsigned index) -> Value {
+    if (resultGrads[index])
+      return resultGrads[index];
+    auto type = llvm::cast<RankedTensorType>(getOperation()->getResult(index).getType());
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+  };
+  auto grads = AttentionGradOp::create(b, loc, getQuery(), getKey(), getValue(), getResult(),
+                                       getLse(), gradOf(0), gradOf(1), getCausalAttr(),
+                                       getScaleAttr(), getKeyBlockAttr());
+  operandGrads.append({grads.getQueryGrad(), grads.getKeyGrad(), grads.getValueGrad()});
 }
 
 void LayerNormOp::buildGradients(OpBuilder &b, ValueRange resultGrads,

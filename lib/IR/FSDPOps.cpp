@@ -11,6 +11,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::fsdp;
 
@@ -286,6 +288,95 @@ static LogicalResult verifySquareTrailingMatrix(Operation *op, RankedTensorType 
   if (shape.size() < 2 || shape[shape.size() - 1] != shape[shape.size() - 2])
     return op->emitOpError("needs a square (query x key) trailing matrix, got ")
            << shapeString(shape);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// The shape rule of fsdp.attention and its gradient: `query` [B, Hq, T, D],
+/// `key` and `value` [B, Hkv, S, D] of one element type, Hkv dividing Hq,
+/// T = S when causal, a positive finite scale. Returns the log-sum-exp type
+/// [B, Hq, T] x f32.
+static FailureOr<RankedTensorType>
+checkAttention(function_ref<InFlightDiagnostic()> emitError, Type queryType, Type keyType,
+               Type valueType, bool causal, std::optional<llvm::APFloat> scale) {
+  auto q = llvm::cast<RankedTensorType>(queryType);
+  auto k = llvm::cast<RankedTensorType>(keyType);
+  auto v = llvm::cast<RankedTensorType>(valueType);
+  if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4) {
+    emitError() << "query, key and value must be [batch, heads, positions, head_dim], got "
+                << q << ", " << k << " and " << v;
+    return failure();
+  }
+  if (q.getElementType() != k.getElementType() || q.getElementType() != v.getElementType()) {
+    emitError() << "query, key and value must have one element type, got " << q << ", " << k
+                << " and " << v;
+    return failure();
+  }
+  if (k != v) {
+    emitError() << "key and value must have the same shape, got " << k << " and " << v;
+    return failure();
+  }
+  ArrayRef<int64_t> qs = q.getShape(), ks = k.getShape();
+  if (qs[0] != ks[0] || qs[3] != ks[3]) {
+    emitError() << "query and key must have the same batch and head_dim, got " << q << " and "
+                << k;
+    return failure();
+  }
+  if (qs[1] % ks[1] != 0) {
+    emitError() << "the query's " << qs[1] << " heads must be a multiple of the key's "
+                << ks[1] << " (grouped-query attention)";
+    return failure();
+  }
+  if (causal && qs[2] != ks[2]) {
+    emitError() << "causal attention needs as many query as key positions, got " << qs[2]
+                << " and " << ks[2];
+    return failure();
+  }
+  if (scale && !(scale->convertToDouble() > 0.0 && std::isfinite(scale->convertToDouble()))) {
+    emitError() << "scale must be positive and finite, got " << scale->convertToDouble();
+    return failure();
+  }
+  return RankedTensorType::get({qs[0], qs[1], qs[2]}, Float32Type::get(q.getContext()));
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &inferred) {
+  std::optional<llvm::APFloat> scale;
+  if (FloatAttr attr = adaptor.getScaleAttr())
+    scale = attr.getValue();
+  FailureOr<RankedTensorType> lse = checkAttention(
+      [&] {
+        return mlir::emitError(loc ? *loc : UnknownLoc::get(adaptor.getQuery().getContext()),
+                               "'fsdp.attention' op ");
+      },
+      adaptor.getQuery().getType(), adaptor.getKey().getType(), adaptor.getValue().getType(),
+      adaptor.getCausal(), scale);
+  if (failed(lse))
+    return failure();
+  inferred.push_back(adaptor.getQuery().getType());
+  inferred.push_back(*lse);
+  return success();
+}
+
+double AttentionOp::getScaleValue() {
+  if (std::optional<llvm::APFloat> scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getShape()[3]));
+}
+
+LogicalResult AttentionGradOp::verify() {
+  std::optional<llvm::APFloat> scale = getScale();
+  FailureOr<RankedTensorType> lse =
+      checkAttention([&] { return emitOpError(); }, getQuery().getType(), getKey().getType(),
+                     getValue().getType(), getCausal(), scale);
+  if (failed(lse))
+    return failure();
+  if (getLse().getType() != *lse)
+    return emitOpError("lse must be ") << *lse << ", got " << getLse().getType();
   return success();
 }
 

@@ -41,10 +41,15 @@ RankedTensorType withElement(Type type, Type element) {
 bool isCollective(Operation *op) { return isa<ReduceScatterOp, AllReduceOp>(op); }
 
 /// Whether `op`'s operand #index is an f32 value by definition: the loss
-/// gradient that cross_entropy_grad computes from.
-bool isLossGradient(Operation *op, unsigned index) {
-  auto grad = dyn_cast<CrossEntropyGradOp>(op);
-  return grad && grad.getGradMutable().getOperandNumber() == index;
+/// gradient that cross_entropy_grad computes from, and the log-sum-exp of an
+/// attention and its gradient.
+bool isF32ByDefinition(Operation *op, unsigned index) {
+  if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+    return grad.getGradMutable().getOperandNumber() == index;
+  if (auto grad = dyn_cast<AttentionGradOp>(op))
+    return grad.getLseMutable().getOperandNumber() == index ||
+           grad.getLseGradMutable().getOperandNumber() == index;
+  return false;
 }
 
 class PrecisionLowering {
@@ -120,15 +125,15 @@ void PrecisionLowering::lowerCompute(Operation *op) {
   builder.setInsertionPoint(op);
   for (OpOperand &operand : op->getOpOperands()) {
     Type element = floatElement(operand.get());
-    if (element && element != compute && !isLossGradient(op, operand.getOperandNumber()))
+    if (element && element != compute && !isF32ByDefinition(op, operand.getOperandNumber()))
       operand.set(converted(operand.get(), compute));
   }
-  // Losses are f32 (their types are inferred so); every other result is
-  // rounded to param_dtype.
+  // Losses are f32 (their types are inferred so), and so is an attention's
+  // log-sum-exp; every other result is rounded to param_dtype.
   if (isa<CrossEntropyOp, MSEOp>(op))
     return;
   for (OpResult result : op->getResults())
-    if (floatElement(result))
+    if (floatElement(result) && !(isa<AttentionOp>(op) && result.getResultNumber() == 1))
       result.setType(withElement(result.getType(), compute));
 }
 

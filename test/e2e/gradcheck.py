@@ -290,6 +290,39 @@ case("rms_norm",
      ["%y = fsdp.rms_norm %x, %g : tensor<2x3x6xf32>, tensor<6xf32>",
       mse("%y", "%t", [2, 3, 6])])
 
+# ---------------------------------------------------------------- attention
+
+# fsdp.attention's tiled lowering and its FlashAttention-2 gradient, with blocks of keys
+# that do not divide the key count (key_block 2 over 5 keys, 4 over 6).
+case("attention_causal",
+     [("q", [1, 2, 5, 3], normal(1.0)), ("k", [1, 2, 5, 3], normal(1.0)),
+      ("v", [1, 2, 5, 3], normal(1.0))],
+     [target([1, 2, 5, 3])],
+     ["%o, %lse = fsdp.attention %q, %k, %v causal key_block 2 : tensor<1x2x5x3xf32>, "
+      "tensor<1x2x5x3xf32>, tensor<1x2x5x3xf32> -> tensor<1x2x5x3xf32>, tensor<1x2x5xf32>",
+      mse("%o", "%t", [1, 2, 5, 3])])
+
+# Grouped-query attention (4 query heads on 2 key heads), not causal, its own scale, more
+# keys than queries.
+case("attention_gqa",
+     [("q", [2, 4, 3, 4], normal(1.0)), ("k", [2, 2, 6, 4], normal(1.0)),
+      ("v", [2, 2, 6, 4], normal(1.0))],
+     [target([2, 4, 3, 4])],
+     ["%o, %lse = fsdp.attention %q, %k, %v scale 0.7 key_block 4 : tensor<2x4x3x4xf32>, "
+      "tensor<2x2x6x4xf32>, tensor<2x2x6x4xf32> -> tensor<2x4x3x4xf32>, tensor<2x4x3xf32>",
+      mse("%o", "%t", [2, 4, 3, 4])])
+
+# The log-sum-exp in the loss too: its gradient enters the scores' gradient.
+case("attention_lse",
+     [("q", [1, 2, 4, 3], normal(1.0)), ("k", [1, 1, 4, 3], normal(1.0)),
+      ("v", [1, 1, 4, 3], normal(1.0))],
+     [target([1, 2, 4, 3]), ("u", [1, 2, 4], "f32", "regression_target", normal(1.0))],
+     ["%o, %lse = fsdp.attention %q, %k, %v causal key_block 3 : tensor<1x2x4x3xf32>, "
+      "tensor<1x1x4x3xf32>, tensor<1x1x4x3xf32> -> tensor<1x2x4x3xf32>, tensor<1x2x4xf32>",
+      mse("%o", "%t", [1, 2, 4, 3], "%l1"),
+      mse("%lse", "%u", [1, 2, 4], "%l2"),
+      "%l = fsdp.add %l1, %l2 : tensor<f32>, tensor<f32> -> tensor<f32>"])
+
 # ---------------------------------------------------------------- embedding
 
 # 7 rows, indices drawn from [0, 4): every used row repeats; rows 4..6 get no gradient.

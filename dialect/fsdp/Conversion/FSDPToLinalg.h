@@ -8,6 +8,8 @@
 namespace mlir::fsdp {
 
 /// Matrix products to linalg.matmul / linalg.batch_matmul.
+/// fsdp.attention and its gradient as blocks of keys (FlashAttention-2).
+void populateFSDPAttentionToLinalgPatterns(RewritePatternSet &patterns);
 void populateFSDPMatmulToLinalgPatterns(RewritePatternSet &patterns);
 /// Elementwise, broadcast, activation-gradient, mask and clipping ops.
 void populateFSDPElementwiseToLinalgPatterns(RewritePatternSet &patterns);

@@ -97,6 +97,49 @@ def FSDP_RMSNormGradOp : FSDP_Op<"rms_norm_grad",
   let hasVerifier = 1;
 }
 
+def FSDP_AttentionGradOp : FSDP_Op<"attention_grad",
+    [Pure, AllTypesMatch<["query", "output", "grad", "query_grad"]>,
+     AllTypesMatch<["key", "key_grad"]>, AllTypesMatch<["value", "value_grad"]>,
+     AllTypesMatch<["lse", "lse_grad"]>]> {
+  let summary = "Gradient of fsdp.attention";
+  let description = [{
+    From the forward operands, its output `o`, its log-sum-exp `lse` and the
+    incoming gradients of the output (`do`) and of the log-sum-exp (`dlse`,
+    zeros when it is not used), the gradients of the query, key and value. The scores are
+    recomputed one block of keys at a time from `lse` (FlashAttention-2's
+    backward): `P = exp(scale * Q K^T - lse)`, `dV = P^T dO`,
+    `dS = P * (dO V^T - rowsum(dO * O) + dlse)`, `dQ = scale * dS K`,
+    `dK = scale * dS^T Q`, summed over the query heads of a group.
+
+    ```mlir
+    %dq, %dk, %dv = fsdp.attention_grad %q, %k, %v, %o, %lse, %do, %dlse causal
+        : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x8x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$query, FSDP_Tensor:$key, FSDP_Tensor:$value,
+                       FSDP_Tensor:$output, FSDP_Tensor:$lse, FSDP_Tensor:$grad,
+                       FSDP_Tensor:$lse_grad,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$key_block);
+  let results = (outs FSDP_Tensor:$query_grad, FSDP_Tensor:$key_grad,
+                      FSDP_Tensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $lse `,` $grad `,` $lse_grad
+    (`causal` $causal^)? (`scale` custom<F64>($scale)^)? (`key_block` $key_block^)? attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `,` type($lse)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// As fsdp.attention's.
+    double getScaleValue() {
+      if (std::optional<::llvm::APFloat> scale = getScale())
+        return scale->convertToDouble();
+      return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getShape()[3]));
+    }
+    int64_t getKeyBlockValue() { return getKeyBlock().value_or(512); }
+  }];
+}
+
 def FSDP_EmbeddingGradOp : FSDP_Op<"embedding_grad", [Pure]> {
   let summary = "Gradient of fsdp.embedding with respect to the table";
   let description = [{

@@ -13,6 +13,8 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <cmath>
+
 namespace mlir::fsdp {
 /// A tensor the model ops accept: ranked, static, every dimension at least 1,
 /// an element count that fits in int64 and no encoding.

@@ -285,6 +285,48 @@ def FSDP_CausalMaskOp : FSDP_Op<"causal_mask", [Pure, FSDP_Differentiable, SameO
   let hasVerifier = 1;
 }
 
+def FSDP_AttentionOp : FSDP_Op<"attention", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
+  let summary = "Scaled dot-product attention that never holds the score matrix";
+  let description = [{
+    `softmax(scale * query @ key^T) @ value` per batch and head, with
+    `query` `[B, Hq, T, D]` and `key`, `value` `[B, Hkv, S, D]`. Grouped-query
+    attention: `Hq` is a multiple of `Hkv`, and query heads `g * Hq / Hkv`
+    to `(g + 1) * Hq / Hkv - 1` read key and value head `g` (`Hq = Hkv` is
+    multi-head attention). With `causal` (which needs `T = S`), query `t`
+    attends to keys `0..t`. `scale` defaults to `1 / sqrt(D)`.
+
+    The results are the attention output `[B, Hq, T, D]`, of the query's
+    type, and the log-sum-exp of each query row's scaled scores `[B, Hq, T]`
+    in f32, which is all the gradient needs besides the operands and the
+    output (FlashAttention-2): the lowering computes the scores one block of
+    keys at a time with an online softmax, and the gradient recomputes them
+    block by block from the log-sum-exp, so no `T x S` matrix exists beyond a
+    `T x block` tile: `key_block` keys (default 512, fewer in the last
+    block). Models usually ignore the second result.
+
+    ```mlir
+    %o, %lse = fsdp.attention %q, %k, %v causal
+        : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x64xf32>
+          -> tensor<2x8x16x64xf32>, tensor<2x8x16xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$query, FSDP_Tensor:$key, FSDP_Tensor:$value,
+                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$key_block);
+  let results = (outs FSDP_Tensor:$result, FSDP_Tensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`causal` $causal^)? (`scale` custom<F64>($scale)^)?
+    (`key_block` $key_block^)? attr-dict
+    `:` type($query) `,` type($key) `,` type($value) `->` type($result) `,` type($lse)
+  }];
+  let extraClassDeclaration = [{
+    /// The scale of the scores: the attribute, else 1 / sqrt(D).
+    double getScaleValue();
+    /// Keys per block of the lowering: the attribute, else 512.
+    int64_t getKeyBlockValue() { return getKeyBlock().value_or(512); }
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Lookup and layout
 //===----------------------------------------------------------------------===//

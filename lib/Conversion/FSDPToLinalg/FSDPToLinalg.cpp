@@ -15,6 +15,7 @@ using namespace mlir;
 using namespace mlir::fsdp;
 
 void mlir::fsdp::populateFSDPToLinalgPatterns(RewritePatternSet &patterns) {
+  populateFSDPAttentionToLinalgPatterns(patterns);
   populateFSDPMatmulToLinalgPatterns(patterns);
   populateFSDPElementwiseToLinalgPatterns(patterns);
   populateFSDPReductionToLinalgPatterns(patterns);

@@ -114,8 +114,13 @@ Value mlir::fsdp::buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
       kept.push_back(inputType.getDimSize(dim));
   // Accumulated in f32 whatever the inputs' type.
   auto resultType = RankedTensorType::get(kept, computeType(inputType.getElementType()));
-  Value accumulator = buildFilled(b, loc, resultType, init);
+  return buildReductionInto(b, loc, inputs, dims, buildFilled(b, loc, resultType, init), body);
+}
 
+Value mlir::fsdp::buildReductionInto(OpBuilder &b, Location loc, ValueRange inputs,
+                                     ArrayRef<int64_t> dims, Value accumulator,
+                                     BodyBuilder body) {
+  int64_t rank = llvm::cast<RankedTensorType>(inputs.front().getType()).getRank();
   SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(rank));
   maps.push_back(droppedDimsMap(b.getContext(), rank, dims));
   SmallVector<utils::IteratorType> iterators;

@@ -45,6 +45,11 @@ Value buildParallel(OpBuilder &b, Location loc, RankedTensorType resultType,
 Value buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
                      ArrayRef<int64_t> dims, double init, BodyBuilder body);
 
+/// As buildReduction, from the values of `accumulator` (f32, the shape of
+/// the result) instead of a constant: a running reduction continued.
+Value buildReductionInto(OpBuilder &b, Location loc, ValueRange inputs, ArrayRef<int64_t> dims,
+                         Value accumulator, BodyBuilder body);
+
 /// The element type arithmetic runs in for `element`: f32 for bf16, which
 /// generic bodies widen on reading and round once on writing
 /// (docs/MixedPrecision.md, section 2).

@@ -1,0 +1,346 @@
+//===- AttentionPatterns.cpp - fsdp.attention as tiled linalg -------------===//
+//
+// FlashAttention-2 on tensors: the keys are taken one block at a time, so no
+// tensor ever has more than T x block scores (T query positions, `key_block`
+// keys). Forward: each block's scores feed an online softmax (the running row
+// maximum m, the running sum l of exp(score - m), and the output rescaled by
+// exp(m_old - m_new) whenever m grows); the log-sum-exp m + log(l) of every
+// row is the only statistic kept. Backward: each block's probabilities are
+// recomputed as exp(score - lse), and the block's key and value gradients
+// and its share of the query gradient follow from them.
+//
+// Grouped-query attention without copies: the query heads of one key head
+// are contiguous, so [B, Hq, T, D] is viewed as [B * Hkv, G * T, D] (G = Hq /
+// Hkv rows of T per key head) against keys and values [B * Hkv, S, D]; the
+// key gradient's product then sums over the G query heads by itself.
+//
+// Scores, probabilities and the products are f32 (bf16 operands are widened
+// exactly once, O(T) copies); the outputs are rounded once to their type
+// (docs/MixedPrecision.md). The products are linalg.batch_matmul ops, which
+// fsdp-lower-gemms hands to the GEMM.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilders.h"
+
+#include "fsdp/Conversion/FSDPToLinalg.h"
+#include "fsdp/IR/FSDPOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// An attention's shapes: query [B, Hq, T, D], key and value [B, Hkv, S, D].
+struct AttentionShape {
+  int64_t batch, queryHeads, keyHeads, queries, keys, headDim;
+
+  explicit AttentionShape(Value query, Value key) {
+    ArrayRef<int64_t> q = tensorType(query).getShape(), k = tensorType(key).getShape();
+    batch = q[0];
+    queryHeads = q[1];
+    queries = q[2];
+    headDim = q[3];
+    keyHeads = k[1];
+    keys = k[2];
+  }
+  int64_t groups() const { return batch * keyHeads; }
+  int64_t groupRows() const { return queryHeads / keyHeads * queries; }
+};
+
+RankedTensorType f32Tensor(OpBuilder &b, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, b.getF32Type());
+}
+
+/// [B, Hq, T, ...] (f32) as [B * Hkv, G * T, ...]: the query heads of a key
+/// head, one after the other.
+Value groupRows(OpBuilder &b, Location loc, Value value, const AttentionShape &a) {
+  RankedTensorType type = tensorType(value);
+  bool rows = type.getRank() == 4;
+  SmallVector<int64_t> split = {a.batch, a.keyHeads, a.queryHeads / a.keyHeads, a.queries};
+  SmallVector<int64_t> grouped = {a.groups(), a.groupRows()};
+  SmallVector<ReassociationIndices> expand = {{0}, {1, 2}, {3}};
+  SmallVector<ReassociationIndices> collapse = {{0, 1}, {2, 3}};
+  if (rows) {
+    split.push_back(a.headDim);
+    grouped.push_back(a.headDim);
+    expand.push_back({4});
+    collapse.push_back({4});
+  }
+  Value wide = castTo(b, loc, value, computeTensorType(type));
+  Value expanded = tensor::ExpandShapeOp::create(b, loc, f32Tensor(b, split), wide, expand);
+  return tensor::CollapseShapeOp::create(b, loc, expanded, collapse);
+}
+
+/// The inverse of groupRows, rounded once to `type`.
+Value ungroupRows(OpBuilder &b, Location loc, Value value, RankedTensorType type,
+                  const AttentionShape &a) {
+  bool rows = type.getRank() == 4;
+  SmallVector<int64_t> split = {a.batch, a.keyHeads, a.queryHeads / a.keyHeads, a.queries};
+  SmallVector<ReassociationIndices> expand = {{0, 1}, {2, 3}};
+  SmallVector<ReassociationIndices> collapse = {{0}, {1, 2}, {3}};
+  if (rows) {
+    split.push_back(a.headDim);
+    expand.push_back({4});
+    collapse.push_back({4});
+  }
+  Value expanded = tensor::ExpandShapeOp::create(b, loc, f32Tensor(b, split), value, expand);
+  Value collapsed = tensor::CollapseShapeOp::create(b, loc, expanded, collapse);
+  return castTo(b, loc, collapsed, type);
+}
+
+/// [B, Hkv, S, D] (f32) as [B * Hkv, S, D].
+Value groupKeys(OpBuilder &b, Location loc, Value value) {
+  Value wide = castTo(b, loc, value, computeTensorType(tensorType(value)));
+  return tensor::CollapseShapeOp::create(b, loc, wide,
+                                         SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+}
+
+Value ungroupKeys(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
+  ArrayRef<int64_t> shape = type.getShape();
+  Value expanded = tensor::ExpandShapeOp::create(
+      b, loc, f32Tensor(b, shape), value, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}});
+  return castTo(b, loc, expanded, type);
+}
+
+/// Keys [first, first + count) of [G, S, D].
+Value keyBlock(OpBuilder &b, Location loc, Value keys, int64_t first, int64_t count) {
+  ArrayRef<int64_t> shape = tensorType(keys).getShape();
+  return tensor::ExtractSliceOp::create(
+      b, loc, keys, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(first), b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(shape[0]), b.getIndexAttr(count),
+                             b.getIndexAttr(shape[2])},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
+}
+
+/// `block` written at keys [first, first + rows) of `into` ([G, S, D]), by a
+/// linalg.copy into the slice (which becomes loops or a kernel like any other
+/// linalg op, where a copy of the strided slice as such would need a runtime
+/// helper).
+Value insertKeyBlock(OpBuilder &b, Location loc, Value block, Value into, int64_t first) {
+  int64_t rows = tensorType(block).getShape()[1];
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(first),
+                                       b.getIndexAttr(0)};
+  ArrayRef<int64_t> shape = tensorType(block).getShape();
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(shape[0]), b.getIndexAttr(rows),
+                                     b.getIndexAttr(shape[2])};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  Value slice = tensor::ExtractSliceOp::create(b, loc, into, offsets, sizes, strides);
+  Value copied = linalg::CopyOp::create(b, loc, block, slice).getResult(0);
+  return tensor::InsertSliceOp::create(b, loc, copied, into, offsets, sizes, strides);
+}
+
+/// The f32 batched product of [G, ., .] operands, either transposed, added to
+/// `accumulate` when given (the GEMM's beta = 1: a running sum is updated in
+/// place, block after block, instead of each block's product living until a
+/// fused sum of all of them).
+Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transposeLhs,
+                  bool transposeRhs, Value accumulate = Value()) {
+  ArrayRef<int64_t> l = tensorType(lhs).getShape(), r = tensorType(rhs).getShape();
+  int64_t m = transposeLhs ? l[2] : l[1], n = transposeRhs ? r[1] : r[2];
+  RankedTensorType type = f32Tensor(b, {l[0], m, n});
+  MLIRContext *ctx = b.getContext();
+  AffineExpr bd, md, nd, kd;
+  bindDims(ctx, bd, md, nd, kd);
+  auto map = [&](AffineExpr x, AffineExpr y) { return AffineMap::get(4, 0, {bd, x, y}, ctx); };
+  SmallVector<Attribute> maps = {
+      AffineMapAttr::get(transposeLhs ? map(kd, md) : map(md, kd)),
+      AffineMapAttr::get(transposeRhs ? map(nd, kd) : map(kd, nd)), AffineMapAttr::get(map(md, nd))};
+  Value init = accumulate ? accumulate : buildFilled(b, loc, type, 0.0);
+  return linalg::BatchMatmulOp::create(b, loc, TypeRange{type}, ValueRange{lhs, rhs},
+                                       ValueRange{init},
+                                       {b.getNamedAttr("indexing_maps", b.getArrayAttr(maps))})
+      .getResult(0);
+}
+
+/// Maps of a generic over [G, R, C] reading full-shape inputs, then [G, R]
+/// row values.
+SmallVector<AffineMap> fullThenRows(OpBuilder &b, int64_t numFull, int64_t numRows) {
+  SmallVector<AffineMap> maps(numFull, b.getMultiDimIdentityMap(3));
+  maps.append(numRows, droppedDimsMap(b.getContext(), 3, {2}));
+  return maps;
+}
+
+/// One block's scores times the scale, -infinity where causality hides the
+/// key: key first + c is after query (row mod T).
+Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, int64_t first,
+                   double scale, bool causal, int64_t positions) {
+  Value scores = batchMatmul(b, loc, queries, keys, false, true);
+  return buildParallel(b, loc, tensorType(scores), scores, b.getMultiDimIdentityMap(3),
+                       [&](OpBuilder &nb, Location l, ValueRange x) {
+                         ScalarMath math(nb, l);
+                         Value scaled = math.mul(x[0], math.constant(x[0], scale));
+                         if (!causal)
+                           return scaled;
+                         Value query = arith::RemSIOp::create(
+                             nb, l, math.index(1),
+                             arith::ConstantIntOp::create(nb, l, positions, 64));
+                         Value key = arith::AddIOp::create(
+                             nb, l, math.index(2), arith::ConstantIntOp::create(nb, l, first, 64));
+                         return math.select(math.greaterInt(key, query),
+                                            math.constant(x[0], -INFINITY), scaled);
+                       });
+}
+
+/// exp(scores - row), for a [G, R] row value per score row.
+Value expMinusRow(OpBuilder &b, Location loc, Value scores, Value row) {
+  return buildParallel(b, loc, tensorType(scores), {scores, row}, fullThenRows(b, 1, 1),
+                       [](OpBuilder &nb, Location l, ValueRange x) {
+                         ScalarMath math(nb, l);
+                         return math.exp(math.sub(x[0], x[1]));
+                       });
+}
+
+/// The maximum or the sum of each row of `input`, continuing from `from`
+/// (the running value of the earlier blocks) when given. A running value is a
+/// reduction's initial value, never an input: an elementwise chain through
+/// the blocks would be fused into one op reading every block's values at the
+/// end (fsdp-fuse-elementwise), keeping them all alive.
+Value rowReduce(OpBuilder &b, Location loc, Value input, bool max, Value from = Value()) {
+  auto body = [max](OpBuilder &nb, Location l, ValueRange x) {
+    ScalarMath math(nb, l);
+    return max ? math.max(x[1], x[0]) : math.add(x[1], x[0]);
+  };
+  if (from)
+    return buildReductionInto(b, loc, input, {2}, from, body);
+  return buildReduction(b, loc, input, {2}, max ? -INFINITY : 0.0, body);
+}
+
+Value rowElementwise(OpBuilder &b, Location loc, ValueRange rows, BodyBuilder body) {
+  return buildElementwise(b, loc, tensorType(rows.front()), rows, body);
+}
+
+struct AttentionLowering : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    AttentionShape a(op.getQuery(), op.getKey());
+    Value queries = groupRows(b, loc, op.getQuery(), a);
+    Value keys = groupKeys(b, loc, op.getKey());
+    Value values = groupKeys(b, loc, op.getValue());
+    double scale = op.getScaleValue();
+    int64_t blockSize = op.getKeyBlockValue();
+
+    // m: running row maximum; l: running sum of exp(score - m); acc: the
+    // output so far, scaled by exp(-m).
+    Value m, l, acc;
+    for (int64_t first = 0; first < a.keys; first += blockSize) {
+      int64_t count = std::min(blockSize, a.keys - first);
+      Value scores = scaledScores(b, loc, queries, keyBlock(b, loc, keys, first, count), first,
+                                  scale, op.getCausal(), a.queries);
+      Value newMax = rowReduce(b, loc, scores, /*max=*/true, m);
+      Value probs = expMinusRow(b, loc, scores, newMax);
+      Value blockValues = keyBlock(b, loc, values, first, count);
+      if (!m) {
+        m = newMax;
+        l = rowReduce(b, loc, probs, /*max=*/false);
+        acc = batchMatmul(b, loc, probs, blockValues, false, false);
+        continue;
+      }
+      // The earlier blocks' share, rescaled to the new maximum.
+      Value rescale = rowElementwise(b, loc, {m, newMax}, [](OpBuilder &nb, Location x, ValueRange v) {
+        ScalarMath math(nb, x);
+        return math.exp(math.sub(v[0], v[1]));
+      });
+      Value rescaledSum = rowElementwise(b, loc, {l, rescale},
+                                         [](OpBuilder &nb, Location x, ValueRange v) {
+                                           return ScalarMath(nb, x).mul(v[0], v[1]);
+                                         });
+      l = rowReduce(b, loc, probs, /*max=*/false, rescaledSum);
+      Value rescaled = buildParallel(b, loc, tensorType(acc), {acc, rescale},
+                                     fullThenRows(b, 1, 1),
+                                     [](OpBuilder &nb, Location x, ValueRange v) {
+                                       return ScalarMath(nb, x).mul(v[0], v[1]);
+                                     });
+      acc = batchMatmul(b, loc, probs, blockValues, false, false, rescaled);
+      m = newMax;
+    }
+    RankedTensorType resultType = op.getResult().getType();
+    Value output =
+        buildParallel(b, loc, f32Tensor(b, tensorType(acc).getShape()), {acc, l},
+                      fullThenRows(b, 1, 1), [](OpBuilder &nb, Location x, ValueRange v) {
+                        return ScalarMath(nb, x).div(v[0], v[1]);
+                      });
+    Value lse = rowElementwise(b, loc, {m, l}, [](OpBuilder &nb, Location x, ValueRange v) {
+      ScalarMath math(nb, x);
+      return math.add(v[0], math.log(v[1]));
+    });
+    rewriter.replaceOp(op, {ungroupRows(b, loc, output, resultType, a),
+                            ungroupRows(b, loc, lse, op.getLse().getType(), a)});
+    return success();
+  }
+};
+
+struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionGradOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    OpBuilder &b = rewriter;
+    AttentionShape a(op.getQuery(), op.getKey());
+    Value queries = groupRows(b, loc, op.getQuery(), a);
+    Value keys = groupKeys(b, loc, op.getKey());
+    Value values = groupKeys(b, loc, op.getValue());
+    Value output = groupRows(b, loc, op.getOutput(), a);
+    Value grad = groupRows(b, loc, op.getGrad(), a);
+    Value lse = groupRows(b, loc, op.getLse(), a);
+    Value lseGrad = groupRows(b, loc, op.getLseGrad(), a);
+    double scale = op.getScaleValue();
+    int64_t blockSize = op.getKeyBlockValue();
+
+    // rowsum(dO * O) - dlse: what each row's probabilities' gradient is
+    // measured against (the derivative of the softmax's normalisation).
+    Value dot = buildReduction(b, loc, {grad, output}, {2}, 0.0,
+                               [](OpBuilder &nb, Location x, ValueRange v) {
+                                 ScalarMath math(nb, x);
+                                 return math.add(v[2], math.mul(v[0], v[1]));
+                               });
+    Value center = rowElementwise(b, loc, {dot, lseGrad}, [](OpBuilder &nb, Location x,
+                                                              ValueRange v) {
+      return ScalarMath(nb, x).sub(v[0], v[1]);
+    });
+
+    RankedTensorType keysType = tensorType(keys);
+    Value queryGrad;
+    Value keyGrad = tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type());
+    Value valueGrad = tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type());
+    for (int64_t first = 0; first < a.keys; first += blockSize) {
+      int64_t count = std::min(blockSize, a.keys - first);
+      Value blockKeys = keyBlock(b, loc, keys, first, count);
+      Value scores = scaledScores(b, loc, queries, blockKeys, first, scale, op.getCausal(),
+                                  a.queries);
+      Value probs = expMinusRow(b, loc, scores, lse);
+      valueGrad = insertKeyBlock(b, loc, batchMatmul(b, loc, probs, grad, true, false),
+                                 valueGrad, first);
+      Value probsGrad =
+          batchMatmul(b, loc, grad, keyBlock(b, loc, values, first, count), false, true);
+      // The gradient of the unscaled scores.
+      Value scoresGrad = buildParallel(
+          b, loc, tensorType(probs), {probs, probsGrad, center}, fullThenRows(b, 2, 1),
+          [scale](OpBuilder &nb, Location x, ValueRange v) {
+            ScalarMath math(nb, x);
+            return math.mul(math.mul(v[0], math.sub(v[1], v[2])), math.constant(v[0], scale));
+          });
+      queryGrad = batchMatmul(b, loc, scoresGrad, blockKeys, false, false, queryGrad);
+      keyGrad = insertKeyBlock(b, loc, batchMatmul(b, loc, scoresGrad, queries, true, false),
+                               keyGrad, first);
+    }
+    rewriter.replaceOp(op, {ungroupRows(b, loc, queryGrad, op.getQueryGrad().getType(), a),
+                            ungroupKeys(b, loc, keyGrad, op.getKeyGrad().getType()),
+                            ungroupKeys(b, loc, valueGrad, op.getValueGrad().getType())});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fsdp::populateFSDPAttentionToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<AttentionLowering, AttentionGradLowering>(patterns.getContext());
+}
