@@ -222,3 +222,26 @@ func.func @bf16_cross_entropy(%z: tensor<4x8xbf16>, %y: tensor<4xi32>) -> tensor
   %0 = fsdp.cross_entropy %z, %y : tensor<4x8xbf16>, tensor<4xi32> -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// fsdp.attention, grouped-query (4 query heads on 2 key heads: [1, 4, 8, 3] viewed as
+// [2, 16, 3], no copy), 6 keys in blocks of 4: scores exist for one block at a time
+// ([2, 16, 4], then [2, 16, 2]), never for all 6 keys; the second block's product with
+// the values adds to the rescaled output of the first (the GEMM's accumulation), and
+// the running maximum continues as the initial value of the next block's reduction.
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[Q:.+]] = tensor.collapse_shape %{{.+}} {{\[}}[0, 1], [2, 3], [4]] : tensor<1x2x2x8x3xf32> into tensor<2x16x3xf32>
+// CHECK: %[[K:.+]] = tensor.collapse_shape %arg1 {{\[}}[0, 1], [2], [3]] : tensor<1x2x6x3xf32> into tensor<2x6x3xf32>
+// CHECK: %[[K0:.+]] = tensor.extract_slice %[[K]][0, 0, 0] [2, 4, 3] [1, 1, 1]
+// CHECK: linalg.batch_matmul {{.*}}ins(%[[Q]], %[[K0]] : tensor<2x16x3xf32>, tensor<2x4x3xf32>) outs(%{{.+}} : tensor<2x16x4xf32>)
+// CHECK: %[[M0:.+]] = linalg.generic {{.*}}outs(%{{.+}} : tensor<2x16xf32>)
+// CHECK: %[[K1:.+]] = tensor.extract_slice %[[K]][0, 4, 0] [2, 2, 3] [1, 1, 1]
+// CHECK: linalg.batch_matmul {{.*}}ins(%[[Q]], %[[K1]] : tensor<2x16x3xf32>, tensor<2x2x3xf32>) outs(%{{.+}} : tensor<2x16x2xf32>)
+// CHECK: linalg.generic {{.*}}outs(%[[M0]] : tensor<2x16xf32>)
+// CHECK: %[[RESCALED:.+]] = linalg.generic {{.*}}outs(%{{.+}} : tensor<2x16x3xf32>)
+// CHECK: linalg.batch_matmul {{.*}}outs(%[[RESCALED]] : tensor<2x16x3xf32>)
+// CHECK-NOT: 2x16x6xf32
+// CHECK: return
+func.func @attention(%q: tensor<1x4x8x3xf32>, %k: tensor<1x2x6x3xf32>) -> tensor<1x4x8x3xf32> {
+  %o, %lse = fsdp.attention %q, %k, %k key_block 4 : tensor<1x4x8x3xf32>, tensor<1x2x6x3xf32>, tensor<1x2x6x3xf32> -> tensor<1x4x8x3xf32>, tensor<1x4x8xf32>
+  return %o : tensor<1x4x8x3xf32>
+}

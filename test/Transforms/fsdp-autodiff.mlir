@@ -212,3 +212,28 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr =
     return %t : tensor<f32>
   }
 }
+
+// -----
+
+// Attention: one fsdp.attention_grad from the operands, the output, the kept
+// log-sum-exp and the output's gradient; the log-sum-exp, unused by the loss, has a
+// zero gradient. Key and value are the same parameter: their gradients add up.
+
+// CHECK-LABEL: func.func @train_step
+// CHECK: %[[O:.+]], %[[LSE:.+]] = fsdp.attention %[[Q:.+]], %[[K:.+]], %[[K]] causal
+// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<1x2x4xf32>
+// CHECK: %[[DQ:.+]], %[[DK:.+]], %[[DV:.+]] = fsdp.attention_grad %[[Q]], %[[K]], %[[K]], %[[O]], %[[LSE]], %{{.+}}, %[[ZERO]] causal
+// CHECK: %[[DKV:.+]] = fsdp.add %[[DK]], %[[DV]]
+// CHECK: fsdp.update @q, %[[DQ]]
+// CHECK: fsdp.update @k, %[[DKV]]
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @q : tensor<1x2x4x3xf32> = #fsdp.normal<std = 1.0>
+  fsdp.param @k : tensor<1x1x4x3xf32> = #fsdp.normal<std = 1.0>
+  func.func @loss(%t: tensor<1x2x4x3xf32>) -> tensor<f32> {
+    %q = fsdp.use @q : tensor<1x2x4x3xf32>
+    %k = fsdp.use @k : tensor<1x1x4x3xf32>
+    %o, %lse = fsdp.attention %q, %k, %k causal : tensor<1x2x4x3xf32>, tensor<1x1x4x3xf32>, tensor<1x1x4x3xf32> -> tensor<1x2x4x3xf32>, tensor<1x2x4xf32>
+    %l = fsdp.mse %o, %t : tensor<1x2x4x3xf32>, tensor<1x2x4x3xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

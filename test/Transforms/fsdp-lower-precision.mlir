@@ -222,3 +222,24 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Attention in bf16: query, key, value and output bf16, the log-sum-exp and its
+// (zero) gradient f32, the gradients of the operands bf16.
+
+// CHECK-LABEL: func.func @train_step
+// CHECK: fsdp.attention %{{.+}}, %{{.+}}, %{{.+}} causal : tensor<1x2x4x3xbf16>, tensor<1x1x4x3xbf16>, tensor<1x1x4x3xbf16> -> tensor<1x2x4x3xbf16>, tensor<1x2x4xf32>
+// CHECK: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : tensor<1x2x4xf32>
+// CHECK: fsdp.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ZERO]] causal : tensor<1x2x4x3xbf16>, tensor<1x1x4x3xbf16>, tensor<1x1x4x3xbf16>, tensor<1x2x4xf32>
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>, param_dtype = bf16>} {
+  fsdp.param @q unit "u" : tensor<1x2x4x3xf32> = #fsdp.normal<std = 1.0>
+  fsdp.param @k unit "u" : tensor<1x1x4x3xf32> = #fsdp.normal<std = 1.0>
+  func.func @loss(%t: tensor<1x2x4x3xf32>) -> tensor<f32> {
+    %q = fsdp.use @q : tensor<1x2x4x3xf32>
+    %k = fsdp.use @k : tensor<1x1x4x3xf32>
+    %o, %lse = fsdp.attention %q, %k, %k causal : tensor<1x2x4x3xf32>, tensor<1x1x4x3xf32>, tensor<1x1x4x3xf32> -> tensor<1x2x4x3xf32>, tensor<1x2x4xf32>
+    %l = fsdp.mse %o, %t : tensor<1x2x4x3xf32>, tensor<1x2x4x3xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

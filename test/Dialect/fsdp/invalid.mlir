@@ -528,6 +528,92 @@ func.func @f(%x: tensor<4x8xf32>, %g: tensor<8xf32>) {
 
 // -----
 
+// attention: query, key and value are [batch, heads, positions, head_dim].
+func.func @f(%q: tensor<2x8x4xf32>, %k: tensor<2x1x8x4xf32>) {
+  // expected-error@+2 {{'fsdp.attention' op query, key and value must be [batch, heads, positions, head_dim], got 'tensor<2x8x4xf32>', 'tensor<2x1x8x4xf32>' and 'tensor<2x1x8x4xf32>'}}
+  // expected-error@+1 {{'fsdp.attention' op failed to infer returned types}}
+  %o, %l = fsdp.attention %q, %k, %k : tensor<2x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32> -> tensor<2x8x4xf32>, tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// attention: the query heads are a multiple of the key heads.
+func.func @f(%q: tensor<2x3x8x4xf32>, %k: tensor<2x2x8x4xf32>) {
+  // expected-error@+2 {{'fsdp.attention' op the query's 3 heads must be a multiple of the key's 2 (grouped-query attention)}}
+  // expected-error@+1 {{'fsdp.attention' op failed to infer returned types}}
+  %o, %l = fsdp.attention %q, %k, %k : tensor<2x3x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x3x8x4xf32>, tensor<2x3x8xf32>
+  return
+}
+
+// -----
+
+// attention: causal needs as many queries as keys.
+func.func @f(%q: tensor<2x2x8x4xf32>, %k: tensor<2x2x6x4xf32>) {
+  // expected-error@+2 {{'fsdp.attention' op causal attention needs as many query as key positions, got 8 and 6}}
+  // expected-error@+1 {{'fsdp.attention' op failed to infer returned types}}
+  %o, %l = fsdp.attention %q, %k, %k causal : tensor<2x2x8x4xf32>, tensor<2x2x6x4xf32>, tensor<2x2x6x4xf32> -> tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
+// attention: key and value have one shape, and head_dim and batch match the query's.
+func.func @f(%q: tensor<2x2x8x4xf32>, %k: tensor<2x2x8x4xf32>, %v: tensor<2x2x8x3xf32>) {
+  // expected-error@+2 {{'fsdp.attention' op key and value must have the same shape, got 'tensor<2x2x8x4xf32>' and 'tensor<2x2x8x3xf32>'}}
+  // expected-error@+1 {{'fsdp.attention' op failed to infer returned types}}
+  %o, %l = fsdp.attention %q, %k, %v : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x3xf32> -> tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x2x8x4xf32>, %k: tensor<2x2x8x5xf32>) {
+  // expected-error@+2 {{'fsdp.attention' op query and key must have the same batch and head_dim, got 'tensor<2x2x8x4xf32>' and 'tensor<2x2x8x5xf32>'}}
+  // expected-error@+1 {{'fsdp.attention' op failed to infer returned types}}
+  %o, %l = fsdp.attention %q, %k, %k : tensor<2x2x8x4xf32>, tensor<2x2x8x5xf32>, tensor<2x2x8x5xf32> -> tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
+// attention: a positive, finite scale; positive key blocks.
+func.func @f(%q: tensor<2x2x8x4xf32>) {
+  // expected-error@+2 {{'fsdp.attention' op scale must be positive and finite, got -1}}
+  // expected-error@+1 {{'fsdp.attention' op failed to infer returned types}}
+  %o, %l = fsdp.attention %q, %q, %q scale -1.0 : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x2x8x4xf32>) {
+  // expected-error@+1 {{'fsdp.attention' op attribute 'key_block' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %o, %l = fsdp.attention %q, %q, %q key_block 0 : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
+// attention: the log-sum-exp is f32 [batch, heads, positions], whatever the query's type.
+func.func @f(%q: tensor<2x2x8x4xbf16>) {
+  // expected-error@+2 {{'fsdp.attention' op inferred type(s) 'tensor<2x2x8x4xbf16>', 'tensor<2x2x8xf32>' are incompatible with return type(s) of operation 'tensor<2x2x8x4xbf16>', 'tensor<2x2x8xbf16>'}}
+  // expected-error@+1 {{'fsdp.attention' op failed to infer returned types}}
+  %o, %l = fsdp.attention %q, %q, %q : tensor<2x2x8x4xbf16>, tensor<2x2x8x4xbf16>, tensor<2x2x8x4xbf16> -> tensor<2x2x8x4xbf16>, tensor<2x2x8xbf16>
+  return
+}
+
+// -----
+
+// attention_grad: the same shape rule, and the log-sum-exp's type.
+func.func @f(%q: tensor<2x2x8x4xf32>, %l: tensor<2x2x7xf32>) {
+  // expected-error@+1 {{'fsdp.attention_grad' op lse must be 'tensor<2x2x8xf32>', got 'tensor<2x2x7xf32>'}}
+  %a, %b, %c = fsdp.attention_grad %q, %q, %q, %q, %l, %q, %l : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x7xf32>
+  return
+}
+
+// -----
+
 // causal_mask: the trailing matrix must be square.
 func.func @f(%x: tensor<2x4x8xf32>) {
   // expected-error@+1 {{'fsdp.causal_mask' op needs a square (query x key) trailing matrix, got 2x4x8}}

@@ -39,7 +39,8 @@ module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_w
 
   // CHECK-LABEL: func.func @ops
   func.func @ops(%x: tensor<2x8x16xf32>, %m: tensor<8x16xf32>, %ids: tensor<2x8xi32>,
-                 %ids64: tensor<2x8xi64>, %q: tensor<2x4x8x4xf32>) -> tensor<f32> {
+                 %ids64: tensor<2x8xi64>, %q: tensor<2x4x8x4xf32>,
+                 %kv: tensor<2x2x5x4xf32>) -> tensor<f32> {
     // CHECK: %[[W:.+]] = fsdp.use @fan.normal : tensor<16x8xf32>
     %w = fsdp.use @fan.normal : tensor<16x8xf32>
     // CHECK: fsdp.matmul %{{.+}}, %[[W]] : tensor<2x8x16xf32>, tensor<16x8xf32> -> tensor<2x8x8xf32>
@@ -95,6 +96,10 @@ module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_w
     %rn2 = fsdp.rms_norm %rn, %gamma eps 1.0e-6 : tensor<2x4x8x4xf32>, tensor<4xf32>
     // CHECK: fsdp.causal_mask %{{.+}} : tensor<2x4x8x8xf32>
     %cm = fsdp.causal_mask %s : tensor<2x4x8x8xf32>
+    // CHECK: %{{.+}}, %{{.+}} = fsdp.attention %{{.+}}, %{{.+}}, %{{.+}} causal : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
+    %att, %lse = fsdp.attention %q, %q, %q causal : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
+    // CHECK: fsdp.attention %{{.+}}, %{{.+}}, %{{.+}} scale 0.25 key_block 64 : tensor<2x4x8x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
+    %gqa, %lse2 = fsdp.attention %q, %kv, %kv scale 0.25 key_block 64 : tensor<2x4x8x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
 
     %table = fsdp.use @normal : tensor<4x4xf32>
     // CHECK: fsdp.embedding %{{.+}}[%{{.+}}] : tensor<4x4xf32>, tensor<2x8xi32> -> tensor<2x8x4xf32>
@@ -123,7 +128,10 @@ module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_w
   // CHECK-LABEL: func.func @gradients
   func.func @gradients(%x: tensor<2x4x8xf32>, %dy: tensor<2x4x8xf32>, %g: tensor<8xf32>,
                        %s: tensor<2x3x4x4xf32>, %ids: tensor<2x4xi32>, %dl: tensor<f32>,
-                       %step: i64, %lr: f32) {
+                       %step: i64, %lr: f32, %aq: tensor<2x4x8x4xf32>, %akv: tensor<2x2x8x4xf32>,
+                       %alse: tensor<2x4x8xf32>) {
+    // CHECK: %{{.+}}, %{{.+}}, %{{.+}} = fsdp.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} causal key_block 4 : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x4x8xf32>
+    %adq, %adk, %adv = fsdp.attention_grad %aq, %akv, %akv, %aq, %alse, %aq, %alse causal key_block 4 : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x4x8xf32>
     // CHECK: fsdp.broadcast %{{.+}} : tensor<8xf32> -> tensor<2x4x8xf32>
     %b = fsdp.broadcast %g : tensor<8xf32> -> tensor<2x4x8xf32>
     // CHECK: fsdp.relu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>
