@@ -32,6 +32,12 @@ def main():
     ap.add_argument("--param-dtype", choices=["bf16", "f32"], default="bf16",
                     help="the plan's param_dtype: bf16 compute on f32 master state, or f32")
     ap.add_argument("--reduce-dtype", choices=["bf16", "f32"], default="f32")
+    ap.add_argument("--attention", choices=["explicit", "flash"], default="explicit",
+                    help="explicit: scores, causal_mask, softmax (every T x T score matrix "
+                         "kept for backward); flash: fsdp.attention (FlashAttention-2 "
+                         "blocks of keys)")
+    ap.add_argument("--key-block", type=int, default=512,
+                    help="keys per block of fsdp.attention's lowering (--attention flash)")
     a = ap.parse_args()
 
     B, T, C, H, KV, F, V = a.batch, a.seq, a.dim, a.heads, a.kv_heads, a.ffn, a.vocab
@@ -115,11 +121,15 @@ def main():
         w(f"    %{s}_kh = fsdp.transpose %{s}_kp [0, 2, 1, 3] : {q} -> {qh}")
         w(f"    %{s}_vh = fsdp.transpose %{s}_v4 [0, 2, 1, 3] : {q} -> {qh}")
         S = t(B, H, T, T)
-        w(f"    %{s}_s = fsdp.batch_matmul %{s}_qh, %{s}_kh transpose_rhs : {qh}, {qh} -> {S}")
-        w(f"    %{s}_ss = fsdp.scale %{s}_s by {1.0 / D ** 0.5!r} : {S}")
-        w(f"    %{s}_m = fsdp.causal_mask %{s}_ss : {S}")
-        w(f"    %{s}_pr = fsdp.softmax %{s}_m dim 3 : {S}")
-        w(f"    %{s}_o = fsdp.batch_matmul %{s}_pr, %{s}_vh : {S}, {qh} -> {qh}")
+        if a.attention == "flash":
+            w(f"    %{s}_o, %{s}_lse = fsdp.attention %{s}_qh, %{s}_kh, %{s}_vh causal"
+              f" key_block {a.key_block} : {qh}, {qh}, {qh} -> {qh}, {t(B, H, T)}")
+        else:
+            w(f"    %{s}_s = fsdp.batch_matmul %{s}_qh, %{s}_kh transpose_rhs : {qh}, {qh} -> {S}")
+            w(f"    %{s}_ss = fsdp.scale %{s}_s by {1.0 / D ** 0.5!r} : {S}")
+            w(f"    %{s}_m = fsdp.causal_mask %{s}_ss : {S}")
+            w(f"    %{s}_pr = fsdp.softmax %{s}_m dim 3 : {S}")
+            w(f"    %{s}_o = fsdp.batch_matmul %{s}_pr, %{s}_vh : {S}, {qh} -> {qh}")
         w(f"    %{s}_ot = fsdp.transpose %{s}_o [0, 2, 1, 3] : {qh} -> {q}")
         w(f"    %{s}_oc = fsdp.reshape %{s}_ot : {q} -> {X}")
         w(f"    %{s}_wo = fsdp.use {p}.attention.wo : {t(C, C)}")
