@@ -169,16 +169,17 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = no_shard, optim
 // -----
 
 // Overlap: a unit's reduce-scatter is waited for right before the first
-// reader of its shard (the update at the end) or right before the next
-// reduce-scatter starts, whichever comes first: the backward pass of the unit
-// before it runs while its gradient travels, and no more than one flat
-// gradient waits for its reduction (each lives until its wait).
+// reader of its shard (the update at the end) or right before the next unit's
+// flat gradient is allocated, whichever comes first: the backward pass of the
+// unit before it runs while its gradient travels, and one flat gradient exists
+// at a time (each lives until its wait).
 
 // CHECK: \22name\22:\22a.w\22
 // CHECK: %[[RSB:.+]] = call @fsdprt_reduce_scatter_start
 // CHECK-NEXT: %[[DWA:.+]] = fsdp.matmul
-// CHECK: call @fsdprt_wait(%[[RSB]])
-// CHECK-NEXT: %[[RSA:.+]] = call @fsdprt_reduce_scatter_start
+// CHECK-NEXT: call @fsdprt_wait(%[[RSB]])
+// CHECK-NEXT: memref.alloc() {{.*}}fsdp.buffer = "gradient"
+// CHECK: %[[RSA:.+]] = call @fsdprt_reduce_scatter_start
 // CHECK-NEXT: call @fsdprt_wait(%[[RSA]])
 // CHECK: linalg.generic
 // CHECK: linalg.generic

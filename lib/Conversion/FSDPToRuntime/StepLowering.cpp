@@ -46,13 +46,15 @@ Operation *StepLowering::wait(Location loc, Value handle) {
   return func::CallOp::create(b, loc, module.lookupSymbol<func::FuncOp>(kWait), handle);
 }
 
+void StepLowering::waitBefore(Operation *pending, Operation *op) {
+  if (pending && op->isBeforeInBlock(pending))
+    pending->moveBefore(op);
+}
+
 void StepLowering::waitBeforeFirstUse(Location loc, Value handle, Value result,
                                       Operation *&pending) {
-  // The previous collective of this kind completes before this one starts
-  // (the handle's start is the op before the insertion point).
-  Operation *started = handle.getDefiningOp();
-  if (pending && started->isBeforeInBlock(pending))
-    pending->moveBefore(started);
+  // The previous collective of this kind completes before this one starts.
+  waitBefore(pending, handle.getDefiningOp());
   SmallVector<Operation *> users;
   for (Operation *user : result.getUsers())
     users.push_back(body.findAncestorOpInBlock(*user));
@@ -149,6 +151,9 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
   // With one shard the flat gradient is the gradient shard: write it there
   // (fsdp-lower-precision keeps it in the shard's type then).
   bool inShard = unit.getRanks() == 1 && elementType == unit.getElementType();
+  // The reduce-scatter of the previous unit's flat gradient completes (and
+  // frees it) before this one is allocated: one flat gradient at a time.
+  waitBefore(pendingReduceScatter, flatten);
   Value flat = inShard ? arenaBytes(loc, layout.of(unit.getSymName()).grads)
                        : allocBytes(loc, tensorBytes(flatType), kGradientKind);
   int64_t padding = flatType.getNumElements() - unit.getNumel();

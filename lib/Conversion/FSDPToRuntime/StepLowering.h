@@ -59,8 +59,11 @@ private:
   /// before the next collective of its kind starts if that comes first (one
   /// in flight per kind, as FSDP does: a flat gradient lives until its
   /// reduce-scatter is waited for, and the gradient shards are read only by
-  /// the updates at the end of the step). `pending` is the kind's wait.
+  /// the updates at the end of the step; a reduce-scatter is even waited for
+  /// before the next flat gradient is allocated). `pending` is the kind's wait.
   void waitBeforeFirstUse(Location loc, Value handle, Value result, Operation *&pending);
+  /// Moves the wait `pending` (if any) before `op` unless it is there already.
+  static void waitBefore(Operation *pending, Operation *op);
   /// Allocates a unit's gathered buffer and starts filling it, here.
   void startGather(AllGatherOp gather);
   /// Replaces `result` by a tensor of the buffer that now holds it, and
