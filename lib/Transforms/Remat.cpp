@@ -192,8 +192,7 @@ Value Rematerializer::recompute(Value value, OpBuilder &builder) {
 
 LogicalResult Rematerializer::run() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  Operation *endOfForward =
-      ret.getNumOperands() == 1 ? ret.getOperand(0).getDefiningOp() : nullptr;
+  Operation *endOfForward = ret.getNumOperands() == 1 ? ret.getOperand(0).getDefiningOp() : nullptr;
   if (!endOfForward)
     return ret.emitError("the step must return the loss it computes");
   if (failed(formParts(endOfForward)) || failed(chooseParts(endOfForward)))
@@ -231,16 +230,14 @@ struct FSDPRematPass : public fsdp::impl::FSDPRematPassBase<FSDPRematPass> {
       return signalPassFailure();
     const RecomputeCost &cost = remat.cost();
     Builder b(module.getContext());
-    module->setAttr(FSDPDialect::getRecomputeAttrName(),
-                    b.getDictionaryAttr({b.getNamedAttr("ops", b.getI64IntegerAttr(cost.ops)),
-                                         b.getNamedAttr("products",
-                                                        b.getI64IntegerAttr(cost.products)),
-                                         b.getNamedAttr("product_flops",
-                                                        b.getI64IntegerAttr(cost.productFlops)),
-                                         b.getNamedAttr("other_elements",
-                                                        b.getI64IntegerAttr(cost.otherElements)),
-                                         b.getNamedAttr("step_product_flops",
-                                                        b.getI64IntegerAttr(cost.stepProductFlops))}));
+    module->setAttr(
+        FSDPDialect::getRecomputeAttrName(),
+        b.getDictionaryAttr(
+            {b.getNamedAttr("ops", b.getI64IntegerAttr(cost.ops)),
+             b.getNamedAttr("products", b.getI64IntegerAttr(cost.products)),
+             b.getNamedAttr("product_flops", b.getI64IntegerAttr(cost.productFlops)),
+             b.getNamedAttr("other_elements", b.getI64IntegerAttr(cost.otherElements)),
+             b.getNamedAttr("step_product_flops", b.getI64IntegerAttr(cost.stepProductFlops))}));
   }
 };
 

@@ -112,7 +112,8 @@ Value ungroupKeys(OpBuilder &b, Location loc, Value value, RankedTensorType type
 Value keyBlock(OpBuilder &b, Location loc, Value keys, int64_t first, int64_t count) {
   ArrayRef<int64_t> shape = tensorType(keys).getShape();
   return tensor::ExtractSliceOp::create(
-      b, loc, keys, ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(first), b.getIndexAttr(0)},
+      b, loc, keys,
+      ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(first), b.getIndexAttr(0)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(shape[0]), b.getIndexAttr(count),
                              b.getIndexAttr(shape[2])},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
@@ -124,8 +125,7 @@ Value keyBlock(OpBuilder &b, Location loc, Value keys, int64_t first, int64_t co
 /// helper).
 Value insertKeyBlock(OpBuilder &b, Location loc, Value block, Value into, int64_t first) {
   int64_t rows = tensorType(block).getShape()[1];
-  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(first),
-                                       b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(first), b.getIndexAttr(0)};
   ArrayRef<int64_t> shape = tensorType(block).getShape();
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(shape[0]), b.getIndexAttr(rows),
                                      b.getIndexAttr(shape[2])};
@@ -148,9 +148,9 @@ Value batchMatmul(OpBuilder &b, Location loc, Value lhs, Value rhs, bool transpo
   AffineExpr bd, md, nd, kd;
   bindDims(ctx, bd, md, nd, kd);
   auto map = [&](AffineExpr x, AffineExpr y) { return AffineMap::get(4, 0, {bd, x, y}, ctx); };
-  SmallVector<Attribute> maps = {
-      AffineMapAttr::get(transposeLhs ? map(kd, md) : map(md, kd)),
-      AffineMapAttr::get(transposeRhs ? map(nd, kd) : map(kd, nd)), AffineMapAttr::get(map(md, nd))};
+  SmallVector<Attribute> maps = {AffineMapAttr::get(transposeLhs ? map(kd, md) : map(md, kd)),
+                                 AffineMapAttr::get(transposeRhs ? map(nd, kd) : map(kd, nd)),
+                                 AffineMapAttr::get(map(md, nd))};
   Value init = accumulate ? accumulate : buildFilled(b, loc, type, 0.0);
   return linalg::BatchMatmulOp::create(b, loc, TypeRange{type}, ValueRange{lhs, rhs},
                                        ValueRange{init},
@@ -171,20 +171,19 @@ SmallVector<AffineMap> fullThenRows(OpBuilder &b, int64_t numFull, int64_t numRo
 Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, int64_t first,
                    double scale, bool causal, int64_t positions) {
   Value scores = batchMatmul(b, loc, queries, keys, false, true);
-  return buildParallel(b, loc, tensorType(scores), scores, b.getMultiDimIdentityMap(3),
-                       [&](OpBuilder &nb, Location l, ValueRange x) {
-                         ScalarMath math(nb, l);
-                         Value scaled = math.mul(x[0], math.constant(x[0], scale));
-                         if (!causal)
-                           return scaled;
-                         Value query = arith::RemSIOp::create(
-                             nb, l, math.index(1),
-                             arith::ConstantIntOp::create(nb, l, positions, 64));
-                         Value key = arith::AddIOp::create(
-                             nb, l, math.index(2), arith::ConstantIntOp::create(nb, l, first, 64));
-                         return math.select(math.greaterInt(key, query),
-                                            math.constant(x[0], -INFINITY), scaled);
-                       });
+  return buildParallel(
+      b, loc, tensorType(scores), scores, b.getMultiDimIdentityMap(3),
+      [&](OpBuilder &nb, Location l, ValueRange x) {
+        ScalarMath math(nb, l);
+        Value scaled = math.mul(x[0], math.constant(x[0], scale));
+        if (!causal)
+          return scaled;
+        Value query = arith::RemSIOp::create(nb, l, math.index(1),
+                                             arith::ConstantIntOp::create(nb, l, positions, 64));
+        Value key = arith::AddIOp::create(nb, l, math.index(2),
+                                          arith::ConstantIntOp::create(nb, l, first, 64));
+        return math.select(math.greaterInt(key, query), math.constant(x[0], -INFINITY), scaled);
+      });
 }
 
 /// exp(scores - row), for a [G, R] row value per score row.
@@ -245,17 +244,17 @@ struct AttentionLowering : OpRewritePattern<AttentionOp> {
         continue;
       }
       // The earlier blocks' share, rescaled to the new maximum.
-      Value rescale = rowElementwise(b, loc, {m, newMax}, [](OpBuilder &nb, Location x, ValueRange v) {
-        ScalarMath math(nb, x);
-        return math.exp(math.sub(v[0], v[1]));
-      });
-      Value rescaledSum = rowElementwise(b, loc, {l, rescale},
-                                         [](OpBuilder &nb, Location x, ValueRange v) {
-                                           return ScalarMath(nb, x).mul(v[0], v[1]);
-                                         });
+      Value rescale =
+          rowElementwise(b, loc, {m, newMax}, [](OpBuilder &nb, Location x, ValueRange v) {
+            ScalarMath math(nb, x);
+            return math.exp(math.sub(v[0], v[1]));
+          });
+      Value rescaledSum =
+          rowElementwise(b, loc, {l, rescale}, [](OpBuilder &nb, Location x, ValueRange v) {
+            return ScalarMath(nb, x).mul(v[0], v[1]);
+          });
       l = rowReduce(b, loc, probs, /*max=*/false, rescaledSum);
-      Value rescaled = buildParallel(b, loc, tensorType(acc), {acc, rescale},
-                                     fullThenRows(b, 1, 1),
+      Value rescaled = buildParallel(b, loc, tensorType(acc), {acc, rescale}, fullThenRows(b, 1, 1),
                                      [](OpBuilder &nb, Location x, ValueRange v) {
                                        return ScalarMath(nb, x).mul(v[0], v[1]);
                                      });
@@ -263,11 +262,9 @@ struct AttentionLowering : OpRewritePattern<AttentionOp> {
       m = newMax;
     }
     RankedTensorType resultType = op.getResult().getType();
-    Value output =
-        buildParallel(b, loc, f32Tensor(b, tensorType(acc).getShape()), {acc, l},
-                      fullThenRows(b, 1, 1), [](OpBuilder &nb, Location x, ValueRange v) {
-                        return ScalarMath(nb, x).div(v[0], v[1]);
-                      });
+    Value output = buildParallel(
+        b, loc, f32Tensor(b, tensorType(acc).getShape()), {acc, l}, fullThenRows(b, 1, 1),
+        [](OpBuilder &nb, Location x, ValueRange v) { return ScalarMath(nb, x).div(v[0], v[1]); });
     Value lse = rowElementwise(b, loc, {m, l}, [](OpBuilder &nb, Location x, ValueRange v) {
       ScalarMath math(nb, x);
       return math.add(v[0], math.log(v[1]));
@@ -302,10 +299,10 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
                                  ScalarMath math(nb, x);
                                  return math.add(v[2], math.mul(v[0], v[1]));
                                });
-    Value center = rowElementwise(b, loc, {dot, lseGrad}, [](OpBuilder &nb, Location x,
-                                                              ValueRange v) {
-      return ScalarMath(nb, x).sub(v[0], v[1]);
-    });
+    Value center =
+        rowElementwise(b, loc, {dot, lseGrad}, [](OpBuilder &nb, Location x, ValueRange v) {
+          return ScalarMath(nb, x).sub(v[0], v[1]);
+        });
 
     RankedTensorType keysType = tensorType(keys);
     Value queryGrad;
@@ -314,11 +311,11 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
     for (int64_t first = 0; first < a.keys; first += blockSize) {
       int64_t count = std::min(blockSize, a.keys - first);
       Value blockKeys = keyBlock(b, loc, keys, first, count);
-      Value scores = scaledScores(b, loc, queries, blockKeys, first, scale, op.getCausal(),
-                                  a.queries);
+      Value scores =
+          scaledScores(b, loc, queries, blockKeys, first, scale, op.getCausal(), a.queries);
       Value probs = expMinusRow(b, loc, scores, lse);
-      valueGrad = insertKeyBlock(b, loc, batchMatmul(b, loc, probs, grad, true, false),
-                                 valueGrad, first);
+      valueGrad =
+          insertKeyBlock(b, loc, batchMatmul(b, loc, probs, grad, true, false), valueGrad, first);
       Value probsGrad =
           batchMatmul(b, loc, grad, keyBlock(b, loc, values, first, count), false, true);
       // The gradient of the unscaled scores.
