@@ -109,21 +109,29 @@ def main():
             w(f"    %{s}_{name} = fsdp.matmul %{s}_h, %{s}_w{name} : {X}, {t(C, width)} -> {t(B, T, width)}")
         w(f"    %{s}_q4 = fsdp.reshape %{s}_q : {X} -> {t(B, T, H, D)}")
         rope(s, "q", H)
+        # Grouped-query attention: each key/value head serves G query heads.
+        # fsdp.attention takes the KV heads as they are; the explicit form
+        # broadcasts them to all H.
+        flash = a.attention == "flash"
+        KH = KV if flash else H
         for name in ("k", "v"):
-            # Grouped-query attention: each key/value head serves G query heads.
+            if flash:
+                w(f"    %{s}_{name}4 = fsdp.reshape %{s}_{name} : {t(B, T, CKV)} -> {t(B, T, KV, D)}")
+                continue
             w(f"    %{s}_{name}5 = fsdp.reshape %{s}_{name} : {t(B, T, CKV)} -> {t(B, T, KV, 1, D)}")
             w(f"    %{s}_{name}g = fsdp.broadcast %{s}_{name}5 : {t(B, T, KV, 1, D)} -> {t(B, T, KV, G, D)}")
             w(f"    %{s}_{name}4 = fsdp.reshape %{s}_{name}g : {t(B, T, KV, G, D)} -> {t(B, T, H, D)}")
-        rope(s, "k", H)
+        rope(s, "k", KH)
         q = t(B, T, H, D)
         qh = t(B, H, T, D)
+        kv, kvh = t(B, T, KH, D), t(B, KH, T, D)
         w(f"    %{s}_qh = fsdp.transpose %{s}_qp [0, 2, 1, 3] : {q} -> {qh}")
-        w(f"    %{s}_kh = fsdp.transpose %{s}_kp [0, 2, 1, 3] : {q} -> {qh}")
-        w(f"    %{s}_vh = fsdp.transpose %{s}_v4 [0, 2, 1, 3] : {q} -> {qh}")
+        w(f"    %{s}_kh = fsdp.transpose %{s}_kp [0, 2, 1, 3] : {kv} -> {kvh}")
+        w(f"    %{s}_vh = fsdp.transpose %{s}_v4 [0, 2, 1, 3] : {kv} -> {kvh}")
         S = t(B, H, T, T)
-        if a.attention == "flash":
+        if flash:
             w(f"    %{s}_o, %{s}_lse = fsdp.attention %{s}_qh, %{s}_kh, %{s}_vh causal"
-              f" key_block {a.key_block} : {qh}, {qh}, {qh} -> {qh}, {t(B, H, T)}")
+              f" key_block {a.key_block} : {qh}, {kvh}, {kvh} -> {qh}, {t(B, H, T)}")
         else:
             w(f"    %{s}_s = fsdp.batch_matmul %{s}_qh, %{s}_kh transpose_rhs : {qh}, {qh} -> {S}")
             w(f"    %{s}_ss = fsdp.scale %{s}_s by {1.0 / D ** 0.5!r} : {S}")
