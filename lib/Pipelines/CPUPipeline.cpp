@@ -50,6 +50,9 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory) 
   // make products share an output and force copies.
   pm.addPass(createCanonicalizerPass());
 
+  // A value computed only to be copied into a buffer (a gradient into its
+  // unit's flat gradient, a converted shard) is computed there instead.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
