@@ -362,10 +362,11 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
   return success();
 }
 
-double AttentionOp::getScaleValue() {
-  if (std::optional<llvm::APFloat> scale = getScale())
+double mlir::fsdp::attentionScale(std::optional<llvm::APFloat> scale,
+                                  RankedTensorType query) {
+  if (scale)
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getShape()[3]));
+  return 1.0 / std::sqrt(static_cast<double>(query.getShape()[3]));
 }
 
 LogicalResult AttentionGradOp::verify() {

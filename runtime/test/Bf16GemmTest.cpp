@@ -12,6 +12,7 @@
 
 #include "cpu/Bf16Gemm.h"
 #include "DType.h"
+#include "OnednnIsa.h"
 #include "fsdprt/fsdprt.h"
 
 #include <cblas.h>
@@ -19,9 +20,7 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
-#include <cctype>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <random>
@@ -340,23 +339,8 @@ TEST(Bf16GemmPath, VersionLineNamesThePath) {
   EXPECT_THAT(onednnVersionAndIsa(), StartsWith("oneDNN 2."));
 }
 
-/// Whether DNNL_MAX_CPU_ISA caps oneDNN below avx512_core, where it has no
-/// bf16 matmul.
-bool isaCappedBelowAvx512() {
-  const char *cap = std::getenv("DNNL_MAX_CPU_ISA");
-  if (!cap)
-    return false;
-  std::string isa;
-  for (const char *p = cap; *p; ++p)
-    isa.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(*p))));
-  return isa == "sse41" || isa == "avx" || isa == "avx2" || isa == "avx2_vnni";
-}
-
 TEST(Bf16GemmPath, AnAvx512CpuUsesOnednn) {
-  __builtin_cpu_init();
-  bool avx512Core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (!avx512Core || isaCappedBelowAvx512())
+  if (!test::hasAvx512Core() || test::isaCappedBelowAvx512())
     GTEST_SKIP() << "no avx512_core here (or DNNL_MAX_CPU_ISA caps it): " << onednnVersionAndIsa();
   EXPECT_TRUE(onednnKernel(MatmulType::Bf16).has_value()) << onednnVersionAndIsa();
 }
@@ -364,7 +348,7 @@ TEST(Bf16GemmPath, AnAvx512CpuUsesOnednn) {
 TEST(Bf16GemmPath, CappedIsaFallsBack) {
   // What fsdprt-tests.gemm-fallback checks: oneDNN's own switch forces
   // the fallback on any CPU, and the entry points still give the bf16 product.
-  if (!isaCappedBelowAvx512())
+  if (!test::isaCappedBelowAvx512())
     GTEST_SKIP() << "DNNL_MAX_CPU_ISA is not set to an ISA below avx512_core "
                     "(ctest runs "
                     "fsdprt-tests.gemm-fallback with DNNL_MAX_CPU_ISA=AVX2)";

@@ -12,6 +12,7 @@
 
 #include "cpu/Sgemm.h"
 #include "TestMatrices.h"
+#include "OnednnIsa.h"
 #include "fsdprt/fsdprt.h"
 
 #include <gmock/gmock.h>
@@ -19,7 +20,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
@@ -234,18 +234,6 @@ TEST(Sgemm, EmptyProducts) {
   EXPECT_EQ(c, (std::vector<float>{2.5f, 3}));
 }
 
-/// Whether DNNL_MAX_CPU_ISA caps oneDNN below avx512_core, where it has no
-/// brgemm matmul.
-bool isaCappedBelowAvx512() {
-  const char *cap = std::getenv("DNNL_MAX_CPU_ISA");
-  if (!cap)
-    return false;
-  std::string isa;
-  for (const char *p = cap; *p; ++p)
-    isa.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(*p))));
-  return isa == "sse41" || isa == "avx" || isa == "avx2" || isa == "avx2_vnni";
-}
-
 TEST(SgemmPath, VersionLineNamesThePath) {
   if (std::optional<std::string> kernel = onednnKernel(MatmulType::F32)) {
     EXPECT_EQ(f32GemmLine(), "f32 gemm: " + *kernel);
@@ -256,16 +244,13 @@ TEST(SgemmPath, VersionLineNamesThePath) {
 }
 
 TEST(SgemmPath, AnAvx512CpuUsesOnednn) {
-  __builtin_cpu_init();
-  bool avx512Core = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                    __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-  if (!avx512Core || isaCappedBelowAvx512())
+  if (!test::hasAvx512Core() || test::isaCappedBelowAvx512())
     GTEST_SKIP() << "no avx512_core here (or DNNL_MAX_CPU_ISA caps it): " << onednnVersionAndIsa();
   EXPECT_TRUE(onednnKernel(MatmulType::F32).has_value()) << onednnVersionAndIsa();
 }
 
 TEST(SgemmPath, CappedIsaFallsBack) {
-  if (!isaCappedBelowAvx512())
+  if (!test::isaCappedBelowAvx512())
     GTEST_SKIP() << "DNNL_MAX_CPU_ISA is not set to an ISA below avx512_core "
                     "(ctest runs "
                     "fsdprt-tests.gemm-fallback with DNNL_MAX_CPU_ISA=AVX2)";

@@ -131,12 +131,8 @@ def FSDP_AttentionGradOp : FSDP_Op<"attention_grad",
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// As fsdp.attention's.
-    double getScaleValue() {
-      if (std::optional<::llvm::APFloat> scale = getScale())
-        return scale->convertToDouble();
-      return 1.0 / std::sqrt(static_cast<double>(getQuery().getType().getShape()[3]));
-    }
-    int64_t getKeyBlockValue() { return getKeyBlock().value_or(512); }
+    double getScaleValue() { return attentionScale(getScale(), getQuery().getType()); }
+    int64_t getKeyBlockValue() { return getKeyBlock().value_or(kDefaultAttentionKeyBlock); }
   }];
 }
 

@@ -321,9 +321,9 @@ def FSDP_AttentionOp : FSDP_Op<"attention", [Pure, FSDP_Differentiable, InferTyp
   }];
   let extraClassDeclaration = [{
     /// The scale of the scores: the attribute, else 1 / sqrt(D).
-    double getScaleValue();
+    double getScaleValue() { return attentionScale(getScale(), getQuery().getType()); }
     /// Keys per block of the lowering: the attribute, else 512.
-    int64_t getKeyBlockValue() { return getKeyBlock().value_or(512); }
+    int64_t getKeyBlockValue() { return getKeyBlock().value_or(kDefaultAttentionKeyBlock); }
   }];
 }
 

@@ -214,29 +214,45 @@ Value rowElementwise(OpBuilder &b, Location loc, ValueRange rows, BodyBuilder bo
   return buildElementwise(b, loc, tensorType(rows.front()), rows, body);
 }
 
+/// What both lowerings start from: the shapes, the grouped f32 operands and
+/// the op's attributes.
+struct GroupedAttention {
+  AttentionShape shape;
+  Value queries, keys, values;
+  double scale;
+  bool causal;
+  int64_t blockSize;
+
+  template <typename OpT>
+  GroupedAttention(OpBuilder &b, Location loc, OpT op)
+      : shape(op.getQuery(), op.getKey()), queries(groupRows(b, loc, op.getQuery(), shape)),
+        keys(groupKeys(b, loc, op.getKey())), values(groupKeys(b, loc, op.getValue())),
+        scale(op.getScaleValue()), causal(op.getCausal()), blockSize(op.getKeyBlockValue()) {}
+
+  /// The scaled, masked scores of keys [first, first + keys of `blockKeys`).
+  Value scores(OpBuilder &b, Location loc, Value blockKeys, int64_t first) const {
+    return scaledScores(b, loc, queries, blockKeys, first, scale, causal, shape.queries);
+  }
+};
+
 struct AttentionLowering : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(AttentionOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    AttentionShape a(op.getQuery(), op.getKey());
-    Value queries = groupRows(b, loc, op.getQuery(), a);
-    Value keys = groupKeys(b, loc, op.getKey());
-    Value values = groupKeys(b, loc, op.getValue());
-    double scale = op.getScaleValue();
-    int64_t blockSize = op.getKeyBlockValue();
+    GroupedAttention g(b, loc, op);
+    const AttentionShape &a = g.shape;
 
     // m: running row maximum; l: running sum of exp(score - m); acc: the
     // output so far, scaled by exp(-m).
     Value m, l, acc;
-    for (int64_t first = 0; first < a.keys; first += blockSize) {
-      int64_t count = std::min(blockSize, a.keys - first);
-      Value scores = scaledScores(b, loc, queries, keyBlock(b, loc, keys, first, count), first,
-                                  scale, op.getCausal(), a.queries);
+    for (int64_t first = 0; first < a.keys; first += g.blockSize) {
+      int64_t count = std::min(g.blockSize, a.keys - first);
+      Value scores = g.scores(b, loc, keyBlock(b, loc, g.keys, first, count), first);
       Value newMax = rowReduce(b, loc, scores, /*max=*/true, m);
       Value probs = expMinusRow(b, loc, scores, newMax);
-      Value blockValues = keyBlock(b, loc, values, first, count);
+      Value blockValues = keyBlock(b, loc, g.values, first, count);
       if (!m) {
         m = newMax;
         l = rowReduce(b, loc, probs, /*max=*/false);
@@ -281,16 +297,12 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
   LogicalResult matchAndRewrite(AttentionGradOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
-    AttentionShape a(op.getQuery(), op.getKey());
-    Value queries = groupRows(b, loc, op.getQuery(), a);
-    Value keys = groupKeys(b, loc, op.getKey());
-    Value values = groupKeys(b, loc, op.getValue());
+    GroupedAttention g(b, loc, op);
+    const AttentionShape &a = g.shape;
     Value output = groupRows(b, loc, op.getOutput(), a);
     Value grad = groupRows(b, loc, op.getGrad(), a);
     Value lse = groupRows(b, loc, op.getLse(), a);
     Value lseGrad = groupRows(b, loc, op.getLseGrad(), a);
-    double scale = op.getScaleValue();
-    int64_t blockSize = op.getKeyBlockValue();
 
     // rowsum(dO * O) - dlse: what each row's probabilities' gradient is
     // measured against (the derivative of the softmax's normalisation).
@@ -304,29 +316,28 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
           return ScalarMath(nb, x).sub(v[0], v[1]);
         });
 
-    RankedTensorType keysType = tensorType(keys);
+    RankedTensorType keysType = tensorType(g.keys);
     Value queryGrad;
     Value keyGrad = tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type());
     Value valueGrad = tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type());
-    for (int64_t first = 0; first < a.keys; first += blockSize) {
-      int64_t count = std::min(blockSize, a.keys - first);
-      Value blockKeys = keyBlock(b, loc, keys, first, count);
-      Value scores =
-          scaledScores(b, loc, queries, blockKeys, first, scale, op.getCausal(), a.queries);
+    for (int64_t first = 0; first < a.keys; first += g.blockSize) {
+      int64_t count = std::min(g.blockSize, a.keys - first);
+      Value blockKeys = keyBlock(b, loc, g.keys, first, count);
+      Value scores = g.scores(b, loc, blockKeys, first);
       Value probs = expMinusRow(b, loc, scores, lse);
       valueGrad =
           insertKeyBlock(b, loc, batchMatmul(b, loc, probs, grad, true, false), valueGrad, first);
       Value probsGrad =
-          batchMatmul(b, loc, grad, keyBlock(b, loc, values, first, count), false, true);
+          batchMatmul(b, loc, grad, keyBlock(b, loc, g.values, first, count), false, true);
       // The gradient of the unscaled scores.
       Value scoresGrad = buildParallel(
           b, loc, tensorType(probs), {probs, probsGrad, center}, fullThenRows(b, 2, 1),
-          [scale](OpBuilder &nb, Location x, ValueRange v) {
+          [scale = g.scale](OpBuilder &nb, Location x, ValueRange v) {
             ScalarMath math(nb, x);
             return math.mul(math.mul(v[0], math.sub(v[1], v[2])), math.constant(v[0], scale));
           });
       queryGrad = batchMatmul(b, loc, scoresGrad, blockKeys, false, false, queryGrad);
-      keyGrad = insertKeyBlock(b, loc, batchMatmul(b, loc, scoresGrad, queries, true, false),
+      keyGrad = insertKeyBlock(b, loc, batchMatmul(b, loc, scoresGrad, g.queries, true, false),
                                keyGrad, first);
     }
     rewriter.replaceOp(op, {ungroupRows(b, loc, queryGrad, op.getQueryGrad().getType(), a),
