@@ -1,6 +1,9 @@
 // A small decoder-only transformer (GPT-2 style): token and positional embeddings,
 // 2 pre-norm blocks of causal multi-head attention (4 heads of 16) and a GELU MLP,
 // a final layer norm, an LM head and cross-entropy on next-token targets.
+// Attention is fsdp.attention: its tiled lowering never holds a row's scores beyond a
+// block of 16 keys (so every row past the 16th crosses a block boundary) and keeps
+// only each row's log-sum-exp for backward.
 // Sizes: vocabulary 256, context 32, width 64, global batch 8 sequences.
 // One FSDP unit per block, plus one for the embeddings and one for the head.
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = full_shard,
@@ -61,11 +64,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = full_shard,
     %b0_v = fsdp.matmul %b0_a, %b0_wv : tensor<8x32x64xf32>, tensor<64x64xf32> -> tensor<8x32x64xf32>
     %b0_v4 = fsdp.reshape %b0_v : tensor<8x32x64xf32> -> tensor<8x32x4x16xf32>
     %b0_vh = fsdp.transpose %b0_v4 [0, 2, 1, 3] : tensor<8x32x4x16xf32> -> tensor<8x4x32x16xf32>
-    %b0_s = fsdp.batch_matmul %b0_qh, %b0_kh transpose_rhs : tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32> -> tensor<8x4x32x32xf32>
-    %b0_ss = fsdp.scale %b0_s by 0.25 : tensor<8x4x32x32xf32>
-    %b0_m = fsdp.causal_mask %b0_ss : tensor<8x4x32x32xf32>
-    %b0_p = fsdp.softmax %b0_m dim 3 : tensor<8x4x32x32xf32>
-    %b0_o = fsdp.batch_matmul %b0_p, %b0_vh : tensor<8x4x32x32xf32>, tensor<8x4x32x16xf32> -> tensor<8x4x32x16xf32>
+    %b0_o, %b0_lse = fsdp.attention %b0_qh, %b0_kh, %b0_vh causal key_block 16 : tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32> -> tensor<8x4x32x16xf32>, tensor<8x4x32xf32>
     %b0_ot = fsdp.transpose %b0_o [0, 2, 1, 3] : tensor<8x4x32x16xf32> -> tensor<8x32x4x16xf32>
     %b0_oc = fsdp.reshape %b0_ot : tensor<8x32x4x16xf32> -> tensor<8x32x64xf32>
     %b0_wo = fsdp.use @h0.attn.wo : tensor<64x64xf32>
@@ -101,11 +100,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = full_shard,
     %b1_v = fsdp.matmul %b1_a, %b1_wv : tensor<8x32x64xf32>, tensor<64x64xf32> -> tensor<8x32x64xf32>
     %b1_v4 = fsdp.reshape %b1_v : tensor<8x32x64xf32> -> tensor<8x32x4x16xf32>
     %b1_vh = fsdp.transpose %b1_v4 [0, 2, 1, 3] : tensor<8x32x4x16xf32> -> tensor<8x4x32x16xf32>
-    %b1_s = fsdp.batch_matmul %b1_qh, %b1_kh transpose_rhs : tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32> -> tensor<8x4x32x32xf32>
-    %b1_ss = fsdp.scale %b1_s by 0.25 : tensor<8x4x32x32xf32>
-    %b1_m = fsdp.causal_mask %b1_ss : tensor<8x4x32x32xf32>
-    %b1_p = fsdp.softmax %b1_m dim 3 : tensor<8x4x32x32xf32>
-    %b1_o = fsdp.batch_matmul %b1_p, %b1_vh : tensor<8x4x32x32xf32>, tensor<8x4x32x16xf32> -> tensor<8x4x32x16xf32>
+    %b1_o, %b1_lse = fsdp.attention %b1_qh, %b1_kh, %b1_vh causal key_block 16 : tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32>, tensor<8x4x32x16xf32> -> tensor<8x4x32x16xf32>, tensor<8x4x32xf32>
     %b1_ot = fsdp.transpose %b1_o [0, 2, 1, 3] : tensor<8x4x32x16xf32> -> tensor<8x32x4x16xf32>
     %b1_oc = fsdp.reshape %b1_ot : tensor<8x32x4x16xf32> -> tensor<8x32x64xf32>
     %b1_wo = fsdp.use @h1.attn.wo : tensor<64x64xf32>

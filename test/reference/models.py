@@ -174,11 +174,7 @@ def gpt_forward(t, inputs):
             proj = t(ops.reshape, proj, (b, T, H, DH))
             heads.append(t(ops.transpose, proj, (0, 2, 1, 3)))     # [B, H, T, DH]
         q, k, v = heads
-        s = t(ops.batch_matmul, q, k, transpose_rhs=True)          # [B, H, T, T]
-        s = t(ops.scale, s, 0.25)
-        s = t(ops.causal_mask, s)
-        pr = t(ops.softmax, s, 3)
-        o = t(ops.batch_matmul, pr, v)                             # [B, H, T, DH]
+        o = t(ops.attention, q, k, v, causal=True, key_block=16)   # [B, H, T, DH]
         o = t(ops.transpose, o, (0, 2, 1, 3))
         o = t(ops.reshape, o, (b, T, D))
         x = t(ops.add, x, t(ops.matmul, o, t.use(p + "attn.wo")), point="add:residual")

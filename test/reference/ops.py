@@ -122,7 +122,7 @@ GELU_C = math.sqrt(2.0 / math.pi)
 
 def gelu(x, prec=EXACT, point="gelu"):
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
-    t = np.tanh(GELU_C * (x + 0.044715 * x ** 3))
+    t = prec.math("tanh", GELU_C * (x + 0.044715 * x ** 3))
     out = 0.5 * x * (1.0 + t)
 
     def vjp(d):  # one gelu_grad op
@@ -132,13 +132,13 @@ def gelu(x, prec=EXACT, point="gelu"):
 
 
 def silu(x, prec=EXACT, point="silu"):
-    s = 1.0 / (1.0 + np.exp(-x))
+    s = 1.0 / (1.0 + prec.math("exp", -x))
     return prec.round(x * s, point), lambda d: (
         prec.round(d * s * (1.0 + x * (1.0 - s)), "silu_grad"),)
 
 
 def tanh(x, prec=EXACT, point="tanh"):
-    y = prec.round(np.tanh(x), point)
+    y = prec.round(prec.math("tanh", x), point)
 
     def vjp(d):
         if not prec.bf16:
@@ -149,16 +149,16 @@ def tanh(x, prec=EXACT, point="tanh"):
 
 
 def exp(x, prec=EXACT, point="exp"):
-    y = prec.round(np.exp(x), point)
+    y = prec.round(prec.math("exp", x), point)
     return y, lambda d: (prec.round(d * y, "mul"),)
 
 
 def softmax(x, dim, prec=EXACT, point="softmax"):
     """exp(x - max) / sum(exp(x - max)) along dim; -inf entries get weight 0. Mixed
     precision: f32 throughout, only the result rounded; softmax_grad reads that result."""
-    e = np.exp(x - x.max(axis=dim, keepdims=True))
-    y = prec.round(e / prec.inner(e.sum(axis=dim, keepdims=True), "softmax.sum"), point)
-    return y, lambda d: (prec.round(y * (d - (d * y).sum(axis=dim, keepdims=True)),
+    e = prec.math("exp", x - x.max(axis=dim, keepdims=True))
+    y = prec.round(e / prec.inner(prec.sum(e, dim, True), "softmax.sum"), point)
+    return y, lambda d: (prec.round(y * (d - prec.sum(d * y, dim, True)),
                                     "softmax_grad"),)
 
 
@@ -168,32 +168,32 @@ def layer_norm(x, gamma, beta, eps=1e-5, prec=EXACT, point="layer_norm"):
     """(x - mean) / sqrt(var + eps) * gamma + beta over the last dim (biased variance).
     Mixed precision: statistics and affine in f32, the result rounded; layer_norm_grad
     recomputes them from x and rounds dx, dgamma and dbeta each once."""
-    mu = x.mean(axis=-1, keepdims=True)
+    mu = prec.mean(x, -1, True)
     xc = x - mu
-    rstd = 1.0 / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + eps)
+    rstd = 1.0 / np.sqrt(prec.mean(xc * xc, -1, True) + eps)
     xhat = xc * rstd
     lead = tuple(range(x.ndim - 1))
 
     def vjp(d):
         dxhat = d * gamma
-        dx = rstd * (dxhat - dxhat.mean(axis=-1, keepdims=True)
-                     - xhat * (dxhat * xhat).mean(axis=-1, keepdims=True))
+        dx = rstd * (dxhat - prec.mean(dxhat, -1, True)
+                     - xhat * prec.mean(dxhat * xhat, -1, True))
         return (prec.round(dx, "layer_norm_grad"),
-                prec.round((d * xhat).sum(axis=lead), "layer_norm_grad"),
-                prec.round(d.sum(axis=lead), "layer_norm_grad"))
+                prec.round(prec.sum(d * xhat, lead), "layer_norm_grad"),
+                prec.round(prec.sum(d, lead), "layer_norm_grad"))
     return prec.round(xhat * gamma + beta, point), vjp
 
 
 def rms_norm(x, gamma, eps=1e-5, prec=EXACT, point="rms_norm"):
     """x / sqrt(mean(x^2) + eps) * gamma over the last dim."""
-    r = 1.0 / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+    r = 1.0 / np.sqrt(prec.mean(x * x, -1, True) + eps)
     lead = tuple(range(x.ndim - 1))
 
     def vjp(d):
         dxn = d * gamma
-        dx = r * dxn - x * r ** 3 * (dxn * x).mean(axis=-1, keepdims=True)
+        dx = r * dxn - x * r ** 3 * prec.mean(dxn * x, -1, True)
         return (prec.round(dx, "rms_norm_grad"),
-                prec.round((d * x * r).sum(axis=lead), "rms_norm_grad"))
+                prec.round(prec.sum(d * x * r, lead), "rms_norm_grad"))
     return prec.round(x * r * gamma, point), vjp
 
 
@@ -205,6 +205,74 @@ def causal_mask(x, prec=EXACT, point="causal_mask"):
     t = x.shape[-1]
     keep = np.tril(np.ones((t, t), dtype=bool))
     return prec.round(np.where(keep, x, -np.inf), point), lambda d: (np.where(keep, d, 0.0),)
+
+
+def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
+              point="attention"):
+    """fsdp.attention's output: softmax(scale q k^T [+ causal mask]) v per head, with
+    q [B, Hq, T, D] and k, v [B, Hkv, S, D], query head h reading key head h // (Hq / Hkv);
+    `causal` (T = S) keeps key j for query i when j <= i. Mixed precision: f32
+    throughout, only the output rounded (its f32 log-sum-exp is not an output here).
+
+    `key_block` computes it as the compiled lowering does (AttentionPatterns.cpp): keys
+    one block at a time, an online softmax (running row maximum m and sum l, the output
+    so far rescaled by exp(m_old - m_new)), lse = m + log l. In float64 that is the
+    one-pass value up to roundoff; in float32 (the calibrations, teacher.py) it sums in
+    the trainer's order.
+
+    The vjp is attention_grad's: the probabilities recomputed from the log-sum-exp,
+    dS = P (dP - rowsum(dO * O)) with O the rounded output the gradient op reads, and the
+    three gradients rounded once each (the query gradient summed over the key blocks)."""
+    b, hq, t, d = q.shape
+    hkv, s = k.shape[1], k.shape[2]
+    g = hq // hkv
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    block = s if key_block is None else key_block
+    if causal:
+        assert s == t, "causal attention needs as many keys as queries"
+    # Query heads of one key head as rows: [B, Hkv, G * T, D] (the heads are contiguous).
+    Q = q.reshape(b, hkv, g * t, d)
+    row_pos = np.tile(np.arange(t), g)[:, None]
+
+    def scores(first):
+        """Keys [first, first + block): scaled, -inf where causality hides the key."""
+        kb = k[:, :, first:first + block]
+        S = prec.matmul(Q, _swap(kb)) * scale
+        if causal:
+            S = np.where(first + np.arange(kb.shape[2])[None, :] <= row_pos, S, -np.inf)
+        return S
+
+    m = l = acc = None
+    for first in range(0, s, block):
+        S = scores(first)
+        new_max = S.max(axis=-1, keepdims=True) if m is None else np.maximum(
+            m, S.max(axis=-1, keepdims=True))
+        P = prec.math("exp", S - new_max)
+        pv = prec.matmul(P, v[:, :, first:first + block])
+        if m is None:
+            l, acc = prec.sum(P, -1, True), pv
+        else:
+            rescale = prec.math("exp", m - new_max)
+            l = l * rescale + prec.sum(P, -1, True)
+            acc = acc * rescale + pv
+        m = new_max
+    lse = prec.inner(m + prec.math("log", l), "attention.lse")
+    o = prec.round(acc / l, point)                            # [B, Hkv, G * T, D]
+
+    def vjp(dout):
+        dO = dout.reshape(b, hkv, g * t, d)
+        center = prec.sum(dO * o, -1, True)
+        dq, dk, dv = 0.0, [], []
+        for first in range(0, s, block):
+            P = prec.math("exp", scores(first) - lse)
+            dS = P * (prec.matmul(dO, _swap(v[:, :, first:first + block])) - center) * scale
+            dq = dq + prec.matmul(dS, k[:, :, first:first + block])
+            dk.append(prec.matmul(_swap(dS), Q))
+            dv.append(prec.matmul(_swap(P), dO))
+        return (prec.round(dq, "attention_grad").reshape(q.shape),
+                prec.round(np.concatenate(dk, axis=2), "attention_grad"),
+                prec.round(np.concatenate(dv, axis=2), "attention_grad"))
+    return o.reshape(q.shape), vjp
 
 
 def embedding(table, indices, prec=EXACT, point="embedding"):
@@ -267,10 +335,10 @@ def cross_entropy(logits, targets, prec=EXACT):
     if t.min() < 0 or t.max() >= c:
         raise IndexError("cross_entropy target outside [0, %d)" % c)
     m = z.max(axis=1, keepdims=True)
-    e = np.exp(z - m)
-    s = e.sum(axis=1, keepdims=True)
+    e = prec.math("exp", z - m)
+    s = prec.sum(e, 1, True)
     rows = np.arange(z.shape[0])
-    loss = np.mean(np.log(s[:, 0]) + m[:, 0] - z[rows, t])
+    loss = np.mean(prec.math("log", s[:, 0]) + m[:, 0] - z[rows, t])
 
     def vjp(d):
         g = e / s

@@ -95,7 +95,7 @@ TINY = 2.0 ** -126  # below the smallest normal float32, an error is lost in und
 CASCADE = 1.5
 FLIPS = 64
 FLOOR = U_BF16 / 16
-CALIBRATIONS = 3
+CALIBRATIONS = 6
 # A ReLU input z = bf16(bf16(h w) + b) of the trainer may differ from the reference's by
 # an ulp of h w (its rounding flipped: 2u |h| |w|) and by the flips of h (2u |h| |w|),
 # plus float32's gamma(785): within that of 0, its slope may differ.
