@@ -85,11 +85,12 @@ TINY = 2.0 ** -126  # below the smallest normal float32, an error is lost in und
 # the MLP; a moved rounding point (up to half an ulp on every element of one op, carried
 # by the same cascade) at 1.4 to 4 times that on GPT. No a-priori bound separates the
 # two; the reference measures the cascade instead: the same step computed in float32
-# arithmetic (Precision.calibration), in CALIBRATIONS orders of the products (one run can
-# miss the early flip that starts a cascade and land 7 times closer). The trainer is
-# another float32 computation: another order of the same sums. Over 100+ states
-# (BLAS, blocked and sequential loop orders) its distance is 0.66 to 1.24 times the
-# largest calibration's: CASCADE = 1.5. Below FLOOR (u / 16 relative L2) a handful of
+# arithmetic (Precision.calibration), CALIBRATIONS times: three orders of the products,
+# and the same with the other sums added as loops do and exp, log and tanh moved within
+# the trainer's approximation error (one run can miss the early flip that starts a
+# cascade and land 7 times closer). The trainer is another float32 computation: another
+# order of the same sums. Over 100+ states (BLAS, blocked and sequential loop orders) its
+# distance is 0.66 to 1.24 times the largest calibration's: CASCADE = 1.5. Below FLOOR (u / 16 relative L2) a handful of
 # elements are an ulp off, which one early flip in any order produces. Per parameter,
 # FLIPS more elements than the calibrations' one ulp (2u |g|) off are allowed.
 CASCADE = 1.5
