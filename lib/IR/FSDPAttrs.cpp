@@ -231,7 +231,8 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                OptimizerAttrInterface optimizer, DType, DType,
                                APFloat clipGradNorm, int64_t prefetch,
                                int64_t maxInflightGathers, RematPolicy remat,
-                               int64_t rematEvery, ArrayAttr rematUnits, UnitPolicy units,
+                               int64_t rematEvery, ArrayAttr rematUnits,
+                               int64_t microBatches, Accumulation accumulate, UnitPolicy units,
                                int64_t minUnitParams) {
   if (grid.empty() || grid.size() > 2)
     return emitError() << "grid must be [shard] or [replicate, shard], got "
@@ -281,6 +282,11 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
         return emitError() << "remat_units names unit \"" << text.getValue() << "\" twice";
     }
   }
+  if (microBatches < 1)
+    return emitError() << "micro_batches must be at least 1, got " << microBatches;
+  if (accumulate == Accumulation::NoSync && microBatches == 1)
+    return emitError() << "accumulate = no_sync needs micro_batches > 1 (one micro-batch has "
+                          "nothing to accumulate)";
   if (units == UnitPolicy::AutoWrap && minUnitParams < 1)
     return emitError() << "units = auto_wrap needs min_unit_params >= 1";
   if (units == UnitPolicy::Explicit && minUnitParams != 0)
@@ -293,7 +299,8 @@ PlanAttr PlanAttr::withGrid(ArrayRef<int64_t> grid,
   return PlanAttr::getChecked(emitError, getContext(), grid, getStrategy(), getOptimizer(),
                               getParamDtype(), getReduceDtype(), getClipGradNorm(),
                               getPrefetch(), getMaxInflightGathers(), getRemat(),
-                              getRematEvery(), getRematUnits(), getUnits(), getMinUnitParams());
+                              getRematEvery(), getRematUnits(), getMicroBatches(),
+                              getAccumulate(), getUnits(), getMinUnitParams());
 }
 
 int64_t PlanAttr::getWorldSize() const {

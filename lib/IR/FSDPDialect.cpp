@@ -7,6 +7,7 @@
 #include "fsdp/IR/FSDPOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
@@ -35,6 +36,12 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
   if (name == getRecomputeAttrName()) {
     if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attribute.getValue()))
       return op->emitError() << "'" << name << "' is a dictionary on the module";
+    return success();
+  }
+  if (name == getMicroBatchesAttrName()) {
+    auto count = dyn_cast<IntegerAttr>(attribute.getValue());
+    if (!isa<FunctionOpInterface>(op) || !count || count.getInt() < 1)
+      return op->emitError() << "'" << name << "' is a positive integer on a function";
     return success();
   }
   if (name != getPlanAttrName())

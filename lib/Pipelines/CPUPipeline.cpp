@@ -43,6 +43,7 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory) 
   pm.addPass(createFSDPRematPass());
   pm.addPass(createFSDPInsertCollectivesPass());
   pm.addPass(createFSDPLowerPrecisionPass());
+  pm.addPass(createFSDPAccumulateMicroBatchesPass());
   pm.addPass(createConvertFSDPToRuntimePass());
   pm.addPass(createConvertFSDPToLinalgPass());
   pm.addPass(createFSDPFuseElementwisePass());

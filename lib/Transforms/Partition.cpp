@@ -3,7 +3,10 @@
 // The two layout decisions of data parallelism, made once on the model:
 // where each parameter lives in its unit's flat sharded buffer (from
 // ShardingLayout, which fsdp-report reads too), and which rows of the batch a
-// rank computes (every rank a contiguous block of batch / ranks rows).
+// rank computes (every rank a contiguous block of batch / ranks rows). With
+// micro-batches the step is typed for one micro-batch of a rank, batch /
+// (ranks x micro_batches) rows: fsdp-accumulate-micro-batches runs it once
+// per micro-batch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,16 +26,20 @@ using namespace mlir::fsdp;
 namespace {
 
 /// Re-derives the types of a function's ops after its inputs lost all but
-/// 1/ranks of their rows. A value derived from an input keeps the batch in
+/// 1/parts of their rows (parts: ranks x micro-batches). A value derived from an input keeps the batch in
 /// dimension 0, which is what lets reshapes and broadcasts be re-typed.
 class BatchSplitter {
 public:
-  BatchSplitter(int64_t ranks) : ranks(ranks) {}
+  BatchSplitter(int64_t ranks, int64_t microBatches)
+      : parts(ranks * microBatches),
+        across(std::to_string(ranks) + (ranks == 1 ? " rank" : " ranks") +
+               (microBatches > 1 ? " x " + std::to_string(microBatches) + " micro-batches"
+                                 : std::string())) {}
 
   LogicalResult split(func::FuncOp function);
 
 private:
-  /// The type with dimension 0 divided by the ranks, or an error at `loc`.
+  /// The type with dimension 0 divided by the parts, or an error at `loc`.
   FailureOr<RankedTensorType> splitType(Location loc, Type type, StringRef what);
   LogicalResult retype(Operation &op);
   void setType(Value value, Type type) {
@@ -44,7 +51,10 @@ private:
   /// (a reduction over the batch gives per-rank partial values instead).
   bool isBatched(Value value) { return originalType(value) != value.getType(); }
 
-  int64_t ranks;
+  int64_t parts;
+  /// What the batch is split across, for diagnostics: "4 ranks" or "4 ranks
+  /// x 2 micro-batches".
+  std::string across;
   llvm::DenseMap<Value, Type> originalTypes;
 };
 
@@ -52,14 +62,14 @@ FailureOr<RankedTensorType> BatchSplitter::splitType(Location loc, Type type,
                                                      StringRef what) {
   auto tensor = llvm::dyn_cast<RankedTensorType>(type);
   if (!tensor || tensor.getRank() == 0)
-    return emitError(loc) << what << " has no batch dimension to split across " << ranks
-                          << " ranks: " << type;
+    return emitError(loc) << what << " has no batch dimension to split across " << across
+                          << ": " << type;
   int64_t rows = tensor.getDimSize(0);
-  if (rows % ranks != 0)
+  if (rows % parts != 0)
     return emitError(loc) << what << " " << type << ": the batch of " << rows
-                          << " does not split evenly across " << ranks << " ranks";
+                          << " does not split evenly across " << across;
   SmallVector<int64_t> shape(tensor.getShape());
-  shape[0] = rows / ranks;
+  shape[0] = rows / parts;
   return tensor.clone(shape);
 }
 
@@ -68,14 +78,14 @@ LogicalResult BatchSplitter::retype(Operation &op) {
                                                    transpose.getPermutation()[0] != 0)
     return op.emitError("moves the batch dimension away from dimension 0; the batch "
                         "cannot be split across ")
-           << ranks << " ranks";
+           << across;
   if (auto infer = llvm::dyn_cast<InferTypeOpInterface>(op)) {
     SmallVector<Type> types;
     if (failed(infer.inferReturnTypes(op.getContext(), op.getLoc(), op.getOperands(),
                                       op.getRawDictionaryAttrs(), op.getPropertiesStorage(),
                                       op.getRegions(), types)))
       return op.emitError("cannot compute this op on a part of the batch (split across ")
-             << ranks << " ranks)";
+             << across << ")";
     for (auto [result, type] : llvm::zip_equal(op.getResults(), types))
       setType(result, type);
     // NumPy broadcasting would silently stretch a part of the batch against
@@ -88,7 +98,7 @@ LogicalResult BatchSplitter::retype(Operation &op) {
             type.getDimSize(0) != result.getDimSize(0))
           return op.emitError("combines a part of the batch (")
                  << type << ") with a value of the global batch size; the batch "
-                 << "cannot be split across " << ranks << " ranks";
+                 << "cannot be split across " << across;
       }
     }
     return success();
@@ -102,7 +112,7 @@ LogicalResult BatchSplitter::retype(Operation &op) {
     if (isa<BroadcastOp>(op) && inputType.getRank() != resultType.getRank())
       return op.emitError("broadcasting adds leading dimensions in front of the batch "
                           "dimension; the batch cannot be split across ")
-             << ranks << " ranks";
+             << across;
     FailureOr<RankedTensorType> type = splitType(op.getLoc(), resultType, "the result");
     if (failed(type))
       return failure();
@@ -118,7 +128,7 @@ LogicalResult BatchSplitter::retype(Operation &op) {
   }
   return op.emitError("cannot tell how this op's result depends on the batch, which "
                       "is split across ")
-         << ranks << " ranks";
+         << across;
 }
 
 LogicalResult BatchSplitter::split(func::FuncOp function) {
@@ -173,8 +183,9 @@ struct FSDPPartitionPass : public fsdp::impl::FSDPPartitionPassBase<FSDPPartitio
                        "loss");
       return signalPassFailure();
     }
-    int64_t ranks = layout->plan.getWorldSize();
-    if (ranks > 1 && failed(BatchSplitter(ranks).split(functions.front())))
+    int64_t ranks = layout->plan.getWorldSize(), microBatches = layout->plan.getMicroBatches();
+    if (ranks * microBatches > 1 &&
+        failed(BatchSplitter(ranks, microBatches).split(functions.front())))
       signalPassFailure();
   }
 };

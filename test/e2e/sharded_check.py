@@ -7,6 +7,7 @@ test/reference/teacher.py), on one data file.
     sharded_check.py --fsdpc FSDPC --model mlp|gpt --work DIR [--steps 20]
                      [--cases CASE[,CASE...]] [--data-seed S] [--jobs J]
                      [--param-dtype f32|bf16] [--reduce-dtype f32|bf16]
+                     [--micro-batches K] [--accumulate reduce_scatter|no_sync]
 
 A case is STRATEGY:N (full_shard, shard_grad_op or no_shard on a grid [N]) or
 hybrid_shard:RxS (grid [R, S] on R*S ranks); by default every strategy with N = 1, 2
@@ -18,7 +19,9 @@ examples/<model>.mlir, the grid with fsdpc --grid. For each case:
     state, so the number of ranks (another order of the sums) changes nothing; with
     --param-dtype bf16 (mixed precision, the dtypes written into the plan) the reference
     rounds where docs/MixedPrecision.md says, each rank on its rows, and reduces in
-    --reduce-dtype as the strategy's collectives do;
+    --reduce-dtype as the strategy's collectives do; with --micro-batches K (written
+    into the plan with --accumulate) each rank's rows run as K micro-batches, and the
+    float64 reference is still the whole batch's step (float32 mode only);
   - --dump-params (gathered by the other path) equals the trace's last parameters;
   - the arena record (last line of --log-json) has a high-water mark for every rank,
     each equal to the planned peak.
@@ -136,7 +139,14 @@ def main():
                         help="the plan's param_dtype (bf16: mixed precision)")
     parser.add_argument("--reduce-dtype", choices=["f32", "bf16"], default="f32",
                         help="the plan's reduce_dtype")
+    parser.add_argument("--micro-batches", type=int, default=1,
+                        help="the plan's micro_batches")
+    parser.add_argument("--accumulate", choices=["reduce_scatter", "no_sync"],
+                        default="reduce_scatter", help="the plan's accumulate")
     args = parser.parse_args()
+    if args.micro_batches > 1 and args.param_dtype != "f32":
+        parser.error("--micro-batches is checked in float32 only (the bf16 reference "
+                     "rounds per rank, not per micro-batch)")
     cases = [parse_case(c) for c in args.cases.split(",")]
     os.makedirs(args.work, exist_ok=True)
     path = lambda name: os.path.join(args.work, name)  # noqa: E731
@@ -150,6 +160,9 @@ def main():
         dtypes = "".join(f"{field} = {value}, " for field, value in (
             ("param_dtype", args.param_dtype), ("reduce_dtype", args.reduce_dtype))
             if value != "f32")
+        if args.micro_batches > 1:
+            dtypes += (f"micro_batches = {args.micro_batches}, "
+                       f"accumulate = {args.accumulate}, ")
         copy = with_strategy(text, strategy, grid, dtypes)
         tag = f"{strategy}-{'x'.join(map(str, grid))}"
         if (copy, tuple(grid)) not in jobs:
@@ -186,6 +199,8 @@ def main():
         sys.exit(f"FAILED ({len(failures)} checks, {elapsed:.0f} s):\n" + "\n".join(failures))
     mode = "" if args.param_dtype == "f32" and args.reduce_dtype == "f32" else (
         f" (param_dtype {args.param_dtype}, reduce_dtype {args.reduce_dtype})")
+    if args.micro_batches > 1:
+        mode += f" ({args.micro_batches} micro-batches, accumulate {args.accumulate})"
     print(f"PASS: {args.model}{mode}, {len(cases)} sharded runs, each of {args.steps} steps "
           f"matches the float64 reference from the trainer's state ({elapsed:.0f} s)")
 

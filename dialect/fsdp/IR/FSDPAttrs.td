@@ -82,6 +82,14 @@ def FSDP_RematPolicy : I32EnumAttr<"RematPolicy", "activation recompute policy",
   let genSpecializedAttr = 0;
 }
 
+def FSDP_Accumulation : I32EnumAttr<"Accumulation",
+    "how the gradients of micro-batches are accumulated", [
+    I32EnumAttrCase<"ReduceScatter", 0, "reduce_scatter">,
+    I32EnumAttrCase<"NoSync", 1, "no_sync">]> {
+  let cppNamespace = "::mlir::fsdp";
+  let genSpecializedAttr = 0;
+}
+
 def FSDP_UnitPolicy : I32EnumAttr<"UnitPolicy", "how parameters form FSDP units", [
     I32EnumAttrCase<"Explicit", 0, "explicit">,
     I32EnumAttrCase<"AutoWrap", 1, "auto_wrap">]> {
@@ -264,6 +272,8 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     | `remat` | activation recompute (`fsdp-remat`): `none`; `unit` (keep only what each unit's part of the forward pass hands to the rest, recompute the rest in backward); `selective` (keep the outputs of matrix products too, recompute the cheap ops) | `none` |
     | `remat_every` | recompute every k-th unit of the forward pass (the 1st, the (k+1)-th, ...; 1: all) | `1` |
     | `remat_units` | recompute only these units, e.g. `["block0", "block2"]` (instead of `remat_every`) | all |
+    | `micro_batches` | the step runs its batch (per rank) as this many micro-batches, one forward and backward each, and updates once with their mean gradient (`fsdp-accumulate-micro-batches`) | `1` |
+    | `accumulate` | with micro-batches: `reduce_scatter` (each micro-batch's gradient is reduced at once and summed into an f32 shard: least memory) or `no_sync` (the unsharded flat gradients are summed in `reduce_dtype` and reduced once: less traffic) | `reduce_scatter` |
     | `units` | `explicit` (the `unit` of each param) or `auto_wrap` (group params in declaration order until `min_unit_params`) | `explicit` |
     | `min_unit_params` | parameter count that closes an auto-wrapped unit (`auto_wrap` only) | `0` |
 
@@ -286,6 +296,8 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     DefaultEnumParameter<FSDP_RematPolicy, "None">:$remat,
     DefaultI64Parameter<"1", "recompute every k-th unit">:$remat_every,
     OptionalParameter<"::mlir::ArrayAttr", "the units to recompute">:$remat_units,
+    DefaultI64Parameter<"1", "micro-batches per step">:$micro_batches,
+    DefaultEnumParameter<FSDP_Accumulation, "ReduceScatter">:$accumulate,
     DefaultEnumParameter<FSDP_UnitPolicy, "Explicit">:$units,
     DefaultI64Parameter<"0", "auto-wrap threshold">:$min_unit_params
   );

@@ -220,6 +220,50 @@ def FSDPLowerPrecisionPass : Pass<"fsdp-lower-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def FSDPAccumulateMicroBatchesPass
+    : Pass<"fsdp-accumulate-micro-batches", "::mlir::ModuleOp"> {
+  let summary = "Runs the step's forward and backward once per micro-batch (the plan's "
+                "micro_batches)";
+  let description = [{
+    Runs on `@train_step` after `fsdp-lower-precision`; with
+    `micro_batches = 1` (the default) it changes nothing. `fsdp-partition`
+    typed the step for one micro-batch of a rank (batch / (ranks x k) rows);
+    this pass gives the step k copies of its inputs, one per micro-batch (in
+    order: all inputs of micro-batch 0, then of micro-batch 1, ...), and runs
+    everything but the optimizer's part (the clip coefficient and the
+    updates) once per micro-batch, on that micro-batch's inputs: the units
+    are gathered again for each, and each micro-batch's activations are freed
+    before the next one starts. The update reads the mean of the k gradients,
+    the step returns the mean of the k losses (micro-batches are equal, so
+    this is the gradient and loss of the whole batch). How the gradients add
+    up is the plan's `accumulate`:
+
+    - `reduce_scatter` (the default, least memory): each micro-batch's
+      gradient is reduced as before and its shard, in the unit's type (f32),
+      is added to the sum so far: one shard per unit lives across the
+      micro-batches, the collectives run k times;
+    - `no_sync` (PyTorch FSDP's `no_sync()` for all but the last
+      micro-batch): the unsharded flat gradients are added in `reduce_dtype`,
+      and only the sum is reduced, once, as soon as the last micro-batch's
+      flat gradient exists: one collective per unit per step, one whole flat
+      gradient per unit lives across the micro-batches.
+
+    The step is marked `fsdp.micro_batches = k` (convert-fsdp-to-runtime lays
+    each input's k micro-batches out one after the other, as the rank's rows
+    of the batch), and what `fsdp-remat` recorded is multiplied by k.
+
+    ```mlir
+    // micro_batches = 2, accumulate = reduce_scatter
+    %g0 = fsdp.reduce_scatter %f0 avg : tensor<200960xf32> -> tensor<100480xf32>
+    ...                                   // micro-batch 1's forward and backward
+    %g1 = fsdp.reduce_scatter %f1 avg : tensor<200960xf32> -> tensor<100480xf32>
+    %s = fsdp.add %g0, %g1 : tensor<100480xf32>, tensor<100480xf32> -> tensor<100480xf32>
+    %g = fsdp.scale %s by 0.5 : tensor<100480xf32>
+    fsdp.update @fc1, %g step %step lr %lr {optimizer = ...} : tensor<100480xf32>
+    ```
+  }];
+}
+
 def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
   let summary = "Prints each rank's memory and collective traffic of the plan";
   let description = [{

@@ -32,7 +32,7 @@ struct Allocator {
 };
 } // namespace
 
-ArenaLayout ArenaLayout::build(ModuleOp module, func::FuncOp step, unsigned numInputs,
+ArenaLayout ArenaLayout::build(ModuleOp module, ArrayRef<RankedTensorType> inputs,
                                OptimizerAttrInterface optimizer) {
   ArenaLayout layout;
   Allocator arena;
@@ -54,9 +54,8 @@ ArenaLayout ArenaLayout::build(ModuleOp module, func::FuncOp step, unsigned numI
     if (regions.trainable)
       for (StringRef slot : optimizer.getStateSlots())
         regions.state.push_back({slot, arena.take(tensorBytes(regions.unit.getShardType()))});
-  for (unsigned i = 0; i < numInputs; ++i)
-    layout.inputs.push_back(arena.take(
-        tensorBytes(llvm::cast<RankedTensorType>(step.getArgumentTypes()[i]))));
+  for (RankedTensorType input : inputs)
+    layout.inputs.push_back(arena.take(tensorBytes(input)));
   layout.persistentBytes = llvm::alignTo(arena.end, kAlignment);
   return layout;
 }

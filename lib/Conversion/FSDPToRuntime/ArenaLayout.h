@@ -41,8 +41,9 @@ struct ArenaLayout {
   SmallVector<ArenaRegion> inputs;
   int64_t persistentBytes = 0;
 
-  /// Lays out the module's units and the tensor inputs of `step`.
-  static ArenaLayout build(ModuleOp module, func::FuncOp step, unsigned numInputs,
+  /// Lays out the module's units and the step's inputs (a rank's rows of
+  /// each: all its micro-batches, one after the other).
+  static ArenaLayout build(ModuleOp module, ArrayRef<RankedTensorType> inputs,
                            OptimizerAttrInterface optimizer);
 
   const UnitRegions &of(StringRef unit) const;

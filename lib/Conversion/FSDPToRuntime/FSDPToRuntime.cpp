@@ -52,21 +52,36 @@ LogicalResult verifyBatchDims(func::FuncOp step, ArrayRef<RankedTensorType> inpu
 LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
                                                 func::FuncOp step) {
   MLIRContext *ctx = module.getContext();
-  // The step's last two arguments are the step number and the learning rate.
-  unsigned numInputs = step.getNumArguments() - 2;
-  SmallVector<RankedTensorType> inputTypes;
-  for (Type type : step.getArgumentTypes().take_front(numInputs))
-    inputTypes.push_back(llvm::cast<RankedTensorType>(type));
+  // The step's last two arguments are the step number and the learning rate;
+  // before them, each micro-batch's inputs (fsdp-accumulate-micro-batches).
+  int64_t microBatches = 1;
+  if (auto count = step->getAttrOfType<IntegerAttr>(FSDPDialect::getMicroBatchesAttrName()))
+    microBatches = count.getInt();
+  if (microBatches != plan.getMicroBatches())
+    return step.emitError("the plan asks for ")
+           << plan.getMicroBatches() << " micro-batches, but the step runs " << microBatches
+           << "; run fsdp-accumulate-micro-batches first";
+  unsigned numArgs = step.getNumArguments() - 2;
+  if (numArgs % microBatches != 0)
+    return step.emitError("a step of ") << microBatches << " micro-batches has "
+                                        << numArgs << " inputs";
+  unsigned numInputs = numArgs / microBatches;
+  SmallVector<RankedTensorType> inputTypes, rankTypes;
+  for (Type type : step.getArgumentTypes().take_front(numInputs)) {
+    auto microBatch = llvm::cast<RankedTensorType>(type);
+    inputTypes.push_back(microBatch);
+    // The rank's rows: its micro-batches one after the other.
+    SmallVector<int64_t> shape(microBatch.getShape());
+    if (!shape.empty())
+      shape[0] *= microBatches;
+    rankTypes.push_back(microBatch.clone(shape));
+  }
   if (failed(verifyBatchDims(step, inputTypes)))
     return failure();
-  for (ParamOp param : module.getOps<ParamOp>())
-    if (!param.getTensorType().getElementType().isF32())
-      return param.emitError("the CPU target supports f32 parameters only");
-
   FailureOr<SmallVector<InputRole>> roles = findInputRoles(step, numInputs);
   if (failed(roles))
     return failure();
-  ArenaLayout layout = ArenaLayout::build(module, step, numInputs, plan.getOptimizer());
+  ArenaLayout layout = ArenaLayout::build(module, rankTypes, plan.getOptimizer());
 
   // The new signature: (arena, step, lr) -> f32.
   Block &body = step.getBody().front();
@@ -78,10 +93,13 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   int64_t prefetch = std::max<int64_t>(
       0, std::min<int64_t>(plan.getPrefetch(), plan.getMaxInflightGathers()));
   StepLowering lowering(module, layout, arena, body, prefetch);
-  for (unsigned i = 0; i < numInputs; ++i)
-    body.getArgument(1 + i).replaceAllUsesWith(
-        lowering.tensor(loc, arena, layout.inputs[i].offset, inputTypes[i]));
-  if (failed(lowering.lower(body.getArgument(1 + numInputs), body.getArgument(2 + numInputs))))
+  for (int64_t m = 0; m < microBatches; ++m)
+    for (unsigned i = 0; i < numInputs; ++i)
+      body.getArgument(1 + m * numInputs + i)
+          .replaceAllUsesWith(lowering.tensor(
+              loc, arena, layout.inputs[i].offset + m * tensorBytes(inputTypes[i]),
+              inputTypes[i]));
+  if (failed(lowering.lower(body.getArgument(1 + numArgs), body.getArgument(2 + numArgs))))
     return failure();
 
   OpBuilder b(ctx);
@@ -91,14 +109,15 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   if (!loss.getType().isF32())
     return step.emitError("the CPU target needs an f32 loss");
   ret->setOperands(loss);
-  body.eraseArguments(1, numInputs);
+  body.eraseArguments(1, numArgs);
+  step->removeAttr(FSDPDialect::getMicroBatchesAttrName());
   step.setFunctionType(FunctionType::get(
       ctx, body.getArgumentTypes(), TypeRange{Float32Type::get(ctx)}));
   step.setName(kStepFunction);
 
   // The manifest, NUL-terminated for the C runtime.
   std::string manifest =
-      buildManifest(plan, layout, inputTypes, *roles,
+      buildManifest(plan, layout, rankTypes, *roles,
                     module->getAttrOfType<DictionaryAttr>(FSDPDialect::getRecomputeAttrName()));
   manifest.push_back('\0');
   b.setInsertionPointToStart(module.getBody());

@@ -27,6 +27,18 @@ static RuntimeDType runtimeDType(Type element) {
   return element.isBF16() ? RuntimeDType::BF16 : RuntimeDType::F32;
 }
 
+/// Whether a flat or reduced gradient may be written into its unit's gradient
+/// shard: not when the mean over micro-batches reads it
+/// (fsdp-accumulate-micro-batches), as the next micro-batch's gradient is
+/// written there before the sum is taken.
+static bool isStepGradient(Value gradient) {
+  return llvm::all_of(gradient.getUsers(), [](Operation *user) {
+    if (isa<AllReduceOp>(user))
+      return isStepGradient(user->getResult(0));
+    return !isa<AddOp, ScaleOp>(user);
+  });
+}
+
 Value StepLowering::allocBytes(Location loc, int64_t size, StringRef kind) {
   auto alloc = memref::AllocOp::create(b, loc, MemRefType::get({size}, b.getI8Type()),
                                        b.getI64IntegerAttr(ArenaLayout::kAlignment));
@@ -150,7 +162,8 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
   Type elementType = flatType.getElementType();
   // With one shard the flat gradient is the gradient shard: write it there
   // (fsdp-lower-precision keeps it in the shard's type then).
-  bool inShard = unit.getRanks() == 1 && elementType == unit.getElementType();
+  bool inShard = unit.getRanks() == 1 && elementType == unit.getElementType() &&
+                 isStepGradient(flatten.getResult());
   // The reduce-scatter of the previous unit's flat gradient completes (and
   // frees it) before this one is allocated: one flat gradient at a time.
   waitBefore(pendingReduceScatter, flatten);
@@ -181,20 +194,37 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
 
 LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
   Location loc = reduce.getLoc();
-  StringRef unit = flatUnits.lookup(reduce.getInput());
+  // A flat gradient, or the sum of the micro-batches' flat gradients
+  // (fsdp-accumulate-micro-batches, accumulate = no_sync): the sum is
+  // computed into a flat gradient buffer of its own.
+  Value input = reduce.getInput();
+  Value flat = input;
+  while (auto sum = flat.getDefiningOp<AddOp>())
+    flat = sum.getLhs();
+  StringRef unit = flatUnits.lookup(flat);
   if (unit.empty())
     return reduce.emitOpError("reduces a value no fsdp.flatten produced; the CPU target "
                               "reduce-scatters flat gradients only");
+  Value inputBytes = buffers.lookup(input);
+  if (!inputBytes) {
+    auto inputType = llvm::cast<RankedTensorType>(input.getType());
+    inputBytes = allocBytes(loc, tensorBytes(inputType), kGradientKind);
+    bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, input,
+        view(loc, inputBytes, 0, inputType.getShape(), inputType.getElementType()),
+        /*restrict=*/true, /*writable=*/true);
+  }
   const UnitRegions &regions = layout.of(unit);
   RankedTensorType type = reduce.getType();
   // Into the gradient shard, unless it is reduced in another type than the
   // shard's (mixed precision): then fsdp.convert widens it there later.
-  bool intoShard = type.getElementType() == unitOf(unit).getElementType();
+  bool intoShard = type.getElementType() == unitOf(unit).getElementType() &&
+                   isStepGradient(reduce.getResult());
   Value shard = intoShard ? arenaBytes(loc, regions.grads)
                           : allocBytes(loc, tensorBytes(type), kCollectiveKind);
   Value handle =
       start(loc, kReduceScatterStart,
-            {bufferAddress(b, loc, buffers.lookup(reduce.getInput())), bufferAddress(b, loc, shard),
+            {bufferAddress(b, loc, inputBytes), bufferAddress(b, loc, shard),
              i64Constant(b, loc, type.getNumElements()),
              i32Constant(b, loc, static_cast<int64_t>(runtimeDType(type.getElementType()))),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
