@@ -48,7 +48,10 @@ FailureOr<GradientChain> findChain(UpdateOp update) {
       chain.flatten = flatten;
       return chain;
     }
-    if (!isa<ReduceScatterOp, AllReduceOp, ConvertOp>(op) || !value.hasOneUse())
+    // What the update reads may be read by the clip coefficient too; the
+    // values before it, by the next op of the chain only.
+    if (!isa<ReduceScatterOp, AllReduceOp, ConvertOp>(op) ||
+        (value != chain.shard && !value.hasOneUse()))
       break;
     if (!isa<ConvertOp>(op))
       chain.firstCollective = op;

@@ -15,7 +15,7 @@
 // GPT: fsdp.param @h1.attn.wq unit "block1"
 // GPT: fsdp.param @lm_head unit "head"
 // GPT: fsdp.embedding
-// GPT-COUNT-2: fsdp.causal_mask
+// GPT-COUNT-2: fsdp.attention %{{.+}} causal key_block 16
 // GPT: fsdp.cross_entropy
 
 // The Llama-2-70B example verifies and is exactly what its generator writes.
