@@ -2,6 +2,7 @@
 
 #include "fsdp/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -15,12 +16,21 @@ using namespace mlir;
 
 namespace {
 
-/// Fusing a producer with several uses recomputes it inside the consumer,
-/// which then reads the producer's inputs. That must not keep an input alive
-/// longer than it already is: a parameter gathered for the forward pass must
-/// not be read again in backward through a fused recomputation.
+/// Fusing moves the producer's computation to the consumer, which then reads
+/// the producer's inputs. That must not keep an input alive longer than it
+/// already is: a parameter gathered for the forward pass must not be read
+/// again in backward through a fused recomputation, nor a micro-batch's
+/// gradient kept until the last micro-batch's is added to their sum. An input
+/// is free to read at the consumer when something reads it there or later;
+/// else only when no collective (a runtime call) runs in between, i.e. the
+/// producer and the consumer are parts of the same stretch of compute.
 bool keepsInputLives(Operation *producer, Operation *consumer) {
-  if (producer->hasOneUse())
+  if (producer->getBlock() != consumer->getBlock())
+    return false;
+  bool collectiveBetween = false;
+  for (Operation *op = producer->getNextNode(); op && op != consumer; op = op->getNextNode())
+    collectiveBetween |= isa<func::CallOp>(op);
+  if (producer->hasOneUse() && !collectiveBetween)
     return true;
   for (Value input : producer->getOperands()) {
     bool readLater = llvm::any_of(input.getUsers(), [&](Operation *user) {

@@ -86,8 +86,21 @@ FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
   return plan;
 }
 
+/// What one way of accumulating micro-batches' gradients keeps across them
+/// and sends per step (fsdp-accumulate-micro-batches).
+struct AccumulationCost {
+  /// The running sums: a gradient shard (reduce_scatter) or a whole flat
+  /// gradient (no_sync) per trainable unit that is reduced.
+  int64_t accumulatorBytes = 0;
+  /// Reduce-scatter and all-reduce bytes a rank sends per step.
+  int64_t reduceBytes = 0;
+};
+
 struct Report {
   int64_t params = 0, grads = 0, optimizer = 0, gatheredPeak = 0;
+  /// Micro-batches per step and what each accumulation mode costs.
+  int64_t microBatches = 1;
+  AccumulationCost reduceScatter, noSync;
   /// The sharded state (parameter, gradient and optimizer shards) by dtype.
   std::map<std::string, int64_t> stateDtypeBytes;
   int64_t optimizerSlots = 0;
@@ -139,9 +152,28 @@ Report account(const ShardingLayout &layout) {
     // replicas of each shard for hybrid_shard.
     if (unit.trainable)
       traffic.allReduce = ringAllReduceBytes(layout.replicas, unit.shardNumel * reduceBytes);
+    // With k micro-batches every gather runs k times, and so does every
+    // reduction unless the flat gradients are summed first (no_sync).
+    int64_t k = plan.getMicroBatches();
+    int64_t reduced = traffic.reduceScatter + traffic.allReduce;
+    report.reduceScatter.reduceBytes += k * reduced;
+    report.noSync.reduceBytes += reduced;
+    if (unit.trainable) {
+      report.reduceScatter.accumulatorBytes += shardBytes;
+      // A unit nothing reduces sums its gradient shard either way.
+      report.noSync.accumulatorBytes +=
+          reduced > 0 ? unit.paddedNumel * reduceBytes : shardBytes;
+    }
+    traffic.gatherForward *= k;
+    traffic.gatherBackward *= k;
+    if (plan.getAccumulate() == Accumulation::ReduceScatter) {
+      traffic.reduceScatter *= k;
+      traffic.allReduce *= k;
+    }
     report.traffic.push_back(traffic);
     gathered.push_back(sharded ? unit.paddedNumel * gatherBytes : 0);
   }
+  report.microBatches = plan.getMicroBatches();
 
   // Gathered copies alive at once: every unit with shard_grad_op (kept from
   // forward to backward); otherwise the unit computing and the ones prefetched
@@ -233,6 +265,21 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
   os << "  reduce-scatter, gradients      " << bytesText(total.reduceScatter) << "\n";
   os << "  all-reduce, gradients          " << bytesText(total.allReduce) << "\n";
   os << "  all-reduce, gradient norm      " << bytesText(report.normAllReduce) << "\n\n";
+  if (report.microBatches > 1) {
+    bool noSync = plan.getAccumulate() == Accumulation::NoSync;
+    os << "micro-batches: " << report.microBatches << " per step, accumulate = "
+       << stringifyAccumulation(plan.getAccumulate())
+       << " (every gather runs once per micro-batch)\n";
+    os << "  accumulate                     kept across micro-batches   reduced per step\n";
+    auto row = [&](StringRef name, StringRef what, const AccumulationCost &cost, bool chosen) {
+      os << llvm::format("  %-15s%-15s %18lld %18lld%s\n", name.str().c_str(),
+                         what.str().c_str(), static_cast<long long>(cost.accumulatorBytes),
+                         static_cast<long long>(cost.reduceBytes), chosen ? "  <- plan" : "");
+    };
+    row("reduce_scatter", "(f32 shards)", report.reduceScatter, !noSync);
+    row("no_sync", "(flat grads)", report.noSync, noSync);
+    os << "\n";
+  }
 
   os << llvm::format("%-24s %8s %16s %16s %16s %16s\n", "unit", "params", "elements",
                      "shard bytes", "gather bytes", "reduce bytes");
@@ -309,6 +356,19 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                                  {"replicas", layout.replicas},
                                  {"per_rank_bytes", std::move(perRank)},
                                  {"gradient_norm_all_reduce_bytes", report.normAllReduce},
+                                 {"micro_batches",
+                                  json::Object{
+                                      {"count", report.microBatches},
+                                      {"accumulate", stringifyAccumulation(plan.getAccumulate())},
+                                      {"reduce_scatter",
+                                       json::Object{
+                                           {"accumulator_bytes",
+                                            report.reduceScatter.accumulatorBytes},
+                                           {"reduce_bytes", report.reduceScatter.reduceBytes}}},
+                                      {"no_sync",
+                                       json::Object{
+                                           {"accumulator_bytes", report.noSync.accumulatorBytes},
+                                           {"reduce_bytes", report.noSync.reduceBytes}}}}},
                                  {"units", std::move(units)}})
      << "\n";
 }

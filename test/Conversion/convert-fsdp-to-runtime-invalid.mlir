@@ -52,3 +52,17 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr =
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A plan with micro-batches needs the step that runs them.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>, micro_batches = 2>} {
+  fsdp.param @w unit "lin" : tensor<4xf32> = #fsdp.ones
+  // expected-error@+1 {{the plan asks for 2 micro-batches, but the step runs 1; run fsdp-accumulate-micro-batches first}}
+  func.func @loss(%t: tensor<2x4xf32>) -> tensor<f32> {
+    %w = fsdp.use @w : tensor<4xf32>
+    %p = fsdp.mul %t, %w : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+    %l = fsdp.mse %p, %t : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

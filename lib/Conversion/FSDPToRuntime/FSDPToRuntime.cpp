@@ -78,6 +78,10 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   }
   if (failed(verifyBatchDims(step, inputTypes)))
     return failure();
+  for (ParamOp param : module.getOps<ParamOp>())
+    if (!param.getTensorType().getElementType().isF32())
+      return param.emitError("the CPU target supports f32 parameters only");
+
   FailureOr<SmallVector<InputRole>> roles = findInputRoles(step, numInputs);
   if (failed(roles))
     return failure();

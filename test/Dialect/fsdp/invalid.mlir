@@ -1135,6 +1135,24 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 
 // -----
 
+// plan: no micro-batch at all.
+// expected-error@+1 {{micro_batches must be at least 1, got 0}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, micro_batches = 0>} {}
+
+// -----
+
+// plan: no_sync with nothing to accumulate.
+// expected-error@+1 {{accumulate = no_sync needs micro_batches > 1 (one micro-batch has nothing to accumulate)}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, accumulate = no_sync>} {}
+
+// -----
+
+// The step's micro-batch count is a positive integer on a function.
+// expected-error@+1 {{'fsdp.micro_batches' is a positive integer on a function}}
+module attributes {fsdp.micro_batches = 2 : i64} {}
+
+// -----
+
 // plan: recompute every 0th unit.
 // expected-error@+1 {{remat_every must be at least 1, got 0}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit, remat_every = 0>} {}
