@@ -256,19 +256,26 @@ def step(model, params, inputs, prec=EXACT, slopes=None):
         kwargs = {"slopes": slopes} if slopes else {}
         loss, grads = MODELS[model]["loss_and_grads"](params, inputs, **kwargs)
         return Step(loss, grads, {n: np.zeros_like(g) for n, g in grads.items()}, 0.0)
-    ranks = prec.ranks
+    ranks, k = prec.ranks, prec.micro_batches
     runs, loss_slack = [], 0.0
     for r, rows in enumerate(precision.split_rows(inputs, ranks)):
-        kwargs = {"slopes": {k: precision.split_rows([v], ranks)[r][0]
-                             for k, v in slopes.items()}} if slopes else {}
-        t = Tape(params, prec)
-        loss, grads = _finish(t, forward(t, rows, **kwargs), params)
-        if prec.bf16:
-            z = np.abs(t.loss_input().astype(np.float64))
-            loss_slack += 4 * precision.U_BF16 * np.mean(z.reshape(-1, z.shape[-1]).max(axis=1))
-        runs.append((loss, grads))
+        rank_slopes = ({n: precision.split_rows([v], ranks)[r][0] for n, v in slopes.items()}
+                       if slopes else None)
+        micro = []
+        for m, micro_rows in enumerate(precision.split_rows(rows, k)):
+            kwargs = {"slopes": {n: precision.split_rows([v], k)[m][0]
+                                 for n, v in rank_slopes.items()}} if slopes else {}
+            t = Tape(params, prec)
+            loss, grads = _finish(t, forward(t, micro_rows, **kwargs), params)
+            if prec.bf16:
+                z = np.abs(t.loss_input().astype(np.float64))
+                loss_slack += 4 * precision.U_BF16 * np.mean(
+                    z.reshape(-1, z.shape[-1]).max(axis=1))
+            micro.append((loss, grads))
+        runs.append(micro)
     grads, slack = {}, {}
-    for name in runs[0][1]:
-        grads[name], slack[name] = prec.reduce([np.asarray(g[name], np.float64)
-                                                for _l, g in runs])
-    return Step(float(np.mean([loss for loss, _g in runs])), grads, slack, loss_slack / ranks)
+    for name in runs[0][0][1]:
+        grads[name], slack[name] = prec.accumulate_micro_batches(
+            [[np.asarray(g[name], np.float64) for _l, g in micro] for micro in runs])
+    losses = [loss for micro in runs for loss, _g in micro]
+    return Step(float(np.mean(losses)), grads, slack, loss_slack / len(losses))

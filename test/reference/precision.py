@@ -35,10 +35,12 @@ class Precision:
     collectives reduce the gradient (docs/Sharding.md): hybrid_shard reduce-scatters over
     the S ranks of a shard group, then all-reduces over the R replicas; every other
     strategy reduces over all ranks at once. `dtype`: what the ops compute in (float64:
-    the reference; float32: calibration() and the selftest's simulated trainers)."""
+    the reference; float32: calibration() and the selftest's simulated trainers).
+    micro_batches, accumulate: the plan's (accumulate_micro_batches)."""
 
     def __init__(self, param_dtype="f32", reduce_dtype="f32", grid=(1,),
-                 strategy="full_shard", dtype=np.float64):
+                 strategy="full_shard", dtype=np.float64, micro_batches=1,
+                 accumulate="reduce_scatter"):
         if param_dtype not in ("f32", "bf16") or reduce_dtype not in ("f32", "bf16"):
             raise ValueError("dtypes are f32 or bf16")
         if strategy not in STRATEGIES:
@@ -49,6 +51,9 @@ class Precision:
         self.grid, self.strategy, self.dtype = tuple(int(n) for n in grid), strategy, dtype
         self.bf16 = param_dtype == "bf16"
         self.ranks = int(np.prod(self.grid))
+        if micro_batches < 1 or accumulate not in ("reduce_scatter", "no_sync"):
+            raise ValueError("micro_batches >= 1, accumulate reduce_scatter or no_sync")
+        self.micro_batches, self.accumulate = int(micro_batches), accumulate
         # Reduction stages, each over groups of consecutive values.
         self.stages = ((self.grid[1], self.grid[0]) if strategy == "hybrid_shard"
                        else (self.ranks,))
@@ -60,7 +65,7 @@ class Precision:
         add every other sum as a loop does (sum) and move every exp, log and tanh within
         the trainer's approximation error (math)."""
         twin = Precision(self.param_dtype, self.reduce_dtype, self.grid, self.strategy,
-                         np.float32)
+                         np.float32, self.micro_batches, self.accumulate)
         twin.order = order
         if order >= 3:
             twin.dither = np.random.default_rng(order)
@@ -133,7 +138,47 @@ class Precision:
         operands does not matter), then the division by 2, exact."""
         return self.round(a + b, "reduce") / 2
 
-    def reduce(self, per_rank):
+    def accumulate_micro_batches(self, grads):
+        """The mean gradient of a step of micro-batches (docs/Sharding.md, "Micro-batches")
+        from grads[r][m], rank r's gradient of its micro-batch m (float64 arrays):
+        (value, slack) as reduce gives.
+
+        reduce_scatter (and any plan on one rank, where nothing is reduced): each
+        micro-batch's gradient is reduced, widened to f32 (exactly), and the trainer sums
+        them one after the other in f32: k - 1 rounded partial sums (u_f32 times the
+        magnitudes, at most (k - 1) sum|v|), then the mean (one rounding). no_sync: each
+        rank sums its flat gradients in reduce_dtype first (bf16 from bf16 gradients: the
+        trainer's rounded additions, in its order, exactly; otherwise the exact sum and a
+        slack of one rounding per gradient and partial sum), then the sum is reduced."""
+        k = len(grads[0])
+        if k == 1:
+            return self.reduce([g[0] for g in grads])
+        if self.accumulate == "reduce_scatter" or self.ranks == 1:
+            reduced = [self.reduce([g[m] for g in grads]) for m in range(k)]
+            total = sum(v for v, _s in reduced)
+            slack = sum(s for _v, s in reduced)
+            slack = slack + U_F32 * (k - 1) * sum(np.abs(v) + s for v, s in reduced)
+        else:
+            sums, slacks = [], []
+            for per_micro in grads:
+                if self.bf16 and self.reduce_dtype == "bf16":
+                    acc = per_micro[0]
+                    for g in per_micro[1:]:
+                        acc = self.round(acc + g, "accumulate")
+                    sums.append(acc)
+                    slacks.append(np.zeros_like(acc))
+                    continue
+                u = U_BF16 if self.reduce_dtype == "bf16" else U_F32
+                magnitude = sum(np.abs(g) for g in per_micro)
+                # f32 gradients rounded to a bf16 flat gradient, then each partial sum.
+                first = magnitude if self.reduce_dtype == "bf16" and not self.bf16 else 0.0
+                sums.append(sum(per_micro))
+                slacks.append(u * (first + (k - 1) * magnitude))
+            total, slack = self.reduce(sums, slacks)
+        mean = total / k
+        return mean, slack / k + U_F32 * np.abs(mean)
+
+    def reduce(self, per_rank, slacks=None):
         """The gradient reduction of section 3 over the ranks' gradients (float64 arrays,
         rank order = row order): (value, slack), the reference's reduced gradient and a
         bound on how far the trainer's may be from it, elementwise.
@@ -144,12 +189,14 @@ class Precision:
         by at most u times the sum of the magnitudes) and its rounded division:
         ((S - 1) u sum|g| + S u |mean|) / S, plus the inputs' slack averaged. In bf16 with
         S = 2 (of exact inputs) the one rounded addition is the same in any order: reduce_pair,
-        no slack."""
+        no slack. `slacks`: how far the trainer's per-rank values may be from per_rank
+        already (by default: 0, or the rounding of f32 gradients to a bf16 reduction)."""
         values = list(per_rank)
         # f32 parameters, bf16 reduction: each rank's f32 gradient is rounded to bf16 for
         # the collective (the reference has float64 values: up to u |g| away).
-        slacks = [U_BF16 * np.abs(g) if self.reduce_dtype == "bf16" and not self.bf16
-                  else np.zeros_like(g) for g in per_rank]
+        if slacks is None:
+            slacks = [U_BF16 * np.abs(g) if self.reduce_dtype == "bf16" and not self.bf16
+                      else np.zeros_like(g) for g in per_rank]
         for size in self.stages:
             if size == 1:
                 continue

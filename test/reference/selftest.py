@@ -353,13 +353,15 @@ class SimulatedTrainer(precision.Precision):
     """A bf16 trainer simulated in float32 arithmetic (NumPy's float32 BLAS and sums) with
     the rounding points of `plan`, its products summed in another order than teacher.py's
     float32 calibration (K in 4 blocks, last first), and its gradient reduced as the
-    runtime does (each group summed in rank order, a ring). A bug: `skip(point)` keeps
-    those results in f32, `inner` rounds those values inside an op, `reduce_in` reduces
-    in that dtype whatever the plan says."""
+    runtime does (each group summed in rank order, a ring), its micro-batches' gradients
+    summed in order as the compiled step does. A bug: `skip(point)` keeps those results in
+    f32, `inner` rounds those values inside an op, `reduce_in` reduces in that dtype
+    whatever the plan says, `accumulate` sums micro-batches the other way."""
 
-    def __init__(self, plan, skip=lambda point: False, inner=(), reduce_in=None):
+    def __init__(self, plan, skip=lambda point: False, inner=(), reduce_in=None,
+                 accumulate=None):
         super().__init__(plan.param_dtype, plan.reduce_dtype, plan.grid, plan.strategy,
-                         np.float32)
+                         np.float32, plan.micro_batches, accumulate or plan.accumulate)
         self.skip, self.inner_points = skip, set(inner)
         self.reduce_in = reduce_in or plan.reduce_dtype
 
@@ -375,7 +377,27 @@ class SimulatedTrainer(precision.Precision):
             out = out + a[..., block] @ b[..., block, :]
         return out
 
-    def reduce(self, per_rank):
+    def accumulate_micro_batches(self, grads):
+        k, f32 = len(grads[0]), np.float32
+        if self.accumulate == "reduce_scatter" or self.ranks == 1:
+            total = None
+            for m in range(k):
+                v = np.asarray(self.reduce([g[m] for g in grads])[0], f32)
+                total = v if total is None else total + v
+        else:
+            bf16 = self.reduce_in == "bf16"
+            sums = []
+            for per_micro in grads:
+                parts = [np.asarray(g, f32) for g in per_micro]
+                parts = [precision.round_bf16(v) for v in parts] if bf16 else parts
+                acc = parts[0]
+                for v in parts[1:]:
+                    acc = precision.round_bf16(acc + v) if bf16 else acc + v
+                sums.append(acc)
+            total = np.asarray(self.reduce(sums)[0], f32)
+        return total / f32(k), None
+
+    def reduce(self, per_rank, slacks=None):
         bf16 = self.reduce_in == "bf16"
         values = [np.asarray(g, dtype=np.float32) for g in per_rank]
         values = [precision.round_bf16(v) for v in values] if bf16 else values
@@ -428,7 +450,11 @@ def test_teacher_bf16():
                ("2 ranks reduce bf16", "bf16", (2,), "full_shard", "bf16"),
                ("4 ranks reduce bf16", "bf16", (4,), "no_shard", "bf16"),
                ("hybrid 2x2 reduce bf16", "bf16", (2, 2), "hybrid_shard", "bf16"),
-               ("f32 params, 2 ranks reduce bf16", "f32", (2,), "full_shard", "bf16")]
+               ("f32 params, 2 ranks reduce bf16", "f32", (2,), "full_shard", "bf16"),
+               ("2 micro-batches, 2 ranks reduce bf16", "bf16", (2,), "full_shard", "bf16",
+                2, "reduce_scatter"),
+               ("2 micro-batches no_sync, 2x2 reduce bf16", "bf16", (2, 2), "hybrid_shard",
+                "bf16", 2, "no_sync")]
     with tempfile.TemporaryDirectory() as d:
         for model in ("mlp", "gpt"):
             data, trace, arrays = teacher_case(d, model)
@@ -441,8 +467,9 @@ def test_teacher_bf16():
                 return failures, "margins %s" % ", ".join("%s %.2f" % kv for kv in worst.items())
 
             plans = {}
-            for label, param, grid, strategy, reduce in configs:
-                plans[label] = plan = precision.Precision(param, reduce, grid, strategy)
+            for label, param, grid, strategy, reduce, *micro in configs:
+                plans[label] = plan = precision.Precision(param, reduce, grid, strategy,
+                                                          np.float64, *micro)
                 failures, margins = check(plan, SimulatedTrainer(plan), 3)
                 report("teacher bf16: %s, %s, steps pass" % (model, label), not failures,
                        "; ".join(failures[:2]) or margins)
@@ -451,7 +478,11 @@ def test_teacher_bf16():
                      SimulatedTrainer(one, skip=lambda p: p == "matmul")),
                     ("reduced in f32, bf16 asked", plans["2 ranks reduce bf16"],
                      SimulatedTrainer(plans["2 ranks reduce bf16"], reduce_in="f32")),
-                    ("reduced in bf16, f32 asked", pair, SimulatedTrainer(pair, reduce_in="bf16"))]
+                    ("reduced in bf16, f32 asked", pair, SimulatedTrainer(pair, reduce_in="bf16")),
+                    ("micro-batches summed unreduced (no_sync), reduce_scatter asked",
+                     plans["2 micro-batches, 2 ranks reduce bf16"],
+                     SimulatedTrainer(plans["2 micro-batches, 2 ranks reduce bf16"],
+                                      accumulate="no_sync"))]
             if model == "gpt":
                 bugs += [("attention's log-sum-exp rounded", one,
                           SimulatedTrainer(one, inner=["attention.lse"])),

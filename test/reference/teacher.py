@@ -242,8 +242,10 @@ def check_bf16_grads(grads, ref, cals, margins=None):
 
 def not_bf16(grads, prec):
     """Parameters whose gradient should be bf16 values and is not: with one rank (the
-    rounded result of its last op) or a bf16 reduction (rounded after the division)."""
-    if not prec.bf16 or (prec.ranks > 1 and prec.reduce_dtype != "bf16"):
+    rounded result of its last op) or a bf16 reduction (rounded after the division), of
+    one micro-batch (the mean of several is taken in f32)."""
+    if (not prec.bf16 or (prec.ranks > 1 and prec.reduce_dtype != "bf16")
+            or prec.micro_batches > 1):
         return []
     return ["gradient of %s: %d elements are not bf16 values" % (name, int(np.sum(
         precision.round_bf16(g) != g))) for name, g in grads.items()
