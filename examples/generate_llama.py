@@ -32,7 +32,7 @@ def main():
     ap.add_argument("--param-dtype", choices=["bf16", "f32"], default="bf16",
                     help="the plan's param_dtype: bf16 compute on f32 master state, or f32")
     ap.add_argument("--reduce-dtype", choices=["bf16", "f32"], default="f32")
-    ap.add_argument("--attention", choices=["explicit", "flash"], default="explicit",
+    ap.add_argument("--attention", choices=["explicit", "flash"], default="flash",
                     help="explicit: scores, causal_mask, softmax (every T x T score matrix "
                          "kept for backward); flash: fsdp.attention (FlashAttention-2 "
                          "blocks of keys)")

@@ -27,7 +27,7 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
   StringRef name = attribute.getName().getValue();
   // The lowering's tag on the step's buffers (fsdp/Conversion/BufferKinds.h),
   // internal to the compiler: models never carry it.
-  if (name == kBufferKindAttr) {
+  if (name == kBufferKindAttr || name == kGradientOfAttr) {
     if (op->getName().getStringRef() != "memref.alloc" ||
         !isa<StringAttr>(attribute.getValue()))
       return op->emitError() << "'" << name << "' is a string on a memref.alloc";

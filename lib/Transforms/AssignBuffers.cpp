@@ -149,12 +149,15 @@ json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
                       {"gathered_bytes", bytes.lookup(kGatheredKind)},
                       {"gradient_bytes", bytes.lookup(kGradientKind)},
                       {"collective_bytes", bytes.lookup(kCollectiveKind)},
+                      {"gradient_shard_bytes", bytes.lookup(kGradientShardKind)},
                       {"activation_bytes", bytes.lookup("")},
                       {"dtype_bytes", std::move(dtypeBytes)}};
 }
 
-/// Rewrites the manifest's arena size and adds the transient plan.
-LogicalResult updateManifest(LLVM::GlobalOp global, int64_t arenaBytes, json::Object plan) {
+/// Rewrites the manifest's arena size, adds the transient plan and where each
+/// unit's gradient shard lies (`gradOffsets`, by unit).
+LogicalResult updateManifest(LLVM::GlobalOp global, int64_t arenaBytes, json::Object plan,
+                             const llvm::StringMap<int64_t> &gradOffsets) {
   auto text = llvm::dyn_cast_or_null<StringAttr>(global.getValueOrNull());
   if (!text)
     return global.emitError("the manifest global holds no string");
@@ -166,6 +169,12 @@ LogicalResult updateManifest(LLVM::GlobalOp global, int64_t arenaBytes, json::Ob
   }
   (*manifest)["arena_bytes"] = arenaBytes;
   (*manifest)["transient"] = std::move(plan);
+  if (json::Array *units = manifest->getArray("units"))
+    for (json::Value &unit : *units)
+      if (json::Object *entry = unit.getAsObject())
+        if (std::optional<StringRef> name = entry->getString("name"))
+          if (auto offset = gradOffsets.find(*name); offset != gradOffsets.end())
+            (*entry)["grad_offset"] = offset->second;
   std::string updated;
   llvm::raw_string_ostream os(updated);
   os << json::Value(std::move(*manifest));
@@ -216,6 +225,10 @@ struct FSDPAssignBuffersPass
       buffer.last = lastUse(alloc, body, position);
       if (auto kind = alloc->getAttrOfType<StringAttr>(kBufferKindAttr))
         buffer.kind = kind.getValue();
+      // A gradient shard is the step's result for the trainer to read after
+      // it (--trace-state): nothing may take its bytes before the step ends.
+      if (alloc->hasAttr(kGradientOfAttr))
+        buffer.last = position.lookup(body.getTerminator());
       buffers.push_back(buffer);
       return WalkResult::advance();
     });
@@ -226,6 +239,10 @@ struct FSDPAssignBuffersPass
     int64_t arenaBytes = persistent + peak;
     // Read from the allocations, which the placement below replaces.
     json::Object breakdown = peakBreakdown(buffers, peak);
+    llvm::StringMap<int64_t> gradOffsets;
+    for (const Buffer &buffer : buffers)
+      if (auto unit = buffer.alloc->getAttrOfType<StringAttr>(kGradientOfAttr))
+        gradOffsets[unit.getValue()] = persistent + buffer.offset;
     OpBuilder b(&getContext());
     for (Buffer &buffer : buffers) {
       b.setInsertionPoint(buffer.alloc);
@@ -242,7 +259,7 @@ struct FSDPAssignBuffersPass
     arena.setType(MemRefType::get({arenaBytes}, b.getI8Type()));
     step.setFunctionType(FunctionType::get(&getContext(), body.getArgumentTypes(),
                                            step.getResultTypes()));
-    if (failed(updateManifest(manifest, arenaBytes, std::move(breakdown))))
+    if (failed(updateManifest(manifest, arenaBytes, std::move(breakdown), gradOffsets)))
       signalPassFailure();
   }
 };

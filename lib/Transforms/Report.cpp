@@ -46,7 +46,7 @@ struct UnitTraffic {
 /// part, and the transient buffers live at its peak, by kind.
 struct ArenaPlan {
   int64_t arenaBytes = 0, persistentBytes = 0, transientPeak = 0;
-  int64_t activations = 0, gathered = 0, gradients = 0, buffers = 0;
+  int64_t activations = 0, gathered = 0, gradients = 0, gradientShards = 0, buffers = 0;
   /// The transient buffers live at the peak, by element type.
   std::map<std::string, int64_t> dtypeBytes;
   /// What recompute adds to a step (fsdp-remat), when the plan has remat.
@@ -73,6 +73,7 @@ FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
   plan.activations = get(transient, "activation_bytes") + get(transient, "collective_bytes");
   plan.gathered = get(transient, "gathered_bytes");
   plan.gradients = get(transient, "gradient_bytes");
+  plan.gradientShards = get(transient, "gradient_shard_bytes");
   plan.buffers = get(transient, "buffers");
   if (const json::Object *dtypes = transient->getObject("dtype_bytes"))
     for (const auto &[dtype, bytes] : *dtypes)
@@ -209,7 +210,8 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
      << "-way sharded, " << layout.replicas << " replica(s)\n\n";
   os << "per rank                                          bytes\n";
   os << "  parameter shards               " << bytesText(report.params) << "\n";
-  os << "  gradient shards                " << bytesText(report.grads) << "\n";
+  os << "  gradient shards                " << bytesText(report.grads)
+     << "  (in the step's arena)\n";
   os << "  optimizer state                " << bytesText(report.optimizer) << "\n";
   os << "  sharded state (total)          " << bytesText(report.persistent()) << "\n";
   for (const auto &[dtype, bytes] : report.stateDtypeBytes)
@@ -219,10 +221,10 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
   int64_t k = 4 + 4 * report.optimizerSlots;
   os << llvm::format("  textbook (2 + 2 + %lld) P / N     ", static_cast<long long>(k))
      << bytesText((4 + k) * report.numParams / layout.shardRanks) << "\n";
-  os << "    (the same bytes per parameter: the f32 parameter and gradient shards are the\n"
-        "    master copy and the gradient accumulator, and the bf16 copies the textbook\n"
-        "    keeps are transient here: gathered units and flat gradients; shards are\n"
-        "    padded to equal size, frozen parameters have no gradient or state)\n";
+  os << "    (the same bytes per parameter: the f32 parameter shards are the master copy;\n"
+        "    the f32 gradient shards, and the bf16 copies the textbook keeps (gathered\n"
+        "    units, flat gradients), live only in the step's arena; shards are padded\n"
+        "    to equal size, frozen parameters have no gradient or state)\n";
   os << "  gathered parameters at peak    " << bytesText(report.gatheredPeak) << "\n";
   if (const std::optional<ArenaPlan> &arena = report.arena) {
     os << "\narena plan of the compiled step                   bytes\n";
@@ -231,6 +233,7 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
     os << "    activations, temporaries     " << bytesText(arena->activations) << "\n";
     os << "    gathered parameters          " << bytesText(arena->gathered) << "\n";
     os << "    flat gradients               " << bytesText(arena->gradients) << "\n";
+    os << "    gradient shards              " << bytesText(arena->gradientShards) << "\n";
     for (const auto &[dtype, bytes] : arena->dtypeBytes)
       os << llvm::format("    of which %-21s", dtype.c_str()) << bytesText(bytes) << "\n";
     os << "  arena (planned peak)           " << bytesText(arena->arenaBytes) << "\n\n";
@@ -333,6 +336,7 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                                     {"activation_bytes", arena->activations},
                                     {"gathered_bytes", arena->gathered},
                                     {"gradient_bytes", arena->gradients},
+                                    {"gradient_shard_bytes", arena->gradientShards},
                                     {"buffers", arena->buffers},
                                     {"recompute",
                                      [&]() -> json::Value {

@@ -147,15 +147,21 @@ static DType readDType(const Node &node) {
 /// Checks that `bytes` bytes at `offset`, of elements of `alignment` bytes,
 /// lie inside the persistent region (where everything the manifest places
 /// lives); `node` is the offset's field, which messages name.
-static void checkPersistent(const Node &node, const Manifest &manifest, int64_t offset,
-                            int64_t bytes, size_t alignment) {
+/// `bytes` at `offset` are aligned to `alignment` and within the first `limit`
+/// bytes of the arena (`what` names that part).
+static void checkWithin(const Node &node, int64_t limit, const char *what, int64_t offset,
+                        int64_t bytes, size_t alignment) {
   if (offset % static_cast<int64_t>(alignment) != 0)
     node.fail("offset " + std::to_string(offset) + " is not a multiple of the element size " +
               std::to_string(alignment));
-  if (bytes > manifest.persistentBytes || offset > manifest.persistentBytes - bytes)
+  if (bytes > limit || offset < 0 || offset > limit - bytes)
     node.fail("bytes [" + std::to_string(offset) + ", " + std::to_string(offset + bytes) +
-              ") lie outside the persistent region of " +
-              std::to_string(manifest.persistentBytes) + " bytes");
+              ") lie outside the " + what + " of " + std::to_string(limit) + " bytes");
+}
+
+static void checkPersistent(const Node &node, const Manifest &manifest, int64_t offset,
+                            int64_t bytes, size_t alignment) {
+  checkWithin(node, manifest.persistentBytes, "persistent region", offset, bytes, alignment);
 }
 
 /// Reads `offset` and `bytes` of an input and checks they fit.
@@ -399,8 +405,10 @@ static void readUnits(const Node &root, Manifest &manifest) {
     if (unit.trainable) {
       Node gradNode = node.field("grad_offset");
       unit.gradOffset = gradNode.integer(0);
-      // As for state, the unit's dtype is the narrowest the gradient can be.
-      checkPersistent(gradNode, manifest, unit.gradOffset, unit.shardBytes(), elementSize);
+      // The gradient shard is a buffer of the step, anywhere in the arena
+      // (the compiler plans it to hold the gradient until the step returns).
+      checkWithin(gradNode, manifest.arenaBytes, "arena", unit.gradOffset, unit.shardBytes(),
+                  elementSize);
       readUnitState(node, manifest, unit);
     } else {
       if (node.has("grad_offset"))
@@ -534,7 +542,8 @@ static void readInputs(const Node &root, Manifest &manifest) {
 
 /// Every persistent buffer has its own bytes: overlapping regions would mean
 /// the runtime's writes (initial values, batches) or the step's clobber each
-/// other.
+/// other. A gradient shard in the persistent region (the runtime's own test
+/// models place it there) is one of them.
 static void checkDisjoint(const Manifest &manifest) {
   std::vector<Region> regions;
   for (const UnitSpec &unit : manifest.units) {
@@ -542,7 +551,8 @@ static void checkDisjoint(const Manifest &manifest) {
     regions.push_back({unit.paramOffset, unit.shardBytes(), "parameter shard of " + name});
     if (!unit.trainable)
       continue;
-    regions.push_back({unit.gradOffset, unit.shardBytes(), "gradient shard of " + name});
+    if (unit.gradOffset < manifest.persistentBytes)
+      regions.push_back({unit.gradOffset, unit.shardBytes(), "gradient shard of " + name});
     for (const SlotSpec &slot : unit.state)
       regions.push_back({slot.offset, unit.shardBytes(), "state '" + slot.slot + "' of " + name});
   }

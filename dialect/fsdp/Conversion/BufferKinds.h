@@ -21,6 +21,11 @@ constexpr llvm::StringLiteral kGatheredKind = "gathered";
 constexpr llvm::StringLiteral kGradientKind = "gradient";
 /// The operand of an all-reduce that has no buffer of its own.
 constexpr llvm::StringLiteral kCollectiveKind = "collective";
+/// A unit's gradient shard, from its reduction to its update at the end of
+/// the step; `kGradientOfAttr` names the unit, and fsdp-assign-buffers writes
+/// where it lies into the manifest (the trainer reads it after the step).
+constexpr llvm::StringLiteral kGradientShardKind = "gradient_shard";
+constexpr llvm::StringLiteral kGradientOfAttr = "fsdp.gradient_of";
 
 } // namespace mlir::fsdp
 

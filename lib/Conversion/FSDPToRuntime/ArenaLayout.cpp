@@ -43,13 +43,10 @@ ArenaLayout ArenaLayout::build(ModuleOp module, ArrayRef<RankedTensorType> input
     regions.trainable = members.empty() || !members.front().getFrozen();
     layout.units.push_back(std::move(regions));
   }
-  // Parameters, then gradients, then state: a rank's parameter shards are
-  // one contiguous block, as are its gradient shards.
+  // Parameters, then state: a rank's parameter shards are one contiguous
+  // block.
   for (UnitRegions &regions : layout.units)
     regions.params = arena.take(tensorBytes(regions.unit.getShardType()));
-  for (UnitRegions &regions : layout.units)
-    if (regions.trainable)
-      regions.grads = arena.take(tensorBytes(regions.unit.getShardType()));
   for (UnitRegions &regions : layout.units)
     if (regions.trainable)
       for (StringRef slot : optimizer.getStateSlots())

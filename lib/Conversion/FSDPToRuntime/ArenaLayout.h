@@ -22,12 +22,13 @@ struct StateSlot {
 };
 
 /// What one rank keeps of a unit from step to step: its parameter shard and,
-/// for a trainable unit, its gradient shard and optimizer state.
+/// for a trainable unit, its optimizer state. Its gradient shard lives only
+/// from the unit's reduction to its update, a transient buffer of the step
+/// (StepLowering).
 struct UnitRegions {
   mutable UnitOp unit; // op handles have no const accessors
   bool trainable = true;
   ArenaRegion params;
-  ArenaRegion grads;
   SmallVector<StateSlot> state;
 };
 

@@ -85,8 +85,9 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                        {"numel", static_cast<int64_t>(unit.getNumel())},
                        {"shard_numel", static_cast<int64_t>(unit.getShard())},
                        {"param_offset", regions.params.offset}};
+    // A trainable unit's grad_offset, in the step's transient buffers, is
+    // written by fsdp-assign-buffers.
     if (regions.trainable) {
-      entry["grad_offset"] = regions.grads.offset;
       json::Array state;
       for (const StateSlot &slot : regions.state)
         state.push_back(json::Object{{"slot", slot.name}, {"offset", slot.region.offset}});

@@ -27,18 +27,6 @@ static RuntimeDType runtimeDType(Type element) {
   return element.isBF16() ? RuntimeDType::BF16 : RuntimeDType::F32;
 }
 
-/// Whether a flat or reduced gradient may be written into its unit's gradient
-/// shard: not when the mean over micro-batches reads it
-/// (fsdp-accumulate-micro-batches), as the next micro-batch's gradient is
-/// written there before the sum is taken.
-static bool isStepGradient(Value gradient) {
-  return llvm::all_of(gradient.getUsers(), [](Operation *user) {
-    if (isa<AllReduceOp>(user))
-      return isStepGradient(user->getResult(0));
-    return !isa<AddOp, ScaleOp>(user);
-  });
-}
-
 Value StepLowering::allocBytes(Location loc, int64_t size, StringRef kind) {
   auto alloc = memref::AllocOp::create(b, loc, MemRefType::get({size}, b.getI8Type()),
                                        b.getI64IntegerAttr(ArenaLayout::kAlignment));
@@ -160,15 +148,10 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
   UnitOp unit = unitOf(flatten.getUnit());
   RankedTensorType flatType = flatten.getType();
   Type elementType = flatType.getElementType();
-  // With one shard the flat gradient is the gradient shard: write it there
-  // (fsdp-lower-precision keeps it in the shard's type then).
-  bool inShard = unit.getRanks() == 1 && elementType == unit.getElementType() &&
-                 isStepGradient(flatten.getResult());
   // The reduce-scatter of the previous unit's flat gradient completes (and
   // frees it) before this one is allocated: one flat gradient at a time.
   waitBefore(pendingReduceScatter, flatten);
-  Value flat = inShard ? arenaBytes(loc, layout.of(unit.getSymName()).grads)
-                       : allocBytes(loc, tensorBytes(flatType), kGradientKind);
+  Value flat = allocBytes(loc, tensorBytes(flatType), kGradientKind);
   int64_t padding = flatType.getNumElements() - unit.getNumel();
   if (padding > 0) {
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
@@ -188,8 +171,6 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
   }
   Value value = bindResult(flatten.getResult(), flat);
   flatUnits[value] = unit.getSymName();
-  if (inShard)
-    inGradientShard.insert(value);
 }
 
 LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
@@ -214,14 +195,8 @@ LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
         view(loc, inputBytes, 0, inputType.getShape(), inputType.getElementType()),
         /*restrict=*/true, /*writable=*/true);
   }
-  const UnitRegions &regions = layout.of(unit);
   RankedTensorType type = reduce.getType();
-  // Into the gradient shard, unless it is reduced in another type than the
-  // shard's (mixed precision): then fsdp.convert widens it there later.
-  bool intoShard = type.getElementType() == unitOf(unit).getElementType() &&
-                   isStepGradient(reduce.getResult());
-  Value shard = intoShard ? arenaBytes(loc, regions.grads)
-                          : allocBytes(loc, tensorBytes(type), kCollectiveKind);
+  Value shard = allocBytes(loc, tensorBytes(type), kCollectiveKind);
   Value handle =
       start(loc, kReduceScatterStart,
             {bufferAddress(b, loc, inputBytes), bufferAddress(b, loc, shard),
@@ -231,9 +206,7 @@ LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
   // Backward goes on while the gradient travels.
   waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingReduceScatter);
-  Value value = bindResult(reduce.getResult(), shard);
-  if (intoShard)
-    inGradientShard.insert(value);
+  bindResult(reduce.getResult(), shard);
   return success();
 }
 
@@ -243,14 +216,11 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
   auto type = llvm::cast<RankedTensorType>(input.getType());
   // In place when the input has a buffer nobody reads afterwards.
   Value bytes = buffers.lookup(input);
-  bool inShard = false;
   if (!bytes || !input.hasOneUse()) {
     bytes = allocBytes(loc, tensorBytes(type), kCollectiveKind);
     bufferization::MaterializeInDestinationOp::create(
         b, loc, TypeRange{}, input, view(loc, bytes, 0, type.getShape(), type.getElementType()),
         /*restrict=*/true, /*writable=*/true);
-  } else {
-    inShard = inGradientShard.contains(input);
   }
   Value handle =
       start(loc, kAllReduceStart,
@@ -259,9 +229,7 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
   waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingAllReduce);
-  Value value = bindResult(reduce.getResult(), bytes);
-  if (inShard)
-    inGradientShard.insert(value);
+  bindResult(reduce.getResult(), bytes);
 }
 
 LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
@@ -277,13 +245,8 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
     return view(loc, arena, region.offset, type.getShape(), type.getElementType());
   };
   UpdateOperands operands;
-  operands.grad = shardView(regions.grads);
-  // Gradients that were reduced elsewhere land in the gradient shard first.
-  Value grad = update.getGrad();
-  if (!inGradientShard.contains(grad))
-    bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad,
-                                                      operands.grad, /*restrict=*/true,
-                                                      /*writable=*/true);
+  operands.grad = view(loc, gradientShard(update.getGrad(), unit), 0, type.getShape(),
+                       type.getElementType());
   operands.param = shardView(regions.params);
   for (const StateSlot &slot : regions.state)
     operands.state.push_back(shardView(slot.region));
@@ -293,6 +256,54 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
     operands.coefficient = tensor::ExtractOp::create(b, loc, coefficient);
   buildOptimizerUpdate(b, loc, update.getOptimizer(), operands);
   return success();
+}
+
+Value StepLowering::gradientShard(Value grad, UnitOp unit) {
+  auto tag = [&](Value bytes) {
+    Operation *alloc = bytes.getDefiningOp();
+    alloc->setAttr(kBufferKindAttr, b.getStringAttr(kGradientShardKind));
+    alloc->setAttr(kGradientOfAttr, b.getStringAttr(unit.getSymName()));
+    shardsWithGradient.insert(unit);
+    return bytes;
+  };
+  // The buffer a collective or fsdp.flatten left it in, when it has the
+  // shard's type.
+  auto type = llvm::cast<RankedTensorType>(grad.getType());
+  if (Value bytes = buffers.lookup(grad); bytes && type == unit.getShardType())
+    return tag(bytes);
+  // Else (a conversion from reduce_dtype, a mean over micro-batches) into a
+  // buffer of its own where the gradient is computed, so that it is computed
+  // there (eliminate-empty-tensors) and lives no longer than it did.
+  OpBuilder::InsertionGuard guard(b);
+  Operation *producer = grad.getDefiningOp();
+  if (producer)
+    b.setInsertionPoint(producer);
+  Location loc = grad.getLoc();
+  Value bytes = tag(allocBytes(loc, tensorBytes(unit.getShardType()), kGradientShardKind));
+  if (producer)
+    b.setInsertionPointAfter(producer);
+  bufferization::MaterializeInDestinationOp::create(
+      b, loc, TypeRange{}, grad,
+      view(loc, bytes, 0, unit.getShardType().getShape(), unit.getElementType()),
+      /*restrict=*/true, /*writable=*/true);
+  return bytes;
+}
+
+void StepLowering::zeroGradientShards() {
+  // A trainable unit none of whose parameters reaches the loss has a zero
+  // gradient, which the trainer reports after the step like any other.
+  for (const UnitRegions &regions : layout.units) {
+    if (!regions.trainable || shardsWithGradient.contains(regions.unit))
+      continue;
+    b.setInsertionPoint(body.getTerminator());
+    Location loc = regions.unit.getLoc();
+    RankedTensorType type = regions.unit.getShardType();
+    Value bytes = allocBytes(loc, tensorBytes(type), kGradientShardKind);
+    bytes.getDefiningOp()->setAttr(kGradientOfAttr, b.getStringAttr(regions.unit.getSymName()));
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
+    linalg::FillOp::create(b, loc, zero,
+                           view(loc, bytes, 0, type.getShape(), type.getElementType()));
+  }
 }
 
 LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
@@ -321,6 +332,7 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
       return failure();
     lowered.push_back(&op);
   }
+  zeroGradientShards();
   // Gathered and flat buffers are read only by the ops lowered here.
   for (Operation *op : lowered)
     op->dropAllReferences();

@@ -78,6 +78,11 @@ private:
   LogicalResult lowerReduceScatter(ReduceScatterOp reduce);
   void lowerAllReduce(AllReduceOp reduce);
   LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
+  /// The buffer of `unit`'s gradient shard, which holds `grad` (the value its
+  /// update reads), tagged for fsdp-assign-buffers and the manifest.
+  Value gradientShard(Value grad, UnitOp unit);
+  /// Zero gradient shards for the trainable units nothing updates.
+  void zeroGradientShards();
 
   ModuleOp module;
   const ArenaLayout &layout;
@@ -86,8 +91,8 @@ private:
   OpBuilder b;
   /// Where the values of collectives live: a byte buffer.
   llvm::DenseMap<Value, Value> buffers;
-  /// Gradients already in a unit's gradient shard.
-  llvm::DenseSet<Value> inGradientShard;
+  /// The units whose gradient shard has a buffer.
+  llvm::DenseSet<Operation *> shardsWithGradient;
   /// The unit of each flat gradient.
   llvm::DenseMap<Value, StringRef> flatUnits;
   llvm::DenseMap<ParamOp, Value> paramTensors;
