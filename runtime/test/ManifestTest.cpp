@@ -241,6 +241,15 @@ struct ErrorCase {
 
 void PrintTo(const ErrorCase &c, std::ostream *os) { *os << c.name; }
 
+// The compiler plans each gradient shard as a buffer of the step, after the
+// persistent region; the runtime reads it there after the step.
+TEST(Manifest, GradientShardInTheStepsBuffers) {
+  json m = classifierManifest();
+  m["units"][0]["grad_offset"] = 640;
+  Manifest manifest = parseManifest(m.dump());
+  EXPECT_EQ(manifest.units[0].gradOffset, 640);
+}
+
 class ManifestErrorTest : public testing::TestWithParam<ErrorCase> {};
 
 TEST_P(ManifestErrorTest, ReportsTheField) {
@@ -381,8 +390,8 @@ const ErrorCase kErrorCases[] = {
      "units[0].param_offset: bytes [600, 728) lie outside the persistent region of 640 bytes"},
     {"MissingGradOffset", [](json &m) { unit(m).erase("grad_offset"); },
      "units[0]: missing field 'grad_offset'"},
-    {"GradShardOutsidePersistent", [](json &m) { m["persistent_bytes"] = 200; },
-     "units[0].grad_offset: bytes [128, 256) lie outside the persistent region of 200 bytes"},
+    {"GradShardOutsideArena", [](json &m) { unit(m)["grad_offset"] = 704; },
+     "units[0].grad_offset: bytes [704, 832) lie outside the arena of 768 bytes"},
     {"FrozenUnitWithGradient", [](json &m) { unit(m)["trainable"] = false; },
      "units[0].grad_offset: frozen unit 'fc' has no gradient"},
     {"FrozenUnitWithState",

@@ -3,29 +3,29 @@
 // Two ranks, full_shard, AdamW and clipping; the input is what
 // fsdp-insert-collectives makes of a tied embedding, a linear layer and a
 // frozen unit. Each rank's arena holds, 64-byte aligned: the parameter
-// shards of @e (0, 48 elements) and @s (192, 16), the gradient shard of @e
-// (256), its two AdamW moments (448, 640), then its half of the inputs (832,
-// 896).
+// shards of @e (0, 48 elements) and @s (192, 16), @e's two AdamW moments
+// (256, 448), then its half of the inputs (640, 704). The gradient shard of @e
+// is a buffer of the step (fsdp-assign-buffers writes its grad_offset).
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: \22arena_bytes\22:960,\22batch\22:2,\22clip_grad_norm\22:1,\22grid\22:[2]
-// CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:0,\22offset\22:832,\22role\22:\22tokens\22,\22shape\22:[1,3]}
-// CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:1,\22offset\22:896,\22role\22:\22classes\22,\22shape\22:[1,3]}
+// CHECK-SAME: \22arena_bytes\22:768,\22batch\22:2,\22clip_grad_norm\22:1,\22grid\22:[2]
+// CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:0,\22offset\22:640,\22role\22:\22tokens\22,\22shape\22:[1,3]}
+// CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:1,\22offset\22:704,\22role\22:\22classes\22,\22shape\22:[1,3]}
 // CHECK-SAME: \22local_batch\22:1
 // CHECK-SAME: \22kind\22:\22adamw\22,\22lr\22:0.01
 // CHECK-SAME: \22params\22:[{\22dtype\22:\22f32\22,\22init\22:{\22kind\22:\22normal\22,\22mean\22:0,\22std\22:0.02},\22name\22:\22emb\22,\22shape\22:[16,4],\22trainable\22:true,\22unit\22:\22e\22,\22unit_offset\22:0}
 // CHECK-SAME: \22name\22:\22w\22,\22shape\22:[4,4],\22trainable\22:true,\22unit\22:\22e\22,\22unit_offset\22:64}
 // CHECK-SAME: \22name\22:\22scale\22,\22shape\22:[4],\22trainable\22:false,\22unit\22:\22s\22,\22unit_offset\22:0}
-// CHECK-SAME: \22persistent_bytes\22:960,\22replicas\22:1,\22shard_ranks\22:2,\22strategy\22:\22full_shard\22
-// CHECK-SAME: \22units\22:[{\22dtype\22:\22f32\22,\22grad_offset\22:256,\22name\22:\22e\22,\22numel\22:80,\22param_offset\22:0,\22shard_numel\22:48,\22state\22:[{\22offset\22:448,\22slot\22:\22exp_avg\22},{\22offset\22:640,\22slot\22:\22exp_avg_sq\22}],\22trainable\22:true}
+// CHECK-SAME: \22persistent_bytes\22:768,\22replicas\22:1,\22shard_ranks\22:2,\22strategy\22:\22full_shard\22
+// CHECK-SAME: \22units\22:[{\22dtype\22:\22f32\22,\22name\22:\22e\22,\22numel\22:80,\22param_offset\22:0,\22shard_numel\22:48,\22state\22:[{\22offset\22:256,\22slot\22:\22exp_avg\22},{\22offset\22:448,\22slot\22:\22exp_avg_sq\22}],\22trainable\22:true}
 // CHECK-SAME: {\22dtype\22:\22f32\22,\22name\22:\22s\22,\22numel\22:4,\22param_offset\22:192,\22shard_numel\22:16,\22trainable\22:false}]
 // CHECK-SAME: \22version\22:2}\00")
 
-// CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<960xi8>, %[[STEP:.+]]: i64, %[[LR:.+]]: f32) -> f32
+// CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<768xi8>, %[[STEP:.+]]: i64, %[[LR:.+]]: f32) -> f32
 // The forward gather of @e: the rank's 192-byte shard into a 384-byte buffer
 // of the step, over the shard group (1).
 // CHECK: %[[E:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gathered"} : memref<384xi8>
-// CHECK: %[[ESHARD:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<960xi8> to memref<192xi8>
+// CHECK: %[[ESHARD:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<768xi8> to memref<192xi8>
 // CHECK: memref.extract_aligned_pointer_as_index %[[ESHARD]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[E]]
 // CHECK: %[[H:.+]] = call @fsdprt_all_gather_start(%{{.+}}, %{{.+}}, %c192_i64, %c1_i32{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i32) -> i32
@@ -48,7 +48,8 @@
 // CHECK: %[[HS2:.+]] = call @fsdprt_all_gather_start
 // CHECK: call @fsdprt_wait(%[[HS2]])
 // The flat gradient: padding zeroed, each gradient in its slot, then
-// reduce-scattered (avg = 1) into the gradient shard at 256.
+// reduce-scattered (avg = 1) into the gradient shard, a buffer of the step
+// that holds it to the end of the step.
 // CHECK: %[[FLAT:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gradient"} : memref<384xi8>
 // CHECK: %[[PAD:.+]] = memref.view %[[FLAT]][%c320{{.*}}][] : memref<384xi8> to memref<16xf32>
 // CHECK: linalg.fill ins(%{{.+}} : f32) outs(%[[PAD]] : memref<16xf32>)
@@ -56,7 +57,7 @@
 // CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[DEMB]]
 // CHECK: %[[DW:.+]] = memref.view %[[FLAT]][%c256{{.*}}][] : memref<384xi8> to memref<4x4xf32>
 // CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[DW]]
-// CHECK: %[[GSHARD:.+]] = memref.view %[[ARENA]][%c256{{.*}}][] : memref<960xi8> to memref<192xi8>
+// CHECK: %[[GSHARD:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gradient_shard", fsdp.gradient_of = "e"} : memref<192xi8>
 // CHECK: memref.extract_aligned_pointer_as_index %[[FLAT]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[GSHARD]]
 // CHECK: %[[RS:.+]] = call @fsdprt_reduce_scatter_start(%{{.+}}, %{{.+}}, %c48_i64, %c0_i32{{.*}}, %c1_i32{{.*}}, %c1_i32{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> i32
@@ -67,11 +68,12 @@
 // CHECK: %[[AR:.+]] = call @fsdprt_all_reduce_start(%{{.+}}, %c1_i64, %c0_i32{{.*}}, %c0_i32{{.*}}, %c1_i32{{.*}}) : (!llvm.ptr, i64, i32, i32, i32) -> i32
 // CHECK-NEXT: call @fsdprt_wait(%[[AR]])
 // CHECK: fsdp.clip_coefficient
-// AdamW on the shard: gradient, parameter and moments are views of the arena.
-// CHECK: %[[G:.+]] = memref.view %[[ARENA]][%c256{{.*}}][] : memref<960xi8> to memref<48xf32>
-// CHECK: %[[P:.+]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<960xi8> to memref<48xf32>
-// CHECK: %[[M:.+]] = memref.view %[[ARENA]][%c448{{.*}}][] : memref<960xi8> to memref<48xf32>
-// CHECK: %[[V:.+]] = memref.view %[[ARENA]][%c640{{.*}}][] : memref<960xi8> to memref<48xf32>
+// AdamW on the shard: the gradient shard's buffer; parameter and moments are
+// views of the arena.
+// CHECK: %[[G:.+]] = memref.view %[[GSHARD]][%c0{{.*}}][] : memref<192xi8> to memref<48xf32>
+// CHECK: %[[P:.+]] = memref.view %[[ARENA]][%c0{{.*}}][] : memref<768xi8> to memref<48xf32>
+// CHECK: %[[M:.+]] = memref.view %[[ARENA]][%c256{{.*}}][] : memref<768xi8> to memref<48xf32>
+// CHECK: %[[V:.+]] = memref.view %[[ARENA]][%c448{{.*}}][] : memref<768xi8> to memref<48xf32>
 // CHECK: linalg.generic {{.+}} ins(%[[G]] : memref<48xf32>) outs(%[[P]], %[[M]], %[[V]] : memref<48xf32>, memref<48xf32>, memref<48xf32>)
 // CHECK: %[[LOSS:.+]] = tensor.extract %{{.+}}[] : tensor<f32>
 // CHECK: return %[[LOSS]] : f32
@@ -132,16 +134,15 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr
 // -----
 
 // no_shard on two ranks: one shard per unit, so parameters are read in place
-// and the flat gradient is written straight into the gradient shard (64),
-// then averaged (1) over the replica group (2). SGD without momentum keeps no
-// state.
+// and the flat gradient, averaged in place (1) over the replica group (2), is
+// the gradient shard. SGD without momentum keeps no state.
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
 // CHECK-SAME: \22replicas\22:2,\22shard_ranks\22:1
 // CHECK-SAME: \22state\22:[]
-// CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<256xi8>
+// CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<192xi8>
 // CHECK-NOT: all_gather
-// CHECK: %[[GSHARD:.+]] = memref.view %[[ARENA]][%c64{{.*}}][] : memref<256xi8> to memref<64xi8>
+// CHECK: %[[GSHARD:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gradient_shard", fsdp.gradient_of = "lin"} : memref<64xi8>
 // CHECK: %[[DW:.+]] = memref.view %[[GSHARD]][%c0{{.*}}][] : memref<64xi8> to memref<3x2xf32>
 // CHECK: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[DW]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[GSHARD]]

@@ -12,7 +12,7 @@
 // The arena grows to 128 + 272 bytes; at most 240 bytes are live at once.
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: {\22arena_bytes\22:400,\22persistent_bytes\22:128,\22transient\22:{\22activation_bytes\22:176,\22buffers\22:5,\22collective_bytes\22:0,\22dtype_bytes\22:{\22bytes\22:64,\22f32\22:176},\22gathered_bytes\22:64,\22gradient_bytes\22:0,\22live_buffers\22:4,\22live_bytes\22:240,\22peak_bytes\22:272}}\00")
+// CHECK-SAME: {\22arena_bytes\22:400,\22persistent_bytes\22:128,\22transient\22:{\22activation_bytes\22:176,\22buffers\22:5,\22collective_bytes\22:0,\22dtype_bytes\22:{\22bytes\22:64,\22f32\22:176},\22gathered_bytes\22:64,\22gradient_bytes\22:0,\22gradient_shard_bytes\22:0,\22live_buffers\22:4,\22live_bytes\22:240,\22peak_bytes\22:272}}\00")
 // CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<400xi8>, %{{.+}}: i64, %{{.+}}: f32) -> f32
 // CHECK-NOT: memref.alloc
 // CHECK: %[[A:.+]] = memref.view %[[ARENA]][%c256][] : memref<400xi8> to memref<16xf32>
@@ -82,5 +82,31 @@ module {
   func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32
     return %zero : f32
+  }
+}
+
+// -----
+
+// A unit's gradient shard (fsdp.gradient_of) is the step's result for the
+// trainer to read after it: it lives to the end of the step, so %t, allocated
+// after its last use, cannot take its bytes, and its offset is written into
+// the manifest's unit as grad_offset.
+// CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
+// CHECK-SAME: \22gradient_shard_bytes\22:64
+// CHECK-SAME: \22units\22:[{\22grad_offset\22:64,\22name\22:\22fc\22}]
+// CHECK: %[[GRAD:.+]] = memref.view %{{.+}}[%c64][] : memref<192xi8> to memref<16xf32>
+// CHECK: %[[T:.+]] = memref.view %{{.+}}[%c128][] : memref<192xi8> to memref<16xf32>
+module {
+  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:64,\22persistent_bytes\22:64,\22units\22:[{\22name\22:\22fc\22}]}\00") {addr_space = 0 : i32}
+  func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
+    %zero = arith.constant 0.0 : f32
+    %c0 = arith.constant 0 : index
+    %g = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gradient_shard", fsdp.gradient_of = "fc"} : memref<16xf32>
+    linalg.fill ins(%zero : f32) outs(%g : memref<16xf32>)
+    %v = memref.load %g[%c0] : memref<16xf32>
+    %t = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+    linalg.fill ins(%v : f32) outs(%t : memref<16xf32>)
+    %w = memref.load %t[%c0] : memref<16xf32>
+    return %w : f32
   }
 }
