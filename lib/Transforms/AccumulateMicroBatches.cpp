@@ -148,11 +148,15 @@ LogicalResult MicroBatchSplitter::run() {
       return failure();
     chains.push_back(*chain);
   }
+  // The optimizer's part moves to the end of the step (in order), after
+  // which the copies of the rest go.
   llvm::SetVector<Operation *> optimizer = optimizerOps(chains);
-  SmallVector<Operation *> microBatch;
+  SmallVector<Operation *> microBatch, optimizerInOrder;
   for (Operation &op : body.without_terminator())
-    if (!optimizer.contains(&op))
-      microBatch.push_back(&op);
+    (optimizer.contains(&op) ? optimizerInOrder : microBatch).push_back(&op);
+  for (Operation *op : optimizerInOrder)
+    op->moveBefore(ret);
+  Operation *firstOptimizerOp = optimizerInOrder.empty() ? ret : optimizerInOrder.front();
 
   // Each further micro-batch's inputs, then its copy of the forward and
   // backward, after the first's.
@@ -170,12 +174,6 @@ LogicalResult MicroBatchSplitter::run() {
     }
   if (failed(step.insertArguments(positions, types, attrs, locs)))
     return failure();
-  Operation *firstOptimizerOp = ret;
-  for (Operation &op : body)
-    if (optimizer.contains(&op)) {
-      firstOptimizerOp = &op;
-      break;
-    }
   copies.resize(count - 1);
   for (int64_t m = 1; m < count; ++m) {
     IRMapping &copy = copies[m - 1];
@@ -226,9 +224,9 @@ void scaleRecomputeCounts(ModuleOp module, int64_t count) {
   SmallVector<NamedAttribute> scaled;
   for (NamedAttribute entry : recompute) {
     auto value = llvm::dyn_cast<IntegerAttr>(entry.getValue());
-    scaled.push_back(value ? b.getNamedAttr(entry.getName(),
-                                            b.getI64IntegerAttr(value.getInt() * count))
-                           : entry);
+    scaled.push_back(
+        value ? b.getNamedAttr(entry.getName(), b.getI64IntegerAttr(value.getInt() * count))
+              : entry);
   }
   module->setAttr(FSDPDialect::getRecomputeAttrName(), b.getDictionaryAttr(scaled));
 }
