@@ -22,14 +22,17 @@ namespace {
 /// again in backward through a fused recomputation, nor a micro-batch's
 /// gradient kept until the last micro-batch's is added to their sum. An input
 /// is free to read at the consumer when something reads it there or later;
-/// else only when no collective (a runtime call) runs in between, i.e. the
-/// producer and the consumer are parts of the same stretch of compute.
-bool keepsInputLives(Operation *producer, Operation *consumer) {
+/// else only when no collective (a runtime call, of `calls` in block order)
+/// runs in between, i.e. the producer and the consumer are parts of the same
+/// stretch of compute.
+bool keepsInputLives(Operation *producer, Operation *consumer, ArrayRef<Operation *> calls) {
   if (producer->getBlock() != consumer->getBlock())
     return false;
-  bool collectiveBetween = false;
-  for (Operation *op = producer->getNextNode(); op && op != consumer; op = op->getNextNode())
-    collectiveBetween |= isa<func::CallOp>(op);
+  // The first call after the producer (fusion neither adds nor removes calls).
+  auto next = llvm::partition_point(calls, [&](Operation *call) {
+    return call->getBlock() != producer->getBlock() || call->isBeforeInBlock(producer);
+  });
+  bool collectiveBetween = next != calls.end() && (*next)->isBeforeInBlock(consumer);
   if (producer->hasOneUse() && !collectiveBetween)
     return true;
   for (Value input : producer->getOperands()) {
@@ -56,12 +59,18 @@ struct FSDPFuseElementwisePass
     : public fsdp::impl::FSDPFuseElementwisePassBase<FSDPFuseElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
+    // The step's collectives, in order (one block: the step's).
+    SmallVector<Operation *> calls;
+    getOperation()->walk([&](func::CallOp call) {
+      if (calls.empty() || calls.front()->getBlock() == call->getBlock())
+        calls.push_back(call);
+    });
     // Only generic producers: named ops (products) stay named for BLAS.
-    linalg::populateElementwiseOpsFusionPatterns(patterns, [](OpOperand *operand) {
+    linalg::populateElementwiseOpsFusionPatterns(patterns, [&](OpOperand *operand) {
       Operation *producer = operand->get().getDefiningOp();
       return producer && isa<linalg::GenericOp>(producer) &&
-             isa<linalg::GenericOp>(operand->getOwner()) &&
-             hasLoops(producer) && keepsInputLives(producer, operand->getOwner());
+             isa<linalg::GenericOp>(operand->getOwner()) && hasLoops(producer) &&
+             keepsInputLives(producer, operand->getOwner(), calls);
     });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
