@@ -21,24 +21,33 @@ static std::optional<int64_t> slotOffset(const UnitSpec &unit, const std::string
 }
 
 void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &arena,
-                      OutputFile *out) {
+                      OutputFile *out, bool afterStep) {
   for (const UnitSpec &unit : manifest.units) {
     arena.download(unit.paramOffset, unit.shardBytes());
     if (!unit.trainable)
       continue;
-    arena.download(unit.gradOffset, unit.shardBytes());
+    if (afterStep)
+      arena.download(unit.gradOffset, unit.shardBytes());
     for (const SlotSpec &slot : unit.state)
       arena.download(slot.offset, unit.shardBytes());
   }
   const uint8_t *host = arena.host();
   gatherUnitRegion(manifest, place, host, out, "--trace-state",
                    [](const UnitSpec &unit) { return unit.paramOffset; });
-  gatherUnitRegion(manifest, place, host, out, "--trace-state",
-                   [](const UnitSpec &unit) -> std::optional<int64_t> {
-                     if (!unit.trainable)
-                       return std::nullopt;
-                     return unit.gradOffset;
-                   });
+  if (afterStep) {
+    gatherUnitRegion(manifest, place, host, out, "--trace-state",
+                     [](const UnitSpec &unit) -> std::optional<int64_t> {
+                       if (!unit.trainable)
+                         return std::nullopt;
+                       return unit.gradOffset;
+                     });
+  } else if (out) {
+    for (const ParamSpec &param : manifest.params)
+      if (param.trainable) {
+        std::vector<uint8_t> zeros(param.numElements() * dtypeSize(param.dtype));
+        out->write(zeros.data(), zeros.size());
+      }
+  }
   for (const std::string &name : optimizerSlots(manifest.optimizer))
     gatherUnitRegion(manifest, place, host, out, "--trace-state",
                      [&name](const UnitSpec &unit) { return slotOffset(unit, name); });

@@ -144,7 +144,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   uploadParamShards(manifest, arena);
   markTransient(manifest, arena);
   if (tracing)
-    writeStateRecord(manifest, place, arena, trace.get());
+    writeStateRecord(manifest, place, arena, trace.get(), /*afterStep=*/false);
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point intervalStart = Clock::now();
@@ -169,7 +169,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
             (std::isnan(loss) ? "NaN" : "infinite") + " (training diverged)");
     }
     if (tracing)
-      writeStateRecord(manifest, place, arena, trace.get());
+      writeStateRecord(manifest, place, arena, trace.get(), /*afterStep=*/true);
     ++intervalSteps;
     if (!leader)
       continue;

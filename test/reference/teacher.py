@@ -312,6 +312,10 @@ def check(model, arrays, trace, losses, lr, optimizer, clip, prec=EXACT, margins
     batch = models.batch_size(model)
     numel = sum(int(np.prod(s)) for _n, s, _d in trace.table)
     after = trace.record(0)
+    # Record 0 is the state before the first step: no gradient yet (docs/Runtime.md).
+    for name, g in after["grads"].items():
+        if np.any(g):
+            failures.append("record 0: gradient of %s is not zero" % name)
     for step, inputs in datafile.batches(arrays, batch, min(steps, len(losses))):
         before, after = after, trace.record(step)
         fail = lambda what: failures.append("step %d: %s" % (step, what))  # noqa: E731
