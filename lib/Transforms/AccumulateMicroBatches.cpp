@@ -73,8 +73,8 @@ private:
   /// The ops that read a gradient shard, directly or not: the optimizer's
   /// part, run once.
   llvm::SetVector<Operation *> optimizerOps(ArrayRef<GradientChain> chains);
-  /// `first` plus the value `mapped` gives in each further micro-batch, as
-  /// each exists; returns the sum.
+  /// `first` plus its copy in each further micro-batch, each added as soon as
+  /// it exists; returns the sum.
   Value sumOverMicroBatches(Value first);
   /// The mean of `sum`, right after it.
   Value mean(Value sum);

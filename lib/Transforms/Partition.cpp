@@ -26,8 +26,9 @@ using namespace mlir::fsdp;
 namespace {
 
 /// Re-derives the types of a function's ops after its inputs lost all but
-/// 1/parts of their rows (parts: ranks x micro-batches). A value derived from an input keeps the batch in
-/// dimension 0, which is what lets reshapes and broadcasts be re-typed.
+/// 1/parts of their rows (parts: ranks x micro-batches). A value derived from
+/// an input keeps the batch in dimension 0, which is what lets reshapes and
+/// broadcasts be re-typed.
 class BatchSplitter {
 public:
   BatchSplitter(int64_t ranks, int64_t microBatches)

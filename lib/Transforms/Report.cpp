@@ -99,8 +99,7 @@ struct AccumulationCost {
 
 struct Report {
   int64_t params = 0, grads = 0, optimizer = 0, gatheredPeak = 0;
-  /// Micro-batches per step and what each accumulation mode costs.
-  int64_t microBatches = 1;
+  /// What each way of accumulating micro-batches costs.
   AccumulationCost reduceScatter, noSync;
   /// The sharded state (parameter, gradient and optimizer shards) by dtype.
   std::map<std::string, int64_t> stateDtypeBytes;
@@ -118,6 +117,7 @@ Report account(const ShardingLayout &layout) {
   Strategy strategy = plan.getStrategy();
   int64_t slots = plan.getOptimizer().getStateSlots().size();
   int64_t ranks = layout.shardRanks;
+  int64_t k = plan.getMicroBatches();
   // With one rank per shard group a unit is computed on in place: no gathers.
   bool sharded = strategy != Strategy::NoShard && ranks > 1;
   Report report;
@@ -155,7 +155,6 @@ Report account(const ShardingLayout &layout) {
       traffic.allReduce = ringAllReduceBytes(layout.replicas, unit.shardNumel * reduceBytes);
     // With k micro-batches every gather runs k times, and so does every
     // reduction unless the flat gradients are summed first (no_sync).
-    int64_t k = plan.getMicroBatches();
     int64_t reduced = traffic.reduceScatter + traffic.allReduce;
     report.reduceScatter.reduceBytes += k * reduced;
     report.noSync.reduceBytes += reduced;
@@ -174,7 +173,6 @@ Report account(const ShardingLayout &layout) {
     report.traffic.push_back(traffic);
     gathered.push_back(sharded ? unit.paddedNumel * gatherBytes : 0);
   }
-  report.microBatches = plan.getMicroBatches();
 
   // Gathered copies alive at once: every unit with shard_grad_op (kept from
   // forward to backward); otherwise the unit computing and the ones prefetched
@@ -268,9 +266,9 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
   os << "  reduce-scatter, gradients      " << bytesText(total.reduceScatter) << "\n";
   os << "  all-reduce, gradients          " << bytesText(total.allReduce) << "\n";
   os << "  all-reduce, gradient norm      " << bytesText(report.normAllReduce) << "\n\n";
-  if (report.microBatches > 1) {
+  if (plan.getMicroBatches() > 1) {
     bool noSync = plan.getAccumulate() == Accumulation::NoSync;
-    os << "micro-batches: " << report.microBatches << " per step, accumulate = "
+    os << "micro-batches: " << plan.getMicroBatches() << " per step, accumulate = "
        << stringifyAccumulation(plan.getAccumulate())
        << " (every gather runs once per micro-batch)\n";
     os << "  accumulate                     kept across micro-batches   reduced per step\n";
@@ -292,6 +290,11 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
                        static_cast<long long>(unit.shardNumel * unit.elementBytes),
                        static_cast<long long>(traffic.gatherForward),
                        static_cast<long long>(traffic.reduceScatter + traffic.allReduce));
+}
+
+llvm::json::Object costJson(const AccumulationCost &cost) {
+  return llvm::json::Object{{"accumulator_bytes", cost.accumulatorBytes},
+                            {"reduce_bytes", cost.reduceBytes}};
 }
 
 void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &report) {
@@ -362,17 +365,10 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                                  {"gradient_norm_all_reduce_bytes", report.normAllReduce},
                                  {"micro_batches",
                                   json::Object{
-                                      {"count", report.microBatches},
+                                      {"count", plan.getMicroBatches()},
                                       {"accumulate", stringifyAccumulation(plan.getAccumulate())},
-                                      {"reduce_scatter",
-                                       json::Object{
-                                           {"accumulator_bytes",
-                                            report.reduceScatter.accumulatorBytes},
-                                           {"reduce_bytes", report.reduceScatter.reduceBytes}}},
-                                      {"no_sync",
-                                       json::Object{
-                                           {"accumulator_bytes", report.noSync.accumulatorBytes},
-                                           {"reduce_bytes", report.noSync.reduceBytes}}}}},
+                                      {"reduce_scatter", costJson(report.reduceScatter)},
+                                      {"no_sync", costJson(report.noSync)}}},
                                  {"units", std::move(units)}})
      << "\n";
 }

@@ -66,18 +66,18 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
     return step.emitError("a step of ") << microBatches << " micro-batches has "
                                         << numArgs << " inputs";
   unsigned numInputs = numArgs / microBatches;
-  SmallVector<RankedTensorType> inputTypes, rankTypes;
-  for (Type type : step.getArgumentTypes().take_front(numInputs)) {
-    auto microBatch = llvm::cast<RankedTensorType>(type);
-    inputTypes.push_back(microBatch);
-    // The rank's rows: its micro-batches one after the other.
-    SmallVector<int64_t> shape(microBatch.getShape());
-    if (!shape.empty())
-      shape[0] *= microBatches;
-    rankTypes.push_back(microBatch.clone(shape));
-  }
+  SmallVector<RankedTensorType> inputTypes;
+  for (Type type : step.getArgumentTypes().take_front(numInputs))
+    inputTypes.push_back(llvm::cast<RankedTensorType>(type));
   if (failed(verifyBatchDims(step, inputTypes)))
     return failure();
+  // The rank's rows of each input: its micro-batches one after the other.
+  SmallVector<RankedTensorType> rankTypes;
+  for (RankedTensorType microBatch : inputTypes) {
+    SmallVector<int64_t> shape(microBatch.getShape());
+    shape[0] *= microBatches;
+    rankTypes.push_back(microBatch.clone(shape));
+  }
   for (ParamOp param : module.getOps<ParamOp>())
     if (!param.getTensorType().getElementType().isF32())
       return param.emitError("the CPU target supports f32 parameters only");

@@ -34,6 +34,13 @@ Value StepLowering::allocBytes(Location loc, int64_t size, StringRef kind) {
   return alloc;
 }
 
+void StepLowering::materializeInto(Location loc, Value value, Value bytes) {
+  auto type = llvm::cast<RankedTensorType>(value.getType());
+  bufferization::MaterializeInDestinationOp::create(
+      b, loc, TypeRange{}, value, view(loc, bytes, 0, type.getShape(), type.getElementType()),
+      /*restrict=*/true, /*writable=*/true);
+}
+
 Value StepLowering::start(Location loc, StringRef name, ValueRange args) {
   MLIRContext *ctx = b.getContext();
   declareRuntimeFunction(module, kWait, FunctionType::get(ctx, {b.getI32Type()}, {}));
@@ -117,10 +124,7 @@ void StepLowering::startGather(AllGatherOp gather) {
     Value master = tensor(loc, shard, 0, shardType);
     shardBytes = tensorBytes(rounded);
     shard = allocBytes(loc, shardBytes, kCollectiveKind);
-    bufferization::MaterializeInDestinationOp::create(
-        b, loc, TypeRange{}, ConvertOp::create(b, loc, rounded, master),
-        view(loc, shard, 0, rounded.getShape(), rounded.getElementType()),
-        /*restrict=*/true, /*writable=*/true);
+    materializeInto(loc, ConvertOp::create(b, loc, rounded, master), shard);
   }
   Value handle = start(loc, kAllGatherStart,
                        {bufferAddress(b, loc, shard), bufferAddress(b, loc, full),
@@ -169,31 +173,20 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
     bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, grad, slot,
                                                       /*restrict=*/true, /*writable=*/true);
   }
-  Value value = bindResult(flatten.getResult(), flat);
-  flatUnits[value] = unit.getSymName();
+  bindResult(flatten.getResult(), flat);
 }
 
-LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
+void StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
   Location loc = reduce.getLoc();
-  // A flat gradient, or the sum of the micro-batches' flat gradients
-  // (fsdp-accumulate-micro-batches, accumulate = no_sync): the sum is
-  // computed into a flat gradient buffer of its own.
+  // A flat gradient has its buffer; a value computed from flat gradients (the
+  // sum of the micro-batches' with accumulate = no_sync) is computed into a
+  // flat gradient buffer of its own.
   Value input = reduce.getInput();
-  Value flat = input;
-  while (auto sum = flat.getDefiningOp<AddOp>())
-    flat = sum.getLhs();
-  StringRef unit = flatUnits.lookup(flat);
-  if (unit.empty())
-    return reduce.emitOpError("reduces a value no fsdp.flatten produced; the CPU target "
-                              "reduce-scatters flat gradients only");
   Value inputBytes = buffers.lookup(input);
   if (!inputBytes) {
-    auto inputType = llvm::cast<RankedTensorType>(input.getType());
-    inputBytes = allocBytes(loc, tensorBytes(inputType), kGradientKind);
-    bufferization::MaterializeInDestinationOp::create(
-        b, loc, TypeRange{}, input,
-        view(loc, inputBytes, 0, inputType.getShape(), inputType.getElementType()),
-        /*restrict=*/true, /*writable=*/true);
+    auto flatType = llvm::cast<RankedTensorType>(input.getType());
+    inputBytes = allocBytes(loc, tensorBytes(flatType), kGradientKind);
+    materializeInto(loc, input, inputBytes);
   }
   RankedTensorType type = reduce.getType();
   Value shard = allocBytes(loc, tensorBytes(type), kCollectiveKind);
@@ -207,7 +200,6 @@ LogicalResult StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
   // Backward goes on while the gradient travels.
   waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingReduceScatter);
   bindResult(reduce.getResult(), shard);
-  return success();
 }
 
 void StepLowering::lowerAllReduce(AllReduceOp reduce) {
@@ -218,9 +210,7 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
   Value bytes = buffers.lookup(input);
   if (!bytes || !input.hasOneUse()) {
     bytes = allocBytes(loc, tensorBytes(type), kCollectiveKind);
-    bufferization::MaterializeInDestinationOp::create(
-        b, loc, TypeRange{}, input, view(loc, bytes, 0, type.getShape(), type.getElementType()),
-        /*restrict=*/true, /*writable=*/true);
+    materializeInto(loc, input, bytes);
   }
   Value handle =
       start(loc, kAllReduceStart,
@@ -258,19 +248,19 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
   return success();
 }
 
+Value StepLowering::tagGradientShard(Value bytes, UnitOp unit) {
+  Operation *alloc = bytes.getDefiningOp();
+  alloc->setAttr(kBufferKindAttr, b.getStringAttr(kGradientShardKind));
+  alloc->setAttr(kGradientOfAttr, b.getStringAttr(unit.getSymName()));
+  shardsWithGradient.insert(unit);
+  return bytes;
+}
+
 Value StepLowering::gradientShard(Value grad, UnitOp unit) {
-  auto tag = [&](Value bytes) {
-    Operation *alloc = bytes.getDefiningOp();
-    alloc->setAttr(kBufferKindAttr, b.getStringAttr(kGradientShardKind));
-    alloc->setAttr(kGradientOfAttr, b.getStringAttr(unit.getSymName()));
-    shardsWithGradient.insert(unit);
-    return bytes;
-  };
   // The buffer a collective or fsdp.flatten left it in, when it has the
   // shard's type.
-  auto type = llvm::cast<RankedTensorType>(grad.getType());
-  if (Value bytes = buffers.lookup(grad); bytes && type == unit.getShardType())
-    return tag(bytes);
+  if (Value bytes = buffers.lookup(grad); bytes && grad.getType() == unit.getShardType())
+    return tagGradientShard(bytes, unit);
   // Else (a conversion from reduce_dtype, a mean over micro-batches) into a
   // buffer of its own where the gradient is computed, so that it is computed
   // there (eliminate-empty-tensors) and lives no longer than it did.
@@ -279,27 +269,25 @@ Value StepLowering::gradientShard(Value grad, UnitOp unit) {
   if (producer)
     b.setInsertionPoint(producer);
   Location loc = grad.getLoc();
-  Value bytes = tag(allocBytes(loc, tensorBytes(unit.getShardType()), kGradientShardKind));
+  Value bytes = tagGradientShard(
+      allocBytes(loc, tensorBytes(unit.getShardType()), kGradientShardKind), unit);
   if (producer)
     b.setInsertionPointAfter(producer);
-  bufferization::MaterializeInDestinationOp::create(
-      b, loc, TypeRange{}, grad,
-      view(loc, bytes, 0, unit.getShardType().getShape(), unit.getElementType()),
-      /*restrict=*/true, /*writable=*/true);
+  materializeInto(loc, grad, bytes);
   return bytes;
 }
 
 void StepLowering::zeroGradientShards() {
   // A trainable unit none of whose parameters reaches the loss has a zero
   // gradient, which the trainer reports after the step like any other.
+  b.setInsertionPoint(body.getTerminator());
   for (const UnitRegions &regions : layout.units) {
     if (!regions.trainable || shardsWithGradient.contains(regions.unit))
       continue;
-    b.setInsertionPoint(body.getTerminator());
     Location loc = regions.unit.getLoc();
     RankedTensorType type = regions.unit.getShardType();
-    Value bytes = allocBytes(loc, tensorBytes(type), kGradientShardKind);
-    bytes.getDefiningOp()->setAttr(kGradientOfAttr, b.getStringAttr(regions.unit.getSymName()));
+    Value bytes =
+        tagGradientShard(allocBytes(loc, tensorBytes(type), kGradientShardKind), regions.unit);
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type.getElementType()));
     linalg::FillOp::create(b, loc, zero,
                            view(loc, bytes, 0, type.getShape(), type.getElementType()));
@@ -321,7 +309,7 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
     else if (auto flatten = dyn_cast<FlattenOp>(op))
       lowerFlatten(flatten);
     else if (auto reduce = dyn_cast<ReduceScatterOp>(op))
-      result = lowerReduceScatter(reduce);
+      lowerReduceScatter(reduce);
     else if (auto reduce = dyn_cast<AllReduceOp>(op))
       lowerAllReduce(reduce);
     else if (auto update = dyn_cast<UpdateOp>(op))

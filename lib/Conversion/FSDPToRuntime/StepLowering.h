@@ -75,12 +75,16 @@ private:
   void lowerView(ParamViewOp view);
   void lowerAllGather(AllGatherOp gather);
   void lowerFlatten(FlattenOp flatten);
-  LogicalResult lowerReduceScatter(ReduceScatterOp reduce);
+  void lowerReduceScatter(ReduceScatterOp reduce);
   void lowerAllReduce(AllReduceOp reduce);
   LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
   /// The buffer of `unit`'s gradient shard, which holds `grad` (the value its
   /// update reads), tagged for fsdp-assign-buffers and the manifest.
   Value gradientShard(Value grad, UnitOp unit);
+  /// Marks the allocation `bytes` as `unit`'s gradient shard.
+  Value tagGradientShard(Value bytes, UnitOp unit);
+  /// Computes `value` (a tensor) into the byte buffer `bytes`, here.
+  void materializeInto(Location loc, Value value, Value bytes);
   /// Zero gradient shards for the trainable units nothing updates.
   void zeroGradientShards();
 
@@ -93,8 +97,6 @@ private:
   llvm::DenseMap<Value, Value> buffers;
   /// The units whose gradient shard has a buffer.
   llvm::DenseSet<Operation *> shardsWithGradient;
-  /// The unit of each flat gradient.
-  llvm::DenseMap<Value, StringRef> flatUnits;
   llvm::DenseMap<ParamOp, Value> paramTensors;
   int64_t prefetch;
   /// The step's gathers in order, and those started ahead (buffer, handle).
