@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
@@ -233,7 +234,7 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t maxInflightGathers, RematPolicy remat,
                                int64_t rematEvery, ArrayAttr rematUnits,
                                int64_t microBatches, Accumulation accumulate, UnitPolicy units,
-                               int64_t minUnitParams) {
+                               int64_t minUnitParams, StringRef deviceMemory) {
   if (grid.empty() || grid.size() > 2)
     return emitError() << "grid must be [shard] or [replicate, shard], got "
                        << grid.size() << " dimensions";
@@ -291,16 +292,67 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "units = auto_wrap needs min_unit_params >= 1";
   if (units == UnitPolicy::Explicit && minUnitParams != 0)
     return emitError() << "min_unit_params applies only with units = auto_wrap";
+  if (!deviceMemory.empty() && !parseByteSize(deviceMemory))
+    return emitError() << "device_memory must be a positive size such as \"80GB\" or "
+                          "\"79.5GiB\", got \""
+                       << deviceMemory << "\"";
   return success();
+}
+
+std::optional<int64_t> mlir::fsdp::parseByteSize(StringRef text) {
+  StringRef number = text.trim().take_while([](char c) { return llvm::isDigit(c) || c == '.'; });
+  StringRef unit = text.trim().drop_front(number.size()).trim();
+  static constexpr std::pair<StringLiteral, double> kUnits[] = {
+      {"", 1},      {"B", 1},          {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9},  {"TB", 1e12},      {"KiB", 1024.0},    {"MiB", 1048576.0},
+      {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}};
+  double value;
+  if (number.empty() || number.getAsDouble(value))
+    return std::nullopt;
+  for (const auto &[name, scale] : kUnits) {
+    if (unit != name)
+      continue;
+    double bytes = value * scale;
+    // Below 2^62: room for the sums the budget check makes.
+    if (bytes < 1 || bytes >= 4.6e18)
+      return std::nullopt;
+    return static_cast<int64_t>(bytes);
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> PlanAttr::getDeviceMemoryBytes() const {
+  if (getDeviceMemory().empty())
+    return std::nullopt;
+  return parseByteSize(getDeviceMemory());
+}
+
+PlanFields PlanAttr::getFields() const {
+  return PlanFields{llvm::to_vector(getGrid()), getStrategy(), getOptimizer(),
+                    getParamDtype(),            getReduceDtype(),
+                    getClipGradNorm().convertToDouble(),
+                    getPrefetch(),              getMaxInflightGathers(),
+                    getRemat(),                 getRematEvery(),
+                    getRematUnits(),            getMicroBatches(),
+                    getAccumulate(),            getUnits(),
+                    getMinUnitParams(),         getDeviceMemory().str()};
+}
+
+PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
+                       function_ref<InFlightDiagnostic()> emitError) {
+  return PlanAttr::getChecked(
+      emitError, context, fields.grid, fields.strategy,
+      llvm::cast<OptimizerAttrInterface>(fields.optimizer), fields.paramDtype, fields.reduceDtype,
+      APFloat(fields.clipGradNorm), fields.prefetch, fields.maxInflightGathers, fields.remat,
+      fields.rematEvery, fields.rematUnits, fields.microBatches, fields.accumulate, fields.units,
+      fields.minUnitParams, fields.deviceMemory);
 }
 
 PlanAttr PlanAttr::withGrid(ArrayRef<int64_t> grid,
                            function_ref<InFlightDiagnostic()> emitError) const {
-  return PlanAttr::getChecked(emitError, getContext(), grid, getStrategy(), getOptimizer(),
-                              getParamDtype(), getReduceDtype(), getClipGradNorm(),
-                              getPrefetch(), getMaxInflightGathers(), getRemat(),
-                              getRematEvery(), getRematUnits(), getMicroBatches(),
-                              getAccumulate(), getUnits(), getMinUnitParams());
+  PlanFields fields = getFields();
+  fields.grid.assign(grid.begin(), grid.end());
+  return get(getContext(), fields, emitError);
 }
 
 int64_t PlanAttr::getWorldSize() const {

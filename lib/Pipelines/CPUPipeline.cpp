@@ -97,6 +97,10 @@ void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {
 
 void mlir::fsdp::buildCPUPipeline(OpPassManager &pm, bool outlineKernels) {
   buildBufferPlanPipeline(pm, ArenaMemory::Host);
+  buildCPULoweringPipeline(pm, outlineKernels);
+}
+
+void mlir::fsdp::buildCPULoweringPipeline(OpPassManager &pm, bool outlineKernels) {
   pm.addPass(createConvertBufferizationToMemRefPass());
   if (outlineKernels) {
     // Folds the buffers loops carry (a scatter's), so the loops stand alone.

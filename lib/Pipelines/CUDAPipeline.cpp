@@ -43,6 +43,11 @@ using namespace mlir;
 void mlir::fsdp::buildCUDAKernelPipeline(OpPassManager &pm,
                                          const CUDAPipelineOptions &options) {
   buildBufferPlanPipeline(pm, ArenaMemory::Device);
+  buildCUDAKernelLoweringPipeline(pm, options);
+}
+
+void mlir::fsdp::buildCUDAKernelLoweringPipeline(OpPassManager &pm,
+                                                 const CUDAPipelineOptions &options) {
   pm.addPass(createFSDPInsertStreamEventsPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Folds the buffers loops carry (a scatter's), so the loops stand alone.

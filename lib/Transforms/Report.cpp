@@ -97,6 +97,42 @@ struct AccumulationCost {
   int64_t reduceBytes = 0;
 };
 
+/// The predicted step (StepCost) and the budget, as fsdpc passes them.
+struct CostFigures {
+  std::string profile;
+  double step = 0, matmul = 0, otherCompute = 0, communication = 0, exposed = 0;
+  std::optional<std::map<std::string, int64_t>> budget;
+  std::string budgetOrigin;
+  llvm::json::Value json = nullptr;
+};
+
+FailureOr<CostFigures> parseCost(StringRef text, Operation *op) {
+  namespace json = llvm::json;
+  llvm::Expected<json::Value> value = json::parse(text);
+  const json::Object *object = value ? value->getAsObject() : nullptr;
+  if (!object || !object->getNumber("step_seconds")) {
+    if (!value)
+      llvm::consumeError(value.takeError());
+    return op->emitError("fsdp-report: 'cost' is not fsdpc's predicted step");
+  }
+  CostFigures cost;
+  cost.profile = object->getString("profile").value_or("").str();
+  auto get = [&](StringRef key) { return object->getNumber(key).value_or(0); };
+  cost.step = get("step_seconds");
+  cost.matmul = get("matmul_seconds");
+  cost.otherCompute = get("other_compute_seconds");
+  cost.communication = get("communication_seconds");
+  cost.exposed = get("exposed_communication_seconds");
+  if (const json::Object *budget = object->getObject("budget")) {
+    cost.budget.emplace();
+    for (StringRef key : {"device_bytes", "runtime_bytes", "needed_bytes"})
+      (*cost.budget)[key.str()] = budget->getInteger(key).value_or(0);
+    cost.budgetOrigin = budget->getString("origin").value_or("").str();
+  }
+  cost.json = std::move(*value);
+  return cost;
+}
+
 struct Report {
   int64_t params = 0, grads = 0, optimizer = 0, gatheredPeak = 0;
   /// What each way of accumulating micro-batches costs.
@@ -105,6 +141,7 @@ struct Report {
   std::map<std::string, int64_t> stateDtypeBytes;
   int64_t optimizerSlots = 0;
   std::optional<ArenaPlan> arena;
+  std::optional<CostFigures> cost;
   int64_t normAllReduce = 0;
   SmallVector<UnitTraffic> traffic;
   int64_t numParams = 0;
@@ -253,6 +290,29 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
     os << "  activations, workspace         (planned by fsdpc --report)\n\n";
   }
 
+  if (const std::optional<CostFigures> &cost = report.cost) {
+    os << "predicted step on " << cost->profile << " (docs/CostModel.md)            seconds\n";
+    auto line = [&](const char *what, double seconds) {
+      os << llvm::format("  %-32s%18.6f\n", what, seconds);
+    };
+    line("step", cost->step);
+    line("compute: matrix products", cost->matmul);
+    line("compute: everything else", cost->otherCompute);
+    line("communication (own streams)", cost->communication);
+    line("communication exposed", cost->exposed);
+    os << "\n";
+    if (const auto &budget = cost->budget) {
+      int64_t device = budget->at("device_bytes"), needed = budget->at("needed_bytes");
+      os << "memory budget (" << cost->budgetOrigin << ")             bytes\n";
+      os << "  arena + runtime (" << budget->at("runtime_bytes") << ")  " << bytesText(needed)
+         << "\n";
+      os << "  device memory                  " << bytesText(device) << "\n";
+      os << (needed <= device ? "  spare                          "
+                              : "  OVER BY                        ")
+         << bytesText(needed <= device ? device - needed : needed - device) << "\n\n";
+    }
+  }
+
   UnitTraffic total;
   for (const UnitTraffic &t : report.traffic) {
     total.gatherForward += t.gatherForward;
@@ -363,6 +423,7 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                                  {"replicas", layout.replicas},
                                  {"per_rank_bytes", std::move(perRank)},
                                  {"gradient_norm_all_reduce_bytes", report.normAllReduce},
+                                 {"predicted", report.cost ? report.cost->json : nullptr},
                                  {"micro_batches",
                                   json::Object{
                                       {"count", plan.getMicroBatches()},
@@ -391,6 +452,12 @@ struct FSDPReportPass : public fsdp::impl::FSDPReportPassBase<FSDPReportPass> {
       if (failed(plan))
         return signalPassFailure();
       report.arena = *plan;
+    }
+    if (!cost.empty()) {
+      FailureOr<CostFigures> figures = parseCost(cost, getOperation());
+      if (failed(figures))
+        return signalPassFailure();
+      report.cost = std::move(*figures);
     }
     if (format == "json")
       printJson(llvm::outs(), *layout, report);

@@ -18,6 +18,7 @@
 #include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Pipelines/CPUPipeline.h"
 #include "fsdp/Pipelines/CUDAPipeline.h"
+#include "fsdp/Planning/FitSearch.h"
 #include "fsdp/Transforms/Passes.h"
 #include "TestPasses.h"
 
@@ -36,6 +37,7 @@
 #include "llvm/IR/Module.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -77,6 +79,26 @@ cl::opt<std::string> gridOverride(
 cl::opt<std::string> report(
     "report", cl::desc("Print each rank's memory and traffic (table or json) and stop"),
     cl::value_desc("table|json"), cl::ValueOptional, cl::cat(fsdpcCategory));
+cl::opt<std::string> deviceMemory(
+    "device-memory",
+    cl::desc("Memory of one rank's device (a GPU; for --target=cpu the host memory a rank may "
+             "use), e.g. 80GB or 79.5GiB: a plan that needs more is an error listing the "
+             "changes that fit (default: the plan's device_memory)"),
+    cl::value_desc("size"), cl::cat(fsdpcCategory));
+cl::opt<bool> fitPlan("fit",
+                      cl::desc("Over the memory budget, compile the best plan that fits "
+                               "instead, and say which"),
+                      cl::cat(fsdpcCategory));
+cl::opt<std::string> deviceProfile(
+    "device-profile",
+    cl::desc("The device the step time is predicted for: h100-sxm, cpu or a profile file "
+             "(default: h100-sxm for --target=cuda, cpu for --target=cpu)"),
+    cl::value_desc("name|file"), cl::cat(fsdpcCategory));
+cl::opt<std::string> runtimeMemory(
+    "runtime-memory",
+    cl::desc("Memory the runtime allocates per rank beside the arena (default: the device "
+             "profile's: CUDA context, NCCL buffers, cuBLAS workspace)"),
+    cl::value_desc("size"), cl::cat(fsdpcCategory));
 cl::list<std::string> gpuArchs(
     "gpu-arch", cl::desc("GPU architectures of --target=cuda (default sm_80,sm_90)"),
     cl::value_desc("sm_XY,..."), cl::CommaSeparated, cl::cat(fsdpcCategory));
@@ -193,35 +215,6 @@ FailureOr<SmallVector<int64_t>> parseGrid() {
   return grid;
 }
 
-/// Compiles a copy of the model up to its buffer plan and returns the
-/// manifest's arena figures (arena_bytes, persistent_bytes, transient) and
-/// what recompute adds (recompute, with remat) as JSON, for fsdp-report.
-static FailureOr<std::string> planArena(ModuleOp model) {
-  OwningOpRef<ModuleOp> copy = model.clone();
-  PassManager pm(model.getContext());
-  fsdp::buildBufferPlanPipeline(pm, target == Target::CUDA ? fsdp::ArenaMemory::Device
-                                                           : fsdp::ArenaMemory::Host);
-  if (failed(pm.run(*copy)))
-    return failure();
-  auto global = copy->lookupSymbol<LLVM::GlobalOp>(fsdp::kManifestGlobal);
-  auto text = global ? llvm::dyn_cast_or_null<StringAttr>(global.getValueOrNull())
-                     : StringAttr();
-  llvm::Expected<llvm::json::Value> manifest =
-      text ? llvm::json::parse(text.getValue().rtrim('\0'))
-           : llvm::Expected<llvm::json::Value>(
-                 llvm::createStringError("the compiled step has no manifest"));
-  if (!manifest)
-    return fail(llvm::toString(manifest.takeError()));
-  llvm::json::Object arena;
-  for (StringRef key : {"arena_bytes", "persistent_bytes", "transient", "recompute"})
-    if (const llvm::json::Value *value = manifest->getAsObject()->get(key))
-      arena[key] = *value;
-  std::string json;
-  llvm::raw_string_ostream os(json);
-  os << llvm::json::Value(std::move(arena));
-  return json;
-}
-
 /// The CUDA pipeline's options from the flags, checked.
 FailureOr<fsdp::CUDAPipelineOptions> cudaOptions() {
   fsdp::CUDAPipelineOptions options;
@@ -286,22 +279,126 @@ LogicalResult checkBF16Archs(ModuleOp module, ArrayRef<std::string> chips) {
   return success();
 }
 
-LogicalResult addTargetPipeline(PassManager &pm, ModuleOp module) {
-  if (target == Target::CPU) {
-    fsdp::buildCPUPipeline(pm, outlineKernels);
-    return success();
+/// The passes after the buffer plan, from the step on buffers to the LLVM
+/// dialect, for the target (`cuda`: its checked options).
+void addTargetPipeline(PassManager &pm, const std::optional<fsdp::CUDAPipelineOptions> &cuda) {
+  if (!cuda) {
+    fsdp::buildCPULoweringPipeline(pm, outlineKernels);
+    return;
   }
-  FailureOr<fsdp::CUDAPipelineOptions> options = cudaOptions();
-  if (failed(options) || failed(checkBF16Archs(module, options->chips)))
-    return failure();
+  fsdp::buildCUDAKernelLoweringPipeline(pm, *cuda);
   if (!kernelsOnCPU) {
-    fsdp::buildCUDAPipeline(pm, *options);
-    return success();
+    fsdp::buildCUDADevicePipeline(pm, *cuda);
+    return;
   }
-  fsdp::buildCUDAKernelPipeline(pm, *options);
   pm.addPass(fsdp::test::createTestLaunchToLoopsPass());
   fsdp::buildHostLLVMPipeline(pm);
-  return success();
+}
+
+fsdp::ArenaMemory arenaMemory() {
+  return target == Target::CUDA ? fsdp::ArenaMemory::Device : fsdp::ArenaMemory::Host;
+}
+
+/// The memory budget from --device-memory or the plan's device_memory, with
+/// the runtime's own memory from the profile or --runtime-memory.
+FailureOr<std::optional<fsdp::MemoryBudget>> memoryBudget(ModuleOp model,
+                                                          const fsdp::DeviceProfile &profile) {
+  fsdp::MemoryBudget budget;
+  budget.runtime = profile.runtime;
+  if (!runtimeMemory.empty()) {
+    std::optional<int64_t> bytes =
+        runtimeMemory == "0" ? std::optional<int64_t>(0) : fsdp::parseByteSize(runtimeMemory);
+    if (!bytes) {
+      (void)fail("--runtime-memory=" + runtimeMemory + ": expected a size such as 2GiB or 0");
+      return failure();
+    }
+    budget.runtime = {0, 0, 0};
+    budget.runtime.context = *bytes;
+  }
+  auto plan = model->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
+  if (!deviceMemory.empty()) {
+    std::optional<int64_t> bytes = fsdp::parseByteSize(deviceMemory);
+    if (!bytes) {
+      (void)fail("--device-memory=" + deviceMemory + ": expected a size such as 80GB or 79.5GiB");
+      return failure();
+    }
+    budget.deviceBytes = *bytes;
+    budget.origin = "--device-memory=" + deviceMemory;
+  } else if (std::optional<int64_t> bytes = plan ? plan.getDeviceMemoryBytes() : std::nullopt) {
+    budget.deviceBytes = *bytes;
+    budget.origin = "device_memory = \"" + plan.getDeviceMemory().str() + "\"";
+  } else {
+    return std::optional<fsdp::MemoryBudget>();
+  }
+  return std::optional<fsdp::MemoryBudget>(budget);
+}
+
+std::string gib(int64_t bytes) {
+  return llvm::formatv("{0:F2} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+}
+
+/// The predicted step and the budget, for fsdp-report's `cost`.
+std::string costJson(const fsdp::PlanEvaluation &planned, const fsdp::DeviceProfile &profile,
+                     const std::optional<fsdp::MemoryBudget> &budget) {
+  const fsdp::StepCost &cost = planned.cost;
+  llvm::json::Object object{{"profile", profile.name},
+                            {"step_seconds", cost.stepSeconds},
+                            {"matmul_seconds", cost.matmulSeconds},
+                            {"other_compute_seconds", cost.otherComputeSeconds},
+                            {"communication_seconds", cost.communicationSeconds},
+                            {"exposed_communication_seconds", cost.exposedCommunicationSeconds}};
+  if (budget)
+    object["budget"] = llvm::json::Object{{"device_bytes", budget->deviceBytes},
+                                          {"runtime_bytes", budget->runtime.total()},
+                                          {"needed_bytes", budget->needed(planned)},
+                                          {"origin", budget->origin}};
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::json::Value(std::move(object));
+  return text;
+}
+
+/// Over budget: the located error with the figures by category and the
+/// changes that fit; with --fit, the best of them (its evaluation returned).
+FailureOr<fsdp::PlanFix> handleOverBudget(ModuleOp model, const fsdp::PlanEvaluation &planned,
+                                          const fsdp::MemoryBudget &budget,
+                                          const fsdp::DeviceProfile &profile) {
+  fsdp::FitOptions options;
+  options.budget = budget;
+  options.memory = arenaMemory();
+  options.profile = &profile;
+  fsdp::FitSearchResult search = fsdp::searchFits(model, planned, options);
+  if (fitPlan && !search.fits.empty())
+    return search.fits.front();
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  int64_t needed = budget.needed(planned);
+  os << "the plan needs " << fsdp::groupedBytes(needed) << " B per rank, "
+     << fsdp::groupedBytes(needed - budget.deviceBytes) << " B (" << gib(needed - budget.deviceBytes)
+     << ") more than " << budget.origin << "\n";
+  fsdp::printMemoryBreakdown(os, planned, budget);
+  double baseSeconds = planned.cost.stepSeconds;
+  if (search.fits.empty()) {
+    os << "no plan within 3 changes of recompute, micro-batches, prefetch, ranks, sharding "
+          "and precision fits ("
+       << search.evaluated << " compiled, " << search.skipped << " skipped)";
+  } else {
+    os << "changes that fit, best first (predicted on " << profile.name
+       << "; fsdpc --fit compiles the first):\n";
+    for (auto [index, fix] : llvm::enumerate(search.fits)) {
+      int64_t spare = budget.deviceBytes - budget.needed(fix.evaluation);
+      double seconds = fix.evaluation.cost.stepSeconds;
+      double change = 100.0 * (seconds / baseSeconds - 1.0);
+      os << llvm::formatv("  {0}. {1}: needs {2} B ({3} B spare); step {4} s predicted "
+                          "({5}{6:F1}%), {7} ranks\n",
+                          index + 1, fix.changes, fsdp::groupedBytes(budget.needed(fix.evaluation)),
+                          fsdp::groupedBytes(spare), llvm::formatv("{0:F4}", seconds), change < 0 ? "" : "+",
+                          change, fix.evaluation.worldSize());
+    }
+    os << "(" << search.evaluated << " plans compiled, " << search.skipped << " skipped)";
+  }
+  mlir::emitError(model.getLoc()) << text;
+  return failure();
 }
 
 LogicalResult compile() {
@@ -339,35 +436,92 @@ LogicalResult compile() {
   applyDefaultTimingManagerCLOptions(timingManager);
   TimingScope timing = timingManager.getRootScope();
 
-  PassManager pm(&ctx);
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
-  pm.enableTiming(timing);
+  // Every pass manager takes --mlir-print-ir-* and the like, and is timed.
+  auto passManager = [&]() -> FailureOr<std::unique_ptr<PassManager>> {
+    auto pm = std::make_unique<PassManager>(&ctx);
+    if (failed(applyPassManagerCLOptions(*pm)))
+      return failure();
+    pm->enableTiming(timing);
+    return pm;
+  };
   if (!gridOverride.empty()) {
     FailureOr<SmallVector<int64_t>> grid = parseGrid();
-    if (failed(grid))
+    FailureOr<std::unique_ptr<PassManager>> pm = passManager();
+    if (failed(grid) || failed(pm))
       return failure();
     fsdp::FSDPSetGridPassOptions options;
     options.grid = *grid;
-    pm.addPass(fsdp::createFSDPSetGridPass(options));
+    (*pm)->addPass(fsdp::createFSDPSetGridPass(options));
+    if (failed((*pm)->run(**module)))
+      return failure();
   }
+
+  // The target's flags are checked before anything is compiled (a report
+  // needs no toolkit).
+  std::optional<fsdp::CUDAPipelineOptions> cuda;
+  if (target == Target::CUDA && !report.getNumOccurrences()) {
+    FailureOr<fsdp::CUDAPipelineOptions> options = cudaOptions();
+    if (failed(options) || failed(checkBF16Archs(**module, options->chips)))
+      return failure();
+    cuda = *options;
+  }
+
+  // The step as far as its buffer plan: the exact memory of a rank, checked
+  // against the budget before anything else is compiled.
+  llvm::Expected<fsdp::DeviceProfile> profile = fsdp::DeviceProfile::load(
+      !deviceProfile.empty() ? StringRef(deviceProfile)
+                             : StringRef(target == Target::CUDA ? "h100-sxm" : "cpu"));
+  if (!profile)
+    return fail("--device-profile: " + llvm::toString(profile.takeError()));
+  OwningOpRef<ModuleOp> model = (*module)->clone();
+  FailureOr<std::optional<fsdp::MemoryBudget>> budget = memoryBudget(*model, *profile);
+  FailureOr<std::unique_ptr<PassManager>> planPM = passManager();
+  if (failed(budget) || failed(planPM))
+    return failure();
+  fsdp::buildBufferPlanPipeline(**planPM, arenaMemory());
+  if (failed((*planPM)->run(**module)))
+    return failure();
+  FailureOr<fsdp::PlanEvaluation> planned = fsdp::evaluateBufferPlan(**module, *profile);
+  if (failed(planned))
+    return failure();
+  planned->plan = (*model)->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
+  if (*budget && !(*budget)->fits(*planned)) {
+    FailureOr<fsdp::PlanFix> fix = handleOverBudget(*model, *planned, **budget, *profile);
+    if (failed(fix))
+      return failure();
+    llvm::errs() << "fsdpc: --fit: " << fix->changes << " (needs "
+                 << fsdp::groupedBytes((*budget)->needed(fix->evaluation)) << " B of "
+                 << fsdp::groupedBytes((*budget)->deviceBytes) << ", step "
+                 << llvm::formatv("{0:F3}", fix->evaluation.cost.stepSeconds)
+                 << " s predicted on " << profile->name << "): " << fix->evaluation.plan << "\n";
+    (*model)->setAttr(fsdp::FSDPDialect::getPlanAttrName(), fix->evaluation.plan);
+    *module = OwningOpRef<ModuleOp>(model->clone());
+    if (failed((*planPM)->run(**module)))
+      return failure();
+    planned = std::move(fix->evaluation);
+  } else if (*budget && fitPlan) {
+    llvm::errs() << "fsdpc: --fit: the plan fits as it is ("
+                 << fsdp::groupedBytes((*budget)->deviceBytes - (*budget)->needed(*planned))
+                 << " B spare)\n";
+  }
+
   if (report.getNumOccurrences()) {
     // The report describes the plan, with the arena of the step compiled as
     // far as its buffer plan; nothing is emitted.
-    if (failed(pm.run(**module)))
-      return failure();
-    FailureOr<std::string> arena = planArena(**module);
-    if (failed(arena))
-      return failure();
     PassManager reportPM(&ctx);
     reportPM.addPass(fsdp::createFSDPFormUnitsPass());
     fsdp::FSDPReportPassOptions options;
     options.format = report.empty() ? "table" : report.getValue();
-    options.arena = *arena;
+    options.arena = planned->arenaJson;
+    options.cost = costJson(*planned, *profile, *budget);
     reportPM.addPass(fsdp::createFSDPReportPass(options));
-    return reportPM.run(**module);
+    return reportPM.run(*model);
   }
-  if (failed(addTargetPipeline(pm, **module)) || failed(pm.run(**module)))
+  FailureOr<std::unique_ptr<PassManager>> pm = passManager();
+  if (failed(pm))
+    return failure();
+  addTargetPipeline(**pm, cuda);
+  if (failed((*pm)->run(**module)))
     return failure();
 
   if (emit == Emit::MLIR) {

@@ -35,6 +35,28 @@ FailureOr<EnumT> parseEnumParameter(AsmParser &parser, uint64_t maxValue) {
     diag << (i ? ", " : "") << stringifyEnum(static_cast<EnumT>(i));
   return diag;
 }
+
+/// A byte count written for people: `80GB`, `79.5GiB`, `512MiB`, `1000000`
+/// (SI units are powers of 1000, binary ones of 1024); none unless positive.
+std::optional<int64_t> parseByteSize(llvm::StringRef text);
+
+/// The fields of a PlanAttr (FSDPAttrs.td), to build a changed copy.
+struct PlanFields {
+  SmallVector<int64_t> grid;
+  Strategy strategy;
+  Attribute optimizer;
+  DType paramDtype, reduceDtype;
+  double clipGradNorm;
+  int64_t prefetch, maxInflightGathers;
+  RematPolicy remat;
+  int64_t rematEvery;
+  ArrayAttr rematUnits;
+  int64_t microBatches;
+  Accumulation accumulate;
+  UnitPolicy units;
+  int64_t minUnitParams;
+  std::string deviceMemory;
+};
 } // namespace mlir::fsdp
 
 #define GET_ATTRDEF_CLASSES

@@ -276,6 +276,7 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     | `accumulate` | with micro-batches: `reduce_scatter` (each micro-batch's gradient is reduced at once and summed into an f32 shard: least memory) or `no_sync` (the unsharded flat gradients are summed in `reduce_dtype` and reduced once: less traffic) | `reduce_scatter` |
     | `units` | `explicit` (the `unit` of each param) or `auto_wrap` (group params in declaration order until `min_unit_params`) | `explicit` |
     | `min_unit_params` | parameter count that closes an auto-wrapped unit (`auto_wrap` only) | `0` |
+    | `device_memory` | memory of one rank's device (one GPU; on the CPU target, the host memory a rank may use), e.g. `"80GB"`, `"79.5GiB"`: `fsdpc` refuses a plan whose planned peak plus the runtime's own memory exceeds it, and lists the changes that fit (`docs/CostModel.md`) | none |
 
     ```mlir
     module attributes {fsdp.plan = #fsdp.plan<grid = [2, 4], strategy = hybrid_shard,
@@ -299,13 +300,20 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     DefaultI64Parameter<"1", "micro-batches per step">:$micro_batches,
     DefaultEnumParameter<FSDP_Accumulation, "ReduceScatter">:$accumulate,
     DefaultEnumParameter<FSDP_UnitPolicy, "Explicit">:$units,
-    DefaultI64Parameter<"0", "auto-wrap threshold">:$min_unit_params
+    DefaultI64Parameter<"0", "auto-wrap threshold">:$min_unit_params,
+    StringRefParameter<"device memory per rank", "\"\"">:$device_memory
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Number of ranks in the whole grid.
     int64_t getWorldSize() const;
+    /// `device_memory` in bytes; none when the plan sets no budget.
+    std::optional<int64_t> getDeviceMemoryBytes() const;
+    /// Every field, to build a changed copy with `get(ctx, fields, ...)`.
+    PlanFields getFields() const;
+    static PlanAttr get(::mlir::MLIRContext *context, const PlanFields &fields,
+                        ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError);
     /// The same plan on another grid; null, with a diagnostic, when the plan
     /// would be invalid (e.g. a 2-D grid without hybrid_shard).
     PlanAttr withGrid(::llvm::ArrayRef<int64_t> grid,

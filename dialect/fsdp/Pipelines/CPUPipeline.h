@@ -15,6 +15,10 @@ namespace mlir::fsdp {
 /// loops and the LLVM dialect.
 void buildCPUPipeline(OpPassManager &pm, bool outlineKernels = true);
 
+/// The CPU pipeline after buildBufferPlanPipeline: what fsdpc runs once it
+/// has checked the buffer plan against the memory budget.
+void buildCPULoweringPipeline(OpPassManager &pm, bool outlineKernels = true);
+
 /// Where the arena lives: host code may read it directly only on the CPU.
 enum class ArenaMemory { Host, Device };
 

@@ -27,6 +27,10 @@ struct CUDAPipelineOptions {
 /// compute mapped to blocks and threads by the upstream GPU passes.
 void buildCUDAKernelPipeline(OpPassManager &pm, const CUDAPipelineOptions &options);
 
+/// buildCUDAKernelPipeline after buildBufferPlanPipeline: what fsdpc runs
+/// once it has checked the buffer plan against the memory budget.
+void buildCUDAKernelLoweringPipeline(OpPassManager &pm, const CUDAPipelineOptions &options);
+
 /// The launches outlined into one GPU module compiled to a fat binary for
 /// every chip, and the host side lowered to the LLVM dialect with calls to the
 /// GPU runtime entry points.

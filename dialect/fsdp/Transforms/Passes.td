@@ -281,7 +281,10 @@ def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
     peak, and the planned arena itself; with its `recompute` field (a plan
     with `remat`: what `fsdp-remat` recorded), the ops recompute adds to each
     step, the FLOPs of its matrix products and the elements of its other
-    ops. The IR is unchanged.
+    ops. With `cost` (what `fsdpc --report` passes: the step time the cost
+    model predicts on a device profile, `docs/CostModel.md`, and the memory
+    budget when one is set), the predicted step by stream and the budget's
+    margin. The IR is unchanged.
 
     ```sh
     fsdp-opt examples/llama-70b.mlir --fsdp-form-units --fsdp-report -o /dev/null
@@ -294,6 +297,8 @@ def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
            "table (for people) or json (for scripts)">,
     Option<"arena", "arena", "std::string", /*default=*/"\"\"",
            "The compiled step's buffer plan, a JSON object (set by fsdpc --report)">,
+    Option<"cost", "cost", "std::string", /*default=*/"\"\"",
+           "The predicted step and the memory budget, a JSON object (set by fsdpc --report)">,
   ];
 }
 

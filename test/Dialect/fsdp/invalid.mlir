@@ -1135,6 +1135,18 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 
 // -----
 
+// plan: a device memory without a unit the plan knows.
+// expected-error@+1 {{device_memory must be a positive size such as "80GB" or "79.5GiB", got "80G"}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, device_memory = "80G">} {}
+
+// -----
+
+// plan: no device memory at all.
+// expected-error@+1 {{device_memory must be a positive size such as "80GB" or "79.5GiB", got "0GB"}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, device_memory = "0GB">} {}
+
+// -----
+
 // plan: no micro-batch at all.
 // expected-error@+1 {{micro_batches must be at least 1, got 0}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, micro_batches = 0>} {}

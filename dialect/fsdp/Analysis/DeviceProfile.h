@@ -1,0 +1,70 @@
+//===- DeviceProfile.h - what a rank's device can do, for the cost model -*- C++ -*-===//
+//
+// The rates the step-time prediction (StepCost.h) divides by, and the memory
+// the runtime itself takes beside the planned arena (the budget check). A
+// profile is built in (`h100-sxm`, `cpu`) or read from a JSON file, e.g. the
+// one bench/measure_cpu_profile.py writes for the machine it runs on.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_ANALYSIS_DEVICEPROFILE_H
+#define FSDP_ANALYSIS_DEVICEPROFILE_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::fsdp {
+
+/// One kind of link between ranks, alpha-beta: a message of S bytes takes
+/// latency + S / bandwidth.
+struct LinkProfile {
+  double latency = 0;   // s
+  double bandwidth = 0; // B/s, each direction, per rank
+};
+
+/// The device memory the runtime allocates beside the arena, by purpose.
+struct RuntimeMemory {
+  int64_t context = 0;     // CUDA context and loaded kernels
+  int64_t collectives = 0; // NCCL's buffers, all communicators
+  int64_t workspace = 0;   // cuBLAS(Lt) workspaces
+
+  int64_t total() const { return context + collectives + workspace; }
+};
+
+struct DeviceProfile {
+  std::string name, description;
+  /// Rates of one rank, with every rank of its node busy.
+  double matmulFlopsF32 = 0, matmulFlopsBF16 = 0; // FLOP/s on large products
+  double vectorFlops = 0;                         // arithmetic op/s of generated loops
+  double memoryBandwidth = 0;                     // B/s read + written
+  double opOverhead = 0;                          // s per launch or call
+  int64_t ranksPerNode = 1;
+  LinkProfile intraNode, interNode;
+  double hostDeviceBandwidth = 0; // B/s each direction; 0 without a device
+  /// Whether collectives progress while compute runs (NCCL streams: yes; MPI
+  /// nonblocking calls without a progress thread: only inside MPI calls).
+  bool asyncCollectives = false;
+  RuntimeMemory runtime;
+
+  /// A built-in profile (`h100-sxm`, `cpu`) or a JSON file (docs/CostModel.md).
+  static llvm::Expected<DeviceProfile> load(llvm::StringRef nameOrFile);
+  /// The names `load` knows without a file.
+  static llvm::StringRef builtinNames();
+};
+
+/// A collective's kind, for its alpha-beta time.
+enum class CollectiveKind { AllGather, ReduceScatter, AllReduce };
+
+/// Seconds of a ring collective over `groupRanks` ranks, each contributing
+/// (all-gather, reduce-scatter) or holding (all-reduce) its part of a total
+/// of `totalBytes`, over `link`: (g - 1) steps of latency and (g - 1) / g of
+/// the bytes, twice for an all-reduce (a reduce-scatter then an all-gather).
+double ringSeconds(CollectiveKind kind, int64_t groupRanks, double totalBytes,
+                   const LinkProfile &link);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_ANALYSIS_DEVICEPROFILE_H

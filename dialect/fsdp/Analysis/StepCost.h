@@ -1,0 +1,57 @@
+//===- StepCost.h - the predicted time of a compiled step -------*- C++ -*-===//
+//
+// Beside the exact memory plan, a prediction of the step's time: every op of
+// the buffer-planned step (after fsdp-assign-buffers) gets a duration from a
+// DeviceProfile (products from their FLOPs, loops from the bytes they move
+// and the arithmetic they do, collectives as alpha-beta rings), and the step
+// is played on three streams as the runtime runs it: compute in program
+// order, all-gathers on one communication stream and reductions on another,
+// each collective from its start call, a wait holding compute until the
+// collective it names is done.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_ANALYSIS_STEPCOST_H
+#define FSDP_ANALYSIS_STEPCOST_H
+
+#include "fsdp/Analysis/DeviceProfile.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include <string>
+
+namespace mlir::fsdp {
+
+/// One op of the predicted step, on its stream (RuntimeStream).
+struct TimedOp {
+  Operation *op = nullptr;
+  int stream = 0;
+  double start = 0, end = 0;
+  /// What it is: a runtime call's name without `fsdprt_`, or the op's name.
+  std::string name;
+  /// Matrix-product FLOPs, and bytes moved (loops) or sent per rank (collectives).
+  double flops = 0, bytes = 0;
+};
+
+struct StepCost {
+  SmallVector<TimedOp> ops;
+  /// When the last op ends: the predicted step.
+  double stepSeconds = 0;
+  /// Busy time of the compute stream: products, and everything else.
+  double matmulSeconds = 0, otherComputeSeconds = 0;
+  /// Busy time of the communication streams, and the part of it the compute
+  /// stream spends waiting (what prefetch and overlap failed to hide).
+  double communicationSeconds = 0, exposedCommunicationSeconds = 0;
+};
+
+/// The shape of the rank grid, to tell which links a collective's group uses.
+struct RankGrid {
+  int64_t replicas = 1, shardRanks = 1;
+};
+
+/// Predicts `step` (fsdp_train_step after fsdp-assign-buffers) on `profile`.
+StepCost predictStepCost(func::FuncOp step, const DeviceProfile &profile, RankGrid grid);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_ANALYSIS_STEPCOST_H

@@ -1,0 +1,54 @@
+//===- PlanEvaluation.h - a plan's exact memory and predicted time -*- C++ -*-===//
+//
+// What fsdpc --report, the memory budget and the fit search know of a plan:
+// the step compiled as far as its buffer plan (fsdp-assign-buffers), its
+// arena by category, and the step time the cost model predicts for it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_PLANNING_PLANEVALUATION_H
+#define FSDP_PLANNING_PLANEVALUATION_H
+
+#include "fsdp/Analysis/StepCost.h"
+#include "fsdp/IR/FSDPAttrs.h"
+#include "fsdp/Pipelines/CPUPipeline.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::fsdp {
+
+/// One rank's arena, from the manifest fsdp-assign-buffers writes.
+struct ArenaFigures {
+  int64_t arenaBytes = 0;      // the planned peak
+  int64_t persistentBytes = 0; // shards and inputs, alive across steps
+  int64_t transientPeak = 0;   // the step's own buffers at the peak, by kind:
+  int64_t activations = 0, gathered = 0, gradients = 0, gradientShards = 0;
+};
+
+struct PlanEvaluation {
+  /// The plan evaluated (evaluateBufferPlan leaves it to the caller: the
+  /// lowered module no longer carries it).
+  PlanAttr plan;
+  ArenaFigures arena;
+  /// The manifest's buffer-plan fields as JSON, for fsdp-report's `arena`.
+  std::string arenaJson;
+  /// The predicted step; its ops' `op` pointers are cleared (the compiled
+  /// copy is gone).
+  StepCost cost;
+  RankGrid grid;
+
+  int64_t worldSize() const { return grid.replicas * grid.shardRanks; }
+};
+
+/// Reads a module compiled by buildBufferPlanPipeline: its manifest's arena
+/// and the predicted time of its step on `profile`.
+FailureOr<PlanEvaluation> evaluateBufferPlan(ModuleOp planned, const DeviceProfile &profile);
+
+/// Compiles a copy of `model` with `plan` (null: the model's own) up to its
+/// buffer plan and evaluates it. Diagnostics go to the context's handlers.
+FailureOr<PlanEvaluation> evaluatePlan(ModuleOp model, PlanAttr plan, ArenaMemory memory,
+                                       const DeviceProfile &profile);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_PLANNING_PLANEVALUATION_H

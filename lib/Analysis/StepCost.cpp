@@ -1,0 +1,248 @@
+//===- StepCost.cpp - the predicted time of a compiled step ---------------===//
+
+#include "fsdp/Analysis/StepCost.h"
+
+#include "fsdp/Analysis/ArenaAccesses.h"
+
+#include "fsdp/Conversion/RuntimeABI.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// What an op does, counted over everything nested in it.
+struct Work {
+  double flops = 0;      // matrix-product FLOPs
+  double bytes = 0;      // memory read and written
+  double arithmetic = 0; // scalar arithmetic of loops
+
+  Work &operator+=(const Work &other) {
+    flops += other.flops;
+    bytes += other.bytes;
+    arithmetic += other.arithmetic;
+    return *this;
+  }
+  Work scaled(double times) const { return {flops * times, bytes * times, arithmetic * times}; }
+};
+
+double elementBytes(Type type) {
+  return static_cast<double>(llvm::divideCeil(type.getIntOrFloatBitWidth(), 8));
+}
+
+double bufferBytes(Type type) {
+  auto memref = llvm::dyn_cast<MemRefType>(type);
+  if (!memref || !memref.hasStaticShape())
+    return 0;
+  return static_cast<double>(memref.getNumElements()) * elementBytes(memref.getElementType());
+}
+
+std::optional<int64_t> constantInt(Value value) {
+  APInt result;
+  if (matchPattern(value, m_ConstantInt(&result)))
+    return result.getSExtValue();
+  return std::nullopt;
+}
+
+/// Arithmetic ops one scalar op stands for: exp, log and tanh become
+/// polynomials of a few dozen ops (fsdp-approximate-math, NVVM's libdevice).
+double arithmeticOf(Operation *op) {
+  if (isa<math::ExpOp, math::LogOp, math::TanhOp, math::PowFOp, math::ErfOp>(op))
+    return 20;
+  if (isa<arith::ConstantOp, arith::IndexCastOp, arith::IndexCastUIOp>(op))
+    return 0;
+  return isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ? 1 : 0;
+}
+
+bool isGemm(StringRef callee) {
+  return callee == kGemm || callee == kBatchedGemm || callee == kGemmBF16 ||
+         callee == kBatchedGemmBF16;
+}
+
+/// A runtime product: 2 m n k FLOPs per matrix, A, B and C moved once.
+Work gemmWork(func::CallOp call) {
+  StringRef callee = call.getCallee();
+  bool batched = callee == kBatchedGemm || callee == kBatchedGemmBF16;
+  double element = callee == kGemmBF16 || callee == kBatchedGemmBF16 ? 2 : 4;
+  unsigned first = batched ? 3 : 2;
+  double batch = batched ? static_cast<double>(constantInt(call.getOperand(2)).value_or(1)) : 1;
+  std::optional<int64_t> m = constantInt(call.getOperand(first)),
+                         n = constantInt(call.getOperand(first + 1)),
+                         k = constantInt(call.getOperand(first + 2));
+  if (!m || !n || !k)
+    return {};
+  double dm = static_cast<double>(*m), dn = static_cast<double>(*n), dk = static_cast<double>(*k);
+  return {2 * batch * dm * dn * dk, batch * element * (dm * dk + dk * dn + dm * dn), 0};
+}
+
+Work workOf(Operation *op);
+
+/// The scalar work of a region's ops, each executed `times` times.
+Work regionWork(Region &region) {
+  Work work;
+  for (Operation &op : region.getOps())
+    work += workOf(&op);
+  return work;
+}
+
+Work workOf(Operation *op) {
+  if (auto call = dyn_cast<func::CallOp>(op))
+    return isGemm(call.getCallee()) ? gemmWork(call) : Work{};
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    // Every operand moved once; the payload once per point of the
+    // iteration space (loads inside it move bytes of their own).
+    Work work;
+    for (Value operand : op->getOperands())
+      work.bytes += bufferBytes(operand.getType());
+    double points = 1;
+    for (int64_t range : linalgOp.getStaticLoopRanges())
+      points *= ShapedType::isDynamic(range) ? 1 : static_cast<double>(range);
+    Work body;
+    for (Region &region : op->getRegions())
+      body += regionWork(region);
+    work.bytes += body.bytes * points;
+    work.arithmetic += body.arithmetic * points;
+    return work;
+  }
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return {0, 2 * bufferBytes(copy.getSource().getType()), 0};
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return {0, elementBytes(load.getType()), 0};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return {0, elementBytes(store.getValueToStore().getType()), 0};
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    std::optional<int64_t> lower = constantInt(loop.getLowerBound()),
+                           upper = constantInt(loop.getUpperBound()),
+                           step = constantInt(loop.getStep());
+    double trips = lower && upper && step && *step > 0
+                       ? static_cast<double>(std::max<int64_t>(0, llvm::divideCeil(*upper - *lower, *step)))
+                       : 1;
+    return regionWork(loop.getRegion()).scaled(trips);
+  }
+  Work work{0, 0, arithmeticOf(op)};
+  for (Region &region : op->getRegions())
+    work += regionWork(region);
+  return work;
+}
+
+/// Whether an op of the step is work the compute stream does (as opposed to
+/// views, constants and address arithmetic, which cost nothing at run time).
+bool isComputeOp(Operation *op) {
+  return isa<func::CallOp, linalg::LinalgOp, memref::CopyOp, scf::ForOp>(op);
+}
+
+double dtypeBytes(Value dtype) {
+  return constantInt(dtype).value_or(0) == static_cast<int64_t>(RuntimeDType::BF16) ? 2 : 4;
+}
+
+} // namespace
+
+StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &profile,
+                                     RankGrid grid) {
+  int64_t world = grid.replicas * grid.shardRanks;
+  int64_t node = std::max<int64_t>(1, profile.ranksPerNode);
+  // Ranks fill nodes in order; a shard group is shardRanks consecutive ranks,
+  // a replica group one rank of each shard group.
+  auto group = [&](Value id) -> std::pair<int64_t, const LinkProfile *> {
+    switch (constantInt(id).value_or(0)) {
+    case 1:
+      return {grid.shardRanks, grid.shardRanks > node ? &profile.interNode : &profile.intraNode};
+    case 2:
+      return {grid.replicas,
+              grid.replicas > 1 && world > node ? &profile.interNode : &profile.intraNode};
+    default:
+      return {world, world > node ? &profile.interNode : &profile.intraNode};
+    }
+  };
+
+  StepCost cost;
+  double now = 0;
+  double streamFree[kNumRuntimeStreams] = {0, 0, 0};
+  // A collective's op by its handle; without asynchronous progress it is
+  // timed when it is waited for.
+  DenseMap<Value, size_t> pending;
+  auto runCollective = [&](TimedOp &timed, double duration, double ready) {
+    timed.start = std::max(ready, streamFree[timed.stream]);
+    timed.end = timed.start + duration;
+    streamFree[timed.stream] = timed.end;
+    cost.communicationSeconds += duration;
+  };
+  SmallVector<double> durations;
+
+  for (Operation &op : step.getBody().front()) {
+    auto call = dyn_cast<func::CallOp>(&op);
+    StringRef callee = call ? call.getCallee() : StringRef();
+    if (callee == kAllGatherStart || callee == kReduceScatterStart || callee == kAllReduceStart) {
+      TimedOp timed{&op, ArenaAccesses::streamOf(&op), 0, 0, callee.drop_front(7).str(), 0, 0};
+      double total = 0;
+      CollectiveKind kind;
+      std::pair<int64_t, const LinkProfile *> members;
+      if (callee == kAllGatherStart) {
+        kind = CollectiveKind::AllGather;
+        members = group(call.getOperand(3));
+        total = static_cast<double>(constantInt(call.getOperand(2)).value_or(0)) *
+                static_cast<double>(members.first);
+      } else if (callee == kReduceScatterStart) {
+        kind = CollectiveKind::ReduceScatter;
+        members = group(call.getOperand(5));
+        total = static_cast<double>(constantInt(call.getOperand(2)).value_or(0)) *
+                dtypeBytes(call.getOperand(3)) * static_cast<double>(members.first);
+      } else {
+        kind = CollectiveKind::AllReduce;
+        members = group(call.getOperand(4));
+        total = static_cast<double>(constantInt(call.getOperand(1)).value_or(0)) *
+                dtypeBytes(call.getOperand(2));
+      }
+      double g = static_cast<double>(members.first);
+      timed.bytes = g > 1 ? (g - 1) / g * total * (kind == CollectiveKind::AllReduce ? 2 : 1) : 0;
+      double duration = ringSeconds(kind, members.first, total, *members.second);
+      if (profile.asyncCollectives)
+        runCollective(timed, duration, now);
+      pending[call.getResult(0)] = cost.ops.size();
+      durations.push_back(duration);
+      cost.ops.push_back(std::move(timed));
+      continue;
+    }
+    if (callee == kWait) {
+      auto it = pending.find(call.getOperand(0));
+      if (it == pending.end())
+        continue;
+      TimedOp &collective = cost.ops[it->second];
+      if (!profile.asyncCollectives)
+        runCollective(collective, durations[it->second], now);
+      if (collective.end > now) {
+        cost.exposedCommunicationSeconds += collective.end - now;
+        now = collective.end;
+      }
+      pending.erase(it);
+      continue;
+    }
+    if (!isComputeOp(&op))
+      continue;
+    Work work = workOf(&op);
+    double flops = work.flops;
+    bool bf16 = callee == kGemmBF16 || callee == kBatchedGemmBF16;
+    double seconds =
+        profile.opOverhead +
+        std::max({flops / (bf16 ? profile.matmulFlopsBF16 : profile.matmulFlopsF32),
+                  work.bytes / profile.memoryBandwidth, work.arithmetic / profile.vectorFlops});
+    std::string name = call ? callee.drop_front(callee.starts_with("fsdprt_") ? 7 : 0).str()
+                            : op.getName().getStringRef().str();
+    cost.ops.push_back(TimedOp{&op, static_cast<int>(RuntimeStream::Compute), now, now + seconds,
+                               std::move(name), flops, work.bytes});
+    (flops > 0 ? cost.matmulSeconds : cost.otherComputeSeconds) += seconds;
+    durations.push_back(seconds);
+    now += seconds;
+  }
+  cost.stepSeconds = now;
+  for (double free : streamFree)
+    cost.stepSeconds = std::max(cost.stepSeconds, free);
+  return cost;
+}

@@ -1,0 +1,257 @@
+//===- FitSearch.cpp - the cheapest plan changes that fit a budget --------===//
+
+#include "fsdp/Planning/FitSearch.h"
+
+#include "fsdp/Analysis/ShardingLayout.h"
+#include "fsdp/IR/FSDPDialect.h"
+#include "fsdp/Transforms/Passes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// The knobs a change turns; a candidate turns each at most once.
+enum Axis { Remat, MicroBatches, Prefetch, Ranks, Sharding, Precision, Reduction, Accumulate };
+
+struct Change {
+  Axis axis;
+  std::string text;
+  std::function<void(PlanFields &)> apply;
+};
+
+std::string gridText(ArrayRef<int64_t> grid) {
+  std::string text = "grid = [";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(grid, os);
+  os << "]";
+  return text;
+}
+
+/// The single changes that can lower a plan's memory, from the plan as given.
+SmallVector<Change> changesFrom(const PlanFields &plan) {
+  SmallVector<Change> changes;
+  bool partialRemat =
+      plan.remat != RematPolicy::None && (plan.rematEvery != 1 || plan.rematUnits);
+  if (plan.remat == RematPolicy::None)
+    changes.push_back({Remat, "remat = selective", [](PlanFields &p) {
+                         p.remat = RematPolicy::Selective;
+                       }});
+  if (plan.remat != RematPolicy::Unit || partialRemat)
+    changes.push_back({Remat, "remat = unit", [](PlanFields &p) {
+                         p.remat = RematPolicy::Unit;
+                         p.rematEvery = 1;
+                         p.rematUnits = nullptr;
+                       }});
+  for (int64_t factor : {2, 4}) {
+    int64_t k = plan.microBatches * factor;
+    changes.push_back({MicroBatches, "micro_batches = " + std::to_string(k),
+                       [k](PlanFields &p) { p.microBatches = k; }});
+  }
+  if (plan.strategy != Strategy::NoShard)
+    for (int64_t depth = plan.prefetch - 1; depth >= 0; --depth)
+      changes.push_back({Prefetch, "prefetch = " + std::to_string(depth),
+                         [depth](PlanFields &p) { p.prefetch = depth; }});
+  // More ranks: the shard axis twice or four times as long.
+  for (int64_t factor : {2, 4}) {
+    SmallVector<int64_t> grid = plan.grid;
+    grid.back() *= factor;
+    changes.push_back({Ranks, gridText(grid), [grid](PlanFields &p) { p.grid = grid; }});
+  }
+  if (plan.strategy == Strategy::ShardGradOp || plan.strategy == Strategy::NoShard)
+    changes.push_back({Sharding, "strategy = full_shard",
+                       [](PlanFields &p) { p.strategy = Strategy::FullShard; }});
+  if (plan.strategy == Strategy::HybridShard && plan.grid[0] > 1) {
+    // Half the replica groups, each sharded twice as wide; one group is
+    // full_shard.
+    int64_t replicas = plan.grid[0] / 2, shards = plan.grid[1] * (plan.grid[0] / replicas);
+    SmallVector<int64_t> grid = replicas > 1 ? SmallVector<int64_t>{replicas, shards}
+                                             : SmallVector<int64_t>{replicas * shards};
+    std::string text = gridText(grid) + (replicas > 1 ? "" : ", strategy = full_shard");
+    changes.push_back({Sharding, text, [grid](PlanFields &p) {
+                         p.grid = grid;
+                         if (grid.size() == 1)
+                           p.strategy = Strategy::FullShard;
+                       }});
+  }
+  if (plan.paramDtype == DType::F32)
+    changes.push_back(
+        {Precision, "param_dtype = bf16", [](PlanFields &p) { p.paramDtype = DType::BF16; }});
+  if (plan.reduceDtype == DType::F32)
+    changes.push_back(
+        {Reduction, "reduce_dtype = bf16", [](PlanFields &p) { p.reduceDtype = DType::BF16; }});
+  if (plan.accumulate == Accumulation::NoSync)
+    changes.push_back({Accumulate, "accumulate = reduce_scatter",
+                       [](PlanFields &p) { p.accumulate = Accumulation::ReduceScatter; }});
+  return changes;
+}
+
+/// A set of changes, by index, in increasing order.
+using Choice = SmallVector<unsigned, 4>;
+
+struct Outcome {
+  bool compiled = false;
+  std::optional<PlanEvaluation> evaluation;
+  int64_t needed = 0;
+};
+
+/// Bytes a rank keeps across steps for `plan`'s sharded state: a lower bound
+/// of its arena that needs no compile (the units' layout only).
+FailureOr<int64_t> shardedStateBytes(ModuleOp model, PlanAttr plan) {
+  OwningOpRef<ModuleOp> copy = model.clone();
+  (*copy)->setAttr(FSDPDialect::getPlanAttrName(), plan);
+  PassManager pm(model.getContext());
+  pm.addPass(createFSDPFormUnitsPass());
+  if (failed(pm.run(*copy)))
+    return failure();
+  FailureOr<ShardingLayout> layout = ShardingLayout::build(*copy);
+  if (failed(layout))
+    return failure();
+  int64_t slots = plan.getOptimizer().getStateSlots().size(), bytes = 0;
+  for (const UnitLayout &unit : layout->units)
+    bytes += unit.shardNumel * unit.elementBytes * (1 + (unit.trainable ? slots : 0));
+  return bytes;
+}
+
+} // namespace
+
+FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &base,
+                                       const FitOptions &options) {
+  MLIRContext *context = model.getContext();
+  // Candidates that do not compile are dropped silently.
+  ScopedDiagnosticHandler quiet(context, [](Diagnostic &) { return success(); });
+  const MemoryBudget &budget = options.budget;
+  PlanFields baseFields = base.plan.getFields();
+  SmallVector<Change> changes = changesFrom(baseFields);
+  int64_t baseNeeded = budget.needed(base);
+  double baseSeconds = PlanFix{"", 0, base}.deviceSeconds();
+
+  FitSearchResult result;
+  std::map<Choice, Outcome> outcomes;
+  auto describe = [&](const Choice &choice) {
+    std::string text;
+    for (unsigned index : choice)
+      text += (text.empty() ? "" : ", ") + changes[index].text;
+    return text;
+  };
+  auto fitsAlready = [&](const Choice &choice) {
+    // A subset that fits makes this choice only more change.
+    for (const auto &[done, outcome] : outcomes)
+      if (outcome.compiled && outcome.needed <= budget.deviceBytes && done.size() < choice.size() &&
+          llvm::all_of(done, [&](unsigned i) { return llvm::is_contained(choice, i); }))
+        return true;
+    return false;
+  };
+
+  SmallVector<Choice> level;
+  for (unsigned i = 0; i < changes.size(); ++i)
+    level.push_back({i});
+  for (unsigned size = 1; size <= options.maxChanges && !level.empty(); ++size) {
+    // Each candidate with the effect of its changes added up from their
+    // single evaluations: what to skip, and the order to try the rest in.
+    struct Candidate {
+      Choice choice;
+      int64_t estimatedNeeded;
+      double estimatedSeconds;
+    };
+    SmallVector<Candidate> candidates;
+    for (const Choice &choice : level) {
+      if (fitsAlready(choice)) {
+        ++result.skipped;
+        continue;
+      }
+      int64_t needed = baseNeeded;
+      double seconds = baseSeconds;
+      bool known = true;
+      if (size > 1) {
+        for (unsigned index : choice) {
+          const Outcome &single = outcomes[{index}];
+          if (!single.compiled) {
+            known = false;
+            break;
+          }
+          needed += single.needed - baseNeeded;
+          seconds += PlanFix{"", 0, *single.evaluation}.deviceSeconds() - baseSeconds;
+        }
+        if (!known || needed > budget.deviceBytes) {
+          ++result.skipped;
+          continue;
+        }
+      }
+      candidates.push_back({choice, needed, seconds});
+    }
+    llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
+      return a.estimatedSeconds < b.estimatedSeconds;
+    });
+
+    for (const Candidate &candidate : candidates) {
+      Outcome &outcome = outcomes[candidate.choice];
+      PlanFields fields = baseFields;
+      for (unsigned index : candidate.choice)
+        changes[index].apply(fields);
+      PlanAttr plan = PlanAttr::get(context, fields, [&] { return emitError(model.getLoc()); });
+      if (!plan)
+        continue;
+      FailureOr<int64_t> state = shardedStateBytes(model, plan);
+      if (failed(state))
+        continue;
+      if (*state + budget.runtime.total() > budget.deviceBytes) {
+        // Compiles, but its sharded state alone is over: no use combining.
+        outcome.compiled = true;
+        outcome.needed = *state + budget.runtime.total();
+        ++result.skipped;
+        continue;
+      }
+      if (result.evaluated >= options.maxEvaluations) {
+        ++result.skipped;
+        continue;
+      }
+      ++result.evaluated;
+      FailureOr<PlanEvaluation> evaluation = evaluatePlan(model, plan, options.memory,
+                                                          *options.profile);
+      if (failed(evaluation))
+        continue;
+      outcome.compiled = true;
+      outcome.needed = budget.needed(*evaluation);
+      outcome.evaluation = std::move(*evaluation);
+      if (outcome.needed <= budget.deviceBytes)
+        result.fits.push_back({describe(candidate.choice), size, *outcome.evaluation});
+    }
+
+    // The next level: each choice that did not fit, with one more change on
+    // another knob.
+    SmallVector<Choice> next;
+    std::set<Choice> seen;
+    for (const Candidate &candidate : candidates) {
+      const Outcome &outcome = outcomes[candidate.choice];
+      if (!outcome.compiled || outcome.needed <= budget.deviceBytes)
+        continue;
+      for (unsigned i = 0; i < changes.size(); ++i) {
+        if (llvm::any_of(candidate.choice,
+                         [&](unsigned j) { return changes[j].axis == changes[i].axis; }))
+          continue;
+        Choice extended = candidate.choice;
+        extended.insert(llvm::upper_bound(extended, i), i);
+        if (seen.insert(extended).second)
+          next.push_back(extended);
+      }
+    }
+    level = std::move(next);
+  }
+
+  llvm::stable_sort(result.fits, [](const PlanFix &a, const PlanFix &b) {
+    if (a.deviceSeconds() != b.deviceSeconds())
+      return a.deviceSeconds() < b.deviceSeconds();
+    return a.numChanges < b.numChanges;
+  });
+  if (result.fits.size() > options.maxResults)
+    result.fits.resize(options.maxResults);
+  return result;
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The cost model's predicted step (fsdpc --report=json, docs/CostModel.md)
+against figures derived by hand from the model, with device profiles that
+isolate one term at a time:
+
+- products only (every other rate infinite): the step is the matrix products'
+  FLOPs, 2·M·N·K each, over the product rate. For the MLP of width in -> out
+  layers and batch B: forward X·W, backward dW = Xᵀ·dY for every layer and
+  dX = dY·Wᵀ for every layer but the first: 3·2B·Σ in·out − 2B·in₁·out₁.
+- links only: every collective is a ring of (g − 1)/g of its bytes over the
+  link's bandwidth, so the step is the bytes a rank sends (the report's
+  traffic) over the bandwidth; without asynchronous progress (MPI today)
+  all of it is exposed.
+- both, with asynchronous progress: communication hides behind the products,
+  so less than all of it is exposed and the step is shorter than the sum;
+  without asynchronous progress, the step is exactly the sum.
+
+    cost_model_check.py --fsdpc FSDPC --model examples/mlp.mlir --work DIR
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+INFINITE = 1e30
+
+
+def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False):
+    with open(path, "w") as f:
+        json.dump({
+            "name": os.path.basename(path),
+            "matmul_flops": {"f32": matmul, "bf16": matmul},
+            "vector_flops": INFINITE,
+            "memory_bandwidth": INFINITE,
+            "op_overhead": 0,
+            "ranks_per_node": 8,
+            "intra_node": {"latency": 0, "bandwidth": bandwidth},
+            "inter_node": {"latency": 0, "bandwidth": bandwidth},
+            "host_device_bandwidth": 0,
+            "async_collectives": asynchronous,
+            "runtime_bytes": {"context": 0, "collectives": 0, "workspace": 0},
+        }, f)
+    return path
+
+
+def report(fsdpc, model, grid, profile_path):
+    command = [fsdpc, model, f"--grid={grid}", "--report=json", f"--device-profile={profile_path}"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(command)}\n{result.stderr}")
+    return json.loads(result.stdout)
+
+
+def close(a, b, rel=1e-9):
+    return abs(a - b) <= rel * max(abs(a), abs(b))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fsdpc", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    failures = []
+
+    def check(name, ok, detail):
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
+        if not ok:
+            failures.append(name)
+
+    # The MLP of examples/mlp.mlir: 784 -> 256 -> 256 -> 10, batch 64.
+    layers, batch = [(784, 256), (256, 256), (256, 10)], 64
+    rate = 1e9
+    products = report(args.fsdpc, args.model, 1, profile(f"{args.work}/products.json", matmul=rate))
+    for ranks in [1, 2]:
+        per_rank = batch // ranks
+        flops = 3 * 2 * per_rank * sum(i * o for i, o in layers) - 2 * per_rank * 784 * 256
+        predicted = (products if ranks == 1 else report(
+            args.fsdpc, args.model, ranks, f"{args.work}/products.json"))["predicted"]
+        check(f"products only, {ranks} rank(s)", close(predicted["step_seconds"], flops / rate),
+              f"step {predicted['step_seconds']:.9f} s, {flops} FLOPs / {rate:g} = {flops / rate:.9f} s")
+
+    bandwidth = 1e6
+    links = report(args.fsdpc, args.model, 2, profile(f"{args.work}/links.json", bandwidth=bandwidth))
+    # Every unit gathered for forward and reduce-scattered; gathered again
+    # for backward except the first layer's, whose weights backward never
+    # reads (dW = Xᵀ·dY, and no dX for the data).
+    units = links["units"]
+    sent = sum(u["all_gather_forward_bytes"] + u["reduce_scatter_bytes"] for u in units)
+    sent += sum(u["all_gather_backward_bytes"] for u in units[1:])
+    predicted = links["predicted"]
+    check("links only", close(predicted["communication_seconds"], sent / bandwidth) and
+          close(predicted["step_seconds"], sent / bandwidth) and
+          close(predicted["exposed_communication_seconds"], sent / bandwidth),
+          f"communication {predicted['communication_seconds']:.9f} s, exposed "
+          f"{predicted['exposed_communication_seconds']:.9f} s, step {predicted['step_seconds']:.9f}"
+          f" s; {sent} B sent / {bandwidth:g} B/s = {sent / bandwidth:.9f} s")
+
+    # Products and links of similar size: overlap hides some communication.
+    flops = 3 * 2 * 32 * sum(i * o for i, o in layers) - 2 * 32 * 784 * 256
+    both_rate = flops / (sent / bandwidth)
+    for asynchronous in [False, True]:
+        path = profile(f"{args.work}/both-{asynchronous}.json", matmul=both_rate,
+                       bandwidth=bandwidth, asynchronous=asynchronous)
+        p = report(args.fsdpc, args.model, 2, path)["predicted"]
+        compute = p["matmul_seconds"] + p["other_compute_seconds"]
+        if asynchronous:
+            ok = (p["exposed_communication_seconds"] < 0.9 * p["communication_seconds"] and
+                  close(p["step_seconds"], compute + p["exposed_communication_seconds"]) and
+                  p["step_seconds"] < compute + p["communication_seconds"])
+        else:
+            ok = (close(p["exposed_communication_seconds"], p["communication_seconds"]) and
+                  close(p["step_seconds"], compute + p["communication_seconds"]))
+        check(f"overlap, async_collectives={str(asynchronous).lower()}", ok,
+              f"compute {compute:.6f} s, communication {p['communication_seconds']:.6f} s, "
+              f"exposed {p['exposed_communication_seconds']:.6f} s, step {p['step_seconds']:.6f} s")
+
+    if failures:
+        sys.exit(f"FAILED: {', '.join(failures)}")
+    print("PASS: the predicted step matches the hand-derived figures")
+
+
+if __name__ == "__main__":
+    main()
