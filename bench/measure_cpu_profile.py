@@ -25,13 +25,15 @@ runtime/lib/cpu/OnednnMatmul.cpp). So each kernel runs on all R ranks simultaneo
                     compiled -O3 -march=native -ffp-contract=off (the generated loops have no
                     fast-math flags, so LLVM does not fuse them into FMAs)
   op_overhead       the runtime's f32 product of 1x1x1: the fixed cost of its call
-  intra_node        MPI_Iallgather in place + MPI_Wait, 8 B to 64 MiB in all: latency from
-                    messages <= 1 KiB, bandwidth from those at least the size of the
-                    last-level cache; inter_node is the same (one machine)
+  intra_node        MPI_Iallgather in place + MPI_Wait (the runtime's calls), 8 B to 64 MiB
+                    in all, on buffers out of cache: latency from messages <= 1 KiB,
+                    bandwidth from those >= 1 MiB; inter_node is the same (one machine).
+                    MPI_Ireduce_scatter_block (f32 sum) is timed too and compared with
+                    the fit, which the cost model also uses for it
 
 The MPI kernels (bench/profile_kernels.c) are compiled with mpicc into a temporary
 directory. The whole set runs --rounds times (9, or 2 with --quick), interleaved, and
-each figure is the median over the rounds of the per-round medians.
+each figure is the median over the rounds (and ranks) of the per-round medians.
 
     python3 bench/measure_cpu_profile.py [-o bench/out/cpu-profile.json] [--quick]
 
@@ -379,28 +381,35 @@ def measure(args, machine):
     stream_all = {k: [] for k in ("copy", "scale", "add", "triad")}
     collectives = []
     for r in range(setting["rounds"]):
-        print(f"  round {r + 1}/{setting['rounds']}: GEMMs", end="", flush=True)
-        for dtype in ("f32", "bf16"):
-            rates, seconds, kernels, info = gemm_round(
-                machine, dtype, GEMM_SHAPES, setting["gemm_reps"], setting["gemm_warmup"])
-            gemm[dtype] += rates
-            gemm_shape_s[dtype].append(seconds)
-            gemm_kernels[dtype], gemm_info = kernels, info
-        for dtype, values in overhead_round(machine, setting["overhead_reps"]).items():
-            overhead[dtype] += values
-        print(", STREAM", end="", flush=True)
-        result = machine.kernel("stream", stream_mib, setting["stream_reps"])
-        for k in stream_all:
-            stream_all[k].append(result[k]["bytes_per_s_per_rank"])
-        stream.append(result["triad"]["bytes_per_s_per_rank"])
-        print(", vector", end="", flush=True)
-        result = machine.kernel("vector", setting["vector_reps"])
-        vector.append(result["mul_add"]["ops_per_s_per_rank"])
-        vector_fma.append(result["fma"]["ops_per_s_per_rank"])
-        calls.append(machine.kernel("call", setting["call_reps"])["seconds_per_call"])
-        print(", collectives", flush=True)
-        collectives.append(machine.kernel("collectives", collective_max,
-                                          setting["collective_reps"])["sizes"])
+        # Each round's figures and the other processes' load on one line: a round that
+        # disagrees with the others usually had company.
+        with OtherLoad() as load:
+            line = []
+            for dtype in ("f32", "bf16"):
+                rates, seconds, kernels, info = gemm_round(
+                    machine, dtype, GEMM_SHAPES, setting["gemm_reps"], setting["gemm_warmup"])
+                gemm[dtype] += rates
+                gemm_shape_s[dtype].append(seconds)
+                gemm_kernels[dtype], gemm_info = kernels, info
+                line.append(f"{dtype} {statistics.median(rates) / 1e9:.1f}")
+            for dtype, values in overhead_round(machine, setting["overhead_reps"]).items():
+                overhead[dtype] += values
+            result = machine.kernel("stream", stream_mib, setting["stream_reps"])
+            for k in stream_all:
+                stream_all[k].append(result[k]["bytes_per_s_per_rank"])
+            stream.append(result["triad"]["bytes_per_s_per_rank"])
+            result = machine.kernel("vector", setting["vector_reps"])
+            vector.append(result["mul_add"]["ops_per_s_per_rank"])
+            vector_fma.append(result["fma"]["ops_per_s_per_rank"])
+            calls.append(machine.kernel("call", setting["call_reps"])["seconds_per_call"])
+            collectives.append(machine.kernel("collectives", collective_max,
+                                              setting["collective_reps"])["sizes"])
+        other = f"{100 * load.fraction:.0f}%" if load.fraction is not None else "?"
+        print(f"  round {r + 1}/{setting['rounds']}: GEMM {' '.join(line)} GFLOP/s, triad "
+              f"{stream[-1] / 1e9:.1f} GB/s, mul+add {vector[-1] / 1e9:.1f} Gop/s, all-gather "
+              f"{fmt_bytes(collectives[-1][-1]['bytes'])} "
+              f"{collectives[-1][-1]['all_gather_s'] * 1e3:.2f} ms; other load {other}",
+              flush=True)
 
     # Collectives: per size the median over the rounds, then the fit.
     sizes = [entry["bytes"] for entry in collectives[0]]

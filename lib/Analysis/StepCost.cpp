@@ -4,6 +4,7 @@
 
 #include "fsdp/Analysis/ArenaAccesses.h"
 
+#include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/Conversion/RuntimeABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -177,10 +178,13 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
   SmallVector<double> durations;
 
   for (Operation &op : step.getBody().front()) {
+    cost.opStart.push_back(now);
     auto call = dyn_cast<func::CallOp>(&op);
     StringRef callee = call ? call.getCallee() : StringRef();
     if (callee == kAllGatherStart || callee == kReduceScatterStart || callee == kAllReduceStart) {
       TimedOp timed{&op, ArenaAccesses::streamOf(&op), 0, 0, callee.drop_front(7).str(), 0, 0};
+      if (auto unit = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
+        timed.unit = unit.getValue().str();
       double total = 0;
       CollectiveKind kind;
       std::pair<int64_t, const LinkProfile *> members;
@@ -221,6 +225,7 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
         cost.exposedCommunicationSeconds += collective.end - now;
         now = collective.end;
       }
+      collective.waited = now;
       pending.erase(it);
       continue;
     }
@@ -236,7 +241,7 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     std::string name = call ? callee.drop_front(callee.starts_with("fsdprt_") ? 7 : 0).str()
                             : op.getName().getStringRef().str();
     cost.ops.push_back(TimedOp{&op, static_cast<int>(RuntimeStream::Compute), now, now + seconds,
-                               std::move(name), flops, work.bytes});
+                               std::move(name), flops, work.bytes, "", now + seconds});
     (flops > 0 ? cost.matmulSeconds : cost.otherComputeSeconds) += seconds;
     durations.push_back(seconds);
     now += seconds;

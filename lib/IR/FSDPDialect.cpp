@@ -28,9 +28,19 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
   // The lowering's tag on the step's buffers (fsdp/Conversion/BufferKinds.h),
   // internal to the compiler: models never carry it.
   if (name == kBufferKindAttr || name == kGradientOfAttr) {
-    if (op->getName().getStringRef() != "memref.alloc" ||
-        !isa<StringAttr>(attribute.getValue()))
-      return op->emitError() << "'" << name << "' is a string on a memref.alloc";
+    // fsdp-assign-buffers moves the kind to the arena view replacing the buffer.
+    StringRef opName = op->getName().getStringRef();
+    bool onBuffer = opName == "memref.alloc" || (name == kBufferKindAttr && opName == "memref.view");
+    if (!onBuffer || !isa<StringAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a string on a memref.alloc"
+                             << (name == kBufferKindAttr ? " or memref.view" : "");
+    return success();
+  }
+  if (name == kCollectiveUnitAttr) {
+    // It follows the call down to the LLVM dialect.
+    StringRef opName = op->getName().getStringRef();
+    if ((opName != "func.call" && opName != "llvm.call") || !isa<StringAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a string on a call";
     return success();
   }
   if (name == getRecomputeAttrName()) {

@@ -2,15 +2,72 @@
 
 #include "fsdp/Planning/PlanEvaluation.h"
 
+#include "fsdp/Analysis/BufferLiveness.h"
+#include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/IR/FSDPDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
+
+int64_t MemorySample::total() const {
+  int64_t sum = 0;
+  for (int64_t kind : bytes)
+    sum += kind;
+  return sum;
+}
+
+/// The transient buffers of the planned step (the arena views
+/// fsdp-assign-buffers tagged with their kind), swept over the step's block:
+/// a sample wherever the live bytes change, at the compute stream's clock.
+static MemoryTimeline memoryOverStep(func::FuncOp step, const StepCost &cost,
+                                     int64_t persistentBytes) {
+  Block &body = step.getBody().front();
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (auto [index, op] : llvm::enumerate(body))
+    position[&op] = index;
+  // Bytes by kind that start (+) and stop (-) being live before each op.
+  std::vector<std::array<int64_t, kNumMemoryKinds>> change(body.getOperations().size() + 1);
+  for (Operation &op : body) {
+    auto view = dyn_cast<memref::ViewOp>(&op);
+    auto kind = view ? view->getAttrOfType<StringAttr>(kBufferKindAttr) : StringAttr();
+    if (!kind)
+      continue;
+    const auto *slot = llvm::find(kMemoryKinds, kind.getValue());
+    if (slot == std::end(kMemoryKinds))
+      continue;
+    MemRefType type = view.getType();
+    int64_t bytes = type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    size_t k = slot - std::begin(kMemoryKinds);
+    change[position[&op]][k] += bytes;
+    change[lastUse(view.getResult(), body, position) + 1][k] -= bytes;
+  }
+  MemoryTimeline timeline;
+  timeline.persistentBytes = persistentBytes;
+  MemorySample live;
+  for (size_t i = 0; i < cost.opStart.size(); ++i) {
+    bool changed = false;
+    for (size_t k = 0; k < kNumMemoryKinds; ++k) {
+      changed |= change[i][k] != 0;
+      live.bytes[k] += change[i][k];
+    }
+    if (!changed)
+      continue;
+    live.time = cost.opStart[i];
+    // Ops at the same instant (views, constants) make one sample.
+    if (!timeline.samples.empty() && timeline.samples.back().time == live.time)
+      timeline.samples.back() = live;
+    else
+      timeline.samples.push_back(live);
+    timeline.peakLiveBytes = std::max(timeline.peakLiveBytes, live.total());
+  }
+  return timeline;
+}
 
 FailureOr<PlanEvaluation> mlir::fsdp::evaluateBufferPlan(ModuleOp planned,
                                                          const DeviceProfile &profile) {
@@ -48,6 +105,7 @@ FailureOr<PlanEvaluation> mlir::fsdp::evaluateBufferPlan(ModuleOp planned,
   evaluation.grid = {std::max<int64_t>(1, get(object, "replicas")),
                      std::max<int64_t>(1, get(object, "shard_ranks"))};
   evaluation.cost = predictStepCost(step, profile, evaluation.grid);
+  evaluation.memory = memoryOverStep(step, evaluation.cost, arena.persistentBytes);
   for (TimedOp &op : evaluation.cost.ops)
     op.op = nullptr;
   return evaluation;

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fsdp/Analysis/BufferLiveness.h"
 #include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
@@ -43,23 +44,6 @@ struct Buffer {
     return first <= other.last && other.first <= last;
   }
 };
-
-/// The position of the last op of `block` that uses `root`, or anything
-/// computed from it, transitively.
-int64_t lastUse(Value root, Block &block, const llvm::DenseMap<Operation *, int64_t> &position) {
-  int64_t last = position.lookup(block.findAncestorOpInBlock(*root.getDefiningOp()));
-  llvm::SetVector<Value> worklist;
-  worklist.insert(root);
-  for (size_t i = 0; i < worklist.size(); ++i)
-    for (Operation *user : worklist[i].getUsers()) {
-      Operation *top = block.findAncestorOpInBlock(*user);
-      last = std::max(last, position.lookup(top));
-      worklist.insert(user->result_begin(), user->result_end());
-      if (top != user)
-        worklist.insert(top->result_begin(), top->result_end());
-    }
-  return last;
-}
 
 /// Largest first, each at the lowest aligned offset free during its life.
 int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
@@ -248,12 +232,14 @@ struct FSDPAssignBuffersPass
       b.setInsertionPoint(buffer.alloc);
       Location loc = buffer.alloc.getLoc();
       Value offset = arith::ConstantIndexOp::create(b, loc, persistent + buffer.offset);
-      Value view = memref::ViewOp::create(b, loc, buffer.alloc.getType(), arena, offset,
-                                          ValueRange{});
+      Operation *view = memref::ViewOp::create(b, loc, buffer.alloc.getType(), arena, offset,
+                                               ValueRange{});
+      view->setAttr(kBufferKindAttr,
+                    b.getStringAttr(buffer.kind.empty() ? StringRef(kActivationKind) : buffer.kind));
       for (Operation *user : llvm::make_early_inc_range(buffer.alloc->getUsers()))
         if (isa<memref::DeallocOp>(user))
           user->erase();
-      buffer.alloc.replaceAllUsesWith(view);
+      buffer.alloc.replaceAllUsesWith(view->getResult(0));
       buffer.alloc.erase();
     }
     arena.setType(MemRefType::get({arenaBytes}, b.getI8Type()));

@@ -45,7 +45,7 @@ struct UnitTraffic {
 /// The compiled step's arena (fsdp-assign-buffers): its size, its persistent
 /// part, and the transient buffers live at its peak, by kind.
 struct ArenaPlan {
-  int64_t arenaBytes = 0, persistentBytes = 0, transientPeak = 0;
+  int64_t arenaBytes = 0, persistentBytes = 0, transientPeak = 0, liveBytes = 0;
   int64_t activations = 0, gathered = 0, gradients = 0, gradientShards = 0, buffers = 0;
   /// The transient buffers live at the peak, by element type.
   std::map<std::string, int64_t> dtypeBytes;
@@ -70,6 +70,7 @@ FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
   plan.arenaBytes = get(object, "arena_bytes");
   plan.persistentBytes = get(object, "persistent_bytes");
   plan.transientPeak = get(transient, "peak_bytes");
+  plan.liveBytes = get(transient, "live_bytes");
   plan.activations = get(transient, "activation_bytes") + get(transient, "collective_bytes");
   plan.gathered = get(transient, "gathered_bytes");
   plan.gradients = get(transient, "gradient_bytes");
@@ -396,6 +397,7 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
     perRank["arena"] = json::Object{{"arena_bytes", arena->arenaBytes},
                                     {"persistent_bytes", arena->persistentBytes},
                                     {"transient_peak_bytes", arena->transientPeak},
+                                    {"transient_live_bytes", arena->liveBytes},
                                     {"activation_bytes", arena->activations},
                                     {"gathered_bytes", arena->gathered},
                                     {"gradient_bytes", arena->gradients},

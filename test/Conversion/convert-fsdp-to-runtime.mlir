@@ -28,7 +28,7 @@
 // CHECK: %[[ESHARD:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<768xi8> to memref<192xi8>
 // CHECK: memref.extract_aligned_pointer_as_index %[[ESHARD]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[E]]
-// CHECK: %[[H:.+]] = call @fsdprt_all_gather_start(%{{.+}}, %{{.+}}, %c192_i64, %c1_i32{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i32) -> i32
+// CHECK: %[[H:.+]] = call @fsdprt_all_gather_start(%{{.+}}, %{{.+}}, %c192_i64, %c1_i32{{.*}}) {fsdp.unit = "{{.+}}"} : (!llvm.ptr, !llvm.ptr, i64, i32) -> i32
 // CHECK-NEXT: call @fsdprt_wait(%[[H]]) : (i32) -> ()
 // With the default prefetch of 1, the next gather (@s, 64 bytes per rank)
 // starts as soon as @e's is complete, before @e's layer computes, and is
@@ -60,7 +60,7 @@
 // CHECK: %[[GSHARD:.+]] = memref.alloc() {alignment = 64 : i64, fsdp.buffer = "gradient_shard", fsdp.gradient_of = "e"} : memref<192xi8>
 // CHECK: memref.extract_aligned_pointer_as_index %[[FLAT]]
 // CHECK: memref.extract_aligned_pointer_as_index %[[GSHARD]]
-// CHECK: %[[RS:.+]] = call @fsdprt_reduce_scatter_start(%{{.+}}, %{{.+}}, %c48_i64, %c0_i32{{.*}}, %c1_i32{{.*}}, %c1_i32{{.*}}) : (!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> i32
+// CHECK: %[[RS:.+]] = call @fsdprt_reduce_scatter_start(%{{.+}}, %{{.+}}, %c48_i64, %c0_i32{{.*}}, %c1_i32{{.*}}, %c1_i32{{.*}}) {fsdp.unit = "{{.+}}"} : (!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> i32
 // CHECK-NEXT: call @fsdprt_wait(%[[RS]])
 // Clipping: the rank's partial sum of squares, f32 (0), summed (0) over the shard group (1).
 // CHECK: fsdp.reduce_sum

@@ -15,13 +15,13 @@
 // CHECK-SAME: {\22arena_bytes\22:400,\22persistent_bytes\22:128,\22transient\22:{\22activation_bytes\22:176,\22buffers\22:5,\22collective_bytes\22:0,\22dtype_bytes\22:{\22bytes\22:64,\22f32\22:176},\22gathered_bytes\22:64,\22gradient_bytes\22:0,\22gradient_shard_bytes\22:0,\22live_buffers\22:4,\22live_bytes\22:240,\22peak_bytes\22:272}}\00")
 // CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<400xi8>, %{{.+}}: i64, %{{.+}}: f32) -> f32
 // CHECK-NOT: memref.alloc
-// CHECK: %[[A:.+]] = memref.view %[[ARENA]][%c256][] : memref<400xi8> to memref<16xf32>
-// CHECK: %[[B:.+]] = memref.view %[[ARENA]][%c128][] : memref<400xi8> to memref<32xf32>
+// CHECK: %[[A:.+]] = memref.view %[[ARENA]][%c256][] {fsdp.buffer = "activation"} : memref<400xi8> to memref<16xf32>
+// CHECK: %[[B:.+]] = memref.view %[[ARENA]][%c128][] {fsdp.buffer = "activation"} : memref<400xi8> to memref<32xf32>
 // CHECK: memref.expand_shape %[[A]]
-// CHECK: %[[C:.+]] = memref.view %[[ARENA]][%c320][] : memref<400xi8> to memref<8xf32>
-// CHECK: %[[G:.+]] = memref.view %[[ARENA]][%c256{{.*}}][] : memref<400xi8> to memref<64xi8>
+// CHECK: %[[C:.+]] = memref.view %[[ARENA]][%c320][] {fsdp.buffer = "activation"} : memref<400xi8> to memref<8xf32>
+// CHECK: %[[G:.+]] = memref.view %[[ARENA]][%c256{{.*}}][] {fsdp.buffer = "gathered"} : memref<400xi8> to memref<64xi8>
 // CHECK: memref.extract_aligned_pointer_as_index %[[G]]
-// CHECK: %[[D:.+]] = memref.view %[[ARENA]][%c384][] : memref<400xi8> to memref<4xf32>
+// CHECK: %[[D:.+]] = memref.view %[[ARENA]][%c384][] {fsdp.buffer = "activation"} : memref<400xi8> to memref<4xf32>
 // CHECK: call @fsdprt_wait
 // CHECK: memref.load %[[B]]
 // CHECK: memref.load %[[C]]
@@ -94,8 +94,8 @@ module {
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
 // CHECK-SAME: \22gradient_shard_bytes\22:64
 // CHECK-SAME: \22units\22:[{\22grad_offset\22:64,\22name\22:\22fc\22}]
-// CHECK: %[[GRAD:.+]] = memref.view %{{.+}}[%c64][] : memref<192xi8> to memref<16xf32>
-// CHECK: %[[T:.+]] = memref.view %{{.+}}[%c128][] : memref<192xi8> to memref<16xf32>
+// CHECK: %[[GRAD:.+]] = memref.view %{{.+}}[%c64][] {fsdp.buffer = "gradient_shard"} : memref<192xi8> to memref<16xf32>
+// CHECK: %[[T:.+]] = memref.view %{{.+}}[%c128][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
 module {
   llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:64,\22persistent_bytes\22:64,\22units\22:[{\22name\22:\22fc\22}]}\00") {addr_space = 0 : i32}
   func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {

@@ -19,6 +19,7 @@
 #include "fsdp/Pipelines/CPUPipeline.h"
 #include "fsdp/Pipelines/CUDAPipeline.h"
 #include "fsdp/Planning/FitSearch.h"
+#include "fsdp/Planning/Pictures.h"
 #include "fsdp/Transforms/Passes.h"
 #include "TestPasses.h"
 
@@ -99,6 +100,16 @@ cl::opt<std::string> runtimeMemory(
     cl::desc("Memory the runtime allocates per rank beside the arena (default: the device "
              "profile's: CUDA context, NCCL buffers, cuBLAS workspace)"),
     cl::value_desc("size"), cl::cat(fsdpcCategory));
+cl::opt<std::string> timelineFile(
+    "timeline",
+    cl::desc("Write the predicted step of a rank (its streams, and its memory as counters) as "
+             "a Chrome trace: open it in Perfetto or chrome://tracing"),
+    cl::value_desc("file.json"), cl::cat(fsdpcCategory));
+cl::opt<std::string> memorySvgFile(
+    "memory-svg",
+    cl::desc("Draw a rank's memory over the predicted step (by kind, with the planned arena "
+             "and the budget) as an SVG"),
+    cl::value_desc("file.svg"), cl::cat(fsdpcCategory));
 cl::list<std::string> gpuArchs(
     "gpu-arch", cl::desc("GPU architectures of --target=cuda (default sm_80,sm_90)"),
     cl::value_desc("sm_XY,..."), cl::CommaSeparated, cl::cat(fsdpcCategory));
@@ -337,6 +348,35 @@ std::string gib(int64_t bytes) {
   return llvm::formatv("{0:F2} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
 }
 
+/// --timeline and --memory-svg, of the plan compiled.
+LogicalResult writePictures(const fsdp::PlanEvaluation &planned,
+                            const fsdp::DeviceProfile &profile,
+                            const std::optional<fsdp::MemoryBudget> &budget) {
+  for (const std::string *path : {&timelineFile.getValue(), &memorySvgFile.getValue()}) {
+    if (path->empty())
+      continue;
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(*path, &error);
+    if (!out)
+      return fail(error);
+    if (path == &timelineFile.getValue()) {
+      fsdp::writeChromeTrace(out->os(), planned, profile.name);
+    } else {
+      std::string title;
+      llvm::raw_string_ostream os(title);
+      os << llvm::sys::path::filename(inputFile) << ": " << planned.plan.getWorldSize()
+         << " ranks, " << fsdp::stringifyStrategy(planned.plan.getStrategy())
+         << ", one rank's memory over the step predicted on " << profile.name;
+      // Without a budget, the runtime's memory only when asked for.
+      int64_t runtimeBytes = budget ? budget->runtime.total() : 0;
+      fsdp::writeMemorySvg(out->os(), planned, runtimeBytes, budget ? budget->deviceBytes : 0,
+                           title);
+    }
+    out->keep();
+  }
+  return success();
+}
+
 /// The predicted step and the budget, for fsdp-report's `cost`.
 std::string costJson(const fsdp::PlanEvaluation &planned, const fsdp::DeviceProfile &profile,
                      const std::optional<fsdp::MemoryBudget> &budget) {
@@ -504,6 +544,9 @@ LogicalResult compile() {
                  << fsdp::groupedBytes((*budget)->deviceBytes - (*budget)->needed(*planned))
                  << " B spare)\n";
   }
+
+  if (failed(writePictures(*planned, *profile, *budget)))
+    return failure();
 
   if (report.getNumOccurrences()) {
     // The report describes the plan, with the arena of the step compiled as

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::fsdp {
 
@@ -31,10 +32,17 @@ struct TimedOp {
   std::string name;
   /// Matrix-product FLOPs, and bytes moved (loops) or sent per rank (collectives).
   double flops = 0, bytes = 0;
+  /// A collective's unit (its start call's `fsdp.unit`), and when the compute
+  /// stream got past the wait for it.
+  std::string unit;
+  double waited = 0;
 };
 
 struct StepCost {
-  SmallVector<TimedOp> ops;
+  std::vector<TimedOp> ops;
+  /// The compute stream's clock as each op of the step's block begins, in
+  /// block order: the time axis of analyses that follow the step op by op.
+  std::vector<double> opStart;
   /// When the last op ends: the predicted step.
   double stepSeconds = 0;
   /// Busy time of the compute stream: products, and everything else.

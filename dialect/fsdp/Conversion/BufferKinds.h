@@ -27,6 +27,16 @@ constexpr llvm::StringLiteral kCollectiveKind = "collective";
 constexpr llvm::StringLiteral kGradientShardKind = "gradient_shard";
 constexpr llvm::StringLiteral kGradientOfAttr = "fsdp.gradient_of";
 
+/// What fsdp-assign-buffers leaves on the arena view that replaces a
+/// transient buffer: its kind (the kinds above, or `kActivationKind` for
+/// every buffer bufferization made), for analyses of the planned step (the
+/// memory over the step, `fsdpc --memory-svg`).
+constexpr llvm::StringLiteral kActivationKind = "activation";
+
+/// The unit a collective's start call moves, on the call (`fsdpc --timeline`
+/// names its events by it).
+constexpr llvm::StringLiteral kCollectiveUnitAttr = "fsdp.unit";
+
 } // namespace mlir::fsdp
 
 #endif // FSDP_CONVERSION_BUFFERKINDS_H

@@ -15,6 +15,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <array>
+
 namespace mlir::fsdp {
 
 /// One rank's arena, from the manifest fsdp-assign-buffers writes.
@@ -23,6 +25,31 @@ struct ArenaFigures {
   int64_t persistentBytes = 0; // shards and inputs, alive across steps
   int64_t transientPeak = 0;   // the step's own buffers at the peak, by kind:
   int64_t activations = 0, gathered = 0, gradients = 0, gradientShards = 0;
+};
+
+/// The kinds of the step's transient buffers (fsdp-assign-buffers tags each
+/// arena view), in the order the memory over the step stacks them.
+inline constexpr llvm::StringLiteral kMemoryKinds[] = {"gradient_shard", "gradient", "gathered",
+                                                       "collective", "activation"};
+constexpr size_t kNumMemoryKinds = std::size(kMemoryKinds);
+
+/// A rank's transient bytes by kind from `time` (predicted seconds into the
+/// step) until the next sample.
+struct MemorySample {
+  double time = 0;
+  std::array<int64_t, kNumMemoryKinds> bytes{};
+
+  int64_t total() const;
+};
+
+/// A rank's memory over the step: the persistent arena and the transient
+/// buffers live at each instant, on the predicted step's clock.
+struct MemoryTimeline {
+  int64_t persistentBytes = 0;
+  std::vector<MemorySample> samples;
+  /// The most transient bytes live at once (the manifest's `live_bytes`;
+  /// the arena's transient part exceeds it only by fragmentation).
+  int64_t peakLiveBytes = 0;
 };
 
 struct PlanEvaluation {
@@ -35,6 +62,7 @@ struct PlanEvaluation {
   /// The predicted step; its ops' `op` pointers are cleared (the compiled
   /// copy is gone).
   StepCost cost;
+  MemoryTimeline memory;
   RankGrid grid;
 
   int64_t worldSize() const { return grid.replicas * grid.shardRanks; }

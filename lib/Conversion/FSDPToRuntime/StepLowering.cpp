@@ -130,6 +130,7 @@ void StepLowering::startGather(AllGatherOp gather) {
                        {bufferAddress(b, loc, shard), bufferAddress(b, loc, full),
                         i64Constant(b, loc, shardBytes),
                         i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  handle.getDefiningOp()->setAttr(kCollectiveUnitAttr, unit.getSymNameAttr());
   startedGathers[gather] = {full, handle};
 }
 
@@ -174,6 +175,7 @@ void StepLowering::lowerFlatten(FlattenOp flatten) {
                                                       /*restrict=*/true, /*writable=*/true);
   }
   bindResult(flatten.getResult(), flat);
+  flatGradientUnits[flat] = b.getStringAttr(flatten.getUnit());
 }
 
 void StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
@@ -197,6 +199,8 @@ void StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
              i32Constant(b, loc, static_cast<int64_t>(runtimeDType(type.getElementType()))),
              i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+  if (StringAttr unit = flatGradientUnits.lookup(inputBytes))
+    handle.getDefiningOp()->setAttr(kCollectiveUnitAttr, unit);
   // Backward goes on while the gradient travels.
   waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingReduceScatter);
   bindResult(reduce.getResult(), shard);
@@ -294,7 +298,29 @@ void StepLowering::zeroGradientShards() {
   }
 }
 
+/// A reduced bf16 shard is widened for the f32 optimizer (reduce_dtype =
+/// bf16). The widening moves to its own first reader: the reduction's wait
+/// goes before the widening, which would otherwise follow the start at once,
+/// and nothing of the reduction would overlap with the rest of backward.
+static void sinkWidenings(Block &body) {
+  for (ReduceScatterOp reduce : body.getOps<ReduceScatterOp>())
+    for (Operation *user : llvm::make_early_inc_range(reduce.getResult().getUsers())) {
+      auto widen = dyn_cast<ConvertOp>(user);
+      if (!widen || widen->getBlock() != &body)
+        continue;
+      Operation *first = nullptr;
+      for (Operation *reader : widen.getResult().getUsers()) {
+        Operation *top = body.findAncestorOpInBlock(*reader);
+        if (!first || top->isBeforeInBlock(first))
+          first = top;
+      }
+      if (first && widen->isBeforeInBlock(first))
+        widen->moveBefore(first);
+    }
+}
+
 LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
+  sinkWidenings(body);
   gathers = llvm::to_vector(body.getOps<AllGatherOp>());
   SmallVector<Operation *> lowered;
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {

@@ -103,6 +103,8 @@ private:
   SmallVector<AllGatherOp> gathers;
   size_t gathersDone = 0;
   llvm::DenseMap<Operation *, std::pair<Value, Value>> startedGathers;
+  /// The unit of each flat gradient buffer, to name its reduce-scatter.
+  llvm::DenseMap<Value, StringAttr> flatGradientUnits;
   /// The wait of the reduce-scatter, and of the all-reduce, started last.
   Operation *pendingReduceScatter = nullptr, *pendingAllReduce = nullptr;
 };
