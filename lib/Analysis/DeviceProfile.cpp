@@ -48,21 +48,21 @@ DeviceProfile h100Sxm() {
   return profile;
 }
 
-/// One core of the Xeon (Sapphire Rapids, AMX) these builds run on, each rank
-/// one process with one thread, two ranks per node (bench/README.md measures
-/// any machine's).
+/// One core per rank of a machine these builds ran on (AMD EPYC, 2 cores,
+/// AVX-512 with BF16 and no AMX: bench/measure_cpu_profile.py, 2026-11-25),
+/// two ranks per node. A measured profile of the machine at hand does better.
 DeviceProfile cpu() {
   DeviceProfile profile;
   profile.name = "cpu";
-  profile.description = "one core of a Sapphire Rapids Xeon per rank, 2 ranks per node, "
-                        "MPI over shared memory";
-  profile.matmulFlopsF32 = 80e9;
-  profile.matmulFlopsBF16 = 800e9;
-  profile.vectorFlops = 16e9;
-  profile.memoryBandwidth = 10e9;
-  profile.opOverhead = 0.2e-6;
+  profile.description = "one core per rank of an AVX-512 server, 2 ranks per node, MPI over "
+                        "shared memory without asynchronous progress";
+  profile.matmulFlopsF32 = 100e9;
+  profile.matmulFlopsBF16 = 200e9;
+  profile.vectorFlops = 40e9;
+  profile.memoryBandwidth = 11e9;
+  profile.opOverhead = 0.4e-6;
   profile.ranksPerNode = 2;
-  profile.intraNode = {/*latency=*/1e-6, /*bandwidth=*/5e9};
+  profile.intraNode = {/*latency=*/0.6e-6, /*bandwidth=*/4.5e9};
   profile.interNode = {/*latency=*/5e-6, /*bandwidth=*/10e9};
   profile.asyncCollectives = false;
   return profile;

@@ -28,6 +28,10 @@ void openDevice();
 /// communicators the collectives run on.
 void connectDevice(const RankPlace &place);
 
+/// Whether --trace can time the step from the host: the CPU's runtime calls
+/// run where they are made; a GPU's only enqueue work.
+bool hostTimesStep();
+
 /// Returns once the device has done all the work the step gave it: after it,
 /// the host may read the arena.
 void finishStep();

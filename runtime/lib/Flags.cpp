@@ -14,7 +14,8 @@ namespace fsdprt {
 const char *usageText() {
   return "usage: trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--log-every K]\n"
          "               [--log-json FILE] [--load-params FILE] [--dump-params FILE]\n"
-         "               [--trace-state FILE] [--print-manifest] [--version] [--help]\n"
+         "               [--trace-state FILE] [--trace FILE] [--print-manifest] [--version]\n"
+         "               [--help]\n"
          "\n"
          "Trains the model compiled into this trainer. A model compiled for N ranks runs\n"
          "as `mpirun -np N trainer ...`; rank 0 prints and writes the outputs.\n"
@@ -29,6 +30,9 @@ const char *usageText() {
          "  --dump-params FILE after the last step, write every parameter's values to FILE\n"
          "  --trace-state FILE before the first step and after every step, append the\n"
          "                     parameters, gradients and optimizer state to FILE\n"
+         "  --trace FILE       write rank 0's fastest step but the first as it ran\n"
+         "                     (products, collectives, waits, generated loops) as a\n"
+         "                     Chrome trace, the format of fsdpc --timeline\n"
          "  --print-manifest   print the embedded manifest and exit\n"
          "  --version          print the backend and its libraries (BLAS kernels, CUDA,\n"
          "                     NCCL) and exit\n"
@@ -129,6 +133,8 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
       options.dumpParamsPath = path();
     } else if (flag == "--trace-state") {
       options.traceStatePath = path();
+    } else if (flag == "--trace") {
+      options.tracePath = path();
     } else if (flag == "--print-manifest") {
       noValue();
       options.printManifest = true;

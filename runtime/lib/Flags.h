@@ -28,6 +28,7 @@ struct TrainerOptions {
   std::string dumpParamsPath; // empty: no dump
   std::string loadParamsPath; // empty: initialise from the seed
   std::string traceStatePath; // empty: no trace
+  std::string tracePath;      // --trace: the last step as it ran
   bool printManifest = false;
   bool version = false;
   bool help = false;

@@ -16,6 +16,7 @@
 #include "ParamsFile.h"
 #include "Ranks.h"
 #include "StateTrace.h"
+#include "StepTimeline.h"
 #include "StreamEvents.h"
 #include "SyntheticData.h"
 
@@ -132,6 +133,15 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   if (leader && !options.traceStatePath.empty())
     trace = std::make_unique<OutputFile>("--trace-state", options.traceStatePath);
   bool tracing = !options.traceStatePath.empty();
+  if (!options.tracePath.empty() && !hostTimesStep())
+    fatal("--trace: this backend cannot time its step from the host yet (a GPU's work "
+          "runs after the calls that enqueue it); fsdpc --timeline predicts it");
+  std::unique_ptr<OutputFile> stepTrace;
+  if (leader && !options.tracePath.empty())
+    stepTrace = std::make_unique<OutputFile>("--trace", options.tracePath);
+  StepTimeline timeline;
+  if (!options.tracePath.empty())
+    StepTimeline::activate(&timeline);
   float lr = options.lr.value_or(static_cast<float>(manifest.optimizer.lr));
 
   keepFreedMemoryForReuse();
@@ -154,7 +164,9 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     batches->writeBatch(step, arena.host());
     uploadInputs(manifest, arena);
     startStepEvents();
+    timeline.beginStep(step);
     float localLoss = trainStep(arena.stepData(), step, lr);
+    timeline.endStep();
     if (int pending = pendingCollectives())
       fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +
             " not waited for (every *_start needs its fsdprt_wait)");
@@ -211,11 +223,16 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
       dump->close();
     if (trace)
       trace->close();
+    if (stepTrace) {
+      stepTrace->write(timeline.chromeTrace(place.rank, options.steps, "cpu"));
+      stepTrace->close();
+    }
     if (logJson) {
       logJson->write(arenaJson(manifest.arenaBytes, marks) + "\n");
       logJson->close();
     }
   }
+  StepTimeline::activate(nullptr);
   return 0;
 }
 

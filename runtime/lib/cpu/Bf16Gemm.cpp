@@ -20,6 +20,7 @@
 #include "DType.h"
 #include "GemmArguments.h"
 #include "Sgemm.h"
+#include "StepTimeline.h"
 
 #include <algorithm>
 #include <atomic>
@@ -108,6 +109,8 @@ bool bf16GemmsRan() { return productsRan.load(std::memory_order_relaxed); }
 extern "C" void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
                                  float alpha, const void *a, int64_t lda, const void *b,
                                  int64_t ldb, float beta, void *c, int64_t ldc) {
+  ProductSpan span("gemm_bf16", 2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                                   static_cast<double>(k));
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   // cuBLAS's limit, so that a product the CPU takes runs on the GPU too.
   checkGemm("fsdprt_gemm_bf16", gemm, INT_MAX);
@@ -119,6 +122,9 @@ extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64
                                          int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
                                          int64_t stride_b, float beta, void *c, int64_t ldc,
                                          int64_t stride_c) {
+  ProductSpan span("gemm_bf16_batched", 2.0 * static_cast<double>(batch) *
+                                           static_cast<double>(m) * static_cast<double>(n) *
+                                           static_cast<double>(k));
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   // As on CUDA: the strides of the batch, then the product's own arguments.
   const char *what = "fsdprt_gemm_bf16_batched";

@@ -38,6 +38,8 @@ void openDevice() {}
 
 void connectDevice(const RankPlace &) {}
 
+bool hostTimesStep() { return true; }
+
 void finishStep() {
   // The step ran in program order: it is done. The trainer prints the step's
   // loss after this, so the line comes before step 1's.

@@ -12,6 +12,7 @@
 #include "DType.h"
 #include "Error.h"
 #include "Ranks.h"
+#include "StepTimeline.h"
 #include "fsdprt/fsdprt.h"
 
 #include <climits>
@@ -87,6 +88,8 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   int count = mpiCount(what, shard_bytes, "bytes");
   int size = groupSize(group);
   int32_t handle = takeHandle(what);
+  if (StepTimeline *timeline = StepTimeline::active())
+    timeline->collectiveStarted(handle, "all_gather_start", shard_bytes * size);
   Pending &pending = start(handle);
   if (size == 1) {
     if (shard != full)
@@ -109,6 +112,8 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   int64_t shardBytes = shard_count * elementBytes;
   checkReduceScatterBuffers(what, full, shard, shardBytes, size);
   int32_t handle = takeHandle(what);
+  if (StepTimeline *timeline = StepTimeline::active())
+    timeline->collectiveStarted(handle, "reduce_scatter_start", shardBytes * size);
   Pending &pending = start(handle);
   if (size == 1) {
     // The sum over one rank is its own block; the average divides by 1.
@@ -130,6 +135,8 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   int mpiCountValue = mpiCount(what, count, "elements");
   int size = groupSize(group);
   int32_t handle = takeHandle(what);
+  if (StepTimeline *timeline = StepTimeline::active())
+    timeline->collectiveStarted(handle, "all_reduce_start", count * reductionElementBytes(what, dtype));
   Pending &pending = start(handle);
   if (size == 1)
     return handle;
@@ -142,8 +149,11 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
 extern "C" void fsdprt_wait(int32_t handle) {
   checkPendingHandle(handle);
   Pending &pending = table[handle];
+  StepTimeline::Clock::time_point begin = StepTimeline::Clock::now();
   if (pending.request != MPI_REQUEST_NULL)
     MPI_Wait(&pending.request, MPI_STATUS_IGNORE);
+  if (StepTimeline *timeline = StepTimeline::active())
+    timeline->collectiveWaited(handle, begin, StepTimeline::Clock::now());
   // Dividing the sum gives the same value on every rank, as a real average
   // must (MPI has no average operation); bf16 rounds the f32 quotient once.
   float divisor = static_cast<float>(pending.groupSize);

@@ -15,6 +15,7 @@
 #include "fsdprt/fsdprt.h"
 
 #include "GemmArguments.h"
+#include "StepTimeline.h"
 
 #include <cblas.h>
 
@@ -64,6 +65,8 @@ void sgemm(const GemmBatch &product, float alpha, const float *a, const float *b
 extern "C" void fsdprt_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
                              float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                              float beta, float *c, int64_t ldc) {
+  ProductSpan span("sgemm", 2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                               static_cast<double>(k));
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   checkGemm("fsdprt_sgemm", gemm, kBlasLimit);
   sgemm(GemmBatch{gemm, 1, 0, 0, 0}, alpha, a, b, beta, c);
@@ -74,6 +77,8 @@ extern "C" void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t b
                                      int64_t stride_a, const float *b, int64_t ldb,
                                      int64_t stride_b, float beta, float *c, int64_t ldc,
                                      int64_t stride_c) {
+  ProductSpan span("sgemm_batched", 2.0 * static_cast<double>(batch) * static_cast<double>(m) *
+                                       static_cast<double>(n) * static_cast<double>(k));
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   checkGemmBatch("fsdprt_sgemm", gemm, batch, stride_a, stride_b, stride_c, kBlasLimit);
   checkGemm("fsdprt_sgemm", gemm, kBlasLimit);

@@ -111,6 +111,8 @@ void openDevice() {
 
 void connectDevice(const RankPlace &place) { connectNccl(place); }
 
+bool hostTimesStep() { return false; }
+
 void finishStep() { FSDPRT_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 void recordEvent(cudaEvent_t &event, cudaStream_t stream) {
