@@ -37,8 +37,9 @@ each figure is the median over the rounds (and ranks) of the per-round medians.
 
     python3 bench/measure_cpu_profile.py [-o bench/out/cpu-profile.json] [--quick]
 
-A benchmark, not a test: numbers taken while other processes are busy are noise (it warns
-when it sees more than 10% of the CPU in use by others).
+A benchmark, not a test: numbers taken while other processes are busy are noise. Rounds
+during which other processes used more than 10% of the CPU are dropped when at least one
+round was quiet; when none was, all are kept and the script warns.
 """
 
 import argparse
@@ -90,6 +91,7 @@ SMALL_MESSAGE_MAX = 1024          # bytes: latency fitted from these
 LARGE_MESSAGE_MIN = 1 << 20       # bytes: bandwidth fitted from these
 MIN_COLLECTIVE_MAX = 64 << 20     # bytes: the largest collective, at least
 MIN_STREAM_ARRAY = 64 << 20       # bytes per STREAM array, at least
+BUSY_LIMIT = 0.10                 # share of the CPU others may use during a kept round
 
 
 class ProfileError(Exception):
@@ -361,6 +363,27 @@ def spread(values):
 
 # ---------------------------------------------------------------------------
 
+def measure_round(machine, setting, stream_mib, collective_max):
+    """One round of every measurement; each figure per rank where there is one per rank."""
+    rnd = {"gemm": {}, "gemm_shape_s": {}, "gemm_kernels": {}}
+    for dtype in ("f32", "bf16"):
+        rates, seconds, kernels, info = gemm_round(
+            machine, dtype, GEMM_SHAPES, setting["gemm_reps"], setting["gemm_warmup"])
+        rnd["gemm"][dtype], rnd["gemm_shape_s"][dtype] = rates, seconds
+        rnd["gemm_kernels"][dtype], rnd["gemm_info"] = kernels, info
+    rnd["overhead"] = overhead_round(machine, setting["overhead_reps"])
+    result = machine.kernel("stream", stream_mib, setting["stream_reps"])
+    rnd["stream_all"] = {k: result[k]["bytes_per_s_per_rank"]
+                         for k in ("copy", "scale", "add", "triad")}
+    result = machine.kernel("vector", setting["vector_reps"])
+    rnd["vector"] = result["mul_add"]["ops_per_s_per_rank"]
+    rnd["vector_fma"] = result["fma"]["ops_per_s_per_rank"]
+    rnd["call"] = machine.kernel("call", setting["call_reps"])["seconds_per_call"]
+    rnd["collectives"] = machine.kernel("collectives", collective_max,
+                                        setting["collective_reps"])["sizes"]
+    return rnd
+
+
 def measure(args, machine):
     q = 1 if args.quick else 0
     setting = {name: values[q] for name, values in SETTINGS.items()}
@@ -371,58 +394,60 @@ def measure(args, machine):
     # alone are twice its size.
     stream_mib = max(MIN_STREAM_ARRAY, 2 * llc) >> 20
     collective_max = power_of_two_at_least(max(MIN_COLLECTIVE_MAX, 2 * llc))
-    g = machine.ranks
 
-    gemm = {"f32": [], "bf16": []}          # per-rank GFLOP/s, all rounds
-    gemm_shape_s = {"f32": [], "bf16": []}  # per round: [shape][rank] seconds
-    gemm_kernels, gemm_info = {}, None
-    overhead = {"f32": [], "bf16": []}
-    stream, vector, vector_fma, calls = [], [], [], []
-    stream_all = {k: [] for k in ("copy", "scale", "add", "triad")}
-    collectives = []
+    rounds = []
     for r in range(setting["rounds"]):
-        # Each round's figures and the other processes' load on one line: a round that
-        # disagrees with the others usually had company.
         with OtherLoad() as load:
-            line = []
-            for dtype in ("f32", "bf16"):
-                rates, seconds, kernels, info = gemm_round(
-                    machine, dtype, GEMM_SHAPES, setting["gemm_reps"], setting["gemm_warmup"])
-                gemm[dtype] += rates
-                gemm_shape_s[dtype].append(seconds)
-                gemm_kernels[dtype], gemm_info = kernels, info
-                line.append(f"{dtype} {statistics.median(rates) / 1e9:.1f}")
-            for dtype, values in overhead_round(machine, setting["overhead_reps"]).items():
-                overhead[dtype] += values
-            result = machine.kernel("stream", stream_mib, setting["stream_reps"])
-            for k in stream_all:
-                stream_all[k].append(result[k]["bytes_per_s_per_rank"])
-            stream.append(result["triad"]["bytes_per_s_per_rank"])
-            result = machine.kernel("vector", setting["vector_reps"])
-            vector.append(result["mul_add"]["ops_per_s_per_rank"])
-            vector_fma.append(result["fma"]["ops_per_s_per_rank"])
-            calls.append(machine.kernel("call", setting["call_reps"])["seconds_per_call"])
-            collectives.append(machine.kernel("collectives", collective_max,
-                                              setting["collective_reps"])["sizes"])
+            rnd = measure_round(machine, setting, stream_mib, collective_max)
+        rnd["other_load"] = load.fraction
+        rounds.append(rnd)
+        # Each round's headline figures and the other processes' load on one line: a
+        # round that disagrees with the others usually had company.
+        largest = rnd["collectives"][-1]
         other = f"{100 * load.fraction:.0f}%" if load.fraction is not None else "?"
-        print(f"  round {r + 1}/{setting['rounds']}: GEMM {' '.join(line)} GFLOP/s, triad "
-              f"{stream[-1] / 1e9:.1f} GB/s, mul+add {vector[-1] / 1e9:.1f} Gop/s, all-gather "
-              f"{fmt_bytes(collectives[-1][-1]['bytes'])} "
-              f"{collectives[-1][-1]['all_gather_s'] * 1e3:.2f} ms; other load {other}",
-              flush=True)
+        print(f"  round {r + 1}/{setting['rounds']}: GEMM f32 "
+              f"{statistics.median(rnd['gemm']['f32']) / 1e9:.1f} bf16 "
+              f"{statistics.median(rnd['gemm']['bf16']) / 1e9:.1f} GFLOP/s, triad "
+              f"{rnd['stream_all']['triad'] / 1e9:.1f} GB/s, mul+add {rnd['vector'] / 1e9:.1f} "
+              f"Gop/s, all-gather {fmt_bytes(largest['bytes'])} "
+              f"{largest['all_gather_s'] * 1e3:.2f} ms; other load {other}", flush=True)
+
+    # Other processes only ever slow a round down (on 2 cores a busy neighbour halves
+    # every rate): keep the quiet rounds where there are any.
+    quiet = [rnd for rnd in rounds if (rnd["other_load"] or 0.0) <= BUSY_LIMIT]
+    kept = quiet or rounds
+    print(f"  kept {len(kept)} of {len(rounds)} rounds"
+          + ("" if quiet else f" (none had other load <= {100 * BUSY_LIMIT:.0f}%)")
+          + (f" (dropped: other load > {100 * BUSY_LIMIT:.0f}%)"
+             if quiet and len(quiet) < len(rounds) else ""))
+
+    def per_rank(key, dtype):
+        return [v for rnd in kept for v in rnd[key][dtype]]
+
+    def per_round(key):
+        return [rnd[key] for rnd in kept]
 
     # Collectives: per size the median over the rounds, then the fit.
-    sizes = [entry["bytes"] for entry in collectives[0]]
-    gather = [statistics.median(run[i]["all_gather_s"] for run in collectives)
-              for i in range(len(sizes))]
-    reduce = [statistics.median(run[i]["reduce_scatter_s"] for run in collectives)
-              for i in range(len(sizes))]
-    alpha, beta = fit_alpha_beta(sizes, gather, g)
+    sizes = [entry["bytes"] for entry in kept[0]["collectives"]]
+
+    def collective(name):
+        return [statistics.median(rnd["collectives"][i][name] for rnd in kept)
+                for i in range(len(sizes))]
+
+    gather, reduce = collective("all_gather_s"), collective("reduce_scatter_s")
+    alpha, beta = fit_alpha_beta(sizes, gather, machine.ranks)
     return {
         "setting": setting, "llc": llc, "stream_mib": stream_mib, "pool": collective_max,
-        "gemm": gemm, "gemm_shape_s": gemm_shape_s, "gemm_kernels": gemm_kernels,
-        "gemm_info": gemm_info, "overhead": overhead, "stream": stream,
-        "stream_all": stream_all, "vector": vector, "vector_fma": vector_fma, "calls": calls,
+        "quiet": bool(quiet), "kept": len(kept),
+        "gemm": {d: per_rank("gemm", d) for d in ("f32", "bf16")},
+        "gemm_shape_s": {d: [rnd["gemm_shape_s"][d] for rnd in kept] for d in ("f32", "bf16")},
+        "gemm_kernels": kept[-1]["gemm_kernels"], "gemm_info": kept[-1]["gemm_info"],
+        "overhead": {d: per_rank("overhead", d) for d in ("f32", "bf16")},
+        "stream_all": {k: [rnd["stream_all"][k] for rnd in kept]
+                       for k in ("copy", "scale", "add", "triad")},
+        "stream": [rnd["stream_all"]["triad"] for rnd in kept],
+        "vector": per_round("vector"), "vector_fma": per_round("vector_fma"),
+        "calls": per_round("call"),
         "sizes": sizes, "gather": gather, "reduce": reduce, "alpha": alpha, "beta": beta,
     }
 
@@ -433,7 +458,7 @@ def report(m, machine):
     print()
     info = m["gemm_info"]
     print(f"GEMMs, {g} ranks x 1 thread at once, per rank ({info['openblas_config'].split()[1]}"
-          f" OpenBLAS, {info['onednn']}); median over ranks and rounds, GFLOP/s:")
+          f" OpenBLAS, {info['onednn']}); median over ranks and kept rounds, GFLOP/s:")
     print(f"  {'M,N,K,TA,TB':22} {'f32':>8} {'bf16':>8}")
     for i, shape in enumerate(GEMM_SHAPES):
         m_, n_, k_ = (int(x) for x in shape.split(",")[:3])
@@ -521,8 +546,7 @@ def main(argv=None):
             busy = cpu_busy()
             print(f"{cpu_model()}, {physical_cores()} cores, {machine.ranks} ranks x 1 thread"
                   + (f", CPU busy before the run {100 * busy:.0f}%" if busy is not None else ""))
-            with OtherLoad() as load:
-                m = measure(args, machine)
+            m = measure(args, machine)
     except ProfileError as error:
         print(f"measure_cpu_profile: error: {error}", file=sys.stderr)
         return 1
@@ -533,10 +557,10 @@ def main(argv=None):
         json.dump(profile, f, indent=2)
         f.write("\n")
     print(f"\nwrote {args.output} in {time.monotonic() - started:.0f} s")
-    if max(busy or 0.0, load.fraction or 0.0) > 0.10:
-        print(f"warning: other processes used {100 * max(busy or 0, load.fraction or 0):.0f}% "
-              "of the CPU around the run: these numbers are noise, run again on an idle "
-              "machine", file=sys.stderr)
+    if not m["quiet"]:
+        print(f"warning: other processes used more than {100 * BUSY_LIMIT:.0f}% of the CPU "
+              "during every round: these numbers are noise, run again on an idle machine",
+              file=sys.stderr)
     return 0
 
 

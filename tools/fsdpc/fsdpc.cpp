@@ -535,6 +535,9 @@ LogicalResult compile() {
                  << llvm::formatv("{0:F3}", fix->evaluation.cost.stepSeconds)
                  << " s predicted on " << profile->name << "): " << fix->evaluation.plan << "\n";
     (*model)->setAttr(fsdp::FSDPDialect::getPlanAttrName(), fix->evaluation.plan);
+    // The fix may compute in bf16, which older GPUs cannot.
+    if (cuda && failed(checkBF16Archs(*model, cuda->chips)))
+      return failure();
     *module = OwningOpRef<ModuleOp>(model->clone());
     if (failed((*planPM)->run(**module)))
       return failure();
