@@ -55,7 +55,7 @@ DeviceProfile cpu() {
   DeviceProfile profile;
   profile.name = "cpu";
   profile.description = "one core per rank of an AVX-512 server, 2 ranks per node, MPI over "
-                        "shared memory without asynchronous progress";
+                        "shared memory moved along by the runtime's progress thread";
   profile.matmulFlopsF32 = 100e9;
   profile.matmulFlopsBF16 = 200e9;
   profile.vectorFlops = 40e9;
@@ -64,7 +64,7 @@ DeviceProfile cpu() {
   profile.ranksPerNode = 2;
   profile.intraNode = {/*latency=*/0.6e-6, /*bandwidth=*/4.5e9};
   profile.interNode = {/*latency=*/5e-6, /*bandwidth=*/10e9};
-  profile.asyncCollectives = false;
+  profile.asyncCollectives = true;
   return profile;
 }
 

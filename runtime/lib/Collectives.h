@@ -22,6 +22,10 @@ namespace fsdprt {
 /// that never waits for its handles.
 constexpr int kMaxPendingCollectives = 256;
 
+/// Stops whatever the backend runs beside the step to move collectives along
+/// (the CPU's progress thread), before MPI finishes.
+void stopCollectiveProgress();
+
 /// The number of collectives started and not yet waited for. The runtime
 /// checks it is 0 after every step.
 int pendingCollectives();

@@ -2,6 +2,8 @@
 
 #include "Ranks.h"
 
+#include "Collectives.h"
+
 #include "Error.h"
 #include "fsdprt/fsdprt.h"
 
@@ -98,13 +100,18 @@ void startMpi() {
   MPI_Finalized(&finalized);
   if (finalized)
     fatal("MPI was already finalized in this process: a trainer runs once");
-  if (!initialized && launchedAsRank() && MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
+  // Serialized calls from more than one thread: the CPU backend's progress
+  // thread tests pending collectives while the step computes.
+  int provided = MPI_THREAD_SINGLE;
+  if (!initialized && launchedAsRank() &&
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
     fatal("cannot initialise MPI");
 }
 
 void finishMpi() {
   if (!mpiRunning())
     return;
+  stopCollectiveProgress();
   freeGroups();
   MPI_Finalize();
 }

@@ -15,9 +15,14 @@
 #include "StepTimeline.h"
 #include "fsdprt/fsdprt.h"
 
+#include <chrono>
 #include <climits>
+#include <condition_variable>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 
 using namespace fsdprt;
@@ -48,6 +53,65 @@ Pending table[kMaxPendingCollectives];
 
 /// A fresh slot for a new handle.
 Pending &start(int32_t handle) { return table[handle] = Pending(); }
+
+/// MPI's nonblocking collectives move their data only inside MPI calls: a
+/// rank that starts an all-gather and then computes gets none of it done
+/// until it waits, and prefetch hides nothing. The progress thread calls
+/// MPI_Test on the pending requests every kPollInterval while the step
+/// computes, so that collectives complete in the background (often enough
+/// to keep a ring moving, rarely enough to cost the step nothing measurable:
+/// bench/run_timeline_bench.py, docs/CostModel.md). MPI runs
+/// MPI_THREAD_SERIALIZED (Ranks.cpp): every MPI call of the collectives holds
+/// `mpiLock`, and the thread calls MPI only while a request is pending (the
+/// trainer's other MPI calls come after the step's last wait).
+/// FSDPRT_PROGRESS_THREAD=0 turns it off: collectives then progress in
+/// fsdprt_wait only.
+constexpr std::chrono::microseconds kPollInterval(500);
+std::mutex mpiLock;
+std::condition_variable wake;
+int activeRequests = 0; // requests not yet completed, under mpiLock
+bool stopping = false;
+// Never destroyed: a trainer that stops on an error exits with the thread
+// running, and a joinable std::thread destroyed at exit would abort.
+std::thread *progress = nullptr;
+
+bool progressWanted() {
+  static const bool wanted = [] {
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    const char *setting = std::getenv("FSDPRT_PROGRESS_THREAD");
+    return level >= MPI_THREAD_SERIALIZED && !(setting && std::string(setting) == "0");
+  }();
+  return wanted;
+}
+
+void progressLoop() {
+  std::unique_lock<std::mutex> lock(mpiLock);
+  for (;;) {
+    wake.wait(lock, [] { return stopping || activeRequests > 0; });
+    if (stopping)
+      return;
+    for (Pending &pending : table) {
+      if (pending.request == MPI_REQUEST_NULL)
+        continue;
+      int done = 0;
+      MPI_Test(&pending.request, &done, MPI_STATUS_IGNORE);
+      if (done)
+        --activeRequests;
+    }
+    lock.unlock();
+    std::this_thread::sleep_for(kPollInterval);
+    lock.lock();
+  }
+}
+
+/// A request was started (mpiLock held): the progress thread takes it up.
+void requestStarted() {
+  ++activeRequests;
+  if (!progress && progressWanted())
+    progress = new std::thread(progressLoop);
+  wake.notify_one();
+}
 
 /// MPI counts are ints: a larger collective is refused rather than truncated.
 int mpiCount(const char *what, int64_t count, const char *unit) {
@@ -82,6 +146,23 @@ std::pair<MPI_Datatype, MPI_Op> mpiSum(int32_t dtype) {
 
 } // namespace
 
+namespace fsdprt {
+
+void stopCollectiveProgress() {
+  {
+    std::lock_guard<std::mutex> lock(mpiLock);
+    stopping = true;
+  }
+  wake.notify_all();
+  if (progress && progress->joinable())
+    progress->join();
+  delete progress;
+  progress = nullptr;
+  stopping = false;
+}
+
+} // namespace fsdprt
+
 extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_t shard_bytes,
                                            int32_t group) {
   const char *what = "fsdprt_all_gather_start";
@@ -90,6 +171,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   int32_t handle = takeHandle(what);
   if (StepTimeline *timeline = StepTimeline::active())
     timeline->collectiveStarted(handle, "all_gather_start", shard_bytes * size);
+  std::lock_guard<std::mutex> lock(mpiLock);
   Pending &pending = start(handle);
   if (size == 1) {
     if (shard != full)
@@ -99,6 +181,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   bool inPlace = gatherInPlace(what, shard, full, shard_bytes, groupRank(group), size);
   MPI_Iallgather(inPlace ? MPI_IN_PLACE : shard, count, MPI_BYTE, full, count, MPI_BYTE,
                  groupComm(group), &pending.request);
+  requestStarted();
   return handle;
 }
 
@@ -114,6 +197,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   int32_t handle = takeHandle(what);
   if (StepTimeline *timeline = StepTimeline::active())
     timeline->collectiveStarted(handle, "reduce_scatter_start", shardBytes * size);
+  std::lock_guard<std::mutex> lock(mpiLock);
   Pending &pending = start(handle);
   if (size == 1) {
     // The sum over one rank is its own block; the average divides by 1.
@@ -124,6 +208,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   pending.averageOnWait(op, shard, shard_count, dtype, size);
   auto [type, sum] = mpiSum(dtype);
   MPI_Ireduce_scatter_block(full, shard, count, type, sum, groupComm(group), &pending.request);
+  requestStarted();
   return handle;
 }
 
@@ -137,12 +222,14 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   int32_t handle = takeHandle(what);
   if (StepTimeline *timeline = StepTimeline::active())
     timeline->collectiveStarted(handle, "all_reduce_start", count * reductionElementBytes(what, dtype));
+  std::lock_guard<std::mutex> lock(mpiLock);
   Pending &pending = start(handle);
   if (size == 1)
     return handle;
   pending.averageOnWait(op, data, count, dtype, size);
   auto [type, sum] = mpiSum(dtype);
   MPI_Iallreduce(MPI_IN_PLACE, data, mpiCountValue, type, sum, groupComm(group), &pending.request);
+  requestStarted();
   return handle;
 }
 
@@ -150,8 +237,13 @@ extern "C" void fsdprt_wait(int32_t handle) {
   checkPendingHandle(handle);
   Pending &pending = table[handle];
   StepTimeline::Clock::time_point begin = StepTimeline::Clock::now();
-  if (pending.request != MPI_REQUEST_NULL)
-    MPI_Wait(&pending.request, MPI_STATUS_IGNORE);
+  {
+    std::lock_guard<std::mutex> lock(mpiLock);
+    if (pending.request != MPI_REQUEST_NULL) {
+      MPI_Wait(&pending.request, MPI_STATUS_IGNORE);
+      --activeRequests;
+    }
+  }
   if (StepTimeline *timeline = StepTimeline::active())
     timeline->collectiveWaited(handle, begin, StepTimeline::Clock::now());
   // Dividing the sum gives the same value on every rank, as a real average

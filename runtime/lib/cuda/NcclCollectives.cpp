@@ -86,6 +86,9 @@ void connectNccl(const RankPlace &place) {
                                   &communicators.replica, nullptr));
 }
 
+// NCCL's collectives run on their own streams: nothing to move along.
+void stopCollectiveProgress() {}
+
 void closeNccl() {
   for (ncclComm_t *comm : {&communicators.shard, &communicators.replica, &communicators.world})
     if (*comm) {
