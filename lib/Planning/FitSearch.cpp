@@ -125,8 +125,14 @@ FailureOr<int64_t> shardedStateBytes(ModuleOp model, PlanAttr plan) {
 FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &base,
                                        const FitOptions &options) {
   MLIRContext *context = model.getContext();
-  // Candidates that do not compile are dropped silently.
-  ScopedDiagnosticHandler quiet(context, [](Diagnostic &) { return success(); });
+  // A candidate's errors are its reason for not being a fix: the first one is
+  // kept, and reported for single changes, instead of being printed.
+  std::string firstError;
+  ScopedDiagnosticHandler capture(context, [&](Diagnostic &diagnostic) {
+    if (diagnostic.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
+      firstError = diagnostic.str();
+    return success();
+  });
   const MemoryBudget &budget = options.budget;
   PlanFields baseFields = base.plan.getFields();
   SmallVector<Change> changes = changesFrom(baseFields);
@@ -193,15 +199,20 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
 
     for (const Candidate &candidate : candidates) {
       Outcome &outcome = outcomes[candidate.choice];
+      firstError.clear();
+      auto impossible = [&] {
+        if (size == 1)
+          result.impossible.emplace_back(describe(candidate.choice), firstError);
+      };
       PlanFields fields = baseFields;
       for (unsigned index : candidate.choice)
         changes[index].apply(fields);
       PlanAttr plan = PlanAttr::get(context, fields, [&] { return emitError(model.getLoc()); });
-      if (!plan)
+      FailureOr<int64_t> state = plan ? shardedStateBytes(model, plan) : FailureOr<int64_t>(failure());
+      if (failed(state)) {
+        impossible();
         continue;
-      FailureOr<int64_t> state = shardedStateBytes(model, plan);
-      if (failed(state))
-        continue;
+      }
       if (*state + budget.runtime.total() > budget.deviceBytes) {
         // Compiles, but its sharded state alone is over: no use combining.
         outcome.compiled = true;
@@ -216,8 +227,10 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
       ++result.evaluated;
       FailureOr<PlanEvaluation> evaluation = evaluatePlan(model, plan, options.memory,
                                                           *options.profile);
-      if (failed(evaluation))
+      if (failed(evaluation)) {
+        impossible();
         continue;
+      }
       outcome.compiled = true;
       outcome.needed = budget.needed(*evaluation);
       outcome.evaluation = std::move(*evaluation);

@@ -437,6 +437,8 @@ FailureOr<fsdp::PlanFix> handleOverBudget(ModuleOp model, const fsdp::PlanEvalua
     }
     os << "(" << search.evaluated << " plans compiled, " << search.skipped << " skipped)";
   }
+  for (const auto &[change, reason] : search.impossible)
+    os << "\n  not possible for this model: " << change << ": " << reason;
   mlir::emitError(model.getLoc()) << text;
   return failure();
 }

@@ -52,11 +52,15 @@ struct FitSearchResult {
   /// Candidates compiled, and skipped without compiling (sharded state over
   /// budget, extending a fit, or too far over by their changes' effects).
   unsigned evaluated = 0, skipped = 0;
+  /// Single changes this model cannot take, each with the compiler's reason
+  /// (e.g. micro-batches that do not divide a rank's rows).
+  std::vector<std::pair<std::string, std::string>> impossible;
 };
 
 /// Searches the plans near `model`'s (its plan, evaluated as `base`).
-/// Candidates that do not compile (e.g. micro-batches that do not divide the
-/// batch) are dropped; their diagnostics are not shown.
+/// A candidate that does not compile is not a fix: a single change that
+/// cannot compile is reported in `impossible` with its first error, and no
+/// combination containing it is tried.
 FitSearchResult searchFits(ModuleOp model, const PlanEvaluation &base,
                            const FitOptions &options);
 
