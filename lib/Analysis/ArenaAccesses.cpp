@@ -16,7 +16,11 @@ using namespace mlir::fsdp;
 
 ArenaAccesses::ArenaAccesses(func::FuncOp step)
     : arena(step.getArgument(0)),
-      arenaBytes(llvm::cast<MemRefType>(arena.getType()).getNumElements()) {}
+      arenaBytes(llvm::cast<MemRefType>(arena.getType()).getNumElements()) {
+  // offload = optimizer: a host arena follows the arena.
+  if (step.getNumArguments() > 1 && llvm::isa<MemRefType>(step.getArgument(1).getType()))
+    hostArena = step.getArgument(1);
+}
 
 /// The arena bytes behind a buffer or an address derived from one; the whole
 /// arena when the derivation is not understood (always safe: it can only add
@@ -25,6 +29,9 @@ std::optional<ArenaAccess> ArenaAccesses::range(Value value, bool write) const {
   ArenaAccess whole{0, arenaBytes, write};
   if (value == arena)
     return whole;
+  // Host memory: the host's program order orders it.
+  if (hostArena && value == hostArena)
+    return std::nullopt;
   if (auto arg = llvm::dyn_cast<BlockArgument>(value)) {
     // The memref a loop carries is its initial value.
     if (auto loop = llvm::dyn_cast<scf::ForOp>(arg.getOwner()->getParentOp()))
@@ -82,6 +89,10 @@ SmallVector<ArenaAccess> ArenaAccesses::of(Operation *op) const {
         // (source, destination, ...)
         add(accesses, pointers[0], false);
         add(accesses, pointers[1], true);
+      } else if (callee == kCopyToHostStart || callee == kCopyToDeviceStart) {
+        // (destination, source, bytes): one side is the host arena.
+        add(accesses, pointers[0], true);
+        add(accesses, pointers[1], false);
       } else if (callee == kGemm || callee == kBatchedGemm) {
         // A and B read, C accumulated into.
         add(accesses, pointers[0], false);
@@ -118,6 +129,8 @@ int ArenaAccesses::streamOf(Operation *op) {
       return static_cast<int>(RuntimeStream::AllGather);
     if (callee == kReduceScatterStart || callee == kAllReduceStart)
       return static_cast<int>(RuntimeStream::ReduceScatter);
+    if (callee == kCopyToHostStart || callee == kCopyToDeviceStart)
+      return static_cast<int>(RuntimeStream::Copy);
   }
   return static_cast<int>(RuntimeStream::Compute);
 }

@@ -165,7 +165,7 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
 
   StepCost cost;
   double now = 0;
-  double streamFree[kNumRuntimeStreams] = {0, 0, 0};
+  double streamFree[kNumRuntimeStreams] = {};
   // A collective's op by its handle; without asynchronous progress it is
   // timed when it is waited for.
   DenseMap<Value, size_t> pending;

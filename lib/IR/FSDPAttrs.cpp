@@ -234,7 +234,7 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t maxInflightGathers, RematPolicy remat,
                                int64_t rematEvery, ArrayAttr rematUnits,
                                int64_t microBatches, Accumulation accumulate, UnitPolicy units,
-                               int64_t minUnitParams, StringRef deviceMemory) {
+                               int64_t minUnitParams, StringRef deviceMemory, Offload) {
   if (grid.empty() || grid.size() > 2)
     return emitError() << "grid must be [shard] or [replicate, shard], got "
                        << grid.size() << " dimensions";
@@ -335,7 +335,8 @@ PlanFields PlanAttr::getFields() const {
                     getRemat(),                 getRematEvery(),
                     getRematUnits(),            getMicroBatches(),
                     getAccumulate(),            getUnits(),
-                    getMinUnitParams(),         getDeviceMemory().str()};
+                    getMinUnitParams(),         getDeviceMemory().str(),
+                    getOffload()};
 }
 
 PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
@@ -345,7 +346,7 @@ PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
       llvm::cast<OptimizerAttrInterface>(fields.optimizer), fields.paramDtype, fields.reduceDtype,
       APFloat(fields.clipGradNorm), fields.prefetch, fields.maxInflightGathers, fields.remat,
       fields.rematEvery, fields.rematUnits, fields.microBatches, fields.accumulate, fields.units,
-      fields.minUnitParams, fields.deviceMemory);
+      fields.minUnitParams, fields.deviceMemory, fields.offload);
 }
 
 PlanAttr PlanAttr::withGrid(ArrayRef<int64_t> grid,

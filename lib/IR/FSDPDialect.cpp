@@ -43,6 +43,15 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a string on a call";
     return success();
   }
+  if (name == kOnHostAttr) {
+    // Offload's update and its read of the clipping coefficient.
+    StringRef opName = op->getName().getStringRef();
+    if ((opName != "linalg.generic" && opName != "memref.load") ||
+        !isa<UnitAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a unit attribute on a linalg.generic or "
+                                "memref.load";
+    return success();
+  }
   if (name == getRecomputeAttrName()) {
     if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attribute.getValue()))
       return op->emitError() << "'" << name << "' is a dictionary on the module";

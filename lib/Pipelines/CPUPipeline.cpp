@@ -44,7 +44,8 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory) 
   pm.addPass(createFSDPInsertCollectivesPass());
   pm.addPass(createFSDPLowerPrecisionPass());
   pm.addPass(createFSDPAccumulateMicroBatchesPass());
-  pm.addPass(createConvertFSDPToRuntimePass());
+  pm.addPass(createConvertFSDPToRuntimePass(
+      ConvertFSDPToRuntimePassOptions{/*deviceArena=*/memory == ArenaMemory::Device}));
   pm.addPass(createConvertFSDPToLinalgPass());
   pm.addPass(createFSDPFuseElementwisePass());
   // No CSE before bufferization: merging identical zero-filled tensors would

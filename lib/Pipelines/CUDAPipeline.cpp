@@ -55,6 +55,8 @@ void mlir::fsdp::buildCUDAKernelLoweringPipeline(OpPassManager &pm,
   pm.addPass(createFSDPFormKernelsPass(FSDPFormKernelsPassOptions{options.blockSize}));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  // What stays on the host (offload's update) as host loops.
+  pm.addPass(createConvertLinalgToLoopsPass());
 }
 
 void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
 
@@ -34,7 +35,8 @@ namespace {
 /// Whether a top-level op of the step reads or writes buffers itself (a
 /// runtime call only passes addresses on).
 bool isDeviceWork(Operation *op) {
-  if (isa<func::CallOp>(op))
+  // Runtime calls, and what the host computes (offload's update).
+  if (isa<func::CallOp>(op) || op->hasAttr(kOnHostAttr))
     return false;
   WalkResult found = op->walk([](Operation *nested) {
     if (isa<linalg::LinalgOp, memref::CopyOp, memref::LoadOp, memref::StoreOp>(nested))

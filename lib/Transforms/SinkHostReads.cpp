@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
 #include "fsdp/Utils/RuntimeCalls.h"
@@ -59,6 +60,9 @@ struct FSDPSinkHostReadsPass
       return;
     Block &body = step.getBody().front();
     for (auto load : llvm::make_early_inc_range(body.getOps<memref::LoadOp>())) {
+      // A read of the host arena (offload) is the host's own.
+      if (load->hasAttr(kOnHostAttr))
+        continue;
       func::ReturnOp ret;
       for (Operation *user : load->getUsers()) {
         if (auto r = dyn_cast<func::ReturnOp>(user)) {

@@ -50,6 +50,25 @@ private:
   size_t bytes = 0;
 };
 
+/// The host arena of `offload = optimizer` (manifest.host_arena_bytes): the
+/// offloaded units' f32 master shards, optimizer state and gradients, which
+/// the step's host code updates in place. Zero-filled and 64-byte aligned;
+/// page-locked on the CUDA backend (cudaHostAlloc), so that its copies to
+/// and from the device run asynchronously at the link's full speed. Empty
+/// (null) without offload.
+class HostArena {
+public:
+  explicit HostArena(size_t bytes);
+  ~HostArena();
+  HostArena(const HostArena &) = delete;
+  HostArena &operator=(const HostArena &) = delete;
+
+  uint8_t *data() const { return memory; }
+
+private:
+  uint8_t *memory = nullptr;
+};
+
 } // namespace fsdprt
 
 #endif // FSDPRT_ARENA_H

@@ -10,14 +10,16 @@
 namespace fsdprt {
 
 static bool used[kMaxPendingCollectives];
+static HandleKind kinds[kMaxPendingCollectives];
 static int pendingCount = 0;
 
 int pendingCollectives() { return pendingCount; }
 
-int32_t takeHandle(const char *what) {
+int32_t takeHandle(const char *what, HandleKind kind) {
   for (int32_t handle = 0; handle < kMaxPendingCollectives; ++handle)
     if (!used[handle]) {
       used[handle] = true;
+      kinds[handle] = kind;
       ++pendingCount;
       return handle;
     }
@@ -29,6 +31,8 @@ void checkPendingHandle(int32_t handle) {
   if (handle < 0 || handle >= kMaxPendingCollectives || !used[handle])
     fatal("fsdprt_wait: handle " + std::to_string(handle) + " is not a pending collective");
 }
+
+HandleKind handleKind(int32_t handle) { return kinds[handle]; }
 
 void releaseHandle(int32_t handle) {
   used[handle] = false;

@@ -30,9 +30,16 @@ void stopCollectiveProgress();
 /// checks it is 0 after every step.
 int pendingCollectives();
 
-/// A free handle for the collective `what` is starting; fatal when
+/// What a handle completes: fsdprt_wait treats a copy to the host apart (the
+/// host reads its bytes next).
+enum class HandleKind { Collective, CopyToHost, CopyToDevice };
+
+/// A free handle for the collective (or copy) `what` is starting; fatal when
 /// kMaxPendingCollectives are pending.
-int32_t takeHandle(const char *what);
+int32_t takeHandle(const char *what, HandleKind kind = HandleKind::Collective);
+
+/// The kind of a pending handle.
+HandleKind handleKind(int32_t handle);
 
 /// Checks that `handle` (fsdprt_wait's argument) is pending; fatal otherwise.
 void checkPendingHandle(int32_t handle);

@@ -68,7 +68,7 @@ ShardRange ownedPart(const ParamSpec &param, ShardRange owned) {
 }
 
 void initializeShards(const Manifest &manifest, uint64_t seed, int64_t shardIndex,
-                      uint8_t *arena) {
+                      const HostShards &shards) {
   for (const ParamSpec &param : manifest.params) {
     const UnitSpec &unit = manifest.units[param.unitIndex];
     ShardRange owned = ownedRange(unit, shardIndex);
@@ -79,7 +79,8 @@ void initializeShards(const Manifest &manifest, uint64_t seed, int64_t shardInde
     // buffer, which this rank stores at (unitOffset + e - owned.begin).
     int64_t position = param.unitOffset + part.begin - owned.begin;
     initializeRange(param, seed, part.begin, part.end,
-                    arena + unit.paramOffset + position * static_cast<int64_t>(dtypeSize(param.dtype)));
+                    shards.of(unit) + unit.paramOffset +
+                        position * static_cast<int64_t>(dtypeSize(param.dtype)));
   }
 }
 

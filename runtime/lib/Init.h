@@ -10,6 +10,7 @@
 #ifndef FSDPRT_INIT_H
 #define FSDPRT_INIT_H
 
+#include "HostShards.h"
 #include "Manifest.h"
 
 #include <cstdint>
@@ -45,10 +46,10 @@ ShardRange ownedRange(const UnitSpec &unit, int64_t shardIndex);
 ShardRange ownedPart(const ParamSpec &param, ShardRange owned);
 
 /// Writes the initial values of the elements of every parameter that shard
-/// `shardIndex` owns into the parameter shards of `arena`. Padding and
-/// everything else are left alone (the arena starts zero-filled).
+/// `shardIndex` owns into the parameter shards of `shards`. Padding and
+/// everything else are left alone (the arenas start zero-filled).
 void initializeShards(const Manifest &manifest, uint64_t seed, int64_t shardIndex,
-                      uint8_t *arena);
+                      const HostShards &shards);
 
 } // namespace fsdprt
 

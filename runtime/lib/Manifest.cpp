@@ -337,6 +337,16 @@ std::vector<std::string> optimizerSlots(const OptimizerSpec &optimizer) {
   return {};
 }
 
+/// Checks a region of a unit's: in the host arena if the unit is offloaded,
+/// else in the arena's persistent part.
+static void checkUnitRegion(const Node &node, const Manifest &manifest, const UnitSpec &unit,
+                            int64_t offset, int64_t bytes, size_t alignment) {
+  if (unit.offloaded)
+    checkWithin(node, manifest.hostArenaBytes, "host arena", offset, bytes, alignment);
+  else
+    checkPersistent(node, manifest, offset, bytes, alignment);
+}
+
 static void readUnitState(const Node &unitNode, const Manifest &manifest, UnitSpec &unit) {
   Node list = unitNode.field("state");
   bool sgd = manifest.optimizer.kind == OptimizerKind::SGD;
@@ -359,7 +369,8 @@ static void readUnitState(const Node &unitNode, const Manifest &manifest, UnitSp
     slot.offset = offsetNode.integer(0);
     // The state's element type is the compiler's choice (e.g. f32 state for
     // bf16 parameters); the unit's dtype is the narrowest it can be.
-    checkPersistent(offsetNode, manifest, slot.offset, unit.shardBytes(), dtypeSize(unit.dtype));
+    checkUnitRegion(offsetNode, manifest, unit, slot.offset, unit.shardBytes(),
+                    dtypeSize(unit.dtype));
     unit.state.push_back(std::move(slot));
   }
   for (const std::string &name : required)
@@ -367,6 +378,35 @@ static void readUnitState(const Node &unitNode, const Manifest &manifest, UnitSp
                      [&](const SlotSpec &slot) { return slot.slot == name; }))
       list.fail(std::string(sgd ? "sgd with momentum" : "adamw") + " needs slot '" + name +
                 "' for unit '" + unit.name + "'");
+}
+
+/// An offloaded unit: param_offset is the device's copy in param_dtype; its
+/// "host" object places the master shard and the gradient in the host arena.
+static void readOffloadedUnit(const Node &node, const Manifest &manifest, UnitSpec &unit) {
+  Node hostNode = node.field("host");
+  if (!unit.trainable)
+    hostNode.fail("frozen unit '" + unit.name + "' has no optimizer to offload");
+  unit.offloaded = true;
+  Node dtypeNode = node.field("param_dtype");
+  unit.deviceParamDType = readDType(dtypeNode);
+  if (!isFloatDType(unit.deviceParamDType))
+    dtypeNode.fail(std::string("expected f32 or bf16, got ") + dtypeName(unit.deviceParamDType));
+  unit.deviceParamOffset = unit.paramOffset;
+  size_t deviceSize = dtypeSize(unit.deviceParamDType);
+  checkPersistent(node.field("param_offset"), manifest, unit.deviceParamOffset,
+                  unit.shardNumel * static_cast<int64_t>(deviceSize), deviceSize);
+  Node masterNode = hostNode.field("master_offset");
+  unit.paramOffset = masterNode.integer(0);
+  checkUnitRegion(masterNode, manifest, unit, unit.paramOffset, unit.shardBytes(),
+                  dtypeSize(unit.dtype));
+  Node gradDTypeNode = hostNode.field("grad_dtype");
+  unit.gradDType = readDType(gradDTypeNode);
+  if (!isFloatDType(unit.gradDType))
+    gradDTypeNode.fail(std::string("expected f32 or bf16, got ") + dtypeName(unit.gradDType));
+  Node gradNode = hostNode.field("grad_offset");
+  unit.gradOffset = gradNode.integer(0);
+  // Room for the gradient widened to f32 in place (--trace-state).
+  checkUnitRegion(gradNode, manifest, unit, unit.gradOffset, unit.shardNumel * 4, 4);
 }
 
 static void readUnits(const Node &root, Manifest &manifest) {
@@ -401,8 +441,16 @@ static void readUnits(const Node &root, Manifest &manifest) {
     size_t elementSize = dtypeSize(unit.dtype);
     Node paramNode = node.field("param_offset");
     unit.paramOffset = paramNode.integer(0);
-    checkPersistent(paramNode, manifest, unit.paramOffset, unit.shardBytes(), elementSize);
-    if (unit.trainable) {
+    if (node.has("host")) {
+      readOffloadedUnit(node, manifest, unit);
+    } else {
+      checkPersistent(paramNode, manifest, unit.paramOffset, unit.shardBytes(), elementSize);
+      if (node.has("param_dtype"))
+        node.field("param_dtype").fail("only an offloaded unit (with \"host\") has a param_dtype");
+    }
+    if (unit.offloaded) {
+      readUnitState(node, manifest, unit);
+    } else if (unit.trainable) {
       Node gradNode = node.field("grad_offset");
       unit.gradOffset = gradNode.integer(0);
       // The gradient shard is a buffer of the step, anywhere in the arena
@@ -544,20 +592,8 @@ static void readInputs(const Node &root, Manifest &manifest) {
 /// the runtime's writes (initial values, batches) or the step's clobber each
 /// other. A gradient shard in the persistent region (the runtime's own test
 /// models place it there) is one of them.
-static void checkDisjoint(const Manifest &manifest) {
-  std::vector<Region> regions;
-  for (const UnitSpec &unit : manifest.units) {
-    std::string name = "unit '" + unit.name + "'";
-    regions.push_back({unit.paramOffset, unit.shardBytes(), "parameter shard of " + name});
-    if (!unit.trainable)
-      continue;
-    if (unit.gradOffset < manifest.persistentBytes)
-      regions.push_back({unit.gradOffset, unit.shardBytes(), "gradient shard of " + name});
-    for (const SlotSpec &slot : unit.state)
-      regions.push_back({slot.offset, unit.shardBytes(), "state '" + slot.slot + "' of " + name});
-  }
-  for (const InputSpec &input : manifest.inputs)
-    regions.push_back({input.offset, input.bytes, "input " + std::to_string(input.index)});
+/// Fails when two of `regions` (of one arena) overlap.
+static void checkDisjointRegions(std::vector<Region> regions, const char *where) {
   std::stable_sort(regions.begin(), regions.end(),
                    [](const Region &a, const Region &b) { return a.offset < b.offset; });
   for (size_t i = 1; i < regions.size(); ++i) {
@@ -567,8 +603,33 @@ static void checkDisjoint(const Manifest &manifest) {
       fatal("manifest: " + prev.what + " [" + std::to_string(prev.offset) + ", " +
             std::to_string(prev.offset + prev.bytes) + ") and " + next.what + " [" +
             std::to_string(next.offset) + ", " + std::to_string(next.offset + next.bytes) +
-            ") overlap");
+            ") overlap" + where);
   }
+}
+
+static void checkDisjoint(const Manifest &manifest) {
+  std::vector<Region> device, host;
+  for (const UnitSpec &unit : manifest.units) {
+    std::string name = "unit '" + unit.name + "'";
+    std::vector<Region> &own = unit.offloaded ? host : device;
+    own.push_back({unit.paramOffset, unit.shardBytes(), "parameter shard of " + name});
+    if (unit.offloaded)
+      device.push_back({unit.deviceParamOffset,
+                        unit.shardNumel * static_cast<int64_t>(dtypeSize(unit.deviceParamDType)),
+                        "device copy of the parameter shard of " + name});
+    if (!unit.trainable)
+      continue;
+    if (unit.offloaded)
+      host.push_back({unit.gradOffset, unit.shardNumel * 4, "gradient shard of " + name});
+    else if (unit.gradOffset < manifest.persistentBytes)
+      device.push_back({unit.gradOffset, unit.shardBytes(), "gradient shard of " + name});
+    for (const SlotSpec &slot : unit.state)
+      own.push_back({slot.offset, unit.shardBytes(), "state '" + slot.slot + "' of " + name});
+  }
+  for (const InputSpec &input : manifest.inputs)
+    device.push_back({input.offset, input.bytes, "input " + std::to_string(input.index)});
+  checkDisjointRegions(std::move(device), "");
+  checkDisjointRegions(std::move(host), " in the host arena");
 }
 
 Manifest parseManifest(std::string_view text) {
@@ -594,6 +655,8 @@ Manifest parseManifest(std::string_view text) {
                      (manifest.version == 1 ? " (recompile the model with this fsdpc)" : ""));
   manifest.arenaBytes = root.field("arena_bytes").integer(0);
   manifest.persistentBytes = root.field("persistent_bytes").integer(0, manifest.arenaBytes);
+  if (root.has("host_arena_bytes"))
+    manifest.hostArenaBytes = root.field("host_arena_bytes").integer(0);
   manifest.batch = root.field("batch").integer(1);
   readGridAndStrategy(root, manifest);
   readRanks(root, manifest);

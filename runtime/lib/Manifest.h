@@ -82,6 +82,15 @@ struct UnitSpec {
   int64_t paramOffset = 0;
   int64_t gradOffset = 0; // trainable units only
   std::vector<SlotSpec> state;
+  /// offload = optimizer: paramOffset (the f32 master shard), gradOffset and
+  /// the state's offsets are in the host arena; the gradient arrives there
+  /// in gradDType (bf16 with reduce_dtype = bf16; its place has room for
+  /// f32). The device keeps the shard in deviceParamDType at
+  /// deviceParamOffset of the arena: what its gathers read.
+  bool offloaded = false;
+  DType gradDType = DType::F32;
+  int64_t deviceParamOffset = 0;
+  DType deviceParamDType = DType::F32;
 
   /// Bytes of one shard in the unit's dtype.
   int64_t shardBytes() const;
@@ -112,6 +121,8 @@ struct Manifest {
   /// [0, persistentBytes) holds what lives across steps (parameter, gradient
   /// and state shards, inputs); the rest is the step's transient buffers.
   int64_t persistentBytes = 0;
+  /// The host arena of offload = optimizer; 0 without.
+  int64_t hostArenaBytes = 0;
   int64_t batch = 0;      // global batch
   int64_t localBatch = 0; // rows of each rank: batch / world size
   std::vector<int64_t> grid;

@@ -36,7 +36,7 @@ static int64_t shardPosition(const Manifest &manifest, const ParamSpec &param, i
 }
 
 void loadParamShards(const Manifest &manifest, const std::string &path, int64_t shardIndex,
-                     uint8_t *arena) {
+                     const HostShards &shards) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     fatal("--load-params: cannot open '" + path + "': " + std::strerror(errno));
@@ -64,8 +64,9 @@ void loadParamShards(const Manifest &manifest, const std::string &path, int64_t 
     fileOffset += param.bytes();
     if (remaining == 0)
       continue;
-    uint8_t *to = arena + shardPosition(manifest, param, shardIndex, part,
-                                       manifest.units[param.unitIndex].paramOffset);
+    const UnitSpec &unit = manifest.units[param.unitIndex];
+    uint8_t *to = shards.of(unit) + shardPosition(manifest, param, shardIndex, part,
+                                                  unit.paramOffset);
     while (remaining > 0) {
       ssize_t got = pread(fd, to, static_cast<size_t>(remaining), static_cast<off_t>(from));
       if (got <= 0) {
@@ -81,7 +82,7 @@ void loadParamShards(const Manifest &manifest, const std::string &path, int64_t 
   ::close(fd);
 }
 
-void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const uint8_t *arena,
+void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const HostShards &memory,
                       OutputFile *out, const char *flag, const UnitRegionOffset &regionOffset) {
   if (place.replicaIndex != 0)
     return;
@@ -99,8 +100,8 @@ void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const ui
     // A rank may own none of a parameter (it sends nothing then).
     const uint8_t *source =
         mine.begin == mine.end
-            ? arena
-            : arena + shardPosition(manifest, param, place.shardIndex, mine, *region);
+            ? memory.arena
+            : memory.of(unit) + shardPosition(manifest, param, place.shardIndex, mine, *region);
     if (shards == 1) {
       if (out)
         out->write(source, static_cast<size_t>(param.bytes()));
@@ -125,9 +126,9 @@ void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const ui
   }
 }
 
-void dumpParams(const Manifest &manifest, const RankPlace &place, const uint8_t *arena,
+void dumpParams(const Manifest &manifest, const RankPlace &place, const HostShards &shards,
                 OutputFile *out) {
-  gatherUnitRegion(manifest, place, arena, out, "--dump-params",
+  gatherUnitRegion(manifest, place, shards, out, "--dump-params",
                    [](const UnitSpec &unit) { return unit.paramOffset; });
 }
 

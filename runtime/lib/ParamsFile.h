@@ -10,6 +10,7 @@
 #ifndef FSDPRT_PARAMSFILE_H
 #define FSDPRT_PARAMSFILE_H
 
+#include "HostShards.h"
 #include "Manifest.h"
 #include "Ranks.h"
 
@@ -26,10 +27,10 @@ class OutputFile;
 int64_t paramsFileBytes(const Manifest &manifest);
 
 /// Reads the elements shard `shardIndex` owns from the parameters file
-/// `path` into the parameter shards of `arena`; a missing file or one of the
-/// wrong size is fatal.
+/// `path` into the parameter shards of `shards`; a missing file or one of
+/// the wrong size is fatal.
 void loadParamShards(const Manifest &manifest, const std::string &path, int64_t shardIndex,
-                     uint8_t *arena);
+                     const HostShards &shards);
 
 /// The byte offset of a unit's shard of one region (its parameters, its
 /// gradient, an optimizer slot), or nothing if the unit has no such region.
@@ -40,13 +41,13 @@ using UnitRegionOffset = std::function<std::optional<int64_t>(const UnitSpec &)>
 /// manifest order, to `out` on rank 0 (null on the other ranks). Collective
 /// over the ranks of replica 0; the other replicas return at once. Errors
 /// name `flag`.
-void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const uint8_t *arena,
+void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const HostShards &shards,
                       OutputFile *out, const char *flag, const UnitRegionOffset &regionOffset);
 
 /// Writes every parameter, gathered from the shards of the first replica, to
 /// `out` on rank 0 (null on the other ranks). Collective over the ranks of
 /// replica 0; the other replicas return at once.
-void dumpParams(const Manifest &manifest, const RankPlace &place, const uint8_t *arena,
+void dumpParams(const Manifest &manifest, const RankPlace &place, const HostShards &shards,
                 OutputFile *out);
 
 } // namespace fsdprt

@@ -5,6 +5,7 @@
 #include "OutputFile.h"
 #include "ParamsFile.h"
 
+#include <cstring>
 #include <optional>
 
 namespace fsdprt {
@@ -20,9 +21,27 @@ static std::optional<int64_t> slotOffset(const UnitSpec &unit, const std::string
   return std::nullopt;
 }
 
+/// A bf16 gradient shard in the host arena (offload with reduce_dtype =
+/// bf16), widened to f32 in place: its region has room for it, and the step
+/// overwrites it before reading it again. From the last element down, each
+/// f32 lands on bf16 elements already widened.
+static void widenInPlace(uint8_t *region, int64_t count) {
+  for (int64_t i = count - 1; i >= 0; --i) {
+    uint16_t bits;
+    std::memcpy(&bits, region + 2 * i, sizeof(bits));
+    float value = bf16ToFloat(bits);
+    std::memcpy(region + 4 * i, &value, sizeof(value));
+  }
+}
+
 void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &arena,
-                      OutputFile *out, bool afterStep) {
+                      uint8_t *hostArena, OutputFile *out, bool afterStep) {
   for (const UnitSpec &unit : manifest.units) {
+    if (unit.offloaded) {
+      if (afterStep && unit.gradDType == DType::BF16)
+        widenInPlace(hostArena + unit.gradOffset, unit.shardNumel);
+      continue;
+    }
     arena.download(unit.paramOffset, unit.shardBytes());
     if (!unit.trainable)
       continue;
@@ -31,7 +50,7 @@ void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &a
     for (const SlotSpec &slot : unit.state)
       arena.download(slot.offset, unit.shardBytes());
   }
-  const uint8_t *host = arena.host();
+  HostShards host(arena.host(), hostArena);
   gatherUnitRegion(manifest, place, host, out, "--trace-state",
                    [](const UnitSpec &unit) { return unit.paramOffset; });
   if (afterStep) {

@@ -23,11 +23,12 @@ class OutputFile;
 
 /// Appends one record to `out` on rank 0 (null on the other ranks): downloads
 /// this rank's parameter, gradient and optimizer state shards from `arena`
-/// and gathers them. Collective over the ranks of replica 0. `afterStep`:
-/// false for the record before the first step, whose gradients are zero (a
-/// gradient shard is a buffer of the step, which has not run yet).
+/// (an offloaded unit's are in `hostArena`) and gathers them. Collective over
+/// the ranks of replica 0. `afterStep`: false for the record before the first
+/// step, whose gradients are zero (a gradient shard is a buffer of the step,
+/// which has not run yet).
 void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &arena,
-                      OutputFile *out, bool afterStep);
+                      uint8_t *hostArena, OutputFile *out, bool afterStep);
 
 } // namespace fsdprt
 

@@ -18,8 +18,8 @@
 
 namespace fsdprt {
 
-/// The streams FSDPRT_STREAM_COMPUTE, _ALL_GATHER and _REDUCE_SCATTER.
-constexpr int32_t kStreams = 3;
+/// The streams FSDPRT_STREAM_COMPUTE, _ALL_GATHER, _REDUCE_SCATTER and _COPY.
+constexpr int32_t kStreams = 4;
 /// Event ids are in [0, kMaxEvents).
 constexpr int32_t kMaxEvents = 65536;
 

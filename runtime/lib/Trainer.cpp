@@ -71,15 +71,35 @@ static std::unique_ptr<BatchSource> openBatchSource(const TrainerOptions &option
 }
 
 /// The parameter shards are what the trainer writes before the first step
-/// and reads after the last.
-static void uploadParamShards(const Manifest &manifest, Arena &arena) {
-  for (const UnitSpec &unit : manifest.units)
-    arena.upload(unit.paramOffset, unit.shardBytes());
+/// and reads after the last. An offloaded unit's are in the host arena: the
+/// device gets its copy in param_dtype (as the step's update leaves it).
+static void uploadParamShards(const Manifest &manifest, Arena &arena, const uint8_t *hostArena) {
+  for (const UnitSpec &unit : manifest.units) {
+    if (!unit.offloaded) {
+      arena.upload(unit.paramOffset, unit.shardBytes());
+      continue;
+    }
+    const uint8_t *master = hostArena + unit.paramOffset;
+    uint8_t *copy = arena.host() + unit.deviceParamOffset;
+    for (int64_t i = 0; i < unit.shardNumel; ++i) {
+      float value;
+      std::memcpy(&value, master + 4 * i, sizeof(value));
+      if (unit.deviceParamDType == DType::BF16) {
+        uint16_t bits = floatToBF16(value);
+        std::memcpy(copy + 2 * i, &bits, sizeof(bits));
+      } else {
+        std::memcpy(copy + 4 * i, &value, sizeof(value));
+      }
+    }
+    arena.upload(unit.deviceParamOffset,
+                 unit.shardNumel * static_cast<int64_t>(dtypeSize(unit.deviceParamDType)));
+  }
 }
 
 static void downloadParamShards(const Manifest &manifest, Arena &arena) {
   for (const UnitSpec &unit : manifest.units)
-    arena.download(unit.paramOffset, unit.shardBytes());
+    if (!unit.offloaded)
+      arena.download(unit.paramOffset, unit.shardBytes());
 }
 
 static void uploadInputs(const Manifest &manifest, Arena &arena) {
@@ -147,14 +167,16 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   keepFreedMemoryForReuse();
   // Zero-filled: gradient and state shards, padding and inputs start at 0.
   Arena arena(static_cast<size_t>(manifest.arenaBytes));
+  HostArena hostArena(static_cast<size_t>(manifest.hostArenaBytes));
+  HostShards shards(arena.host(), hostArena.data());
   if (options.loadParamsPath.empty())
-    initializeShards(manifest, options.seed, place.shardIndex, arena.host());
+    initializeShards(manifest, options.seed, place.shardIndex, shards);
   else
-    loadParamShards(manifest, options.loadParamsPath, place.shardIndex, arena.host());
-  uploadParamShards(manifest, arena);
+    loadParamShards(manifest, options.loadParamsPath, place.shardIndex, shards);
+  uploadParamShards(manifest, arena, hostArena.data());
   markTransient(manifest, arena);
   if (tracing)
-    writeStateRecord(manifest, place, arena, trace.get(), /*afterStep=*/false);
+    writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/false);
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point intervalStart = Clock::now();
@@ -165,7 +187,11 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     uploadInputs(manifest, arena);
     startStepEvents();
     timeline.beginStep(step);
-    float localLoss = trainStep(arena.stepData(), step, lr);
+    float localLoss =
+        hostArena.data()
+            ? reinterpret_cast<OffloadedTrainStepFn>(trainStep)(arena.stepData(),
+                                                                hostArena.data(), step, lr)
+            : trainStep(arena.stepData(), step, lr);
     timeline.endStep();
     if (int pending = pendingCollectives())
       fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +
@@ -181,7 +207,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
             (std::isnan(loss) ? "NaN" : "infinite") + " (training diverged)");
     }
     if (tracing)
-      writeStateRecord(manifest, place, arena, trace.get(), /*afterStep=*/true);
+      writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/true);
     ++intervalSteps;
     if (!leader)
       continue;
@@ -214,7 +240,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   std::vector<int64_t> marks = gatherToRankZero(highWaterMark(manifest, arena));
   if (!options.dumpParamsPath.empty()) {
     downloadParamShards(manifest, arena);
-    dumpParams(manifest, place, arena.host(), dump.get());
+    dumpParams(manifest, place, shards, dump.get());
   }
   if (leader) {
     std::printf("%s\n", arenaLine(manifest.arenaBytes, marks).c_str());

@@ -66,11 +66,11 @@ TEST_F(CudaDevice, TakesTheDeviceOfItsRankOnTheNode) {
   EXPECT_THAT(chosenWith(4), ElementsAre("cudaSetDevice(1)")) << "an unreadable one is skipped";
 }
 
-TEST_F(CudaDevice, OpensThreeNonBlockingStreamsAndCublasOnCompute) {
+TEST_F(CudaDevice, OpensFourNonBlockingStreamsAndCublasOnCompute) {
   openDevice();
   std::vector<std::string> streams = fake_cuda::results("cudaStreamCreateWithFlags");
-  ASSERT_EQ(streams.size(), 3u);
-  EXPECT_EQ(fake_cuda::callsTo("cudaStreamCreateWithFlags(non-blocking)").size(), 3u);
+  ASSERT_EQ(streams.size(), 4u);
+  EXPECT_EQ(fake_cuda::callsTo("cudaStreamCreateWithFlags(non-blocking)").size(), 4u);
   std::vector<std::string> cublas = fake_cuda::results("cublasCreate");
   ASSERT_EQ(cublas.size(), 1u);
   EXPECT_THAT(fake_cuda::callsTo("cublasSetStream"),
@@ -103,7 +103,8 @@ TEST_F(CudaDevice, ClosingReleasesWhatOpeningCreated) {
                           "cublasDestroy(" + cublas.at(0) + ")",
                           "cudaStreamDestroy(" + streams[0] + ")",
                           "cudaStreamDestroy(" + streams[1] + ")",
-                          "cudaStreamDestroy(" + streams[2] + ")"));
+                          "cudaStreamDestroy(" + streams[2] + ")",
+                          "cudaStreamDestroy(" + streams[3] + ")"));
   fake_cuda::reset();
   closeDevice();
   EXPECT_TRUE(fake_cuda::calls().empty()) << "closing twice";

@@ -229,6 +229,25 @@ cudaError_t __wrap_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   return cudaSuccess;
 }
 
+cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
+  log("cudaEventSynchronize", name(event));
+  return cudaSuccess;
+}
+
+cudaError_t __wrap_cudaHostAlloc(void **pointer, size_t size, unsigned int flags) {
+  log("cudaHostAlloc", size, flags);
+  FAIL_IF_PLANNED(cudaError_t, "cudaHostAlloc");
+  *pointer = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+  logResult("host");
+  return cudaSuccess;
+}
+
+cudaError_t __wrap_cudaFreeHost(void *pointer) {
+  log("cudaFreeHost", "host");
+  std::free(pointer);
+  return cudaSuccess;
+}
+
 cudaError_t __wrap_cudaMalloc(void **pointer, size_t size) {
   log("cudaMalloc", size);
   FAIL_IF_PLANNED(cudaError_t, "cudaMalloc");
@@ -265,9 +284,12 @@ cudaError_t __wrap_cudaMemcpy(void *to, const void *from, size_t count, cudaMemc
   return cudaSuccess;
 }
 
-cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t count, cudaMemcpyKind,
+cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t count, cudaMemcpyKind kind,
                                    cudaStream_t stream) {
-  log("cudaMemcpyAsync", where(to) + " <- " + where(from), count, name(stream));
+  static const char *const kKinds[] = {"host to host", "host to device", "device to host",
+                                       "device to device", "default"};
+  log("cudaMemcpyAsync", where(to) + " <- " + where(from), count,
+      kind >= 0 && kind <= 4 ? kKinds[kind] : "?", name(stream));
   std::memcpy(to, from, count);
   return cudaSuccess;
 }

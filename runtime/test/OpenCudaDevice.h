@@ -24,7 +24,7 @@ protected:
     fake_cuda::reset();
     fsdprt::openDevice();
     streams = fake_cuda::results("cudaStreamCreateWithFlags");
-    ASSERT_EQ(streams.size(), 3u);
+    ASSERT_EQ(streams.size(), 4u);
     fake_cuda::reset();
   }
   void TearDown() override { fsdprt::closeDevice(); }

@@ -8,6 +8,7 @@ test/reference/teacher.py), on one data file.
                      [--cases CASE[,CASE...]] [--data-seed S] [--jobs J]
                      [--param-dtype f32|bf16] [--reduce-dtype f32|bf16]
                      [--micro-batches K] [--accumulate reduce_scatter|no_sync]
+                     [--offload]
 
 A case is STRATEGY:N (full_shard, shard_grad_op or no_shard on a grid [N]) or
 hybrid_shard:RxS (grid [R, S] on R*S ranks); by default every strategy with N = 1, 2
@@ -22,7 +23,11 @@ examples/<model>.mlir, the grid with fsdpc --grid. For each case:
     --reduce-dtype as the strategy's collectives do; with --micro-batches K (written
     into the plan with --accumulate) each rank's rows run as K micro-batches: in
     float32 the reference is still the whole batch's step, in bf16 it rounds each
-    micro-batch's step and sums them as the plan's accumulation does;
+    micro-batch's step and sums them as the plan's accumulation does; with --offload
+    (`offload = optimizer` written into the plan) the trainer is the CUDA target's step
+    run on the CPU (fsdpc --target=cuda --test-kernels-on-cpu: kernels as loops, the
+    CPU runtime's collectives, copies between the arena and the host arena as
+    memcpy), whose updates run on the host arena's f32 masters and state;
   - --dump-params (gathered by the other path) equals the trace's last parameters;
   - the arena record (last line of --log-json) has a high-water mark for every rank,
     each equal to the planned peak.
@@ -145,6 +150,8 @@ def main():
                         help="the plan's micro_batches")
     parser.add_argument("--accumulate", choices=["reduce_scatter", "no_sync"],
                         default="reduce_scatter", help="the plan's accumulate")
+    parser.add_argument("--offload", action="store_true",
+                        help="offload = optimizer, on the CUDA target's step run on the CPU")
     args = parser.parse_args()
     cases = [parse_case(c) for c in args.cases.split(",")]
     os.makedirs(args.work, exist_ok=True)
@@ -162,6 +169,8 @@ def main():
         if args.micro_batches > 1:
             dtypes += (f"micro_batches = {args.micro_batches}, "
                        f"accumulate = {args.accumulate}, ")
+        if args.offload:
+            dtypes += "offload = optimizer, "
         copy = with_strategy(text, strategy, grid, dtypes)
         tag = f"{strategy}-{'x'.join(map(str, grid))}"
         if (copy, tuple(grid)) not in jobs:
@@ -173,8 +182,9 @@ def main():
 
     def compile_one(item):
         (_, grid), (source, trainer) = item
-        run([*fsdpc_command(args.fsdpc), source, "--grid=" + ",".join(map(str, grid)), "-o",
-             trainer])
+        target = ["--target=cuda", "--test-kernels-on-cpu"] if args.offload else []
+        run([*fsdpc_command(args.fsdpc), source, "--grid=" + ",".join(map(str, grid)), *target,
+             "-o", trainer])
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(compile_one, jobs.items()))
@@ -200,6 +210,8 @@ def main():
         f" (param_dtype {args.param_dtype}, reduce_dtype {args.reduce_dtype})")
     if args.micro_batches > 1:
         mode += f" ({args.micro_batches} micro-batches, accumulate {args.accumulate})"
+    if args.offload:
+        mode += " (offload = optimizer, the CUDA step on the CPU)"
     print(f"PASS: {args.model}{mode}, {len(cases)} sharded runs, each of {args.steps} steps "
           f"matches the float64 reference from the trainer's state ({elapsed:.0f} s)")
 

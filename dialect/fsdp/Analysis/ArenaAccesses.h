@@ -48,6 +48,9 @@ private:
   void add(SmallVector<ArenaAccess> &accesses, Value value, bool write) const;
 
   Value arena;
+  /// The host arena of offload = optimizer (the step's second argument), or
+  /// null: what lies there is not device memory.
+  Value hostArena;
   int64_t arenaBytes;
 };
 

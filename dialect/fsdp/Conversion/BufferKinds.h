@@ -37,6 +37,10 @@ constexpr llvm::StringLiteral kActivationKind = "activation";
 /// names its events by it).
 constexpr llvm::StringLiteral kCollectiveUnitAttr = "fsdp.unit";
 
+/// On an op of the step that the host runs on a GPU target (offload's update
+/// on the host arena): fsdp-form-kernels leaves it to the host.
+constexpr llvm::StringLiteral kOnHostAttr = "fsdp.on_host";
+
 } // namespace mlir::fsdp
 
 #endif // FSDP_CONVERSION_BUFFERKINDS_H

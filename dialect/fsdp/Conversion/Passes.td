@@ -72,7 +72,22 @@ def ConvertFSDPToRuntimePass : Pass<"convert-fsdp-to-runtime", "::mlir::ModuleOp
     (docs/Runtime.md). The fsdp ops, the params and the plan are gone
     afterwards. Run it before `convert-fsdp-to-linalg`: it reads how the
     model ops use the inputs.
+
+    With `offload = optimizer` (GPU targets, `device-arena=true`), a trainable
+    unit's f32 master shard and optimizer state live in a second, host arena
+    (`float fsdp_train_step(void *arena, void *host_arena, int64_t step,
+    float lr)`); the device keeps the shard in `param_dtype`, which its
+    gathers read. Each gradient shard is copied to the host
+    (`fsdprt_copy_to_host_start`) as soon as its reduction completes; at the
+    end of the step the host waits for each in arrival order and applies the
+    update (a `linalg.generic` on host views, marked `fsdp.on_host`), then
+    copies the new shard back (`fsdprt_copy_to_device_start`), waited for
+    before the step returns. On the CPU target the plan field is an error.
   }];
+  let options = [
+    Option<"deviceArena", "device-arena", "bool", /*default=*/"false",
+           "The arena is a GPU's memory (the plan may offload to the host)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",

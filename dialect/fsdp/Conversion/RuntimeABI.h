@@ -12,7 +12,9 @@
 
 namespace mlir::fsdp {
 
-/// `float fsdp_train_step(void *arena, int64_t step, float lr)`.
+/// `float fsdp_train_step(void *arena, int64_t step, float lr)`; with
+/// `offload = optimizer`, `float fsdp_train_step(void *arena, void *host_arena,
+/// int64_t step, float lr)`.
 constexpr llvm::StringLiteral kStepFunction = "fsdp_train_step";
 /// `const char fsdp_manifest[]`: the JSON manifest, NUL-terminated.
 constexpr llvm::StringLiteral kManifestGlobal = "fsdp_manifest";
@@ -21,6 +23,12 @@ constexpr llvm::StringLiteral kAllGatherStart = "fsdprt_all_gather_start";
 constexpr llvm::StringLiteral kReduceScatterStart = "fsdprt_reduce_scatter_start";
 constexpr llvm::StringLiteral kAllReduceStart = "fsdprt_all_reduce_start";
 constexpr llvm::StringLiteral kWait = "fsdprt_wait";
+/// `int32_t fsdprt_copy_to_host_start(void *host, const void *device, int64_t
+/// bytes)` and `fsdprt_copy_to_device_start(void *device, const void *host,
+/// int64_t bytes)`: offload's copies on the copy stream, waited for with
+/// fsdprt_wait (which blocks the host until a copy to the host is done).
+constexpr llvm::StringLiteral kCopyToHostStart = "fsdprt_copy_to_host_start";
+constexpr llvm::StringLiteral kCopyToDeviceStart = "fsdprt_copy_to_device_start";
 constexpr llvm::StringLiteral kGemm = "fsdprt_sgemm";
 constexpr llvm::StringLiteral kBatchedGemm = "fsdprt_sgemm_batched";
 constexpr llvm::StringLiteral kGemmBF16 = "fsdprt_gemm_bf16";
@@ -41,9 +49,10 @@ constexpr llvm::StringLiteral kStreamWaitEvent = "fsdprt_stream_wait_event";
 constexpr llvm::StringLiteral kReadF32 = "fsdprt_read_f32";
 
 /// FSDPRT_STREAM_*: kernels and GEMMs run on the compute stream, all-gathers
-/// on their own, reduce-scatters and all-reduces on a third.
-enum class RuntimeStream : int32_t { Compute = 0, AllGather = 1, ReduceScatter = 2 };
-constexpr int kNumRuntimeStreams = 3;
+/// on their own, reduce-scatters and all-reduces on a third, offload's copies
+/// between host and device on a fourth.
+enum class RuntimeStream : int32_t { Compute = 0, AllGather = 1, ReduceScatter = 2, Copy = 3 };
+constexpr int kNumRuntimeStreams = 4;
 /// Event ids are in [0, kMaxRuntimeEvents).
 constexpr int kMaxRuntimeEvents = 65536;
 

@@ -56,6 +56,7 @@ struct PlanFields {
   UnitPolicy units;
   int64_t minUnitParams;
   std::string deviceMemory;
+  Offload offload;
 };
 } // namespace mlir::fsdp
 

@@ -90,6 +90,13 @@ def FSDP_Accumulation : I32EnumAttr<"Accumulation",
   let genSpecializedAttr = 0;
 }
 
+def FSDP_Offload : I32EnumAttr<"Offload", "what lives in host memory on a GPU target", [
+    I32EnumAttrCase<"None", 0, "none">,
+    I32EnumAttrCase<"Optimizer", 1, "optimizer">]> {
+  let cppNamespace = "::mlir::fsdp";
+  let genSpecializedAttr = 0;
+}
+
 def FSDP_UnitPolicy : I32EnumAttr<"UnitPolicy", "how parameters form FSDP units", [
     I32EnumAttrCase<"Explicit", 0, "explicit">,
     I32EnumAttrCase<"AutoWrap", 1, "auto_wrap">]> {
@@ -276,6 +283,7 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     | `accumulate` | with micro-batches: `reduce_scatter` (each micro-batch's gradient is reduced at once and summed into an f32 shard: least memory) or `no_sync` (the unsharded flat gradients are summed in `reduce_dtype` and reduced once: less traffic) | `reduce_scatter` |
     | `units` | `explicit` (the `unit` of each param) or `auto_wrap` (group params in declaration order until `min_unit_params`) | `explicit` |
     | `min_unit_params` | parameter count that closes an auto-wrapped unit (`auto_wrap` only) | `0` |
+    | `offload` | `optimizer` (CUDA target, ZeRO-Offload): f32 master shards and optimizer state in pinned host memory, gradient shards copied to the host after their reduce-scatter, the update on host cores, the updated shard copied back in `param_dtype` (`docs/Offload.md`); `none` | `none` |
     | `device_memory` | memory of one rank's device (one GPU; on the CPU target, the host memory a rank may use), e.g. `"80GB"`, `"79.5GiB"`: `fsdpc` refuses a plan whose planned peak plus the runtime's own memory exceeds it, and lists the changes that fit (`docs/CostModel.md`) | none |
 
     ```mlir
@@ -301,7 +309,8 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     DefaultEnumParameter<FSDP_Accumulation, "ReduceScatter">:$accumulate,
     DefaultEnumParameter<FSDP_UnitPolicy, "Explicit">:$units,
     DefaultI64Parameter<"0", "auto-wrap threshold">:$min_unit_params,
-    StringRefParameter<"device memory per rank", "\"\"">:$device_memory
+    StringRefParameter<"device memory per rank", "\"\"">:$device_memory,
+    DefaultEnumParameter<FSDP_Offload, "None">:$offload
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -33,27 +33,55 @@ struct Allocator {
 } // namespace
 
 ArenaLayout ArenaLayout::build(ModuleOp module, ArrayRef<RankedTensorType> inputs,
-                               OptimizerAttrInterface optimizer) {
+                               PlanAttr plan) {
   ArenaLayout layout;
-  Allocator arena;
+  Allocator arena, host;
+  MLIRContext *ctx = module.getContext();
+  bool offload = plan.getOffload() == Offload::Optimizer;
+  Type paramDtype = plan.getParamDtype() == DType::BF16 ? Type(BFloat16Type::get(ctx))
+                                                        : Type(Float32Type::get(ctx));
   for (UnitOp unit : module.getOps<UnitOp>()) {
     UnitRegions regions;
     regions.unit = unit;
     SmallVector<ParamOp> members = unit.getMembers();
     regions.trainable = members.empty() || !members.front().getFrozen();
+    regions.paramsType = unit.getElementType();
+    // Frozen units have no optimizer: nothing to offload.
+    if (offload && regions.trainable) {
+      regions.host.emplace();
+      regions.paramsType = paramDtype;
+    }
     layout.units.push_back(std::move(regions));
   }
   // Parameters, then state: a rank's parameter shards are one contiguous
-  // block.
-  for (UnitRegions &regions : layout.units)
-    regions.params = arena.take(tensorBytes(regions.unit.getShardType()));
+  // block, in each arena.
+  for (UnitRegions &regions : layout.units) {
+    RankedTensorType shard = regions.unit.getShardType();
+    regions.params = arena.take(tensorBytes(shard.clone(regions.paramsType)));
+    if (regions.offloaded())
+      regions.host->master = host.take(tensorBytes(shard));
+  }
   for (UnitRegions &regions : layout.units)
     if (regions.trainable)
-      for (StringRef slot : optimizer.getStateSlots())
-        regions.state.push_back({slot, arena.take(tensorBytes(regions.unit.getShardType()))});
+      for (StringRef slot : plan.getOptimizer().getStateSlots())
+        regions.state.push_back(
+            {slot, (regions.offloaded() ? host : arena)
+                       .take(tensorBytes(regions.unit.getShardType()))});
+  for (UnitRegions &regions : layout.units) {
+    if (!regions.offloaded())
+      continue;
+    RankedTensorType shard = regions.unit.getShardType();
+    regions.host->grad = host.take(tensorBytes(shard));
+    if (regions.paramsType != shard.getElementType())
+      regions.host->rounded = host.take(tensorBytes(shard.clone(regions.paramsType)));
+  }
   for (RankedTensorType input : inputs)
     layout.inputs.push_back(arena.take(tensorBytes(input)));
   layout.persistentBytes = llvm::alignTo(arena.end, kAlignment);
+  if (offload) {
+    layout.hostCoefficient = host.take(sizeof(float));
+    layout.hostBytes = llvm::alignTo(host.end, kAlignment);
+  }
   return layout;
 }
 

@@ -21,15 +21,32 @@ struct StateSlot {
   ArenaRegion region;
 };
 
+/// With `offload = optimizer`, what a trainable unit keeps in the host arena:
+/// the f32 master shard (its optimizer state too, in UnitRegions::state), the
+/// place its gradient shard is copied to, and the updated shard rounded to
+/// `param_dtype` for the copy back (none when that is f32: the master goes).
+struct HostRegions {
+  ArenaRegion master;
+  ArenaRegion grad;
+  ArenaRegion rounded;
+};
+
 /// What one rank keeps of a unit from step to step: its parameter shard and,
 /// for a trainable unit, its optimizer state. Its gradient shard lives only
 /// from the unit's reduction to its update, a transient buffer of the step
-/// (StepLowering).
+/// (StepLowering). An offloaded unit's `params` is the device's copy of the
+/// shard in `param_dtype`, the one its gathers read; its master and state are
+/// in the host arena.
 struct UnitRegions {
   mutable UnitOp unit; // op handles have no const accessors
   bool trainable = true;
   ArenaRegion params;
+  /// The element type of `params`: the unit's, or param_dtype when offloaded.
+  Type paramsType;
   SmallVector<StateSlot> state;
+  std::optional<HostRegions> host;
+
+  bool offloaded() const { return host.has_value(); }
 };
 
 /// The persistent part of one rank's arena: each unit's shards, then the
@@ -41,11 +58,14 @@ struct ArenaLayout {
   SmallVector<UnitRegions> units;
   SmallVector<ArenaRegion> inputs;
   int64_t persistentBytes = 0;
+  /// The host arena of `offload = optimizer` (0 without offload): every
+  /// offloaded unit's HostRegions and state, then the clipping coefficient.
+  int64_t hostBytes = 0;
+  ArenaRegion hostCoefficient;
 
   /// Lays out the module's units and the step's inputs (a rank's rows of
   /// each: all its micro-batches, one after the other).
-  static ArenaLayout build(ModuleOp module, ArrayRef<RankedTensorType> inputs,
-                           OptimizerAttrInterface optimizer);
+  static ArenaLayout build(ModuleOp module, ArrayRef<RankedTensorType> inputs, PlanAttr plan);
 
   const UnitRegions &of(StringRef unit) const;
 };

@@ -2,7 +2,8 @@
 //
 // Turns `@train_step(inputs..., step, lr) -> loss` into
 // `fsdp_train_step(arena, step, lr) -> f32` on one arena laid out by
-// ArenaLayout, and records the layout in the `fsdp_manifest` global.
+// ArenaLayout (with offload = optimizer, a host arena after the arena), and
+// records the layout in the `fsdp_manifest` global.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +31,7 @@ namespace {
 
 struct ConvertFSDPToRuntimePass
     : public fsdp::impl::ConvertFSDPToRuntimePassBase<ConvertFSDPToRuntimePass> {
+  using Base::Base;
   void runOnOperation() override;
   LogicalResult convert(ModuleOp module, PlanAttr plan, func::FuncOp step);
 };
@@ -82,28 +84,38 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
     if (!param.getTensorType().getElementType().isF32())
       return param.emitError("the CPU target supports f32 parameters only");
 
+  if (plan.getOffload() == Offload::Optimizer && !deviceArena)
+    return emitError(module.getLoc(),
+                     "offload = optimizer moves the optimizer to host memory, where the CPU "
+                     "target keeps everything already; it applies to --target=cuda");
   FailureOr<SmallVector<InputRole>> roles = findInputRoles(step, numInputs);
   if (failed(roles))
     return failure();
-  ArenaLayout layout = ArenaLayout::build(module, rankTypes, plan.getOptimizer());
+  ArenaLayout layout = ArenaLayout::build(module, rankTypes, plan);
 
-  // The new signature: (arena, step, lr) -> f32.
+  // The new signature: (arena, [host arena,] step, lr) -> f32.
   Block &body = step.getBody().front();
   Location loc = step.getLoc();
   auto arenaType = MemRefType::get({layout.persistentBytes}, IntegerType::get(ctx, 8));
   Value arena = body.insertArgument(0u, arenaType, loc);
+  Value hostArena;
+  if (layout.hostBytes > 0)
+    hostArena = body.insertArgument(
+        1u, MemRefType::get({layout.hostBytes}, IntegerType::get(ctx, 8)), loc);
+  unsigned firstInput = hostArena ? 2 : 1;
   // Gathers run ahead by the plan's prefetch depth, within its cap on gathers
   // in flight.
   int64_t prefetch = std::max<int64_t>(
       0, std::min<int64_t>(plan.getPrefetch(), plan.getMaxInflightGathers()));
-  StepLowering lowering(module, layout, arena, body, prefetch);
+  StepLowering lowering(module, layout, arena, hostArena, body, prefetch);
   for (int64_t m = 0; m < microBatches; ++m)
     for (unsigned i = 0; i < numInputs; ++i)
-      body.getArgument(1 + m * numInputs + i)
+      body.getArgument(firstInput + m * numInputs + i)
           .replaceAllUsesWith(lowering.tensor(
               loc, arena, layout.inputs[i].offset + m * tensorBytes(inputTypes[i]),
               inputTypes[i]));
-  if (failed(lowering.lower(body.getArgument(1 + numArgs), body.getArgument(2 + numArgs))))
+  if (failed(lowering.lower(body.getArgument(firstInput + numArgs),
+                            body.getArgument(firstInput + numArgs + 1))))
     return failure();
 
   OpBuilder b(ctx);
@@ -113,7 +125,7 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   if (!loss.getType().isF32())
     return step.emitError("the CPU target needs an f32 loss");
   ret->setOperands(loss);
-  body.eraseArguments(1, numArgs);
+  body.eraseArguments(firstInput, numArgs);
   step->removeAttr(FSDPDialect::getMicroBatchesAttrName());
   step.setFunctionType(FunctionType::get(
       ctx, body.getArgumentTypes(), TypeRange{Float32Type::get(ctx)}));
@@ -122,7 +134,8 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   // The manifest, NUL-terminated for the C runtime.
   std::string manifest =
       buildManifest(plan, layout, rankTypes, *roles,
-                    module->getAttrOfType<DictionaryAttr>(FSDPDialect::getRecomputeAttrName()));
+                    module->getAttrOfType<DictionaryAttr>(FSDPDialect::getRecomputeAttrName()),
+                    lowering.hostGradTypes());
   manifest.push_back('\0');
   b.setInsertionPointToStart(module.getBody());
   auto manifestType = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), manifest.size());

@@ -73,7 +73,8 @@ static json::Object optimizerOf(OptimizerAttrInterface optimizer) {
 
 std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                                       ArrayRef<RankedTensorType> inputTypes,
-                                      ArrayRef<InputRole> roles, DictionaryAttr recompute) {
+                                      ArrayRef<InputRole> roles, DictionaryAttr recompute,
+                                      const llvm::StringMap<Type> &hostGradTypes) {
   json::Array units, params;
   int64_t shardRanks = 1;
   for (const UnitRegions &regions : layout.units) {
@@ -92,6 +93,15 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
       for (const StateSlot &slot : regions.state)
         state.push_back(json::Object{{"slot", slot.name}, {"offset", slot.region.offset}});
       entry["state"] = std::move(state);
+    }
+    // Offloaded: param_offset is the device's copy in param_dtype; the
+    // master, the state and the gradient are in the host arena.
+    if (regions.offloaded()) {
+      entry["param_dtype"] = dtypeName(regions.paramsType);
+      json::Object host{{"master_offset", regions.host->master.offset},
+                        {"grad_offset", regions.host->grad.offset},
+                        {"grad_dtype", dtypeName(hostGradTypes.lookup(unit.getSymName()))}};
+      entry["host"] = std::move(host);
     }
     units.push_back(std::move(entry));
     for (ParamOp param : unit.getMembers())
@@ -128,6 +138,7 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
   json::Object manifest{{"version", 2},
                         {"arena_bytes", layout.persistentBytes},
                         {"persistent_bytes", layout.persistentBytes},
+                        {"host_arena_bytes", layout.hostBytes},
                         {"batch", localBatch * world},
                         {"local_batch", localBatch},
                         {"grid", std::move(grid)},

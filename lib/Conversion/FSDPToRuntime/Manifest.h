@@ -4,6 +4,8 @@
 #define FSDP_LIB_CONVERSION_FSDPTORUNTIME_MANIFEST_H
 
 #include "ArenaLayout.h"
+
+#include "llvm/ADT/StringMap.h"
 #include "InputRoles.h"
 
 #include <string>
@@ -12,10 +14,11 @@ namespace mlir::fsdp {
 
 /// The manifest of docs/Runtime.md section 2; `recompute` is what
 /// fsdp-remat recorded (its integer fields go to "recompute", for fsdp-report;
-/// the runtime ignores them), or null.
+/// the runtime ignores them), or null. `hostGradTypes`: the element type each
+/// offloaded unit's gradient shard reaches the host in.
 std::string buildManifest(PlanAttr plan, const ArenaLayout &layout,
                           ArrayRef<RankedTensorType> inputTypes, ArrayRef<InputRole> roles,
-                          DictionaryAttr recompute);
+                          DictionaryAttr recompute, const llvm::StringMap<Type> &hostGradTypes);
 
 } // namespace mlir::fsdp
 

@@ -33,33 +33,44 @@ Value biasCorrection(OpBuilder &b, Location loc, double beta, Value step) {
 }
 
 /// A generic over the parameter's elements reading the gradient and writing
-/// the parameter and state in place.
-void buildInPlaceGeneric(OpBuilder &b, Location loc, const UpdateOperands &operands,
-                         function_ref<SmallVector<Value>(OpBuilder &, Location, Value grad,
-                                                         ValueRange current)>
-                             body) {
+/// the parameter and state in place (and the rounded parameter, if asked).
+linalg::GenericOp buildInPlaceGeneric(
+    OpBuilder &b, Location loc, const UpdateOperands &operands,
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value grad, ValueRange current)>
+        body) {
   auto type = llvm::cast<MemRefType>(operands.param.getType());
   SmallVector<Value> outputs = {operands.param};
   outputs.append(operands.state.begin(), operands.state.end());
+  if (operands.rounded)
+    outputs.push_back(operands.rounded);
   SmallVector<AffineMap> maps(1 + outputs.size(), b.getMultiDimIdentityMap(type.getRank()));
   SmallVector<utils::IteratorType> iterators(type.getRank(), utils::IteratorType::parallel);
-  linalg::GenericOp::create(
+  return linalg::GenericOp::create(
       b, loc, TypeRange{}, ValueRange{operands.grad}, outputs, maps, iterators,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         Value grad = args[0];
+        if (!grad.getType().isF32())
+          grad = arith::ExtFOp::create(nb, nl, nb.getF32Type(), grad);
         if (operands.coefficient)
           grad = arith::MulFOp::create(nb, nl, grad, operands.coefficient);
-        linalg::YieldOp::create(nb, nl, body(nb, nl, grad, args.drop_front()));
+        ValueRange current = args.drop_front().take_front(1 + operands.state.size());
+        SmallVector<Value> results = body(nb, nl, grad, current);
+        if (operands.rounded)
+          results.push_back(arith::TruncFOp::create(
+              nb, nl, llvm::cast<MemRefType>(operands.rounded.getType()).getElementType(),
+              results.front()));
+        linalg::YieldOp::create(nb, nl, results);
       });
 }
 
 // v = momentum * v + (g + wd * p);  p -= lr * v   (no v without momentum)
-void buildSGD(OpBuilder &b, Location loc, SGDAttr sgd, const UpdateOperands &operands) {
+linalg::GenericOp buildSGD(OpBuilder &b, Location loc, SGDAttr sgd,
+                           const UpdateOperands &operands) {
   double momentum = sgd.getMomentum().convertToDouble();
   double weightDecay = sgd.getWeightDecay().convertToDouble();
   Value lr = operands.lr;
-  buildInPlaceGeneric(b, loc, operands, [&](OpBuilder &nb, Location nl, Value g,
-                                            ValueRange current) -> SmallVector<Value> {
+  return buildInPlaceGeneric(b, loc, operands, [&](OpBuilder &nb, Location nl, Value g,
+                                                   ValueRange current) -> SmallVector<Value> {
     Value p = current[0];
     Value d = g;
     if (weightDecay != 0.0)
@@ -82,8 +93,8 @@ void buildSGD(OpBuilder &b, Location loc, SGDAttr sgd, const UpdateOperands &ope
 
 // p -= lr * wd * p;  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2;
 // p -= (lr / bc1) * m / (sqrt(v) / sqrt(bc2) + eps)
-void buildAdamW(OpBuilder &b, Location loc, AdamWAttr adamw,
-                const UpdateOperands &operands) {
+linalg::GenericOp buildAdamW(OpBuilder &b, Location loc, AdamWAttr adamw,
+                             const UpdateOperands &operands) {
   double beta1 = adamw.getBeta1().convertToDouble();
   double beta2 = adamw.getBeta2().convertToDouble();
   double eps = adamw.getEps().convertToDouble();
@@ -95,8 +106,8 @@ void buildAdamW(OpBuilder &b, Location loc, AdamWAttr adamw,
   Value decay = arith::SubFOp::create(
       b, loc, f32Constant(b, loc, 1.0),
       arith::MulFOp::create(b, loc, lr, f32Constant(b, loc, weightDecay)));
-  buildInPlaceGeneric(b, loc, operands, [&](OpBuilder &nb, Location nl, Value g,
-                                            ValueRange current) -> SmallVector<Value> {
+  return buildInPlaceGeneric(b, loc, operands, [&](OpBuilder &nb, Location nl, Value g,
+                                                   ValueRange current) -> SmallVector<Value> {
     auto c = [&](double value) { return f32Constant(nb, nl, value); };
     auto mul = [&](Value x, Value y) { return arith::MulFOp::create(nb, nl, x, y); };
     auto add = [&](Value x, Value y) { return arith::AddFOp::create(nb, nl, x, y); };
@@ -113,10 +124,10 @@ void buildAdamW(OpBuilder &b, Location loc, AdamWAttr adamw,
 
 } // namespace
 
-void mlir::fsdp::buildOptimizerUpdate(OpBuilder &b, Location loc,
-                                      OptimizerAttrInterface optimizer,
-                                      const UpdateOperands &operands) {
-  llvm::TypeSwitch<Attribute>(optimizer)
-      .Case([&](SGDAttr sgd) { buildSGD(b, loc, sgd, operands); })
-      .Case([&](AdamWAttr adamw) { buildAdamW(b, loc, adamw, operands); });
+linalg::GenericOp mlir::fsdp::buildOptimizerUpdate(OpBuilder &b, Location loc,
+                                                   OptimizerAttrInterface optimizer,
+                                                   const UpdateOperands &operands) {
+  return llvm::TypeSwitch<Attribute, linalg::GenericOp>(optimizer)
+      .Case([&](SGDAttr sgd) { return buildSGD(b, loc, sgd, operands); })
+      .Case([&](AdamWAttr adamw) { return buildAdamW(b, loc, adamw, operands); });
 }

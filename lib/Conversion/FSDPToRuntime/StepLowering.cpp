@@ -92,8 +92,14 @@ LogicalResult StepLowering::lowerUse(UseOp use) {
   if (!value) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&body);
-    value = tensor(param.getLoc(), arena, regions.params.offset + paramByteOffset(param),
-                   param.getTensorType());
+    // An offloaded unit's device copy is in param_dtype: widened exactly.
+    RankedTensorType type = param.getTensorType();
+    Type stored = regions.paramsType;
+    value = tensor(param.getLoc(), arena,
+                   regions.params.offset + *param.getOffset() * elementBytes(stored),
+                   type.clone(stored));
+    if (stored != type.getElementType())
+      value = ConvertOp::create(b, param.getLoc(), type, value);
   }
   use.replaceAllUsesWith(value);
   return success();
@@ -116,10 +122,11 @@ void StepLowering::startGather(AllGatherOp gather) {
   Value full = allocBytes(loc, tensorBytes(gathered), kGatheredKind);
   Value shard = arenaBytes(loc, regions.params);
   int64_t shardBytes = regions.params.bytes;
-  if (gathered.getElementType() != unit.getElementType()) {
+  if (gathered.getElementType() != regions.paramsType) {
     // Mixed precision: the shard travels rounded to the gathered type, from
-    // a buffer of its own that lives until the gather completes.
-    RankedTensorType shardType = unit.getShardType();
+    // a buffer of its own that lives until the gather completes (an
+    // offloaded unit's device copy is rounded already).
+    RankedTensorType shardType = unit.getShardType().clone(regions.paramsType);
     RankedTensorType rounded = shardType.clone(gathered.getElementType());
     Value master = tensor(loc, shard, 0, shardType);
     shardBytes = tensorBytes(rounded);
@@ -201,6 +208,7 @@ void StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
              i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
   if (StringAttr unit = flatGradientUnits.lookup(inputBytes))
     handle.getDefiningOp()->setAttr(kCollectiveUnitAttr, unit);
+  reductionHandles[shard] = handle;
   // Backward goes on while the gradient travels.
   waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingReduceScatter);
   bindResult(reduce.getResult(), shard);
@@ -224,6 +232,7 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
              i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
   waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingAllReduce);
   bindResult(reduce.getResult(), bytes);
+  reductionHandles[bytes] = handle;
 }
 
 LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
@@ -234,6 +243,10 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
     return update.emitOpError("updates a parameter, not a unit's shard; run "
                               "fsdp-partition and fsdp-insert-collectives first");
   const UnitRegions &regions = layout.of(unit.getSymName());
+  if (regions.offloaded()) {
+    startOffloadedUpdate(update, regions, stepNumber, learningRate);
+    return success();
+  }
   RankedTensorType type = unit.getShardType();
   auto shardView = [&](ArenaRegion region) {
     return view(loc, arena, region.offset, type.getShape(), type.getElementType());
@@ -250,6 +263,120 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
     operands.coefficient = tensor::ExtractOp::create(b, loc, coefficient);
   buildOptimizerUpdate(b, loc, update.getOptimizer(), operands);
   return success();
+}
+
+Operation *StepLowering::completionOf(Value bytes) {
+  if (Value handle = reductionHandles.lookup(bytes))
+    for (Operation *user : handle.getUsers())
+      if (auto call = dyn_cast<func::CallOp>(user); call && call.getCallee() == kWait)
+        return call;
+  // Else the last op before here that reads or writes it (through views).
+  Operation *last = bytes.getDefiningOp();
+  SmallVector<Value> worklist = {bytes};
+  while (!worklist.empty())
+    for (Operation *user : worklist.pop_back_val().getUsers()) {
+      Operation *top = body.findAncestorOpInBlock(*user);
+      if (top && top->isBeforeInBlock(&*b.getInsertionPoint()) && last->isBeforeInBlock(top))
+        last = top;
+      if (isa<memref::ViewOp>(user))
+        worklist.push_back(user->getResult(0));
+    }
+  return last;
+}
+
+void StepLowering::startOffloadedUpdate(UpdateOp update, const UnitRegions &regions,
+                                        Value stepNumber, Value learningRate) {
+  Location loc = update.getLoc();
+  UnitOp unit = regions.unit;
+  // A reduced bf16 shard travels as it is (half the bytes) and is widened on
+  // the host.
+  Value grad = update.getGrad(), bytes;
+  if (auto widening = grad.getDefiningOp<ConvertOp>())
+    if (Value reduced = buffers.lookup(widening.getInput());
+        reduced && reductionHandles.count(reduced)) {
+      bytes = reduced;
+      grad = widening.getInput();
+      hostWidenings.insert(widening);
+    }
+  if (!bytes) {
+    // Its own buffer, but not the gradient shard the trainer reads: that is
+    // the host's copy.
+    bytes = gradientShard(grad, unit);
+    bytes.getDefiningOp()->removeAttr(kGradientOfAttr);
+  }
+  Type gradType = llvm::cast<RankedTensorType>(grad.getType()).getElementType();
+  gradTypesOnHost[unit.getSymName()] = gradType;
+  // The copy starts as soon as the gradient is complete: it travels while
+  // backward goes on.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointAfter(completionOf(bytes));
+  Value handle = start(
+      loc, kCopyToHostStart,
+      {bufferAddress(b, loc, hostArenaBytes(loc, regions.host->grad)),
+       bufferAddress(b, loc, bytes),
+       i64Constant(b, loc, unit.getShard() * elementBytes(gradType))});
+  handle.getDefiningOp()->setAttr(kCollectiveUnitAttr, unit.getSymNameAttr());
+  offloadedUpdates.push_back({&regions, update.getOptimizer(), handle, gradType,
+                              update.getCoefficient(), stepNumber, learningRate});
+}
+
+void StepLowering::emitOffloadedUpdates() {
+  if (offloadedUpdates.empty())
+    return;
+  // The host blocks on each gradient in turn: in the order they arrive.
+  llvm::sort(offloadedUpdates, [](const OffloadedUpdate &x, const OffloadedUpdate &y) {
+    return x.copyHandle.getDefiningOp()->isBeforeInBlock(y.copyHandle.getDefiningOp());
+  });
+  b.setInsertionPoint(body.getTerminator());
+  Value hostCoefficient;
+  SmallVector<Value> copiesBack;
+  for (const OffloadedUpdate &pending : offloadedUpdates) {
+    const UnitRegions &regions = *pending.regions;
+    const HostRegions &host = *regions.host;
+    Location loc = regions.unit.getLoc();
+    RankedTensorType shard = regions.unit.getShardType();
+    auto hostView = [&](ArenaRegion region, Type elementType) {
+      return view(loc, hostArena, region.offset, shard.getShape(), elementType);
+    };
+    wait(loc, pending.copyHandle);
+    // Clipping: the coefficient (of every gradient) reaches the host once.
+    if (pending.coefficient && !hostCoefficient) {
+      Value device = allocBytes(loc, sizeof(float), kCollectiveKind);
+      materializeInto(loc, pending.coefficient, device);
+      ArenaRegion region = layout.hostCoefficient;
+      wait(loc, start(loc, kCopyToHostStart,
+                      {bufferAddress(b, loc, hostArenaBytes(loc, region)),
+                       bufferAddress(b, loc, device), i64Constant(b, loc, region.bytes)}));
+      auto load = memref::LoadOp::create(
+          b, loc, view(loc, hostArena, region.offset, {}, b.getF32Type()), ValueRange{});
+      load->setAttr(kOnHostAttr, b.getUnitAttr());
+      hostCoefficient = load;
+    }
+    UpdateOperands operands;
+    operands.grad = hostView(host.grad, pending.gradType);
+    operands.param = hostView(host.master, shard.getElementType());
+    for (const StateSlot &slot : regions.state)
+      operands.state.push_back(hostView(slot.region, shard.getElementType()));
+    operands.step = pending.stepNumber;
+    operands.lr = pending.learningRate;
+    operands.coefficient = pending.coefficient ? hostCoefficient : Value();
+    ArenaRegion back = host.master;
+    if (host.rounded.bytes > 0) {
+      operands.rounded = hostView(host.rounded, regions.paramsType);
+      back = host.rounded;
+    }
+    buildOptimizerUpdate(b, loc, pending.optimizer, operands)
+        ->setAttr(kOnHostAttr, b.getUnitAttr());
+    Value copy = start(loc, kCopyToDeviceStart,
+                       {bufferAddress(b, loc, arenaBytes(loc, regions.params)),
+                        bufferAddress(b, loc, hostArenaBytes(loc, back)),
+                        i64Constant(b, loc, back.bytes)});
+    copy.getDefiningOp()->setAttr(kCollectiveUnitAttr, regions.unit.getSymNameAttr());
+    copiesBack.push_back(copy);
+  }
+  // The new shards are on the device before the step returns.
+  for (Value copy : copiesBack)
+    wait(copy.getLoc(), copy);
 }
 
 Value StepLowering::tagGradientShard(Value bytes, UnitOp unit) {
@@ -286,7 +413,7 @@ void StepLowering::zeroGradientShards() {
   // gradient, which the trainer reports after the step like any other.
   b.setInsertionPoint(body.getTerminator());
   for (const UnitRegions &regions : layout.units) {
-    if (!regions.trainable || shardsWithGradient.contains(regions.unit))
+    if (!regions.trainable || regions.offloaded() || shardsWithGradient.contains(regions.unit))
       continue;
     Location loc = regions.unit.getLoc();
     RankedTensorType type = regions.unit.getShardType();
@@ -347,6 +474,7 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
     lowered.push_back(&op);
   }
   zeroGradientShards();
+  emitOffloadedUpdates();
   // Gathered and flat buffers are read only by the ops lowered here.
   for (Operation *op : lowered)
     op->dropAllReferences();
@@ -354,5 +482,9 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
     op->dropAllUses();
     op->erase();
   }
+  // The device no longer widens what offloaded updates widen on the host.
+  for (Operation *widening : llvm::make_early_inc_range(hostWidenings))
+    if (widening->use_empty())
+      widening->erase();
   return success();
 }

@@ -10,6 +10,8 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace mlir::fsdp {
 
@@ -20,16 +22,25 @@ namespace mlir::fsdp {
 class StepLowering {
 public:
   /// `prefetch`: how many gathers start ahead of the one being waited for.
-  StepLowering(ModuleOp module, const ArenaLayout &layout, Value arena, Block &body,
-               int64_t prefetch)
-      : module(module), layout(layout), arena(arena), body(body),
+  /// `hostArena`: the host arena of offload = optimizer, or null.
+  StepLowering(ModuleOp module, const ArenaLayout &layout, Value arena, Value hostArena,
+               Block &body, int64_t prefetch)
+      : module(module), layout(layout), arena(arena), hostArena(hostArena), body(body),
         b(OpBuilder::atBlockBegin(&body)), prefetch(prefetch) {}
 
   LogicalResult lower(Value stepNumber, Value learningRate);
 
+  /// After lower(): the element type of each offloaded unit's gradient as it
+  /// reaches the host.
+  const llvm::StringMap<Type> &hostGradTypes() const { return gradTypesOnHost; }
+
   /// A byte buffer of the arena.
   Value arenaBytes(Location loc, ArenaRegion region) {
     return bytesView(loc, arena, region.offset, region.bytes);
+  }
+  /// A byte buffer of the host arena (offload = optimizer).
+  Value hostArenaBytes(Location loc, ArenaRegion region) {
+    return bytesView(loc, hostArena, region.offset, region.bytes);
   }
   /// `shape` x `elementType` at byte `offset` of the byte buffer `bytes`.
   Value view(Location loc, Value bytes, int64_t offset, ArrayRef<int64_t> shape,
@@ -78,6 +89,19 @@ private:
   void lowerReduceScatter(ReduceScatterOp reduce);
   void lowerAllReduce(AllReduceOp reduce);
   LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
+  /// offload = optimizer: copies the gradient shard to the host as soon as it
+  /// is complete, and records the rest of the update for
+  /// emitOffloadedUpdates.
+  void startOffloadedUpdate(UpdateOp update, const UnitRegions &regions, Value stepNumber,
+                            Value learningRate);
+  /// At the end of the step, in the order their gradients reached the host:
+  /// the host waits for each, updates the master and state in the host arena
+  /// and starts the copy of the new shard (in param_dtype) to the device; the
+  /// step waits for those copies before it returns.
+  void emitOffloadedUpdates();
+  /// The reduction's wait or the computation after which `bytes` holds its
+  /// final value, if it is a collective's or was materialized here.
+  Operation *completionOf(Value bytes);
   /// The buffer of `unit`'s gradient shard, which holds `grad` (the value its
   /// update reads), tagged for fsdp-assign-buffers and the manifest.
   Value gradientShard(Value grad, UnitOp unit);
@@ -90,7 +114,7 @@ private:
 
   ModuleOp module;
   const ArenaLayout &layout;
-  Value arena;
+  Value arena, hostArena;
   Block &body;
   OpBuilder b;
   /// Where the values of collectives live: a byte buffer.
@@ -107,6 +131,22 @@ private:
   llvm::DenseMap<Value, StringAttr> flatGradientUnits;
   /// The wait of the reduce-scatter, and of the all-reduce, started last.
   Operation *pendingReduceScatter = nullptr, *pendingAllReduce = nullptr;
+  /// The start handle of the reduction that fills a buffer last (a replica
+  /// all-reduce after the shard's reduce-scatter, in place).
+  llvm::DenseMap<Value, Value> reductionHandles;
+  /// An offloaded update whose gradient is on its way to the host.
+  struct OffloadedUpdate {
+    const UnitRegions *regions;
+    OptimizerAttrInterface optimizer;
+    Value copyHandle;  // of the gradient's copy to the host
+    Type gradType;     // its element type as copied
+    Value coefficient; // the clipping coefficient (a tensor), or null
+    Value stepNumber, learningRate;
+  };
+  SmallVector<OffloadedUpdate> offloadedUpdates;
+  llvm::StringMap<Type> gradTypesOnHost;
+  /// Widenings of reduced shards that offloaded updates do on the host.
+  llvm::SetVector<Operation *> hostWidenings;
 };
 
 } // namespace mlir::fsdp

@@ -82,9 +82,17 @@ int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, int64_t shard
 int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dtype, int32_t op,
                                 int32_t group);
 
-/* Completes the collective `handle` (from a *_start call). On the CUDA target
- * it makes the compute stream wait for it (the host does not block). */
+/* Completes the collective or copy `handle` (from a *_start call). On the
+ * CUDA target it makes the compute stream wait for it; the host does not
+ * block, except for a copy to the host, whose bytes the host reads next. */
 void fsdprt_wait(int32_t handle);
+
+/* offload = optimizer (docs/Runtime.md, section 6): `bytes` from the device's
+ * arena to the host arena, and back, on the copy stream. They return handles
+ * of the same table as the collectives, for fsdprt_wait. On the CPU target
+ * both are copies in host memory, done when they return. */
+int32_t fsdprt_copy_to_host_start(void *host, const void *device, int64_t bytes);
+int32_t fsdprt_copy_to_device_start(void *device, const void *host, int64_t bytes);
 
 /* Streams and events (docs/Runtime.md, section 7). On the CUDA target a step
  * launches its kernels and GEMMs on the compute stream; all-gathers run on the
@@ -94,7 +102,12 @@ void fsdprt_wait(int32_t handle);
  * order: the streams are NULL and the calls only check their arguments. An
  * unknown stream, an event outside [0, 65536) or a wait on an event not
  * recorded earlier in the same step is a fatal error on both. */
-enum { FSDPRT_STREAM_COMPUTE = 0, FSDPRT_STREAM_ALL_GATHER = 1, FSDPRT_STREAM_REDUCE_SCATTER = 2 };
+enum {
+  FSDPRT_STREAM_COMPUTE = 0,
+  FSDPRT_STREAM_ALL_GATHER = 1,
+  FSDPRT_STREAM_REDUCE_SCATTER = 2,
+  FSDPRT_STREAM_COPY = 3
+};
 
 /* The stream (a cudaStream_t; NULL on the CPU target) the step launches its
  * kernels on. */

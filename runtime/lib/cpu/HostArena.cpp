@@ -31,6 +31,18 @@ Arena::Arena(size_t bytes) : bytes(bytes) {
 
 Arena::~Arena() { std::free(hostView); }
 
+HostArena::HostArena(size_t bytes) {
+  if (bytes == 0)
+    return;
+  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  memory = rounded < bytes ? nullptr : static_cast<uint8_t *>(std::aligned_alloc(kAlignment, rounded));
+  if (!memory)
+    fatal("cannot allocate the host arena of " + std::to_string(bytes) + " bytes");
+  std::memset(memory, 0, rounded);
+}
+
+HostArena::~HostArena() { std::free(memory); }
+
 void Arena::upload(int64_t, int64_t) {}
 
 void Arena::download(int64_t, int64_t) {}

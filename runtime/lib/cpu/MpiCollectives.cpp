@@ -235,6 +235,11 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
 
 extern "C" void fsdprt_wait(int32_t handle) {
   checkPendingHandle(handle);
+  // A copy (HostCopies.cpp) is done when it returns.
+  if (handleKind(handle) != HandleKind::Collective) {
+    releaseHandle(handle);
+    return;
+  }
   Pending &pending = table[handle];
   StepTimeline::Clock::time_point begin = StepTimeline::Clock::now();
   {

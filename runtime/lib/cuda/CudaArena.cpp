@@ -54,6 +54,24 @@ Arena::~Arena() {
   FSDPRT_CUDA_CHECK(cudaFree(step));
 }
 
+HostArena::HostArena(size_t bytes) {
+  if (bytes == 0)
+    return;
+  openedDevice("the host arena");
+  void *pinned = nullptr;
+  cudaError_t status = cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault);
+  if (status != cudaSuccess)
+    fatal("cannot allocate the page-locked host arena of " + std::to_string(bytes) +
+          " bytes (offload = optimizer): " + cudaGetErrorString(status));
+  memory = static_cast<uint8_t *>(pinned);
+  std::memset(memory, 0, bytes);
+}
+
+HostArena::~HostArena() {
+  if (memory)
+    FSDPRT_CUDA_CHECK(cudaFreeHost(memory));
+}
+
 void Arena::upload(int64_t offset, int64_t count) {
   FSDPRT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t *>(step) + offset, hostView + offset,
                                static_cast<size_t>(count), cudaMemcpyHostToDevice));

@@ -50,6 +50,11 @@ void closeCublas();
 void connectNccl(const RankPlace &place);
 void closeNccl();
 
+/// Records the completion event of the pending `handle` (a collective's or a
+/// copy's) on `stream`, after its work; fsdprt_wait waits for it. Returns
+/// `handle` (NcclCollectives.cpp).
+int32_t recordDone(int32_t handle, cudaStream_t stream);
+
 /// The events of fsdprt_event_record (CudaStreams.cpp).
 void destroyEvents();
 

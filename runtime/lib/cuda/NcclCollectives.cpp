@@ -59,13 +59,12 @@ ncclDataType_t ncclType(int32_t dtype) {
   return dtype == FSDPRT_DTYPE_BF16 ? ncclBfloat16 : ncclFloat32;
 }
 
-/// Records the completion event of `handle` on `stream`, after its collective.
+} // namespace
+
 int32_t recordDone(int32_t handle, cudaStream_t stream) {
   recordEvent(done[handle], stream);
   return handle;
 }
-
-} // namespace
 
 void connectNccl(const RankPlace &place) {
   closeNccl();
@@ -164,5 +163,8 @@ extern "C" void fsdprt_wait(int32_t handle) {
   checkPendingHandle(handle);
   FSDPRT_CUDA_CHECK(cudaStreamWaitEvent(deviceStream("fsdprt_wait", FSDPRT_STREAM_COMPUTE),
                                         done[handle], 0));
+  // The host reads what a copy to the host brought (offload's update).
+  if (handleKind(handle) == HandleKind::CopyToHost)
+    FSDPRT_CUDA_CHECK(cudaEventSynchronize(done[handle]));
   releaseHandle(handle);
 }
