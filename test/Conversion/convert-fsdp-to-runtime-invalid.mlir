@@ -66,3 +66,18 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr =
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// The CPU target keeps everything in host memory already: offload is an error
+// at the plan (the module), not silently ignored.
+// expected-error@+1 {{offload = optimizer moves the optimizer to host memory, where the CPU target keeps everything already; it applies to --target=cuda}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>, offload = optimizer>} {
+  fsdp.param @w unit "lin" : tensor<4xf32> = #fsdp.ones
+  func.func @loss(%t: tensor<2x4xf32>) -> tensor<f32> {
+    %w = fsdp.use @w : tensor<4xf32>
+    %p = fsdp.mul %t, %w : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+    %l = fsdp.mse %p, %t : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

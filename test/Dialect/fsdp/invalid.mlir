@@ -1497,3 +1497,19 @@ func.func @f(%x: tensor<4x8xf32>) {
   %0 = fsdp.convert %x : tensor<4x8xf32> -> tensor<8x4xbf16>
   return
 }
+
+// -----
+
+// plan: offload takes what can live in host memory.
+// expected-error@+2 {{expected one of: none, optimizer}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'offload'}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, offload = params>} {}
+
+// -----
+
+// fsdp.on_host marks offload's host work: a linalg.generic or a memref.load.
+func.func @f(%x: memref<f32>, %v: f32) {
+  // expected-error@+1 {{'fsdp.on_host' is a unit attribute on a linalg.generic or memref.load}}
+  memref.store %v, %x[] {fsdp.on_host} : memref<f32>
+  return
+}

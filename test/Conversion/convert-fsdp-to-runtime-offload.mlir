@@ -1,0 +1,82 @@
+// RUN: fsdp-opt %s -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -fsdp-lower-precision -fsdp-accumulate-micro-batches -convert-fsdp-to-runtime=device-arena=true | FileCheck %s --enable-var-scope
+
+// offload = optimizer on 2 ranks, bf16 parameters and reductions, AdamW with
+// clipping. The device arena keeps each trainable unit's 16-element shard in
+// bf16 (32 bytes at 0 and 64), the frozen unit's f32 shard (128) and the
+// inputs; the host arena (704 bytes) the f32 masters (0, 64), the moments
+// (128..), each unit's gradient landing place (384, 512: room for f32) and
+// the bf16 copy-back buffers (576, 608), then the clipping coefficient (640).
+// CHECK: \22host_arena_bytes\22:704
+// CHECK-SAME: {\22dtype\22:\22f32\22,\22host\22:{\22grad_dtype\22:\22bf16\22,\22grad_offset\22:384,\22master_offset\22:0},\22name\22:\22lin1\22,\22numel\22:32,\22param_dtype\22:\22bf16\22,\22param_offset\22:0,\22shard_numel\22:16,\22state\22:[{\22offset\22:128,\22slot\22:\22exp_avg\22},{\22offset\22:192,\22slot\22:\22exp_avg_sq\22}],\22trainable\22:true}
+// CHECK-SAME: {\22dtype\22:\22f32\22,\22host\22:{\22grad_dtype\22:\22bf16\22,\22grad_offset\22:512,\22master_offset\22:64},\22name\22:\22lin2\22,\22numel\22:32,\22param_dtype\22:\22bf16\22,\22param_offset\22:64
+// A frozen unit has no optimizer: it stays on the device, as it was.
+// CHECK-SAME: {\22dtype\22:\22f32\22,\22name\22:\22frozen\22,\22numel\22:4,\22param_offset\22:128,\22shard_numel\22:16,\22trainable\22:false}
+
+// CHECK-LABEL: func.func @fsdp_train_step(
+// CHECK-SAME: %[[ARENA:.+]]: memref<320xi8>, %[[HOST:.+]]: memref<704xi8>, %[[STEP:.+]]: i64, %[[LR:.+]]: f32) -> f32
+
+// lin1's gather reads the bf16 shard as it is: no rounding on the device.
+// CHECK: %[[LIN1:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<320xi8> to memref<32xi8>
+// CHECK-NOT: fsdp.convert
+// CHECK: memref.extract_aligned_pointer_as_index %[[LIN1]]
+// CHECK: call @fsdprt_all_gather_start({{.+}}) {fsdp.unit = "lin1"}
+
+// lin2's reduced bf16 shard goes to the host as soon as its reduction is
+// waited for, in the middle of backward (before lin1's flat gradient).
+// CHECK: %[[RS2:.+]] = call @fsdprt_reduce_scatter_start({{.+}}) {fsdp.unit = "lin2"}
+// CHECK: call @fsdprt_wait(%[[RS2]])
+// CHECK-NEXT: %[[C512:.+]] = arith.constant 512 : index
+// CHECK-NEXT: memref.view %[[HOST]][%[[C512]]][] : memref<704xi8> to memref<64xi8>
+// CHECK: %[[C32:.+]] = arith.constant 32 : i64
+// CHECK-NEXT: %[[TOHOST2:.+]] = call @fsdprt_copy_to_host_start(%{{.+}}, %{{.+}}, %[[C32]]) {fsdp.unit = "lin2"}
+// CHECK: fsdp.buffer = "gradient"
+// CHECK: %[[RS1:.+]] = call @fsdprt_reduce_scatter_start({{.+}}) {fsdp.unit = "lin1"}
+// CHECK: call @fsdprt_wait(%[[RS1]])
+// CHECK: %[[TOHOST1:.+]] = call @fsdprt_copy_to_host_start({{.+}}) {fsdp.unit = "lin1"}
+
+// At the end, in arrival order: lin2 first. The host waits for its gradient
+// and, once, for the clipping coefficient (computed on the device from the
+// device's widened gradients), read on the host.
+// CHECK: fsdp.clip_coefficient
+// CHECK: call @fsdprt_wait(%[[TOHOST2]])
+// CHECK: %[[COEFF:.+]] = call @fsdprt_copy_to_host_start(%{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, !llvm.ptr, i64) -> i32
+// CHECK-NEXT: call @fsdprt_wait(%[[COEFF]])
+// CHECK-NEXT: %[[C640:.+]] = arith.constant 640 : index
+// CHECK-NEXT: %[[CVIEW:.+]] = memref.view %[[HOST]][%[[C640]]][] : memref<704xi8> to memref<f32>
+// CHECK-NEXT: %[[SCALE:.+]] = memref.load %[[CVIEW]][] {fsdp.on_host} : memref<f32>
+// The update on host views: the bf16 gradient widened as it is read, the f32
+// master and moments in place, the new parameter rounded into the copy-back
+// buffer.
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : memref<16xbf16>) outs(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : memref<16xf32>, memref<16xf32>, memref<16xf32>, memref<16xbf16>) attrs = {fsdp.on_host}
+// CHECK: arith.extf %{{.+}} : bf16 to f32
+// CHECK: arith.mulf %{{.+}}, %[[SCALE]] : f32
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-NEXT: memref.view %[[ARENA]][%[[C64]]][] : memref<320xi8> to memref<32xi8>
+// CHECK: %[[C576:.+]] = arith.constant 576 : index
+// CHECK-NEXT: memref.view %[[HOST]][%[[C576]]][] : memref<704xi8> to memref<32xi8>
+// CHECK: %[[BACK2:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin2"}
+// CHECK: call @fsdprt_wait(%[[TOHOST1]])
+// CHECK: linalg.generic {{.+}} attrs = {fsdp.on_host}
+// CHECK: %[[BACK1:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin1"}
+// The new shards are on the device before the step returns.
+// CHECK-NEXT: call @fsdprt_wait(%[[BACK2]])
+// CHECK-NEXT: call @fsdprt_wait(%[[BACK1]])
+// CHECK-NEXT: %{{.+}} = tensor.extract
+// CHECK-NEXT: return
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01>, clip_grad_norm = 1.0, param_dtype = bf16, reduce_dtype = bf16, offload = optimizer>} {
+  fsdp.param @w1 unit "lin1" : tensor<4x8xf32> = #fsdp.fan_in_uniform
+  fsdp.param @w2 unit "lin2" : tensor<8x4xf32> = #fsdp.fan_in_uniform
+  fsdp.param frozen @scale unit "frozen" : tensor<4xf32> = #fsdp.ones
+  func.func @loss(%x: tensor<8x4xf32>, %y: tensor<8xi32>) -> tensor<f32> {
+    %s = fsdp.use @scale : tensor<4xf32>
+    %xs = fsdp.mul %x, %s : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x4xf32>
+    %w1 = fsdp.use @w1 : tensor<4x8xf32>
+    %h = fsdp.matmul %xs, %w1 : tensor<8x4xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+    %w2 = fsdp.use @w2 : tensor<8x4xf32>
+    %z = fsdp.matmul %h, %w2 : tensor<8x8xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+    %l = fsdp.cross_entropy %z, %y : tensor<8x4xf32>, tensor<8xi32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
