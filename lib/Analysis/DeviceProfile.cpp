@@ -43,6 +43,10 @@ DeviceProfile h100Sxm() {
   profile.intraNode = {/*latency=*/3e-6, /*bandwidth=*/360e9}; // NCCL ring bus bandwidth
   profile.interNode = {/*latency=*/10e-6, /*bandwidth=*/45e9}; // 400 Gb/s = 50 GB/s
   profile.hostDeviceBandwidth = 50e9; // PCIe Gen5 x16, pinned memory
+  // Two sockets of 8-channel DDR5 (about 600 GB/s) and about 100 cores shared
+  // by 8 ranks: what a threaded, vectorised update gets of them.
+  profile.hostMemoryBandwidth = 60e9;
+  profile.hostVectorFlops = 200e9;
   profile.asyncCollectives = true;
   profile.runtime = kCudaRuntimeMemory;
   return profile;
@@ -65,6 +69,8 @@ DeviceProfile cpu() {
   profile.intraNode = {/*latency=*/0.6e-6, /*bandwidth=*/4.5e9};
   profile.interNode = {/*latency=*/5e-6, /*bandwidth=*/10e9};
   profile.asyncCollectives = true;
+  profile.hostMemoryBandwidth = profile.memoryBandwidth;
+  profile.hostVectorFlops = profile.vectorFlops;
   return profile;
 }
 
@@ -106,6 +112,16 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
     std::string where = (key + ".").str();
     number(o, "latency", where, link->latency, false);
     number(o, "bandwidth", where, link->bandwidth, true);
+  }
+  // The host's rates: required beside a device (offload's update runs
+  // there); on the CPU the host is the device.
+  if (const json::Object *host = object->getObject("host");
+      host || profile.hostDeviceBandwidth > 0) {
+    number(host, "memory_bandwidth", "host.", profile.hostMemoryBandwidth, true);
+    number(host, "vector_flops", "host.", profile.hostVectorFlops, true);
+  } else {
+    profile.hostMemoryBandwidth = profile.memoryBandwidth;
+    profile.hostVectorFlops = profile.vectorFlops;
   }
   double ranksPerNode = 0;
   number(object, "ranks_per_node", "", ranksPerNode, true);

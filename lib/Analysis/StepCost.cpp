@@ -139,6 +139,10 @@ bool isComputeOp(Operation *op) {
   return isa<func::CallOp, linalg::LinalgOp, memref::CopyOp, scf::ForOp>(op);
 }
 
+bool isCopyStart(StringRef callee) {
+  return callee == kCopyToHostStart || callee == kCopyToDeviceStart;
+}
+
 double dtypeBytes(Value dtype) {
   return constantInt(dtype).value_or(0) == static_cast<int64_t>(RuntimeDType::BF16) ? 2 : 4;
 }
@@ -164,7 +168,10 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
   };
 
   StepCost cost;
-  double now = 0;
+  // The compute stream's clock, and the host's: the host launches device work
+  // without waiting for it and is held only by what it computes or waits for
+  // itself (offload's updates, the gradients they read).
+  double now = 0, hostNow = 0;
   double streamFree[kNumRuntimeStreams] = {};
   // A collective's op by its handle; without asynchronous progress it is
   // timed when it is waited for.
@@ -214,11 +221,43 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
       cost.ops.push_back(std::move(timed));
       continue;
     }
+    if (isCopyStart(callee)) {
+      TimedOp timed{&op, ArenaAccesses::streamOf(&op), 0, 0, callee.drop_front(7).str(), 0, 0};
+      if (auto unit = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
+        timed.unit = unit.getValue().str();
+      timed.bytes = static_cast<double>(constantInt(call.getOperand(2)).value_or(0));
+      double duration =
+          profile.hostDeviceBandwidth > 0 ? timed.bytes / profile.hostDeviceBandwidth : 0;
+      timed.start = std::max({now, hostNow, streamFree[timed.stream]});
+      timed.end = timed.start + duration;
+      streamFree[timed.stream] = timed.end;
+      cost.copySeconds += duration;
+      pending[call.getResult(0)] = cost.ops.size();
+      durations.push_back(duration);
+      cost.ops.push_back(std::move(timed));
+      continue;
+    }
     if (callee == kWait) {
       auto it = pending.find(call.getOperand(0));
       if (it == pending.end())
         continue;
       TimedOp &collective = cost.ops[it->second];
+      if (collective.name == "copy_to_host_start") {
+        // The host reads what arrives.
+        hostNow = std::max(hostNow, collective.end);
+        collective.waited = hostNow;
+        pending.erase(it);
+        continue;
+      }
+      if (collective.name == "copy_to_device_start") {
+        if (collective.end > now) {
+          cost.exposedCopySeconds += collective.end - now;
+          now = collective.end;
+        }
+        collective.waited = now;
+        pending.erase(it);
+        continue;
+      }
       if (!profile.asyncCollectives)
         runCollective(collective, durations[it->second], now);
       if (collective.end > now) {
@@ -232,6 +271,18 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     if (!isComputeOp(&op))
       continue;
     Work work = workOf(&op);
+    if (op.hasAttr(kOnHostAttr)) {
+      double seconds = std::max(work.bytes / profile.hostMemoryBandwidth,
+                                work.arithmetic / profile.hostVectorFlops);
+      cost.ops.push_back(TimedOp{&op, kHostTrack, hostNow, hostNow + seconds, "host update", 0,
+                                 work.bytes, "", hostNow + seconds});
+      cost.hostSeconds += seconds;
+      durations.push_back(seconds);
+      hostNow += seconds;
+      continue;
+    }
+    // Device work the host launches after work of its own starts after it.
+    now = std::max(now, hostNow);
     double flops = work.flops;
     bool bf16 = callee == kGemmBF16 || callee == kBatchedGemmBF16;
     double seconds =
@@ -246,7 +297,7 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     durations.push_back(seconds);
     now += seconds;
   }
-  cost.stepSeconds = now;
+  cost.stepSeconds = std::max(now, hostNow);
   for (double free : streamFree)
     cost.stepSeconds = std::max(cost.stepSeconds, free);
   return cost;

@@ -32,6 +32,7 @@ void mlir::fsdp::writeChromeTrace(llvm::raw_ostream &os, const PlanEvaluation &p
   metadata("process_name", 0, ("rank 0, predicted on " + profileName).str());
   for (int stream = 0; stream < kNumRuntimeStreams; ++stream)
     metadata("thread_name", stream, kStreamNames[stream].str());
+  metadata("thread_name", kHostTrack, "host (offload's updates)");
   auto microseconds = [](double seconds) { return seconds * 1e6; };
   for (const TimedOp &op : plan.cost.ops) {
     json::Object args{{"bytes", op.bytes}};
@@ -39,7 +40,8 @@ void mlir::fsdp::writeChromeTrace(llvm::raw_ostream &os, const PlanEvaluation &p
       args["flops"] = op.flops;
     if (!op.unit.empty())
       args["unit"] = op.unit;
-    bool collective = op.stream != static_cast<int>(RuntimeStream::Compute);
+    bool collective = op.stream != static_cast<int>(RuntimeStream::Compute) &&
+                      op.stream != kHostTrack;
     events.push_back(json::Object{{"ph", "X"},
                                   {"pid", 0},
                                   {"tid", op.stream},
@@ -68,6 +70,9 @@ void mlir::fsdp::writeChromeTrace(llvm::raw_ostream &os, const PlanEvaluation &p
              json::Object{{"profile", profileName.str()},
                           {"step_seconds", cost.stepSeconds},
                           {"exposed_communication_seconds", cost.exposedCommunicationSeconds},
+                          {"copy_seconds", cost.copySeconds},
+                          {"exposed_copy_seconds", cost.exposedCopySeconds},
+                          {"host_seconds", cost.hostSeconds},
                           {"arena_bytes", plan.arena.arenaBytes},
                           {"peak_live_bytes",
                            plan.memory.persistentBytes + plan.memory.peakLiveBytes}}}})

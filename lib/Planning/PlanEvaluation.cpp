@@ -97,7 +97,10 @@ FailureOr<PlanEvaluation> mlir::fsdp::evaluateBufferPlan(ModuleOp planned,
   arena.gradients = get(transient, "gradient_bytes");
   arena.gradientShards = get(transient, "gradient_shard_bytes");
   json::Object fields;
-  for (StringRef key : {"arena_bytes", "persistent_bytes", "transient", "recompute"})
+  arena.hostArenaBytes = get(object, "host_arena_bytes");
+  // The units say what offload copies (fsdp-report's host <-> device bytes).
+  for (StringRef key : {"arena_bytes", "persistent_bytes", "transient", "recompute",
+                        "host_arena_bytes", "units", "clip_grad_norm"})
     if (const json::Value *value = object->get(key))
       fields[key] = *value;
   llvm::raw_string_ostream(evaluation.arenaJson) << json::Value(std::move(fields));

@@ -51,6 +51,10 @@ struct ArenaPlan {
   std::map<std::string, int64_t> dtypeBytes;
   /// What recompute adds to a step (fsdp-remat), when the plan has remat.
   std::optional<std::map<std::string, int64_t>> recompute;
+  /// offload = optimizer: the host arena, and the bytes the step copies to
+  /// the host (gradient shards as they arrive, the clipping coefficient) and
+  /// back (parameter shards in param_dtype).
+  int64_t hostArenaBytes = 0, toHostBytes = 0, toDeviceBytes = 0;
 };
 
 FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
@@ -85,6 +89,22 @@ FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
          {"ops", "products", "product_flops", "other_elements", "step_product_flops"})
       (*plan.recompute)[key.str()] = get(recompute, key);
   }
+  plan.hostArenaBytes = get(object, "host_arena_bytes");
+  auto elementBytes = [](std::optional<StringRef> dtype) { return dtype == "bf16" ? 2 : 4; };
+  bool offloaded = false;
+  if (const json::Array *units = object->getArray("units"))
+    for (const json::Value &entry : *units) {
+      const json::Object *unit = entry.getAsObject();
+      const json::Object *host = unit ? unit->getObject("host") : nullptr;
+      if (!host)
+        continue;
+      offloaded = true;
+      int64_t elements = get(unit, "shard_numel");
+      plan.toHostBytes += elements * elementBytes(host->getString("grad_dtype"));
+      plan.toDeviceBytes += elements * elementBytes(unit->getString("param_dtype"));
+    }
+  if (offloaded && object->getNumber("clip_grad_norm").value_or(0) > 0)
+    plan.toHostBytes += sizeof(float);
   return plan;
 }
 
@@ -102,6 +122,7 @@ struct AccumulationCost {
 struct CostFigures {
   std::string profile;
   double step = 0, matmul = 0, otherCompute = 0, communication = 0, exposed = 0;
+  double copies = 0, exposedCopies = 0, host = 0; // offload
   std::optional<std::map<std::string, int64_t>> budget;
   std::string budgetOrigin;
   llvm::json::Value json = nullptr;
@@ -124,6 +145,9 @@ FailureOr<CostFigures> parseCost(StringRef text, Operation *op) {
   cost.otherCompute = get("other_compute_seconds");
   cost.communication = get("communication_seconds");
   cost.exposed = get("exposed_communication_seconds");
+  cost.copies = get("copy_seconds");
+  cost.exposedCopies = get("exposed_copy_seconds");
+  cost.host = get("host_seconds");
   if (const json::Object *budget = object->getObject("budget")) {
     cost.budget.emplace();
     for (StringRef key : {"device_bytes", "runtime_bytes", "needed_bytes"})
@@ -143,6 +167,13 @@ struct Report {
   int64_t optimizerSlots = 0;
   std::optional<ArenaPlan> arena;
   std::optional<CostFigures> cost;
+  /// offload = optimizer: where the trainable units' shards live.
+  struct Offload {
+    int64_t deviceParams = 0; // the device's copies, in param_dtype
+    int64_t masters = 0, state = 0, gradients = 0, rounded = 0; // host
+    int64_t host() const { return masters + state + gradients + rounded; }
+  };
+  std::optional<Offload> offload;
   int64_t normAllReduce = 0;
   SmallVector<UnitTraffic> traffic;
   int64_t numParams = 0;
@@ -210,6 +241,18 @@ Report account(const ShardingLayout &layout) {
     }
     report.traffic.push_back(traffic);
     gathered.push_back(sharded ? unit.paddedNumel * gatherBytes : 0);
+    // Mirrors ArenaLayout: a trainable unit's master, state and gradient on
+    // the host, its shard in param_dtype on the device.
+    if (plan.getOffload() == Offload::Optimizer && unit.trainable) {
+      Report::Offload &offload = report.offload ? *report.offload : report.offload.emplace();
+      int64_t paramBytes = dtypeBytes(plan.getParamDtype());
+      offload.deviceParams += unit.shardNumel * paramBytes;
+      offload.masters += shardBytes;
+      offload.state += slots * shardBytes;
+      offload.gradients += unit.shardNumel * 4;
+      if (paramBytes != unit.elementBytes)
+        offload.rounded += unit.shardNumel * paramBytes;
+    }
   }
 
   // Gathered copies alive at once: every unit with shard_grad_op (kept from
@@ -262,6 +305,18 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
         "    units, flat gradients), live only in the step's arena; shards are padded\n"
         "    to equal size, frozen parameters have no gradient or state)\n";
   os << "  gathered parameters at peak    " << bytesText(report.gatheredPeak) << "\n";
+  if (const std::optional<Report::Offload> &offload = report.offload) {
+    os << "\noffload = optimizer (trainable units)            bytes\n";
+    os << "  device: parameter shards       " << bytesText(offload->deviceParams) << "  ("
+       << stringifyDType(plan.getParamDtype()) << ", what the gathers read)\n";
+    os << "  host: f32 master shards        " << bytesText(offload->masters) << "\n";
+    os << "  host: optimizer state          " << bytesText(offload->state) << "\n";
+    os << "  host: gradient shards          " << bytesText(offload->gradients)
+       << "  (as they arrive; room for f32)\n";
+    if (offload->rounded > 0)
+      os << "  host: shards for the copy back " << bytesText(offload->rounded) << "\n";
+    os << "  host (page-locked, total)      " << bytesText(offload->host()) << "\n";
+  }
   if (const std::optional<ArenaPlan> &arena = report.arena) {
     os << "\narena plan of the compiled step                   bytes\n";
     os << "  persistent (shards, inputs)    " << bytesText(arena->persistentBytes) << "\n";
@@ -272,7 +327,14 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
     os << "    gradient shards              " << bytesText(arena->gradientShards) << "\n";
     for (const auto &[dtype, bytes] : arena->dtypeBytes)
       os << llvm::format("    of which %-21s", dtype.c_str()) << bytesText(bytes) << "\n";
-    os << "  arena (planned peak)           " << bytesText(arena->arenaBytes) << "\n\n";
+    os << "  arena (planned peak)           " << bytesText(arena->arenaBytes) << "\n";
+    if (arena->hostArenaBytes > 0) {
+      os << "  host arena (offload)           " << bytesText(arena->hostArenaBytes) << "\n";
+      os << "  host <-> device per step:\n";
+      os << "    gradient shards to the host  " << bytesText(arena->toHostBytes) << "\n";
+      os << "    parameter shards to device   " << bytesText(arena->toDeviceBytes) << "\n";
+    }
+    os << "\n";
     if (const auto &recompute = arena->recompute) {
       os << "recompute (remat = " << stringifyRematPolicy(plan.getRemat()) << ") per step\n";
       os << llvm::format("  ops recomputed                 %18lld\n",
@@ -301,6 +363,11 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
     line("compute: everything else", cost->otherCompute);
     line("communication (own streams)", cost->communication);
     line("communication exposed", cost->exposed);
+    if (plan.getOffload() == Offload::Optimizer) {
+      line("host <-> device copies", cost->copies);
+      line("copies exposed", cost->exposedCopies);
+      line("host: optimizer updates", cost->host);
+    }
     os << "\n";
     if (const auto &budget = cost->budget) {
       int64_t device = budget->at("device_bytes"), needed = budget->at("needed_bytes");
@@ -393,8 +460,18 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                        {"textbook_bytes", (4 + k) * report.numParams / layout.shardRanks},
                        {"textbook_k", k},
                        {"gathered_parameters_peak", report.gatheredPeak}};
+  if (const std::optional<Report::Offload> &offload = report.offload)
+    perRank["offload"] = json::Object{{"device_parameter_bytes", offload->deviceParams},
+                                      {"host_master_bytes", offload->masters},
+                                      {"host_optimizer_bytes", offload->state},
+                                      {"host_gradient_bytes", offload->gradients},
+                                      {"host_rounded_bytes", offload->rounded},
+                                      {"host_bytes", offload->host()}};
   if (const std::optional<ArenaPlan> &arena = report.arena)
     perRank["arena"] = json::Object{{"arena_bytes", arena->arenaBytes},
+                                    {"host_arena_bytes", arena->hostArenaBytes},
+                                    {"to_host_bytes", arena->toHostBytes},
+                                    {"to_device_bytes", arena->toDeviceBytes},
                                     {"persistent_bytes", arena->persistentBytes},
                                     {"transient_peak_bytes", arena->transientPeak},
                                     {"transient_live_bytes", arena->liveBytes},

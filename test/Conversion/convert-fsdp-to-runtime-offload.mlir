@@ -1,4 +1,4 @@
-// RUN: fsdp-opt %s -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -fsdp-lower-precision -fsdp-accumulate-micro-batches -convert-fsdp-to-runtime=device-arena=true | FileCheck %s --enable-var-scope
+// RUN: fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -fsdp-lower-precision -fsdp-accumulate-micro-batches -convert-fsdp-to-runtime=device-arena=true | FileCheck %s --enable-var-scope
 
 // offload = optimizer on 2 ranks, bf16 parameters and reductions, AdamW with
 // clipping. The device arena keeps each trainable unit's 16-element shard in
@@ -32,13 +32,16 @@
 // CHECK: fsdp.buffer = "gradient"
 // CHECK: %[[RS1:.+]] = call @fsdprt_reduce_scatter_start({{.+}}) {fsdp.unit = "lin1"}
 // CHECK: call @fsdprt_wait(%[[RS1]])
-// CHECK: %[[TOHOST1:.+]] = call @fsdprt_copy_to_host_start({{.+}}) {fsdp.unit = "lin1"}
-
-// At the end, in arrival order: lin2 first. The host waits for its gradient
-// and, once, for the clipping coefficient (computed on the device from the
-// device's widened gradients), read on the host.
-// CHECK: fsdp.clip_coefficient
+// One copy in flight: the host waits for lin2's before lin1's starts (the
+// device buffer it copies is free after that).
 // CHECK: call @fsdprt_wait(%[[TOHOST2]])
+// CHECK-NEXT: %[[TOHOST1:.+]] = call @fsdprt_copy_to_host_start({{.+}}) {fsdp.unit = "lin1"}
+
+// With clipping, the updates need the coefficient of every gradient: at the
+// end, in arrival order (lin2 first), once the coefficient (computed on the
+// device from the device's widened gradients) has reached the host.
+// CHECK: fsdp.clip_coefficient
+// CHECK: call @fsdprt_wait(%[[TOHOST1]])
 // CHECK: %[[COEFF:.+]] = call @fsdprt_copy_to_host_start(%{{.+}}, %{{.+}}, %{{.+}}) : (!llvm.ptr, !llvm.ptr, i64) -> i32
 // CHECK-NEXT: call @fsdprt_wait(%[[COEFF]])
 // CHECK-NEXT: %[[C640:.+]] = arith.constant 640 : index
@@ -57,7 +60,7 @@
 // CHECK: %[[C576:.+]] = arith.constant 576 : index
 // CHECK-NEXT: memref.view %[[HOST]][%[[C576]]][] : memref<704xi8> to memref<32xi8>
 // CHECK: %[[BACK2:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin2"}
-// CHECK: call @fsdprt_wait(%[[TOHOST1]])
+// CHECK-NOT: fsdprt_wait
 // CHECK: linalg.generic {{.+}} attrs = {fsdp.on_host}
 // CHECK: %[[BACK1:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin1"}
 // The new shards are on the device before the step returns.
@@ -66,6 +69,47 @@
 // CHECK-NEXT: %{{.+}} = tensor.extract
 // CHECK-NEXT: return
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01>, clip_grad_norm = 1.0, param_dtype = bf16, reduce_dtype = bf16, offload = optimizer>} {
+  fsdp.param @w1 unit "lin1" : tensor<4x8xf32> = #fsdp.fan_in_uniform
+  fsdp.param @w2 unit "lin2" : tensor<8x4xf32> = #fsdp.fan_in_uniform
+  fsdp.param frozen @scale unit "frozen" : tensor<4xf32> = #fsdp.ones
+  func.func @loss(%x: tensor<8x4xf32>, %y: tensor<8xi32>) -> tensor<f32> {
+    %s = fsdp.use @scale : tensor<4xf32>
+    %xs = fsdp.mul %x, %s : tensor<8x4xf32>, tensor<4xf32> -> tensor<8x4xf32>
+    %w1 = fsdp.use @w1 : tensor<4x8xf32>
+    %h = fsdp.matmul %xs, %w1 : tensor<8x4xf32>, tensor<4x8xf32> -> tensor<8x8xf32>
+    %w2 = fsdp.use @w2 : tensor<8x4xf32>
+    %z = fsdp.matmul %h, %w2 : tensor<8x8xf32>, tensor<8x4xf32> -> tensor<8x4xf32>
+    %l = fsdp.cross_entropy %z, %y : tensor<8x4xf32>, tensor<8xi32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// Without clipping each unit is updated as soon as its gradient is on the
+// host, in the middle of backward: lin2 before lin1's gradient travels. f32
+// parameters: the master itself goes back, no rounded copy.
+// CHECK: \22host_arena_bytes\22:576
+// CHECK-LABEL: func.func @fsdp_train_step(
+// CHECK-SAME: %[[ARENA:.+]]: memref<320xi8>, %[[HOST:.+]]: memref<576xi8>
+// CHECK: %[[TOHOST2:.+]] = call @fsdprt_copy_to_host_start({{.+}}) {fsdp.unit = "lin2"}
+// CHECK: %[[RS1:.+]] = call @fsdprt_reduce_scatter_start({{.+}}) {fsdp.unit = "lin1"}
+// CHECK: call @fsdprt_wait(%[[RS1]])
+// CHECK: call @fsdprt_wait(%[[TOHOST2]])
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : memref<16xf32>) outs(%{{.+}}, %{{.+}}, %{{.+}} : memref<16xf32>, memref<16xf32>, memref<16xf32>) attrs = {fsdp.on_host}
+// The device's f32 shard from the master (host offset 64).
+// CHECK: memref.view %[[ARENA]][%{{.+}}][] : memref<320xi8> to memref<64xi8>
+// CHECK: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-NEXT: memref.view %[[HOST]][%[[C64]]][] : memref<576xi8> to memref<64xi8>
+// CHECK: %[[BACK2:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin2"}
+// CHECK-NEXT: %[[TOHOST1:.+]] = call @fsdprt_copy_to_host_start({{.+}}) {fsdp.unit = "lin1"}
+// CHECK: call @fsdprt_wait(%[[TOHOST1]])
+// CHECK: linalg.generic {{.+}} attrs = {fsdp.on_host}
+// CHECK: %[[BACK1:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin1"}
+// CHECK-NEXT: call @fsdprt_wait(%[[BACK2]])
+// CHECK-NEXT: call @fsdprt_wait(%[[BACK1]])
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01>, offload = optimizer>} {
   fsdp.param @w1 unit "lin1" : tensor<4x8xf32> = #fsdp.fan_in_uniform
   fsdp.param @w2 unit "lin2" : tensor<8x4xf32> = #fsdp.fan_in_uniform
   fsdp.param frozen @scale unit "frozen" : tensor<4xf32> = #fsdp.ones

@@ -386,7 +386,10 @@ std::string costJson(const fsdp::PlanEvaluation &planned, const fsdp::DeviceProf
                             {"matmul_seconds", cost.matmulSeconds},
                             {"other_compute_seconds", cost.otherComputeSeconds},
                             {"communication_seconds", cost.communicationSeconds},
-                            {"exposed_communication_seconds", cost.exposedCommunicationSeconds}};
+                            {"exposed_communication_seconds", cost.exposedCommunicationSeconds},
+                            {"copy_seconds", cost.copySeconds},
+                            {"exposed_copy_seconds", cost.exposedCopySeconds},
+                            {"host_seconds", cost.hostSeconds}};
   if (budget)
     object["budget"] = llvm::json::Object{{"device_bytes", budget->deviceBytes},
                                           {"runtime_bytes", budget->runtime.total()},

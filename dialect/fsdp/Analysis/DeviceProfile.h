@@ -44,6 +44,10 @@ struct DeviceProfile {
   int64_t ranksPerNode = 1;
   LinkProfile intraNode, interNode;
   double hostDeviceBandwidth = 0; // B/s each direction; 0 without a device
+  /// The host cores and memory one rank's share of its node gives offload's
+  /// update (the device's own figures on the CPU, where the host is the
+  /// device).
+  double hostMemoryBandwidth = 0, hostVectorFlops = 0;
   /// Whether collectives progress while compute runs (NCCL streams: yes; MPI
   /// nonblocking calls without a progress thread: only inside MPI calls).
   bool asyncCollectives = false;

@@ -4,10 +4,14 @@
 // the buffer-planned step (after fsdp-assign-buffers) gets a duration from a
 // DeviceProfile (products from their FLOPs, loops from the bytes they move
 // and the arithmetic they do, collectives as alpha-beta rings), and the step
-// is played on three streams as the runtime runs it: compute in program
+// is played on the runtime's streams as it runs it: compute in program
 // order, all-gathers on one communication stream and reductions on another,
 // each collective from its start call, a wait holding compute until the
-// collective it names is done.
+// collective it names is done. With offload = optimizer, copies between host
+// and device run on the copy stream at the profile's host link rate, and the
+// host, which launches everything else without waiting, has a clock of its
+// own for what it computes itself (the updates) after waiting for each
+// gradient to arrive.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +27,10 @@
 
 namespace mlir::fsdp {
 
-/// One op of the predicted step, on its stream (RuntimeStream).
+/// The track of host work (offload's update) beside the runtime's streams.
+constexpr int kHostTrack = 4;
+
+/// One op of the predicted step, on its stream (RuntimeStream) or kHostTrack.
 struct TimedOp {
   Operation *op = nullptr;
   int stream = 0;
@@ -50,6 +57,9 @@ struct StepCost {
   /// Busy time of the communication streams, and the part of it the compute
   /// stream spends waiting (what prefetch and overlap failed to hide).
   double communicationSeconds = 0, exposedCommunicationSeconds = 0;
+  /// Offload: busy time of the copy stream, the part the compute stream
+  /// waits for, and the host's updates.
+  double copySeconds = 0, exposedCopySeconds = 0, hostSeconds = 0;
 };
 
 /// The shape of the rank grid, to tell which links a collective's group uses.

@@ -25,6 +25,8 @@ struct ArenaFigures {
   int64_t persistentBytes = 0; // shards and inputs, alive across steps
   int64_t transientPeak = 0;   // the step's own buffers at the peak, by kind:
   int64_t activations = 0, gathered = 0, gradients = 0, gradientShards = 0;
+  /// offload = optimizer's page-locked host memory (not in the budget).
+  int64_t hostArenaBytes = 0;
 };
 
 /// The kinds of the step's transient buffers (fsdp-assign-buffers tags each

@@ -318,61 +318,124 @@ void StepLowering::startOffloadedUpdate(UpdateOp update, const UnitRegions &regi
   handle.getDefiningOp()->setAttr(kCollectiveUnitAttr, unit.getSymNameAttr());
   offloadedUpdates.push_back({&regions, update.getOptimizer(), handle, gradType,
                               update.getCoefficient(), stepNumber, learningRate});
+  hoistSquaredNorm(update.getGrad(), handle.getDefiningOp());
+}
+
+/// Moves `op` right after `after`, with what it reads that is defined later
+/// still (views of the buffer it reads, constants, a widening): `after` then
+/// points at `op`. False, with nothing moved, when an operand comes from
+/// another op.
+static bool hoistWithOperands(Operation *op, Operation *&after) {
+  Block *block = after->getBlock();
+  SmallVector<Operation *> chain;
+  SmallVector<Operation *> worklist = {op};
+  while (!worklist.empty()) {
+    Operation *next = worklist.pop_back_val();
+    if (llvm::is_contained(chain, next))
+      continue;
+    chain.push_back(next);
+    for (Value operand : next->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || def->getBlock() != block || def->isBeforeInBlock(after) || def == after)
+        continue;
+      if (!isa<arith::ConstantOp, memref::ViewOp, bufferization::ToTensorOp, ConvertOp>(def))
+        return false;
+      worklist.push_back(def);
+    }
+  }
+  // Definitions before their users, as they were.
+  llvm::sort(chain, [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+  for (Operation *moved : chain) {
+    moved->moveAfter(after);
+    after = moved;
+  }
+  return true;
+}
+
+void StepLowering::hoistSquaredNorm(Value grad, Operation *after) {
+  // `reduce_sum(mul(g, g))`, g the gradient or its widening: what clipping
+  // reads of this unit. Computed here, it is one fused reduction, and the
+  // device's copy of the gradient dies with its copy to the host instead of
+  // living until the norm of all gradients at the end of the step.
+  for (Operation *user : llvm::make_early_inc_range(grad.getUsers())) {
+    auto square = dyn_cast<MulOp>(user);
+    if (!square || square.getLhs() != grad || square.getRhs() != grad ||
+        !square->hasOneUse() || !isa<ReduceSumOp>(*square->user_begin()) ||
+        !after->isBeforeInBlock(square))
+      continue;
+    Operation *sum = *square->user_begin();
+    if (hoistWithOperands(square, after))
+      sum->moveAfter(after);
+  }
+}
+
+Value StepLowering::emitHostUpdate(const OffloadedUpdate &pending, Value coefficient) {
+  const UnitRegions &regions = *pending.regions;
+  const HostRegions &host = *regions.host;
+  Location loc = regions.unit.getLoc();
+  RankedTensorType shard = regions.unit.getShardType();
+  auto hostView = [&](ArenaRegion region, Type elementType) {
+    return view(loc, hostArena, region.offset, shard.getShape(), elementType);
+  };
+  UpdateOperands operands;
+  operands.grad = hostView(host.grad, pending.gradType);
+  operands.param = hostView(host.master, shard.getElementType());
+  for (const StateSlot &slot : regions.state)
+    operands.state.push_back(hostView(slot.region, shard.getElementType()));
+  operands.step = pending.stepNumber;
+  operands.lr = pending.learningRate;
+  operands.coefficient = coefficient;
+  ArenaRegion back = host.master;
+  if (host.rounded.bytes > 0) {
+    operands.rounded = hostView(host.rounded, regions.paramsType);
+    back = host.rounded;
+  }
+  buildOptimizerUpdate(b, loc, pending.optimizer, operands)->setAttr(kOnHostAttr, b.getUnitAttr());
+  Value copy = start(loc, kCopyToDeviceStart,
+                     {bufferAddress(b, loc, arenaBytes(loc, regions.params)),
+                      bufferAddress(b, loc, hostArenaBytes(loc, back)),
+                      i64Constant(b, loc, back.bytes)});
+  copy.getDefiningOp()->setAttr(kCollectiveUnitAttr, regions.unit.getSymNameAttr());
+  return copy;
 }
 
 void StepLowering::emitOffloadedUpdates() {
   if (offloadedUpdates.empty())
     return;
-  // The host blocks on each gradient in turn: in the order they arrive.
   llvm::sort(offloadedUpdates, [](const OffloadedUpdate &x, const OffloadedUpdate &y) {
     return x.copyHandle.getDefiningOp()->isBeforeInBlock(y.copyHandle.getDefiningOp());
   });
-  b.setInsertionPoint(body.getTerminator());
-  Value hostCoefficient;
+  // The host waits for each gradient right before the next one starts to
+  // travel (its device buffer is free then: one in flight, as for
+  // reductions), and updates that unit at once, while the device goes on
+  // with the backward work launched before. With clipping every update needs
+  // the coefficient of all gradients: they run at the end of the step.
+  bool clipped = static_cast<bool>(offloadedUpdates.front().coefficient);
+  Operation *end = body.getTerminator();
   SmallVector<Value> copiesBack;
-  for (const OffloadedUpdate &pending : offloadedUpdates) {
-    const UnitRegions &regions = *pending.regions;
-    const HostRegions &host = *regions.host;
-    Location loc = regions.unit.getLoc();
-    RankedTensorType shard = regions.unit.getShardType();
-    auto hostView = [&](ArenaRegion region, Type elementType) {
-      return view(loc, hostArena, region.offset, shard.getShape(), elementType);
-    };
-    wait(loc, pending.copyHandle);
-    // Clipping: the coefficient (of every gradient) reaches the host once.
-    if (pending.coefficient && !hostCoefficient) {
-      Value device = allocBytes(loc, sizeof(float), kCollectiveKind);
-      materializeInto(loc, pending.coefficient, device);
-      ArenaRegion region = layout.hostCoefficient;
-      wait(loc, start(loc, kCopyToHostStart,
-                      {bufferAddress(b, loc, hostArenaBytes(loc, region)),
-                       bufferAddress(b, loc, device), i64Constant(b, loc, region.bytes)}));
-      auto load = memref::LoadOp::create(
-          b, loc, view(loc, hostArena, region.offset, {}, b.getF32Type()), ValueRange{});
-      load->setAttr(kOnHostAttr, b.getUnitAttr());
-      hostCoefficient = load;
-    }
-    UpdateOperands operands;
-    operands.grad = hostView(host.grad, pending.gradType);
-    operands.param = hostView(host.master, shard.getElementType());
-    for (const StateSlot &slot : regions.state)
-      operands.state.push_back(hostView(slot.region, shard.getElementType()));
-    operands.step = pending.stepNumber;
-    operands.lr = pending.learningRate;
-    operands.coefficient = pending.coefficient ? hostCoefficient : Value();
-    ArenaRegion back = host.master;
-    if (host.rounded.bytes > 0) {
-      operands.rounded = hostView(host.rounded, regions.paramsType);
-      back = host.rounded;
-    }
-    buildOptimizerUpdate(b, loc, pending.optimizer, operands)
-        ->setAttr(kOnHostAttr, b.getUnitAttr());
-    Value copy = start(loc, kCopyToDeviceStart,
-                       {bufferAddress(b, loc, arenaBytes(loc, regions.params)),
-                        bufferAddress(b, loc, hostArenaBytes(loc, back)),
-                        i64Constant(b, loc, back.bytes)});
-    copy.getDefiningOp()->setAttr(kCollectiveUnitAttr, regions.unit.getSymNameAttr());
-    copiesBack.push_back(copy);
+  for (auto [index, pending] : llvm::enumerate(offloadedUpdates)) {
+    b.setInsertionPoint(index + 1 < offloadedUpdates.size()
+                            ? offloadedUpdates[index + 1].copyHandle.getDefiningOp()
+                            : end);
+    wait(pending.regions->unit.getLoc(), pending.copyHandle);
+    if (!clipped)
+      copiesBack.push_back(emitHostUpdate(pending, Value()));
+  }
+  b.setInsertionPoint(end);
+  if (clipped) {
+    // The coefficient reaches the host once.
+    Location loc = offloadedUpdates.front().regions->unit.getLoc();
+    Value device = allocBytes(loc, sizeof(float), kCollectiveKind);
+    materializeInto(loc, offloadedUpdates.front().coefficient, device);
+    ArenaRegion region = layout.hostCoefficient;
+    wait(loc, start(loc, kCopyToHostStart,
+                    {bufferAddress(b, loc, hostArenaBytes(loc, region)),
+                     bufferAddress(b, loc, device), i64Constant(b, loc, region.bytes)}));
+    auto coefficient = memref::LoadOp::create(
+        b, loc, view(loc, hostArena, region.offset, {}, b.getF32Type()), ValueRange{});
+    coefficient->setAttr(kOnHostAttr, b.getUnitAttr());
+    for (const OffloadedUpdate &pending : offloadedUpdates)
+      copiesBack.push_back(emitHostUpdate(pending, coefficient));
   }
   // The new shards are on the device before the step returns.
   for (Value copy : copiesBack)

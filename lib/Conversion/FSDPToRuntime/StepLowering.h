@@ -57,6 +57,15 @@ public:
   }
 
 private:
+  /// An offloaded update whose gradient is on its way to the host.
+  struct OffloadedUpdate {
+    const UnitRegions *regions;
+    OptimizerAttrInterface optimizer;
+    Value copyHandle;  // of the gradient's copy to the host
+    Type gradType;     // its element type as copied
+    Value coefficient; // the clipping coefficient (a tensor), or null
+    Value stepNumber, learningRate;
+  };
   Value bytesView(Location loc, Value bytes, int64_t offset, int64_t size) {
     return view(loc, bytes, offset, {size}, b.getI8Type());
   }
@@ -94,11 +103,19 @@ private:
   /// emitOffloadedUpdates.
   void startOffloadedUpdate(UpdateOp update, const UnitRegions &regions, Value stepNumber,
                             Value learningRate);
-  /// At the end of the step, in the order their gradients reached the host:
-  /// the host waits for each, updates the master and state in the host arena
-  /// and starts the copy of the new shard (in param_dtype) to the device; the
-  /// step waits for those copies before it returns.
+  /// In the order the gradients reach the host: the host waits for each
+  /// before the next starts to travel, updates the master and state in the
+  /// host arena (at once, or at the end of the step with clipping) and starts
+  /// the copy of the new shard (in param_dtype) to the device; the step waits
+  /// for those copies before it returns.
   void emitOffloadedUpdates();
+  /// Moves the sum of squares of `grad` that clipping reads (and the
+  /// widening it reads) right after `after`, the start of its copy to the
+  /// host.
+  void hoistSquaredNorm(Value grad, Operation *after);
+  /// One unit's update on the host (`coefficient`: the clipping scale, or
+  /// null); returns the handle of its copy back.
+  Value emitHostUpdate(const OffloadedUpdate &pending, Value coefficient);
   /// The reduction's wait or the computation after which `bytes` holds its
   /// final value, if it is a collective's or was materialized here.
   Operation *completionOf(Value bytes);
@@ -134,15 +151,6 @@ private:
   /// The start handle of the reduction that fills a buffer last (a replica
   /// all-reduce after the shard's reduce-scatter, in place).
   llvm::DenseMap<Value, Value> reductionHandles;
-  /// An offloaded update whose gradient is on its way to the host.
-  struct OffloadedUpdate {
-    const UnitRegions *regions;
-    OptimizerAttrInterface optimizer;
-    Value copyHandle;  // of the gradient's copy to the host
-    Type gradType;     // its element type as copied
-    Value coefficient; // the clipping coefficient (a tensor), or null
-    Value stepNumber, learningRate;
-  };
   SmallVector<OffloadedUpdate> offloadedUpdates;
   llvm::StringMap<Type> gradTypesOnHost;
   /// Widenings of reduced shards that offloaded updates do on the host.
