@@ -19,7 +19,9 @@ using namespace mlir::fsdp;
 namespace {
 
 /// The knobs a change turns; a candidate turns each at most once.
-enum Axis { Remat, MicroBatches, Prefetch, Ranks, Sharding, Precision, Reduction, Accumulate };
+enum Axis {
+  Remat, MicroBatches, Prefetch, Ranks, Sharding, Precision, Reduction, Accumulate, OffloadAxis
+};
 
 struct Change {
   Axis axis;
@@ -35,8 +37,9 @@ std::string gridText(ArrayRef<int64_t> grid) {
   return text;
 }
 
-/// The single changes that can lower a plan's memory, from the plan as given.
-SmallVector<Change> changesFrom(const PlanFields &plan) {
+/// The single changes that can lower a plan's memory, from the plan as given,
+/// for a target whose arena is in `memory`.
+SmallVector<Change> changesFrom(const PlanFields &plan, ArenaMemory memory) {
   SmallVector<Change> changes;
   bool partialRemat =
       plan.remat != RematPolicy::None && (plan.rematEvery != 1 || plan.rematUnits);
@@ -90,6 +93,10 @@ SmallVector<Change> changesFrom(const PlanFields &plan) {
   if (plan.accumulate == Accumulation::NoSync)
     changes.push_back({Accumulate, "accumulate = reduce_scatter",
                        [](PlanFields &p) { p.accumulate = Accumulation::ReduceScatter; }});
+  // Only a GPU's memory is spared by moving the optimizer to the host.
+  if (plan.offload == Offload::None && memory == ArenaMemory::Device)
+    changes.push_back({OffloadAxis, "offload = optimizer",
+                       [](PlanFields &p) { p.offload = Offload::Optimizer; }});
   return changes;
 }
 
@@ -115,8 +122,14 @@ FailureOr<int64_t> shardedStateBytes(ModuleOp model, PlanAttr plan) {
   if (failed(layout))
     return failure();
   int64_t slots = plan.getOptimizer().getStateSlots().size(), bytes = 0;
-  for (const UnitLayout &unit : layout->units)
-    bytes += unit.shardNumel * unit.elementBytes * (1 + (unit.trainable ? slots : 0));
+  bool offload = plan.getOffload() == Offload::Optimizer;
+  int64_t offloadedBytes = plan.getParamDtype() == DType::BF16 ? 2 : 4;
+  for (const UnitLayout &unit : layout->units) {
+    if (unit.trainable && offload)
+      bytes += unit.shardNumel * offloadedBytes; // the device's copy only
+    else
+      bytes += unit.shardNumel * unit.elementBytes * (1 + (unit.trainable ? slots : 0));
+  }
   return bytes;
 }
 
@@ -135,7 +148,7 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
   });
   const MemoryBudget &budget = options.budget;
   PlanFields baseFields = base.plan.getFields();
-  SmallVector<Change> changes = changesFrom(baseFields);
+  SmallVector<Change> changes = changesFrom(baseFields, options.memory);
   int64_t baseNeeded = budget.needed(base);
   double baseSeconds = PlanFix{"", 0, base}.deviceSeconds();
 
@@ -259,7 +272,13 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
     level = std::move(next);
   }
 
-  llvm::stable_sort(result.fits, [](const PlanFix &a, const PlanFix &b) {
+  // The ranks a user has come first: a fix on more ranks needs more devices.
+  // Then the device time per step, then the fewest changes.
+  int64_t ranks = base.worldSize();
+  llvm::stable_sort(result.fits, [&](const PlanFix &a, const PlanFix &b) {
+    bool aMore = a.evaluation.worldSize() > ranks, bMore = b.evaluation.worldSize() > ranks;
+    if (aMore != bMore)
+      return bMore;
     if (a.deviceSeconds() != b.deviceSeconds())
       return a.deviceSeconds() < b.deviceSeconds();
     return a.numChanges < b.numChanges;

@@ -237,7 +237,11 @@ cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
 cudaError_t __wrap_cudaHostAlloc(void **pointer, size_t size, unsigned int flags) {
   log("cudaHostAlloc", size, flags);
   FAIL_IF_PLANNED(cudaError_t, "cudaHostAlloc");
-  *pointer = std::aligned_alloc(4096, (size + 4095) / 4096 * 4096);
+  size_t rounded = (size + 4095) / 4096 * 4096;
+  *pointer = std::aligned_alloc(4096, rounded);
+  // Page-locked memory is not zeroed: garbage shows a caller that needs zeros
+  // and does not write them.
+  std::memset(*pointer, 0xA5, rounded);
   logResult("host");
   return cudaSuccess;
 }

@@ -526,4 +526,170 @@ INSTANTIATE_TEST_SUITE_P(Manifest, ManifestErrorTest, testing::ValuesIn(kErrorCa
                            return std::string(info.param.name);
                          });
 
+/// The classifier with its unit offloaded (offload = optimizer): the arena
+/// keeps a bf16 copy of the shard at param_offset 64 ([64, 128)); the host
+/// arena of 512 bytes holds the gradient shard [0, 128) (bf16, with room for
+/// f32), the f32 master [128, 256), exp_avg [256, 384) and exp_avg_sq
+/// [384, 512). Every offset differs from the one it replaces, so that a field
+/// read from the wrong place shows. The host offsets also repeat device
+/// offsets (exp_avg_sq and features both start at 384): the two arenas are
+/// apart.
+json offloadedClassifierManifest() {
+  json m = classifierManifest();
+  m["host_arena_bytes"] = 512;
+  json &fc = m["units"][0];
+  fc.erase("grad_offset");
+  fc["param_offset"] = 64;
+  fc["param_dtype"] = "bf16";
+  fc["host"] = {{"master_offset", 128}, {"grad_offset", 0}, {"grad_dtype", "bf16"}};
+  fc["state"] = {{{"slot", "exp_avg"}, {"offset", 256}}, {{"slot", "exp_avg_sq"}, {"offset", 384}}};
+  return m;
+}
+
+TEST(OffloadManifest, AnOffloadedUnitLivesInTheHostArena) {
+  Manifest manifest = parseManifest(offloadedClassifierManifest().dump());
+  EXPECT_EQ(manifest.hostArenaBytes, 512);
+  ASSERT_EQ(manifest.units.size(), 1u);
+  const UnitSpec &unit = manifest.units[0];
+  EXPECT_TRUE(unit.offloaded);
+  EXPECT_EQ(unit.dtype, DType::F32);
+  // paramOffset is the f32 master in the host arena, not the device copy.
+  EXPECT_EQ(unit.paramOffset, 128);
+  EXPECT_EQ(unit.gradOffset, 0);
+  EXPECT_EQ(unit.gradDType, DType::BF16);
+  EXPECT_EQ(unit.deviceParamOffset, 64);
+  EXPECT_EQ(unit.deviceParamDType, DType::BF16);
+  ASSERT_EQ(unit.state.size(), 2u);
+  EXPECT_EQ(unit.state[0].slot, "exp_avg");
+  EXPECT_EQ(unit.state[0].offset, 256);
+  EXPECT_EQ(unit.state[1].slot, "exp_avg_sq");
+  EXPECT_EQ(unit.state[1].offset, 384);
+  // The shard, its state and the gradient's room keep the unit's size.
+  EXPECT_EQ(unit.shardBytes(), 128);
+}
+
+TEST(OffloadManifest, AnF32GradientAndDeviceCopy) {
+  json m = offloadedClassifierManifest();
+  m["units"][0]["param_dtype"] = "f32";
+  m["units"][0]["param_offset"] = 0; // [0, 128) in f32
+  m["units"][0]["host"]["grad_dtype"] = "f32";
+  Manifest manifest = parseManifest(m.dump());
+  EXPECT_EQ(manifest.units[0].gradDType, DType::F32);
+  EXPECT_EQ(manifest.units[0].deviceParamDType, DType::F32);
+  EXPECT_EQ(manifest.units[0].deviceParamOffset, 0);
+}
+
+TEST(OffloadManifest, WithoutOffloadThereIsNoHostArena) {
+  Manifest manifest = parseManifest(classifierManifest().dump());
+  EXPECT_EQ(manifest.hostArenaBytes, 0);
+  EXPECT_FALSE(manifest.units[0].offloaded);
+  EXPECT_EQ(manifest.units[0].gradDType, DType::F32);
+  // A host arena no unit uses is harmless (0 is what the compiler writes
+  // without offload).
+  json m = classifierManifest();
+  m["host_arena_bytes"] = 0;
+  EXPECT_EQ(parseManifest(m.dump()).hostArenaBytes, 0);
+  m["host_arena_bytes"] = 4096;
+  EXPECT_EQ(parseManifest(m.dump()).hostArenaBytes, 4096);
+}
+
+// An offloaded unit beside one that is not: each unit's regions are checked
+// in its own arena, so the second unit's shards may sit at the same offsets
+// of the device arena as the first unit's master and state in the host arena.
+TEST(OffloadManifest, OffloadedAndDeviceUnitsSideBySide) {
+  json m = offloadedClassifierManifest();
+  m["units"].push_back({{"name", "head"}, {"dtype", "f32"}, {"trainable", true}, {"numel", 4},
+                        {"shard_numel", 16}, {"param_offset", 128}, {"grad_offset", 192},
+                        {"state", {{{"slot", "exp_avg"}, {"offset", 256}},
+                                   {{"slot", "exp_avg_sq"}, {"offset", 320}}}}});
+  m["params"].push_back({{"name", "head.b"}, {"shape", {4}}, {"dtype", "f32"}, {"unit", "head"},
+                         {"trainable", true}, {"init", {{"kind", "zeros"}}}, {"unit_offset", 0}});
+  Manifest manifest = parseManifest(m.dump());
+  ASSERT_EQ(manifest.units.size(), 2u);
+  EXPECT_TRUE(manifest.units[0].offloaded);
+  EXPECT_FALSE(manifest.units[1].offloaded);
+  EXPECT_EQ(manifest.units[0].paramOffset, 128);
+  EXPECT_EQ(manifest.units[1].paramOffset, 128);
+  EXPECT_EQ(manifest.units[1].gradOffset, 192);
+  EXPECT_EQ(manifest.units[1].state[0].offset, 256);
+}
+
+class OffloadManifestErrorTest : public testing::TestWithParam<ErrorCase> {};
+
+TEST_P(OffloadManifestErrorTest, ReportsTheField) {
+  json m = offloadedClassifierManifest();
+  GetParam().mutate(m);
+  std::string text = m.dump();
+  EXPECT_EXIT(parseManifest(text), ExitedWithCode(1),
+              HasSubstr(std::string("trainer: error: manifest: ") + GetParam().message));
+}
+
+json &host(json &m) { return m["units"][0]["host"]; }
+
+const ErrorCase kOffloadErrorCases[] = {
+    {"HostOnAFrozenUnit",
+     [](json &m) {
+       unit(m)["trainable"] = false;
+       param(m, 0)["trainable"] = false;
+       param(m, 1)["trainable"] = false;
+     },
+     "units[0].host: frozen unit 'fc' has no optimizer to offload"},
+    {"ParamDTypeWithoutHost",
+     [](json &m) {
+       m = classifierManifest();
+       unit(m)["param_dtype"] = "bf16";
+     },
+     "units[0].param_dtype: only an offloaded unit (with \"host\") has a param_dtype"},
+    {"HostWithoutParamDType", [](json &m) { unit(m).erase("param_dtype"); },
+     "units[0]: missing field 'param_dtype'"},
+    {"IntegerParamDType", [](json &m) { unit(m)["param_dtype"] = "i32"; },
+     "units[0].param_dtype: expected f32 or bf16, got i32"},
+    {"IntegerGradDType", [](json &m) { host(m)["grad_dtype"] = "i64"; },
+     "units[0].host.grad_dtype: expected f32 or bf16, got i64"},
+    {"MissingMasterOffset", [](json &m) { host(m).erase("master_offset"); },
+     "units[0].host: missing field 'master_offset'"},
+    {"MissingHostGradOffset", [](json &m) { host(m).erase("grad_offset"); },
+     "units[0].host: missing field 'grad_offset'"},
+    {"HostNotAnObject", [](json &m) { unit(m)["host"] = 1; },
+     "units[0].host: expected an object, got 1"},
+    {"NegativeHostArena", [](json &m) { m["host_arena_bytes"] = -1; },
+     "host_arena_bytes: must be at least 0, got -1"},
+    // 448 + 128 bytes fit the persistent region (640), not the host arena.
+    {"MasterOutsideTheHostArena", [](json &m) { host(m)["master_offset"] = 448; },
+     "units[0].host.master_offset: bytes [448, 576) lie outside the host arena of 512 bytes"},
+    {"MisalignedMaster", [](json &m) { host(m)["master_offset"] = 130; },
+     "units[0].host.master_offset: offset 130 is not a multiple of the element size 4"},
+    // The bf16 gradient's 64 bytes would fit at 448: its place needs room
+    // for the gradient widened to f32 (shard_numel x 4 = 128 bytes).
+    {"GradRoomForF32OutsideTheHostArena", [](json &m) { host(m)["grad_offset"] = 448; },
+     "units[0].host.grad_offset: bytes [448, 576) lie outside the host arena of 512 bytes"},
+    {"StateOutsideTheHostArena", [](json &m) { unit(m)["state"][1]["offset"] = 448; },
+     "units[0].state[1].offset: bytes [448, 576) lie outside the host arena of 512 bytes"},
+    // The device copy is 32 bf16 elements: 64 bytes, not the master's 128.
+    {"DeviceCopyOutsideThePersistentRegion", [](json &m) { unit(m)["param_offset"] = 600; },
+     "units[0].param_offset: bytes [600, 664) lie outside the persistent region of 640 bytes"},
+    {"MisalignedDeviceCopy", [](json &m) { unit(m)["param_offset"] = 65; },
+     "units[0].param_offset: offset 65 is not a multiple of the element size 2"},
+    // Without host_arena_bytes the host arena is empty: nothing fits.
+    {"HostWithoutHostArenaBytes", [](json &m) { m.erase("host_arena_bytes"); },
+     "units[0].host.master_offset: bytes [128, 256) lie outside the host arena of 0 bytes"},
+    {"MasterOverState", [](json &m) { host(m)["master_offset"] = 320; },
+     "state 'exp_avg' of unit 'fc' [256, 384) and parameter shard of unit 'fc' [320, 448) "
+     "overlap in the host arena\n"},
+    // A bf16 gradient at 0 takes [0, 64), but its room for f32 reaches 128.
+    {"GradRoomOverMaster", [](json &m) { host(m)["master_offset"] = 64; },
+     "gradient shard of unit 'fc' [0, 128) and parameter shard of unit 'fc' [64, 192) overlap "
+     "in the host arena\n"},
+    // In the device arena: the message does not name the host arena.
+    {"DeviceCopyOverAnInput", [](json &m) { unit(m)["param_offset"] = 432; },
+     "device copy of the parameter shard of unit 'fc' [432, 496) and input 1 [448, 464) "
+     "overlap\n"},
+};
+
+INSTANTIATE_TEST_SUITE_P(OffloadManifest, OffloadManifestErrorTest,
+                         testing::ValuesIn(kOffloadErrorCases),
+                         [](const testing::TestParamInfo<ErrorCase> &info) {
+                           return std::string(info.param.name);
+                         });
+
 } // namespace

@@ -29,8 +29,8 @@ protected:
   }
   void TearDown() override { fsdprt::closeDevice(); }
 
-  /// The fake's names of the streams FSDPRT_STREAM_COMPUTE, _ALL_GATHER and
-  /// _REDUCE_SCATTER.
+  /// The fake's names of the streams FSDPRT_STREAM_COMPUTE, _ALL_GATHER,
+  /// _REDUCE_SCATTER and _COPY.
   const std::string &stream(int32_t id) const { return streams[static_cast<size_t>(id)]; }
 
   std::vector<std::string> streams;

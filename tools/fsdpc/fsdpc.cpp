@@ -422,8 +422,8 @@ FailureOr<fsdp::PlanFix> handleOverBudget(ModuleOp model, const fsdp::PlanEvalua
   fsdp::printMemoryBreakdown(os, planned, budget);
   double baseSeconds = planned.cost.stepSeconds;
   if (search.fits.empty()) {
-    os << "no plan within 3 changes of recompute, micro-batches, prefetch, ranks, sharding "
-          "and precision fits ("
+    os << "no plan within 3 changes of recompute, micro-batches, prefetch, ranks, sharding"
+       << (target == Target::CUDA ? ", precision and offload" : " and precision") << " fits ("
        << search.evaluated << " compiled, " << search.skipped << " skipped)";
   } else {
     os << "changes that fit, best first (predicted on " << profile.name
