@@ -139,6 +139,29 @@ bool isComputeOp(Operation *op) {
   return isa<func::CallOp, linalg::LinalgOp, memref::CopyOp, scf::ForOp>(op);
 }
 
+/// Offload's update (fsdprt_host_parallel): its task's loop over `count`
+/// elements, each operand element moved once, the payload once per element.
+Work hostTaskWork(func::CallOp call) {
+  Work work;
+  auto function = call.getOperand(0).getDefiningOp<func::ConstantOp>();
+  auto module = call->getParentOfType<ModuleOp>();
+  auto task = function && module ? module.lookupSymbol<func::FuncOp>(function.getValue())
+                                 : func::FuncOp();
+  if (!task)
+    return work;
+  double count = static_cast<double>(constantInt(call.getOperand(5)).value_or(0));
+  task.walk([&](linalg::GenericOp generic) {
+    for (Value operand : generic->getOperands())
+      work.bytes += elementBytes(getElementTypeOrSelf(operand.getType())) * count;
+    Work body;
+    for (Region &region : generic->getRegions())
+      body += regionWork(region);
+    work.bytes += body.bytes * count;
+    work.arithmetic += body.arithmetic * count;
+  });
+  return work;
+}
+
 bool isCopyStart(StringRef callee) {
   return callee == kCopyToHostStart || callee == kCopyToDeviceStart;
 }
@@ -270,12 +293,15 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     }
     if (!isComputeOp(&op))
       continue;
-    Work work = workOf(&op);
-    if (op.hasAttr(kOnHostAttr)) {
+    Work work = callee == kHostParallel ? hostTaskWork(call) : workOf(&op);
+    if (callee == kHostParallel) {
       double seconds = std::max(work.bytes / profile.hostMemoryBandwidth,
                                 work.arithmetic / profile.hostVectorFlops);
+      std::string unit;
+      if (auto name = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
+        unit = name.getValue().str();
       cost.ops.push_back(TimedOp{&op, kHostTrack, hostNow, hostNow + seconds, "host update", 0,
-                                 work.bytes, "", hostNow + seconds});
+                                 work.bytes, unit, hostNow + seconds});
       cost.hostSeconds += seconds;
       durations.push_back(seconds);
       hostNow += seconds;

@@ -44,12 +44,9 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == kOnHostAttr) {
-    // Offload's update and its read of the clipping coefficient.
-    StringRef opName = op->getName().getStringRef();
-    if ((opName != "linalg.generic" && opName != "memref.load") ||
-        !isa<UnitAttr>(attribute.getValue()))
-      return op->emitError() << "'" << name << "' is a unit attribute on a linalg.generic or "
-                                "memref.load";
+    // Offload's read of the clipping coefficient from the host arena.
+    if (op->getName().getStringRef() != "memref.load" || !isa<UnitAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a unit attribute on a memref.load";
     return success();
   }
   if (name == getRecomputeAttrName()) {

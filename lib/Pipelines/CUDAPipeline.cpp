@@ -55,7 +55,7 @@ void mlir::fsdp::buildCUDAKernelLoweringPipeline(OpPassManager &pm,
   pm.addPass(createFSDPFormKernelsPass(FSDPFormKernelsPassOptions{options.blockSize}));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
-  // What stays on the host (offload's update) as host loops.
+  // What runs on the host (offload's update tasks) as host loops.
   pm.addPass(createConvertLinalgToLoopsPass());
 }
 

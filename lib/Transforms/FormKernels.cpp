@@ -35,7 +35,7 @@ namespace {
 /// Whether a top-level op of the step reads or writes buffers itself (a
 /// runtime call only passes addresses on).
 bool isDeviceWork(Operation *op) {
-  // Runtime calls, and what the host computes (offload's update).
+  // Runtime calls (offload's update among them), and what the host reads.
   if (isa<func::CallOp>(op) || op->hasAttr(kOnHostAttr))
     return false;
   WalkResult found = op->walk([](Operation *nested) {

@@ -14,7 +14,8 @@ namespace fsdprt {
 
 using TrainStepFn = float (*)(void *arena, int64_t step, float lr);
 /// The step of a plan with offload = optimizer (manifest.host_arena_bytes >
-/// 0), which the generated object defines under the same name.
+/// 0), which the generated object defines under the same name
+/// (fsdp_offloaded_train_step of fsdprt.h).
 using OffloadedTrainStepFn = float (*)(void *arena, void *hostArena, int64_t step, float lr);
 
 /// Runs the trainer's command line `argv` for the model described by

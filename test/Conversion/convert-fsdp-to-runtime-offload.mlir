@@ -47,27 +47,46 @@
 // CHECK-NEXT: %[[C640:.+]] = arith.constant 640 : index
 // CHECK-NEXT: %[[CVIEW:.+]] = memref.view %[[HOST]][%[[C640]]][] : memref<704xi8> to memref<f32>
 // CHECK-NEXT: %[[SCALE:.+]] = memref.load %[[CVIEW]][] {fsdp.on_host} : memref<f32>
-// The update on host views: the bf16 gradient widened as it is read, the f32
-// master and moments in place, the new parameter rounded into the copy-back
-// buffer.
-// CHECK: linalg.generic
-// CHECK-SAME: ins(%{{.+}} : memref<16xbf16>) outs(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : memref<16xf32>, memref<16xf32>, memref<16xf32>, memref<16xbf16>) attrs = {fsdp.on_host}
-// CHECK: arith.extf %{{.+}} : bf16 to f32
-// CHECK: arith.mulf %{{.+}}, %[[SCALE]] : f32
-// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// Each update runs on the host's threads (fsdprt_host_parallel): the unit's
+// task over its 16 elements, with the step's learning rate, step number and
+// the coefficient; then the new shard (lin2's bf16 copy-back buffer at 576)
+// goes to the device shard (64).
+// CHECK-NEXT: %[[TASK2:.+]] = constant @fsdp_host_update_lin2 : (memref<704xi8>, f32, i64, f32, index, index) -> ()
+// CHECK: %[[C16:.+]] = arith.constant 16 : i64
+// CHECK-NEXT: call @fsdprt_host_parallel(%[[TASK2]], %{{.+}}, %[[LR]], %[[STEP]], %[[SCALE]], %[[C16]]) {fsdp.unit = "lin2"}
 // CHECK: %[[C64:.+]] = arith.constant 64 : index
 // CHECK-NEXT: memref.view %[[ARENA]][%[[C64]]][] : memref<320xi8> to memref<32xi8>
 // CHECK: %[[C576:.+]] = arith.constant 576 : index
 // CHECK-NEXT: memref.view %[[HOST]][%[[C576]]][] : memref<704xi8> to memref<32xi8>
 // CHECK: %[[BACK2:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin2"}
 // CHECK-NOT: fsdprt_wait
-// CHECK: linalg.generic {{.+}} attrs = {fsdp.on_host}
+// CHECK: call @fsdprt_host_parallel({{.+}}) {fsdp.unit = "lin1"}
 // CHECK: %[[BACK1:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin1"}
 // The new shards are on the device before the step returns.
 // CHECK-NEXT: call @fsdprt_wait(%[[BACK2]])
 // CHECK-NEXT: call @fsdprt_wait(%[[BACK1]])
 // CHECK-NEXT: %{{.+}} = tensor.extract
 // CHECK-NEXT: return
+
+// The task: elements [begin, end) of lin2's regions of the host arena; the
+// bf16 gradient (512) widened as it is read and scaled by the coefficient, the
+// f32 master (64) and moments in place, the new parameter rounded into the
+// copy-back buffer.
+// CHECK-LABEL: func.func private @fsdp_host_update_lin2(
+// CHECK-SAME: %[[TH:.+]]: memref<704xi8>, %[[TLR:.+]]: f32, %[[TSTEP:.+]]: i64, %[[TC:.+]]: f32, %[[BEGIN:.+]]: index, %[[END:.+]]: index)
+// CHECK-NEXT: %[[SIZE:.+]] = arith.subi %[[END]], %[[BEGIN]] : index
+// CHECK-NEXT: %[[C512:.+]] = arith.constant 512 : index
+// CHECK-NEXT: %[[G:.+]] = memref.view %[[TH]][%[[C512]]][] : memref<704xi8> to memref<16xbf16>
+// CHECK-NEXT: memref.subview %[[G]][%[[BEGIN]]] [%[[SIZE]]] [1] : memref<16xbf16> to memref<?xbf16, strided<[1], offset: ?>>
+// CHECK-NEXT: %[[CM:.+]] = arith.constant 64 : index
+// CHECK-NEXT: memref.view %[[TH]][%[[CM]]][] : memref<704xi8> to memref<16xf32>
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : memref<?xbf16, strided<[1], offset: ?>>) outs(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : memref<?xf32, strided<[1], offset: ?>>, memref<?xf32, strided<[1], offset: ?>>, memref<?xf32, strided<[1], offset: ?>>, memref<?xbf16, strided<[1], offset: ?>>)
+// CHECK: arith.extf %{{.+}} : bf16 to f32
+// CHECK-NEXT: arith.mulf %{{.+}}, %[[TC]] : f32
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK: return
+// CHECK-LABEL: func.func private @fsdp_host_update_lin1(
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01>, clip_grad_norm = 1.0, param_dtype = bf16, reduce_dtype = bf16, offload = optimizer>} {
   fsdp.param @w1 unit "lin1" : tensor<4x8xf32> = #fsdp.fan_in_uniform
   fsdp.param @w2 unit "lin2" : tensor<8x4xf32> = #fsdp.fan_in_uniform
@@ -96,8 +115,9 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr
 // CHECK: %[[RS1:.+]] = call @fsdprt_reduce_scatter_start({{.+}}) {fsdp.unit = "lin1"}
 // CHECK: call @fsdprt_wait(%[[RS1]])
 // CHECK: call @fsdprt_wait(%[[TOHOST2]])
-// CHECK: linalg.generic
-// CHECK-SAME: ins(%{{.+}} : memref<16xf32>) outs(%{{.+}}, %{{.+}}, %{{.+}} : memref<16xf32>, memref<16xf32>, memref<16xf32>) attrs = {fsdp.on_host}
+// No coefficient: the task is called with 1.
+// CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
+// CHECK: call @fsdprt_host_parallel(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE]], %{{.+}}) {fsdp.unit = "lin2"}
 // The device's f32 shard from the master (host offset 64).
 // CHECK: memref.view %[[ARENA]][%{{.+}}][] : memref<320xi8> to memref<64xi8>
 // CHECK: %[[C64:.+]] = arith.constant 64 : index
@@ -105,10 +125,17 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr
 // CHECK: %[[BACK2:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin2"}
 // CHECK-NEXT: %[[TOHOST1:.+]] = call @fsdprt_copy_to_host_start({{.+}}) {fsdp.unit = "lin1"}
 // CHECK: call @fsdprt_wait(%[[TOHOST1]])
-// CHECK: linalg.generic {{.+}} attrs = {fsdp.on_host}
+// CHECK: call @fsdprt_host_parallel({{.+}}) {fsdp.unit = "lin1"}
 // CHECK: %[[BACK1:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin1"}
 // CHECK-NEXT: call @fsdprt_wait(%[[BACK2]])
 // CHECK-NEXT: call @fsdprt_wait(%[[BACK1]])
+// The f32 tasks: gradient, master and moments, nothing rounded, no scale.
+// CHECK-LABEL: func.func private @fsdp_host_update_lin2(
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%{{.+}} : memref<?xf32, strided<[1], offset: ?>>) outs(%{{.+}}, %{{.+}}, %{{.+}} : memref<?xf32, strided<[1], offset: ?>>, memref<?xf32, strided<[1], offset: ?>>, memref<?xf32, strided<[1], offset: ?>>)
+// CHECK-NOT: arith.extf
+// CHECK-NOT: arith.truncf %{{.+}} : f32 to bf16
+// CHECK: return
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01>, offload = optimizer>} {
   fsdp.param @w1 unit "lin1" : tensor<4x8xf32> = #fsdp.fan_in_uniform
   fsdp.param @w2 unit "lin2" : tensor<8x4xf32> = #fsdp.fan_in_uniform

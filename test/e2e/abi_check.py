@@ -22,6 +22,8 @@ C_TO_LLVM = {
     "size_t": "i64",
     "intptr_t": "i64",
     "float": "float",
+    # A function pointer (offload's update task).
+    "fsdprt_host_task": "ptr",
 }
 
 
@@ -34,11 +36,32 @@ def llvm_type(c_type):
     return C_TO_LLVM[c_type]
 
 
+def parameter_types(params):
+    """The LLVM types of a C parameter list."""
+    types = []
+    for param in params.split(","):
+        param = param.strip()
+        if not param or param == "void":
+            continue
+        # Drop the parameter's name, keep its type (and pointer stars).
+        types.append(llvm_type(re.sub(r"\s*\b\w+$", "", param) or param))
+    return types
+
+
+def header_typedefs(text):
+    """{name: (return type, [parameter types])} of the header's function pointer types."""
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return {name: (llvm_type(result), parameter_types(params))
+            for result, name, params in re.findall(
+                r"\btypedef\s+(\w+)\s*\(\s*\*\s*(\w+)\s*\)\s*\(([^)]*)\)\s*;", text)}
+
+
 def header_prototypes(text):
     """{name: (return type, [parameter types])} of every function of the header."""
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
     text = re.sub(r"^\s*#[^\n]*", " ", text, flags=re.M)
+    text = re.sub(r"\btypedef\b[^;]*;", " ", text)
     text = text.replace('extern "C" {', " ").replace("}", " ;")
     prototypes = {}
     for match in re.finditer(r"([A-Za-z_][\w\s\*]*?)\b(\w+)\s*\(([^;{)]*)\)\s*;", text):
@@ -46,14 +69,7 @@ def header_prototypes(text):
         result = result.replace("extern", "").strip()
         if not result or name in ("if", "while"):
             continue
-        types = []
-        for param in params.split(","):
-            param = param.strip()
-            if not param or param == "void":
-                continue
-            # Drop the parameter's name, keep its type (and pointer stars).
-            types.append(llvm_type(re.sub(r"\s*\b\w+$", "", param) or param))
-        prototypes[name] = (llvm_type(result), types)
+        prototypes[name] = (llvm_type(result), parameter_types(params))
     return prototypes
 
 
@@ -76,9 +92,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--header", required=True)
     parser.add_argument("--llvm", required=True)
+    parser.add_argument("--step-type", help="the header's function pointer type the step "
+                        "has instead of fsdp_train_step's (fsdp_offloaded_train_step)")
     args = parser.parse_args()
     with open(args.header) as f:
-        header = header_prototypes(f.read())
+        text = f.read()
+    header = header_prototypes(text)
+    if args.step_type:
+        typedefs = header_typedefs(text)
+        if args.step_type not in typedefs:
+            sys.exit(f"abi_check.py: fsdprt.h has no function pointer type {args.step_type}")
+        header["fsdp_train_step"] = typedefs[args.step_type]
     with open(args.llvm) as f:
         functions = ir_functions(f.read())
 

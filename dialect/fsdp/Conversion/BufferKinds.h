@@ -37,8 +37,9 @@ constexpr llvm::StringLiteral kActivationKind = "activation";
 /// names its events by it).
 constexpr llvm::StringLiteral kCollectiveUnitAttr = "fsdp.unit";
 
-/// On an op of the step that the host runs on a GPU target (offload's update
-/// on the host arena): fsdp-form-kernels leaves it to the host.
+/// On a read of the host arena in the step of a GPU target (offload's
+/// clipping coefficient): fsdp-form-kernels and fsdp-sink-host-reads leave it
+/// to the host.
 constexpr llvm::StringLiteral kOnHostAttr = "fsdp.on_host";
 
 } // namespace mlir::fsdp

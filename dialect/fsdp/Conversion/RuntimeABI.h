@@ -29,6 +29,11 @@ constexpr llvm::StringLiteral kWait = "fsdprt_wait";
 /// fsdprt_wait (which blocks the host until a copy to the host is done).
 constexpr llvm::StringLiteral kCopyToHostStart = "fsdprt_copy_to_host_start";
 constexpr llvm::StringLiteral kCopyToDeviceStart = "fsdprt_copy_to_device_start";
+/// `void fsdprt_host_parallel(fsdprt_host_task task, void *host_arena, float
+/// lr, int64_t step, float coefficient, int64_t count)`: offload's update,
+/// `task(host_arena, lr, step, coefficient, begin, end)` on chunks of [0,
+/// count) on the host's threads.
+constexpr llvm::StringLiteral kHostParallel = "fsdprt_host_parallel";
 constexpr llvm::StringLiteral kGemm = "fsdprt_sgemm";
 constexpr llvm::StringLiteral kBatchedGemm = "fsdprt_sgemm_batched";
 constexpr llvm::StringLiteral kGemmBF16 = "fsdprt_gemm_bf16";

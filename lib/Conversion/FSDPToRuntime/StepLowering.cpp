@@ -369,28 +369,65 @@ void StepLowering::hoistSquaredNorm(Value grad, Operation *after) {
   }
 }
 
+func::FuncOp StepLowering::buildHostTask(const OffloadedUpdate &pending, bool clipped) {
+  const UnitRegions &regions = *pending.regions;
+  const HostRegions &host = *regions.host;
+  UnitOp unit = regions.unit;
+  Location loc = unit.getLoc();
+  MLIRContext *ctx = b.getContext();
+  Type f32 = b.getF32Type(), i64 = b.getI64Type(), index = b.getIndexType();
+  auto type = FunctionType::get(ctx, {hostArena.getType(), f32, i64, f32, index, index}, {});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  auto task = func::FuncOp::create(b, loc, ("fsdp_host_update_" + unit.getSymName()).str(), type);
+  SymbolTable(module).insert(task); // unique among the module's symbols
+  task.setPrivate();
+  Block *entry = task.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  Value arena = entry->getArgument(0), begin = entry->getArgument(4);
+  Value size = arith::SubIOp::create(b, loc, entry->getArgument(5), begin);
+  RankedTensorType shard = unit.getShardType();
+  // Elements [begin, end) of a region of the host arena.
+  auto chunk = [&](ArenaRegion region, Type elementType) -> Value {
+    Value whole = view(loc, arena, region.offset, shard.getShape(), elementType);
+    return memref::SubViewOp::create(b, loc, whole, ArrayRef<OpFoldResult>{begin},
+                                     ArrayRef<OpFoldResult>{size},
+                                     ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
+  };
+  UpdateOperands operands;
+  operands.grad = chunk(host.grad, pending.gradType);
+  operands.param = chunk(host.master, shard.getElementType());
+  for (const StateSlot &slot : regions.state)
+    operands.state.push_back(chunk(slot.region, shard.getElementType()));
+  operands.lr = entry->getArgument(1);
+  operands.step = entry->getArgument(2);
+  if (clipped)
+    operands.coefficient = entry->getArgument(3);
+  if (host.rounded.bytes > 0)
+    operands.rounded = chunk(host.rounded, regions.paramsType);
+  buildOptimizerUpdate(b, loc, pending.optimizer, operands);
+  func::ReturnOp::create(b, loc);
+  return task;
+}
+
 Value StepLowering::emitHostUpdate(const OffloadedUpdate &pending, Value coefficient) {
   const UnitRegions &regions = *pending.regions;
   const HostRegions &host = *regions.host;
   Location loc = regions.unit.getLoc();
-  RankedTensorType shard = regions.unit.getShardType();
-  auto hostView = [&](ArenaRegion region, Type elementType) {
-    return view(loc, hostArena, region.offset, shard.getShape(), elementType);
-  };
-  UpdateOperands operands;
-  operands.grad = hostView(host.grad, pending.gradType);
-  operands.param = hostView(host.master, shard.getElementType());
-  for (const StateSlot &slot : regions.state)
-    operands.state.push_back(hostView(slot.region, shard.getElementType()));
-  operands.step = pending.stepNumber;
-  operands.lr = pending.learningRate;
-  operands.coefficient = coefficient;
-  ArenaRegion back = host.master;
-  if (host.rounded.bytes > 0) {
-    operands.rounded = hostView(host.rounded, regions.paramsType);
-    back = host.rounded;
-  }
-  buildOptimizerUpdate(b, loc, pending.optimizer, operands)->setAttr(kOnHostAttr, b.getUnitAttr());
+  // The update runs on the host's threads, a chunk of the shard each.
+  func::FuncOp task = buildHostTask(pending, static_cast<bool>(coefficient));
+  Value function = func::ConstantOp::create(b, loc, task.getFunctionType(), task.getSymName());
+  Value scale = coefficient ? coefficient
+                            : arith::ConstantOp::create(b, loc, b.getF32FloatAttr(1.0)).getResult();
+  SmallVector<Value> args = {function, bufferAddress(b, loc, hostArena), pending.learningRate,
+                             pending.stepNumber, scale,
+                             i64Constant(b, loc, regions.unit.getShard())};
+  func::FuncOp parallel = declareRuntimeFunction(
+      module, kHostParallel,
+      FunctionType::get(b.getContext(), ValueRange(args).getTypes(), {}));
+  func::CallOp::create(b, loc, parallel, args)->setAttr(kCollectiveUnitAttr,
+                                                         regions.unit.getSymNameAttr());
+  ArenaRegion back = host.rounded.bytes > 0 ? host.rounded : host.master;
   Value copy = start(loc, kCopyToDeviceStart,
                      {bufferAddress(b, loc, arenaBytes(loc, regions.params)),
                       bufferAddress(b, loc, hostArenaBytes(loc, back)),

@@ -114,8 +114,13 @@ private:
   /// host.
   void hoistSquaredNorm(Value grad, Operation *after);
   /// One unit's update on the host (`coefficient`: the clipping scale, or
-  /// null); returns the handle of its copy back.
+  /// null): its task run by the runtime's host threads, then the copy back;
+  /// returns the copy's handle.
   Value emitHostUpdate(const OffloadedUpdate &pending, Value coefficient);
+  /// `fsdp_host_update_<unit>(host_arena, lr, step, coefficient, begin, end)`:
+  /// the optimizer on elements [begin, end) of the unit's shard in the host
+  /// arena (fsdprt_host_parallel's task).
+  func::FuncOp buildHostTask(const OffloadedUpdate &pending, bool clipped);
   /// The reduction's wait or the computation after which `bytes` holds its
   /// final value, if it is a collective's or was materialized here.
   Operation *completionOf(Value bytes);

@@ -94,6 +94,16 @@ void fsdprt_wait(int32_t handle);
 int32_t fsdprt_copy_to_host_start(void *host, const void *device, int64_t bytes);
 int32_t fsdprt_copy_to_device_start(void *device, const void *host, int64_t bytes);
 
+/* offload = optimizer's update of one unit on the host: the compiler's `task`
+ * applied to elements [begin, end) of the unit's shard, for chunks covering
+ * [0, count), on the runtime's host threads (FSDPRT_HOST_THREADS, else the
+ * hardware threads shared among the node's ranks); returns when all are done.
+ * `coefficient` is the clipping scale (1 without clipping). */
+typedef void (*fsdprt_host_task)(void *host_arena, float lr, int64_t step, float coefficient,
+                                 int64_t begin, int64_t end);
+void fsdprt_host_parallel(fsdprt_host_task task, void *host_arena, float lr, int64_t step,
+                          float coefficient, int64_t count);
+
 /* Streams and events (docs/Runtime.md, section 7). On the CUDA target a step
  * launches its kernels and GEMMs on the compute stream; all-gathers run on the
  * all-gather stream, reduce-scatters and all-reduces on the reduce-scatter
@@ -153,6 +163,12 @@ extern const char fsdp_manifest[];
  * before the update (the runtime averages it over the ranks). `step` counts
  * from 1. */
 float fsdp_train_step(void *arena, int64_t step, float lr);
+
+/* With offload = optimizer (manifest.host_arena_bytes > 0) the same symbol
+ * has this type instead: `host_arena` is the page-locked host arena of
+ * manifest.host_arena_bytes bytes (docs/Offload.md). The runtime calls it
+ * through a pointer of this type. */
+typedef float (*fsdp_offloaded_train_step)(void *arena, void *host_arena, int64_t step, float lr);
 
 #ifdef __cplusplus
 }

@@ -1507,9 +1507,9 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 
 // -----
 
-// fsdp.on_host marks offload's host work: a linalg.generic or a memref.load.
+// fsdp.on_host marks offload's read of the host arena: a memref.load.
 func.func @f(%x: memref<f32>, %v: f32) {
-  // expected-error@+1 {{'fsdp.on_host' is a unit attribute on a linalg.generic or memref.load}}
+  // expected-error@+1 {{'fsdp.on_host' is a unit attribute on a memref.load}}
   memref.store %v, %x[] {fsdp.on_host} : memref<f32>
   return
 }
