@@ -14,6 +14,12 @@ isolate one term at a time:
 - both, with asynchronous progress: communication hides behind the products,
   so less than all of it is exposed and the step is shorter than the sum;
   without asynchronous progress, the step is exactly the sum.
+- offload (--target=cuda, offload = optimizer), only the host link and the
+  host's memory finite: each unit's f32 gradient shard goes to the host and its
+  shard comes back (8 bytes per element over the link), and AdamW on the host
+  moves the gradient, the master and two moments (16 bytes per element). One
+  copy is in flight and each update sits between its gradient's arrival and its
+  shard's copy back, so nothing overlaps: the step is their sum.
 
     cost_model_check.py --fsdpc FSDPC --model examples/mlp.mlir --work DIR
 """
@@ -27,9 +33,13 @@ import sys
 INFINITE = 1e30
 
 
-def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False):
+def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False, host=None):
+    """`host`: (host-device bandwidth, host memory bandwidth), for a device."""
+    extra = {} if host is None else {
+        "host_device_bandwidth": host[0],
+        "host": {"memory_bandwidth": host[1], "vector_flops": INFINITE}}
     with open(path, "w") as f:
-        json.dump({
+        json.dump({**{
             "name": os.path.basename(path),
             "matmul_flops": {"f32": matmul, "bf16": matmul},
             "vector_flops": INFINITE,
@@ -41,12 +51,13 @@ def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False):
             "host_device_bandwidth": 0,
             "async_collectives": asynchronous,
             "runtime_bytes": {"context": 0, "collectives": 0, "workspace": 0},
-        }, f)
+        }, **extra}, f)
     return path
 
 
-def report(fsdpc, model, grid, profile_path):
-    command = [fsdpc, model, f"--grid={grid}", "--report=json", f"--device-profile={profile_path}"]
+def report(fsdpc, model, grid, profile_path, extra=()):
+    command = [fsdpc, model, f"--grid={grid}", "--report=json", f"--device-profile={profile_path}",
+               *extra]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"FAILED: {' '.join(command)}\n{result.stderr}")
@@ -117,6 +128,25 @@ def main():
         check(f"overlap, async_collectives={str(asynchronous).lower()}", ok,
               f"compute {compute:.6f} s, communication {p['communication_seconds']:.6f} s, "
               f"exposed {p['exposed_communication_seconds']:.6f} s, step {p['step_seconds']:.6f} s")
+
+    # Offload: the plan's optimizer on the host.
+    with open(args.model) as f:
+        text = f.read().replace("#fsdp.plan<", "#fsdp.plan<offload = optimizer, ", 1)
+    offload_model = f"{args.work}/offload.mlir"
+    with open(offload_model, "w") as f:
+        f.write(text)
+    link, memory = 1e6, 2e6
+    offloaded = report(args.fsdpc, offload_model, 2,
+                       profile(f"{args.work}/offload.json", host=(link, memory)),
+                       ["--target=cuda"])
+    shard = sum(u["shard_elements"] for u in offloaded["units"])
+    copies, updates = 8 * shard / link, 16 * shard / memory
+    p = offloaded["predicted"]
+    check("offload", close(p["copy_seconds"], copies) and close(p["host_seconds"], updates) and
+          close(p["step_seconds"], copies + updates),
+          f"copies {p['copy_seconds']:.9f} s, host {p['host_seconds']:.9f} s, step "
+          f"{p['step_seconds']:.9f} s; {shard} elements: 8 B / {link:g} B/s = {copies:.9f} s, "
+          f"16 B / {memory:g} B/s = {updates:.9f} s")
 
     if failures:
         sys.exit(f"FAILED: {', '.join(failures)}")
