@@ -93,6 +93,14 @@ Work regionWork(Region &region) {
   return work;
 }
 
+/// A linalg op's payload, once.
+Work payloadWork(Operation *op) {
+  Work work;
+  for (Region &region : op->getRegions())
+    work += regionWork(region);
+  return work;
+}
+
 Work workOf(Operation *op) {
   if (auto call = dyn_cast<func::CallOp>(op))
     return isGemm(call.getCallee()) ? gemmWork(call) : Work{};
@@ -105,11 +113,7 @@ Work workOf(Operation *op) {
     double points = 1;
     for (int64_t range : linalgOp.getStaticLoopRanges())
       points *= ShapedType::isDynamic(range) ? 1 : static_cast<double>(range);
-    Work body;
-    for (Region &region : op->getRegions())
-      body += regionWork(region);
-    work.bytes += body.bytes * points;
-    work.arithmetic += body.arithmetic * points;
+    work += payloadWork(op).scaled(points);
     return work;
   }
   if (auto copy = dyn_cast<memref::CopyOp>(op))
@@ -153,11 +157,7 @@ Work hostTaskWork(func::CallOp call) {
   task.walk([&](linalg::GenericOp generic) {
     for (Value operand : generic->getOperands())
       work.bytes += elementBytes(getElementTypeOrSelf(operand.getType())) * count;
-    Work body;
-    for (Region &region : generic->getRegions())
-      body += regionWork(region);
-    work.bytes += body.bytes * count;
-    work.arithmetic += body.arithmetic * count;
+    work += payloadWork(generic).scaled(count);
   });
   return work;
 }
