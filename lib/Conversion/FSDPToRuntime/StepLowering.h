@@ -18,7 +18,8 @@ namespace mlir::fsdp {
 /// Lowers the step's fsdp ops onto buffers: persistent ones in the arena,
 /// transient ones (gathered units, flat gradients) as allocations that
 /// fsdp-assign-buffers places later. Each collective is a start/wait pair of
-/// runtime calls.
+/// runtime calls. The members of offload = optimizer are defined in
+/// OffloadedUpdates.cpp.
 class StepLowering {
 public:
   /// `prefetch`: how many gathers start ahead of the one being waited for.
