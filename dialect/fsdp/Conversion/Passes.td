@@ -78,11 +78,14 @@ def ConvertFSDPToRuntimePass : Pass<"convert-fsdp-to-runtime", "::mlir::ModuleOp
     (`float fsdp_train_step(void *arena, void *host_arena, int64_t step,
     float lr)`); the device keeps the shard in `param_dtype`, which its
     gathers read. Each gradient shard is copied to the host
-    (`fsdprt_copy_to_host_start`) as soon as its reduction completes; at the
-    end of the step the host waits for each in arrival order and applies the
-    update (a `linalg.generic` on host views, marked `fsdp.on_host`), then
-    copies the new shard back (`fsdprt_copy_to_device_start`), waited for
-    before the step returns. On the CPU target the plan field is an error.
+    (`fsdprt_copy_to_host_start`) as soon as its reduction completes; with
+    one copy in flight, the host waits for each in arrival order and applies
+    the update (at once, or at the end of the step with clipping): a task
+    function `fsdp_host_update_<unit>` over a range of the shard's elements on
+    the host arena, run by the runtime's host threads
+    (`fsdprt_host_parallel`); then it copies the new shard back
+    (`fsdprt_copy_to_device_start`), waited for before the step returns. On the
+    CPU target the plan field is an error.
   }];
   let options = [
     Option<"deviceArena", "device-arena", "bool", /*default=*/"false",
