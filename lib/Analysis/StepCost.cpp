@@ -264,30 +264,23 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
       auto it = pending.find(call.getOperand(0));
       if (it == pending.end())
         continue;
-      TimedOp &collective = cost.ops[it->second];
-      if (collective.name == "copy_to_host_start") {
-        // The host reads what arrives.
-        hostNow = std::max(hostNow, collective.end);
-        collective.waited = hostNow;
-        pending.erase(it);
-        continue;
-      }
-      if (collective.name == "copy_to_device_start") {
-        if (collective.end > now) {
-          cost.exposedCopySeconds += collective.end - now;
-          now = collective.end;
+      TimedOp &started = cost.ops[it->second];
+      StringRef startedBy = cast<func::CallOp>(started.op).getCallee();
+      bool copy = isCopyStart(startedBy);
+      if (startedBy == kCopyToHostStart) {
+        // The host, not the compute stream, reads what arrives.
+        hostNow = std::max(hostNow, started.end);
+        started.waited = hostNow;
+      } else {
+        if (!copy && !profile.asyncCollectives)
+          runCollective(started, durations[it->second], now);
+        if (started.end > now) {
+          (copy ? cost.exposedCopySeconds : cost.exposedCommunicationSeconds) +=
+              started.end - now;
+          now = started.end;
         }
-        collective.waited = now;
-        pending.erase(it);
-        continue;
+        started.waited = now;
       }
-      if (!profile.asyncCollectives)
-        runCollective(collective, durations[it->second], now);
-      if (collective.end > now) {
-        cost.exposedCommunicationSeconds += collective.end - now;
-        now = collective.end;
-      }
-      collective.waited = now;
       pending.erase(it);
       continue;
     }

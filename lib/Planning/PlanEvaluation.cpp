@@ -77,38 +77,23 @@ FailureOr<PlanEvaluation> mlir::fsdp::evaluateBufferPlan(ModuleOp planned,
   auto step = planned.lookupSymbol<func::FuncOp>(kStepFunction);
   if (!text || !step)
     return planned.emitError("the compiled step has no manifest or no ") << kStepFunction;
-  llvm::Expected<json::Value> manifest = json::parse(text.getValue().rtrim('\0'));
-  const json::Object *object = manifest ? manifest->getAsObject() : nullptr;
-  const json::Object *transient = object ? object->getObject("transient") : nullptr;
-  if (!transient) {
-    if (!manifest)
-      llvm::consumeError(manifest.takeError());
+  StringRef manifest = text.getValue().rtrim('\0');
+  std::optional<ArenaFigures> arena = ArenaFigures::fromManifest(manifest);
+  if (!arena)
     return planned.emitError("the manifest has no buffer plan");
-  }
-  auto get = [](const json::Object *o, StringRef key) { return o->getInteger(key).value_or(0); };
-
   PlanEvaluation evaluation;
-  ArenaFigures &arena = evaluation.arena;
-  arena.arenaBytes = get(object, "arena_bytes");
-  arena.persistentBytes = get(object, "persistent_bytes");
-  arena.transientPeak = get(transient, "peak_bytes");
-  arena.activations = get(transient, "activation_bytes") + get(transient, "collective_bytes");
-  arena.gathered = get(transient, "gathered_bytes");
-  arena.gradients = get(transient, "gradient_bytes");
-  arena.gradientShards = get(transient, "gradient_shard_bytes");
-  json::Object fields;
-  arena.hostArenaBytes = get(object, "host_arena_bytes");
-  // The units say what offload copies (fsdp-report's host <-> device bytes).
-  for (StringRef key : {"arena_bytes", "persistent_bytes", "transient", "recompute",
-                        "host_arena_bytes", "units", "clip_grad_norm"})
-    if (const json::Value *value = object->get(key))
-      fields[key] = *value;
-  llvm::raw_string_ostream(evaluation.arenaJson) << json::Value(std::move(fields));
-
-  evaluation.grid = {std::max<int64_t>(1, get(object, "replicas")),
-                     std::max<int64_t>(1, get(object, "shard_ranks"))};
+  evaluation.arena = *arena;
+  evaluation.manifest = manifest.str();
+  // The rank grid, for the links its collectives take.
+  llvm::Expected<json::Value> value = json::parse(manifest);
+  const json::Object *object = value ? value->getAsObject() : nullptr;
+  if (!value)
+    llvm::consumeError(value.takeError());
+  auto get = [&](StringRef key) { return object ? object->getInteger(key).value_or(1) : 1; };
+  evaluation.grid = {std::max<int64_t>(1, get("replicas")),
+                     std::max<int64_t>(1, get("shard_ranks"))};
   evaluation.cost = predictStepCost(step, profile, evaluation.grid);
-  evaluation.memory = memoryOverStep(step, evaluation.cost, arena.persistentBytes);
+  evaluation.memory = memoryOverStep(step, evaluation.cost, arena->persistentBytes);
   for (TimedOp &op : evaluation.cost.ops)
     op.op = nullptr;
   return evaluation;

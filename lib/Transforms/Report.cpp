@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fsdp/Analysis/ArenaFigures.h"
 #include "fsdp/Analysis/ShardingLayout.h"
 #include "fsdp/Transforms/Passes.h"
 
@@ -41,72 +42,6 @@ int64_t ringAllReduceBytes(int64_t ranks, int64_t bytes) {
 struct UnitTraffic {
   int64_t gatherForward = 0, gatherBackward = 0, reduceScatter = 0, allReduce = 0;
 };
-
-/// The compiled step's arena (fsdp-assign-buffers): its size, its persistent
-/// part, and the transient buffers live at its peak, by kind.
-struct ArenaPlan {
-  int64_t arenaBytes = 0, persistentBytes = 0, transientPeak = 0, liveBytes = 0;
-  int64_t activations = 0, gathered = 0, gradients = 0, gradientShards = 0, buffers = 0;
-  /// The transient buffers live at the peak, by element type.
-  std::map<std::string, int64_t> dtypeBytes;
-  /// What recompute adds to a step (fsdp-remat), when the plan has remat.
-  std::optional<std::map<std::string, int64_t>> recompute;
-  /// offload = optimizer: the host arena, and the bytes the step copies to
-  /// the host (gradient shards as they arrive, the clipping coefficient) and
-  /// back (parameter shards in param_dtype).
-  int64_t hostArenaBytes = 0, toHostBytes = 0, toDeviceBytes = 0;
-};
-
-FailureOr<ArenaPlan> parseArenaPlan(StringRef text, Operation *op) {
-  namespace json = llvm::json;
-  llvm::Expected<json::Value> value = json::parse(text);
-  const json::Object *object = value ? value->getAsObject() : nullptr;
-  const json::Object *transient = object ? object->getObject("transient") : nullptr;
-  if (!transient) {
-    if (!value)
-      llvm::consumeError(value.takeError());
-    return op->emitError("fsdp-report: 'arena' is not the manifest's buffer plan");
-  }
-  auto get = [](const json::Object *o, StringRef key) {
-    return o->getInteger(key).value_or(0);
-  };
-  ArenaPlan plan;
-  plan.arenaBytes = get(object, "arena_bytes");
-  plan.persistentBytes = get(object, "persistent_bytes");
-  plan.transientPeak = get(transient, "peak_bytes");
-  plan.liveBytes = get(transient, "live_bytes");
-  plan.activations = get(transient, "activation_bytes") + get(transient, "collective_bytes");
-  plan.gathered = get(transient, "gathered_bytes");
-  plan.gradients = get(transient, "gradient_bytes");
-  plan.gradientShards = get(transient, "gradient_shard_bytes");
-  plan.buffers = get(transient, "buffers");
-  if (const json::Object *dtypes = transient->getObject("dtype_bytes"))
-    for (const auto &[dtype, bytes] : *dtypes)
-      plan.dtypeBytes[dtype.str()] = bytes.getAsInteger().value_or(0);
-  if (const json::Object *recompute = object->getObject("recompute")) {
-    plan.recompute.emplace();
-    for (StringRef key :
-         {"ops", "products", "product_flops", "other_elements", "step_product_flops"})
-      (*plan.recompute)[key.str()] = get(recompute, key);
-  }
-  plan.hostArenaBytes = get(object, "host_arena_bytes");
-  auto elementBytes = [](std::optional<StringRef> dtype) { return dtype == "bf16" ? 2 : 4; };
-  bool offloaded = false;
-  if (const json::Array *units = object->getArray("units"))
-    for (const json::Value &entry : *units) {
-      const json::Object *unit = entry.getAsObject();
-      const json::Object *host = unit ? unit->getObject("host") : nullptr;
-      if (!host)
-        continue;
-      offloaded = true;
-      int64_t elements = get(unit, "shard_numel");
-      plan.toHostBytes += elements * elementBytes(host->getString("grad_dtype"));
-      plan.toDeviceBytes += elements * elementBytes(unit->getString("param_dtype"));
-    }
-  if (offloaded && object->getNumber("clip_grad_norm").value_or(0) > 0)
-    plan.toHostBytes += sizeof(float);
-  return plan;
-}
 
 /// What one way of accumulating micro-batches' gradients keeps across them
 /// and sends per step (fsdp-accumulate-micro-batches).
@@ -165,7 +100,7 @@ struct Report {
   /// The sharded state (parameter, gradient and optimizer shards) by dtype.
   std::map<std::string, int64_t> stateDtypeBytes;
   int64_t optimizerSlots = 0;
-  std::optional<ArenaPlan> arena;
+  std::optional<ArenaFigures> arena;
   std::optional<CostFigures> cost;
   /// offload = optimizer: where the trainable units' shards live.
   struct Offload {
@@ -317,7 +252,7 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
       os << "  host: shards for the copy back " << bytesText(offload->rounded) << "\n";
     os << "  host (page-locked, total)      " << bytesText(offload->host()) << "\n";
   }
-  if (const std::optional<ArenaPlan> &arena = report.arena) {
+  if (const std::optional<ArenaFigures> &arena = report.arena) {
     os << "\narena plan of the compiled step                   bytes\n";
     os << "  persistent (shards, inputs)    " << bytesText(arena->persistentBytes) << "\n";
     os << "  transient buffers at peak      " << bytesText(arena->transientPeak) << "\n";
@@ -467,7 +402,7 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                                       {"host_gradient_bytes", offload->gradients},
                                       {"host_rounded_bytes", offload->rounded},
                                       {"host_bytes", offload->host()}};
-  if (const std::optional<ArenaPlan> &arena = report.arena)
+  if (const std::optional<ArenaFigures> &arena = report.arena)
     perRank["arena"] = json::Object{{"arena_bytes", arena->arenaBytes},
                                     {"host_arena_bytes", arena->hostArenaBytes},
                                     {"to_host_bytes", arena->toHostBytes},
@@ -527,10 +462,11 @@ struct FSDPReportPass : public fsdp::impl::FSDPReportPassBase<FSDPReportPass> {
       return signalPassFailure();
     Report report = account(*layout);
     if (!arena.empty()) {
-      FailureOr<ArenaPlan> plan = parseArenaPlan(arena, getOperation());
-      if (failed(plan))
+      report.arena = ArenaFigures::fromManifest(arena);
+      if (!report.arena) {
+        getOperation().emitError("fsdp-report: 'arena' is not the manifest's buffer plan");
         return signalPassFailure();
-      report.arena = *plan;
+      }
     }
     if (!cost.empty()) {
       FailureOr<CostFigures> figures = parseCost(cost, getOperation());

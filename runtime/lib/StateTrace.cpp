@@ -5,7 +5,6 @@
 #include "OutputFile.h"
 #include "ParamsFile.h"
 
-#include <cstring>
 #include <optional>
 
 namespace fsdprt {
@@ -26,12 +25,8 @@ static std::optional<int64_t> slotOffset(const UnitSpec &unit, const std::string
 /// overwrites it before reading it again. From the last element down, each
 /// f32 lands on bf16 elements already widened.
 static void widenInPlace(uint8_t *region, int64_t count) {
-  for (int64_t i = count - 1; i >= 0; --i) {
-    uint16_t bits;
-    std::memcpy(&bits, region + 2 * i, sizeof(bits));
-    float value = bf16ToFloat(bits);
-    std::memcpy(region + 4 * i, &value, sizeof(value));
-  }
+  for (int64_t i = count - 1; i >= 0; --i)
+    storeReal(loadReal(DType::BF16, region + 2 * i), DType::F32, region + 4 * i);
 }
 
 void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &arena,

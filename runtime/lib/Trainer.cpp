@@ -81,18 +81,10 @@ static void uploadParamShards(const Manifest &manifest, Arena &arena, const uint
     }
     const uint8_t *master = hostArena + unit.paramOffset;
     uint8_t *copy = arena.host() + unit.deviceParamOffset;
-    for (int64_t i = 0; i < unit.shardNumel; ++i) {
-      float value;
-      std::memcpy(&value, master + 4 * i, sizeof(value));
-      if (unit.deviceParamDType == DType::BF16) {
-        uint16_t bits = floatToBF16(value);
-        std::memcpy(copy + 2 * i, &bits, sizeof(bits));
-      } else {
-        std::memcpy(copy + 4 * i, &value, sizeof(value));
-      }
-    }
-    arena.upload(unit.deviceParamOffset,
-                 unit.shardNumel * static_cast<int64_t>(dtypeSize(unit.deviceParamDType)));
+    size_t from = dtypeSize(unit.dtype), to = dtypeSize(unit.deviceParamDType);
+    for (int64_t i = 0; i < unit.shardNumel; ++i)
+      storeReal(loadReal(unit.dtype, master + from * i), unit.deviceParamDType, copy + to * i);
+    arena.upload(unit.deviceParamOffset, unit.shardNumel * static_cast<int64_t>(to));
   }
 }
 

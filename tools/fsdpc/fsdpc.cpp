@@ -563,7 +563,7 @@ LogicalResult compile() {
     reportPM.addPass(fsdp::createFSDPFormUnitsPass());
     fsdp::FSDPReportPassOptions options;
     options.format = report.empty() ? "table" : report.getValue();
-    options.arena = planned->arenaJson;
+    options.arena = planned->manifest;
     options.cost = costJson(*planned, *profile, *budget);
     reportPM.addPass(fsdp::createFSDPReportPass(options));
     return reportPM.run(*model);

@@ -9,6 +9,7 @@
 #ifndef FSDP_PLANNING_PLANEVALUATION_H
 #define FSDP_PLANNING_PLANEVALUATION_H
 
+#include "fsdp/Analysis/ArenaFigures.h"
 #include "fsdp/Analysis/StepCost.h"
 #include "fsdp/IR/FSDPAttrs.h"
 #include "fsdp/Pipelines/CPUPipeline.h"
@@ -18,16 +19,6 @@
 #include <array>
 
 namespace mlir::fsdp {
-
-/// One rank's arena, from the manifest fsdp-assign-buffers writes.
-struct ArenaFigures {
-  int64_t arenaBytes = 0;      // the planned peak
-  int64_t persistentBytes = 0; // shards and inputs, alive across steps
-  int64_t transientPeak = 0;   // the step's own buffers at the peak, by kind:
-  int64_t activations = 0, gathered = 0, gradients = 0, gradientShards = 0;
-  /// offload = optimizer's page-locked host memory (not in the budget).
-  int64_t hostArenaBytes = 0;
-};
 
 /// The kinds of the step's transient buffers (fsdp-assign-buffers tags each
 /// arena view), in the order the memory over the step stacks them.
@@ -59,8 +50,8 @@ struct PlanEvaluation {
   /// lowered module no longer carries it).
   PlanAttr plan;
   ArenaFigures arena;
-  /// The manifest's buffer-plan fields as JSON, for fsdp-report's `arena`.
-  std::string arenaJson;
+  /// The compiled step's manifest, for fsdp-report's `arena`.
+  std::string manifest;
   /// The predicted step; its ops' `op` pointers are cleared (the compiled
   /// copy is gone).
   StepCost cost;
