@@ -7,8 +7,10 @@
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/ThreadPool.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <set>
@@ -133,19 +135,60 @@ FailureOr<int64_t> shardedStateBytes(ModuleOp model, PlanAttr plan) {
   return bytes;
 }
 
+/// A candidate's errors are its reason for not being a fix: the first one is
+/// kept (and reported for single changes) instead of being printed. Each
+/// thread compiling a candidate collects into that candidate's string.
+class CandidateErrors {
+public:
+  explicit CandidateErrors(std::string &first) : previous(current) { current = &first; }
+  ~CandidateErrors() { current = previous; }
+
+  /// Routes the context's errors to the current thread's candidate while the
+  /// search runs.
+  struct Capture : ScopedDiagnosticHandler {
+    explicit Capture(MLIRContext *context)
+        : ScopedDiagnosticHandler(context, [](Diagnostic &diagnostic) {
+            if (current && current->empty() &&
+                diagnostic.getSeverity() == DiagnosticSeverity::Error)
+              *current = diagnostic.str();
+            return success();
+          }) {}
+  };
+
+private:
+  static inline thread_local std::string *current = nullptr;
+  std::string *previous;
+};
+
+/// Runs `task(0..count-1)` on the context's threads (each candidate's
+/// compile on one thread, whole). Not mlir::parallelForEach: its diagnostic
+/// handler holds the threads' diagnostics back until all are done, where the
+/// search wants each on the thread of its candidate.
+void onThreads(MLIRContext *context, size_t count, llvm::function_ref<void(size_t)> task) {
+  if (!context->isMultithreadingEnabled() || count <= 1) {
+    for (size_t i = 0; i < count; ++i)
+      task(i);
+    return;
+  }
+  llvm::ThreadPoolInterface &pool = context->getThreadPool();
+  llvm::ThreadPoolTaskGroup group(pool);
+  std::atomic<size_t> next{0};
+  context->enterMultiThreadedExecution();
+  for (size_t t = 0, e = std::min<size_t>(pool.getMaxConcurrency(), count); t < e; ++t)
+    group.async([&] {
+      for (size_t i = next++; i < count; i = next++)
+        task(i);
+    });
+  group.wait();
+  context->exitMultiThreadedExecution();
+}
+
 } // namespace
 
 FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &base,
                                        const FitOptions &options) {
   MLIRContext *context = model.getContext();
-  // A candidate's errors are its reason for not being a fix: the first one is
-  // kept, and reported for single changes, instead of being printed.
-  std::string firstError;
-  ScopedDiagnosticHandler capture(context, [&](Diagnostic &diagnostic) {
-    if (diagnostic.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
-      firstError = diagnostic.str();
-    return success();
-  });
+  CandidateErrors::Capture capture(context);
   const MemoryBudget &budget = options.budget;
   PlanFields baseFields = base.plan.getFields();
   SmallVector<Change> changes = changesFrom(baseFields, options.memory);
@@ -210,20 +253,33 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
       return a.estimatedSeconds < b.estimatedSeconds;
     });
 
+    // Which candidates to compile (the cheap checks, in order), then their
+    // compiles side by side on the context's threads: candidates of a level
+    // do not depend on each other.
+    struct Compile {
+      const Candidate *candidate;
+      PlanAttr plan;
+      FailureOr<PlanEvaluation> evaluation = failure();
+      std::string error;
+    };
+    std::vector<Compile> compiles;
     for (const Candidate &candidate : candidates) {
       Outcome &outcome = outcomes[candidate.choice];
-      firstError.clear();
-      auto impossible = [&] {
-        if (size == 1)
-          result.impossible.emplace_back(describe(candidate.choice), firstError);
-      };
+      std::string error;
       PlanFields fields = baseFields;
       for (unsigned index : candidate.choice)
         changes[index].apply(fields);
-      PlanAttr plan = PlanAttr::get(context, fields, [&] { return emitError(model.getLoc()); });
-      FailureOr<int64_t> state = plan ? shardedStateBytes(model, plan) : FailureOr<int64_t>(failure());
+      PlanAttr plan;
+      FailureOr<int64_t> state = failure();
+      {
+        CandidateErrors errors(error);
+        plan = PlanAttr::get(context, fields, [&] { return emitError(model.getLoc()); });
+        if (plan)
+          state = shardedStateBytes(model, plan);
+      }
       if (failed(state)) {
-        impossible();
+        if (size == 1)
+          result.impossible.emplace_back(describe(candidate.choice), error);
         continue;
       }
       if (*state + budget.runtime.total() > budget.deviceBytes) {
@@ -238,17 +294,27 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
         continue;
       }
       ++result.evaluated;
-      FailureOr<PlanEvaluation> evaluation = evaluatePlan(model, plan, options.memory,
-                                                          *options.profile);
-      if (failed(evaluation)) {
-        impossible();
+      compiles.push_back({&candidate, plan});
+    }
+    onThreads(context, compiles.size(), [&](size_t i) {
+      Compile &compile = compiles[i];
+      CandidateErrors errors(compile.error);
+      compile.evaluation = evaluatePlan(model, compile.plan, options.memory, *options.profile,
+                                        /*verifyEachPass=*/false);
+    });
+    for (Compile &compile : compiles) {
+      const Choice &choice = compile.candidate->choice;
+      if (failed(compile.evaluation)) {
+        if (size == 1)
+          result.impossible.emplace_back(describe(choice), compile.error);
         continue;
       }
+      Outcome &outcome = outcomes[choice];
       outcome.compiled = true;
-      outcome.needed = budget.needed(*evaluation);
-      outcome.evaluation = std::move(*evaluation);
+      outcome.needed = budget.needed(*compile.evaluation);
+      outcome.evaluation = std::move(*compile.evaluation);
       if (outcome.needed <= budget.deviceBytes)
-        result.fits.push_back({describe(candidate.choice), size, *outcome.evaluation});
+        result.fits.push_back({describe(choice), size, *outcome.evaluation});
     }
 
     // The next level: each choice that did not fit, with one more change on

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/JSON.h"
 
@@ -101,13 +102,15 @@ FailureOr<PlanEvaluation> mlir::fsdp::evaluateBufferPlan(ModuleOp planned,
 
 FailureOr<PlanEvaluation> mlir::fsdp::evaluatePlan(ModuleOp model, PlanAttr plan,
                                                    ArenaMemory memory,
-                                                   const DeviceProfile &profile) {
+                                                   const DeviceProfile &profile,
+                                                   bool verifyEachPass) {
   OwningOpRef<ModuleOp> copy = model.clone();
   if (plan)
     (*copy)->setAttr(FSDPDialect::getPlanAttrName(), plan);
   PassManager pm(model.getContext());
+  pm.enableVerifier(verifyEachPass);
   buildBufferPlanPipeline(pm, memory);
-  if (failed(pm.run(*copy)))
+  if (failed(pm.run(*copy)) || (!verifyEachPass && failed(verify(*copy))))
     return failure();
   FailureOr<PlanEvaluation> evaluation = evaluateBufferPlan(*copy, profile);
   if (succeeded(evaluation))

@@ -14,7 +14,6 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -102,17 +101,24 @@ std::string elementTypeName(memref::AllocOp alloc) {
 /// lower bound of any placement, which the arena peak exceeds only by
 /// fragmentation.
 json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
-  llvm::SmallSetVector<int64_t, 16> instants;
+  // Swept in time: the bytes live at each buffer's first instant, the
+  // earliest instant with the most kept (buffers come in block order).
+  SmallVector<std::pair<int64_t, int64_t>> ends; // (last + 1, bytes), by time
   for (const Buffer &buffer : buffers)
-    instants.insert(buffer.first);
-  int64_t busiest = 0, mostBytes = -1;
-  for (int64_t instant : instants) {
-    int64_t bytes = 0;
-    for (const Buffer &buffer : buffers)
-      if (buffer.first <= instant && instant <= buffer.last)
-        bytes += buffer.bytes;
-    if (bytes > mostBytes) {
-      mostBytes = bytes;
+    ends.push_back({buffer.last + 1, buffer.bytes});
+  llvm::sort(ends);
+  int64_t busiest = 0, mostBytes = -1, live = 0;
+  size_t ended = 0;
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    int64_t instant = buffers[i].first;
+    for (; ended < ends.size() && ends[ended].first <= instant; ++ended)
+      live -= ends[ended].second;
+    live += buffers[i].bytes;
+    // Every buffer starting at this instant counts before it is compared.
+    if (i + 1 < buffers.size() && buffers[i + 1].first == instant)
+      continue;
+    if (live > mostBytes) {
+      mostBytes = live;
       busiest = instant;
     }
   }

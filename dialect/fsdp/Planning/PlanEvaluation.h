@@ -67,8 +67,12 @@ FailureOr<PlanEvaluation> evaluateBufferPlan(ModuleOp planned, const DeviceProfi
 
 /// Compiles a copy of `model` with `plan` (null: the model's own) up to its
 /// buffer plan and evaluates it. Diagnostics go to the context's handlers.
+/// Without `verifyEachPass` the IR is verified once, after the last pass
+/// (the fit search's candidates: the pipeline is the one the user's plan
+/// went through verified, and verifying a deep step after each of a dozen
+/// passes is a tenth of its compile).
 FailureOr<PlanEvaluation> evaluatePlan(ModuleOp model, PlanAttr plan, ArenaMemory memory,
-                                       const DeviceProfile &profile);
+                                       const DeviceProfile &profile, bool verifyEachPass = true);
 
 } // namespace mlir::fsdp
 
