@@ -7,8 +7,8 @@ The profile is what `fsdpc --device-profile=FILE` predicts a training step's tim
                                                            bytes / memory_bandwidth)
   elementwise / reduction loop            op_overhead + max(bytes / memory_bandwidth,
                                                            arith ops / vector_flops)
-  all-gather / reduce-scatter of S bytes  (g-1)*latency + (g-1)/g * S / bandwidth
-                                          (all-reduce: twice that)
+  all-gather / reduce-scatter of S bytes  (g-1)*latency + (g-1)/g * S / bandwidth, each
+                                          kind at its own rates (all-reduce: the two)
 
 Every rate is PER RANK with every rank of the node busy at once, the way a trainer runs
 (`mpirun -np R`, one thread per rank: OPENBLAS_NUM_THREADS=1, which oneDNN follows too,
@@ -28,8 +28,8 @@ runtime/lib/cpu/OnednnMatmul.cpp). So each kernel runs on all R ranks simultaneo
   intra_node        MPI_Iallgather in place + MPI_Wait (the runtime's calls), 8 B to 64 MiB
                     in all, on buffers out of cache: latency from messages <= 1 KiB,
                     bandwidth from those >= 1 MiB; inter_node is the same (one machine).
-                    MPI_Ireduce_scatter_block (f32 sum) is timed too and compared with
-                    the fit, which the cost model also uses for it
+                    MPI_Ireduce_scatter_block (f32 sum) fitted the same way is the link's
+                    reduce_scatter (3-8x slower than the all-gather here)
 
 The MPI kernels (bench/profile_kernels.c) are compiled with mpicc into a temporary
 directory. The whole set runs --rounds times (9, or 2 with --quick), interleaved, and
@@ -436,6 +436,7 @@ def measure(args, machine):
 
     gather, reduce = collective("all_gather_s"), collective("reduce_scatter_s")
     alpha, beta = fit_alpha_beta(sizes, gather, machine.ranks)
+    reduce_alpha, reduce_beta = fit_alpha_beta(sizes, reduce, machine.ranks)
     return {
         "setting": setting, "llc": llc, "stream_mib": stream_mib, "pool": collective_max,
         "quiet": bool(quiet), "kept": len(kept),
@@ -449,6 +450,7 @@ def measure(args, machine):
         "vector": per_round("vector"), "vector_fma": per_round("vector_fma"),
         "calls": per_round("call"),
         "sizes": sizes, "gather": gather, "reduce": reduce, "alpha": alpha, "beta": beta,
+        "reduce_alpha": reduce_alpha, "reduce_beta": reduce_beta,
     }
 
 
@@ -482,13 +484,16 @@ def report(m, machine):
     alpha, beta = m["alpha"], m["beta"]
     print(f"collectives, {g} ranks, ring alpha-beta fitted to MPI_Iallgather: latency "
           f"{alpha * 1e6:.3f} us (<= {SMALL_MESSAGE_MAX} B), bandwidth {beta / 1e9:.2f} GB/s "
-          f"(>= {fmt_bytes(LARGE_MESSAGE_MIN)}); buffers cycle through {fmt_bytes(m['pool'])}")
+          f"(>= {fmt_bytes(LARGE_MESSAGE_MIN)}); to MPI_Ireduce_scatter_block: latency "
+          f"{m['reduce_alpha'] * 1e6:.3f} us, bandwidth {m['reduce_beta'] / 1e9:.2f} GB/s; "
+          f"buffers cycle through {fmt_bytes(m['pool'])}")
     print(f"  {'bytes':>10} {'all-gather':>12} {'model':>12} {'error':>8} "
           f"{'reduce-scatter':>15} {'error':>8}")
     worst, worst_large, worst_rs = (0.0, 0), (0.0, 0), (0.0, 0)
     for s, tg, tr in zip(m["sizes"], m["gather"], m["reduce"]):
         model = ring_time(s, g, alpha, beta)
-        eg, er = model / tg - 1, model / tr - 1
+        eg = model / tg - 1
+        er = ring_time(s, g, m["reduce_alpha"], m["reduce_beta"]) / tr - 1
         worst = max(worst, (abs(eg), s))
         if s >= LARGE_MESSAGE_MIN:
             worst_large = max(worst_large, (abs(eg), s))
@@ -503,7 +508,8 @@ def report(m, machine):
 
 def profile_json(m, machine):
     med = statistics.median
-    link = {"latency": m["alpha"], "bandwidth": m["beta"]}
+    link = {"latency": m["alpha"], "bandwidth": m["beta"],
+            "reduce_scatter": {"latency": m["reduce_alpha"], "bandwidth": m["reduce_beta"]}}
     return {
         "name": "cpu-measured",
         "description": f"measured by bench/measure_cpu_profile.py on {cpu_model()}, "

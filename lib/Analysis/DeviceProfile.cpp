@@ -8,6 +8,7 @@
 
 #include "fsdp/Analysis/DeviceProfile.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -40,8 +41,12 @@ DeviceProfile h100Sxm() {
   profile.memoryBandwidth = 2.8e12; // HBM3: 3.35 TB/s peak
   profile.opOverhead = 5e-6;        // a kernel launch from the host
   profile.ranksPerNode = 8;
-  profile.intraNode = {/*latency=*/3e-6, /*bandwidth=*/360e9}; // NCCL ring bus bandwidth
-  profile.interNode = {/*latency=*/10e-6, /*bandwidth=*/45e9}; // 400 Gb/s = 50 GB/s
+  // NCCL's rings reduce as they move (in the copy kernels): both kinds at
+  // the link's rate.
+  AlphaBeta nvlink{/*latency=*/3e-6, /*bandwidth=*/360e9}; // NCCL ring bus bandwidth
+  AlphaBeta infiniband{/*latency=*/10e-6, /*bandwidth=*/45e9}; // 400 Gb/s = 50 GB/s
+  profile.intraNode = {nvlink, nvlink};
+  profile.interNode = {infiniband, infiniband};
   profile.hostDeviceBandwidth = 50e9; // PCIe Gen5 x16, pinned memory
   // Two sockets of 8-channel DDR5 (about 600 GB/s) and about 100 cores shared
   // by 8 ranks: what a threaded, vectorised update gets of them.
@@ -53,8 +58,8 @@ DeviceProfile h100Sxm() {
 }
 
 /// One core per rank of a machine these builds ran on (AMD EPYC, 2 cores,
-/// AVX-512 with BF16 and no AMX: bench/measure_cpu_profile.py, 2026-11-25),
-/// two ranks per node. A measured profile of the machine at hand does better.
+/// AVX-512 with BF16 and no AMX: bench/measure_cpu_profile.py, 2026-11-25;
+/// the collectives' rates 2026-11-26), two ranks per node. A measured profile of the machine at hand does better.
 DeviceProfile cpu() {
   DeviceProfile profile;
   profile.name = "cpu";
@@ -66,8 +71,10 @@ DeviceProfile cpu() {
   profile.memoryBandwidth = 11e9;
   profile.opOverhead = 0.4e-6;
   profile.ranksPerNode = 2;
-  profile.intraNode = {/*latency=*/0.6e-6, /*bandwidth=*/4.5e9};
-  profile.interNode = {/*latency=*/5e-6, /*bandwidth=*/10e9};
+  // MPI's reduce-scatter (Open MPI over shared memory, f32 sums) runs far
+  // below its all-gather.
+  profile.intraNode = {/*gather=*/{0.63e-6, 3.6e9}, /*reduce=*/{1.1e-6, 0.95e9}};
+  profile.interNode = {/*gather=*/{5e-6, 10e9}, /*reduce=*/{5e-6, 2.5e9}};
   profile.asyncCollectives = true;
   profile.hostMemoryBandwidth = profile.memoryBandwidth;
   profile.hostVectorFlops = profile.vectorFlops;
@@ -106,12 +113,28 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
   number(object, "memory_bandwidth", "", profile.memoryBandwidth, true);
   number(object, "op_overhead", "", profile.opOverhead, false);
   number(object, "host_device_bandwidth", "", profile.hostDeviceBandwidth, false);
+  // A link's latency and bandwidth are its all-gather's, and its
+  // reduce-scatter's unless `reduce_scatter` gives the latter's own.
   for (auto [key, link] : {std::pair<StringRef, LinkProfile *>{"intra_node", &profile.intraNode},
                            {"inter_node", &profile.interNode}}) {
     const json::Object *o = object->getObject(key);
     std::string where = (key + ".").str();
-    number(o, "latency", where, link->latency, false);
-    number(o, "bandwidth", where, link->bandwidth, true);
+    number(o, "latency", where, link->gather.latency, false);
+    number(o, "bandwidth", where, link->gather.bandwidth, true);
+    link->reduce = link->gather;
+    if (!o)
+      continue;
+    for (const auto &[field, value] : *o)
+      if (field != "latency" && field != "bandwidth" && field != "reduce_scatter" &&
+          missing.empty())
+        missing = where + field.str() + " is not a field of a link (latency, bandwidth, " +
+                  "reduce_scatter)";
+    if (o->get("reduce_scatter")) {
+      const json::Object *reduce = o->getObject("reduce_scatter");
+      where += "reduce_scatter.";
+      number(reduce, "latency", where, link->reduce.latency, false);
+      number(reduce, "bandwidth", where, link->reduce.bandwidth, true);
+    }
   }
   // The host's rates: required beside a device (offload's update runs
   // there); on the CPU the host is the device.
@@ -168,7 +191,17 @@ double mlir::fsdp::ringSeconds(CollectiveKind kind, int64_t groupRanks, double t
   if (groupRanks <= 1)
     return 0;
   double steps = static_cast<double>(groupRanks - 1);
-  double once = steps * link.latency + steps / static_cast<double>(groupRanks) * totalBytes /
-                                           link.bandwidth;
-  return kind == CollectiveKind::AllReduce ? 2 * once : once;
+  auto ring = [&](const AlphaBeta &rates) {
+    return steps * rates.latency +
+           steps / static_cast<double>(groupRanks) * totalBytes / rates.bandwidth;
+  };
+  switch (kind) {
+  case CollectiveKind::AllGather:
+    return ring(link.gather);
+  case CollectiveKind::ReduceScatter:
+    return ring(link.reduce);
+  case CollectiveKind::AllReduce:
+    return ring(link.reduce) + ring(link.gather);
+  }
+  llvm_unreachable("a collective's kind");
 }

@@ -33,11 +33,16 @@ import sys
 INFINITE = 1e30
 
 
-def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False, host=None):
-    """`host`: (host-device bandwidth, host memory bandwidth), for a device."""
+def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False, host=None,
+            reduce_bandwidth=None):
+    """`host`: (host-device bandwidth, host memory bandwidth), for a device;
+    `reduce_bandwidth`: the reduce-scatter's own (else the link's)."""
     extra = {} if host is None else {
         "host_device_bandwidth": host[0],
         "host": {"memory_bandwidth": host[1], "vector_flops": INFINITE}}
+    link = {"latency": 0, "bandwidth": bandwidth}
+    if reduce_bandwidth is not None:
+        link["reduce_scatter"] = {"latency": 0, "bandwidth": reduce_bandwidth}
     with open(path, "w") as f:
         json.dump({**{
             "name": os.path.basename(path),
@@ -46,8 +51,8 @@ def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False, host=
             "memory_bandwidth": INFINITE,
             "op_overhead": 0,
             "ranks_per_node": 8,
-            "intra_node": {"latency": 0, "bandwidth": bandwidth},
-            "inter_node": {"latency": 0, "bandwidth": bandwidth},
+            "intra_node": link,
+            "inter_node": link,
             "host_device_bandwidth": 0,
             "async_collectives": asynchronous,
             "runtime_bytes": {"context": 0, "collectives": 0, "workspace": 0},
@@ -109,6 +114,23 @@ def main():
           f"communication {predicted['communication_seconds']:.9f} s, exposed "
           f"{predicted['exposed_communication_seconds']:.9f} s, step {predicted['step_seconds']:.9f}"
           f" s; {sent} B sent / {bandwidth:g} B/s = {sent / bandwidth:.9f} s")
+
+    # A reduce-scatter at a rate of its own (MPI's is slower than its
+    # all-gather): the gathers' bytes at the link's bandwidth, the
+    # reductions' at theirs.
+    slower = bandwidth / 4
+    kinds = report(args.fsdpc, args.model, 2, profile(f"{args.work}/kinds.json", bandwidth=bandwidth,
+                                                       reduce_bandwidth=slower))
+    gathered = sum(u["all_gather_forward_bytes"] for u in units)
+    gathered += sum(u["all_gather_backward_bytes"] for u in units[1:])
+    reduced = sum(u["reduce_scatter_bytes"] for u in units)
+    expected = gathered / bandwidth + reduced / slower
+    predicted = kinds["predicted"]
+    check("links by kind", close(predicted["communication_seconds"], expected) and
+          close(predicted["step_seconds"], expected),
+          f"communication {predicted['communication_seconds']:.9f} s, step "
+          f"{predicted['step_seconds']:.9f} s; {gathered} B gathered / {bandwidth:g} B/s + "
+          f"{reduced} B reduced / {slower:g} B/s = {expected:.9f} s")
 
     # Products and links of similar size: overlap hides some communication.
     flops = 3 * 2 * 32 * sum(i * o for i, o in layers) - 2 * 32 * 784 * 256

@@ -18,11 +18,19 @@
 
 namespace mlir::fsdp {
 
-/// One kind of link between ranks, alpha-beta: a message of S bytes takes
-/// latency + S / bandwidth.
-struct LinkProfile {
+/// Alpha-beta: a message of S bytes takes latency + S / bandwidth.
+struct AlphaBeta {
   double latency = 0;   // s
   double bandwidth = 0; // B/s, each direction, per rank
+};
+
+/// One kind of link between ranks, with the rates of a ring's step for each
+/// kind of collective: an all-gather's only moves data, a reduce-scatter's
+/// also sums what arrives (MPI's runs 3-8x slower than its all-gather on
+/// these machines: bench/measure_cpu_profile.py). An all-reduce is a
+/// reduce-scatter then an all-gather.
+struct LinkProfile {
+  AlphaBeta gather, reduce;
 };
 
 /// The device memory the runtime allocates beside the arena, by purpose.
@@ -65,7 +73,8 @@ enum class CollectiveKind { AllGather, ReduceScatter, AllReduce };
 /// Seconds of a ring collective over `groupRanks` ranks, each contributing
 /// (all-gather, reduce-scatter) or holding (all-reduce) its part of a total
 /// of `totalBytes`, over `link`: (g - 1) steps of latency and (g - 1) / g of
-/// the bytes, twice for an all-reduce (a reduce-scatter then an all-gather).
+/// the bytes at the kind's rates; an all-reduce is a reduce-scatter then an
+/// all-gather.
 double ringSeconds(CollectiveKind kind, int64_t groupRanks, double totalBytes,
                    const LinkProfile &link);
 
