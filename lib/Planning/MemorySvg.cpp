@@ -3,16 +3,25 @@
 // The accordion of FSDP drawn from the plan: the persistent arena at the
 // bottom, the transient buffers stacked on it by kind as step functions of
 // the predicted clock, the planned arena (the peak with fragmentation) and the
-// budget as lines, each unit's all-gathers marked along the top. The figures
-// are also attributes (`data-*`) so that tests read them back.
+// budget as lines, each unit's all-gathers marked along the top. With a
+// trainer's measurements (fsdpc --measured-trace), the planned arena's
+// high-water mark as a dashed step line (the top of the buffers placed so
+// far) and the trainer's measured marks as points where it took them: after
+// each all-gather's wait, at the predicted time compute gets past it, and at
+// the step's end. The figures are also attributes (`data-*`) so that tests
+// read them back.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/Planning/Pictures.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 
+#include <cassert>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 using namespace mlir;
 using namespace mlir::fsdp;
@@ -33,6 +42,8 @@ constexpr Layer kLayers[kNumMemoryKinds] = {{"gradient shards", "#e07b39"},
                                             {"gathered parameters", "#4e79a7"},
                                             {"collective buffers", "#b07aa1"},
                                             {"activations, temporaries", "#59a14f"}};
+constexpr const char *kPlannedHighWaterColor = "#7b3294";
+constexpr const char *kMeasuredHighWaterColor = "#111111";
 
 /// 1, 2 or 5 times a power of ten, the step of about `ticks` ticks over `span`.
 double niceStep(double span, int ticks) {
@@ -54,7 +65,8 @@ std::string escape(StringRef text) {
 } // namespace
 
 void mlir::fsdp::writeMemorySvg(llvm::raw_ostream &os, const PlanEvaluation &plan,
-                                int64_t runtimeBytes, int64_t budgetBytes, StringRef title) {
+                                int64_t runtimeBytes, int64_t budgetBytes, StringRef title,
+                                const MeasuredHighWater *measured) {
   const MemoryTimeline &memory = plan.memory;
   double step = std::max(plan.cost.stepSeconds, 1e-12);
   double runtime = static_cast<double>(runtimeBytes);
@@ -153,6 +165,47 @@ void mlir::fsdp::writeMemorySvg(llvm::raw_ostream &os, const PlanEvaluation &pla
     level("budget", budgetBytes, "#d62728", "none",
           llvm::formatv("budget {0:F2} {1}", budgetBytes / unit, unitName).str());
 
+  // The planned high-water mark, persistent_bytes until the first buffer is
+  // placed, and the trainer's marks on it: each scan sees the highest byte
+  // the step has written so far.
+  if (measured) {
+    assert(measured->afterGatherWaits.size() == memory.gatherWaits.size() &&
+           "the marks of another step (readMeasuredHighWater checks)");
+    auto height = [&](int64_t bytes) { return y(runtime + static_cast<double>(bytes)); };
+    os << "<path class=\"planned-high-water\" data-final-bytes=\"" << memory.plannedHighWater
+       << "\" fill=\"none\" stroke=\"" << kPlannedHighWaterColor
+       << "\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\" d=\""
+       << llvm::format("M%.2f,%.2f", x(0), height(memory.persistentBytes));
+    const std::vector<MemorySample> &samples = memory.samples;
+    for (size_t i = 0; i < samples.size(); ++i)
+      os << llvm::format(" L%.2f,%.2f L%.2f,%.2f", x(samples[i].time),
+                         height(samples[i].plannedHighWater),
+                         x(i + 1 < samples.size() ? samples[i + 1].time : step),
+                         height(samples[i].plannedHighWater));
+    os << "\"/>\n";
+    auto point = [&](StringRef at, double seconds, int64_t bytes, int64_t planned,
+                     const std::string &attributes, const std::string &label) {
+      os << llvm::format("<circle class=\"measured-high-water\" data-at=\"%s\" "
+                         "data-time-seconds=\"%.9g\" data-measured-bytes=\"%lld\" "
+                         "data-planned-bytes=\"%lld\"%s cx=\"%.2f\" cy=\"%.2f\" r=\"3\" "
+                         "fill=\"%s\" stroke=\"white\" stroke-width=\"0.8\">",
+                         at.str().c_str(), seconds, static_cast<long long>(bytes),
+                         static_cast<long long>(planned), attributes.c_str(), x(seconds),
+                         height(bytes), kMeasuredHighWaterColor)
+         << "<title>" << escape(label)
+         << llvm::formatv(": measured {0} B, planned {1} B", bytes, planned).str()
+         << "</title></circle>\n";
+    };
+    for (auto [k, wait] : llvm::enumerate(memory.gatherWaits))
+      point("gather-wait", wait.time, measured->afterGatherWaits[k], wait.plannedHighWater,
+            llvm::formatv(" data-index=\"{0}\" data-op=\"{1}\" data-unit=\"{2}\"", k, wait.op,
+                          escape(wait.unit))
+                .str(),
+            "after the wait for " + wait.unit);
+    point("end-of-step", plan.cost.stepSeconds, measured->endOfStep, memory.plannedHighWater, "",
+          "end of the step");
+  }
+
   // Axes with ticks.
   os << llvm::format("<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
                      kLeft, kBottom, kRight, kBottom)
@@ -195,15 +248,22 @@ void mlir::fsdp::writeMemorySvg(llvm::raw_ostream &os, const PlanEvaluation &pla
 
   // The legend, three to a row, with each kind's most bytes.
   int entries = 0;
-  auto entry = [&](const Layer &layer, int64_t bytes) {
+  auto slot = [&] {
     double left = kLeft + (kRight - kLeft) / 3 * (entries % 3),
            baseline = kBottom + 66 + 18 * (entries / 3);
-    os << llvm::format("<rect x=\"%.0f\" y=\"%.0f\" width=\"10\" height=\"10\" fill=\"%s\"/>",
-                       left, baseline - 9, layer.color)
-       << llvm::format("<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">", left + 14, baseline)
-       << escape(layer.name) << llvm::format(" (at most %.2f %s)", bytes / unit, unitName)
-       << "</text>\n";
     ++entries;
+    return std::pair(left, baseline);
+  };
+  auto label = [&](double left, double baseline, StringRef name, int64_t bytes) {
+    os << llvm::format("<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">", left + 14, baseline)
+       << escape(name) << llvm::format(" (at most %.2f %s)", bytes / unit, unitName)
+       << "</text>\n";
+  };
+  auto entry = [&](const Layer &layer, int64_t bytes) {
+    auto [left, baseline] = slot();
+    os << llvm::format("<rect x=\"%.0f\" y=\"%.0f\" width=\"10\" height=\"10\" fill=\"%s\"/>",
+                       left, baseline - 9, layer.color);
+    label(left, baseline, layer.name, bytes);
   };
   if (runtimeBytes > 0)
     entry(kRuntime, runtimeBytes);
@@ -213,6 +273,22 @@ void mlir::fsdp::writeMemorySvg(llvm::raw_ostream &os, const PlanEvaluation &pla
     for (const MemorySample &sample : memory.samples)
       peak = std::max(peak, sample.bytes[k]);
     entry(kLayers[k], peak);
+  }
+  if (measured) {
+    auto [left, baseline] = slot();
+    os << llvm::format("<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
+                       "stroke-width=\"1.5\" stroke-dasharray=\"5,3\"/>",
+                       left, left + 10, baseline - 4, baseline - 4, kPlannedHighWaterColor);
+    label(left, baseline, "planned high-water mark", memory.plannedHighWater);
+    std::tie(left, baseline) = slot();
+    os << llvm::format("<circle cx=\"%.0f\" cy=\"%.0f\" r=\"3\" fill=\"%s\"/>", left + 5,
+                       baseline - 4, kMeasuredHighWaterColor);
+    int64_t most = measured->endOfStep;
+    for (int64_t mark : measured->afterGatherWaits)
+      most = std::max(most, mark);
+    label(left, baseline,
+          llvm::formatv("measured high-water mark, step {0}", measured->step).str(),
+          most);
   }
   os << "</svg>\n";
 }

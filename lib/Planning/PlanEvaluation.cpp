@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/JSON.h"
@@ -23,17 +24,31 @@ int64_t MemorySample::total() const {
   return sum;
 }
 
+/// The all-gather `op` waits for, if it is such a wait: where compute
+/// receives a unit.
+static func::CallOp gatherWaitedFor(Operation &op) {
+  auto wait = dyn_cast<func::CallOp>(&op);
+  if (!wait || wait.getCallee() != kWait || wait.getNumOperands() != 1)
+    return {};
+  auto start = wait.getOperand(0).getDefiningOp<func::CallOp>();
+  return start && start.getCallee() == kAllGatherStart ? start : func::CallOp();
+}
+
 /// The transient buffers of the planned step (the arena views
 /// fsdp-assign-buffers tagged with their kind), swept over the step's block:
-/// a sample wherever the live bytes change, at the compute stream's clock.
+/// a sample wherever the live bytes or the planned high-water mark change,
+/// at the compute stream's clock.
 static MemoryTimeline memoryOverStep(func::FuncOp step, const StepCost &cost,
                                      int64_t persistentBytes) {
   Block &body = step.getBody().front();
   llvm::DenseMap<Operation *, int64_t> position;
   for (auto [index, op] : llvm::enumerate(body))
     position[&op] = index;
-  // Bytes by kind that start (+) and stop (-) being live before each op.
-  std::vector<std::array<int64_t, kNumMemoryKinds>> change(body.getOperations().size() + 1);
+  size_t numOps = body.getOperations().size();
+  // Bytes by kind that start (+) and stop (-) being live before each op, and
+  // the end of the highest buffer placed at each op.
+  std::vector<std::array<int64_t, kNumMemoryKinds>> change(numOps + 1);
+  std::vector<int64_t> placedTop(numOps, persistentBytes);
   for (Operation &op : body) {
     auto view = dyn_cast<memref::ViewOp>(&op);
     auto kind = view ? view->getAttrOfType<StringAttr>(kBufferKindAttr) : StringAttr();
@@ -47,15 +62,29 @@ static MemoryTimeline memoryOverStep(func::FuncOp step, const StepCost &cost,
     size_t k = slot - std::begin(kMemoryKinds);
     change[position[&op]][k] += bytes;
     change[lastUse(view.getResult(), body, position) + 1][k] -= bytes;
+    // fsdp-assign-buffers writes each offset as a constant.
+    if (std::optional<int64_t> offset = getConstantIntValue(view.getByteShift()))
+      placedTop[position[&op]] = std::max(placedTop[position[&op]], *offset + bytes);
   }
   MemoryTimeline timeline;
   timeline.persistentBytes = persistentBytes;
   MemorySample live;
-  for (size_t i = 0; i < cost.opStart.size(); ++i) {
-    bool changed = false;
+  live.plannedHighWater = persistentBytes;
+  for (auto [i, op] : llvm::enumerate(body)) {
+    if (i >= cost.opStart.size())
+      break;
+    bool changed = placedTop[i] > live.plannedHighWater;
+    live.plannedHighWater = std::max(live.plannedHighWater, placedTop[i]);
     for (size_t k = 0; k < kNumMemoryKinds; ++k) {
       changed |= change[i][k] != 0;
       live.bytes[k] += change[i][k];
+    }
+    // The compute stream gets past a wait when the next op begins.
+    if (func::CallOp gather = gatherWaitedFor(op)) {
+      auto unit = gather->getAttrOfType<StringAttr>(kCollectiveUnitAttr);
+      timeline.gatherWaits.push_back(
+          {i, i + 1 < cost.opStart.size() ? cost.opStart[i + 1] : cost.stepSeconds,
+           live.plannedHighWater, unit ? unit.getValue().str() : ""});
     }
     if (!changed)
       continue;
@@ -67,6 +96,7 @@ static MemoryTimeline memoryOverStep(func::FuncOp step, const StepCost &cost,
       timeline.samples.push_back(live);
     timeline.peakLiveBytes = std::max(timeline.peakLiveBytes, live.total());
   }
+  timeline.plannedHighWater = live.plannedHighWater;
   return timeline;
 }
 

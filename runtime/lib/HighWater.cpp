@@ -45,4 +45,11 @@ std::string arenaJson(int64_t planned, const std::vector<int64_t> &marks) {
          joined(marks) + "]}";
 }
 
+std::string StepHighWater::traceMember() const {
+  return "\"arena_high_water\":{\"step\":" + std::to_string(step) +
+         ",\"persistent_bytes\":" + std::to_string(persistentBytes) +
+         ",\"arena_bytes\":" + std::to_string(arenaBytes) + ",\"after_gather_waits\":[" +
+         joined(afterGatherWaits) + "],\"end_of_step\":" + std::to_string(endOfStep) + "}";
+}
+
 } // namespace fsdprt

@@ -12,6 +12,12 @@
 // device's bytes back, from the end, a window at a time: a plan that fits
 // rarely needs more than the last window.
 //
+// With --trace the CPU trainer also scans during step 1, after each
+// all-gather's wait (where compute receives a unit) and at the step's end:
+// the marker is not laid again, so each scan is the top of what the step has
+// written so far, which fsdpc --measured-trace draws beside the plan's
+// (docs/CostModel.md, section 4).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDPRT_HIGHWATER_H
@@ -45,6 +51,20 @@ std::string arenaLine(int64_t planned, const std::vector<int64_t> &marks);
 
 /// The last --log-json line: `{"planned_peak_bytes": P, "high_water_bytes": [...]}`.
 std::string arenaJson(int64_t planned, const std::vector<int64_t> &marks);
+
+/// The high-water marks of one step at its unit boundaries.
+struct StepHighWater {
+  int64_t step = 0;
+  int64_t persistentBytes = 0, arenaBytes = 0;
+  /// After each all-gather's wait, in the step's order.
+  std::vector<int64_t> afterGatherWaits;
+  int64_t endOfStep = 0;
+
+  /// The member of the --trace JSON: `"arena_high_water":{"step":1,
+  /// "persistent_bytes":P,"arena_bytes":A,"after_gather_waits":[...],
+  /// "end_of_step":E}`.
+  std::string traceMember() const;
+};
 
 } // namespace fsdprt
 

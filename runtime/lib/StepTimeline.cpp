@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 namespace fsdprt {
 
@@ -62,8 +63,21 @@ void StepTimeline::collectiveWaited(int32_t handle, Clock::time_point begin,
   // Where MPI progresses only inside its calls, this is when the collective
   // is known to be complete.
   collective.end = since(end);
+  bool gather = collective.track == 1;
   events.push_back({"wait " + collective.name, 0, since(begin), since(end), 0, collective.bytes});
   startedEvent[handle] = -1;
+  if (!gather || !probe || step != probedStep)
+    return;
+  // The step's clock moves on by what the probe took: every later time of
+  // the step is measured as if it had not run.
+  Clock::time_point probeBegin = Clock::now();
+  probe();
+  stepBegin += Clock::now() - probeBegin;
+}
+
+void StepTimeline::probeGatherWaits(int64_t stepToProbe, std::function<void()> callback) {
+  probedStep = stepToProbe;
+  probe = std::move(callback);
 }
 
 static std::string number(double value) {
@@ -72,7 +86,8 @@ static std::string number(double value) {
   return text;
 }
 
-std::string StepTimeline::chromeTrace(int rank, int64_t steps, const std::string &backend) const {
+std::string StepTimeline::chromeTrace(int rank, int64_t steps, const std::string &backend,
+                                      const std::string &members) const {
   static const char *tracks[] = {"compute", "all-gather", "reduce-scatter / all-reduce"};
   std::string out = "{\"traceEvents\":[";
   out += "{\"ph\":\"M\",\"pid\":0,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"rank " +
@@ -92,8 +107,10 @@ std::string StepTimeline::chromeTrace(int rank, int64_t steps, const std::string
     out += "}}";
   }
   out += "],\"displayTimeUnit\":\"ms\",\"otherData\":{\"step_seconds\":" + number(keptSeconds) +
-         ",\"step\":" + std::to_string(keptStep) + ",\"steps\":" + std::to_string(steps) +
-         "}}\n";
+         ",\"step\":" + std::to_string(keptStep) + ",\"steps\":" + std::to_string(steps) + "}";
+  if (!members.empty())
+    out += "," + members;
+  out += "}\n";
   return out;
 }
 

@@ -10,6 +10,11 @@
 // by side. Recording costs two clock reads per runtime call, and nothing when
 // --trace is not given.
 //
+// The trainer may also look at the arena where compute receives each unit:
+// a probe called after every all-gather's wait of one step (the first, which
+// is never the step kept when more than one runs), with the step's clock
+// stopped while it runs, so that what it costs is no part of the step.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDPRT_STEPTIMELINE_H
@@ -17,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,10 +42,20 @@ public:
 
   void product(const char *name, Clock::time_point begin, Clock::time_point end, double flops);
   void collectiveStarted(int32_t handle, const char *name, int64_t bytes);
+  /// The end of a collective's wait; after an all-gather's in the probed
+  /// step, calls the probe.
   void collectiveWaited(int32_t handle, Clock::time_point begin, Clock::time_point end);
 
-  /// The step kept, as a Chrome trace of rank `rank` (of `steps` run).
-  std::string chromeTrace(int rank, int64_t steps, const std::string &backend) const;
+  /// Calls `probe` after each all-gather's wait of step `step`, in order,
+  /// outside the step's clock.
+  void probeGatherWaits(int64_t step, std::function<void()> probe);
+
+  /// The step kept, as a Chrome trace of rank `rank` (of `steps` run), with
+  /// `members` (`"key":value`, comma-separated) added to its top-level object
+  /// after its own: last, because Perfetto's JSON importer has been known to
+  /// skip everything after a top-level key it does not know.
+  std::string chromeTrace(int rank, int64_t steps, const std::string &backend,
+                          const std::string &members = "") const;
 
 private:
   struct Event {
@@ -62,6 +78,8 @@ private:
   std::vector<Event> kept;
   /// A started collective's event, by handle.
   std::vector<int64_t> startedEvent;
+  int64_t probedStep = 0;
+  std::function<void()> probe;
 };
 
 /// Times a matrix product of the runtime's when --trace records.

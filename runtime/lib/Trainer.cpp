@@ -167,6 +167,14 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     loadParamShards(manifest, options.loadParamsPath, place.shardIndex, shards);
   uploadParamShards(manifest, arena, hostArena.data());
   markTransient(manifest, arena);
+  // With --trace, rank 0's arena at step 1's unit boundaries: step 1 is the
+  // one step the trace does not keep when more run, and the marker just laid
+  // shows what the step writes from its start.
+  StepHighWater unitMarks{/*step=*/1, manifest.persistentBytes, manifest.arenaBytes, {}, 0};
+  if (stepTrace)
+    timeline.probeGatherWaits(unitMarks.step, [&] {
+      unitMarks.afterGatherWaits.push_back(highWaterMark(manifest, arena));
+    });
   if (tracing)
     writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/false);
 
@@ -189,6 +197,8 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
       fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +
             " not waited for (every *_start needs its fsdprt_wait)");
     finishStep();
+    if (stepTrace && step == unitMarks.step)
+      unitMarks.endOfStep = highWaterMark(manifest, arena);
     // Each rank's loss covers local_batch rows: their mean is the loss of the
     // global batch.
     float loss = static_cast<float>(averageOverWorld(localLoss));
@@ -242,7 +252,10 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     if (trace)
       trace->close();
     if (stepTrace) {
-      stepTrace->write(timeline.chromeTrace(place.rank, options.steps, "cpu"));
+      stepTrace->write(timeline.chromeTrace(place.rank, options.steps, "cpu",
+                                            options.steps >= unitMarks.step
+                                                ? unitMarks.traceMember()
+                                                : std::string()));
       stepTrace->close();
     }
     if (logJson) {

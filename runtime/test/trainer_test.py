@@ -416,6 +416,34 @@ def high_water(trainer, tmp):
            result.stdout)
 
 
+def read_unit_marks(path):
+    """The `arena_high_water` of a --trace file, which must still be a trace."""
+    with open(path) as f:
+        trace = json.load(f)
+    expect(any(e["ph"] == "X" for e in trace["traceEvents"]), f"no events in {path}")
+    expect(list(trace)[-1] == "arena_high_water", f"the marks are not the last member: {list(trace)}")
+    return trace["arena_high_water"]
+
+
+@case
+def step_trace_high_water(trainer, tmp):
+    """The fake step's one all-gather fills the gathered unit (its padding is
+    zeros): its wait leaves the top at the unit's end; the step ends at the
+    planned peak."""
+    path = os.path.join(tmp, "trace.json")
+    expect_success(run(trainer, "--steps", 2, "--trace", path))
+    marks = read_unit_marks(path)
+    expect(marks == {"step": 1, "persistent_bytes": 1152, "arena_bytes": ARENA_BYTES,
+                     "after_gather_waits": [1152 + 4 * 48], "end_of_step": ARENA_BYTES}, marks)
+    # The one step of a one-step run is the step measured and the step kept.
+    expect_success(run(trainer, "--steps", 1, "--trace", path))
+    expect(read_unit_marks(path)["after_gather_waits"] == [1152 + 4 * 48], path)
+    # Without a step there is nothing to measure.
+    expect_success(run(trainer, "--steps", 0, "--trace", path))
+    with open(path) as f:
+        expect("arena_high_water" not in json.load(f), "marks of a step that did not run")
+
+
 def compare_losses(tmp, steps, *args):
     one, two = os.path.join(tmp, "one.jsonl"), os.path.join(tmp, "two.jsonl")
     expect_success(run(OPTIONS.trainer, "--steps", steps, "--log-json", one, *args))
@@ -511,6 +539,16 @@ def mpi_high_water(trainer, tmp):
     with open(log) as f:
         final = json.loads(f.read().splitlines()[-1])
     expect(final == {"planned_peak_bytes": ARENA_BYTES_2, "high_water_bytes": [ARENA_BYTES_2] * 2}, final)
+
+
+@case
+def mpi_step_trace_high_water(trainer, tmp):
+    """Rank 0's marks on two ranks: each gathers 2 x 32 f32."""
+    path = os.path.join(tmp, "trace.json")
+    expect_success(mpirun(2, OPTIONS.trainer_2, "--steps", 3, "--trace", path))
+    marks = read_unit_marks(path)
+    expect(marks == {"step": 1, "persistent_bytes": 704, "arena_bytes": ARENA_BYTES_2,
+                     "after_gather_waits": [704 + 4 * 64], "end_of_step": ARENA_BYTES_2}, marks)
 
 
 @case

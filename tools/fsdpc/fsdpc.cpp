@@ -110,6 +110,12 @@ cl::opt<std::string> memorySvgFile(
     cl::desc("Draw a rank's memory over the predicted step (by kind, with the planned arena "
              "and the budget) as an SVG"),
     cl::value_desc("file.svg"), cl::cat(fsdpcCategory));
+cl::opt<std::string> measuredTraceFile(
+    "measured-trace",
+    cl::desc("With --memory-svg: also draw the planned arena's high-water mark and the marks "
+             "the trainer measured at the step's unit boundaries, read from its --trace file "
+             "(the same compiled step)"),
+    cl::value_desc("file.json"), cl::cat(fsdpcCategory));
 cl::list<std::string> gpuArchs(
     "gpu-arch", cl::desc("GPU architectures of --target=cuda (default sm_80,sm_90)"),
     cl::value_desc("sm_XY,..."), cl::CommaSeparated, cl::cat(fsdpcCategory));
@@ -348,10 +354,20 @@ std::string gib(int64_t bytes) {
   return llvm::formatv("{0:F2} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
 }
 
-/// --timeline and --memory-svg, of the plan compiled.
+/// --timeline and --memory-svg (with --measured-trace's marks), of the plan
+/// compiled.
 LogicalResult writePictures(const fsdp::PlanEvaluation &planned,
                             const fsdp::DeviceProfile &profile,
                             const std::optional<fsdp::MemoryBudget> &budget) {
+  // Read before any output is opened: a bad file leaves the outputs alone.
+  std::optional<fsdp::MeasuredHighWater> measured;
+  if (!measuredTraceFile.empty()) {
+    llvm::Expected<fsdp::MeasuredHighWater> read =
+        fsdp::readMeasuredHighWater(measuredTraceFile, planned);
+    if (!read)
+      return fail(llvm::toString(read.takeError()));
+    measured = std::move(*read);
+  }
   for (const std::string *path : {&timelineFile.getValue(), &memorySvgFile.getValue()}) {
     if (path->empty())
       continue;
@@ -370,7 +386,7 @@ LogicalResult writePictures(const fsdp::PlanEvaluation &planned,
       // Without a budget, the runtime's memory only when asked for.
       int64_t runtimeBytes = budget ? budget->runtime.total() : 0;
       fsdp::writeMemorySvg(out->os(), planned, runtimeBytes, budget ? budget->deviceBytes : 0,
-                           title);
+                           title, measured ? &*measured : nullptr);
     }
     out->keep();
   }
@@ -455,6 +471,9 @@ LogicalResult compile() {
                 "NCCL and rebuild, or use --target=cpu (--emit=obj still compiles for CUDA)");
   if (kernelsOnCPU && target != Target::CUDA)
     return fail("--test-kernels-on-cpu needs --target=cuda");
+  if (!measuredTraceFile.empty() && memorySvgFile.empty())
+    return fail("--measured-trace needs --memory-svg: the measured marks are drawn on its "
+                "picture");
   if (optLevel > 3)
     return fail("-O" + llvm::Twine(optLevel) + ": the level must be 0 to 3");
   // A bad --cpu or --cpu-features is reported before the model is compiled.

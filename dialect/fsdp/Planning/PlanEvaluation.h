@@ -31,8 +31,25 @@ constexpr size_t kNumMemoryKinds = std::size(kMemoryKinds);
 struct MemorySample {
   double time = 0;
   std::array<int64_t, kNumMemoryKinds> bytes{};
+  /// The planned arena's high-water mark so far: the end of the highest
+  /// buffer placed by the step up to here (persistent_bytes before the
+  /// first), which the trainer's scan for its last written byte measures.
+  int64_t plannedHighWater = 0;
 
   int64_t total() const;
+};
+
+/// Where compute receives a gathered unit: the wait for an all-gather, the
+/// unit boundary at which the trainer's --trace measures the arena.
+struct GatherWait {
+  /// The wait's position in the step's block, and when the compute stream
+  /// gets past it.
+  size_t op = 0;
+  double time = 0;
+  /// The planned high-water mark there (the buffers placed up to the wait).
+  int64_t plannedHighWater = 0;
+  /// The unit gathered (its start call's `fsdp.unit`).
+  std::string unit;
 };
 
 /// A rank's memory over the step: the persistent arena and the transient
@@ -43,6 +60,10 @@ struct MemoryTimeline {
   /// The most transient bytes live at once (the manifest's `live_bytes`;
   /// the arena's transient part exceeds it only by fragmentation).
   int64_t peakLiveBytes = 0;
+  /// The step's all-gather waits, in order.
+  std::vector<GatherWait> gatherWaits;
+  /// The planned high-water mark at the end of the step: the arena.
+  int64_t plannedHighWater = 0;
 };
 
 struct PlanEvaluation {

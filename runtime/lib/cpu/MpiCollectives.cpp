@@ -248,9 +248,12 @@ extern "C" void fsdprt_wait(int32_t handle) {
       MPI_Wait(&pending.request, MPI_STATUS_IGNORE);
       --activeRequests;
     }
+    // Under the lock: a probe of the timeline's reads the arena, which the
+    // progress thread's MPI calls would otherwise write beside it (the
+    // collectives still in flight).
+    if (StepTimeline *timeline = StepTimeline::active())
+      timeline->collectiveWaited(handle, begin, StepTimeline::Clock::now());
   }
-  if (StepTimeline *timeline = StepTimeline::active())
-    timeline->collectiveWaited(handle, begin, StepTimeline::Clock::now());
   // Dividing the sum gives the same value on every rank, as a real average
   // must (MPI has no average operation); bf16 rounds the f32 quotient once.
   float divisor = static_cast<float>(pending.groupSize);
