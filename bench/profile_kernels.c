@@ -295,7 +295,10 @@ static void runCall(int reps) {
 // unit's shard was last written by the previous step's optimizer, and its
 // gathered parameters go to arena memory that other ops used since. (Calling
 // it again on the same buffer would time cache-to-cache copies up to the
-// cache's size, several times faster than a step sees.)
+// cache's size, several times faster than a step sees.) A reduce-scatter is
+// the other way round: its input is the unit's flat gradient, which backward
+// has just written, so it reads the same buffer call after call, in cache up
+// to the cache's size and out of it beyond, as a step does.
 struct Collective {
   char *full, *shard;
   size_t poolBytes, totalBytes, next;
@@ -308,7 +311,7 @@ static void collectiveCalls(void *p) {
   size_t shardBytes = c->totalBytes / (size_t)ranks;
   size_t slots = c->poolBytes / c->totalBytes;
   for (int r = 0; r < c->calls; ++r) {
-    size_t slot = c->next++ % slots;
+    size_t slot = c->gather ? c->next++ % slots : 0;
     char *full = c->full + slot * c->totalBytes, *shard = c->shard + slot * shardBytes;
     MPI_Request request;
     if (c->gather)
