@@ -7,8 +7,8 @@
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
-#include "llvm/Support/ThreadPool.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <atomic>
 #include <functional>
@@ -254,65 +254,71 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
     });
 
     // Which candidates to compile (the cheap checks, in order), then their
-    // compiles side by side on the context's threads: candidates of a level
-    // do not depend on each other.
-    struct Compile {
+    // compiles side by side on the context's threads (candidates of a level
+    // do not depend on each other), then their outcomes in order.
+    struct Trial {
       const Candidate *candidate;
+      enum { Impossible, Skipped, Compiled } status = Impossible;
       PlanAttr plan;
       FailureOr<PlanEvaluation> evaluation = failure();
       std::string error;
     };
-    std::vector<Compile> compiles;
+    std::vector<Trial> trials;
     for (const Candidate &candidate : candidates) {
-      Outcome &outcome = outcomes[candidate.choice];
-      std::string error;
+      Trial &trial = trials.emplace_back(Trial{&candidate});
       PlanFields fields = baseFields;
       for (unsigned index : candidate.choice)
         changes[index].apply(fields);
-      PlanAttr plan;
       FailureOr<int64_t> state = failure();
       {
-        CandidateErrors errors(error);
-        plan = PlanAttr::get(context, fields, [&] { return emitError(model.getLoc()); });
-        if (plan)
-          state = shardedStateBytes(model, plan);
+        CandidateErrors errors(trial.error);
+        trial.plan = PlanAttr::get(context, fields, [&] { return emitError(model.getLoc()); });
+        if (trial.plan)
+          state = shardedStateBytes(model, trial.plan);
       }
-      if (failed(state)) {
-        if (size == 1)
-          result.impossible.emplace_back(describe(candidate.choice), error);
+      if (failed(state))
         continue;
-      }
       if (*state + budget.runtime.total() > budget.deviceBytes) {
         // Compiles, but its sharded state alone is over: no use combining.
+        Outcome &outcome = outcomes[candidate.choice];
         outcome.compiled = true;
         outcome.needed = *state + budget.runtime.total();
+        trial.status = Trial::Skipped;
         ++result.skipped;
         continue;
       }
       if (result.evaluated >= options.maxEvaluations) {
+        trial.status = Trial::Skipped;
         ++result.skipped;
         continue;
       }
       ++result.evaluated;
-      compiles.push_back({&candidate, plan});
+      trial.status = Trial::Compiled;
     }
+    SmallVector<Trial *> compiles;
+    for (Trial &trial : trials)
+      if (trial.status == Trial::Compiled)
+        compiles.push_back(&trial);
     onThreads(context, compiles.size(), [&](size_t i) {
-      Compile &compile = compiles[i];
-      CandidateErrors errors(compile.error);
-      compile.evaluation = evaluatePlan(model, compile.plan, options.memory, *options.profile,
-                                        /*verifyEachPass=*/false);
+      Trial &trial = *compiles[i];
+      CandidateErrors errors(trial.error);
+      trial.evaluation = evaluatePlan(model, trial.plan, options.memory, *options.profile,
+                                      /*verifyEachPass=*/false);
     });
-    for (Compile &compile : compiles) {
-      const Choice &choice = compile.candidate->choice;
-      if (failed(compile.evaluation)) {
+    for (Trial &trial : trials) {
+      const Choice &choice = trial.candidate->choice;
+      if (trial.status == Trial::Skipped)
+        continue;
+      if (failed(trial.evaluation)) {
+        // A single change this model cannot take; no combination has it.
         if (size == 1)
-          result.impossible.emplace_back(describe(choice), compile.error);
+          result.impossible.emplace_back(describe(choice), trial.error);
         continue;
       }
       Outcome &outcome = outcomes[choice];
       outcome.compiled = true;
-      outcome.needed = budget.needed(*compile.evaluation);
-      outcome.evaluation = std::move(*compile.evaluation);
+      outcome.needed = budget.needed(*trial.evaluation);
+      outcome.evaluation = std::move(*trial.evaluation);
       if (outcome.needed <= budget.deviceBytes)
         result.fits.push_back({describe(choice), size, *outcome.evaluation});
     }
