@@ -23,20 +23,22 @@ namespace {
 /// over: quadratic in the step's length (2.4 s of the 80-block Llama's
 /// compile). Here an inserted op takes the midpoint of its neighbours'
 /// positions, and the block is renumbered only when doubles run out of room
-/// (or an op turns up that was inserted without notice).
+/// (or an op turns up that was inserted without notice). Ops of other blocks
+/// are ordered by MLIR's numbering.
 class BlockOrder : public RewriterBase::Listener {
 public:
-  explicit BlockOrder(Block &block) : block(block) { renumber(); }
+  /// Keeps the order of `block`, if any.
+  explicit BlockOrder(Block *block) : block(block) { renumber(); }
 
   /// Whether `a` is before `b`, both in one block.
   bool isBefore(Operation *a, Operation *b) const {
-    if (a->getBlock() != &block)
+    if (a->getBlock() != block)
       return a->isBeforeInBlock(b);
     return positionOf(a) < positionOf(b);
   }
 
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
-    if (op->getBlock() != &block)
+    if (op->getBlock() != block)
       return;
     Operation *prev = op->getPrevNode(), *next = op->getNextNode();
     double low = prev ? positionOf(prev) : (next ? positionOf(next) - 2 : 0);
@@ -59,11 +61,12 @@ private:
   void renumber() const {
     position.clear();
     double next = 0;
-    for (Operation &op : block)
-      position[&op] = next++;
+    if (block)
+      for (Operation &op : *block)
+        position[&op] = next++;
   }
 
-  Block &block;
+  Block *block;
   mutable llvm::DenseMap<Operation *, double> position;
 };
 
@@ -77,23 +80,20 @@ private:
 /// runs in between, i.e. the producer and the consumer are parts of the same
 /// stretch of compute.
 bool keepsInputLives(Operation *producer, Operation *consumer, ArrayRef<Operation *> calls,
-                     const BlockOrder *order) {
-  auto isBefore = [&](Operation *a, Operation *b) {
-    return order ? order->isBefore(a, b) : a->isBeforeInBlock(b);
-  };
+                     const BlockOrder &order) {
   if (producer->getBlock() != consumer->getBlock())
     return false;
   // The first call after the producer (fusion neither adds nor removes calls).
   auto next = llvm::partition_point(calls, [&](Operation *call) {
-    return call->getBlock() != producer->getBlock() || isBefore(call, producer);
+    return call->getBlock() != producer->getBlock() || order.isBefore(call, producer);
   });
-  bool collectiveBetween = next != calls.end() && isBefore(*next, consumer);
+  bool collectiveBetween = next != calls.end() && order.isBefore(*next, consumer);
   if (producer->hasOneUse() && !collectiveBetween)
     return true;
   for (Value input : producer->getOperands()) {
     bool readLater = llvm::any_of(input.getUsers(), [&](Operation *user) {
       return user != producer && user->getBlock() == consumer->getBlock() &&
-             !isBefore(user, consumer);
+             !order.isBefore(user, consumer);
     });
     if (!readLater)
       return false;
@@ -119,13 +119,7 @@ struct FSDPFuseElementwisePass
       if (calls.empty() || calls.front()->getBlock() == call->getBlock())
         calls.push_back(call);
     });
-    if (calls.empty())
-      return applyFusion(calls, nullptr);
-    BlockOrder order(*calls.front()->getBlock());
-    applyFusion(calls, &order);
-  }
-
-  void applyFusion(ArrayRef<Operation *> calls, BlockOrder *order) {
+    BlockOrder order(calls.empty() ? nullptr : calls.front()->getBlock());
     RewritePatternSet patterns(&getContext());
     // Only generic producers: named ops (products) stay named for BLAS.
     linalg::populateElementwiseOpsFusionPatterns(patterns, [&](OpOperand *operand) {
@@ -137,7 +131,7 @@ struct FSDPFuseElementwisePass
     // The canonicalizer that follows simplifies regions; here it would
     // sweep the whole step after every round of fusion.
     GreedyRewriteConfig config;
-    config.setListener(order).setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    config.setListener(&order).setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
       signalPassFailure();
   }

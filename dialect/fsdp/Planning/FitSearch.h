@@ -3,16 +3,15 @@
 // Over budget, the compiler searches the plans a few changes away from the
 // user's (recompute, micro-batches, prefetch depth, more ranks, fewer replica
 // groups or a sharded strategy, bf16 compute, optimizer offload on a GPU) and
-// evaluates each candidate
-// exactly: its buffer plan compiled (PlanEvaluation), not estimated. What
-// keeps the search short: a candidate whose sharded state alone exceeds the
-// budget is never compiled, nor one that extends a change that already fits,
-// nor a combination whose changes, added up from their single effects, would
-// not fit. The candidates of one level (one, two, three changes) are
-// compiled side by side on the context's threads. The fits on the user's
-// ranks come first (more ranks need more
-// devices), each group ranked by device-seconds per step: predicted step
-// time times ranks, so more ranks must buy their cost in speed.
+// evaluates each candidate exactly: its buffer plan compiled
+// (PlanEvaluation), not estimated. What keeps the search short: a candidate
+// whose sharded state alone exceeds the budget is never compiled, nor one that
+// extends a change that already fits, nor a combination whose changes, added
+// up from their single effects, would not fit. The candidates of one level
+// (one, two, three changes) are compiled side by side on the context's
+// threads. The fits on the user's ranks come first (more ranks need more
+// devices), each group ranked by device-seconds per step: predicted step time
+// times ranks, so more ranks must buy their cost in speed.
 //
 //===----------------------------------------------------------------------===//
 
