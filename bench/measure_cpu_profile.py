@@ -21,15 +21,32 @@ runtime/lib/cpu/OnednnMatmul.cpp). So each kernel runs on all R ranks simultaneo
                     total flops / total median time
   memory_bandwidth  STREAM triad (a = b + s*c) on float arrays far larger than the
                     last-level cache; bytes read + written (as the compiler counts them)
+  memory_bandwidth_by_footprint
+                    triad again on footprints (all three arrays) of 16 KiB to twice the
+                    last-level cache, each size repeated so that it runs from the cache
+                    that holds it: a loop whose operands the op before it just wrote
+                    (5-7x the DRAM rate on the machines this project runs on)
   vector_flops      a chain of separate float multiplies and adds on L1-resident arrays,
                     compiled -O3 -march=native -ffp-contract=off (the generated loops have no
                     fast-math flags, so LLVM does not fuse them into FMAs)
+  vector_divides    a chain of float divisions and square roots on the same arrays: the
+                    divider, about a tenth of the multiply-add rate (Adam's update has
+                    three per element)
+  scalar_flops      the multiply-add chain again, not vectorised: the body of a loop nest
+                    whose innermost loop reduces floats in order, which LLVM cannot
+                    vectorise without reassociating
+  dependent_flops   one float accumulator, one addition after the other: such a loop's
+                    additions wait for each other (the adder's latency)
   op_overhead       the runtime's f32 product of 1x1x1: the fixed cost of its call
   intra_node        MPI_Iallgather in place + MPI_Wait (the runtime's calls), 8 B to 64 MiB
-                    in all, on buffers out of cache: latency from messages <= 1 KiB,
-                    bandwidth from those >= 1 MiB; inter_node is the same (one machine).
-                    MPI_Ireduce_scatter_block (f32 sum) fitted the same way is the link's
-                    reduce_scatter (3-8x slower than the all-gather here)
+                    in all, each size on one buffer (in cache up to the cache's size, as
+                    a step whose working set fits meets it): latency from messages
+                    <= 1 KiB, bandwidth from those >= 1 MiB; inter_node is the same (one
+                    machine). MPI_Ireduce_scatter_block (f32 sum) fitted the same way is
+                    the link's reduce_scatter (3-8x slower than the all-gather here).
+                    Each kind's measured times themselves go in the profile too
+                    (`measured`): a group of this many ranks takes them, which follow
+                    the caches where one alpha-beta line cannot
 
 The MPI kernels (bench/profile_kernels.c) are compiled with mpicc into a temporary
 directory. The whole set runs --rounds times (9, or 2 with --quick), interleaved, and
@@ -88,7 +105,7 @@ SETTINGS = {
     "collective_reps": (15, 5),
 }
 SMALL_MESSAGE_MAX = 1024          # bytes: latency fitted from these
-LARGE_MESSAGE_MIN = 1 << 20       # bytes: bandwidth fitted from these
+LARGE_MESSAGE_MIN = 1 << 20       # bytes: bandwidth fitted from these and the LLC's size up
 MIN_COLLECTIVE_MAX = 64 << 20     # bytes: the largest collective, at least
 MIN_STREAM_ARRAY = 64 << 20       # bytes per STREAM array, at least
 BUSY_LIMIT = 0.10                 # share of the CPU others may use during a kept round
@@ -242,7 +259,10 @@ class Machine:
                         OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
         self.kernels = os.path.join(workdir, "profile_kernels")
         # -ffp-contract=off: see profile_kernels.c (vector_flops is of separate mul and add).
-        self.run([mpicc, "-O3", "-march=native", "-ffp-contract=off", "-o", self.kernels,
+        # -fno-math-errno: the generated loops' square roots set no errno (math.sqrt is
+        # llvm.sqrt), and GCC would not vectorise sqrtf with it.
+        self.run([mpicc, "-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-o",
+                  self.kernels,
                   KERNELS_SOURCE, "-lm"], "compiling profile_kernels.c")
 
     def mpirun_prefix(self):
@@ -327,14 +347,15 @@ def overhead_round(machine, reps):
     return out
 
 
-def fit_alpha_beta(sizes, times, g):
+def fit_alpha_beta(sizes, times, g, large_min):
     """Ring alpha-beta, t(S) = (g-1)*alpha + (g-1)/g * S / beta: alpha from the messages
     of at most SMALL_MESSAGE_MAX bytes (where S / beta is noise), beta the median of each
-    size's estimate from those of at least LARGE_MESSAGE_MIN bytes (where alpha is noise)."""
+    size's estimate from those of at least `large_min` bytes (where alpha is noise, and
+    out of cache: the rate of groups of other sizes, whose times were not measured)."""
     small = [t for s, t in zip(sizes, times) if s <= SMALL_MESSAGE_MAX]
     alpha = statistics.median(small) / (g - 1)
     betas = [(g - 1) / g * s / (t - (g - 1) * alpha)
-             for s, t in zip(sizes, times) if s >= LARGE_MESSAGE_MIN and t > (g - 1) * alpha]
+             for s, t in zip(sizes, times) if s >= large_min and t > (g - 1) * alpha]
     if not betas:
         raise ProfileError("no collective large enough to fit the bandwidth")
     return alpha, statistics.median(betas)
@@ -363,7 +384,7 @@ def spread(values):
 
 # ---------------------------------------------------------------------------
 
-def measure_round(machine, setting, stream_mib, collective_max):
+def measure_round(machine, setting, stream_mib, footprint_max, collective_max):
     """One round of every measurement; each figure per rank where there is one per rank."""
     rnd = {"gemm": {}, "gemm_shape_s": {}, "gemm_kernels": {}}
     for dtype in ("f32", "bf16"):
@@ -375,9 +396,14 @@ def measure_round(machine, setting, stream_mib, collective_max):
     result = machine.kernel("stream", stream_mib, setting["stream_reps"])
     rnd["stream_all"] = {k: result[k]["bytes_per_s_per_rank"]
                          for k in ("copy", "scale", "add", "triad")}
+    rnd["footprints"] = machine.kernel("footprints", footprint_max,
+                                       setting["stream_reps"])["sizes"]
     result = machine.kernel("vector", setting["vector_reps"])
     rnd["vector"] = result["mul_add"]["ops_per_s_per_rank"]
     rnd["vector_fma"] = result["fma"]["ops_per_s_per_rank"]
+    rnd["divide"] = result["divide_sqrt"]["ops_per_s_per_rank"]
+    rnd["scalar"] = result["scalar"]["ops_per_s_per_rank"]
+    rnd["dependent"] = result["dependent"]["ops_per_s_per_rank"]
     rnd["call"] = machine.kernel("call", setting["call_reps"])["seconds_per_call"]
     rnd["collectives"] = machine.kernel("collectives", collective_max,
                                         setting["collective_reps"])["sizes"]
@@ -394,11 +420,12 @@ def measure(args, machine):
     # alone are twice its size.
     stream_mib = max(MIN_STREAM_ARRAY, 2 * llc) >> 20
     collective_max = power_of_two_at_least(max(MIN_COLLECTIVE_MAX, 2 * llc))
+    footprint_max = power_of_two_at_least(2 * llc)
 
     rounds = []
     for r in range(setting["rounds"]):
         with OtherLoad() as load:
-            rnd = measure_round(machine, setting, stream_mib, collective_max)
+            rnd = measure_round(machine, setting, stream_mib, footprint_max, collective_max)
         rnd["other_load"] = load.fraction
         rounds.append(rnd)
         # Each round's headline figures and the other processes' load on one line: a
@@ -435,8 +462,12 @@ def measure(args, machine):
                 for i in range(len(sizes))]
 
     gather, reduce = collective("all_gather_s"), collective("reduce_scatter_s")
-    alpha, beta = fit_alpha_beta(sizes, gather, machine.ranks)
-    reduce_alpha, reduce_beta = fit_alpha_beta(sizes, reduce, machine.ranks)
+    footprints = [entry["footprint_bytes"] for entry in kept[0]["footprints"]]
+    by_footprint = [statistics.median(rnd["footprints"][i]["bytes_per_s_per_rank"]
+                                      for rnd in kept) for i in range(len(footprints))]
+    large_min = max(LARGE_MESSAGE_MIN, llc)
+    alpha, beta = fit_alpha_beta(sizes, gather, machine.ranks, large_min)
+    reduce_alpha, reduce_beta = fit_alpha_beta(sizes, reduce, machine.ranks, large_min)
     return {
         "setting": setting, "llc": llc, "stream_mib": stream_mib, "pool": collective_max,
         "quiet": bool(quiet), "kept": len(kept),
@@ -448,8 +479,11 @@ def measure(args, machine):
                        for k in ("copy", "scale", "add", "triad")},
         "stream": [rnd["stream_all"]["triad"] for rnd in kept],
         "vector": per_round("vector"), "vector_fma": per_round("vector_fma"),
+        "divide": per_round("divide"), "scalar": per_round("scalar"),
+        "dependent": per_round("dependent"),
         "calls": per_round("call"),
-        "sizes": sizes, "gather": gather, "reduce": reduce, "alpha": alpha, "beta": beta,
+        "footprints": footprints, "by_footprint": by_footprint,
+        "large_min": large_min, "sizes": sizes, "gather": gather, "reduce": reduce, "alpha": alpha, "beta": beta,
         "reduce_alpha": reduce_alpha, "reduce_beta": reduce_beta,
     }
 
@@ -475,18 +509,24 @@ def report(m, machine):
           f"{fmt_bytes(m['llc'])}), per rank: "
           + ", ".join(f"{k} {med(v) / 1e9:.2f}" for k, v in m["stream_all"].items())
           + f" GB/s; triad kept (spread {spread(m['stream'])})")
+    print("memory bandwidth by footprint (triad from cache where it fits), per rank: "
+          + ", ".join(f"{fmt_bytes(f)} {r / 1e9:.1f}" for f, r in zip(m["footprints"],
+                                                                      m["by_footprint"]))
+          + " GB/s")
     print(f"vector arithmetic, L1-resident, per rank: mul+add {med(m['vector']) / 1e9:.1f} "
           f"Gop/s (kept; spread {spread(m['vector'])}), fmaf {med(m['vector_fma']) / 1e9:.1f} "
-          "Gflop/s (not used: generated loops do not fuse)")
+          "Gflop/s (not used: generated loops do not fuse), division and square root "
+          f"{med(m['divide']) / 1e9:.2f} Gop/s, scalar mul+add {med(m['scalar']) / 1e9:.2f} "
+          f"Gop/s, dependent additions {med(m['dependent']) / 1e9:.2f} G/s")
     print(f"op overhead: 1x1x1 product f32 {med(m['overhead']['f32']) * 1e6:.3f} us (kept), "
           f"bf16 {med(m['overhead']['bf16']) * 1e6:.3f} us; a 16-element loop called "
           f"through a pointer {med(m['calls']) * 1e9:.1f} ns")
     alpha, beta = m["alpha"], m["beta"]
     print(f"collectives, {g} ranks, ring alpha-beta fitted to MPI_Iallgather: latency "
           f"{alpha * 1e6:.3f} us (<= {SMALL_MESSAGE_MAX} B), bandwidth {beta / 1e9:.2f} GB/s "
-          f"(>= {fmt_bytes(LARGE_MESSAGE_MIN)}); to MPI_Ireduce_scatter_block: latency "
+          f"(>= {fmt_bytes(m['large_min'])}); to MPI_Ireduce_scatter_block: latency "
           f"{m['reduce_alpha'] * 1e6:.3f} us, bandwidth {m['reduce_beta'] / 1e9:.2f} GB/s; "
-          f"buffers cycle through {fmt_bytes(m['pool'])}")
+          f"messages up to {fmt_bytes(m['pool'])}")
     print(f"  {'bytes':>10} {'all-gather':>12} {'model':>12} {'error':>8} "
           f"{'reduce-scatter':>15} {'error':>8}")
     worst, worst_large, worst_rs = (0.0, 0), (0.0, 0), (0.0, 0)
@@ -495,28 +535,38 @@ def report(m, machine):
         eg = model / tg - 1
         er = ring_time(s, g, m["reduce_alpha"], m["reduce_beta"]) / tr - 1
         worst = max(worst, (abs(eg), s))
-        if s >= LARGE_MESSAGE_MIN:
+        if s >= m["large_min"]:
             worst_large = max(worst_large, (abs(eg), s))
         worst_rs = max(worst_rs, (abs(er), s))
         print(f"  {fmt_bytes(s):>10} {tg * 1e6:10.2f}us {model * 1e6:10.2f}us {100 * eg:+7.0f}% "
               f"{tr * 1e6:13.2f}us {100 * er:+7.0f}%")
     print(f"  fit's worst relative error on the all-gathers: {100 * worst[0]:.0f}% (at "
-          f"{fmt_bytes(worst[1])}); from {fmt_bytes(LARGE_MESSAGE_MIN)} up: {100 * worst_large[0]:.0f}% (at "
+          f"{fmt_bytes(worst[1])}); from {fmt_bytes(m['large_min'])} up: {100 * worst_large[0]:.0f}% (at "
           f"{fmt_bytes(worst_large[1])}); on the reduce-scatters: {100 * worst_rs[0]:.0f}% "
           f"(at {fmt_bytes(worst_rs[1])})")
 
 
 def profile_json(m, machine):
     med = statistics.median
-    link = {"latency": m["alpha"], "bandwidth": m["beta"],
-            "reduce_scatter": {"latency": m["reduce_alpha"], "bandwidth": m["reduce_beta"]}}
+    def measured(times):
+        return {"ranks": machine.ranks,
+                "seconds_by_bytes": [[s, t] for s, t in zip(m["sizes"], times)]}
+
+    link = {"latency": m["alpha"], "bandwidth": m["beta"], "measured": measured(m["gather"]),
+            "reduce_scatter": {"latency": m["reduce_alpha"], "bandwidth": m["reduce_beta"],
+                               "measured": measured(m["reduce"])}}
     return {
         "name": "cpu-measured",
         "description": f"measured by bench/measure_cpu_profile.py on {cpu_model()}, "
                        f"{datetime.date.today().isoformat()}",
         "matmul_flops": {"f32": med(m["gemm"]["f32"]), "bf16": med(m["gemm"]["bf16"])},
         "vector_flops": med(m["vector"]),
+        "vector_divides": med(m["divide"]),
+        "scalar_flops": med(m["scalar"]),
+        "dependent_flops": med(m["dependent"]),
         "memory_bandwidth": med(m["stream"]),
+        "memory_bandwidth_by_footprint": [[f, r] for f, r in zip(m["footprints"],
+                                                                 m["by_footprint"])],
         "op_overhead": med(m["overhead"]["f32"]),
         "ranks_per_node": machine.ranks,
         "intra_node": dict(link),

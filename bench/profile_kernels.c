@@ -7,15 +7,20 @@
 //
 //   profile_kernels stream MIB REPS      STREAM copy/scale/add/triad on float
 //                                        arrays of MIB MiB each, per rank
-//   profile_kernels vector REPS          float mul+add (and fmaf) throughput
-//                                        on L1-resident arrays, per rank
+//   profile_kernels footprints MAX REPS  STREAM triad on arrays of 16 KiB to MAX
+//                                        bytes in all, per rank, each size
+//                                        repeated from cache where it fits
+//   profile_kernels vector REPS          float mul+add (and fmaf), division
+//                                        and square root, scalar mul+add and
+//                                        dependent addition throughput on
+//                                        L1-resident arrays, per rank
 //   profile_kernels call REPS            a 16-element loop called through a
 //                                        non-inlined function: its time
 //   profile_kernels collectives POOL REPS
 //                                        MPI_Iallgather (in place) and
 //                                        MPI_Ireduce_scatter_block (f32 sum)
-//                                        of 8 B to POOL bytes in all, on
-//                                        buffers cycling through POOL bytes
+//                                        of 8 B to POOL bytes in all, each
+//                                        size on one buffer, call after call
 //
 // Every rank runs the same kernel at the same time (a barrier before each
 // repetition) because the profile's rates are per rank with all ranks of the
@@ -163,6 +168,56 @@ static void runStream(int mib, int reps) {
 }
 
 /*===----------------------------------------------------------------------===//
+// footprints: the memory rate of a loop against the bytes it touches
+//===----------------------------------------------------------------------===*/
+
+// A generated loop whose operands were just written by the op before it finds
+// them in cache when they fit: triad on the first n floats of each array,
+// again and again, moves a footprint of 3 n floats at the rate of the cache
+// level that holds it (the first, untimed repetition brings it in).
+struct Footprint {
+  struct Stream stream;
+  int passes;
+};
+
+static void footprintPasses(void *p) {
+  struct Footprint *f = p;
+  for (int r = 0; r < f->passes; ++r)
+    streamTriad(&f->stream);
+}
+
+static void runFootprints(size_t maxBytes, int reps) {
+  struct Footprint f;
+  size_t most = maxBytes / 3 / sizeof(float);
+  f.stream.a = alloc(most * sizeof(float));
+  f.stream.b = alloc(most * sizeof(float));
+  f.stream.c = alloc(most * sizeof(float));
+  for (size_t i = 0; i < most; ++i) {
+    f.stream.a[i] = 1.0f;
+    f.stream.b[i] = 2.0f;
+    f.stream.c[i] = 0.0f;
+  }
+  if (rank == 0)
+    printf("{\"mode\": \"footprints\", \"ranks\": %d, \"reps\": %d, \"sizes\": [", ranks, reps);
+  for (size_t bytes = 16 * 1024; bytes <= maxBytes; bytes *= 2) {
+    f.stream.n = bytes / 3 / sizeof(float);
+    double moved = 3.0 * (double)f.stream.n * sizeof(float);
+    // About 32 MiB moved per repetition: the barrier and the clock are noise.
+    f.passes = (int)(32.0 * 1024 * 1024 / moved);
+    f.passes = f.passes < 1 ? 1 : f.passes;
+    double t = medianTime(footprintPasses, &f, reps) / f.passes;
+    if (rank == 0)
+      printf("%s\n  {\"footprint_bytes\": %.0f, \"bytes_per_s_per_rank\": %.6e}",
+             bytes == 16 * 1024 ? "" : ",", moved, moved / t);
+  }
+  if (rank == 0)
+    printf("]}\n");
+  free(f.stream.a);
+  free(f.stream.b);
+  free(f.stream.c);
+}
+
+/*===----------------------------------------------------------------------===//
 // vector: elementwise arithmetic on cache-resident data
 //===----------------------------------------------------------------------===*/
 
@@ -209,6 +264,52 @@ __attribute__((noinline)) static void fmaPass(const float *restrict in, float *r
   }
 }
 
+// Divisions and square roots run on a divider that takes several cycles per
+// vector (Adam's update and the norms have one or two per element): each
+// element goes through kChain divisions and kChain square roots, the values
+// staying in [1, 2].
+__attribute__((noinline)) static void dividePass(const float *restrict in, float *restrict out) {
+  for (int i = 0; i < kVectorLength; ++i) {
+    float v = in[i];
+    for (int k = 0; k < kChain; ++k)
+      v = sqrtf(2.0f / v) + 0.5f;
+    out[i] = v;
+  }
+}
+
+// A loop LLVM does not vectorise: the generated loop nest of a reduction
+// along its innermost dimension adds into one accumulator in order (float
+// addition does not reassociate without fast-math flags), so its body runs
+// one element at a time. The same chain as mulAddPass, kept scalar.
+__attribute__((noinline, optimize("no-tree-vectorize"))) static void
+scalarPass(const float *restrict in, float *restrict out) {
+  for (int i = 0; i < kVectorLength; ++i) {
+    float v = in[i];
+    v = v * 0.999f + 0.001f;
+    v = v * 1.001f - 0.001f;
+    v = v * 0.998f + 0.002f;
+    v = v * 1.002f - 0.002f;
+    v = v * 0.997f + 0.003f;
+    v = v * 1.003f - 0.003f;
+    v = v * 0.996f + 0.004f;
+    v = v * 1.004f - 0.004f;
+    out[i] = v;
+  }
+}
+
+// The accumulator itself: one addition after the other, each waiting for
+// the one before (its latency, not the adder's throughput). One chain of
+// 2 * kChain sweeps of the row per pass, so that a pass counts as many ops as
+// the others.
+__attribute__((noinline)) static void dependentPass(const float *restrict in, float *restrict out) {
+  float sum = 0.0f;
+  for (int k = 0; k < 2 * kChain; ++k)
+    for (int i = 0; i < kVectorLength; ++i)
+      sum += in[i];
+  for (int i = 0; i < kVectorLength; ++i)
+    out[i] = in[i] + sum * 1e-12f;
+}
+
 // Each pass reads the previous one's output, so no pass can be skipped.
 static void mulAddPasses(void *p) {
   struct Vector *v = p;
@@ -226,6 +327,30 @@ static void fmaPasses(void *p) {
   }
 }
 
+static void dividePasses(void *p) {
+  struct Vector *v = p;
+  for (int r = 0; r < kPasses; r += 2) {
+    dividePass(v->x, v->y);
+    dividePass(v->y, v->x);
+  }
+}
+
+static void scalarPasses(void *p) {
+  struct Vector *v = p;
+  for (int r = 0; r < kPasses; r += 2) {
+    scalarPass(v->x, v->y);
+    scalarPass(v->y, v->x);
+  }
+}
+
+static void dependentPasses(void *p) {
+  struct Vector *v = p;
+  for (int r = 0; r < kPasses; r += 2) {
+    dependentPass(v->x, v->y);
+    dependentPass(v->y, v->x);
+  }
+}
+
 static void runVector(int reps) {
   struct Vector v = {alloc(kVectorLength * sizeof(float)), alloc(kVectorLength * sizeof(float))};
   for (int i = 0; i < kVectorLength; ++i)
@@ -233,6 +358,11 @@ static void runVector(int reps) {
   double ops = 2.0 * kChain * kVectorLength * (double)kPasses;
   double mulAdd = medianTime(mulAddPasses, &v, reps);
   double fma = medianTime(fmaPasses, &v, reps);
+  // Divisions and square roots: 2 * kChain per element, the additions beside
+  // them not counted (they run on other pipes).
+  double divide = medianTime(dividePasses, &v, reps);
+  double scalar = medianTime(scalarPasses, &v, reps);
+  double dependent = medianTime(dependentPasses, &v, reps);
   // Print a value so that the work cannot be optimised away.
   double check = 0;
   for (int i = 0; i < kVectorLength; ++i)
@@ -240,8 +370,13 @@ static void runVector(int reps) {
   if (rank == 0)
     printf("{\"mode\": \"vector\", \"ranks\": %d, \"reps\": %d, \"ops_per_rep\": %.0f, "
            "\"mul_add\": {\"median_s\": %.9f, \"ops_per_s_per_rank\": %.6e}, "
-           "\"fma\": {\"median_s\": %.9f, \"ops_per_s_per_rank\": %.6e}, \"check\": %.3f}\n",
-           ranks, reps, ops, mulAdd, ops / mulAdd, fma, ops / fma, check);
+           "\"fma\": {\"median_s\": %.9f, \"ops_per_s_per_rank\": %.6e}, "
+           "\"divide_sqrt\": {\"median_s\": %.9f, \"ops_per_s_per_rank\": %.6e}, "
+           "\"scalar\": {\"median_s\": %.9f, \"ops_per_s_per_rank\": %.6e}, "
+           "\"dependent\": {\"median_s\": %.9f, \"ops_per_s_per_rank\": %.6e}, "
+           "\"check\": %.3f}\n",
+           ranks, reps, ops, mulAdd, ops / mulAdd, fma, ops / fma, divide, ops / divide, scalar,
+           ops / scalar, dependent, ops / dependent, check);
   free(v.x);
   free(v.y);
 }
@@ -289,19 +424,18 @@ static void runCall(int reps) {
 // is its block of the full buffer), the reduce-scatter a float sum. S is the
 // total (gathered, or reduced) size in bytes; each rank owns S / ranks.
 //
-// Each call works on the next S bytes of a pool of `poolBytes` (at least
-// twice the last-level cache; the script sees to it), round robin, so that a
-// call finds its buffers out of cache, as a trainer's collectives do: a
-// unit's shard was last written by the previous step's optimizer, and its
-// gathered parameters go to arena memory that other ops used since. (Calling
-// it again on the same buffer would time cache-to-cache copies up to the
-// cache's size, several times faster than a step sees.) A reduce-scatter is
-// the other way round: its input is the unit's flat gradient, which backward
-// has just written, so it reads the same buffer call after call, in cache up
-// to the cache's size and out of it beyond, as a step does.
+// Each call works on the same S bytes, as a step meets its collectives: a
+// reduce-scatter's input is the unit's flat gradient, which backward has just
+// written, and an all-gather's shard was last written by the optimizer and
+// its gathered buffer by the ops before it, all in cache where the step's
+// working set fits, out of it beyond the cache's size. (A step whose working
+// set is larger than the cache finds a mid-sized gather out of cache, up to
+// 3x slower here than measured; prefetch hides those gathers.) The buffers
+// are `poolBytes` long, at least twice the last-level cache (the script sees
+// to it), so that the largest messages show the rates out of cache.
 struct Collective {
   char *full, *shard;
-  size_t poolBytes, totalBytes, next;
+  size_t poolBytes, totalBytes;
   int calls;
   int gather; /* 1: all-gather, 0: reduce-scatter */
 };
@@ -309,10 +443,8 @@ struct Collective {
 static void collectiveCalls(void *p) {
   struct Collective *c = p;
   size_t shardBytes = c->totalBytes / (size_t)ranks;
-  size_t slots = c->poolBytes / c->totalBytes;
   for (int r = 0; r < c->calls; ++r) {
-    size_t slot = c->gather ? c->next++ % slots : 0;
-    char *full = c->full + slot * c->totalBytes, *shard = c->shard + slot * shardBytes;
+    char *full = c->full, *shard = c->shard;
     MPI_Request request;
     if (c->gather)
       MPI_Iallgather(MPI_IN_PLACE, (int)shardBytes, MPI_BYTE, full, (int)shardBytes, MPI_BYTE,
@@ -327,7 +459,6 @@ static void collectiveCalls(void *p) {
 static void runCollectives(size_t poolBytes, int reps) {
   struct Collective c;
   c.poolBytes = poolBytes;
-  c.next = 0;
   c.full = alloc(poolBytes);
   c.shard = alloc(poolBytes / (size_t)ranks);
   // Finite floats everywhere (the reduce-scatter sums them), and every page
@@ -381,6 +512,8 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   if (!strcmp(mode, "stream") && argc == 4)
     runStream(positive(argv[2]), positive(argv[3]));
+  else if (!strcmp(mode, "footprints") && argc == 4)
+    runFootprints((size_t)positive(argv[2]), positive(argv[3]));
   else if (!strcmp(mode, "vector") && argc == 3)
     runVector(positive(argv[2]));
   else if (!strcmp(mode, "call") && argc == 3)
@@ -388,7 +521,7 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "collectives") && argc == 4)
     runCollectives((size_t)positive(argv[2]), positive(argv[3]));
   else
-    fail("usage: profile_kernels stream MIB REPS | vector REPS | call REPS | "
+    fail("usage: profile_kernels stream MIB REPS | footprints MAX_BYTES REPS | vector REPS | call REPS | "
          "collectives POOL_BYTES REPS");
   fflush(stdout);
   MPI_Finalize();

@@ -8,9 +8,14 @@
 
 #include "fsdp/Analysis/DeviceProfile.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::fsdp;
@@ -38,6 +43,11 @@ DeviceProfile h100Sxm() {
   profile.matmulFlopsF32 = 50e12;   // FP32 without tensor cores: 67 TFLOP/s peak
   profile.matmulFlopsBF16 = 700e12; // dense BF16 tensor cores: 989 TFLOP/s peak
   profile.vectorFlops = 50e12;
+  profile.vectorDivides = 6e12;     // MUFU reciprocals and roots: 1/8 of the FMA pipes
+  // fsdp-form-kernels gives every row of a reduction a thread of its own:
+  // no chain holds the device.
+  profile.scalarFlops = profile.vectorFlops;
+  profile.dependentFlops = std::numeric_limits<double>::infinity();
   profile.memoryBandwidth = 2.8e12; // HBM3: 3.35 TB/s peak
   profile.opOverhead = 5e-6;        // a kernel launch from the host
   profile.ranksPerNode = 8;
@@ -52,6 +62,7 @@ DeviceProfile h100Sxm() {
   // by 8 ranks: what a threaded, vectorised update gets of them.
   profile.hostMemoryBandwidth = 60e9;
   profile.hostVectorFlops = 200e9;
+  profile.hostVectorDivides = 20e9;
   profile.asyncCollectives = true;
   profile.runtime = kCudaRuntimeMemory;
   return profile;
@@ -68,6 +79,9 @@ DeviceProfile cpu() {
   profile.matmulFlopsF32 = 100e9;
   profile.matmulFlopsBF16 = 200e9;
   profile.vectorFlops = 40e9;
+  profile.vectorDivides = 7e9;
+  profile.scalarFlops = 7.4e9;
+  profile.dependentFlops = 1.2e9; // an addition's latency: 3 cycles
   profile.memoryBandwidth = 11e9;
   profile.opOverhead = 0.4e-6;
   profile.ranksPerNode = 2;
@@ -78,6 +92,7 @@ DeviceProfile cpu() {
   profile.asyncCollectives = true;
   profile.hostMemoryBandwidth = profile.memoryBandwidth;
   profile.hostVectorFlops = profile.vectorFlops;
+  profile.hostVectorDivides = profile.vectorDivides;
   return profile;
 }
 
@@ -95,45 +110,105 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
   if (!object)
     return error("a device profile is a JSON object");
   DeviceProfile profile;
+  // The first thing wrong with the file.
   std::string missing;
+  auto fail = [&](const llvm::Twine &why) {
+    if (missing.empty())
+      missing = why.str();
+  };
   auto number = [&](const json::Object *o, StringRef key, StringRef where, double &out,
                     bool positive) {
     std::optional<double> x = o ? o->getNumber(key) : std::nullopt;
-    if (!x || *x < 0 || (positive && *x == 0)) {
-      if (missing.empty())
-        missing = (where + key + (x ? " must be positive" : " is missing or not a number")).str();
-      return;
-    }
+    if (!x || *x < 0 || (positive && *x == 0))
+      return fail(where + key + (x ? " must be positive" : " is missing or not a number"));
     out = *x;
   };
+  // A curve: [size, value] pairs, both positive, sizes ascending.
+  auto curve = [&](const json::Value *v, const std::string &where, SizeCurve &out) {
+    const json::Array *points = v ? v->getAsArray() : nullptr;
+    auto bad = [&](StringRef why) { fail(where + " " + why); };
+    if (!points || points->empty())
+      return bad("must be a non-empty array of [size, value] pairs");
+    for (const json::Value &point : *points) {
+      const json::Array *pair = point.getAsArray();
+      std::optional<double> size = pair && pair->size() == 2 ? (*pair)[0].getAsNumber()
+                                                              : std::nullopt;
+      std::optional<double> value = size ? (*pair)[1].getAsNumber() : std::nullopt;
+      if (!value || *size <= 0 || *value <= 0)
+        return bad("must be a non-empty array of [size, value] pairs, both positive");
+      if (!out.empty() && *size <= out.back().first)
+        return bad("must be in ascending order of size");
+      out.emplace_back(*size, *value);
+    }
+  };
+  // Every field of an object must be one of `known`: a misspelling is an
+  // error, not a rate silently left out.
+  auto onlyFields = [&](const json::Object *o, const std::string &where,
+                        ArrayRef<StringRef> known, StringRef what) {
+    for (const auto &[field, value] : *o)
+      if (!llvm::is_contained(known, StringRef(field)))
+        fail(where + StringRef(field) + " is not a field of " + what + " (" +
+             llvm::join(known, ", ") + ")");
+  };
+  onlyFields(object, "",
+             {"name", "description", "matmul_flops", "vector_flops", "vector_divides",
+              "scalar_flops", "dependent_flops", "memory_bandwidth",
+              "memory_bandwidth_by_footprint", "op_overhead", "ranks_per_node", "intra_node",
+              "inter_node", "host_device_bandwidth", "host", "async_collectives",
+              "runtime_bytes"},
+             "a device profile");
   const json::Object *flops = object->getObject("matmul_flops");
   number(flops, "f32", "matmul_flops.", profile.matmulFlopsF32, true);
   number(flops, "bf16", "matmul_flops.", profile.matmulFlopsBF16, true);
   number(object, "vector_flops", "", profile.vectorFlops, true);
+  number(object, "vector_divides", "", profile.vectorDivides, true);
+  profile.scalarFlops = profile.vectorFlops;
+  profile.dependentFlops = std::numeric_limits<double>::infinity();
+  if (object->get("scalar_flops") || object->get("dependent_flops")) {
+    number(object, "scalar_flops", "", profile.scalarFlops, true);
+    number(object, "dependent_flops", "", profile.dependentFlops, true);
+  }
   number(object, "memory_bandwidth", "", profile.memoryBandwidth, true);
+  if (const json::Value *byFootprint = object->get("memory_bandwidth_by_footprint"))
+    curve(byFootprint, "memory_bandwidth_by_footprint", profile.memoryBandwidthByFootprint);
   number(object, "op_overhead", "", profile.opOverhead, false);
   number(object, "host_device_bandwidth", "", profile.hostDeviceBandwidth, false);
+  // A kind's rates, and its measured times where given.
+  auto rates = [&](const json::Object *o, const std::string &where, AlphaBeta &out) {
+    number(o, "latency", where, out.latency, false);
+    number(o, "bandwidth", where, out.bandwidth, true);
+    if (!o || !o->get("measured"))
+      return;
+    const json::Object *measured = o->getObject("measured");
+    std::string at = where + "measured.";
+    if (!measured)
+      return fail(where + "measured must be an object");
+    onlyFields(measured, at, {"ranks", "seconds_by_bytes"}, "measured times");
+    double ranks = 0;
+    number(measured, "ranks", at, ranks, true);
+    out.measuredRanks = static_cast<int64_t>(ranks);
+    if (out.measuredRanks != ranks || (ranks != 0 && ranks < 2))
+      fail(at + "ranks must be a whole number of at least 2");
+    curve(measured->get("seconds_by_bytes"), at + "seconds_by_bytes", out.measuredSeconds);
+  };
   // A link's latency and bandwidth are its all-gather's, and its
   // reduce-scatter's unless `reduce_scatter` gives the latter's own.
   for (auto [key, link] : {std::pair<StringRef, LinkProfile *>{"intra_node", &profile.intraNode},
                            {"inter_node", &profile.interNode}}) {
     const json::Object *o = object->getObject(key);
     std::string where = (key + ".").str();
-    number(o, "latency", where, link->gather.latency, false);
-    number(o, "bandwidth", where, link->gather.bandwidth, true);
+    rates(o, where, link->gather);
     link->reduce = link->gather;
     if (!o)
       continue;
-    for (const auto &[field, value] : *o)
-      if (field != "latency" && field != "bandwidth" && field != "reduce_scatter" &&
-          missing.empty())
-        missing = where + field.str() + " is not a field of a link (latency, bandwidth, " +
-                  "reduce_scatter)";
+    onlyFields(o, where, {"latency", "bandwidth", "measured", "reduce_scatter"}, "a link");
     if (o->get("reduce_scatter")) {
       const json::Object *reduce = o->getObject("reduce_scatter");
       where += "reduce_scatter.";
-      number(reduce, "latency", where, link->reduce.latency, false);
-      number(reduce, "bandwidth", where, link->reduce.bandwidth, true);
+      link->reduce = AlphaBeta();
+      if (reduce)
+        onlyFields(reduce, where, {"latency", "bandwidth", "measured"}, "a collective's rates");
+      rates(reduce, where, link->reduce);
     }
   }
   // The host's rates: required beside a device (offload's update runs
@@ -142,9 +217,11 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
       host || profile.hostDeviceBandwidth > 0) {
     number(host, "memory_bandwidth", "host.", profile.hostMemoryBandwidth, true);
     number(host, "vector_flops", "host.", profile.hostVectorFlops, true);
+    number(host, "vector_divides", "host.", profile.hostVectorDivides, true);
   } else {
     profile.hostMemoryBandwidth = profile.memoryBandwidth;
     profile.hostVectorFlops = profile.vectorFlops;
+    profile.hostVectorDivides = profile.vectorDivides;
   }
   double ranksPerNode = 0;
   number(object, "ranks_per_node", "", ranksPerNode, true);
@@ -186,14 +263,58 @@ llvm::Expected<DeviceProfile> DeviceProfile::load(StringRef nameOrFile) {
   return parse(nameOrFile, (*file)->getBuffer());
 }
 
+namespace {
+
+/// The curve's value at `size` between its points, interpolated by `between`
+/// (the two points and the fraction of the way); std::nullopt beyond the last.
+template <typename Between>
+std::optional<double> along(const SizeCurve &curve, double size, Between between) {
+  if (curve.empty() || size > curve.back().first)
+    return std::nullopt;
+  if (size <= curve.front().first)
+    return curve.front().second;
+  auto above = llvm::upper_bound(curve, size, [](double s, const std::pair<double, double> &point) {
+    return s <= point.first;
+  });
+  return between(*std::prev(above), *above, size);
+}
+
+} // namespace
+
+double DeviceProfile::memoryBandwidthAt(double footprint) const {
+  // A rate changes with the cache level the footprint fits in, at sizes
+  // spaced by factors: log-linear between the measured footprints.
+  return along(memoryBandwidthByFootprint, footprint,
+               [](auto low, auto high, double size) {
+                 double t = std::log(size / low.first) / std::log(high.first / low.first);
+                 return low.second + t * (high.second - low.second);
+               })
+      .value_or(memoryBandwidth);
+}
+
 double mlir::fsdp::ringSeconds(CollectiveKind kind, int64_t groupRanks, double totalBytes,
                                const LinkProfile &link) {
   if (groupRanks <= 1)
     return 0;
   double steps = static_cast<double>(groupRanks - 1);
+  double share = steps / static_cast<double>(groupRanks);
   auto ring = [&](const AlphaBeta &rates) {
-    return steps * rates.latency +
-           steps / static_cast<double>(groupRanks) * totalBytes / rates.bandwidth;
+    const SizeCurve &measured = rates.measuredSeconds;
+    if (rates.measuredRanks == groupRanks && !measured.empty()) {
+      // Linear in bytes between measured sizes, and along the last two
+      // points' line beyond the largest (the bandwidth's slope with one).
+      auto line = [](auto low, auto high, double size) {
+        double t = (size - low.first) / (high.first - low.first);
+        return low.second + t * (high.second - low.second);
+      };
+      if (std::optional<double> seconds = along(measured, totalBytes, line))
+        return *seconds;
+      return measured.size() > 1 ? line(measured.end()[-2], measured.back(), totalBytes)
+                                 : measured.back().second +
+                                       share * (totalBytes - measured.back().first) /
+                                           rates.bandwidth;
+    }
+    return steps * rates.latency + share * totalBytes / rates.bandwidth;
   };
   switch (kind) {
   case CollectiveKind::AllGather:

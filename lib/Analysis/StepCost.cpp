@@ -24,14 +24,30 @@ struct Work {
   double flops = 0;      // matrix-product FLOPs
   double bytes = 0;      // memory read and written
   double arithmetic = 0; // scalar arithmetic of loops
+  double divides = 0;    // divisions and square roots, on the divider
+  // Loops that are not vectorised: their arithmetic, and the additions into
+  // an accumulator, each waiting for the one before.
+  double scalarArithmetic = 0, dependent = 0;
 
   Work &operator+=(const Work &other) {
     flops += other.flops;
     bytes += other.bytes;
     arithmetic += other.arithmetic;
+    divides += other.divides;
+    scalarArithmetic += other.scalarArithmetic;
+    dependent += other.dependent;
     return *this;
   }
-  Work scaled(double times) const { return {flops * times, bytes * times, arithmetic * times}; }
+  Work scaled(double times) const {
+    return {flops * times,      bytes * times,
+            arithmetic * times, divides * times,
+            scalarArithmetic * times, dependent * times};
+  }
+  double seconds(const DeviceProfile &profile, double memoryBandwidth) const {
+    return std::max({bytes / memoryBandwidth, arithmetic / profile.vectorFlops,
+                     divides / profile.vectorDivides, scalarArithmetic / profile.scalarFlops,
+                     dependent / profile.dependentFlops});
+  }
 };
 
 double elementBytes(Type type) {
@@ -52,14 +68,17 @@ std::optional<int64_t> constantInt(Value value) {
   return std::nullopt;
 }
 
-/// Arithmetic ops one scalar op stands for: exp, log and tanh become
-/// polynomials of a few dozen ops (fsdp-approximate-math, NVVM's libdevice).
-double arithmeticOf(Operation *op) {
+/// The arithmetic one scalar op stands for: exp, log and tanh become
+/// polynomials of a few dozen ops (fsdp-approximate-math, NVVM's libdevice);
+/// divisions and square roots go to the divider.
+Work arithmeticOf(Operation *op) {
+  if (isa<arith::DivFOp, math::SqrtOp, math::RsqrtOp>(op))
+    return {0, 0, 0, 1};
   if (isa<math::ExpOp, math::LogOp, math::TanhOp, math::PowFOp, math::ErfOp>(op))
-    return 20;
+    return {0, 0, 20, 0};
   if (isa<arith::ConstantOp, arith::IndexCastOp, arith::IndexCastUIOp>(op))
-    return 0;
-  return isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ? 1 : 0;
+    return {};
+  return {0, 0, isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ? 1.0 : 0.0, 0};
 }
 
 bool isGemm(StringRef callee) {
@@ -113,7 +132,21 @@ Work workOf(Operation *op) {
     double points = 1;
     for (int64_t range : linalgOp.getStaticLoopRanges())
       points *= ShapedType::isDynamic(range) ? 1 : static_cast<double>(range);
-    work += payloadWork(op).scaled(points);
+    Work payload = payloadWork(op).scaled(points);
+    // Lowered to loops in iterator order: a reduction innermost into a float
+    // accumulates in order, one point after the other, and keeps LLVM from
+    // vectorising the nest.
+    auto iterators = linalgOp.getIteratorTypesArray();
+    bool serial = !iterators.empty() && iterators.back() == utils::IteratorType::reduction &&
+                  llvm::any_of(linalgOp.getDpsInits(), [](Value init) {
+                    return isa<FloatType>(getElementTypeOrSelf(init.getType()));
+                  });
+    if (serial) {
+      payload.scalarArithmetic += payload.arithmetic + payload.divides;
+      payload.arithmetic = payload.divides = 0;
+      payload.dependent = points;
+    }
+    work += payload;
     return work;
   }
   if (auto copy = dyn_cast<memref::CopyOp>(op))
@@ -131,10 +164,28 @@ Work workOf(Operation *op) {
                        : 1;
     return regionWork(loop.getRegion()).scaled(trips);
   }
-  Work work{0, 0, arithmeticOf(op)};
+  Work work = arithmeticOf(op);
   for (Region &region : op->getRegions())
     work += regionWork(region);
   return work;
+}
+
+/// The bytes of the distinct buffers an op reads or writes: what has to be
+/// in cache for it to run from there. A product's are its matrices; any
+/// other op's, the memrefs it or its body uses from outside.
+double footprintOf(Operation *op, const Work &work) {
+  if (auto call = dyn_cast<func::CallOp>(op))
+    return isGemm(call.getCallee()) ? work.bytes : 0;
+  llvm::SmallDenseSet<Value, 8> buffers;
+  double bytes = 0;
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands())
+      if (isa<MemRefType>(operand.getType()) &&
+          (nested == op || !op->isAncestor(operand.getParentRegion()->getParentOp())) &&
+          buffers.insert(operand).second)
+        bytes += bufferBytes(operand.getType());
+  });
+  return bytes;
 }
 
 /// Whether an op of the step is work the compute stream does (as opposed to
@@ -288,8 +339,10 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
       continue;
     Work work = callee == kHostParallel ? hostTaskWork(call) : workOf(&op);
     if (callee == kHostParallel) {
-      double seconds = std::max(work.bytes / profile.hostMemoryBandwidth,
-                                work.arithmetic / profile.hostVectorFlops);
+      // The update is elementwise: vectorised, on the host's cores.
+      double seconds = std::max({work.bytes / profile.hostMemoryBandwidth,
+                                 work.arithmetic / profile.hostVectorFlops,
+                                 work.divides / profile.hostVectorDivides});
       std::string unit;
       if (auto name = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
         unit = name.getValue().str();
@@ -304,14 +357,16 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     now = std::max(now, hostNow);
     double flops = work.flops;
     bool bf16 = callee == kGemmBF16 || callee == kBatchedGemmBF16;
+    double footprint = footprintOf(&op, work);
     double seconds =
         profile.opOverhead +
-        std::max({flops / (bf16 ? profile.matmulFlopsBF16 : profile.matmulFlopsF32),
-                  work.bytes / profile.memoryBandwidth, work.arithmetic / profile.vectorFlops});
+        std::max(flops / (bf16 ? profile.matmulFlopsBF16 : profile.matmulFlopsF32),
+                 work.seconds(profile, profile.memoryBandwidthAt(footprint)));
     std::string name = call ? callee.drop_front(callee.starts_with("fsdprt_") ? 7 : 0).str()
                             : op.getName().getStringRef().str();
     cost.ops.push_back(TimedOp{&op, static_cast<int>(RuntimeStream::Compute), now, now + seconds,
-                               std::move(name), flops, work.bytes, "", now + seconds});
+                               std::move(name), flops, work.bytes, "", now + seconds,
+                               footprint});
     (flops > 0 ? cost.matmulSeconds : cost.otherComputeSeconds) += seconds;
     durations.push_back(seconds);
     now += seconds;

@@ -38,6 +38,8 @@ void mlir::fsdp::writeChromeTrace(llvm::raw_ostream &os, const PlanEvaluation &p
     json::Object args{{"bytes", op.bytes}};
     if (op.flops > 0)
       args["flops"] = op.flops;
+    if (op.footprint > 0)
+      args["footprint"] = op.footprint;
     if (!op.unit.empty())
       args["unit"] = op.unit;
     bool collective = op.stream != static_cast<int>(RuntimeStream::Compute) &&

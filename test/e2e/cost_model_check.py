@@ -14,6 +14,20 @@ isolate one term at a time:
 - both, with asynchronous progress: communication hides behind the products,
   so less than all of it is exposed and the step is shorter than the sum;
   without asynchronous progress, the step is exactly the sum.
+- memory by footprint (only memory finite, with measured rates by footprint):
+  each op moves its bytes at the rate of its footprint (its distinct buffers),
+  log-linear between the measured footprints, the first's rate below them and
+  memory_bandwidth beyond; every op of the trace is summed by hand.
+- serial reductions (only the adder's latency finite): a loop nest reducing
+  floats along its innermost dimension adds one point after the other. The
+  MLP's cross-entropy over B rows of C classes reduces every row twice in
+  forward (its maximum, its sum of exponentials) and again in backward, and
+  the batch once: 4·B·C + B dependent additions.
+- measured collectives (only links finite, each kind with measured times):
+  a group of the measured size takes the measured time of the whole buffer
+  (2 x the bytes a rank sends, at 2 ranks), linear between the points and
+  along the last two points' line beyond; a group of another size the
+  alpha-beta rates.
 - offload (--target=cuda, offload = optimizer), only the host link and the
   host's memory finite: each unit's f32 gradient shard goes to the host and its
   shard comes back (8 bytes per element over the link), and AdamW on the host
@@ -34,20 +48,28 @@ INFINITE = 1e30
 
 
 def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False, host=None,
-            reduce_bandwidth=None):
+            reduce_bandwidth=None, extra=None, gather_measured=None, reduce_measured=None):
     """`host`: (host-device bandwidth, host memory bandwidth), for a device;
-    `reduce_bandwidth`: the reduce-scatter's own (else the link's)."""
-    extra = {} if host is None else {
-        "host_device_bandwidth": host[0],
-        "host": {"memory_bandwidth": host[1], "vector_flops": INFINITE}}
+    `reduce_bandwidth`: the reduce-scatter's own (else the link's); `extra`:
+    more fields; `*_measured`: a kind's measured times, {ranks, seconds_by_bytes}."""
+    extra = dict(extra or {})
+    if host is not None:
+        extra.update({"host_device_bandwidth": host[0],
+                      "host": {"memory_bandwidth": host[1], "vector_flops": INFINITE,
+                               "vector_divides": INFINITE}})
     link = {"latency": 0, "bandwidth": bandwidth}
-    if reduce_bandwidth is not None:
-        link["reduce_scatter"] = {"latency": 0, "bandwidth": reduce_bandwidth}
+    if gather_measured:
+        link["measured"] = gather_measured
+    if reduce_bandwidth is not None or reduce_measured:
+        link["reduce_scatter"] = {"latency": 0, "bandwidth": reduce_bandwidth or bandwidth}
+        if reduce_measured:
+            link["reduce_scatter"]["measured"] = reduce_measured
     with open(path, "w") as f:
         json.dump({**{
             "name": os.path.basename(path),
             "matmul_flops": {"f32": matmul, "bf16": matmul},
             "vector_flops": INFINITE,
+            "vector_divides": INFINITE,
             "memory_bandwidth": INFINITE,
             "op_overhead": 0,
             "ranks_per_node": 8,
@@ -58,6 +80,20 @@ def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False, host=
             "runtime_bytes": {"context": 0, "collectives": 0, "workspace": 0},
         }, **extra}, f)
     return path
+
+
+def timeline(fsdpc, model, grid, profile_path, path):
+    """The predicted trace's compute ops: (bytes, footprint) of each."""
+    command = [fsdpc, model, f"--grid={grid}", f"--device-profile={profile_path}",
+               f"--timeline={path}", "--report=json"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(command)}\n{result.stderr}")
+    with open(path) as f:
+        events = json.load(f)["traceEvents"]
+    return json.loads(result.stdout), [
+        (e["args"]["bytes"], e["args"].get("footprint", 0)) for e in events
+        if e.get("ph") == "X" and e.get("tid") == 0]
 
 
 def report(fsdpc, model, grid, profile_path, extra=()):
@@ -150,6 +186,65 @@ def main():
         check(f"overlap, async_collectives={str(asynchronous).lower()}", ok,
               f"compute {compute:.6f} s, communication {p['communication_seconds']:.6f} s, "
               f"exposed {p['exposed_communication_seconds']:.6f} s, step {p['step_seconds']:.6f} s")
+
+    # Memory rates by footprint: an op in cache moves its bytes faster.
+    import math
+    curve, dram = [[20000, 8e9], [400000, 2e9]], 1e9
+    path = profile(f"{args.work}/footprint.json",
+                   extra={"memory_bandwidth": dram, "memory_bandwidth_by_footprint": curve})
+    by_footprint, ops = timeline(args.fsdpc, args.model, 1, path, f"{args.work}/footprint-trace.json")
+
+    def rate(footprint):
+        if footprint <= curve[0][0]:
+            return curve[0][1]
+        for (f0, r0), (f1, r1) in zip(curve, curve[1:]):
+            if footprint <= f1:
+                return r0 + math.log(footprint / f0) / math.log(f1 / f0) * (r1 - r0)
+        return dram
+
+    expected = sum(b / rate(f) for b, f in ops)
+    regions = [sum(1 for _, f in ops if f <= curve[0][0]),
+               sum(1 for _, f in ops if curve[0][0] < f <= curve[-1][0]),
+               sum(1 for _, f in ops if f > curve[-1][0])]
+    p = by_footprint["predicted"]
+    compute = p["matmul_seconds"] + p["other_compute_seconds"]
+    check("memory by footprint", close(compute, expected) and min(regions) > 0 and
+          all(f > 0 for _, f in ops),
+          f"compute {compute:.9f} s, {len(ops)} ops by hand {expected:.9f} s; ops below, "
+          f"between and beyond the measured footprints: {regions}")
+
+    # Reductions along the innermost dimension run one addition at a time.
+    dependent = 1e6
+    serial = report(args.fsdpc, args.model, 1, profile(
+        f"{args.work}/serial.json", extra={"scalar_flops": INFINITE, "dependent_flops": dependent}))
+    classes = layers[-1][1]
+    additions = 4 * batch * classes + batch
+    p = serial["predicted"]
+    check("serial reductions", close(p["other_compute_seconds"], additions / dependent) and
+          close(p["step_seconds"], additions / dependent),
+          f"other compute {p['other_compute_seconds']:.9f} s; 4 x {batch} x {classes} + {batch} = "
+          f"{additions} additions / {dependent:g} per s = {additions / dependent:.9f} s")
+
+    # Measured collectives: the gather's times are 1 ns per byte of the whole
+    # buffer, measured up to 1 KiB only (the MLP's are larger: along the last
+    # line), the reduce-scatter's 4 ns per byte.
+    gather_ns, reduce_ns = 1e-9, 4e-9
+    measured = report(args.fsdpc, args.model, 2, profile(
+        f"{args.work}/measured.json", bandwidth=bandwidth,
+        gather_measured={"ranks": 2, "seconds_by_bytes": [[8, 8 * gather_ns],
+                                                          [1024, 1024 * gather_ns]]},
+        reduce_measured={"ranks": 2, "seconds_by_bytes": [[8, 8 * reduce_ns],
+                                                          [1e9, 1e9 * reduce_ns]]}))
+    expected = 2 * gathered * gather_ns + 2 * reduced * reduce_ns
+    p = measured["predicted"]
+    grid4 = report(args.fsdpc, args.model, 4, f"{args.work}/measured.json")
+    sent4 = sum(u["all_gather_forward_bytes"] + u["reduce_scatter_bytes"] for u in grid4["units"])
+    sent4 += sum(u["all_gather_backward_bytes"] for u in grid4["units"][1:])
+    check("measured collectives", close(p["communication_seconds"], expected) and
+          close(grid4["predicted"]["communication_seconds"], sent4 / bandwidth),
+          f"2 ranks: communication {p['communication_seconds']:.9f} s, by hand 2 x ({gathered} B "
+          f"x 1 ns + {reduced} B x 4 ns) = {expected:.9f} s; 4 ranks (not measured): "
+          f"{grid4['predicted']['communication_seconds']:.9f} s, {sent4} B / {bandwidth:g} B/s")
 
     # Offload: the plan's optimizer on the host.
     with open(args.model) as f:

@@ -15,13 +15,26 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mlir::fsdp {
 
-/// Alpha-beta: a message of S bytes takes latency + S / bandwidth.
+/// Measured points of a figure against a size, ascending in size: what a
+/// machine's caches make of rates that a single number gets wrong for small
+/// working sets (bench/measure_cpu_profile.py measures them).
+using SizeCurve = std::vector<std::pair<double, double>>;
+
+/// Alpha-beta: a message of S bytes takes latency + S / bandwidth. Where the
+/// collective's time was measured on groups of `measuredRanks` ranks, a group
+/// of that size takes the measured time instead, linear between the points
+/// of `measuredSeconds` (total bytes, seconds), the first point's time below
+/// the first, and along the last two points' line beyond the last.
 struct AlphaBeta {
   double latency = 0;   // s
   double bandwidth = 0; // B/s, each direction, per rank
+  int64_t measuredRanks = 0;
+  SizeCurve measuredSeconds;
 };
 
 /// One kind of link between ranks, with the rates of a ring's step for each
@@ -47,7 +60,21 @@ struct DeviceProfile {
   /// Rates of one rank, with every rank of its node busy.
   double matmulFlopsF32 = 0, matmulFlopsBF16 = 0; // FLOP/s on large products
   double vectorFlops = 0;                         // arithmetic op/s of generated loops
+  /// Divisions and square roots per second in generated loops: a divider of
+  /// its own, several times slower than the multiply-add pipes.
+  double vectorDivides = 0;
+  /// A loop nest whose innermost loop reduces floats into one accumulator is
+  /// not vectorised (float addition does not reassociate): its body runs at
+  /// `scalarFlops` op/s, and its accumulations one after the other at
+  /// `dependentFlops` per second (the adder's latency). Without them in a
+  /// profile (a GPU: a row per thread), such loops count as vectorised.
+  double scalarFlops = 0, dependentFlops = 0;
   double memoryBandwidth = 0;                     // B/s read + written
+  /// Optional (footprint bytes, B/s): the rate of an op whose distinct
+  /// operands total the footprint, where it fits in cache (log-linear between
+  /// points, the first point's rate below the first); beyond the last point,
+  /// `memoryBandwidth`.
+  SizeCurve memoryBandwidthByFootprint;
   double opOverhead = 0;                          // s per launch or call
   int64_t ranksPerNode = 1;
   LinkProfile intraNode, interNode;
@@ -55,11 +82,14 @@ struct DeviceProfile {
   /// The host cores and memory one rank's share of its node gives offload's
   /// update (the device's own figures on the CPU, where the host is the
   /// device).
-  double hostMemoryBandwidth = 0, hostVectorFlops = 0;
+  double hostMemoryBandwidth = 0, hostVectorFlops = 0, hostVectorDivides = 0;
   /// Whether collectives progress while compute runs (NCCL streams: yes; MPI
   /// nonblocking calls without a progress thread: only inside MPI calls).
   bool asyncCollectives = false;
   RuntimeMemory runtime;
+
+  /// The rate of memory traffic of an op whose operands total `footprint`.
+  double memoryBandwidthAt(double footprint) const;
 
   /// A built-in profile (`h100-sxm`, `cpu`) or a JSON file (docs/CostModel.md).
   static llvm::Expected<DeviceProfile> load(llvm::StringRef nameOrFile);

@@ -43,6 +43,9 @@ struct TimedOp {
   /// stream got past the wait for it.
   std::string unit;
   double waited = 0;
+  /// A compute op's distinct buffers, in bytes: what its memory rate depends
+  /// on (DeviceProfile::memoryBandwidthAt).
+  double footprint = 0;
 };
 
 struct StepCost {
