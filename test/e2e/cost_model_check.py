@@ -19,10 +19,15 @@ isolate one term at a time:
   log-linear between the measured footprints, the first's rate below them and
   memory_bandwidth beyond; every op of the trace is summed by hand.
 - serial reductions (only the adder's latency finite): a loop nest reducing
-  floats along its innermost dimension adds one point after the other. The
-  MLP's cross-entropy over B rows of C classes reduces every row twice in
-  forward (its maximum, its sum of exponentials) and again in backward, and
-  the batch once: 4·B·C + B dependent additions.
+  floats along its innermost dimension accumulates one point after the other.
+  The MLP's cross-entropy over B rows of C classes reduces every row twice in
+  forward (its maximum: two dependent steps a point, a max and a select on
+  NaN; its sum of exponentials: one) and again in backward, and the batch
+  once: 2·(2 + 1)·B·C + B dependent steps.
+- the divider (only divisions and square roots finite): AdamW's update has a
+  square root and two divisions per element of every unit's flat shard, the
+  softmax's gradient a division per logit (B·C); with the other arithmetic
+  finite too, a loop's divisions add to it rather than hide behind it.
 - measured collectives (only links finite, each kind with measured times):
   a group of the measured size takes the measured time of the whole buffer
   (2 x the bytes a rank sends, at 2 ranks), linear between the points and
@@ -218,12 +223,30 @@ def main():
     serial = report(args.fsdpc, args.model, 1, profile(
         f"{args.work}/serial.json", extra={"scalar_flops": INFINITE, "dependent_flops": dependent}))
     classes = layers[-1][1]
-    additions = 4 * batch * classes + batch
+    steps = 2 * (2 + 1) * batch * classes + batch
     p = serial["predicted"]
-    check("serial reductions", close(p["other_compute_seconds"], additions / dependent) and
-          close(p["step_seconds"], additions / dependent),
-          f"other compute {p['other_compute_seconds']:.9f} s; 4 x {batch} x {classes} + {batch} = "
-          f"{additions} additions / {dependent:g} per s = {additions / dependent:.9f} s")
+    check("serial reductions", close(p["other_compute_seconds"], steps / dependent) and
+          close(p["step_seconds"], steps / dependent),
+          f"other compute {p['other_compute_seconds']:.9f} s; 2 x (2 + 1) x {batch} x {classes} + "
+          f"{batch} = {steps} steps / {dependent:g} per s = {steps / dependent:.9f} s")
+
+    # The divider: AdamW's 3 per shard element and the softmax gradient's one
+    # per logit; its time adds to the other arithmetic's.
+    def loops(name, vector, divides):
+        return report(args.fsdpc, args.model, 1, profile(
+            f"{args.work}/{name}.json", extra={"vector_flops": vector, "vector_divides": divides}))
+    divider, vector = 1e6, 1e9
+    divided = loops("divider", INFINITE, divider)
+    shard = sum(u["shard_elements"] for u in divided["units"])
+    divisions = 3 * shard + batch * classes
+    alone = divided["predicted"]["other_compute_seconds"]
+    arithmetic = loops("arithmetic", vector, INFINITE)["predicted"]["other_compute_seconds"]
+    both = loops("both", vector, divider)["predicted"]["other_compute_seconds"]
+    check("the divider", close(alone, divisions / divider) and arithmetic > 0 and
+          close(both, alone + arithmetic),
+          f"divisions {alone:.9f} s; 3 x {shard} + {batch} x {classes} = {divisions} / "
+          f"{divider:g} per s = {divisions / divider:.9f} s; with the other arithmetic "
+          f"({arithmetic:.9f} s) {both:.9f} s")
 
     # Measured collectives: the gather's times are 1 ns per byte of the whole
     # buffer, measured up to 1 KiB only (the MLP's are larger: along the last
