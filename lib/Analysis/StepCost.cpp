@@ -109,6 +109,16 @@ Work gemmWork(func::CallOp call) {
 
 Work workOf(Operation *op);
 
+/// Iterations of a loop with constant bounds (1 where they are not).
+double tripCount(scf::ForOp loop) {
+  std::optional<int64_t> lower = constantInt(loop.getLowerBound()),
+                         upper = constantInt(loop.getUpperBound()),
+                         step = constantInt(loop.getStep());
+  if (!lower || !upper || !step || *step <= 0)
+    return 1;
+  return static_cast<double>(std::max<int64_t>(0, llvm::divideCeil(*upper - *lower, *step)));
+}
+
 /// The dependent instructions of one accumulation of a reduction: the ops
 /// that combine an output's running value with the new point, a maximum or
 /// minimum counting two (x86 has no IEEE maximum: a max and a select on NaN,
@@ -172,15 +182,8 @@ Work workOf(Operation *op) {
     return {0, elementBytes(load.getType()), 0};
   if (auto store = dyn_cast<memref::StoreOp>(op))
     return {0, elementBytes(store.getValueToStore().getType()), 0};
-  if (auto loop = dyn_cast<scf::ForOp>(op)) {
-    std::optional<int64_t> lower = constantInt(loop.getLowerBound()),
-                           upper = constantInt(loop.getUpperBound()),
-                           step = constantInt(loop.getStep());
-    double trips = lower && upper && step && *step > 0
-                       ? static_cast<double>(std::max<int64_t>(0, llvm::divideCeil(*upper - *lower, *step)))
-                       : 1;
-    return regionWork(loop.getRegion()).scaled(trips);
-  }
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    return regionWork(loop.getRegion()).scaled(tripCount(loop));
   Work work = arithmeticOf(op);
   for (Region &region : op->getRegions())
     work += regionWork(region);
@@ -203,6 +206,37 @@ double footprintOf(Operation *op, const Work &work) {
         bytes += bufferBytes(operand.getType());
   });
   return bytes;
+}
+
+/// The compute stream's time of a compute op: products, and everything else.
+struct ComputeTime {
+  double matmul = 0, other = 0;
+};
+
+/// A loop (the attention's key blocks) runs its body's ops one after the
+/// other, each with its own overhead and rates, once per iteration; any
+/// other op is one launch or call.
+ComputeTime computeTime(Operation *op, const DeviceProfile &profile) {
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    ComputeTime body;
+    for (Operation &nested : loop.getBody()->without_terminator()) {
+      if (!isa<func::CallOp, linalg::LinalgOp, memref::CopyOp, scf::ForOp>(nested))
+        continue;
+      ComputeTime time = computeTime(&nested, profile);
+      body.matmul += time.matmul;
+      body.other += time.other;
+    }
+    double trips = tripCount(loop);
+    return {body.matmul * trips, body.other * trips};
+  }
+  Work work = workOf(op);
+  auto call = dyn_cast<func::CallOp>(op);
+  bool bf16 = call && (call.getCallee() == kGemmBF16 || call.getCallee() == kBatchedGemmBF16);
+  double seconds =
+      profile.opOverhead +
+      std::max(work.flops / (bf16 ? profile.matmulFlopsBF16 : profile.matmulFlopsF32),
+               work.seconds(profile, profile.memoryBandwidthAt(footprintOf(op, work))));
+  return work.flops > 0 ? ComputeTime{seconds, 0} : ComputeTime{0, seconds};
 }
 
 /// Whether an op of the step is work the compute stream does (as opposed to
@@ -372,19 +406,16 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     }
     // Device work the host launches after work of its own starts after it.
     now = std::max(now, hostNow);
-    double flops = work.flops;
-    bool bf16 = callee == kGemmBF16 || callee == kBatchedGemmBF16;
     double footprint = footprintOf(&op, work);
-    double seconds =
-        profile.opOverhead +
-        std::max(flops / (bf16 ? profile.matmulFlopsBF16 : profile.matmulFlopsF32),
-                 work.seconds(profile, profile.memoryBandwidthAt(footprint)));
+    ComputeTime time = computeTime(&op, profile);
+    double seconds = time.matmul + time.other;
     std::string name = call ? callee.drop_front(callee.starts_with("fsdprt_") ? 7 : 0).str()
                             : op.getName().getStringRef().str();
     cost.ops.push_back(TimedOp{&op, static_cast<int>(RuntimeStream::Compute), now, now + seconds,
-                               std::move(name), flops, work.bytes, "", now + seconds,
+                               std::move(name), work.flops, work.bytes, "", now + seconds,
                                footprint});
-    (flops > 0 ? cost.matmulSeconds : cost.otherComputeSeconds) += seconds;
+    cost.matmulSeconds += time.matmul;
+    cost.otherComputeSeconds += time.other;
     durations.push_back(seconds);
     now += seconds;
   }

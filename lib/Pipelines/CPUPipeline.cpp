@@ -69,9 +69,11 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory) 
 }
 
 void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {
+  // Strided metadata first: a view at a loop's offset (the attention's key
+  // blocks) expands to affine.apply, which lower-affine then lowers.
+  pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   // exp, log and tanh as polynomials of fmas. The fmas must become LLVM's
   // intrinsic (an instruction, vectorisable) before convert-math-to-libm,

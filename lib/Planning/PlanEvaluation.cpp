@@ -41,16 +41,19 @@ static func::CallOp gatherWaitedFor(Operation &op) {
 static MemoryTimeline memoryOverStep(func::FuncOp step, const StepCost &cost,
                                      int64_t persistentBytes) {
   Block &body = step.getBody().front();
-  llvm::DenseMap<Operation *, int64_t> position;
+  // Loops' bodies in line, as fsdp-assign-buffers placed their buffers; an op
+  // of a body takes its loop's time.
+  StepPositions positions(body);
+  llvm::DenseMap<Operation *, size_t> topIndex;
   for (auto [index, op] : llvm::enumerate(body))
-    position[&op] = index;
-  size_t numOps = body.getOperations().size();
+    topIndex[&op] = index;
+  size_t numOps = positions.ops.size();
   // Bytes by kind that start (+) and stop (-) being live before each op, and
   // the end of the highest buffer placed at each op.
   std::vector<std::array<int64_t, kNumMemoryKinds>> change(numOps + 1);
   std::vector<int64_t> placedTop(numOps, persistentBytes);
-  for (Operation &op : body) {
-    auto view = dyn_cast<memref::ViewOp>(&op);
+  for (auto [at, op] : llvm::enumerate(positions.ops)) {
+    auto view = dyn_cast<memref::ViewOp>(op);
     auto kind = view ? view->getAttrOfType<StringAttr>(kBufferKindAttr) : StringAttr();
     if (!kind)
       continue;
@@ -60,27 +63,28 @@ static MemoryTimeline memoryOverStep(func::FuncOp step, const StepCost &cost,
     MemRefType type = view.getType();
     int64_t bytes = type.getNumElements() * llvm::divideCeil(type.getElementTypeBitWidth(), 8);
     size_t k = slot - std::begin(kMemoryKinds);
-    change[position[&op]][k] += bytes;
-    change[lastUse(view.getResult(), body, position) + 1][k] -= bytes;
+    change[at][k] += bytes;
+    change[positions.lastUse(view.getResult()) + 1][k] -= bytes;
     // fsdp-assign-buffers writes each offset as a constant.
     if (std::optional<int64_t> offset = getConstantIntValue(view.getByteShift()))
-      placedTop[position[&op]] = std::max(placedTop[position[&op]], *offset + bytes);
+      placedTop[at] = std::max(placedTop[at], *offset + bytes);
   }
   MemoryTimeline timeline;
   timeline.persistentBytes = persistentBytes;
   MemorySample live;
   live.plannedHighWater = persistentBytes;
-  for (auto [i, op] : llvm::enumerate(body)) {
+  for (auto [at, op] : llvm::enumerate(positions.ops)) {
+    size_t i = topIndex.lookup(positions.top[at]);
     if (i >= cost.opStart.size())
       break;
-    bool changed = placedTop[i] > live.plannedHighWater;
-    live.plannedHighWater = std::max(live.plannedHighWater, placedTop[i]);
+    bool changed = placedTop[at] > live.plannedHighWater;
+    live.plannedHighWater = std::max(live.plannedHighWater, placedTop[at]);
     for (size_t k = 0; k < kNumMemoryKinds; ++k) {
-      changed |= change[i][k] != 0;
-      live.bytes[k] += change[i][k];
+      changed |= change[at][k] != 0;
+      live.bytes[k] += change[at][k];
     }
     // The compute stream gets past a wait when the next op begins.
-    if (func::CallOp gather = gatherWaitedFor(op)) {
+    if (func::CallOp gather = gatherWaitedFor(*op)) {
       auto unit = gather->getAttrOfType<StringAttr>(kCollectiveUnitAttr);
       timeline.gatherWaits.push_back(
           {i, i + 1 < cost.opStart.size() ? cost.opStart[i + 1] : cost.stepSeconds,
@@ -89,7 +93,7 @@ static MemoryTimeline memoryOverStep(func::FuncOp step, const StepCost &cost,
     if (!changed)
       continue;
     live.time = cost.opStart[i];
-    // Ops at the same instant (views, constants) make one sample.
+    // Ops at the same instant (views, constants, a loop's body) make one sample.
     if (!timeline.samples.empty() && timeline.samples.back().time == live.time)
       timeline.samples.back() = live;
     else

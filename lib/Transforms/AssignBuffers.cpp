@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MathExtras.h"
@@ -195,30 +196,36 @@ struct FSDPAssignBuffersPass
     BlockArgument arena = body.getArgument(0);
     int64_t persistent = llvm::cast<MemRefType>(arena.getType()).getDimSize(0);
 
-    llvm::DenseMap<Operation *, int64_t> position;
-    for (auto [index, op] : llvm::enumerate(body))
-      position[&op] = index;
+    StepPositions positions(body);
     SmallVector<Buffer> buffers;
     WalkResult walk = step.walk([&](memref::AllocOp alloc) {
       MemRefType type = alloc.getType();
-      if (alloc->getBlock() != &body || !type.hasStaticShape() ||
-          !type.getLayout().isIdentity() || type.getMemorySpace()) {
-        alloc.emitOpError("is not a static buffer of the step's block; the arena plan "
-                          "cannot place it");
+      // A buffer of a loop's body (the attention's key blocks) lives within
+      // an iteration, and every iteration reuses its bytes: One-Shot
+      // Bufferize carries a loop's values in the buffers of its inits, so
+      // none of the body's buffers outlives its iteration.
+      bool inLoops = true;
+      for (Operation *parent = alloc->getParentOp(); parent && parent != step;
+           parent = parent->getParentOp())
+        inLoops &= isa<scf::ForOp>(parent);
+      if (!inLoops || !type.hasStaticShape() || !type.getLayout().isIdentity() ||
+          type.getMemorySpace()) {
+        alloc.emitOpError("is not a static buffer of the step's block or of a loop in it; "
+                          "the arena plan cannot place it");
         return WalkResult::interrupt();
       }
       Buffer buffer;
       buffer.alloc = alloc;
       buffer.bytes = type.getNumElements() *
                      llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-      buffer.first = position.lookup(alloc);
-      buffer.last = lastUse(alloc, body, position);
+      buffer.first = positions.position.lookup(alloc);
+      buffer.last = positions.lastUse(alloc);
       if (auto kind = alloc->getAttrOfType<StringAttr>(kBufferKindAttr))
         buffer.kind = kind.getValue();
       // A gradient shard is the step's result for the trainer to read after
       // it (--trace-state): nothing may take its bytes before the step ends.
       if (alloc->hasAttr(kGradientOfAttr))
-        buffer.last = position.lookup(body.getTerminator());
+        buffer.last = positions.position.lookup(body.getTerminator());
       buffers.push_back(buffer);
       return WalkResult::advance();
     });

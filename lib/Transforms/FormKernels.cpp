@@ -46,6 +46,14 @@ bool isDeviceWork(Operation *op) {
   return found.wasInterrupted();
 }
 
+/// Whether `op` is a loop the host runs, launching the kernels of its body
+/// each iteration: one that calls the runtime (the attention's key blocks,
+/// whose products are library calls). Any other loop is device work.
+bool isHostLoop(Operation *op) {
+  auto loop = dyn_cast<scf::ForOp>(op);
+  return loop && loop->walk([](func::CallOp) { return WalkResult::interrupt(); }).wasInterrupted();
+}
+
 /// Puts `op` alone in `scf.parallel (%i) = (0) to (1)`: one thread runs it.
 FailureOr<scf::ParallelOp> wrapInSingleIteration(RewriterBase &rewriter, Operation *op) {
   if (!op->use_empty())
@@ -139,28 +147,47 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
                          << " is not in [1, 1024], the threads a CUDA block can have";
       return signalPassFailure();
     }
-    Block &body = step.getBody().front();
+    // The step's block and the bodies of its loops (the attention's key
+    // blocks), which stay on the host and launch their kernels each iteration.
+    SmallVector<Block *> blocks = {&step.getBody().front()};
+    for (size_t i = 0; i < blocks.size(); ++i)
+      for (auto loop : blocks[i]->getOps<scf::ForOp>())
+        if (isHostLoop(loop))
+          blocks.push_back(loop.getBody());
     IRRewriter rewriter(&getContext());
+    for (Block *body : blocks)
+      if (failed(formKernels(rewriter, *body)))
+        return signalPassFailure();
+    // Folds the collapsed bounds (products of the extents) to constants.
+    if (failed(applyPatternsGreedily(step, RewritePatternSet(&getContext()))))
+      return signalPassFailure();
+    for (Block *body : blocks) {
+      SmallVector<scf::ParallelOp> nests(body->getOps<scf::ParallelOp>());
+      for (scf::ParallelOp nest : nests)
+        if (failed(tileIntoBlocks(nest, blockSize)))
+          return signalPassFailure();
+    }
+  }
 
+  /// Every piece of device work of `body` as one scf.parallel of one
+  /// dimension; a loop of the host's is not device work itself.
+  LogicalResult formKernels(IRRewriter &rewriter, Block &body) {
     // Copies are kernels like any other.
     for (auto copy : llvm::make_early_inc_range(body.getOps<memref::CopyOp>())) {
       rewriter.setInsertionPoint(copy);
       linalg::CopyOp::create(rewriter, copy.getLoc(), copy.getSource(), copy.getTarget());
       rewriter.eraseOp(copy);
     }
-
-    // Every piece of device work becomes one top-level scf.parallel.
     SmallVector<Operation *> work;
     for (Operation &op : body.without_terminator())
-      if (isDeviceWork(&op))
+      if (!isHostLoop(&op) && isDeviceWork(&op))
         work.push_back(&op);
     for (Operation *op : work) {
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
       if (linalgOp ? failed(lowerToLoopNest(rewriter, linalgOp))
                    : failed(wrapInSingleIteration(rewriter, op)))
-        return signalPassFailure();
+        return failure();
     }
-
     // One dimension, then blocks of threads.
     SmallVector<scf::ParallelOp> nests(body.getOps<scf::ParallelOp>());
     for (scf::ParallelOp nest : nests)
@@ -169,13 +196,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         std::iota(all.begin(), all.end(), 0);
         collapseParallelLoops(rewriter, nest, {all});
       }
-    // Folds the collapsed bounds (products of the extents) to constants.
-    if (failed(applyPatternsGreedily(step, RewritePatternSet(&getContext()))))
-      return signalPassFailure();
-    nests.assign(body.getOps<scf::ParallelOp>().begin(), body.getOps<scf::ParallelOp>().end());
-    for (scf::ParallelOp nest : nests)
-      if (failed(tileIntoBlocks(nest, blockSize)))
-        return signalPassFailure();
+    return success();
   }
 };
 

@@ -225,23 +225,53 @@ func.func @bf16_cross_entropy(%z: tensor<4x8xbf16>, %y: tensor<4xi32>) -> tensor
 
 // fsdp.attention, grouped-query (4 query heads on 2 key heads: [1, 4, 8, 3] viewed as
 // [2, 16, 3], no copy), 6 keys in blocks of 4: scores exist for one block at a time
-// ([2, 16, 4], then [2, 16, 2]), never for all 6 keys; the second block's product with
-// the values adds to the rescaled output of the first (the GEMM's accumulation), and
-// the running maximum continues as the initial value of the next block's reduction.
-// CHECK-LABEL: func.func @attention
+// ([2, 16, 4], then [2, 16, 2]), never for all 6 keys. The running maximum, sum and
+// output start at -infinity, 0 and 0; each block's maximum continues from a copy of the
+// running one (the rescale reads the old one), the sum and the output are rescaled in
+// place, the block's product with the values adds to the rescaled output (the GEMM's
+// accumulation), and the new maximum is copied over the old.
+// CHECK-LABEL: func.func @attention(
 // CHECK: %[[Q:.+]] = tensor.collapse_shape %{{.+}} {{\[}}[0, 1], [2, 3], [4]] : tensor<1x2x2x8x3xf32> into tensor<2x16x3xf32>
 // CHECK: %[[K:.+]] = tensor.collapse_shape %arg1 {{\[}}[0, 1], [2], [3]] : tensor<1x2x6x3xf32> into tensor<2x6x3xf32>
+// CHECK: %[[M:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<2x16xf32>)
 // CHECK: %[[K0:.+]] = tensor.extract_slice %[[K]][0, 0, 0] [2, 4, 3] [1, 1, 1]
 // CHECK: linalg.batch_matmul {{.*}}ins(%[[Q]], %[[K0]] : tensor<2x16x3xf32>, tensor<2x4x3xf32>) outs(%{{.+}} : tensor<2x16x4xf32>)
-// CHECK: %[[M0:.+]] = linalg.generic {{.*}}outs(%{{.+}} : tensor<2x16xf32>)
+// CHECK: %[[M0COPY:.+]] = linalg.copy ins(%[[M]] : tensor<2x16xf32>)
+// CHECK: %[[M0:.+]] = linalg.generic {{.*}}outs(%[[M0COPY]] : tensor<2x16xf32>)
+// CHECK: %[[M1:.+]] = linalg.copy ins(%[[M0]] : tensor<2x16xf32>) outs(%[[M]] : tensor<2x16xf32>)
 // CHECK: %[[K1:.+]] = tensor.extract_slice %[[K]][0, 4, 0] [2, 2, 3] [1, 1, 1]
 // CHECK: linalg.batch_matmul {{.*}}ins(%[[Q]], %[[K1]] : tensor<2x16x3xf32>, tensor<2x2x3xf32>) outs(%{{.+}} : tensor<2x16x2xf32>)
-// CHECK: linalg.generic {{.*}}outs(%[[M0]] : tensor<2x16xf32>)
+// CHECK: linalg.copy ins(%[[M1]] : tensor<2x16xf32>)
 // CHECK: %[[RESCALED:.+]] = linalg.generic {{.*}}outs(%{{.+}} : tensor<2x16x3xf32>)
 // CHECK: linalg.batch_matmul {{.*}}outs(%[[RESCALED]] : tensor<2x16x3xf32>)
 // CHECK-NOT: 2x16x6xf32
 // CHECK: return
 func.func @attention(%q: tensor<1x4x8x3xf32>, %k: tensor<1x2x6x3xf32>) -> tensor<1x4x8x3xf32> {
   %o, %lse = fsdp.attention %q, %k, %k key_block 4 : tensor<1x4x8x3xf32>, tensor<1x2x6x3xf32>, tensor<1x2x6x3xf32> -> tensor<1x4x8x3xf32>, tensor<1x4x8xf32>
+  return %o : tensor<1x4x8x3xf32>
+}
+
+// Two full blocks of 4 keys and a last one of 2: the full blocks are one scf.for
+// whose body is written once (the key block at the loop's offset), carrying the
+// running maximum, sum and output, each yielded from the op that updated it in place;
+// the last block follows the loop.
+// CHECK-LABEL: func.func @attention_loop(
+// CHECK: %[[K:.+]] = tensor.collapse_shape %arg1 {{\[}}[0, 1], [2], [3]] : tensor<1x2x10x3xf32> into tensor<2x10x3xf32>
+// CHECK: %[[C0:.+]] = arith.constant 0 : index
+// CHECK: %[[C8:.+]] = arith.constant 8 : index
+// CHECK: %[[C4:.+]] = arith.constant 4 : index
+// CHECK: %{{.+}}:3 = scf.for %[[FIRST:.+]] = %[[C0]] to %[[C8]] step %[[C4]] iter_args(%[[M:.+]] = %{{.+}}, %[[L:.+]] = %{{.+}}, %[[ACC:.+]] = %{{.+}}) -> (tensor<2x16xf32>, tensor<2x16xf32>, tensor<2x16x3xf32>)
+// CHECK: tensor.extract_slice %[[K]][0, %[[FIRST]], 0] [2, 4, 3] [1, 1, 1] : tensor<2x10x3xf32> to tensor<2x4x3xf32>
+// CHECK: %[[LSCALED:.+]] = linalg.generic {{.*}}outs(%[[L]] : tensor<2x16xf32>)
+// CHECK: %[[NEWL:.+]] = linalg.generic {{.*}}outs(%[[LSCALED]] : tensor<2x16xf32>)
+// CHECK: %[[RESCALED:.+]] = linalg.generic {{.*}}outs(%[[ACC]] : tensor<2x16x3xf32>)
+// CHECK: %[[NEWACC:.+]] = linalg.batch_matmul {{.*}}outs(%[[RESCALED]] : tensor<2x16x3xf32>)
+// CHECK: %[[NEWM:.+]] = linalg.copy ins(%{{.+}} : tensor<2x16xf32>) outs(%[[M]] : tensor<2x16xf32>)
+// CHECK: scf.yield %[[NEWM]], %[[NEWL]], %[[NEWACC]]
+// CHECK: tensor.extract_slice %[[K]][0, 8, 0] [2, 2, 3] [1, 1, 1]
+// CHECK-NOT: scf.for
+// CHECK: return
+func.func @attention_loop(%q: tensor<1x4x8x3xf32>, %k: tensor<1x2x10x3xf32>) -> tensor<1x4x8x3xf32> {
+  %o, %lse = fsdp.attention %q, %k, %k key_block 4 : tensor<1x4x8x3xf32>, tensor<1x2x10x3xf32>, tensor<1x2x10x3xf32> -> tensor<1x4x8x3xf32>, tensor<1x4x8xf32>
   return %o : tensor<1x4x8x3xf32>
 }

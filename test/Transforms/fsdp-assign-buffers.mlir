@@ -59,15 +59,46 @@ module {
 
 // -----
 
-// A buffer inside a nested region has no single life in the step's block.
+// A buffer of a loop's body (the attention's key blocks) lives as long as the
+// loop, every iteration reusing its bytes: %a does not share bytes with %x,
+// which the loop reads, and %y, after the loop, takes %x's (arena 64 + 128).
+// CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
+// CHECK-SAME: \22arena_bytes\22:192,
+// CHECK: %[[X:.+]] = memref.view %[[ARENA:.+]][%c64][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
+// CHECK: scf.for
+// CHECK: %[[A:.+]] = memref.view %[[ARENA]][%c128][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
+// CHECK: linalg.copy ins(%[[X]] : memref<16xf32>) outs(%[[A]] : memref<16xf32>)
+// CHECK: memref.view %[[ARENA]][%c64{{.*}}][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
 module {
   llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:64,\22persistent_bytes\22:64}\00") {addr_space = 0 : i32}
   func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
-    scf.for %i = %c0 to %c1 step %c1 {
-      // expected-error@+1 {{'memref.alloc' op is not a static buffer of the step's block; the arena plan cannot place it}}
+    %c2 = arith.constant 2 : index
+    %x = memref.alloc() : memref<16xf32>
+    linalg.fill ins(%zero : f32) outs(%x : memref<16xf32>)
+    scf.for %i = %c0 to %c2 step %c1 {
+      %a = memref.alloc() : memref<16xf32>
+      linalg.copy ins(%x : memref<16xf32>) outs(%a : memref<16xf32>)
+    }
+    %y = memref.alloc() : memref<16xf32>
+    linalg.fill ins(%zero : f32) outs(%y : memref<16xf32>)
+    %v = memref.load %y[%c0] : memref<16xf32>
+    return %v : f32
+  }
+}
+
+// -----
+
+// A buffer of any other region has no single life in the step's block.
+module {
+  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:64,\22persistent_bytes\22:64}\00") {addr_space = 0 : i32}
+  func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
+    %zero = arith.constant 0.0 : f32
+    %true = arith.constant true
+    scf.if %true {
+      // expected-error@+1 {{'memref.alloc' op is not a static buffer of the step's block or of a loop in it; the arena plan cannot place it}}
       %a = memref.alloc() : memref<4xf32>
       linalg.fill ins(%zero : f32) outs(%a : memref<4xf32>)
     }

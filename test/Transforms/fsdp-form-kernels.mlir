@@ -1,6 +1,6 @@
-// RUN: fsdp-opt %s --fsdp-form-kernels | FileCheck %s
-// RUN: fsdp-opt %s --fsdp-form-kernels=block-size=64 | FileCheck %s --check-prefix=B64
-// RUN: fsdp-opt %s --pass-pipeline='builtin.module(fsdp-form-kernels,func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu))' | FileCheck %s --check-prefix=LAUNCH
+// RUN: fsdp-opt %s -split-input-file --fsdp-form-kernels | FileCheck %s
+// RUN: fsdp-opt %s -split-input-file --fsdp-form-kernels=block-size=64 | FileCheck %s --check-prefix=B64
+// RUN: fsdp-opt %s -split-input-file --pass-pipeline='builtin.module(fsdp-form-kernels,func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu))' | FileCheck %s --check-prefix=LAUNCH
 
 // Every linalg op and copy of the step becomes one two-level scf.parallel
 // nest (blocks, then the threads of a block), which the upstream mapping turns
@@ -94,6 +94,48 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
   // LAUNCH-COUNT-4: gpu.launch blocks({{.+}}) in ({{.+}}) threads({{.+}}) in ({{.+}})
   // LAUNCH-NOT: gpu.launch
   // LAUNCH:     return
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+// A loop that calls the runtime (the attention's key blocks, whose products
+// are library calls) stays on the host and launches its body's kernels each
+// iteration; a loop that does not is device work like any other, one kernel.
+#id = affine_map<(d0) -> (d0)>
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK:      scf.for
+// CHECK-NEXT:   func.call @fsdprt_work
+// CHECK:        scf.parallel
+// CHECK-NEXT:     scf.parallel
+// CHECK:          arith.mulf
+// CHECK:      scf.parallel
+// CHECK-NEXT:   scf.parallel
+// CHECK:          scf.for
+// CHECK-NEXT:       memref.store
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH:      scf.for
+// LAUNCH-NEXT:   func.call @fsdprt_work
+// LAUNCH:        gpu.launch
+// LAUNCH:      gpu.launch
+func.func private @fsdprt_work(i64)
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %a = memref.view %arena[%c0][] : memref<16384xi8> to memref<100xf32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    func.call @fsdprt_work(%step) : (i64) -> ()
+    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%a : memref<100xf32>) {
+    ^bb0(%x: f32):
+      %y = arith.mulf %x, %lr : f32
+      linalg.yield %y : f32
+    }
+  }
+  scf.for %i = %c0 to %c4 step %c1 {
+    memref.store %lr, %a[%i] : memref<100xf32>
+  }
   %r = arith.constant 0.0 : f32
   return %r : f32
 }

@@ -33,6 +33,11 @@ isolate one term at a time:
   (2 x the bytes a rank sends, at 2 ranks), linear between the points and
   along the last two points' line beyond; a group of another size the
   alpha-beta rates.
+- products in a loop (GPT, only products finite): the attention's products
+  cost the same FLOPs whatever the key block (each block's share is linear in
+  its keys), so the step's products take the same time with one block of all
+  32 keys as with the loop over 2 blocks of 16 or 4 of 8 that the lowering
+  emits: a loop's body counts once per iteration.
 - offload (--target=cuda, offload = optimizer), only the host link and the
   host's memory finite: each unit's f32 gradient shard goes to the host and its
   shard comes back (8 bytes per element over the link), and AdamW on the host
@@ -40,7 +45,7 @@ isolate one term at a time:
   copy is in flight and each update sits between its gradient's arrival and its
   shard's copy back, so nothing overlaps: the step is their sum.
 
-    cost_model_check.py --fsdpc FSDPC --model examples/mlp.mlir --work DIR
+    cost_model_check.py --fsdpc FSDPC --model examples/mlp.mlir --gpt examples/gpt.mlir --work DIR
 """
 
 import argparse
@@ -118,6 +123,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fsdpc", required=True)
     parser.add_argument("--model", required=True)
+    parser.add_argument("--gpt", required=True)
     parser.add_argument("--work", required=True)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -268,6 +274,21 @@ def main():
           f"2 ranks: communication {p['communication_seconds']:.9f} s, by hand 2 x ({gathered} B "
           f"x 1 ns + {reduced} B x 4 ns) = {expected:.9f} s; 4 ranks (not measured): "
           f"{grid4['predicted']['communication_seconds']:.9f} s, {sent4} B / {bandwidth:g} B/s")
+
+    # Key blocks in a loop: the same product FLOPs whatever the block.
+    with open(args.gpt) as f:
+        gpt = f.read()
+    matmul = {}
+    for block in [32, 16, 8]:
+        path = f"{args.work}/gpt-block{block}.mlir"
+        with open(path, "w") as f:
+            f.write(gpt.replace("key_block 16", f"key_block {block}"))
+        matmul[block] = report(args.fsdpc, path, 1,
+                               f"{args.work}/products.json")["predicted"]["matmul_seconds"]
+    check("products in a loop", matmul[32] > 0 and close(matmul[16], matmul[32]) and
+          close(matmul[8], matmul[32]),
+          "products with key blocks of 32, 16, 8: " +
+          ", ".join(f"{matmul[b]:.9f} s" for b in [32, 16, 8]))
 
     # Offload: the plan's optimizer on the host.
     with open(args.model) as f:

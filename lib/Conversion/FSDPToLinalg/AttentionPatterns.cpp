@@ -27,6 +27,8 @@
 #include "fsdp/IR/FSDPOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cmath>
@@ -109,11 +111,11 @@ Value ungroupKeys(OpBuilder &b, Location loc, Value value, RankedTensorType type
 }
 
 /// Keys [first, first + count) of [G, S, D].
-Value keyBlock(OpBuilder &b, Location loc, Value keys, int64_t first, int64_t count) {
+Value keyBlock(OpBuilder &b, Location loc, Value keys, OpFoldResult first, int64_t count) {
   ArrayRef<int64_t> shape = tensorType(keys).getShape();
   return tensor::ExtractSliceOp::create(
       b, loc, keys,
-      ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(first), b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(0), first, b.getIndexAttr(0)},
       ArrayRef<OpFoldResult>{b.getIndexAttr(shape[0]), b.getIndexAttr(count),
                              b.getIndexAttr(shape[2])},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
@@ -123,9 +125,9 @@ Value keyBlock(OpBuilder &b, Location loc, Value keys, int64_t first, int64_t co
 /// linalg.copy into the slice (which becomes loops or a kernel like any other
 /// linalg op, where a copy of the strided slice as such would need a runtime
 /// helper).
-Value insertKeyBlock(OpBuilder &b, Location loc, Value block, Value into, int64_t first) {
+Value insertKeyBlock(OpBuilder &b, Location loc, Value block, Value into, OpFoldResult first) {
   int64_t rows = tensorType(block).getShape()[1];
-  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(first), b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), first, b.getIndexAttr(0)};
   ArrayRef<int64_t> shape = tensorType(block).getShape();
   SmallVector<OpFoldResult> sizes = {b.getIndexAttr(shape[0]), b.getIndexAttr(rows),
                                      b.getIndexAttr(shape[2])};
@@ -168,7 +170,7 @@ SmallVector<AffineMap> fullThenRows(OpBuilder &b, int64_t numFull, int64_t numRo
 
 /// One block's scores times the scale, -infinity where causality hides the
 /// key: key first + c is after query (row mod T).
-Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, int64_t first,
+Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, OpFoldResult first,
                    double scale, bool causal, int64_t positions) {
   Value scores = batchMatmul(b, loc, queries, keys, false, true);
   return buildParallel(
@@ -180,8 +182,12 @@ Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, int64_
           return scaled;
         Value query = arith::RemSIOp::create(nb, l, math.index(1),
                                              arith::ConstantIntOp::create(nb, l, positions, 64));
-        Value key = arith::AddIOp::create(nb, l, math.index(2),
-                                          arith::ConstantIntOp::create(nb, l, first, 64));
+        Value offset;
+        if (std::optional<int64_t> fixed = getConstantIntValue(first))
+          offset = arith::ConstantIntOp::create(nb, l, *fixed, 64);
+        else
+          offset = arith::IndexCastOp::create(nb, l, nb.getI64Type(), llvm::cast<Value>(first));
+        Value key = arith::AddIOp::create(nb, l, math.index(2), offset);
         return math.select(math.greaterInt(key, query), math.constant(x[0], -INFINITY), scaled);
       });
 }
@@ -214,6 +220,65 @@ Value rowElementwise(OpBuilder &b, Location loc, ValueRange rows, BodyBuilder bo
   return buildElementwise(b, loc, tensorType(rows.front()), rows, body);
 }
 
+/// A copy of `value` in a tensor of its own.
+Value copied(OpBuilder &b, Location loc, Value value) {
+  RankedTensorType type = tensorType(value);
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  return linalg::CopyOp::create(b, loc, value, empty).getResult(0);
+}
+
+/// `target` ([G, R] or [G, R, C]) updated in place from its own values and
+/// the [G, R] row values `rows`: body(row value, element).
+Value updated(OpBuilder &b, Location loc, Value target, Value rows, BodyBuilder body) {
+  int64_t rank = tensorType(target).getRank();
+  SmallVector<AffineMap> maps = {rank == 2 ? b.getMultiDimIdentityMap(2)
+                                           : droppedDimsMap(b.getContext(), 3, {2}),
+                                 b.getMultiDimIdentityMap(rank)};
+  SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{target.getType()}, ValueRange{rows}, ValueRange{target}, maps,
+             iterators,
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, body(nb, l, args));
+             })
+      .getResult(0);
+}
+
+/// Runs `block` over keys [0, keys) in blocks of `blockSize`: the full blocks
+/// as one scf.for carrying `carried` (the running values `block` reads and
+/// replaces), each op of a block written once whatever the sequence length,
+/// then the last, shorter block if there is one.
+void forEachKeyBlock(OpBuilder &b, Location loc, int64_t keys, int64_t blockSize,
+                     ArrayRef<Value *> carried,
+                     llvm::function_ref<void(OpBuilder &, OpFoldResult, int64_t)> block) {
+  int64_t full = keys / blockSize;
+  if (full == 1) {
+    block(b, b.getIndexAttr(0), blockSize);
+  } else if (full > 1) {
+    SmallVector<Value> inits;
+    for (Value *value : carried)
+      inits.push_back(*value);
+    Value lower = arith::ConstantIndexOp::create(b, loc, 0);
+    Value upper = arith::ConstantIndexOp::create(b, loc, full * blockSize);
+    Value step = arith::ConstantIndexOp::create(b, loc, blockSize);
+    auto loop = scf::ForOp::create(
+        b, loc, lower, upper, step, inits,
+        [&](OpBuilder &nb, Location, Value first, ValueRange iterArgs) {
+          for (auto [value, iterArg] : llvm::zip_equal(carried, iterArgs))
+            *value = iterArg;
+          block(nb, first, blockSize);
+          SmallVector<Value> results;
+          for (Value *value : carried)
+            results.push_back(*value);
+          scf::YieldOp::create(nb, loc, results);
+        });
+    for (auto [value, result] : llvm::zip_equal(carried, loop.getResults()))
+      *value = result;
+  }
+  if (int64_t tail = keys % blockSize)
+    block(b, b.getIndexAttr(full * blockSize), tail);
+}
+
 /// What both lowerings start from: the shapes, the grouped f32 operands and
 /// the op's attributes.
 struct GroupedAttention {
@@ -230,7 +295,7 @@ struct GroupedAttention {
         scale(op.getScaleValue()), causal(op.getCausal()), blockSize(op.getKeyBlockValue()) {}
 
   /// The scaled, masked scores of keys [first, first + keys of `blockKeys`).
-  Value scores(OpBuilder &b, Location loc, Value blockKeys, int64_t first) const {
+  Value scores(OpBuilder &b, Location loc, Value blockKeys, OpFoldResult first) const {
     return scaledScores(b, loc, queries, blockKeys, first, scale, causal, shape.queries);
   }
 };
@@ -245,38 +310,34 @@ struct AttentionLowering : OpRewritePattern<AttentionOp> {
     const AttentionShape &a = g.shape;
 
     // m: running row maximum; l: running sum of exp(score - m); acc: the
-    // output so far, scaled by exp(-m).
-    Value m, l, acc;
-    for (int64_t first = 0; first < a.keys; first += g.blockSize) {
-      int64_t count = std::min(g.blockSize, a.keys - first);
+    // output so far, scaled by exp(-m). They start at -infinity and zeros:
+    // the first block's exp(m - newMax) is then 0, and what it rescales 0.
+    RankedTensorType rows = f32Tensor(b, {a.groups(), a.groupRows()});
+    Value m = buildFilled(b, loc, rows, -INFINITY), l = buildFilled(b, loc, rows, 0.0),
+          acc = buildFilled(b, loc, f32Tensor(b, {a.groups(), a.groupRows(), a.headDim}), 0.0);
+    // Each block writes the running values in place (a loop's iterations
+    // carry them in one buffer each): the new maximum goes to a copy first,
+    // since the rescale reads the old one.
+    auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
       Value scores = g.scores(b, loc, keyBlock(b, loc, g.keys, first, count), first);
-      Value newMax = rowReduce(b, loc, scores, /*max=*/true, m);
+      Value newMax = rowReduce(b, loc, scores, /*max=*/true, copied(b, loc, m));
       Value probs = expMinusRow(b, loc, scores, newMax);
       Value blockValues = keyBlock(b, loc, g.values, first, count);
-      if (!m) {
-        m = newMax;
-        l = rowReduce(b, loc, probs, /*max=*/false);
-        acc = batchMatmul(b, loc, probs, blockValues, false, false);
-        continue;
-      }
       // The earlier blocks' share, rescaled to the new maximum.
       Value rescale =
           rowElementwise(b, loc, {m, newMax}, [](OpBuilder &nb, Location x, ValueRange v) {
             ScalarMath math(nb, x);
             return math.exp(math.sub(v[0], v[1]));
           });
-      Value rescaledSum =
-          rowElementwise(b, loc, {l, rescale}, [](OpBuilder &nb, Location x, ValueRange v) {
-            return ScalarMath(nb, x).mul(v[0], v[1]);
-          });
-      l = rowReduce(b, loc, probs, /*max=*/false, rescaledSum);
-      Value rescaled = buildParallel(b, loc, tensorType(acc), {acc, rescale}, fullThenRows(b, 1, 1),
-                                     [](OpBuilder &nb, Location x, ValueRange v) {
-                                       return ScalarMath(nb, x).mul(v[0], v[1]);
-                                     });
-      acc = batchMatmul(b, loc, probs, blockValues, false, false, rescaled);
-      m = newMax;
-    }
+      auto times = [](OpBuilder &nb, Location x, ValueRange v) {
+        return ScalarMath(nb, x).mul(v[1], v[0]);
+      };
+      l = rowReduce(b, loc, probs, /*max=*/false, updated(b, loc, l, rescale, times));
+      acc = batchMatmul(b, loc, probs, blockValues, false, false,
+                        updated(b, loc, acc, rescale, times));
+      m = linalg::CopyOp::create(b, loc, newMax, m).getResult(0);
+    };
+    forEachKeyBlock(b, loc, a.keys, g.blockSize, {&m, &l, &acc}, block);
     RankedTensorType resultType = op.getResult().getType();
     Value output = buildParallel(
         b, loc, f32Tensor(b, tensorType(acc).getShape()), {acc, l}, fullThenRows(b, 1, 1),
@@ -317,11 +378,10 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
         });
 
     RankedTensorType keysType = tensorType(g.keys);
-    Value queryGrad;
+    Value queryGrad = buildFilled(b, loc, tensorType(g.queries), 0.0);
     Value keyGrad = tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type());
     Value valueGrad = tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type());
-    for (int64_t first = 0; first < a.keys; first += g.blockSize) {
-      int64_t count = std::min(g.blockSize, a.keys - first);
+    auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
       Value blockKeys = keyBlock(b, loc, g.keys, first, count);
       Value scores = g.scores(b, loc, blockKeys, first);
       Value probs = expMinusRow(b, loc, scores, lse);
@@ -339,7 +399,8 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
       queryGrad = batchMatmul(b, loc, scoresGrad, blockKeys, false, false, queryGrad);
       keyGrad = insertKeyBlock(b, loc, batchMatmul(b, loc, scoresGrad, g.queries, true, false),
                                keyGrad, first);
-    }
+    };
+    forEachKeyBlock(b, loc, a.keys, g.blockSize, {&queryGrad, &keyGrad, &valueGrad}, block);
     rewriter.replaceOp(op, {ungroupRows(b, loc, queryGrad, op.getQueryGrad().getType(), a),
                             ungroupKeys(b, loc, keyGrad, op.getKeyGrad().getType()),
                             ungroupKeys(b, loc, valueGrad, op.getValueGrad().getType())});
