@@ -2,7 +2,9 @@
 //
 // FlashAttention-2 on tensors: the keys are taken one block at a time, so no
 // tensor ever has more than T x block scores (T query positions, `key_block`
-// keys). Forward: each block's scores feed an online softmax (the running row
+// keys). The full blocks are one scf.for over the key offset (the 70B step's
+// eight blocks per attention, unrolled, doubled its op count), carrying the
+// running values in place; a last, shorter block follows it. Forward: each block's scores feed an online softmax (the running row
 // maximum m, the running sum l of exp(score - m), and the output rescaled by
 // exp(m_old - m_new) whenever m grows); the log-sum-exp m + log(l) of every
 // row is the only statistic kept. Backward: each block's probabilities are
