@@ -232,21 +232,24 @@ enum { kVectorLength = 2048, kChain = 8, kPasses = 20000 };
 
 struct Vector {
   float *x, *y;
+  void (*pass)(const float *, float *);
 };
 
+static inline __attribute__((always_inline)) float mulAddChain(float v) {
+  v = v * 0.999f + 0.001f;
+  v = v * 1.001f - 0.001f;
+  v = v * 0.998f + 0.002f;
+  v = v * 1.002f - 0.002f;
+  v = v * 0.997f + 0.003f;
+  v = v * 1.003f - 0.003f;
+  v = v * 0.996f + 0.004f;
+  v = v * 1.004f - 0.004f;
+  return v;
+}
+
 __attribute__((noinline)) static void mulAddPass(const float *restrict in, float *restrict out) {
-  for (int i = 0; i < kVectorLength; ++i) {
-    float v = in[i];
-    v = v * 0.999f + 0.001f;
-    v = v * 1.001f - 0.001f;
-    v = v * 0.998f + 0.002f;
-    v = v * 1.002f - 0.002f;
-    v = v * 0.997f + 0.003f;
-    v = v * 1.003f - 0.003f;
-    v = v * 0.996f + 0.004f;
-    v = v * 1.004f - 0.004f;
-    out[i] = v;
-  }
+  for (int i = 0; i < kVectorLength; ++i)
+    out[i] = mulAddChain(in[i]);
 }
 
 __attribute__((noinline)) static void fmaPass(const float *restrict in, float *restrict out) {
@@ -283,18 +286,8 @@ __attribute__((noinline)) static void dividePass(const float *restrict in, float
 // one element at a time. The same chain as mulAddPass, kept scalar.
 __attribute__((noinline, optimize("no-tree-vectorize"))) static void
 scalarPass(const float *restrict in, float *restrict out) {
-  for (int i = 0; i < kVectorLength; ++i) {
-    float v = in[i];
-    v = v * 0.999f + 0.001f;
-    v = v * 1.001f - 0.001f;
-    v = v * 0.998f + 0.002f;
-    v = v * 1.002f - 0.002f;
-    v = v * 0.997f + 0.003f;
-    v = v * 1.003f - 0.003f;
-    v = v * 0.996f + 0.004f;
-    v = v * 1.004f - 0.004f;
-    out[i] = v;
-  }
+  for (int i = 0; i < kVectorLength; ++i)
+    out[i] = mulAddChain(in[i]);
 }
 
 // The accumulator itself: one addition after the other, each waiting for
@@ -311,58 +304,33 @@ __attribute__((noinline)) static void dependentPass(const float *restrict in, fl
 }
 
 // Each pass reads the previous one's output, so no pass can be skipped.
-static void mulAddPasses(void *p) {
+static void passes(void *p) {
   struct Vector *v = p;
   for (int r = 0; r < kPasses; r += 2) {
-    mulAddPass(v->x, v->y);
-    mulAddPass(v->y, v->x);
+    v->pass(v->x, v->y);
+    v->pass(v->y, v->x);
   }
 }
 
-static void fmaPasses(void *p) {
-  struct Vector *v = p;
-  for (int r = 0; r < kPasses; r += 2) {
-    fmaPass(v->x, v->y);
-    fmaPass(v->y, v->x);
-  }
-}
-
-static void dividePasses(void *p) {
-  struct Vector *v = p;
-  for (int r = 0; r < kPasses; r += 2) {
-    dividePass(v->x, v->y);
-    dividePass(v->y, v->x);
-  }
-}
-
-static void scalarPasses(void *p) {
-  struct Vector *v = p;
-  for (int r = 0; r < kPasses; r += 2) {
-    scalarPass(v->x, v->y);
-    scalarPass(v->y, v->x);
-  }
-}
-
-static void dependentPasses(void *p) {
-  struct Vector *v = p;
-  for (int r = 0; r < kPasses; r += 2) {
-    dependentPass(v->x, v->y);
-    dependentPass(v->y, v->x);
-  }
+/// The median time of kPasses of `pass`.
+static double timePasses(struct Vector *v, void (*pass)(const float *, float *), int reps) {
+  v->pass = pass;
+  return medianTime(passes, v, reps);
 }
 
 static void runVector(int reps) {
-  struct Vector v = {alloc(kVectorLength * sizeof(float)), alloc(kVectorLength * sizeof(float))};
+  struct Vector v = {alloc(kVectorLength * sizeof(float)), alloc(kVectorLength * sizeof(float)),
+                     NULL};
   for (int i = 0; i < kVectorLength; ++i)
     v.x[i] = v.y[i] = 1.0f + (float)i / kVectorLength;
   double ops = 2.0 * kChain * kVectorLength * (double)kPasses;
-  double mulAdd = medianTime(mulAddPasses, &v, reps);
-  double fma = medianTime(fmaPasses, &v, reps);
+  double mulAdd = timePasses(&v, mulAddPass, reps);
+  double fma = timePasses(&v, fmaPass, reps);
   // Divisions and square roots: 2 * kChain per element, the additions beside
   // them not counted (they run on other pipes).
-  double divide = medianTime(dividePasses, &v, reps);
-  double scalar = medianTime(scalarPasses, &v, reps);
-  double dependent = medianTime(dependentPasses, &v, reps);
+  double divide = timePasses(&v, dividePass, reps);
+  double scalar = timePasses(&v, scalarPass, reps);
+  double dependent = timePasses(&v, dependentPass, reps);
   // Print a value so that the work cannot be optimised away.
   double check = 0;
   for (int i = 0; i < kVectorLength; ++i)
