@@ -39,9 +39,8 @@ struct Work {
     return *this;
   }
   Work scaled(double times) const {
-    return {flops * times,      bytes * times,
-            arithmetic * times, divides * times,
-            scalarArithmetic * times, dependent * times};
+    return {flops * times,   bytes * times,           arithmetic * times,
+            divides * times, scalarArithmetic * times, dependent * times};
   }
   /// Memory and arithmetic overlap; a vectorised loop's divisions and its
   /// other arithmetic issue from the same instruction stream, whose
@@ -208,6 +207,12 @@ double footprintOf(Operation *op, const Work &work) {
   return bytes;
 }
 
+/// Whether an op of the step is work the compute stream does (as opposed to
+/// views, constants and address arithmetic, which cost nothing at run time).
+bool isComputeOp(Operation *op) {
+  return isa<func::CallOp, linalg::LinalgOp, memref::CopyOp, scf::ForOp>(op);
+}
+
 /// The compute stream's time of a compute op: products, and everything else.
 struct ComputeTime {
   double matmul = 0, other = 0;
@@ -220,7 +225,7 @@ ComputeTime computeTime(Operation *op, const DeviceProfile &profile) {
   if (auto loop = dyn_cast<scf::ForOp>(op)) {
     ComputeTime body;
     for (Operation &nested : loop.getBody()->without_terminator()) {
-      if (!isa<func::CallOp, linalg::LinalgOp, memref::CopyOp, scf::ForOp>(nested))
+      if (!isComputeOp(&nested))
         continue;
       ComputeTime time = computeTime(&nested, profile);
       body.matmul += time.matmul;
@@ -239,11 +244,6 @@ ComputeTime computeTime(Operation *op, const DeviceProfile &profile) {
   return work.flops > 0 ? ComputeTime{seconds, 0} : ComputeTime{0, seconds};
 }
 
-/// Whether an op of the step is work the compute stream does (as opposed to
-/// views, constants and address arithmetic, which cost nothing at run time).
-bool isComputeOp(Operation *op) {
-  return isa<func::CallOp, linalg::LinalgOp, memref::CopyOp, scf::ForOp>(op);
-}
 
 /// Offload's update (fsdprt_host_parallel): its task's loop over `count`
 /// elements, each operand element moved once, the payload once per element.
@@ -390,10 +390,11 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
       continue;
     Work work = callee == kHostParallel ? hostTaskWork(call) : workOf(&op);
     if (callee == kHostParallel) {
-      // The update is elementwise: vectorised, on the host's cores.
-      double seconds = std::max({work.bytes / profile.hostMemoryBandwidth,
-                                 work.arithmetic / profile.hostVectorFlops,
-                                 work.divides / profile.hostVectorDivides});
+      // The update is elementwise and vectorised, on the host's cores: its
+      // divisions add to its other arithmetic as on the device.
+      double seconds = std::max(work.bytes / profile.hostMemoryBandwidth,
+                                work.arithmetic / profile.hostVectorFlops +
+                                    work.divides / profile.hostVectorDivides);
       std::string unit;
       if (auto name = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
         unit = name.getValue().str();

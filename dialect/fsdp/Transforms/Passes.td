@@ -353,7 +353,11 @@ def FSDPAssignBuffersPass : Pass<"fsdp-assign-buffers", "::mlir::ModuleOp"> {
     last op that uses it or anything derived from it (views, pointers handed
     to the runtime, the handle of a collective until its wait); buffers whose
     lives overlap get disjoint bytes. Offsets are chosen greedily, largest
-    buffer first, lowest free 64-byte aligned offset.
+    buffer first, lowest free 64-byte aligned offset. The body of an `scf.for`
+    in the step (the attention's key blocks) is numbered in line after the
+    loop: a buffer allocated in it lives within an iteration, whose bytes every
+    iteration reuses, and a buffer from outside that the body uses lives to
+    the loop's end.
 
     The step then allocates nothing: its memory is the arena, whose size (the
     planned peak) and a breakdown of the buffers live at the peak it writes
@@ -559,6 +563,9 @@ def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
     - Work without parallel dimensions (a full reduction, a scalar update,
       the sequential scatter-add of an embedding gradient) runs in a loop
       nest of one block of one thread.
+    - An `scf.for` that calls the runtime (the attention's key blocks, whose
+      products are library calls) stays on the host: the work of its body
+      becomes kernels as above, launched once per iteration.
 
     ```mlir
     linalg.generic {iterator_types = ["parallel"]} ins(%a : memref<1000xf32>) ...
