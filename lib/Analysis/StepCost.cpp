@@ -13,6 +13,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/DenseSet.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
@@ -195,7 +196,7 @@ Work workOf(Operation *op) {
 double footprintOf(Operation *op, const Work &work) {
   if (auto call = dyn_cast<func::CallOp>(op))
     return isGemm(call.getCallee()) ? work.bytes : 0;
-  llvm::SmallDenseSet<Value, 8> buffers;
+  llvm::DenseSet<Value> buffers;
   double bytes = 0;
   op->walk([&](Operation *nested) {
     for (Value operand : nested->getOperands())
