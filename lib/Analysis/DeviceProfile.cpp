@@ -157,7 +157,14 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
               "inter_node", "host_device_bandwidth", "host", "async_collectives",
               "runtime_bytes"},
              "a device profile");
-  const json::Object *flops = object->getObject("matmul_flops");
+  // A section's object (`what`), its fields checked like the top level's.
+  auto section = [&](StringRef key, ArrayRef<StringRef> known, StringRef what) {
+    const json::Object *o = object->getObject(key);
+    if (o)
+      onlyFields(o, (key + ".").str(), known, what);
+    return o;
+  };
+  const json::Object *flops = section("matmul_flops", {"f32", "bf16"}, "the product rates");
   number(flops, "f32", "matmul_flops.", profile.matmulFlopsF32, true);
   number(flops, "bf16", "matmul_flops.", profile.matmulFlopsBF16, true);
   number(object, "vector_flops", "", profile.vectorFlops, true);
@@ -195,14 +202,11 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
   // reduce-scatter's unless `reduce_scatter` gives the latter's own.
   for (auto [key, link] : {std::pair<StringRef, LinkProfile *>{"intra_node", &profile.intraNode},
                            {"inter_node", &profile.interNode}}) {
-    const json::Object *o = object->getObject(key);
+    const json::Object *o = section(key, {"latency", "bandwidth", "measured", "reduce_scatter"}, "a link");
     std::string where = (key + ".").str();
     rates(o, where, link->gather);
     link->reduce = link->gather;
-    if (!o)
-      continue;
-    onlyFields(o, where, {"latency", "bandwidth", "measured", "reduce_scatter"}, "a link");
-    if (o->get("reduce_scatter")) {
+    if (o && o->get("reduce_scatter")) {
       const json::Object *reduce = o->getObject("reduce_scatter");
       where += "reduce_scatter.";
       link->reduce = AlphaBeta();
@@ -213,7 +217,8 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
   }
   // The host's rates: required beside a device (offload's update runs
   // there); on the CPU the host is the device.
-  if (const json::Object *host = object->getObject("host");
+  if (const json::Object *host =
+          section("host", {"memory_bandwidth", "vector_flops", "vector_divides"}, "the host");
       host || profile.hostDeviceBandwidth > 0) {
     number(host, "memory_bandwidth", "host.", profile.hostMemoryBandwidth, true);
     number(host, "vector_flops", "host.", profile.hostVectorFlops, true);
@@ -226,7 +231,8 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
   double ranksPerNode = 0;
   number(object, "ranks_per_node", "", ranksPerNode, true);
   profile.ranksPerNode = static_cast<int64_t>(ranksPerNode);
-  const json::Object *runtime = object->getObject("runtime_bytes");
+  const json::Object *runtime = section("runtime_bytes", {"context", "collectives", "workspace"},
+                                           "the runtime's memory");
   double context = 0, collectives = 0, workspace = 0;
   number(runtime, "context", "runtime_bytes.", context, false);
   number(runtime, "collectives", "runtime_bytes.", collectives, false);

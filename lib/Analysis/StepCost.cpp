@@ -222,26 +222,29 @@ struct ComputeTime {
 /// A loop (the attention's key blocks) runs its body's ops one after the
 /// other, each with its own overhead and rates, once per iteration; any
 /// other op is one launch or call.
-ComputeTime computeTime(Operation *op, const DeviceProfile &profile) {
+/// `work` and `footprint` are the op's own (workOf, footprintOf).
+ComputeTime computeTime(Operation *op, const Work &work, double footprint,
+                        const DeviceProfile &profile) {
   if (auto loop = dyn_cast<scf::ForOp>(op)) {
     ComputeTime body;
     for (Operation &nested : loop.getBody()->without_terminator()) {
       if (!isComputeOp(&nested))
         continue;
-      ComputeTime time = computeTime(&nested, profile);
+      Work nestedWork = workOf(&nested);
+      ComputeTime time =
+          computeTime(&nested, nestedWork, footprintOf(&nested, nestedWork), profile);
       body.matmul += time.matmul;
       body.other += time.other;
     }
     double trips = tripCount(loop);
     return {body.matmul * trips, body.other * trips};
   }
-  Work work = workOf(op);
   auto call = dyn_cast<func::CallOp>(op);
   bool bf16 = call && (call.getCallee() == kGemmBF16 || call.getCallee() == kBatchedGemmBF16);
   double seconds =
       profile.opOverhead +
       std::max(work.flops / (bf16 ? profile.matmulFlopsBF16 : profile.matmulFlopsF32),
-               work.seconds(profile, profile.memoryBandwidthAt(footprintOf(op, work))));
+               work.seconds(profile, profile.memoryBandwidthAt(footprint)));
   return work.flops > 0 ? ComputeTime{seconds, 0} : ComputeTime{0, seconds};
 }
 
@@ -409,7 +412,7 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     // Device work the host launches after work of its own starts after it.
     now = std::max(now, hostNow);
     double footprint = footprintOf(&op, work);
-    ComputeTime time = computeTime(&op, profile);
+    ComputeTime time = computeTime(&op, work, footprint, profile);
     double seconds = time.matmul + time.other;
     std::string name = call ? callee.drop_front(callee.starts_with("fsdprt_") ? 7 : 0).str()
                             : op.getName().getStringRef().str();

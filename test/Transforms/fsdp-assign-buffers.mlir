@@ -59,15 +59,19 @@ module {
 
 // -----
 
-// A buffer of a loop's body (the attention's key blocks) lives as long as the
-// loop, every iteration reusing its bytes: %a does not share bytes with %x,
-// which the loop reads, and %y, after the loop, takes %x's (arena 64 + 128).
+// A buffer of a loop's body (the attention's key blocks) lives within an
+// iteration, every iteration reusing its bytes: %a does not share bytes with
+// %x, which the loop reads to its end, but %b, allocated after %a's last use
+// in the same iteration, takes %a's; %y, after the loop, takes %x's (arena
+// 64 + 128).
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
 // CHECK-SAME: \22arena_bytes\22:192,
 // CHECK: %[[X:.+]] = memref.view %[[ARENA:.+]][%c64][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
 // CHECK: scf.for
 // CHECK: %[[A:.+]] = memref.view %[[ARENA]][%c128][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
 // CHECK: linalg.copy ins(%[[X]] : memref<16xf32>) outs(%[[A]] : memref<16xf32>)
+// CHECK: %[[B:.+]] = memref.view %[[ARENA]][%c128{{.*}}][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
+// CHECK: linalg.copy ins(%[[X]] : memref<16xf32>) outs(%[[B]] : memref<16xf32>)
 // CHECK: memref.view %[[ARENA]][%c64{{.*}}][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
 module {
   llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:64,\22persistent_bytes\22:64}\00") {addr_space = 0 : i32}
@@ -81,6 +85,8 @@ module {
     scf.for %i = %c0 to %c2 step %c1 {
       %a = memref.alloc() : memref<16xf32>
       linalg.copy ins(%x : memref<16xf32>) outs(%a : memref<16xf32>)
+      %b = memref.alloc() : memref<16xf32>
+      linalg.copy ins(%x : memref<16xf32>) outs(%b : memref<16xf32>)
     }
     %y = memref.alloc() : memref<16xf32>
     linalg.fill ins(%zero : f32) outs(%y : memref<16xf32>)

@@ -50,6 +50,7 @@ isolate one term at a time:
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -199,7 +200,6 @@ def main():
               f"exposed {p['exposed_communication_seconds']:.6f} s, step {p['step_seconds']:.6f} s")
 
     # Memory rates by footprint: an op in cache moves its bytes faster.
-    import math
     curve, dram = [[20000, 8e9], [400000, 2e9]], 1e9
     path = profile(f"{args.work}/footprint.json",
                    extra={"memory_bandwidth": dram, "memory_bandwidth_by_footprint": curve})
