@@ -9,10 +9,13 @@ namespace fsdprt {
 RankRows::RankRows(const Manifest &manifest, int64_t rank)
     : batch(manifest.batch), localBatch(manifest.localBatch), rank(rank) {}
 
+unsigned __int128 RankRows::globalSample(int64_t step, int64_t row) const {
+  return static_cast<unsigned __int128>(step - 1 - resumedStep) * static_cast<uint64_t>(batch) +
+         static_cast<uint64_t>(resumedSamples) + static_cast<uint64_t>(rank * localBatch + row);
+}
+
 int64_t RankRows::sampleOf(int64_t step, int64_t row, int64_t samples) const {
-  unsigned __int128 global = static_cast<unsigned __int128>(step - 1) * static_cast<uint64_t>(batch) +
-                             static_cast<uint64_t>(rank * localBatch + row);
-  return static_cast<int64_t>(global % static_cast<uint64_t>(samples));
+  return static_cast<int64_t>(globalSample(step, row) % static_cast<uint64_t>(samples));
 }
 
 } // namespace fsdprt

@@ -18,11 +18,16 @@ struct Manifest;
 /// Which samples a rank's rows hold. The global batch of step s is samples
 /// (s - 1) * batch + g mod N, g = 0 .. batch - 1; rank r takes its rows
 /// g = r * local_batch + b, b = 0 .. local_batch - 1. With one rank this is
-/// the whole batch, in order.
+/// the whole batch, in order. A run resumed after step k from a checkpoint
+/// that had seen S samples continues at sample S: step s > k starts at
+/// S + (s - k - 1) * batch, which is (s - 1) * batch when the batch is the
+/// checkpoint's.
 struct RankRows {
   int64_t batch = 0; // global
   int64_t localBatch = 0;
   int64_t rank = 0;
+  int64_t resumedStep = 0;
+  int64_t resumedSamples = 0;
 
   RankRows(const Manifest &manifest, int64_t rank);
   RankRows(int64_t batch, int64_t localBatch, int64_t rank)
@@ -32,15 +37,32 @@ struct RankRows {
   /// data set of `samples` samples. Exact for any step: (step - 1) * batch
   /// can exceed 64 bits on a long run.
   int64_t sampleOf(int64_t step, int64_t row, int64_t samples) const;
+
+  /// The index of that sample in the endless sequence of samples (before the
+  /// modulo): sources that reorder each pass over the data (epochs) need it.
+  unsigned __int128 globalSample(int64_t step, int64_t row) const;
+
+  /// Steps after `step` continue at sample `samplesSeen`.
+  void resumeAfter(int64_t step, int64_t samplesSeen) {
+    resumedStep = step;
+    resumedSamples = samplesSeen;
+  }
 };
 
 class BatchSource {
 public:
+  explicit BatchSource(RankRows rows) : rows(rows) {}
   virtual ~BatchSource() = default;
 
   /// Writes this rank's rows of every model input of step `step` (counting
   /// from 1) at their offsets in `arena`.
   virtual void writeBatch(int64_t step, uint8_t *arena) = 0;
+
+  /// A resumed run: steps after `step` continue at sample `samplesSeen`.
+  void resumeAfter(int64_t step, int64_t samplesSeen) { rows.resumeAfter(step, samplesSeen); }
+
+protected:
+  RankRows rows;
 };
 
 } // namespace fsdprt

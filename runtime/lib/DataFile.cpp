@@ -59,7 +59,7 @@ private:
 } // namespace
 
 DataFile::DataFile(std::string path, const Manifest &manifest, int64_t rank)
-    : path(std::move(path)), inputs(manifest.inputs), rows(manifest, rank) {}
+    : BatchSource(RankRows(manifest, rank)), path(std::move(path)), inputs(manifest.inputs) {}
 
 DataFile::~DataFile() {
   if (mapping)

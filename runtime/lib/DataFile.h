@@ -50,7 +50,6 @@ private:
 
   std::string path;
   std::vector<InputSpec> inputs;
-  RankRows rows;
 
   const uint8_t *mapping = nullptr;
   size_t mappingBytes = 0;

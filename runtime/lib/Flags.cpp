@@ -12,22 +12,40 @@
 namespace fsdprt {
 
 const char *usageText() {
-  return "usage: trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--log-every K]\n"
-         "               [--log-json FILE] [--load-params FILE] [--dump-params FILE]\n"
+  return "usage: trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--warmup-steps N]\n"
+         "               [--lr-decay none|cosine|linear] [--decay-steps N] [--min-lr X]\n"
+         "               [--log-every K] [--log-json FILE] [--init-from FILE]\n"
+         "               [--export FILE] [--export-dtype f32|bf16]\n"
+         "               [--save DIR] [--save-every K] [--keep N] [--resume DIR]\n"
          "               [--trace-state FILE] [--trace FILE] [--print-manifest] [--version]\n"
          "               [--help]\n"
          "\n"
          "Trains the model compiled into this trainer. A model compiled for N ranks runs\n"
          "as `mpirun -np N trainer ...`; rank 0 prints and writes the outputs.\n"
          "\n"
-         "  --steps N          number of training steps (default 100)\n"
-         "  --seed S           seed of the initial parameters and of synthetic data (default 0)\n"
+         "  --steps N          the last step to run (default 100); a resumed run goes on\n"
+         "                     from its checkpoint's step up to N\n"
+         "  --seed S           seed of the initial parameters and of the data's order and\n"
+         "                     synthetic data (default 0; a resumed run keeps its own)\n"
          "  --data FILE        FSDPDATA training data (default: synthetic data from --seed)\n"
-         "  --lr X             learning rate (default: the one in the model's plan)\n"
+         "  --lr X             peak learning rate (default: the one in the model's plan)\n"
+         "  --warmup-steps N   raise the rate linearly from 0 over the first N steps\n"
+         "  --lr-decay KIND    after the warmup, none (default), cosine or linear decay\n"
+         "  --decay-steps N    the step at which the decay reaches --min-lr (default --steps)\n"
+         "  --min-lr X         the floor the decay ends at and keeps (default 0)\n"
          "  --log-every K      print a progress line every K steps (default 10)\n"
          "  --log-json FILE    write one JSON object per step to FILE\n"
-         "  --load-params FILE start from the parameters in FILE (--dump-params format)\n"
-         "  --dump-params FILE after the last step, write every parameter's values to FILE\n"
+         "  --init-from FILE   start from the parameters of a safetensors FILE (every\n"
+         "                     parameter by name and shape; f32, bf16, f16 or f64)\n"
+         "  --export FILE      after the last step, write the parameters to a safetensors\n"
+         "                     FILE, gathered one parameter at a time\n"
+         "  --export-dtype T   f32 (default) or bf16: the dtype of the exported tensors\n"
+         "  --save DIR         write checkpoints under DIR (each rank its shards), after the\n"
+         "                     last step and every --save-every steps\n"
+         "  --save-every K     also save after every K-th step\n"
+         "  --keep N           keep only the N newest checkpoints (default: all)\n"
+         "  --resume DIR       continue from the newest checkpoint under DIR (or from the\n"
+         "                     checkpoint DIR), at any number of ranks\n"
          "  --trace-state FILE before the first step and after every step, append the\n"
          "                     parameters, gradients and optimizer state to FILE\n"
          "  --trace FILE       write rank 0's fastest step but the first as it ran\n"
@@ -81,6 +99,16 @@ static float parseLearningRate(std::string_view flag, const std::string &text) {
   return single;
 }
 
+/// A finite number >= 0, or a fatal error naming `flag`.
+static double parseNonNegative(std::string_view flag, const std::string &text) {
+  char *end = nullptr;
+  errno = 0;
+  double value = text.empty() ? -1.0 : std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value) || value < 0.0)
+    fatal(std::string(flag) + ": '" + text + "' is not a non-negative finite number");
+  return value;
+}
+
 TrainerOptions parseFlags(int argc, const char *const *argv) {
   TrainerOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -119,6 +147,19 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
           parseUnsigned(flag, value(), 0, INT64_MAX, "a non-negative integer"));
     } else if (flag == "--seed") {
       options.seed = parseUnsigned(flag, value(), 0, UINT64_MAX, "an integer in [0, 2^64)");
+    } else if (flag == "--warmup-steps") {
+      options.schedule.warmupSteps = static_cast<int64_t>(
+          parseUnsigned(flag, value(), 0, INT64_MAX, "a non-negative integer"));
+    } else if (flag == "--lr-decay") {
+      std::string text = value();
+      options.schedule.decay = parseLrDecay(text);
+      if (!options.schedule.decay)
+        fatal(std::string(flag) + ": '" + text + "' is not none, cosine or linear");
+    } else if (flag == "--decay-steps") {
+      options.schedule.decaySteps =
+          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+    } else if (flag == "--min-lr") {
+      options.schedule.floor = parseNonNegative(flag, value());
     } else if (flag == "--data") {
       options.dataPath = path();
     } else if (flag == "--lr") {
@@ -128,10 +169,28 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
           static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
     } else if (flag == "--log-json") {
       options.logJsonPath = path();
-    } else if (flag == "--load-params") {
-      options.loadParamsPath = path();
-    } else if (flag == "--dump-params") {
-      options.dumpParamsPath = path();
+    } else if (flag == "--init-from") {
+      options.initFromPath = path();
+    } else if (flag == "--export") {
+      options.exportPath = path();
+    } else if (flag == "--export-dtype") {
+      std::string text = value();
+      if (text == "f32")
+        options.exportDType = DType::F32;
+      else if (text == "bf16")
+        options.exportDType = DType::BF16;
+      else
+        fatal(std::string(flag) + ": '" + text + "' is not f32 or bf16");
+    } else if (flag == "--save") {
+      options.saveDir = path();
+    } else if (flag == "--save-every") {
+      options.saveEvery =
+          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+    } else if (flag == "--keep") {
+      options.keep =
+          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+    } else if (flag == "--resume") {
+      options.resumeDir = path();
     } else if (flag == "--trace-state") {
       options.traceStatePath = path();
     } else if (flag == "--trace") {

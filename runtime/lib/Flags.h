@@ -1,8 +1,10 @@
 //===- Flags.h - The trainer's command line ---------------------*- C++ -*-===//
 //
-//   trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--log-every K]
-//           [--log-json FILE] [--load-params FILE] [--dump-params FILE]
-//           [--trace-state FILE] [--print-manifest] [--version] [--help]
+//   trainer [--steps N] [--seed S] [--data FILE] [--lr X] [schedule flags]
+//           [--log-every K] [--log-json FILE] [--init-from FILE] [--export FILE]
+//           [--save DIR [--save-every K] [--keep N]] [--resume DIR]
+//           [--trace-state FILE] [--trace FILE] [--print-manifest] [--version]
+//           [--help]
 //
 // (docs/Runtime.md, section 5). A value follows its flag as the next argument
 // or after `=`. A bad flag or value is fatal and names the flag.
@@ -12,21 +14,43 @@
 #ifndef FSDPRT_FLAGS_H
 #define FSDPRT_FLAGS_H
 
+#include "DType.h"
+#include "LrSchedule.h"
+
 #include <cstdint>
 #include <optional>
 #include <string>
 
 namespace fsdprt {
 
+/// The schedule flags as given: what is missing comes from the checkpoint
+/// of --resume, else from the defaults (no warmup, no decay, decay over
+/// --steps, floor 0).
+struct ScheduleFlags {
+  std::optional<int64_t> warmupSteps;
+  std::optional<LrDecay> decay;
+  std::optional<int64_t> decaySteps;
+  std::optional<double> floor;
+
+  bool any() const { return warmupSteps || decay || decaySteps || floor; }
+};
+
 struct TrainerOptions {
+  /// The last step to run: a resumed run continues up to it.
   int64_t steps = 100;
-  uint64_t seed = 0;
+  std::optional<uint64_t> seed; // empty: 0, or the checkpoint's
   std::string dataPath;      // empty: synthetic data
-  std::optional<float> lr;   // empty: the manifest's lr
+  std::optional<float> lr;   // empty: the manifest's lr (or the checkpoint's)
+  ScheduleFlags schedule;
   int64_t logEvery = 10;
   std::string logJsonPath;   // empty: no JSON log
-  std::string dumpParamsPath; // empty: no dump
-  std::string loadParamsPath; // empty: initialise from the seed
+  std::string initFromPath;  // empty: initialise from the seed
+  std::string exportPath;    // empty: no export
+  DType exportDType = DType::F32;
+  std::string saveDir;       // empty: no checkpoints
+  int64_t saveEvery = 0;     // 0: only after the last step
+  int64_t keep = 0;          // 0: keep every checkpoint
+  std::string resumeDir;     // empty: start from step 1
   std::string traceStatePath; // empty: no trace
   std::string tracePath;      // --trace: the last step as it ran
   bool printManifest = false;

@@ -176,6 +176,11 @@ int groupSize(int32_t id) { return group(id).size; }
 
 int groupRank(int32_t id) { return group(id).rank; }
 
+void waitForEveryRank() {
+  if (worldSize() > 1)
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 double averageOverWorld(double value) {
   int size = worldSize();
   if (size == 1)

@@ -53,6 +53,9 @@ MPI_Comm groupComm(int32_t group);
 int groupSize(int32_t group);
 int groupRank(int32_t group);
 
+/// Returns once every rank of the world has called it.
+void waitForEveryRank();
+
 /// The mean over the world's ranks of each rank's `value` (every rank gets it).
 double averageOverWorld(double value);
 

@@ -3,7 +3,7 @@
 #include "StateTrace.h"
 
 #include "OutputFile.h"
-#include "ParamsFile.h"
+#include "ParamShards.h"
 
 #include <optional>
 

@@ -73,7 +73,6 @@ private:
   void generateDataSet();
 
   uint64_t seed;
-  RankRows rows;
   /// Byte offset of each input inside a sample record, and the record's size.
   std::vector<int64_t> recordOffsets;
   int64_t recordBytes = 0;

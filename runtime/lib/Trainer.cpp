@@ -3,6 +3,7 @@
 #include "Trainer.h"
 
 #include "Arena.h"
+#include "Checkpoint.h"
 #include "Collectives.h"
 #include "DataFile.h"
 #include "Device.h"
@@ -13,8 +14,8 @@
 #include "Init.h"
 #include "Manifest.h"
 #include "OutputFile.h"
-#include "ParamsFile.h"
 #include "Ranks.h"
+#include "SafeTensors.h"
 #include "StateTrace.h"
 #include "StepTimeline.h"
 #include "StreamEvents.h"
@@ -64,10 +65,45 @@ static void checkWorldSize(const Manifest &manifest) {
 }
 
 static std::unique_ptr<BatchSource> openBatchSource(const TrainerOptions &options,
-                                                    const Manifest &manifest, int64_t rank) {
+                                                    const Manifest &manifest, int64_t rank,
+                                                    uint64_t seed) {
   if (!options.dataPath.empty())
     return DataFile::open(options.dataPath, manifest, rank);
-  return std::make_unique<SyntheticData>(manifest, options.seed, rank);
+  return std::make_unique<SyntheticData>(manifest, seed, rank);
+}
+
+/// The schedule of this run: the checkpoint's when resuming (else the plan's
+/// rate, constant, with a decay over --steps), with what the flags give.
+static LrSchedule scheduleOf(const TrainerOptions &options, const Manifest &manifest,
+                             const std::optional<TrainingPosition> &resumed) {
+  LrSchedule schedule;
+  if (resumed) {
+    schedule = resumed->schedule;
+  } else {
+    schedule.peak = static_cast<float>(manifest.optimizer.lr);
+    schedule.decaySteps = options.steps;
+  }
+  const ScheduleFlags &flags = options.schedule;
+  if (options.lr)
+    schedule.peak = *options.lr;
+  schedule.warmupSteps = flags.warmupSteps.value_or(schedule.warmupSteps);
+  schedule.decay = flags.decay.value_or(schedule.decay);
+  schedule.decaySteps = flags.decaySteps.value_or(schedule.decaySteps);
+  schedule.floor = flags.floor.value_or(schedule.floor);
+  if (std::string problem = schedule.problem(); !problem.empty())
+    fatal(problem);
+  return schedule;
+}
+
+/// Checks the flags that only make sense together.
+static void checkFlagCombinations(const TrainerOptions &options) {
+  if (options.saveEvery != 0 && options.saveDir.empty())
+    fatal("--save-every needs --save DIR");
+  if (options.keep != 0 && options.saveDir.empty())
+    fatal("--keep needs --save DIR");
+  if (!options.initFromPath.empty() && !options.resumeDir.empty())
+    fatal("--init-from and --resume exclude each other: a resumed run starts from its "
+          "checkpoint's parameters");
 }
 
 /// The parameter shards are what the trainer writes before the first step
@@ -92,6 +128,14 @@ static void downloadParamShards(const Manifest &manifest, Arena &arena) {
   for (const UnitSpec &unit : manifest.units)
     if (!unit.offloaded)
       arena.download(unit.paramOffset, unit.shardBytes());
+}
+
+/// A resumed run's optimizer state, read into the host view.
+static void uploadStateShards(const Manifest &manifest, Arena &arena) {
+  for (const UnitSpec &unit : manifest.units)
+    if (!unit.offloaded && unit.trainable)
+      for (const SlotSpec &slot : unit.state)
+        arena.upload(slot.offset, unit.shardBytes());
 }
 
 static void uploadInputs(const Manifest &manifest, Arena &arena) {
@@ -129,18 +173,18 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     manifest = parseManifest(manifestText);
     checkWorldSize(manifest);
   }
+  checkFlagCombinations(options);
   RankPlace place = setUpGroups(manifest.shardRanks);
   connectDevice(place);
   bool leader = place.rank == 0;
 
-  std::unique_ptr<BatchSource> batches = openBatchSource(options, manifest, place.rank);
   // Rank 0 writes the outputs; the other ranks only take part in gathering them.
   std::unique_ptr<OutputFile> logJson;
   if (leader && !options.logJsonPath.empty())
     logJson = std::make_unique<OutputFile>("--log-json", options.logJsonPath);
-  std::unique_ptr<OutputFile> dump;
-  if (leader && !options.dumpParamsPath.empty())
-    dump = std::make_unique<OutputFile>("--dump-params", options.dumpParamsPath);
+  std::unique_ptr<OutputFile> exported;
+  if (leader && !options.exportPath.empty())
+    exported = std::make_unique<OutputFile>("--export", options.exportPath);
   std::unique_ptr<OutputFile> trace;
   if (leader && !options.traceStatePath.empty())
     trace = std::make_unique<OutputFile>("--trace-state", options.traceStatePath);
@@ -154,34 +198,68 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   StepTimeline timeline;
   if (!options.tracePath.empty())
     StepTimeline::activate(&timeline);
-  float lr = options.lr.value_or(static_cast<float>(manifest.optimizer.lr));
 
   keepFreedMemoryForReuse();
   // Zero-filled: gradient and state shards, padding and inputs start at 0.
   Arena arena(static_cast<size_t>(manifest.arenaBytes));
   HostArena hostArena(static_cast<size_t>(manifest.hostArenaBytes));
   HostShards shards(arena.host(), hostArena.data());
-  if (options.loadParamsPath.empty())
-    initializeShards(manifest, options.seed, place.shardIndex, shards);
-  else
-    loadParamShards(manifest, options.loadParamsPath, place.shardIndex, shards);
+  std::optional<TrainingPosition> resumed;
+  TrainingPosition position;
+  if (!options.resumeDir.empty()) {
+    resumed = loadCheckpoint(options.resumeDir, manifest, place, shards);
+    position = *resumed;
+    SameErrorOnEveryRank same;
+    if (options.seed && *options.seed != position.seed)
+      fatal("--seed " + std::to_string(*options.seed) + " differs from the checkpoint's seed " +
+            std::to_string(position.seed) + ": a resumed run keeps its data order");
+    if (options.steps < position.step)
+      fatal("--steps " + std::to_string(options.steps) + " is before the checkpoint's step " +
+            std::to_string(position.step) + " (--steps is the last step to run)");
+    uploadStateShards(manifest, arena);
+  } else {
+    position.seed = options.seed.value_or(0);
+    if (options.initFromPath.empty())
+      initializeShards(manifest, position.seed, place.shardIndex, shards);
+    else
+      initFromSafetensors(manifest, options.initFromPath, place.shardIndex, shards);
+  }
+  position.data = options.dataPath.empty() ? "synthetic" : options.dataPath;
+  {
+    SameErrorOnEveryRank same;
+    position.schedule = scheduleOf(options, manifest, resumed);
+  }
+  std::unique_ptr<BatchSource> batches =
+      openBatchSource(options, manifest, place.rank, position.seed);
+  if (resumed) {
+    batches->resumeAfter(position.step, position.samplesSeen);
+    if (leader)
+      std::printf("resumed from step %" PRId64 " (%s, %" PRId64 " samples seen)\n", position.step,
+                  resumed->data.c_str(), position.samplesSeen);
+  }
   uploadParamShards(manifest, arena, hostArena.data());
   markTransient(manifest, arena);
-  // With --trace, rank 0's arena at step 1's unit boundaries: step 1 is the
-  // one step the trace does not keep when more run, and the marker just laid
-  // shows what the step writes from its start.
-  StepHighWater unitMarks{/*step=*/1, manifest.persistentBytes, manifest.arenaBytes, {}, 0};
+  int64_t firstStep = position.step + 1;
+  // With --trace, rank 0's arena at the first step's unit boundaries: the
+  // first step is the one the trace does not keep when more run, and the
+  // marker just laid shows what the step writes from its start.
+  StepHighWater unitMarks{firstStep, manifest.persistentBytes, manifest.arenaBytes, {}, 0};
   if (stepTrace)
     timeline.probeGatherWaits(unitMarks.step, [&] {
       unitMarks.afterGatherWaits.push_back(highWaterMark(manifest, arena));
     });
   if (tracing)
     writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/false);
+  auto save = [&] {
+    saveCheckpoint(options.saveDir, manifest, place, arena, hostArena.data(), position,
+                   options.keep);
+  };
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point intervalStart = Clock::now();
   int64_t intervalSteps = 0;
-  for (int64_t step = 1; step <= options.steps; ++step) {
+  for (int64_t step = firstStep; step <= options.steps; ++step) {
+    float lr = static_cast<float>(position.schedule.at(step));
     Clock::time_point stepStart = Clock::now();
     batches->writeBatch(step, arena.host());
     uploadInputs(manifest, arena);
@@ -210,6 +288,10 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     }
     if (tracing)
       writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/true);
+    position.step = step;
+    position.samplesSeen += manifest.batch;
+    if (options.saveEvery != 0 && step % options.saveEvery == 0)
+      save();
     ++intervalSteps;
     if (!leader)
       continue;
@@ -218,9 +300,9 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     if (logJson) {
       char line[256];
       std::snprintf(line, sizeof(line),
-                    "{\"step\": %" PRId64 ", \"loss\": %s, \"samples_per_sec\": %.6g, "
-                    "\"bytes_in_use\": %" PRIu64 "}\n",
-                    step, formatLoss(loss).c_str(),
+                    "{\"step\": %" PRId64 ", \"loss\": %s, \"lr\": %s, "
+                    "\"samples_per_sec\": %.6g, \"bytes_in_use\": %" PRIu64 "}\n",
+                    step, formatLoss(loss).c_str(), formatLoss(lr).c_str(),
                     static_cast<double>(manifest.batch) / secondsBetween(stepStart, stepEnd),
                     heapBytes);
       logJson->write(std::string(line));
@@ -230,8 +312,8 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     if (step % options.logEvery == 0) {
       double samplesPerSec = static_cast<double>(manifest.batch * intervalSteps) /
                              secondsBetween(intervalStart, stepEnd);
-      std::printf("step %" PRId64 " | loss %.6f | %.1f samples/s | mem %.1f MiB\n", step,
-                  static_cast<double>(loss), samplesPerSec,
+      std::printf("step %" PRId64 " | loss %.6f | lr %.3e | %.1f samples/s | mem %.1f MiB\n",
+                  step, static_cast<double>(loss), static_cast<double>(lr), samplesPerSec,
                   static_cast<double>(heapBytes) / (1024.0 * 1024.0));
       std::fflush(stdout);
       intervalStart = Clock::now();
@@ -239,16 +321,23 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     }
   }
 
+  // The last step's checkpoint, unless --save-every just wrote it or the run
+  // resumed and did nothing.
+  bool saved = options.saveEvery != 0 && position.step % options.saveEvery == 0 &&
+               position.step >= firstStep;
+  if (!options.saveDir.empty() && !saved && !(resumed && position.step == resumed->step))
+    save();
   std::vector<int64_t> marks = gatherToRankZero(highWaterMark(manifest, arena));
-  if (!options.dumpParamsPath.empty()) {
+  if (!options.exportPath.empty()) {
     downloadParamShards(manifest, arena);
-    dumpParams(manifest, place, shards, dump.get());
+    exportSafetensors(manifest, place, shards, exported.get(), options.exportDType,
+                      {{"producer", "fsdp-mlir"}, {"step", std::to_string(position.step)}});
   }
   if (leader) {
     std::printf("%s\n", arenaLine(manifest.arenaBytes, marks).c_str());
     std::fflush(stdout);
-    if (dump)
-      dump->close();
+    if (exported)
+      exported->close();
     if (trace)
       trace->close();
     if (stepTrace) {

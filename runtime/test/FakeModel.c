@@ -171,8 +171,9 @@ float fsdp_train_step(void *arena, int64_t step, float lr) {
   unsigned char *base = (unsigned char *)arena;
   if ((size_t)base % 64 != 0)
     contractBroken("arena not 64-byte aligned", (long long)((size_t)base % 64));
-  if (step != lastStep + 1)
-    contractBroken("steps must count 1, 2, 3, ...; got step", (long long)step);
+  /* A resumed run starts after its checkpoint's step. */
+  if (step < 1 || (lastStep != 0 && step != lastStep + 1))
+    contractBroken("steps must count k, k + 1, k + 2, ... from k >= 1; got step", (long long)step);
   lastStep = step;
   if (step == 1 && !allZero(base + GRAD_OFFSET, FEATURES_OFFSET - GRAD_OFFSET))
     contractBroken("gradient or optimizer state not zero before step 1", 0);

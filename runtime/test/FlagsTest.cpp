@@ -21,12 +21,19 @@ TrainerOptions parse(std::vector<const char *> args) {
 TEST(Flags, Defaults) {
   TrainerOptions options = parse({});
   EXPECT_EQ(options.steps, 100);
-  EXPECT_EQ(options.seed, 0u);
+  EXPECT_FALSE(options.seed.has_value());
   EXPECT_EQ(options.dataPath, "");
   EXPECT_FALSE(options.lr.has_value());
   EXPECT_EQ(options.logEvery, 10);
   EXPECT_EQ(options.logJsonPath, "");
-  EXPECT_EQ(options.dumpParamsPath, "");
+  EXPECT_EQ(options.exportPath, "");
+  EXPECT_EQ(options.exportDType, DType::F32);
+  EXPECT_EQ(options.initFromPath, "");
+  EXPECT_EQ(options.saveDir, "");
+  EXPECT_EQ(options.saveEvery, 0);
+  EXPECT_EQ(options.keep, 0);
+  EXPECT_EQ(options.resumeDir, "");
+  EXPECT_FALSE(options.schedule.any());
   EXPECT_EQ(options.traceStatePath, "");
   EXPECT_FALSE(options.printManifest);
   EXPECT_FALSE(options.version);
@@ -36,7 +43,10 @@ TEST(Flags, Defaults) {
 TEST(Flags, EveryFlag) {
   TrainerOptions options =
       parse({"--steps", "7", "--seed", "18446744073709551615", "--data", "train.bin", "--lr",
-             "3e-4", "--log-every", "2", "--log-json", "log.jsonl", "--dump-params", "p.bin",
+             "3e-4", "--log-every", "2", "--log-json", "log.jsonl", "--export", "p.safetensors",
+             "--export-dtype", "bf16", "--init-from", "i.safetensors", "--save", "ckpt",
+             "--save-every", "5", "--keep", "2", "--resume", "old", "--warmup-steps", "10",
+             "--lr-decay", "cosine", "--decay-steps", "90", "--min-lr", "3e-5",
              "--trace-state", "t.bin", "--print-manifest", "--version"});
   EXPECT_EQ(options.steps, 7);
   EXPECT_EQ(options.seed, 18446744073709551615ULL);
@@ -44,7 +54,17 @@ TEST(Flags, EveryFlag) {
   EXPECT_EQ(options.lr, 3e-4f);
   EXPECT_EQ(options.logEvery, 2);
   EXPECT_EQ(options.logJsonPath, "log.jsonl");
-  EXPECT_EQ(options.dumpParamsPath, "p.bin");
+  EXPECT_EQ(options.exportPath, "p.safetensors");
+  EXPECT_EQ(options.exportDType, DType::BF16);
+  EXPECT_EQ(options.initFromPath, "i.safetensors");
+  EXPECT_EQ(options.saveDir, "ckpt");
+  EXPECT_EQ(options.saveEvery, 5);
+  EXPECT_EQ(options.keep, 2);
+  EXPECT_EQ(options.resumeDir, "old");
+  EXPECT_EQ(options.schedule.warmupSteps, 10);
+  EXPECT_EQ(options.schedule.decay, LrDecay::Cosine);
+  EXPECT_EQ(options.schedule.decaySteps, 90);
+  EXPECT_EQ(options.schedule.floor, 3e-5);
   EXPECT_EQ(options.traceStatePath, "t.bin");
   EXPECT_TRUE(options.printManifest);
   EXPECT_TRUE(options.version);
@@ -68,7 +88,10 @@ TEST(Flags, HelpStopsParsing) {
 TEST(Flags, UsageNamesEveryFlag) {
   std::string usage = usageText();
   for (const char *flag : {"--steps N", "--seed S", "--data FILE", "--lr X", "--log-every K",
-                           "--log-json FILE", "--dump-params FILE", "--trace-state FILE",
+                           "--log-json FILE", "--export FILE", "--export-dtype f32|bf16",
+                           "--init-from FILE", "--save DIR", "--save-every K", "--keep N",
+                           "--resume DIR", "--warmup-steps N", "--lr-decay none|cosine|linear",
+                           "--decay-steps N", "--min-lr X", "--trace-state FILE",
                            "--print-manifest", "--version", "--help"})
     EXPECT_THAT(usage, HasSubstr(flag));
 }
@@ -115,7 +138,18 @@ const FlagErrorCase kFlagErrors[] = {
     {"LogEveryZero", {"--log-every", "0"}, "--log-every: '0' is not a positive integer"},
     {"EmptyData", {"--data", ""}, "--data needs a file name"},
     {"EmptyLogJson", {"--log-json="}, "--log-json needs a file name"},
-    {"MissingDumpPath", {"--dump-params"}, "--dump-params needs a value"},
+    {"MissingExportPath", {"--export"}, "--export needs a value"},
+    {"ExportDType", {"--export-dtype", "f16"}, "--export-dtype: 'f16' is not f32 or bf16"},
+    {"EmptySave", {"--save="}, "--save needs a file name"},
+    {"SaveEveryZero", {"--save-every", "0"}, "--save-every: '0' is not a positive integer"},
+    {"KeepZero", {"--keep", "0"}, "--keep: '0' is not a positive integer"},
+    {"LrDecayUnknown", {"--lr-decay", "step"}, "--lr-decay: 'step' is not none, cosine or linear"},
+    {"DecayStepsZero", {"--decay-steps", "0"}, "--decay-steps: '0' is not a positive integer"},
+    {"WarmupNegative", {"--warmup-steps", "-3"},
+     "--warmup-steps: '-3' is not a non-negative integer"},
+    {"MinLrNegative", {"--min-lr", "-1e-5"}, "--min-lr: '-1e-5' is not a non-negative finite number"},
+    {"MinLrNan", {"--min-lr", "nan"}, "--min-lr: 'nan' is not a non-negative finite number"},
+    {"MinLrEmpty", {"--min-lr="}, "--min-lr: '' is not a non-negative finite number"},
     {"PrintManifestValue", {"--print-manifest=yes"}, "--print-manifest takes no value"},
     {"VersionValue", {"--version=2"}, "--version takes no value"},
     {"TraceStateEmpty", {"--trace-state="}, "--trace-state needs a file name"},

@@ -136,11 +136,48 @@ TEST(TrainerError, UnwritableLogJson) {
                         "such file or directory"));
 }
 
-TEST(TrainerError, UnwritableDumpParams) {
-  EXPECT_EXIT(run({"--dump-params", "/nonexistent-dir/p.bin"}, test::classifierManifest().dump()),
-              ExitedWithCode(1),
-              HasSubstr("trainer: error: --dump-params '/nonexistent-dir/p.bin': cannot open"));
+TEST(TrainerError, UnwritableExport) {
+  EXPECT_EXIT(
+      run({"--export", "/nonexistent-dir/p.safetensors"}, test::classifierManifest().dump()),
+      ExitedWithCode(1),
+      HasSubstr("trainer: error: --export '/nonexistent-dir/p.safetensors': cannot open"));
 }
+
+struct FlagCombinationCase {
+  const char *name;
+  std::vector<const char *> args;
+  const char *message;
+};
+
+void PrintTo(const FlagCombinationCase &c, std::ostream *os) { *os << c.name; }
+
+class FlagCombinationTest : public testing::TestWithParam<FlagCombinationCase> {};
+
+TEST_P(FlagCombinationTest, IsRefused) {
+  EXPECT_EXIT(run(GetParam().args, test::classifierManifest().dump()), ExitedWithCode(1),
+              HasSubstr(std::string("trainer: error: ") + GetParam().message));
+}
+
+const FlagCombinationCase kFlagCombinations[] = {
+    {"SaveEveryWithoutSave", {"--save-every", "2"}, "--save-every needs --save DIR"},
+    {"KeepWithoutSave", {"--keep", "2"}, "--keep needs --save DIR"},
+    {"InitFromAndResume", {"--init-from", "a.safetensors", "--resume", "ckpt"},
+     "--init-from and --resume exclude each other"},
+    {"MinLrWithoutDecay", {"--min-lr", "0.001"}, "--min-lr needs --lr-decay cosine or linear"},
+    {"MinLrAbovePeak", {"--lr", "0.01", "--lr-decay", "cosine", "--min-lr", "0.1"},
+     "--min-lr must not exceed the peak learning rate"},
+    {"DecayEndsInWarmup", {"--lr-decay", "linear", "--warmup-steps", "10", "--decay-steps", "10"},
+     "--decay-steps (10) must be greater than --warmup-steps (10)"},
+    {"DecayOverNoSteps", {"--steps", "0", "--lr-decay", "cosine"},
+     "--decay-steps (0) must be greater than --warmup-steps (0)"},
+    {"ResumeFromNothing", {"--resume", "/nonexistent-dir"},
+     "--resume '/nonexistent-dir': no such directory"},
+};
+
+INSTANTIATE_TEST_SUITE_P(TrainerError, FlagCombinationTest, testing::ValuesIn(kFlagCombinations),
+                         [](const testing::TestParamInfo<FlagCombinationCase> &info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(TrainerError, SyntheticDataImpossible) {
   json manifest = test::classifierManifest();
