@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+import safetensors.numpy
+
 import spec_reference as spec
 
 BATCH, FEATURES, CLASSES = 16, 8, 4
@@ -30,7 +32,8 @@ PARAMS = [
 PARAM_BYTES = 4 * (8 * 4 + 4)
 ARENA_BYTES = 1792  # one rank
 ARENA_BYTES_2 = 1344  # each of two ranks
-PROGRESS = re.compile(r"^step (\d+) \| loss (\d+\.\d{6}) \| (\d+\.\d) samples/s \| mem (\d+\.\d) MiB$")
+PROGRESS = re.compile(r"^step (\d+) \| loss (\d+\.\d{6}) \| lr (\d\.\d{3}e[-+]\d\d) \| (\d+\.\d) samples/s \| "
+                      r"mem (\d+\.\d) MiB$")
 ARENA = re.compile(r"^arena: planned peak (\d+) bytes, measured high-water mark (\d+) bytes on every rank$")
 MPI_TIMEOUT = 120
 # Losses and parameters of two ranks match one rank's up to the order of float sums.
@@ -113,6 +116,20 @@ def read_floats(path):
     return list(struct.unpack(f"<{len(data) // 4}f", data))
 
 
+def read_export(path):
+    """The parameters of an --export file, read by the safetensors package, flat in manifest
+    order (what the trace's records hold)."""
+    tensors = safetensors.numpy.load_file(path)
+    expect(list(tensors) == [name for name, _, _ in PARAMS] or set(tensors) == {n for n, _, _ in PARAMS},
+           f"{path} holds {sorted(tensors)}")
+    values = []
+    for name, shape, _ in PARAMS:
+        expect(list(tensors[name].shape) == shape and tensors[name].dtype == "float32",
+               f"{name}: {tensors[name].dtype} {list(tensors[name].shape)}")
+        values += [float(v) for v in tensors[name].reshape(-1)]
+    return values
+
+
 def write_data_file(path, samples, feature_dims=(FEATURES,), classes_of=None):
     """An FSDPDATA file: features [8] f32, classes [] i32 (format of docs/Runtime.md)."""
     classes_of = classes_of or (lambda n, x: max(range(CLASSES), key=lambda c: x[c] - x[c + 4]))
@@ -132,8 +149,10 @@ def help(trainer, tmp):
     result = run(trainer, "--help")
     expect_success(result)
     expect(result.stdout.startswith("usage: trainer"), result.stdout)
-    for flag in ["--steps", "--seed", "--data", "--lr", "--log-every", "--log-json",
-                 "--dump-params", "--trace-state", "--print-manifest", "--version", "--help"]:
+    for flag in ["--steps", "--seed", "--data", "--lr", "--warmup-steps", "--lr-decay",
+                 "--decay-steps", "--min-lr", "--log-every", "--log-json", "--init-from", "--export",
+                 "--export-dtype", "--save", "--save-every", "--keep", "--resume", "--trace-state",
+                 "--trace", "--print-manifest", "--version", "--help"]:
         expect(flag in result.stdout, f"--help does not mention {flag}")
     expect(result.stderr == "", result.stderr)
 
@@ -198,7 +217,8 @@ def progress_lines(trainer, tmp):
         match = PROGRESS.match(line)
         expect(match, f"bad progress line {line!r}")
         expect(int(match.group(1)) == step, f"{line!r} is not step {step}")
-        expect(float(match.group(3)) > 0 and float(match.group(4)) > 0, line)
+        expect(float(match.group(3)) == 0.1, f"{line!r}: not the plan's lr 0.1")
+        expect(float(match.group(4)) > 0 and float(match.group(5)) > 0, line)
 
 
 @case
@@ -215,7 +235,9 @@ def log_json(trainer, tmp):
     for i, line in enumerate(lines[:7], start=1):
         entry = json.loads(line)
         expect(isinstance(entry, dict), line)
-        expect(set(entry) == {"step", "loss", "samples_per_sec", "bytes_in_use"}, line)
+        expect(set(entry) == {"step", "loss", "lr", "samples_per_sec", "bytes_in_use"}, line)
+        # The shortest decimal that reads back as the same float.
+        expect(spec.to_f32(entry["lr"]) == spec.to_f32(0.1), line)
         expect(entry["step"] == i, line)
         expect(isinstance(entry["loss"], float) and math.isfinite(entry["loss"]), line)
         expect(entry["samples_per_sec"] > 0, line)
@@ -225,14 +247,6 @@ def log_json(trainer, tmp):
     for line in result.stdout.splitlines()[:-1]:
         step, loss = int(PROGRESS.match(line).group(1)), PROGRESS.match(line).group(2)
         expect(f"{entries[step - 1]['loss']:.6f}" == loss, f"{line!r} vs {entries[step - 1]}")
-
-
-@case
-def dump_params(trainer, tmp):
-    dump = os.path.join(tmp, "params.bin")
-    expect_success(run(trainer, "--steps", 3, "--dump-params", dump))
-    size = os.path.getsize(dump)
-    expect(size == PARAM_BYTES, f"dump has {size} bytes, expected {PARAM_BYTES}")
 
 
 def read_trace(path):
@@ -246,15 +260,15 @@ def read_trace(path):
 
 @case
 def trace_state(trainer, tmp):
-    trace, dump = os.path.join(tmp, "trace.bin"), os.path.join(tmp, "params.bin")
+    trace, dump = os.path.join(tmp, "trace.bin"), os.path.join(tmp, "params.safetensors")
     expect_success(run(trainer, "--steps", 3, "--seed", 4, "--trace-state", trace,
-                       "--dump-params", dump))
+                       "--export", dump))
     records = read_trace(trace)
     expect(len(records) == 4, f"{len(records)} records, expected one before the first step and one per step")
     params, grads, momentum = records[0]
     expect(params == reference_params(4), "record 0 is not the initial parameters")
     expect(not any(grads) and not any(momentum), "record 0 has gradients or momentum")
-    expect(records[-1][0] == read_floats(dump), "the last record is not what --dump-params writes")
+    expect(records[-1][0] == read_export(dump), "the last record is not what --export writes")
     # Each record is the SGD step (lr 0.1, momentum 0.9) from the one before: the parts are
     # where they belong. f32 arithmetic: one rounding per operation.
     for k in range(1, len(records)):
@@ -269,27 +283,6 @@ def trace_state(trainer, tmp):
                  r"--trace-state .*no/such/dir.*: cannot open")
 
 
-@case
-def load_params(trainer, tmp):
-    saved = os.path.join(tmp, "saved.bin")
-    expect_success(run(trainer, "--steps", 2, "--seed", 7, "--dump-params", saved))
-    # Resuming from the saved values is not restarting from the seed.
-    reloaded = os.path.join(tmp, "reloaded.bin")
-    expect_success(run(trainer, "--steps", 0, "--load-params", saved, "--dump-params", reloaded))
-    expect(read_floats(reloaded) == read_floats(saved), "loaded parameters differ from the file")
-    short = os.path.join(tmp, "short.bin")
-    with open(short, "wb") as f:
-        f.write(b"\0" * (PARAM_BYTES - 4))
-    expect_error(run(trainer, "--load-params", short),
-                 r"--load-params: .*short\.bin.* is shorter than the 144 bytes of the model's 2 parameters \(it has 140\)")
-    long = os.path.join(tmp, "long.bin")
-    with open(long, "wb") as f:
-        f.write(b"\0" * (PARAM_BYTES + 4))
-    expect_error(run(trainer, "--load-params", long), r"--load-params: .*long\.bin.* is longer than the 144 bytes")
-    expect_error(run(trainer, "--load-params", os.path.join(tmp, "missing.bin")),
-                 r"--load-params: cannot open .*missing\.bin")
-
-
 def reference_params(seed):
     values = []
     for name, shape, init in PARAMS:
@@ -300,9 +293,9 @@ def reference_params(seed):
 @case
 def init_matches_spec(trainer, tmp):
     for seed in [0, 12345, 2**40 + 3]:
-        dump = os.path.join(tmp, f"init-{seed}.bin")
-        expect_success(run(trainer, "--steps", 0, "--seed", seed, "--dump-params", dump))
-        got, want = read_floats(dump), reference_params(seed)
+        dump = os.path.join(tmp, f"init-{seed}.safetensors")
+        expect_success(run(trainer, "--steps", 0, "--seed", seed, "--export", dump))
+        got, want = read_export(dump), reference_params(seed)
         expect(got == want, f"seed {seed}: initial parameters differ from the contract:\n{got}\n{want}")
 
 
@@ -332,7 +325,7 @@ def first_loss_matches_spec(trainer, tmp):
 def determinism(trainer, tmp):
     def dump(seed, name):
         path = os.path.join(tmp, name)
-        expect_success(run(trainer, "--steps", 5, "--seed", seed, "--dump-params", path))
+        expect_success(run(trainer, "--steps", 5, "--seed", seed, "--export", path))
         with open(path, "rb") as f:
             return f.read()
     first = dump(5, "a.bin")
@@ -344,12 +337,52 @@ def determinism(trainer, tmp):
 def lr_override(trainer, tmp):
     def dump(name, *args):
         path = os.path.join(tmp, name)
-        expect_success(run(trainer, "--steps", 5, "--dump-params", path, *args))
+        expect_success(run(trainer, "--steps", 5, "--export", path, *args))
         with open(path, "rb") as f:
             return f.read()
     default = dump("default.bin")
     expect(dump("same.bin", "--lr", "0.1") == default, "--lr 0.1 (the manifest's lr) changed the run")
     expect(dump("other.bin", "--lr", "0.05") != default, "--lr 0.05 had no effect")
+
+
+def scheduled_lr(step, peak=spec.to_f32(0.1), warmup=3, decay_steps=12, floor=0.01):
+    """docs/Runtime.md, section 5: linear warmup, then cosine decay to the floor, in double
+    from the float peak (the plan's lr as the step takes it) and the floor as given."""
+    if step <= warmup:
+        return peak * step / warmup
+    progress = min(1.0, (step - warmup) / (decay_steps - warmup))
+    return floor + (peak - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+@case
+def lr_schedule(trainer, tmp):
+    """Each step's rate is logged and is the one the step used: the trace's momentum update
+    p' = p - lr * m holds with the scheduled rate of that step."""
+    log, trace = os.path.join(tmp, "log.jsonl"), os.path.join(tmp, "trace.bin")
+    result = run(trainer, "--steps", 14, "--log-every", 1, "--log-json", log, "--trace-state", trace,
+                 "--warmup-steps", 3, "--lr-decay", "cosine", "--decay-steps", 12, "--min-lr", 0.01)
+    expect_success(result)
+    entries = read_log(log)
+    for entry in entries:
+        want = spec.to_f32(scheduled_lr(entry["step"]))
+        expect(spec.to_f32(entry["lr"]) == want, f"step {entry['step']}: lr {entry['lr']}, schedule says {want}")
+    for line in result.stdout.splitlines()[:-1]:
+        match = PROGRESS.match(line)
+        expect(match and match.group(3) == f"{entries[int(match.group(1)) - 1]['lr']:.3e}", line)
+    records = read_trace(trace)
+    for k in range(1, len(records)):
+        lr = spec.to_f32(entries[k - 1]["lr"])
+        before, (p, _, m) = records[k - 1][0], records[k]
+        for i in range(len(p)):
+            want = before[i] - lr * m[i]
+            expect(abs(p[i] - want) <= 1e-6 * max(1.0, abs(want)), f"step {k}, parameter {i}: {p[i]} vs {want}")
+    # Linear decay reaches the floor and keeps it; the peak can come from --lr.
+    expect_success(run(trainer, "--steps", 6, "--log-json", log, "--lr", 0.2, "--lr-decay", "linear",
+                       "--decay-steps", 4, "--min-lr", 0.05))
+    rates = [spec.to_f32(entry["lr"]) for entry in read_log(log)]
+    peak = spec.to_f32(0.2)
+    want = [spec.to_f32(peak - (peak - 0.05) * min(s / 4, 1.0)) for s in range(1, 7)]
+    expect(rates == want, f"linear decay {rates}, expected {want}")
 
 
 @case
@@ -471,21 +504,6 @@ def mpi_losses_match_data_file(trainer, tmp):
 
 
 @case
-def mpi_dump_params(trainer, tmp):
-    for steps in [0, 10]:
-        one, two = os.path.join(tmp, f"one-{steps}.bin"), os.path.join(tmp, f"two-{steps}.bin")
-        expect_success(run(OPTIONS.trainer, "--steps", steps, "--seed", 9, "--dump-params", one))
-        expect_success(mpirun(2, OPTIONS.trainer_2, "--steps", steps, "--seed", 9, "--dump-params", two))
-        expect(os.path.getsize(two) == PARAM_BYTES, f"dump has {os.path.getsize(two)} bytes")
-        a, b = read_floats(one), read_floats(two)
-        if steps == 0:
-            # Initial values do not depend on the number of ranks at all.
-            expect(a == b and a == reference_params(9), "initial parameters differ on two ranks")
-        for i, (x, y) in enumerate(zip(a, b)):
-            expect(close_parameter(x, y), f"after {steps} steps, parameter element {i}: {x} on one rank, {y} on two")
-
-
-@case
 def mpi_trace_state(trainer, tmp):
     one, two = os.path.join(tmp, "one.bin"), os.path.join(tmp, "two.bin")
     expect_success(run(OPTIONS.trainer, "--steps", 4, "--seed", 9, "--trace-state", one))
@@ -498,23 +516,6 @@ def mpi_trace_state(trainer, tmp):
         for part, xs, ys in zip(("parameter", "gradient", "momentum"), x, y):
             for i, (u, v) in enumerate(zip(xs, ys)):
                 expect(close_parameter(u, v), f"record {k}, {part} {i}: {u} on one rank, {v} on two")
-
-
-@case
-def mpi_load_params(trainer, tmp):
-    saved = os.path.join(tmp, "saved.bin")
-    expect_success(run(OPTIONS.trainer, "--steps", 4, "--seed", 2, "--dump-params", saved))
-    # Each rank cuts its shard out of the file; gathered again they are the file.
-    reloaded = os.path.join(tmp, "reloaded.bin")
-    expect_success(mpirun(2, OPTIONS.trainer_2, "--steps", 0, "--load-params", saved,
-                          "--dump-params", reloaded))
-    expect(read_floats(reloaded) == read_floats(saved), "two ranks lost or moved loaded values")
-    # Resuming on two ranks continues like resuming on one.
-    one, two = os.path.join(tmp, "one.jsonl"), os.path.join(tmp, "two.jsonl")
-    expect_success(run(OPTIONS.trainer, "--steps", 3, "--load-params", saved, "--log-json", one))
-    expect_success(mpirun(2, OPTIONS.trainer_2, "--steps", 3, "--load-params", saved, "--log-json", two))
-    for x, y in zip([e["loss"] for e in read_log(one)], [e["loss"] for e in read_log(two)]):
-        expect(close(x, y), f"resumed losses differ: {x} vs {y}")
 
 
 @case
