@@ -9,7 +9,7 @@
 // The trainer reads and writes the arena through its host view: it writes
 // the initial shards and each step's batch there and uploads those ranges,
 // and downloads the ranges it reads (the transient part for the high-water
-// mark, the parameter shards for --dump-params). On the CPU the host view is
+// mark, the parameter and state shards for --export and --save). On the CPU the host view is
 // the arena itself and uploads and downloads do nothing.
 //
 //===----------------------------------------------------------------------===//

@@ -342,6 +342,7 @@ struct SavedParam {
 
 struct SavedUnit {
   int64_t shardNumel = 0;
+  int64_t elementSize = 0;
   std::map<std::string, int64_t> regions; // region name -> byte offset in each file
 };
 
@@ -374,6 +375,35 @@ static std::string findCheckpoint(const std::string &dir) {
   if (!newest)
     fatal("--resume '" + dir + "': holds no committed checkpoint (a step-<k> directory)");
   return dir + "/" + stepName(*newest);
+}
+
+/// Every element of every parameter lies in some shard file, inside its
+/// region, and every region inside the files.
+static void checkLayout(const InputFile &file, const SavedCheckpoint &saved) {
+  int64_t shards = static_cast<int64_t>(saved.files.size());
+  for (size_t u = 0; u < saved.units.size(); ++u) {
+    const SavedUnit &unit = saved.units[u];
+    if (unit.shardNumel < 1 || unit.elementSize < 1 || !unit.regions.count("param"))
+      file.fail("unit " + std::to_string(u) + " has no parameter shard");
+    for (const auto &[name, offset] : unit.regions)
+      if (offset < 0 || offset > saved.fileBytes ||
+          unit.shardNumel > (saved.fileBytes - offset) / unit.elementSize)
+        file.fail("unit " + std::to_string(u) + "'s " + name + " lies outside the " +
+                  std::to_string(saved.fileBytes) + "-byte shard files");
+  }
+  for (const auto &[name, param] : saved.params) {
+    int64_t numel = 1;
+    for (int64_t dim : param.shape)
+      if (dim < 0 || __builtin_mul_overflow(numel, dim, &numel))
+        file.fail("parameter '" + name + "' has a bad shape");
+    const SavedUnit &unit = saved.units[param.unit];
+    if (param.unitOffset < 0 ||
+        static_cast<__int128>(numel) + param.unitOffset >
+            static_cast<__int128>(unit.shardNumel) * shards ||
+        dtypeSize(param.dtype) != static_cast<size_t>(unit.elementSize))
+      file.fail("parameter '" + name + "' does not fit its unit's " + std::to_string(shards) +
+                " shards of " + std::to_string(unit.shardNumel) + " elements");
+  }
 }
 
 static SavedCheckpoint readMetadata(const std::string &path) {
@@ -409,6 +439,8 @@ static SavedCheckpoint readMetadata(const std::string &path) {
     for (const json &unit : doc.at("units")) {
       SavedUnit savedUnit;
       savedUnit.shardNumel = unit.at("shard_numel").get<int64_t>();
+      std::optional<DType> dtype = parseDType(unit.at("dtype").get<std::string>());
+      savedUnit.elementSize = dtype ? static_cast<int64_t>(dtypeSize(*dtype)) : 0;
       savedUnit.regions = unit.at("regions").get<std::map<std::string, int64_t>>();
       saved.units.push_back(std::move(savedUnit));
     }
@@ -431,6 +463,7 @@ static SavedCheckpoint readMetadata(const std::string &path) {
     }
     saved.files = doc.at("files").get<std::vector<std::string>>();
     saved.fileBytes = doc.at("file_bytes").get<int64_t>();
+    checkLayout(file, saved);
   } catch (const json::exception &error) {
     std::string what = error.what();
     size_t prefix = what.find("] ");

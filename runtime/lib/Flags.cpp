@@ -12,9 +12,11 @@
 namespace fsdprt {
 
 const char *usageText() {
-  return "usage: trainer [--steps N] [--seed S] [--data FILE] [--lr X] [--warmup-steps N]\n"
-         "               [--lr-decay none|cosine|linear] [--decay-steps N] [--min-lr X]\n"
-         "               [--log-every K] [--log-json FILE] [--init-from FILE]\n"
+  return "usage: trainer [--steps N] [--seed S] [--data FILE] [--token-dtype T] [--lr X]\n"
+         "               [--warmup-steps N]"
+         " [--lr-decay none|cosine|linear] [--decay-steps N]\n"
+         "               [--min-lr X]"
+         " [--log-every K] [--log-json FILE] [--init-from FILE]\n"
          "               [--export FILE] [--export-dtype f32|bf16]\n"
          "               [--save DIR] [--save-every K] [--keep N] [--resume DIR]\n"
          "               [--trace-state FILE] [--trace FILE] [--print-manifest] [--version]\n"
@@ -27,7 +29,10 @@ const char *usageText() {
          "                     from its checkpoint's step up to N\n"
          "  --seed S           seed of the initial parameters and of the data's order and\n"
          "                     synthetic data (default 0; a resumed run keeps its own)\n"
-         "  --data FILE        FSDPDATA training data (default: synthetic data from --seed)\n"
+         "  --data FILE        training data: an FSDPDATA file, or a token file (uint16 or\n"
+         "                     uint32 ids, headerless or with llm.c's header) for a model\n"
+         "                     of tokens and next-token classes (default: synthetic data)\n"
+         "  --token-dtype T    uint16 (default) or uint32: the ids of a headerless token file\n"
          "  --lr X             peak learning rate (default: the one in the model's plan)\n"
          "  --warmup-steps N   raise the rate linearly from 0 over the first N steps\n"
          "  --lr-decay KIND    after the warmup, none (default), cosine or linear decay\n"
@@ -162,6 +167,11 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
       options.schedule.floor = parseNonNegative(flag, value());
     } else if (flag == "--data") {
       options.dataPath = path();
+    } else if (flag == "--token-dtype") {
+      std::string text = value();
+      options.tokenDType = parseTokenDType(text);
+      if (!options.tokenDType)
+        fatal(std::string(flag) + ": '" + text + "' is not uint16 or uint32");
     } else if (flag == "--lr") {
       options.lr = parseLearningRate(flag, value());
     } else if (flag == "--log-every") {

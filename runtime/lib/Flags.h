@@ -16,6 +16,7 @@
 
 #include "DType.h"
 #include "LrSchedule.h"
+#include "TokenFile.h"
 
 #include <cstdint>
 #include <optional>
@@ -40,6 +41,7 @@ struct TrainerOptions {
   int64_t steps = 100;
   std::optional<uint64_t> seed; // empty: 0, or the checkpoint's
   std::string dataPath;      // empty: synthetic data
+  std::optional<TokenDType> tokenDType; // a headerless token file's ids
   std::optional<float> lr;   // empty: the manifest's lr (or the checkpoint's)
   ScheduleFlags schedule;
   int64_t logEvery = 10;

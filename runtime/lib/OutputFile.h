@@ -1,6 +1,6 @@
 //===- OutputFile.h - A file the trainer writes -----------------*- C++ -*-===//
 //
-// --log-json and --dump-params files (rank 0 writes them). A file is opened
+// --log-json and --export files (rank 0 writes them). A file is opened
 // before the first step, so that a bad path fails at once rather than after
 // the run; any write error is fatal and names the flag and the file.
 //

@@ -92,6 +92,12 @@ void exportSafetensors(const Manifest &manifest, const RankPlace &place, const H
       });
 }
 
+/// A JSON value as text for a message: invalid UTF-8 in the file is replaced,
+/// never an exception (the runtime is built without them).
+static std::string excerpt(const json &value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
 namespace {
 /// A tensor of the file: where its bytes are, relative to the data.
 struct StoredTensor {
@@ -139,10 +145,10 @@ static std::map<std::string, StoredTensor> readHeader(const InputFile &file, int
     unsigned __int128 numel = 1;
     for (const json &dim : entry["shape"]) {
       if (!dim.is_number_unsigned())
-        bad("its shape " + entry["shape"].dump() + " is not a list of sizes");
+        bad("its shape " + excerpt(entry["shape"]) + " is not a list of sizes");
       numel *= dim.get<uint64_t>();
       if (numel > static_cast<uint64_t>(INT64_MAX))
-        bad("its shape " + entry["shape"].dump() + " is too large");
+        bad("its shape " + excerpt(entry["shape"]) + " is too large");
       tensor.shape.push_back(static_cast<int64_t>(dim.get<uint64_t>()));
     }
     const json &offsets = entry["data_offsets"];
@@ -154,7 +160,7 @@ static std::map<std::string, StoredTensor> readHeader(const InputFile &file, int
           "] are outside the file's " + std::to_string(dataBytes) + " bytes of data");
     if (numel * static_cast<uint64_t>(*element) != end - begin)
       bad("its data_offsets hold " + std::to_string(end - begin) + " bytes, but " +
-          entry["shape"].dump() + " " + tensor.dtype + " needs " +
+          excerpt(entry["shape"]) + " " + tensor.dtype + " needs " +
           std::to_string(static_cast<uint64_t>(numel) * static_cast<uint64_t>(*element)));
     tensor.begin = static_cast<int64_t>(begin);
     tensor.end = static_cast<int64_t>(end);

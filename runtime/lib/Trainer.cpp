@@ -20,6 +20,7 @@
 #include "StepTimeline.h"
 #include "StreamEvents.h"
 #include "SyntheticData.h"
+#include "TokenFile.h"
 
 #include <algorithm>
 #include <charconv>
@@ -64,12 +65,29 @@ static void checkWorldSize(const Manifest &manifest) {
         std::to_string(planned) + ", or recompile with fsdpc --grid=" + std::to_string(started));
 }
 
+/// Whether `path` starts with the FSDPDATA magic; a token file (or one that
+/// cannot be read, which the token reader reports) does not.
+static bool isFsdpDataFile(const std::string &path) {
+  char magic[8] = {};
+  std::FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file)
+    return false;
+  size_t got = std::fread(magic, 1, sizeof(magic), file);
+  std::fclose(file);
+  return got == sizeof(magic) && std::memcmp(magic, "FSDPDATA", sizeof(magic)) == 0;
+}
+
 static std::unique_ptr<BatchSource> openBatchSource(const TrainerOptions &options,
                                                     const Manifest &manifest, int64_t rank,
                                                     uint64_t seed) {
-  if (!options.dataPath.empty())
-    return DataFile::open(options.dataPath, manifest, rank);
-  return std::make_unique<SyntheticData>(manifest, seed, rank);
+  if (options.dataPath.empty())
+    return std::make_unique<SyntheticData>(manifest, seed, rank);
+  if (!isFsdpDataFile(options.dataPath))
+    return TokenFile::open("--data", options.dataPath, options.tokenDType, manifest, rank, seed,
+                           /*shuffle=*/true);
+  if (options.tokenDType)
+    fatal("--token-dtype: '" + options.dataPath + "' is an FSDPDATA file, not a token file");
+  return DataFile::open(options.dataPath, manifest, rank);
 }
 
 /// The schedule of this run: the checkpoint's when resuming (else the plan's
@@ -101,6 +119,8 @@ static void checkFlagCombinations(const TrainerOptions &options) {
     fatal("--save-every needs --save DIR");
   if (options.keep != 0 && options.saveDir.empty())
     fatal("--keep needs --save DIR");
+  if (options.tokenDType && options.dataPath.empty())
+    fatal("--token-dtype needs --data FILE");
   if (!options.initFromPath.empty() && !options.resumeDir.empty())
     fatal("--init-from and --resume exclude each other: a resumed run starts from its "
           "checkpoint's parameters");

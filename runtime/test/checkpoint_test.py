@@ -166,6 +166,13 @@ def resume_refuses(trainer, tmp):
         f.truncate(100)
     expect_error(run(trainer, "--resume", truncated),
                  r"shard-00000-of-00001\.bin': has 100 bytes, but the metadata says 384")
+    with open(os.path.join(truncated, "metadata.json")) as f:
+        meta = json.load(f)
+    meta["params"][1]["unit_offset"] = 46
+    with open(os.path.join(truncated, "metadata.json"), "w") as f:
+        json.dump(meta, f)
+    expect_error(run(trainer, "--resume", truncated),
+                 r"metadata\.json': parameter 'linear\.b' does not fit its unit's 1 shards of 48 elements")
     with open(os.path.join(truncated, "metadata.json"), "w") as f:
         f.write('{"format": "fsdp-mlir checkpoint", "version": 1')
     expect_error(run(trainer, "--resume", truncated), r"metadata\.json': malformed metadata: ")
@@ -173,6 +180,34 @@ def resume_refuses(trainer, tmp):
     os.makedirs(os.path.join(empty, ".step-00000009.partial"))
     expect_error(run(trainer, "--resume", empty),
                  r"--resume '.*empty': holds no committed checkpoint \(a step-<k> directory\)")
+
+
+@case
+def resume_fuzz(trainer, tmp):
+    """Damaged metadata (random bytes changed) is refused with one error line or, where the
+    damage left it valid, resumed: never a crash or a hang."""
+    directory = os.path.join(tmp, "ckpt")
+    expect_success(run(trainer, "--steps", 3, "--seed", 5, "--save", directory))
+    step = os.path.join(directory, "step-00000003")
+    meta = bytearray(open(os.path.join(step, "metadata.json"), "rb").read())
+    rng = random.Random(9)
+    damaged = os.path.join(tmp, "damaged")
+    shutil.copytree(step, damaged)
+    outcomes = {0: 0, 1: 0}
+    for trial in range(150):
+        copy = bytearray(meta)
+        for _ in range(rng.randint(1, 3)):
+            copy[rng.randrange(len(copy))] = rng.choice(b'0123456789-"[]{},:ex \xff')
+        with open(os.path.join(damaged, "metadata.json"), "wb") as f:
+            f.write(copy)
+        # The error may quote the damaged bytes.
+        result = subprocess.run([trainer, "--steps", "4", "--resume", damaged], capture_output=True,
+                                text=True, errors="replace", timeout=60)
+        expect(result.returncode in (0, 1), f"trial {trial}: exit {result.returncode}\n{result.stderr}")
+        if result.returncode == 1:
+            expect_error(result, r"(--resume|--steps|--seed|--min-lr|--decay-steps)")
+        outcomes[result.returncode] += 1
+    print(f"{outcomes[1]} damaged checkpoints refused, {outcomes[0]} still valid")
 
 
 @case

@@ -129,6 +129,35 @@ def init_from_mismatch(trainer, tmp):
 
 
 @case
+def init_from_fuzz(trainer, tmp):
+    """Damaged files (bytes of the header or the size changed, the file cut short) are
+    refused with one error line or, where the damage left a valid file, loaded: never a
+    crash or a hang."""
+    good = os.path.join(tmp, "good.safetensors")
+    expect_success(run(trainer, "--steps", 0, "--export", good))
+    data = bytearray(open(good, "rb").read())
+    (size,) = struct.unpack("<Q", data[:8])
+    rng = np.random.default_rng(5)
+    damaged = os.path.join(tmp, "damaged.safetensors")
+    outcomes = {0: 0, 1: 0}
+    for trial in range(150):
+        copy = bytearray(data)
+        if trial % 5 == 4:
+            copy = copy[:int(rng.integers(0, len(copy)))]
+        else:
+            for _ in range(int(rng.integers(1, 4))):
+                copy[int(rng.integers(0, 8 + size))] = int(rng.integers(0, 256))
+        with open(damaged, "wb") as f:
+            f.write(copy)
+        result = run(trainer, "--steps", 0, "--init-from", damaged)
+        expect(result.returncode in (0, 1), f"trial {trial}: exit {result.returncode}\n{result.stderr}")
+        if result.returncode == 1:
+            expect_error(result, r"--init-from '.*damaged\.safetensors': ")
+        outcomes[result.returncode] += 1
+    print(f"{outcomes[1]} damaged files refused, {outcomes[0]} still valid")
+
+
+@case
 def mpi_export(trainer, tmp):
     for steps in [0, 10]:
         one, two = os.path.join(tmp, f"one-{steps}.safetensors"), os.path.join(tmp, f"two-{steps}.safetensors")

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""examples/gpt.mlir trained for real, under mpirun: a tokenized text, a learning-rate
+schedule, checkpoints resumed at the same and at another number of ranks, a crash during a
+save, and its weights through safetensors, read and written by the Python package.
+
+    train_for_real_check.py --fsdpc FSDPC --work DIR
+
+Checks, each printed as a line ending in PASS:
+  - tokens: scripts/tokenize_text.py turns the project's docs (English text) into byte
+    tokens, and 300 steps on them bring the mean loss of the last 50 below the text's byte
+    unigram entropy (what a model that ignores the context can reach);
+  - resume at 2 ranks: 5 steps, a checkpoint, 7 more equal the 12 steps of one run, bit
+    for bit (losses, learning rates, exported parameters);
+  - resume at 1 rank: the 2-rank checkpoint loads on 1 rank to the same parameters, byte
+    for byte, and its next step's loss is the uninterrupted run's up to the order of float
+    sums (the same state; relative 1e-5, far above float32's reassociation of these sums);
+  - kill -9: SIGKILL at random moments of a run saving every step leaves a checkpoint whose
+    resumed run ends exactly as the run never killed;
+  - safetensors: the export has every parameter by name and shape; a bf16 export loaded
+    with --init-from gives the bf16 values widened exactly; a file the package writes with
+    a missing and a misshapen tensor is refused with both named.
+"""
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import safetensors.numpy
+
+from trainer_checks import ROOT, fsdpc_command, mpi_environment, mpirun_command, run
+
+SCHEDULE = ["--lr", "3e-3", "--warmup-steps", "20", "--lr-decay", "cosine", "--decay-steps", "300"]
+failures = []
+
+
+def check(name, ok, detail=""):
+    print(f"{name}: {detail} {'PASS' if ok else 'FAIL'}")
+    if not ok:
+        failures.append(name)
+
+
+def log_of(path):
+    with open(path) as f:
+        return [(r["step"], r["loss"], r["lr"]) for r in map(json.loads, f) if "step" in r]
+
+
+def local(*command):
+    return run(list(map(str, command)), timeout=600)
+
+
+def mpi(ranks, *command):
+    return run(mpirun_command(ranks, *map(str, command)), env=mpi_environment(), timeout=600)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fsdpc", required=True)
+    ap.add_argument("--work", required=True)
+    a = ap.parse_args()
+    os.makedirs(a.work, exist_ok=True)
+    path = lambda name: os.path.join(a.work, name)  # noqa: E731
+
+    # Tokens: the project's documentation, bytes as tokens (the model's vocabulary is 256).
+    docs = os.path.join(ROOT, "docs")
+    texts = sorted(os.path.join(docs, n) for n in os.listdir(docs) if n.endswith(".md"))
+    summary = json.loads(run([sys.executable, os.path.join(ROOT, "scripts", "tokenize_text.py"),
+                              *texts, "--out-dir", a.work]).stdout)
+    train = path("train.bin")
+    tokens = np.fromfile(train, dtype="<u2")
+    p = np.bincount(tokens, minlength=256) / len(tokens)
+    entropy = float(-(p[p > 0] * np.log(p[p > 0])).sum())
+
+    for grid in (1, 2):
+        run([*fsdpc_command(a.fsdpc), os.path.join(ROOT, "examples", "gpt.mlir"), f"--grid={grid}",
+             "-o", path(f"gpt{grid}")])
+    gpt1, gpt2 = path("gpt1"), path("gpt2")
+    common = ["--data", train, "--seed", 3, *SCHEDULE]
+
+    mpi(2, gpt2, "--steps", 300, *common, "--log-json", path("long.jsonl"), "--log-every", 1000,
+        "--export", path("long.safetensors"))
+    losses = [loss for _, loss, _ in log_of(path("long.jsonl"))]
+    tail = float(np.mean(losses[-50:]))
+    check("tokens", tail < entropy,
+          f"{summary['train_tokens']} byte tokens, loss {losses[0]:.3f} -> {tail:.3f} (mean of the last 50) "
+          f"< unigram entropy {entropy:.3f}")
+
+    # One run of 12 steps against 5 + a checkpoint + 7, on 2 ranks.
+    mpi(2, gpt2, "--steps", 12, *common, "--log-json", path("straight.jsonl"), "--export",
+        path("straight.safetensors"))
+    mpi(2, gpt2, "--steps", 5, *common, "--save", path("ckpt"))
+    mpi(2, gpt2, "--steps", 12, "--resume", path("ckpt"), "--data", train, "--log-json",
+        path("resumed.jsonl"), "--export", path("resumed.safetensors"))
+    straight, resumed = log_of(path("straight.jsonl")), log_of(path("resumed.jsonl"))
+    same = open(path("straight.safetensors"), "rb").read() == open(path("resumed.safetensors"), "rb").read()
+    check("resume at 2 ranks", resumed == straight[5:] and same,
+          f"steps 6-12 {'equal' if resumed == straight[5:] else 'differ'}, parameters "
+          f"{'equal' if same else 'differ'}")
+
+    # The 2-rank checkpoint on 1 rank.
+    local(gpt1, "--steps", 5, "--resume", path("ckpt"), "--data", train, "--export", path("one.safetensors"))
+    mpi(2, gpt2, "--steps", 5, "--resume", path("ckpt"), "--data", train, "--export", path("two.safetensors"))
+    one = safetensors.numpy.load_file(path("one.safetensors"))
+    two = safetensors.numpy.load_file(path("two.safetensors"))
+    exact = one.keys() == two.keys() and all(np.array_equal(one[k], two[k]) for k in one)
+    local(gpt1, "--steps", 6, "--resume", path("ckpt"), "--data", train, "--log-json", path("one.jsonl"))
+    (step, loss, lr), = log_of(path("one.jsonl"))
+    want = straight[5]
+    close = step == want[0] and lr == want[2] and abs(loss - want[1]) <= 1e-5 * abs(want[1])
+    check("resume at 1 rank", exact and close,
+          f"parameters {'equal' if exact else 'differ'}, step {step} loss {loss} vs {want[1]}")
+
+    # SIGKILL at random moments of the 300-step run, saving after every step: the newest
+    # committed checkpoint resumes to the parameters of the run that was never killed.
+    rng = random.Random(7)
+    resumed_from, ok = [], True
+    for trial in range(3):
+        directory = path(f"kill-{trial}")
+        command = [gpt2, "--steps", 300, *common, "--save", directory, "--save-every", 1, "--keep", 2]
+        process = subprocess.Popen(mpirun_command(2, *map(str, command)), env=mpi_environment(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        # After the first commit (however slow the start), at a random moment.
+        deadline = time.time() + 120
+        while time.time() < deadline and process.poll() is None and not (
+                os.path.isdir(directory) and any(n.startswith("step-") for n in os.listdir(directory))):
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 0.5))
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        steps = sorted(int(n[5:]) for n in os.listdir(directory) if n.startswith("step-")) \
+            if os.path.isdir(directory) else []
+        resumed_from.append(steps[-1] if steps else 0)
+        if steps:
+            mpi(2, gpt2, "--steps", 300, "--resume", directory, "--data", train, "--export",
+                path(f"kill-{trial}.safetensors"))
+            ok &= open(path(f"kill-{trial}.safetensors"), "rb").read() == \
+                open(path("long.safetensors"), "rb").read()
+    # Killed before the end, after the first save: the resumed run has work to do.
+    mid_run = all(0 < step < 300 for step in resumed_from)
+    check("kill -9", ok and mid_run, f"killed after steps {resumed_from}, each resumed to the same parameters")
+
+    # safetensors both ways.
+    manifest = json.loads(run([gpt1, "--print-manifest"]).stdout)
+    params = {p["name"]: p["shape"] for p in manifest["params"]}
+    exported = safetensors.numpy.load_file(path("straight.safetensors"))
+    named = {k: list(v.shape) for k, v in exported.items()} == params
+    mpi(2, gpt2, "--steps", 12, *common, "--export", path("bf16.safetensors"), "--export-dtype", "bf16")
+    local(gpt1, "--steps", 0, "--init-from", path("bf16.safetensors"), "--export", path("widened.safetensors"))
+    widened = safetensors.numpy.load_file(path("widened.safetensors"))
+    rounded = {}
+    for name, value in exported.items():
+        bits = value.view(np.uint32).astype(np.uint64)
+        rounded[name] = (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+    bf16 = all(np.array_equal(widened[k], rounded[k]) for k in params)
+    broken = dict(exported)
+    del broken["wpe"]
+    broken["wte"] = broken["wte"][:100]
+    safetensors.numpy.save_file(broken, path("broken.safetensors"))
+    refused = subprocess.run([gpt1, "--steps", "0", "--init-from", path("broken.safetensors")],
+                             capture_output=True, text=True)
+    named_errors = refused.returncode == 1 and "'wte' is [100, 64] in the file, [256, 64] in the model" in \
+        refused.stderr and "missing 'wpe' [32, 64]" in refused.stderr
+    check("safetensors", named and bf16 and named_errors,
+          f"{len(params)} tensors by name, bf16 round trip {'exact' if bf16 else 'wrong'}, "
+          f"mismatches {'named' if named_errors else 'not named: ' + refused.stderr.strip()}")
+
+    if failures:
+        sys.exit("FAIL: " + ", ".join(failures))
+    print("PASS: gpt trained for real")
+
+
+if __name__ == "__main__":
+    main()
