@@ -4,7 +4,7 @@ against the explicit form (batch_matmul, causal_mask, softmax, batch_matmul).
 
 For each case a model whose loss is mse(attention(q, k, v), t) (+ mse(lse, u) when the
 case says so), with q, k, v its parameters, is compiled with fsdpc --grid=1 and trained
-one SGD step with lr 1 from our own parameters P0 (--load-params), so that the loss of
+one SGD step with lr 1 from our own parameters P0 (--init-from), so that the loss of
 the step is the forward pass and P0 - P1 is the gradient. Both are compared with the
 same computation in float64 written the textbook way (scores, mask, softmax, weighted
 sum; the softmax's backward), which shares nothing with the tiled lowering but the
@@ -31,6 +31,7 @@ import sys
 import numpy as np
 
 from gradcheck import datafile, module, mse, run, seeded, ty
+from params_file import read_params, write_params  # test/reference, on the path by gradcheck
 
 TOL = 2e-5
 PLAN_SGD = "#fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 1.0>>"
@@ -115,20 +116,21 @@ def reference(c, q, k, v, t, u):
 
 
 def train_one_step(fsdpc, work, tag, text, p0, tensors):
-    """(loss of step 1, P0 - P1) of the model `text` from parameters p0."""
+    """(loss of step 1, P0 - P1) of the model `text` from parameters p0 (q, k, v)."""
     path = lambda n: os.path.join(work, "%s.%s" % (tag, n))  # noqa: E731
     with open(path("mlir"), "w") as f:
         f.write(text.replace("#fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 1.0>>",
                              PLAN_SGD))
     run([*shlex.split(fsdpc), path("mlir"), "--grid=1", "-o", path("trainer")])
     datafile.write(path("data"), tensors)
+    params = [(name, a.shape) for name, a in zip(("q", "k", "v"), p0)]  # manifest order
     flat0 = np.concatenate([a.astype(np.float32).ravel() for a in p0])
-    flat0.astype("<f4").tofile(path("p0"))
-    run([path("trainer"), "--steps", "1", "--lr", "1", "--data", path("data"), "--load-params",
-         path("p0"), "--dump-params", path("p1"), "--log-json", path("log")])
+    write_params(path("p0.safetensors"), params, flat0)
+    run([path("trainer"), "--steps", "1", "--lr", "1", "--data", path("data"), "--init-from",
+         path("p0.safetensors"), "--export", path("p1.safetensors"), "--log-json", path("log")])
     with open(path("log")) as f:
         loss = [json.loads(line)["loss"] for line in f if '"step"' in line][0]
-    flat1 = np.fromfile(path("p1"), dtype="<f4").astype(np.float64)
+    flat1 = read_params(path("p1.safetensors"), params)
     grad, out, offset = flat0.astype(np.float64) - flat1, [], 0
     for a in p0:
         out.append(grad[offset:offset + a.size].reshape(a.shape))

@@ -4,8 +4,8 @@ the real compiler and trainer.
 
 For each case a tiny model (a plan with SGD, lr 1, no momentum, weight decay or
 clipping) is compiled with `fsdpc --grid=1`. With one fixed data file and our own
-parameters P0 (docs/Runtime.md: --load-params / --dump-params, raw float32 in
-manifest order):
+parameters P0 (docs/Runtime.md: --init-from / --export, safetensors files of float32
+tensors named as the manifest's parameters; test/reference/params_file.py):
 
   analytic   one step from P0 gives P1; SGD with lr 1 makes the gradient P0 - P1.
   numerical  for a few elements i of each parameter, the step-1 loss (computed
@@ -41,6 +41,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "reference"))
 import datafile  # noqa: E402
+from params_file import read_params, write_params  # noqa: E402
 
 H = 1e-2              # finite-difference step
 RTOL = 1e-2           # relative tolerance
@@ -483,7 +484,7 @@ def seeded(name, *salt):
 
 
 def step1_loss(trainer, data, params_path, log_path):
-    run([trainer, "--steps", "1", "--lr", "1", "--data", data, "--load-params", params_path,
+    run([trainer, "--steps", "1", "--lr", "1", "--data", data, "--init-from", params_path,
          "--log-json", log_path, "--log-every", "1000"])
     with open(log_path) as f:
         records = [json.loads(line) for line in f if line.strip()]
@@ -531,18 +532,20 @@ def check_case(c, fsdpc, work, mutate=None, verbose=False):
     datafile.write(data, tensors)
     assert tensors[0][1].shape[0] == batch
 
-    # P0, float32 in manifest order.
+    # P0, float32 in manifest order (flat: element j of the concatenated parameters).
     p0 = [np.asarray(gen(seeded(c.name, 2, k), shape), dtype=np.float32)
           for k, (_, shape, gen) in enumerate(c.params)]
     flat0 = np.concatenate([a.ravel() for a in p0])
-    flat0.astype("<f4").tofile(p("p0.bin"))
+    write_params(p("p0.safetensors"), c.params, flat0)
 
     # Analytic gradient: one SGD step with lr 1.
-    run([trainer, "--steps", "1", "--lr", "1", "--data", data, "--load-params", p("p0.bin"),
-         "--dump-params", p("p1.bin"), "--log-json", p("p1.json"), "--log-every", "1000"])
-    flat1 = np.fromfile(p("p1.bin"), dtype="<f4")
-    if flat1.size != flat0.size:
-        raise CaseError("dumped %d values, expected %d" % (flat1.size, flat0.size))
+    run([trainer, "--steps", "1", "--lr", "1", "--data", data, "--init-from",
+         p("p0.safetensors"), "--export", p("p1.safetensors"), "--log-json", p("p1.json"),
+         "--log-every", "1000"])
+    try:
+        flat1 = read_params(p("p1.safetensors"), c.params, dtype=np.float32)
+    except ValueError as e:
+        raise CaseError("--export: %s" % e)
     grad = flat0.astype(np.float64) - flat1.astype(np.float64)
     if mutate is not None:
         grad *= mutate
@@ -565,10 +568,10 @@ def check_case(c, fsdpc, work, mutate=None, verbose=False):
             plus[j] = np.float32(np.float64(flat0[j]) + H)
             minus[j] = np.float32(np.float64(flat0[j]) - H)
             tag = "%s_%d" % (pname, i)
-            plus.astype("<f4").tofile(p(tag + "+.bin"))
-            minus.astype("<f4").tofile(p(tag + "-.bin"))
-            lp = step1_loss(trainer, data, p(tag + "+.bin"), p(tag + "+.json"))
-            lm = step1_loss(trainer, data, p(tag + "-.bin"), p(tag + "-.json"))
+            write_params(p(tag + "+.safetensors"), c.params, plus)
+            write_params(p(tag + "-.safetensors"), c.params, minus)
+            lp = step1_loss(trainer, data, p(tag + "+.safetensors"), p(tag + "+.json"))
+            lm = step1_loss(trainer, data, p(tag + "-.safetensors"), p(tag + "-.json"))
             num = (lp - lm) / (np.float64(plus[j]) - np.float64(minus[j]))
             ana = grad[j]
             scale = max(abs(num), abs(ana))

@@ -25,6 +25,10 @@ import sys
 
 import numpy as np
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "reference"))
+from params_file import manifest_params, read_params  # noqa: E402
+
 LOSS_RTOL = 1e-6
 PARAM_RTOL = 1e-6
 RANKS = 2
@@ -47,17 +51,22 @@ def run(command, **kwargs):
 
 
 def train(trainer, work, steps):
-    """Every step's loss and the final parameters (raw float32) of a 2-rank run."""
-    log, dump = trainer + ".log.json", trainer + ".params"
+    """Every step's loss and the final parameters (float32, flat in manifest order) of a
+    2-rank run."""
+    log, dump = trainer + ".log.json", trainer + ".safetensors"
     mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
     if not mpirun:
         sys.exit("kernels_on_cpu_check.py: mpirun not found on PATH")
     run([mpirun, "--oversubscribe", "-np", str(RANKS), trainer, "--steps", str(steps),
-         "--seed", "5", "--log-every", str(steps), "--log-json", log, "--dump-params", dump],
+         "--seed", "5", "--log-every", str(steps), "--log-json", log, "--export", dump],
         env=mpi_environment(), timeout=MPI_TIMEOUT, cwd=work)
     with open(log) as f:
         losses = [json.loads(line)["loss"] for line in f if '"loss"' in line]
-    return np.array(losses, dtype=np.float64), np.fromfile(dump, dtype=np.float32)
+    try:
+        params = read_params(dump, manifest_params(trainer), dtype=np.float32)
+    except (ValueError, RuntimeError) as e:
+        sys.exit(f"kernels_on_cpu_check.py: --export: {e}")
+    return np.array(losses, dtype=np.float64), params
 
 
 def main():

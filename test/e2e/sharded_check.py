@@ -28,7 +28,8 @@ examples/<model>.mlir, the grid with fsdpc --grid. For each case:
     run on the CPU (fsdpc --target=cuda --test-kernels-on-cpu: kernels as loops, the
     CPU runtime's collectives, copies between the arena and the host arena as
     memcpy), whose updates run on the host arena's f32 masters and state;
-  - --dump-params (gathered by the other path) equals the trace's last parameters;
+  - --export (gathered by the other path; f32 tensors by manifest name, converted back to
+    each parameter's dtype) equals the trace's last parameters, byte for byte;
   - the arena record (last line of --log-json) has a high-water mark for every rank,
     each equal to the planned peak.
 
@@ -48,7 +49,9 @@ import numpy as np
 
 from trainer_checks import (ROOT, fsdpc_command, make_data, mpi_environment, mpirun_command,
                             read_log, run, teacher_forced)
-import precision  # noqa: E402  (test/reference, put on the path by trainer_checks)
+import datafile  # noqa: E402  (test/reference, put on the path by trainer_checks)
+import precision  # noqa: E402
+from params_file import manifest_params, read_params  # noqa: E402
 
 STRATEGIES = ["full_shard", "shard_grad_op", "no_shard"]
 DEFAULT_CASES = [f"{s}:{n}" for s in STRATEGIES for n in (1, 2, 4)] + ["hybrid_shard:2x2"]
@@ -86,12 +89,12 @@ def check_case(args, label, strategy, grid, trainer, data):
     tag = re.sub(r"[^\w]+", "-", label)
     ranks = int(np.prod(grid))
     log, dump, trace = (os.path.join(args.work, f"{kind}-{tag}")
-                        for kind in ("log.json", "params.bin", "trace.bin"))
+                        for kind in ("log.json", "params.safetensors", "trace.bin"))
     for stale in (log, dump, trace):
         if os.path.exists(stale):
             os.remove(stale)
     command = mpirun_command(ranks, trainer, "--steps", str(args.steps), "--data", data,
-                             "--log-json", log, "--dump-params", dump, "--trace-state", trace)
+                             "--log-json", log, "--export", dump, "--trace-state", trace)
     result = subprocess.run(command, capture_output=True, text=True, timeout=MPI_TIMEOUT,
                             env=mpi_environment())
     if result.returncode != 0:
@@ -105,14 +108,23 @@ def check_case(args, label, strategy, grid, trainer, data):
     rows, failures = teacher_forced(args.model, data, trace, losses, prec=prec)
     if len(rows) != args.steps:
         failures.append(f"{len(rows)} steps checked, {args.steps} trained")
-    # --dump-params gathers the shards as the trace does: it is the last record's start.
-    with open(dump, "rb") as f:
-        dumped = f.read()
-    with open(trace, "rb") as f:
-        f.seek(os.path.getsize(trace) // (args.steps + 1) * args.steps)
-        if f.read(len(dumped)) != dumped:
-            failures.append("--dump-params differs from the parameters of the trace's last "
-                            "record")
+    # --export gathers the shards as the trace does: in the parameters' own dtypes (f32 to
+    # bf16 is exact for values that were bf16) it is the last record's start.
+    params = manifest_params(trainer)
+    try:
+        values, exported, start = read_params(dump, params, dtype=np.float32), [], 0
+        for _name, shape, dtype in params:
+            count = int(np.prod(shape))
+            exported.append(datafile.to_storage(values[start:start + count], dtype).tobytes())
+            start += count
+        exported = b"".join(exported)
+        with open(trace, "rb") as f:
+            f.seek(os.path.getsize(trace) // (args.steps + 1) * args.steps)
+            if f.read(len(exported)) != exported:
+                failures.append("--export differs from the parameters of the trace's last "
+                                "record")
+    except ValueError as e:
+        failures.append(f"--export: {e}")
     os.remove(trace)  # tens of megabytes per case
 
     if arena is None:

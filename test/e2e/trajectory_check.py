@@ -26,6 +26,7 @@ import numpy as np
 
 from trainer_checks import (REFERENCE, ROOT, fsdpc_command, make_data, mpi_environment,
                             mpirun_command, read_log, run)
+from params_file import manifest_params, read_params  # noqa: E402  (test/reference)
 
 OPTIMIZER = {"kind": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 0.0}
 PLAN_OPTIMIZER = "#fsdp.sgd<lr = 0.05, momentum = 0.9>"
@@ -53,14 +54,14 @@ def main():
     trainer = path("trainer")
     run([*fsdpc_command(args.fsdpc), path("gpt-sgd.mlir"), f"--grid={args.ranks}", "-o",
          trainer])
-    manifest = json.loads(run([trainer, "--print-manifest"]).stdout)
+    params = manifest_params(trainer)
     make_data("gpt", args.data_seed, path("data.bin"))
     run(mpirun_command(args.ranks, trainer, "--steps", str(args.steps), "--data",
-                       path("data.bin"), "--log-json", path("log.json"), "--dump-params",
-                       path("params.bin")), env=mpi_environment())
+                       path("data.bin"), "--log-json", path("log.json"), "--export",
+                       path("params.safetensors")), env=mpi_environment())
     run([sys.executable, os.path.join(REFERENCE, "train.py"), "--model", "gpt", "--data",
          path("data.bin"), "--steps", str(args.steps), "--optimizer", json.dumps(OPTIMIZER),
-         "--out", path("reference.json"), "--dump-params", path("reference-params.bin")])
+         "--out", path("reference.json"), "--export", path("reference-params.safetensors")])
 
     losses, _ = read_log(path("log.json"))
     with open(path("reference.json")) as f:
@@ -77,17 +78,21 @@ def main():
         if error > TRAJECTORY_RTOL:
             failures.append(f"step {step}: loss {got} vs reference {want} (rel.err {error:.1e})")
 
-    params = np.fromfile(path("params.bin"), dtype=np.float32).astype(np.float64)
-    expected = np.fromfile(path("reference-params.bin"), dtype=np.float32).astype(np.float64)
+    # Both files by the trainer's manifest: each must hold exactly its parameters.
+    try:
+        trained = read_params(path("params.safetensors"), params)
+        expected = read_params(path("reference-params.safetensors"), params)
+    except ValueError as e:
+        sys.exit(f"FAILED: {e}")
     worst_param, start = 0.0, 0
-    for param in manifest["params"]:
-        count = int(np.prod(param["shape"]))
-        got, want = params[start:start + count], expected[start:start + count]
+    for name, shape, _dtype in params:
+        count = int(np.prod(shape))
+        got, want = trained[start:start + count], expected[start:start + count]
         start += count
         error = float(np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30))
         worst_param = max(worst_param, error)
         if error > TRAJECTORY_RTOL:
-            failures.append(f"parameter {param['name']}: relative L2 error {error:.1e}")
+            failures.append(f"parameter {name}: relative L2 error {error:.1e}")
     print(f"worst loss rel.err {worst:.1e}, worst parameter rel.L2 {worst_param:.1e} "
           f"(bound {TRAJECTORY_RTOL:.0e})")
     if failures:

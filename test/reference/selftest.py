@@ -5,7 +5,8 @@
 1. Philox4x32-10 known-answer vectors, FNV-1a, bf16/f32 rounding, init statistics.
 2. Every op's hand-written vjp against central finite differences (float64).
 3. Both models' gradients against finite differences of the loss (a few elements each).
-4. Optimizers against hand-computed steps; data file round trip and step -> sample map.
+4. Optimizers against hand-computed steps; data file round trip and step -> sample map;
+   parameter files (params_file.py): round trip in manifest order, wrong tensors refused.
 5. A short training of both models (train.py CLI) on which the loss must fall.
 6. The teacher-forced checker (teacher.py) on a trainer simulated in float32: it accepts
    correct steps and rejects each kind of wrong one (loss, gradient, clip, state, update).
@@ -27,6 +28,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
+from safetensors.numpy import load_file  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -36,6 +38,7 @@ import make_data  # noqa: E402
 import models  # noqa: E402
 import ops  # noqa: E402
 import optim  # noqa: E402
+import params_file  # noqa: E402
 import philox  # noqa: E402
 import precision  # noqa: E402
 import teacher  # noqa: E402
@@ -229,27 +232,54 @@ def test_optim_and_data():
         except datafile.DataError as e:
             report("short file rejected", path in str(e))
 
+        # Parameter files (safetensors): flat in manifest order, whatever the file's order;
+        # a file without exactly the table's names and shapes is refused.
+        path = os.path.join(d, "p.safetensors")
+        table = [("z", (2, 3)), ("a", (4,)), ("m.w", ())]
+        flat = philox.round_f32(rng.standard_normal(11))
+        params_file.write_params(path, table, flat)
+        report("params file round trip",
+               np.array_equal(params_file.read_params(path, table), flat))
+        params_file.write_params(path, table, {"m.w": 1.0, "a": flat[6:10], "z": flat[:6]})
+        report("params file from a dict", np.array_equal(
+            params_file.read_params(path, table, dtype=np.float32)[:10], flat[:10]))
+        for label, other in (("missing", table + [("b", (1,))]), ("extra", table[:2]),
+                             ("wrong shape", [("z", (3, 2))] + table[1:])):
+            try:
+                params_file.read_params(path, other)
+                report("params file: %s tensor rejected" % label, False)
+            except ValueError as e:
+                report("params file: %s tensor rejected" % label, path in str(e), str(e))
+
 
 # ---------------------------------------------------------------- 5. training
 
 def test_training():
     with tempfile.TemporaryDirectory() as d:
         for model, samples in (("mlp", 512), ("gpt", 64)):
-            data, out, dump = (os.path.join(d, model + s) for s in (".bin", ".json", ".params"))
+            data, out, export = (os.path.join(d, model + s)
+                                 for s in (".bin", ".json", ".safetensors"))
             for args in (["make_data.py", "--model", model, "--samples", str(samples),
                           "--seed", "1", "--out", data, "--synthetic"],
                          ["train.py", "--model", model, "--data", data, "--steps", "20",
-                          "--seed", "0", "--out", out, "--dump-params", dump]):
+                          "--seed", "0", "--out", out, "--export", export]):
                 r = subprocess.run([sys.executable] + args, cwd=HERE, capture_output=True,
                                    text=True)
                 if r.returncode:
                     report("%s %s" % (model, args[0]), False, r.stderr.strip())
                     return
             losses = json.load(open(out))["losses"]
-            nparams = sum(int(np.prod(s)) for _n, s, _d, _u, _i in models.MODELS[model]["params"])
+            table = models.MODELS[model]["params"]
+            nparams = sum(int(np.prod(s)) for _n, s, _d, _u, _i in table)
+            try:  # every parameter by name and shape, as f32 tensors (the trainer's --export)
+                exported = params_file.read_params(export, table)
+                stored = {str(a.dtype) for a in load_file(export).values()}
+            except ValueError as e:
+                report("%s --export" % model, False, str(e))
+                return
             ok = (len(losses) == 20 and all(np.isfinite(losses))
                   and np.mean(losses[-3:]) < losses[0] - 0.05
-                  and os.path.getsize(dump) == 4 * nparams)
+                  and exported.size == nparams and stored == {"float32"})
             report("%s training: loss falls" % model, ok,
                    "step 1 %.4f -> step 20 %.4f" % (losses[0], losses[-1]))
         # Initial loss of an untrained GPT is close to ln(256).

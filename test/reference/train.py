@@ -1,15 +1,16 @@
 """Reference trainer: float64 training of an example model on an FSDPDATA file.
 
     python3 train.py --model mlp|gpt --data FILE [--steps 20] [--seed 0] [--lr X]
-                     [--optimizer JSON] [--out losses.json] [--dump-params FILE]
+                     [--optimizer JSON] [--out losses.json] [--export FILE]
                      [--round-params]
 
 Parameters start from the Philox init rounded to their dtype (as the trainer stores
 them); then every step computes the loss of its batch (before the update), the gradients,
 the optional global-norm clip and the optimizer update, all in float64. --out writes
-{"model", "seed", "steps", "lr", "losses": [loss of step 1, ...]}; --dump-params writes
-the final parameters as the trainer's --dump-params does (manifest order, raw
-little-endian values of each parameter's dtype). --optimizer replaces the example's
+{"model", "seed", "steps", "lr", "losses": [loss of step 1, ...]}; --export writes the
+final parameters as the trainer's --export does by default (a safetensors file, one
+tensor per parameter named as in the manifest, with its shape: each rounded to its dtype,
+then stored as F32; params_file.read_params reads it). --optimizer replaces the example's
 optimizer (manifest form, e.g. '{"kind": "sgd", "lr": 0.1, "momentum": 0.9}').
 """
 import argparse
@@ -26,6 +27,7 @@ import numpy as np  # noqa: E402
 import datafile
 import models
 import optim
+import params_file
 import philox
 
 
@@ -58,10 +60,12 @@ def train(model, arrays, steps, seed, lr=None, round_params=False, params=None,
     return losses, params
 
 
-def dump_params(model, params, path):
-    with open(path, "wb") as f:
-        for name, _shape, dtype, _unit, _init in models.MODELS[model]["params"]:
-            f.write(datafile.to_storage(philox.round_to(params[name], dtype), dtype).tobytes())
+def export_params(model, params, path):
+    """What the trainer's --export writes (f32): every parameter rounded to its dtype (as
+    the trainer stores it), then widened to float32, which is exact."""
+    table = models.MODELS[model]["params"]
+    params_file.write_params(path, table, {name: philox.round_to(params[name], dtype)
+                                           for name, _shape, dtype, _unit, _init in table})
 
 
 def main(argv=None):
@@ -73,7 +77,8 @@ def main(argv=None):
     ap.add_argument("--lr", type=float, default=None)
     ap.add_argument("--optimizer", default=None, help="JSON, replaces the example's")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--dump-params", default=None)
+    ap.add_argument("--export", default=None,
+                    help="write the final parameters as the trainer's --export (f32)")
     ap.add_argument("--round-params", action="store_true",
                     help="round parameters to their dtype after every update")
     a = ap.parse_args(argv)
@@ -96,8 +101,8 @@ def main(argv=None):
             json.dump({"model": a.model, "seed": a.seed, "steps": a.steps,
                        "lr": optimizer["lr"] if a.lr is None else a.lr,
                        "losses": losses}, f, indent=1)
-    if a.dump_params:
-        dump_params(a.model, params, a.dump_params)
+    if a.export:
+        export_params(a.model, params, a.export)
     return 0
 
 

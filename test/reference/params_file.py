@@ -1,0 +1,84 @@
+"""Parameter files of the trainer (--export, --init-from: safetensors) as the tests use
+them: one flat array of every parameter in manifest order.
+
+A safetensors file names its tensors, and neither the trainer nor the `safetensors`
+package keeps them in manifest order, so the tests' flat arrays are cut and joined by
+the parameter table: `params` is a list whose items start with (name, shape), in
+manifest order (manifest_params(trainer), models.MODELS[m]["params"], a test's own
+table). Reading is strict as --init-from is: the file must hold exactly these
+parameters, each with its shape, so that the file of another model or a parameter
+exported with another shape fails rather than comparing the wrong values.
+
+    params = manifest_params(trainer)            # [(name, shape, dtype)] in manifest order
+    write_params("p0.safetensors", params, flat)  # or {name: array}; f32 by default
+    flat = read_params("p1.safetensors", params)  # float64 (dtype=np.float32 to keep f32)
+"""
+
+import json
+import subprocess
+
+import numpy as np
+from safetensors.numpy import load_file, save_file
+
+
+def manifest_params(trainer):
+    """[(name, shape, dtype)] of the trainer's parameters, in manifest order
+    (`trainer --print-manifest`; dtype as the manifest spells it: "f32", "bf16")."""
+    result = subprocess.run([trainer, "--print-manifest"], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError("%s --print-manifest failed (%d):\n%s%s"
+                           % (trainer, result.returncode, result.stdout, result.stderr))
+    return [(p["name"], tuple(p["shape"]), p["dtype"])
+            for p in json.loads(result.stdout)["params"]]
+
+
+def _table(params):
+    return [(item[0], tuple(int(d) for d in item[1])) for item in params]
+
+
+def write_params(path, params, values, dtype=np.float32):
+    """Writes the parameters `params` to the safetensors file `path`, each in `dtype`
+    (float32, as the trainer stores an f32 parameter; --init-from also takes float64).
+    values: one flat array of all of them in manifest order, or {name: array}."""
+    table = _table(params)
+    if isinstance(values, dict):
+        if set(values) != {name for name, _ in table}:
+            raise ValueError("values for %s, parameters %s"
+                             % (sorted(values), [name for name, _ in table]))
+        tensors = {name: np.asarray(values[name]).reshape(shape) for name, shape in table}
+    else:
+        flat = np.asarray(values).ravel()
+        total = sum(int(np.prod(shape)) for _, shape in table)
+        if flat.size != total:
+            raise ValueError("%d values for parameters of %d elements" % (flat.size, total))
+        tensors, offset = {}, 0
+        for name, shape in table:
+            count = int(np.prod(shape))
+            tensors[name] = flat[offset:offset + count].reshape(shape)
+            offset += count
+    # np.array, not np.ascontiguousarray: that makes a scalar parameter's shape [1].
+    save_file({name: np.array(a, dtype=dtype, order="C") for name, a in tensors.items()}, path)
+
+
+def read_params(path, params, dtype=np.float64):
+    """The parameters `params` from the safetensors file `path`, as one flat array of
+    `dtype` in manifest order. Raises ValueError unless the file holds exactly these
+    parameters (by name) with their shapes, as floating-point tensors."""
+    table = _table(params)
+    tensors = load_file(path)
+    problems = []
+    for name, shape in table:
+        if name not in tensors:
+            problems.append("missing %r %s" % (name, list(shape)))
+        elif tensors[name].shape != shape:
+            problems.append("%r is %s in the file, %s in the model"
+                            % (name, list(tensors[name].shape), list(shape)))
+        elif tensors[name].dtype.kind != "f":
+            problems.append("%r is %s, not floating point" % (name, tensors[name].dtype))
+    names = {name for name, _ in table}
+    problems += ["unexpected %r %s" % (name, list(a.shape))
+                 for name, a in sorted(tensors.items()) if name not in names]
+    if problems:
+        raise ValueError("%s: not the model's parameters: %s" % (path, "; ".join(problems)))
+    return np.concatenate([tensors[name].astype(dtype).ravel() for name, _ in table]
+                          or [np.zeros(0, dtype)])
