@@ -54,6 +54,11 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a dictionary on the module";
     return success();
   }
+  if (name == getForwardOnlyAttrName()) {
+    if (!isa<FunctionOpInterface>(op) || !isa<UnitAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a unit attribute on a function";
+    return success();
+  }
   if (name == getMicroBatchesAttrName()) {
     auto count = dyn_cast<IntegerAttr>(attribute.getValue());
     if (!isa<FunctionOpInterface>(op) || !count || count.getInt() < 1)

@@ -34,12 +34,13 @@
 
 using namespace mlir;
 
-void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory) {
+void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory,
+                                         bool forwardOnly) {
   // fsdp: the sharded step, bound to the runtime's arena, then compute in
   // linalg.
   pm.addPass(createFSDPFormUnitsPass());
   pm.addPass(createFSDPPartitionPass());
-  pm.addPass(createFSDPAutodiffPass());
+  pm.addPass(createFSDPAutodiffPass(FSDPAutodiffPassOptions{forwardOnly}));
   pm.addPass(createFSDPRematPass());
   pm.addPass(createFSDPInsertCollectivesPass());
   pm.addPass(createFSDPLowerPrecisionPass());

@@ -70,6 +70,7 @@ void accumulate(OpBuilder &b, Location loc, Value &slot, Value grad) {
 
 struct FSDPAutodiffPass
     : public fsdp::impl::FSDPAutodiffPassBase<FSDPAutodiffPass> {
+  using Base::Base;
   void runOnOperation() override;
 
   /// Builds the backward pass; returns each trainable parameter's gradient.
@@ -150,6 +151,10 @@ void FSDPAutodiffPass::runOnOperation() {
   Value learningRate = body.getArgument(numInputs + 1);
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   Value loss = ret.getOperand(0);
+  if (forwardOnly) {
+    step->setAttr(FSDPDialect::getForwardOnlyAttrName(), UnitAttr::get(ctx));
+    return;
+  }
 
   OpBuilder b(ret);
   FailureOr<llvm::MapVector<StringAttr, Value>> paramGrads =

@@ -223,7 +223,9 @@ struct FSDPRematPass : public fsdp::impl::FSDPRematPassBase<FSDPRematPass> {
                        "fsdp-autodiff");
       return signalPassFailure();
     }
-    if (plan.getRemat() == RematPolicy::None)
+    // Without a backward pass nothing is read again.
+    if (plan.getRemat() == RematPolicy::None ||
+        step->hasAttr(FSDPDialect::getForwardOnlyAttrName()))
       return markAllAnalysesPreserved();
     Rematerializer remat(module, plan, step);
     if (failed(remat.run()))

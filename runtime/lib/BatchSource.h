@@ -58,6 +58,9 @@ public:
   /// from 1) at their offsets in `arena`.
   virtual void writeBatch(int64_t step, uint8_t *arena) = 0;
 
+  /// The samples of the data set (a step's rows wrap around after them).
+  virtual int64_t numSamples() const = 0;
+
   /// A resumed run: steps after `step` continue at sample `samplesSeen`.
   void resumeAfter(int64_t step, int64_t samplesSeen) { rows.resumeAfter(step, samplesSeen); }
 

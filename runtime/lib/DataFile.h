@@ -36,7 +36,7 @@ public:
   DataFile(const DataFile &) = delete;
   DataFile &operator=(const DataFile &) = delete;
 
-  int64_t numSamples() const { return sampleCount; }
+  int64_t numSamples() const override { return sampleCount; }
 
   /// Local row b of step `step` holds sample RankRows::sampleOf(step, b, N).
   void writeBatch(int64_t step, uint8_t *arena) override;

@@ -13,6 +13,7 @@ namespace fsdprt {
 
 const char *usageText() {
   return "usage: trainer [--steps N] [--seed S] [--data FILE] [--token-dtype T] [--lr X]\n"
+         "               [--eval-data FILE] [--eval-every K] [--eval-batches N]\n"
          "               [--warmup-steps N]"
          " [--lr-decay none|cosine|linear] [--decay-steps N]\n"
          "               [--min-lr X]"
@@ -33,6 +34,11 @@ const char *usageText() {
          "                     uint32 ids, headerless or with llm.c's header) for a model\n"
          "                     of tokens and next-token classes (default: synthetic data)\n"
          "  --token-dtype T    uint16 (default) or uint32: the ids of a headerless token file\n"
+         "  --eval-data FILE   held-out data (the --data formats), whose loss the forward\n"
+         "                     pass alone computes after the last step\n"
+         "  --eval-every K     also evaluate after every K-th step\n"
+         "  --eval-batches N   evaluate on the first N batches of it (default: all of it,\n"
+         "                     in whole batches)\n"
          "  --lr X             peak learning rate (default: the one in the model's plan)\n"
          "  --warmup-steps N   raise the rate linearly from 0 over the first N steps\n"
          "  --lr-decay KIND    after the warmup, none (default), cosine or linear decay\n"
@@ -172,6 +178,14 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
       options.tokenDType = parseTokenDType(text);
       if (!options.tokenDType)
         fatal(std::string(flag) + ": '" + text + "' is not uint16 or uint32");
+    } else if (flag == "--eval-data") {
+      options.evalDataPath = path();
+    } else if (flag == "--eval-every") {
+      options.evalEvery =
+          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+    } else if (flag == "--eval-batches") {
+      options.evalBatches =
+          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
     } else if (flag == "--lr") {
       options.lr = parseLearningRate(flag, value());
     } else if (flag == "--log-every") {

@@ -1,6 +1,7 @@
 //===- Flags.h - The trainer's command line ---------------------*- C++ -*-===//
 //
 //   trainer [--steps N] [--seed S] [--data FILE] [--lr X] [schedule flags]
+//           [--eval-data FILE [--eval-every K] [--eval-batches N]]
 //           [--log-every K] [--log-json FILE] [--init-from FILE] [--export FILE]
 //           [--save DIR [--save-every K] [--keep N]] [--resume DIR]
 //           [--trace-state FILE] [--trace FILE] [--print-manifest] [--version]
@@ -42,6 +43,9 @@ struct TrainerOptions {
   std::optional<uint64_t> seed; // empty: 0, or the checkpoint's
   std::string dataPath;      // empty: synthetic data
   std::optional<TokenDType> tokenDType; // a headerless token file's ids
+  std::string evalDataPath;  // empty: no held-out evaluation
+  int64_t evalEvery = 0;     // 0: after the last step only
+  int64_t evalBatches = 0;   // 0: the whole held-out set, in whole batches
   std::optional<float> lr;   // empty: the manifest's lr (or the checkpoint's)
   ScheduleFlags schedule;
   int64_t logEvery = 10;

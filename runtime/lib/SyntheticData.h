@@ -36,7 +36,7 @@ public:
   static constexpr int64_t kSamples = 1024;
 
   /// The number of samples of the data set.
-  int64_t numSamples() const;
+  int64_t numSamples() const override;
 
   /// Writes sample `n` of every input into `record` (input t at
   /// recordOffsets[t], in the layout of a data file's record).

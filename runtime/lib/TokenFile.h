@@ -60,6 +60,8 @@ public:
   int64_t numTokens() const { return tokenCount; }
   /// W = (numTokens - 1) / T: window w is tokens [w * T, w * T + T + 1).
   int64_t numWindows() const { return windowCount; }
+  /// A sample is a window.
+  int64_t numSamples() const override { return windowCount; }
   /// T, the model's sequence length.
   int64_t context() const { return contextLength; }
 

@@ -77,17 +77,52 @@ static bool isFsdpDataFile(const std::string &path) {
   return got == sizeof(magic) && std::memcmp(magic, "FSDPDATA", sizeof(magic)) == 0;
 }
 
+/// The data file `path` of `flag`: FSDPDATA or tokens, the latter in the
+/// seed's order for training (`shuffle`), in file order for evaluation.
+static std::unique_ptr<BatchSource> openDataFile(const char *flag, const std::string &path,
+                                                 const TrainerOptions &options,
+                                                 const Manifest &manifest, int64_t rank,
+                                                 uint64_t seed, bool shuffle) {
+  if (!isFsdpDataFile(path))
+    return TokenFile::open(flag, path, options.tokenDType, manifest, rank, seed, shuffle);
+  if (options.tokenDType)
+    fatal("--token-dtype: '" + path + "' is an FSDPDATA file, not a token file");
+  return DataFile::open(path, manifest, rank);
+}
+
 static std::unique_ptr<BatchSource> openBatchSource(const TrainerOptions &options,
                                                     const Manifest &manifest, int64_t rank,
                                                     uint64_t seed) {
   if (options.dataPath.empty())
     return std::make_unique<SyntheticData>(manifest, seed, rank);
-  if (!isFsdpDataFile(options.dataPath))
-    return TokenFile::open("--data", options.dataPath, options.tokenDType, manifest, rank, seed,
-                           /*shuffle=*/true);
-  if (options.tokenDType)
-    fatal("--token-dtype: '" + options.dataPath + "' is an FSDPDATA file, not a token file");
-  return DataFile::open(options.dataPath, manifest, rank);
+  return openDataFile("--data", options.dataPath, options, manifest, rank, seed,
+                      /*shuffle=*/true);
+}
+
+/// The evaluation step runs on the training step's arena: what persists
+/// must lie where the training step keeps it.
+static void checkSameLayout(const Manifest &train, const Manifest &eval) {
+  auto differ = [](const std::string &what) {
+    fatal("the evaluation step's manifest differs from the training step's in " + what +
+          " (the trainer's object is inconsistent: recompile it with fsdpc)");
+  };
+  if (eval.persistentBytes != train.persistentBytes || eval.hostArenaBytes != train.hostArenaBytes)
+    differ("the persistent part of the arena");
+  if (eval.batch != train.batch || eval.localBatch != train.localBatch || eval.grid != train.grid)
+    differ("the batch or the grid");
+  if (eval.units.size() != train.units.size() || eval.inputs.size() != train.inputs.size())
+    differ("its units or inputs");
+  for (size_t u = 0; u < train.units.size(); ++u) {
+    const UnitSpec &a = train.units[u], &b = eval.units[u];
+    if (a.name != b.name || a.paramOffset != b.paramOffset || a.shardNumel != b.shardNumel ||
+        a.deviceParamOffset != b.deviceParamOffset || a.offloaded != b.offloaded)
+      differ("unit '" + a.name + "'");
+  }
+  for (size_t i = 0; i < train.inputs.size(); ++i)
+    if (train.inputs[i].offset != eval.inputs[i].offset ||
+        train.inputs[i].shape != eval.inputs[i].shape ||
+        train.inputs[i].dtype != eval.inputs[i].dtype)
+      differ("input " + std::to_string(i));
 }
 
 /// The schedule of this run: the checkpoint's when resuming (else the plan's
@@ -119,8 +154,11 @@ static void checkFlagCombinations(const TrainerOptions &options) {
     fatal("--save-every needs --save DIR");
   if (options.keep != 0 && options.saveDir.empty())
     fatal("--keep needs --save DIR");
-  if (options.tokenDType && options.dataPath.empty())
-    fatal("--token-dtype needs --data FILE");
+  if (options.tokenDType && options.dataPath.empty() && options.evalDataPath.empty())
+    fatal("--token-dtype needs --data FILE or --eval-data FILE");
+  if ((options.evalEvery != 0 || options.evalBatches != 0) && options.evalDataPath.empty())
+    fatal(std::string(options.evalEvery != 0 ? "--eval-every" : "--eval-batches") +
+          " needs --eval-data FILE");
   if (!options.initFromPath.empty() && !options.resumeDir.empty())
     fatal("--init-from and --resume exclude each other: a resumed run starts from its "
           "checkpoint's parameters");
@@ -164,7 +202,7 @@ static void uploadInputs(const Manifest &manifest, Arena &arena) {
 }
 
 int runTrainer(int argc, const char *const *argv, const char *manifestText,
-               TrainStepFn trainStep) {
+               TrainStepFn trainStep, const char *evalManifestText, TrainStepFn evalStep) {
   TrainerOptions options = parseFlags(argc, argv);
   if (options.help) {
     std::fputs(usageText(), stdout);
@@ -188,12 +226,24 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   // without a GPU stops here.
   DeviceSession device;
   Manifest manifest;
+  bool evaluating = !options.evalDataPath.empty();
+  int64_t evalArenaBytes = 0;
   {
     SameErrorOnEveryRank same;
     manifest = parseManifest(manifestText);
     checkWorldSize(manifest);
+    checkFlagCombinations(options);
+    if (evaluating && !evalStep)
+      fatal("--eval-data: this trainer has no evaluation step (its object was not compiled "
+            "by fsdpc, which links one beside the training step)");
+    if (evaluating) {
+      Manifest evalManifest = parseManifest(evalManifestText);
+      checkSameLayout(manifest, evalManifest);
+      evalArenaBytes = evalManifest.arenaBytes;
+      // The arena holds either step's transient buffers.
+      manifest.arenaBytes = std::max(manifest.arenaBytes, evalManifest.arenaBytes);
+    }
   }
-  checkFlagCombinations(options);
   RankPlace place = setUpGroups(manifest.shardRanks);
   connectDevice(place);
   bool leader = place.rank == 0;
@@ -274,10 +324,85 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     saveCheckpoint(options.saveDir, manifest, place, arena, hostArena.data(), position,
                    options.keep);
   };
+  std::unique_ptr<BatchSource> heldOut;
+  int64_t evalBatches = 0;
+  if (evaluating) {
+    heldOut = openDataFile("--eval-data", options.evalDataPath, options, manifest, place.rank,
+                           position.seed, /*shuffle=*/false);
+    evalBatches = options.evalBatches != 0
+                      ? options.evalBatches
+                      : std::max<int64_t>(1, heldOut->numSamples() / manifest.batch);
+  }
+  // The held-out loss after step `step`: the mean over the first evalBatches
+  // batches of the held-out data, in order, of the forward pass's loss.
+  auto evaluate = [&](int64_t step) {
+    // The trace is of training steps.
+    StepTimeline::activate(nullptr);
+    double sum = 0.0;
+    for (int64_t batch = 1; batch <= evalBatches; ++batch) {
+      heldOut->writeBatch(batch, arena.host());
+      uploadInputs(manifest, arena);
+      startStepEvents();
+      float localLoss =
+          hostArena.data()
+              ? reinterpret_cast<OffloadedTrainStepFn>(evalStep)(arena.stepData(),
+                                                                 hostArena.data(), step, 0.0f)
+              : evalStep(arena.stepData(), step, 0.0f);
+      if (int pending = pendingCollectives())
+        fatal("the evaluation step returned with " + plural(pending, "collective") +
+              " not waited for");
+      finishStep();
+      sum += averageOverWorld(localLoss);
+    }
+    if (!options.tracePath.empty())
+      StepTimeline::activate(&timeline);
+    if (!leader)
+      return;
+    double loss = sum / static_cast<double>(evalBatches);
+    int64_t samples = evalBatches * manifest.batch;
+    std::printf("eval step %" PRId64 " | held-out loss %.6f | %" PRId64 " samples\n", step, loss,
+                samples);
+    std::fflush(stdout);
+    if (logJson) {
+      char line[160];
+      std::snprintf(line, sizeof(line),
+                    "{\"eval_step\": %" PRId64 ", \"eval_loss\": %.17g, \"eval_samples\": %" PRId64
+                    "}\n",
+                    step, loss, samples);
+      logJson->write(std::string(line));
+      logJson->flush();
+    }
+  };
 
   using Clock = std::chrono::steady_clock;
   Clock::time_point intervalStart = Clock::now();
   int64_t intervalSteps = 0;
+  // Rank 0's JSON line of every step and progress line of every
+  // --log-every-th.
+  auto logStep = [&](int64_t step, float loss, float lr, double stepSeconds,
+                     Clock::time_point stepEnd) {
+    uint64_t heapBytes = heapBytesInUse();
+    if (logJson) {
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "{\"step\": %" PRId64 ", \"loss\": %s, \"lr\": %s, "
+                    "\"samples_per_sec\": %.6g, \"bytes_in_use\": %" PRIu64 "}\n",
+                    step, formatLoss(loss).c_str(), formatLoss(lr).c_str(),
+                    static_cast<double>(manifest.batch) / stepSeconds, heapBytes);
+      logJson->write(std::string(line));
+      logJson->flush();
+    }
+    if (step % options.logEvery == 0) {
+      double samplesPerSec = static_cast<double>(manifest.batch * intervalSteps) /
+                             secondsBetween(intervalStart, stepEnd);
+      std::printf("step %" PRId64 " | loss %.6f | lr %.3e | %.1f samples/s | mem %.1f MiB\n",
+                  step, static_cast<double>(loss), static_cast<double>(lr), samplesPerSec,
+                  static_cast<double>(heapBytes) / (1024.0 * 1024.0));
+      std::fflush(stdout);
+      intervalStart = Clock::now();
+      intervalSteps = 0;
+    }
+  };
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     float lr = static_cast<float>(position.schedule.at(step));
     Clock::time_point stepStart = Clock::now();
@@ -310,37 +435,22 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
       writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/true);
     position.step = step;
     position.samplesSeen += manifest.batch;
+    ++intervalSteps;
+    if (leader)
+      logStep(step, loss, lr, secondsBetween(stepStart, stepEnd), stepEnd);
+    // Saves and evaluations are not part of the step's rate.
+    Clock::time_point asideStart = Clock::now();
     if (options.saveEvery != 0 && step % options.saveEvery == 0)
       save();
-    ++intervalSteps;
-    if (!leader)
-      continue;
-    uint64_t heapBytes = heapBytesInUse();
-
-    if (logJson) {
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "{\"step\": %" PRId64 ", \"loss\": %s, \"lr\": %s, "
-                    "\"samples_per_sec\": %.6g, \"bytes_in_use\": %" PRIu64 "}\n",
-                    step, formatLoss(loss).c_str(), formatLoss(lr).c_str(),
-                    static_cast<double>(manifest.batch) / secondsBetween(stepStart, stepEnd),
-                    heapBytes);
-      logJson->write(std::string(line));
-      logJson->flush();
-    }
-
-    if (step % options.logEvery == 0) {
-      double samplesPerSec = static_cast<double>(manifest.batch * intervalSteps) /
-                             secondsBetween(intervalStart, stepEnd);
-      std::printf("step %" PRId64 " | loss %.6f | lr %.3e | %.1f samples/s | mem %.1f MiB\n",
-                  step, static_cast<double>(loss), static_cast<double>(lr), samplesPerSec,
-                  static_cast<double>(heapBytes) / (1024.0 * 1024.0));
-      std::fflush(stdout);
-      intervalStart = Clock::now();
-      intervalSteps = 0;
-    }
+    if (options.evalEvery != 0 && step % options.evalEvery == 0)
+      evaluate(step);
+    intervalStart += Clock::now() - asideStart;
   }
 
+  // The held-out loss at the end, unless --eval-every just computed it.
+  if (evaluating && !(options.evalEvery != 0 && position.step % options.evalEvery == 0 &&
+                      position.step >= firstStep))
+    evaluate(position.step);
   // The last step's checkpoint, unless --save-every just wrote it or the run
   // resumed and did nothing.
   bool saved = options.saveEvery != 0 && position.step % options.saveEvery == 0 &&
@@ -348,13 +458,17 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   if (!options.saveDir.empty() && !saved && !(resumed && position.step == resumed->step))
     save();
   std::vector<int64_t> marks = gatherToRankZero(highWaterMark(manifest, arena));
+  // The planned peak of the steps that ran: a run that evaluated reached the
+  // evaluation step's plan, one that trained the training step's.
+  int64_t plannedPeak =
+      evaluating && position.step < firstStep ? evalArenaBytes : manifest.arenaBytes;
   if (!options.exportPath.empty()) {
     downloadParamShards(manifest, arena);
     exportSafetensors(manifest, place, shards, exported.get(), options.exportDType,
                       {{"producer", "fsdp-mlir"}, {"step", std::to_string(position.step)}});
   }
   if (leader) {
-    std::printf("%s\n", arenaLine(manifest.arenaBytes, marks).c_str());
+    std::printf("%s\n", arenaLine(plannedPeak, marks).c_str());
     std::fflush(stdout);
     if (exported)
       exported->close();
@@ -368,7 +482,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
       stepTrace->close();
     }
     if (logJson) {
-      logJson->write(arenaJson(manifest.arenaBytes, marks) + "\n");
+      logJson->write(arenaJson(plannedPeak, marks) + "\n");
       logJson->close();
     }
   }

@@ -24,8 +24,11 @@ using OffloadedTrainStepFn = float (*)(void *arena, void *hostArena, int64_t ste
 /// (finishMpi), so that tests can run several trainers in one process.
 /// Returns the exit status of a successful run (0); errors exit the process
 /// with status 1 (or abort every rank).
+/// `evalManifestText` and `evalStep`: the held-out evaluation step, or null
+/// when the object has none.
 int runTrainer(int argc, const char *const *argv, const char *manifestText,
-               TrainStepFn trainStep);
+               TrainStepFn trainStep, const char *evalManifestText = nullptr,
+               TrainStepFn evalStep = nullptr);
 
 } // namespace fsdprt
 

@@ -11,8 +11,13 @@
 #include "Ranks.h"
 #include "Trainer.h"
 
+// An object without an evaluation step (a hand-written model) links too.
+#pragma weak fsdp_eval_manifest
+#pragma weak fsdp_eval_step
+
 int main(int argc, char **argv) {
-  int status = fsdprt::runTrainer(argc, argv, fsdp_manifest, fsdp_train_step);
+  int status = fsdprt::runTrainer(argc, argv, fsdp_manifest, fsdp_train_step,
+                                  fsdp_eval_step ? fsdp_eval_manifest : nullptr, fsdp_eval_step);
   // Errors never get here: they exit (or abort every rank) where they happen.
   fsdprt::finishMpi();
   return status;

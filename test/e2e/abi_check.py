@@ -102,13 +102,13 @@ def main():
         typedefs = header_typedefs(text)
         if args.step_type not in typedefs:
             sys.exit(f"abi_check.py: fsdprt.h has no function pointer type {args.step_type}")
-        header["fsdp_train_step"] = typedefs[args.step_type]
+        header["fsdp_train_step"] = header["fsdp_eval_step"] = typedefs[args.step_type]
     with open(args.llvm) as f:
         functions = ir_functions(f.read())
 
     failures = 0
     checked = [name for name in functions
-               if name.startswith(("fsdprt_", "mgpu", "fsdp_train_step"))]
+               if name.startswith(("fsdprt_", "mgpu", "fsdp_train_step", "fsdp_eval_step"))]
     for name in sorted(checked):
         kind, result, params = functions[name]
         if name not in header:

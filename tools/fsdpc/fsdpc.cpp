@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CPUTarget.h"
+#include "EvalStep.h"
 #include "ParallelCodeGen.h"
 #include "RuntimeLinkage.h"
 
@@ -592,6 +593,15 @@ LogicalResult compile() {
     return failure();
   addTargetPipeline(**pm, cuda);
   if (failed((*pm)->run(**module)))
+    return failure();
+  // The held-out evaluation step, from the same plan, beside it. Its pass
+  // manager takes no command-line options: --mlir-print-ir-* and timings are
+  // the training step's.
+  OwningOpRef<ModuleOp> eval = model->clone();
+  PassManager evalPM(&ctx);
+  fsdp::buildBufferPlanPipeline(evalPM, arenaMemory(), /*forwardOnly=*/true);
+  addTargetPipeline(evalPM, cuda);
+  if (failed(evalPM.run(*eval)) || failed(fsdpc::mergeEvalStep(**module, *eval)))
     return failure();
 
   if (emit == Emit::MLIR) {

@@ -55,6 +55,11 @@ def FSDP_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral getMicroBatchesAttrName() {
       return "fsdp.micro_batches";
     }
+    /// On @train_step of `fsdp-autodiff{forward-only}`: the loss alone, no
+    /// backward and no update (the held-out evaluation step).
+    static constexpr ::llvm::StringLiteral getForwardOnlyAttrName() {
+      return "fsdp.forward_only";
+    }
   }];
 }
 

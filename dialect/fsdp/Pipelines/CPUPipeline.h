@@ -24,8 +24,10 @@ enum class ArenaMemory { Host, Device };
 
 /// The first half of every target's pipeline: up to the step on buffers,
 /// every one placed in the arena (fsdp-assign-buffers), whose plan is then in
-/// the manifest. `fsdpc --report` stops there.
-void buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory);
+/// the manifest. `fsdpc --report` stops there. `forwardOnly`: the held-out
+/// evaluation step instead (fsdp-autodiff{forward-only}), on the same
+/// persistent arena layout.
+void buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory, bool forwardOnly = false);
 
 /// Loops, arith, math, memrefs and the step's function to the LLVM dialect,
 /// for code that runs on the host (the whole CPU step, the CUDA step's host

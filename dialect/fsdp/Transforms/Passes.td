@@ -29,7 +29,18 @@ def FSDPAutodiffPass : Pass<"fsdp-autodiff", "::mlir::ModuleOp"> {
       return %loss : tensor<f32>
     }
     ```
+
+    With `forward-only`, the step is the forward pass alone, marked
+    `fsdp.forward_only`: the same signature and loss, no backward, no update.
+    It is the held-out evaluation step: the rest of the pipeline compiles it
+    like the training step (gathers and frees, precision, micro-batches,
+    buffers) on the same persistent arena layout, and `fsdpc` links it into
+    the trainer beside the training step as `fsdp_eval_step`.
   }];
+  let options = [
+    Option<"forwardOnly", "forward-only", "bool", /*default=*/"false",
+           "The loss alone: no backward and no optimizer update">,
+  ];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 

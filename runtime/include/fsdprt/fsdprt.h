@@ -170,6 +170,16 @@ float fsdp_train_step(void *arena, int64_t step, float lr);
  * through a pointer of this type. */
 typedef float (*fsdp_offloaded_train_step)(void *arena, void *host_arena, int64_t step, float lr);
 
+/* The held-out evaluation step fsdpc links beside the training step
+ * (docs/Runtime.md, section 1): the forward pass alone, on the batch at the
+ * inputs' offsets, returning this rank's loss; it changes nothing the
+ * training step keeps (`step` and `lr` are not read). Its manifest has the
+ * training step's persistent layout and its own arena_bytes. With offload =
+ * optimizer it has the type fsdp_offloaded_train_step. A trainer linked from
+ * an object without them (weak references) cannot evaluate. */
+extern const char fsdp_eval_manifest[];
+float fsdp_eval_step(void *arena, int64_t step, float lr);
+
 #ifdef __cplusplus
 }
 #endif

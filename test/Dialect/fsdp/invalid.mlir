@@ -1165,6 +1165,20 @@ module attributes {fsdp.micro_batches = 2 : i64} {}
 
 // -----
 
+// expected-error@+1 {{'fsdp.forward_only' is a unit attribute on a function}}
+module attributes {fsdp.forward_only} {}
+
+// -----
+
+module {
+  // expected-error@+1 {{'fsdp.forward_only' is a unit attribute on a function}}
+  func.func @f() attributes {fsdp.forward_only = 1 : i64} {
+    return
+  }
+}
+
+// -----
+
 // plan: recompute every 0th unit.
 // expected-error@+1 {{remat_every must be at least 1, got 0}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit, remat_every = 0>} {}
