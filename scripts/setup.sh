@@ -12,6 +12,8 @@ PACKAGES=(
   libopenblas-dev libdnnl-dev
   libgtest-dev nlohmann-json3-dev
   python3 python3-numpy
+  # The King James Bible (public domain) as text, for scripts/train-text.sh.
+  bible-kjv
 )
 
 SUDO=""
@@ -32,6 +34,11 @@ fi
 # NumPy for the reference implementations in test/, for whichever python3 is first on PATH.
 if ! python3 -c 'import numpy' 2>/dev/null; then
   python3 -m pip install --quiet numpy
+fi
+# The tests read and write the trainer's safetensors files with the reference
+# implementation of the format (Debian 12 does not package it).
+if ! python3 -c 'import safetensors' 2>/dev/null; then
+  python3 -m pip install --quiet safetensors
 fi
 # lit drives the test suite; Debian ships it inside llvm-N-tools, PyPI has it otherwise.
 if [ ! -x "/usr/lib/llvm-${LLVM_VERSION}/bin/lit" ] && ! python3 -c 'import lit' 2>/dev/null; then

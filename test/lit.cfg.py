@@ -53,6 +53,10 @@ if dnnl_max_cpu_isa:
     config.environment["DNNL_MAX_CPU_ISA"] = dnnl_max_cpu_isa
     config.available_features.add("dnnl-max-cpu-isa")
 
+# Debian's bible-kjv (setup.sh installs it): the text of scripts/train-text.sh.
+if shutil.which("bible"):
+    config.available_features.add("bible-kjv")
+
 tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
 tools = ["fsdp-opt", ToolSubst("fsdpc", extra_args=[f"--cpu={fsdpc_cpu}"] if fsdpc_cpu else None),
          "llvm-nm", "llvm-objdump"]

@@ -2,6 +2,7 @@
 
 #include "BatchSource.h"
 
+#include "Arena.h"
 #include "Manifest.h"
 
 namespace fsdprt {
@@ -12,6 +13,12 @@ RankRows::RankRows(const Manifest &manifest, int64_t rank)
 unsigned __int128 RankRows::globalSample(int64_t step, int64_t row) const {
   return static_cast<unsigned __int128>(step - 1 - resumedStep) * static_cast<uint64_t>(batch) +
          static_cast<uint64_t>(resumedSamples) + static_cast<uint64_t>(rank * localBatch + row);
+}
+
+void loadBatch(BatchSource &source, int64_t step, const Manifest &manifest, Arena &arena) {
+  source.writeBatch(step, arena.host());
+  for (const InputSpec &input : manifest.inputs)
+    arena.upload(input.offset, input.bytes);
 }
 
 int64_t RankRows::sampleOf(int64_t step, int64_t row, int64_t samples) const {

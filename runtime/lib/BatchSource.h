@@ -13,6 +13,7 @@
 
 namespace fsdprt {
 
+class Arena;
 struct Manifest;
 
 /// Which samples a rank's rows hold. The global batch of step s is samples
@@ -67,6 +68,10 @@ public:
 protected:
   RankRows rows;
 };
+
+/// Writes step `step`'s rows of `source` into the arena's host view and
+/// uploads them to the arena.
+void loadBatch(BatchSource &source, int64_t step, const Manifest &manifest, Arena &arena);
 
 } // namespace fsdprt
 

@@ -686,6 +686,26 @@ int64_t UnitSpec::shardBytes() const {
   return shardNumel * static_cast<int64_t>(dtypeSize(dtype));
 }
 
+std::string persistentLayoutDifference(const Manifest &a, const Manifest &b) {
+  if (a.persistentBytes != b.persistentBytes || a.hostArenaBytes != b.hostArenaBytes)
+    return "the persistent part of the arena";
+  if (a.batch != b.batch || a.localBatch != b.localBatch || a.grid != b.grid)
+    return "the batch or the grid";
+  if (a.units.size() != b.units.size() || a.inputs.size() != b.inputs.size())
+    return "the number of units or inputs";
+  for (size_t u = 0; u < a.units.size(); ++u) {
+    const UnitSpec &x = a.units[u], &y = b.units[u];
+    if (x.name != y.name || x.paramOffset != y.paramOffset || x.shardNumel != y.shardNumel ||
+        x.deviceParamOffset != y.deviceParamOffset || x.offloaded != y.offloaded)
+      return "unit '" + x.name + "'";
+  }
+  for (size_t i = 0; i < a.inputs.size(); ++i)
+    if (a.inputs[i].offset != b.inputs[i].offset || a.inputs[i].shape != b.inputs[i].shape ||
+        a.inputs[i].dtype != b.inputs[i].dtype)
+      return "input " + std::to_string(i);
+  return {};
+}
+
 const char *inputRoleName(InputRole role) {
   switch (role) {
   case InputRole::Features:

@@ -143,6 +143,11 @@ struct Manifest {
 /// `manifest: <path>: <what>` where path names the field (`params[1].shape`).
 Manifest parseManifest(std::string_view text);
 
+/// Empty when `a` and `b` keep the same things at the same places of the
+/// arena from step to step (units, inputs, the persistent part, the host
+/// arena, the batch and the grid), else what differs first.
+std::string persistentLayoutDifference(const Manifest &a, const Manifest &b);
+
 /// Formats a shape as `[2, 3]` for messages.
 std::string formatShape(const std::vector<int64_t> &shape);
 

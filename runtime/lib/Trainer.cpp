@@ -6,6 +6,7 @@
 #include "Checkpoint.h"
 #include "Collectives.h"
 #include "DataFile.h"
+#include "Evaluation.h"
 #include "Device.h"
 #include "Error.h"
 #include "Flags.h"
@@ -65,16 +66,17 @@ static void checkWorldSize(const Manifest &manifest) {
         std::to_string(planned) + ", or recompile with fsdpc --grid=" + std::to_string(started));
 }
 
-/// Whether `path` starts with the FSDPDATA magic; a token file (or one that
-/// cannot be read, which the token reader reports) does not.
-static bool isFsdpDataFile(const std::string &path) {
+/// Whether `path` is a token file: one that can be read and does not start
+/// with the FSDPDATA magic. (The FSDPDATA reader reports a file it cannot
+/// open.)
+static bool isTokenFile(const std::string &path) {
   char magic[8] = {};
   std::FILE *file = std::fopen(path.c_str(), "rb");
   if (!file)
     return false;
   size_t got = std::fread(magic, 1, sizeof(magic), file);
   std::fclose(file);
-  return got == sizeof(magic) && std::memcmp(magic, "FSDPDATA", sizeof(magic)) == 0;
+  return got != sizeof(magic) || std::memcmp(magic, "FSDPDATA", sizeof(magic)) != 0;
 }
 
 /// The data file `path` of `flag`: FSDPDATA or tokens, the latter in the
@@ -83,11 +85,12 @@ static std::unique_ptr<BatchSource> openDataFile(const char *flag, const std::st
                                                  const TrainerOptions &options,
                                                  const Manifest &manifest, int64_t rank,
                                                  uint64_t seed, bool shuffle) {
-  if (!isFsdpDataFile(path))
+  if (isTokenFile(path))
     return TokenFile::open(flag, path, options.tokenDType, manifest, rank, seed, shuffle);
+  std::unique_ptr<DataFile> file = DataFile::open(path, manifest, rank);
   if (options.tokenDType)
     fatal("--token-dtype: '" + path + "' is an FSDPDATA file, not a token file");
-  return DataFile::open(path, manifest, rank);
+  return file;
 }
 
 static std::unique_ptr<BatchSource> openBatchSource(const TrainerOptions &options,
@@ -97,32 +100,6 @@ static std::unique_ptr<BatchSource> openBatchSource(const TrainerOptions &option
     return std::make_unique<SyntheticData>(manifest, seed, rank);
   return openDataFile("--data", options.dataPath, options, manifest, rank, seed,
                       /*shuffle=*/true);
-}
-
-/// The evaluation step runs on the training step's arena: what persists
-/// must lie where the training step keeps it.
-static void checkSameLayout(const Manifest &train, const Manifest &eval) {
-  auto differ = [](const std::string &what) {
-    fatal("the evaluation step's manifest differs from the training step's in " + what +
-          " (the trainer's object is inconsistent: recompile it with fsdpc)");
-  };
-  if (eval.persistentBytes != train.persistentBytes || eval.hostArenaBytes != train.hostArenaBytes)
-    differ("the persistent part of the arena");
-  if (eval.batch != train.batch || eval.localBatch != train.localBatch || eval.grid != train.grid)
-    differ("the batch or the grid");
-  if (eval.units.size() != train.units.size() || eval.inputs.size() != train.inputs.size())
-    differ("its units or inputs");
-  for (size_t u = 0; u < train.units.size(); ++u) {
-    const UnitSpec &a = train.units[u], &b = eval.units[u];
-    if (a.name != b.name || a.paramOffset != b.paramOffset || a.shardNumel != b.shardNumel ||
-        a.deviceParamOffset != b.deviceParamOffset || a.offloaded != b.offloaded)
-      differ("unit '" + a.name + "'");
-  }
-  for (size_t i = 0; i < train.inputs.size(); ++i)
-    if (train.inputs[i].offset != eval.inputs[i].offset ||
-        train.inputs[i].shape != eval.inputs[i].shape ||
-        train.inputs[i].dtype != eval.inputs[i].dtype)
-      differ("input " + std::to_string(i));
 }
 
 /// The schedule of this run: the checkpoint's when resuming (else the plan's
@@ -196,11 +173,6 @@ static void uploadStateShards(const Manifest &manifest, Arena &arena) {
         arena.upload(slot.offset, unit.shardBytes());
 }
 
-static void uploadInputs(const Manifest &manifest, Arena &arena) {
-  for (const InputSpec &input : manifest.inputs)
-    arena.upload(input.offset, input.bytes);
-}
-
 int runTrainer(int argc, const char *const *argv, const char *manifestText,
                TrainStepFn trainStep, const char *evalManifestText, TrainStepFn evalStep) {
   TrainerOptions options = parseFlags(argc, argv);
@@ -238,7 +210,10 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
             "by fsdpc, which links one beside the training step)");
     if (evaluating) {
       Manifest evalManifest = parseManifest(evalManifestText);
-      checkSameLayout(manifest, evalManifest);
+      // The evaluation step runs on the training step's arena.
+      if (std::string what = persistentLayoutDifference(manifest, evalManifest); !what.empty())
+        fatal("the evaluation step's manifest differs from the training step's in " + what +
+              " (the trainer's object is inconsistent: recompile it with fsdpc)");
       evalArenaBytes = evalManifest.arenaBytes;
       // The arena holds either step's transient buffers.
       manifest.arenaBytes = std::max(manifest.arenaBytes, evalManifest.arenaBytes);
@@ -324,51 +299,30 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     saveCheckpoint(options.saveDir, manifest, place, arena, hostArena.data(), position,
                    options.keep);
   };
-  std::unique_ptr<BatchSource> heldOut;
-  int64_t evalBatches = 0;
-  if (evaluating) {
-    heldOut = openDataFile("--eval-data", options.evalDataPath, options, manifest, place.rank,
-                           position.seed, /*shuffle=*/false);
-    evalBatches = options.evalBatches != 0
-                      ? options.evalBatches
-                      : std::max<int64_t>(1, heldOut->numSamples() / manifest.batch);
-  }
-  // The held-out loss after step `step`: the mean over the first evalBatches
-  // batches of the held-out data, in order, of the forward pass's loss.
+  std::unique_ptr<HeldOutLoss> heldOut;
+  if (evaluating)
+    heldOut = std::make_unique<HeldOutLoss>(
+        openDataFile("--eval-data", options.evalDataPath, options, manifest, place.rank,
+                     position.seed, /*shuffle=*/false),
+        options.evalBatches, manifest, evalStep);
+  // Rank 0 prints and logs the held-out loss after step `step`.
   auto evaluate = [&](int64_t step) {
     // The trace is of training steps.
     StepTimeline::activate(nullptr);
-    double sum = 0.0;
-    for (int64_t batch = 1; batch <= evalBatches; ++batch) {
-      heldOut->writeBatch(batch, arena.host());
-      uploadInputs(manifest, arena);
-      startStepEvents();
-      float localLoss =
-          hostArena.data()
-              ? reinterpret_cast<OffloadedTrainStepFn>(evalStep)(arena.stepData(),
-                                                                 hostArena.data(), step, 0.0f)
-              : evalStep(arena.stepData(), step, 0.0f);
-      if (int pending = pendingCollectives())
-        fatal("the evaluation step returned with " + plural(pending, "collective") +
-              " not waited for");
-      finishStep();
-      sum += averageOverWorld(localLoss);
-    }
+    double loss = heldOut->compute(manifest, arena, hostArena.data(), step);
     if (!options.tracePath.empty())
       StepTimeline::activate(&timeline);
     if (!leader)
       return;
-    double loss = sum / static_cast<double>(evalBatches);
-    int64_t samples = evalBatches * manifest.batch;
     std::printf("eval step %" PRId64 " | held-out loss %.6f | %" PRId64 " samples\n", step, loss,
-                samples);
+                heldOut->samples());
     std::fflush(stdout);
     if (logJson) {
       char line[160];
       std::snprintf(line, sizeof(line),
                     "{\"eval_step\": %" PRId64 ", \"eval_loss\": %.17g, \"eval_samples\": %" PRId64
                     "}\n",
-                    step, loss, samples);
+                    step, loss, heldOut->samples());
       logJson->write(std::string(line));
       logJson->flush();
     }
@@ -406,8 +360,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     float lr = static_cast<float>(position.schedule.at(step));
     Clock::time_point stepStart = Clock::now();
-    batches->writeBatch(step, arena.host());
-    uploadInputs(manifest, arena);
+    loadBatch(*batches, step, manifest, arena);
     startStepEvents();
     timeline.beginStep(step);
     float localLoss =

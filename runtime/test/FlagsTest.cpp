@@ -34,6 +34,10 @@ TEST(Flags, Defaults) {
   EXPECT_EQ(options.keep, 0);
   EXPECT_EQ(options.resumeDir, "");
   EXPECT_FALSE(options.schedule.any());
+  EXPECT_EQ(options.evalDataPath, "");
+  EXPECT_EQ(options.evalEvery, 0);
+  EXPECT_EQ(options.evalBatches, 0);
+  EXPECT_FALSE(options.tokenDType.has_value());
   EXPECT_EQ(options.traceStatePath, "");
   EXPECT_FALSE(options.printManifest);
   EXPECT_FALSE(options.version);
@@ -46,7 +50,8 @@ TEST(Flags, EveryFlag) {
              "3e-4", "--log-every", "2", "--log-json", "log.jsonl", "--export", "p.safetensors",
              "--export-dtype", "bf16", "--init-from", "i.safetensors", "--save", "ckpt",
              "--save-every", "5", "--keep", "2", "--resume", "old", "--warmup-steps", "10",
-             "--lr-decay", "cosine", "--decay-steps", "90", "--min-lr", "3e-5",
+             "--lr-decay", "cosine", "--decay-steps", "90", "--min-lr", "3e-5", "--eval-data",
+             "val.bin", "--eval-every", "50", "--eval-batches", "4", "--token-dtype", "uint32",
              "--trace-state", "t.bin", "--print-manifest", "--version"});
   EXPECT_EQ(options.steps, 7);
   EXPECT_EQ(options.seed, 18446744073709551615ULL);
@@ -65,6 +70,10 @@ TEST(Flags, EveryFlag) {
   EXPECT_EQ(options.schedule.decay, LrDecay::Cosine);
   EXPECT_EQ(options.schedule.decaySteps, 90);
   EXPECT_EQ(options.schedule.floor, 3e-5);
+  EXPECT_EQ(options.evalDataPath, "val.bin");
+  EXPECT_EQ(options.evalEvery, 50);
+  EXPECT_EQ(options.evalBatches, 4);
+  EXPECT_EQ(options.tokenDType, TokenDType::U32);
   EXPECT_EQ(options.traceStatePath, "t.bin");
   EXPECT_TRUE(options.printManifest);
   EXPECT_TRUE(options.version);
@@ -92,6 +101,8 @@ TEST(Flags, UsageNamesEveryFlag) {
                            "--init-from FILE", "--save DIR", "--save-every K", "--keep N",
                            "--resume DIR", "--warmup-steps N", "--lr-decay none|cosine|linear",
                            "--decay-steps N", "--min-lr X", "--trace-state FILE",
+                           "--eval-data FILE", "--eval-every K", "--eval-batches N",
+                           "--token-dtype T",
                            "--print-manifest", "--version", "--help"})
     EXPECT_THAT(usage, HasSubstr(flag));
 }
@@ -139,6 +150,10 @@ const FlagErrorCase kFlagErrors[] = {
     {"EmptyData", {"--data", ""}, "--data needs a file name"},
     {"EmptyLogJson", {"--log-json="}, "--log-json needs a file name"},
     {"MissingExportPath", {"--export"}, "--export needs a value"},
+    {"EvalEveryZero", {"--eval-every", "0"}, "--eval-every: '0' is not a positive integer"},
+    {"EvalBatchesZero", {"--eval-batches", "0"}, "--eval-batches: '0' is not a positive integer"},
+    {"EmptyEvalData", {"--eval-data="}, "--eval-data needs a file name"},
+    {"TokenDType", {"--token-dtype", "int8"}, "--token-dtype: 'int8' is not uint16 or uint32"},
     {"ExportDType", {"--export-dtype", "f16"}, "--export-dtype: 'f16' is not f32 or bf16"},
     {"EmptySave", {"--save="}, "--save needs a file name"},
     {"SaveEveryZero", {"--save-every", "0"}, "--save-every: '0' is not a positive integer"},

@@ -91,6 +91,28 @@ TEST(Manifest, ParsesAShardedPlan) {
   EXPECT_EQ(manifest.units[0].shardNumel, 16);
 }
 
+TEST(Manifest, PersistentLayoutDifference) {
+  nlohmann::json train = test::classifierManifest();
+  nlohmann::json eval = train;
+  // The evaluation step's transient part is its own.
+  eval["arena_bytes"] = 700;
+  EXPECT_EQ(persistentLayoutDifference(parseManifest(train.dump()), parseManifest(eval.dump())),
+            "");
+  nlohmann::json moved = eval;
+  moved["units"][0]["param_offset"] = 64;
+  moved["units"][0]["grad_offset"] = 0;
+  EXPECT_EQ(persistentLayoutDifference(parseManifest(train.dump()), parseManifest(moved.dump())),
+            "unit 'fc'");
+  moved = eval;
+  moved["inputs"][1]["offset"] = 512;
+  moved["units"][0]["state"][1]["offset"] = 448;
+  EXPECT_EQ(persistentLayoutDifference(parseManifest(train.dump()), parseManifest(moved.dump())),
+            "input 1");
+  EXPECT_EQ(persistentLayoutDifference(parseManifest(train.dump()),
+                                       parseManifest(test::shardedClassifierManifest().dump())),
+            "the persistent part of the arena");
+}
+
 TEST(Manifest, ParsesFrozenUnitsAndOtherStrategies) {
   json m = classifierManifest();
   m["units"].push_back({{"name", ""}, {"dtype", "bf16"}, {"trainable", false}, {"numel", 4},

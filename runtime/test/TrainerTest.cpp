@@ -172,6 +172,13 @@ const FlagCombinationCase kFlagCombinations[] = {
      "--decay-steps (0) must be greater than --warmup-steps (0)"},
     {"ResumeFromNothing", {"--resume", "/nonexistent-dir"},
      "--resume '/nonexistent-dir': no such directory"},
+    {"EvalEveryWithoutData", {"--eval-every", "5"}, "--eval-every needs --eval-data FILE"},
+    {"EvalBatchesWithoutData", {"--eval-batches", "5"}, "--eval-batches needs --eval-data FILE"},
+    {"TokenDTypeWithoutData", {"--token-dtype", "uint32"},
+     "--token-dtype needs --data FILE or --eval-data FILE"},
+    // The test's trainer has a training step only, like a hand-written object.
+    {"EvalWithoutEvalStep", {"--eval-data", "val.bin"},
+     "--eval-data: this trainer has no evaluation step"},
 };
 
 INSTANTIATE_TEST_SUITE_P(TrainerError, FlagCombinationTest, testing::ValuesIn(kFlagCombinations),

@@ -76,9 +76,12 @@ def header_prototypes(text):
 def ir_functions(text):
     """{name: (kind, return type, [parameter types])} of the IR's declares and defines."""
     functions = {}
-    for match in re.finditer(r"^(declare|define)\s+(?:[\w ]*?\s)?(\S+)\s+@(\w+)\(([^)]*)\)",
+    # A parameter's attributes may hold parentheses (`captures(none)`): the list
+    # ends at the first `)` not inside one.
+    for match in re.finditer(r"^(declare|define)\s+(?:[\w ]*?\s)?(\S+)\s+@(\w+)\(((?:[^()]|\([^()]*\))*)\)",
                              text, flags=re.M):
         kind, result, name, params = match.groups()
+        params = re.sub(r"\([^()]*\)", "", params)
         types = []
         for param in params.split(","):
             param = param.strip()

@@ -77,28 +77,38 @@ def main():
         linked += matches
     print(f"{name}: links {', '.join(linked)}")
 
-    # 2. One cubin per architecture, each with every launched kernel.
+    # 2. One fat binary per step (training, and the evaluation step fsdpc links beside it),
+    # each with one cubin per architecture holding every kernel that step launches.
     lowered = os.path.join(args.work, f"{name}-cuda.mlir")
     checked([*shlex.split(args.fsdpc), args.model, "--target=cuda", *arch_flags, "--emit=mlir",
              "-o", lowered])
+    launched = {}
     with open(lowered) as f:
-        launched = set(re.findall(r"gpu\.launch_func\s+(?:<[^>]*>\s*)?@fsdp_kernels::@(\w+)",
-                                  f.read()))
-    if not launched:
-        fail("the lowered step launches no kernel")
+        for binary, kernel in re.findall(
+                r"gpu\.launch_func\s+(?:<[^>]*>\s*)?@(fsdp_kernels|fsdp_eval_fsdp_kernels)::@(\w+)",
+                f.read()):
+            launched.setdefault(binary, set()).add(kernel)
+    if sorted(launched) != ["fsdp_eval_fsdp_kernels", "fsdp_kernels"]:
+        fail(f"kernels launched from {sorted(launched)}, expected the training and the "
+             f"evaluation step's binaries")
     listing = checked([args.cuobjdump, "--list-elf", trainer])
     found_archs = re.findall(r"\.(sm_\w+)\.cubin", listing)
-    if sorted(found_archs) != sorted(archs):
-        fail(f"fat binary architectures {found_archs}, expected {archs}:\n{listing}")
+    if sorted(found_archs) != sorted(archs * len(launched)):
+        fail(f"fat binary architectures {found_archs}, expected {archs} in each of "
+             f"{len(launched)}:\n{listing}")
     symbols = checked([args.cuobjdump, "--dump-elf-symbols", trainer])
     sections = re.split(r"Fatbin elf code:", symbols)[1:]
+    found = []
     for section in sections:
         arch = re.search(r"arch = (sm_\w+)", section).group(1)
         kernels = set(re.findall(r"FUNC\s+GLOBAL\s+\w+\s+ENTRY\s+(\w+)", section))
-        if kernels != launched:
-            fail(f"{arch}: kernels {sorted(kernels - launched)} extra, "
-                 f"{sorted(launched - kernels)} missing")
-        print(f"{name}: {arch} cubin holds all {len(launched)} launched kernels")
+        binary = next((b for b, k in launched.items() if k == kernels), None)
+        if binary is None:
+            fail(f"{arch}: a cubin's kernels {sorted(kernels)} are no step's launched kernels")
+        found.append((binary, arch))
+        print(f"{name}: {binary} {arch} cubin holds all {len(kernels)} launched kernels")
+    if sorted(found) != sorted((b, a) for b in launched for a in archs):
+        fail(f"cubins {sorted(found)}: expected one per step and architecture")
 
     # 3. No GPU here: a clear message and status 1, at once.
     for ranks in (1, args.mpirun_ranks):

@@ -5,7 +5,9 @@
 
 Each argument is BLOCKS:FILE (what `fsdpc --emit=llvm` wrote for the model with that many
 identical blocks), in increasing depth. The step is `fsdp_train_step` and its parts
-`fsdp_step_part_<n>` (fsdp-split-step); every other function is a kernel. Prints, per
+`fsdp_step_part_<n>` (fsdp-split-step), with the evaluation step fsdpc links beside it,
+`fsdp_eval_step` and its parts `fsdp_eval_fsdp_step_part_<n>`; every other function is a
+kernel (the evaluation step's prefixed `fsdp_eval_`). Prints, per
 file, the kernels (how many, the largest), the step's functions (how many, the largest,
 their instructions in all), then checks that
 
@@ -24,7 +26,7 @@ import re
 import sys
 
 DEFINE = re.compile(r"^define [^@]*@([\w.$]+)\(")
-STEP = re.compile(r"^(fsdp_train_step|fsdp_step_part_\d+)$")
+STEP = re.compile(r"^(fsdp_train_step|fsdp_eval_step|(fsdp_eval_)?fsdp_step_part_\d+)$")
 
 
 def function_sizes(path):

@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -121,6 +122,7 @@ def main():
     resumed_from, ok = [], True
     for trial in range(3):
         directory = path(f"kill-{trial}")
+        shutil.rmtree(directory, ignore_errors=True)
         command = [gpt2, "--steps", 300, *common, "--save", directory, "--save-every", 1, "--keep", 2]
         process = subprocess.Popen(mpirun_command(2, *map(str, command)), env=mpi_environment(),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)

@@ -98,9 +98,14 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
     // master, the state and the gradient are in the host arena.
     if (regions.offloaded()) {
       entry["param_dtype"] = dtypeName(regions.paramsType);
+      // A step without gradients (the evaluation step) names the master's
+      // dtype: nothing arrives there.
+      Type gradType = hostGradTypes.lookup(unit.getSymName());
+      if (!gradType)
+        gradType = unit.getShardType().getElementType();
       json::Object host{{"master_offset", regions.host->master.offset},
                         {"grad_offset", regions.host->grad.offset},
-                        {"grad_dtype", dtypeName(hostGradTypes.lookup(unit.getSymName()))}};
+                        {"grad_dtype", dtypeName(gradType)}};
       entry["host"] = std::move(host);
     }
     units.push_back(std::move(entry));
