@@ -3,14 +3,10 @@
 #include "DataFile.h"
 
 #include "Error.h"
+#include "MappedFile.h"
 
-#include <cerrno>
 #include <cstring>
 #include <optional>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 // The file is little-endian and records are copied to the arena as they are.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the runtime assumes a little-endian host");
@@ -61,10 +57,7 @@ private:
 DataFile::DataFile(std::string path, const Manifest &manifest, int64_t rank)
     : BatchSource(RankRows(manifest, rank)), path(std::move(path)), inputs(manifest.inputs) {}
 
-DataFile::~DataFile() {
-  if (mapping)
-    munmap(const_cast<uint8_t *>(mapping), mappingBytes);
-}
+DataFile::~DataFile() = default;
 
 void DataFile::fail(const std::string &what) const {
   fatal("data file '" + path + "': " + what);
@@ -80,30 +73,11 @@ std::unique_ptr<DataFile> DataFile::open(const std::string &path, const Manifest
 }
 
 void DataFile::mapFile() {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    fail(std::string("cannot open: ") + std::strerror(errno));
-  struct stat info;
-  if (fstat(fd, &info) != 0) {
-    int error = errno;
-    ::close(fd);
-    fail(std::string("cannot stat: ") + std::strerror(error));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    fail("not a regular file");
-  }
-  mappingBytes = static_cast<size_t>(info.st_size);
-  if (mappingBytes == 0) {
-    ::close(fd);
+  mapped = std::make_unique<MappedFile>(path, [this](const std::string &what) { fail(what); });
+  mapping = mapped->data();
+  mappingBytes = mapped->size();
+  if (mappingBytes == 0)
     fail("file is empty (expected the FSDPDATA header)");
-  }
-  void *address = mmap(nullptr, mappingBytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  int error = errno;
-  ::close(fd);
-  if (address == MAP_FAILED)
-    fail(std::string("cannot map: ") + std::strerror(error));
-  mapping = static_cast<const uint8_t *>(address);
 }
 
 void DataFile::readHeader() {

@@ -20,6 +20,8 @@
 
 namespace fsdprt {
 
+class MappedFile;
+
 /// The dtype codes of the file format.
 enum class DataFileDType : uint32_t { F32 = 0, I32 = 1, I64 = 2, BF16 = 3 };
 
@@ -51,6 +53,7 @@ private:
   std::string path;
   std::vector<InputSpec> inputs;
 
+  std::unique_ptr<MappedFile> mapped;
   const uint8_t *mapping = nullptr;
   size_t mappingBytes = 0;
   const uint8_t *records = nullptr;

@@ -26,10 +26,7 @@ double HeldOutLoss::compute(const Manifest &manifest, Arena &arena, uint8_t *hos
   for (int64_t batch = 1; batch <= batches; ++batch) {
     loadBatch(*data, batch, manifest, arena);
     startStepEvents();
-    float localLoss =
-        hostArena ? reinterpret_cast<OffloadedTrainStepFn>(evalStep)(arena.stepData(), hostArena,
-                                                                      step, 0.0f)
-                  : evalStep(arena.stepData(), step, 0.0f);
+    float localLoss = callStep(evalStep, arena.stepData(), hostArena, step, 0.0f);
     if (int pending = pendingCollectives())
       fatal("the evaluation step returned with " + std::to_string(pending) +
             " collective(s) not waited for");

@@ -4,16 +4,12 @@
 
 #include "DType.h"
 #include "Error.h"
+#include "MappedFile.h"
 #include "Philox.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <numeric>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 // Token ids are read from the mapping as they are.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the runtime assumes a little-endian host");
@@ -43,10 +39,7 @@ TokenFile::TokenFile(std::string flag, std::string path, const Manifest &manifes
     : BatchSource(RankRows(manifest, rank)), flag(std::move(flag)), path(std::move(path)),
       seed(seed), shuffle(shuffle) {}
 
-TokenFile::~TokenFile() {
-  if (mapping)
-    munmap(const_cast<uint8_t *>(mapping), mappingBytes);
-}
+TokenFile::~TokenFile() = default;
 
 void TokenFile::fail(const std::string &what) const { fatal(flag + " '" + path + "': " + what); }
 
@@ -96,32 +89,10 @@ void TokenFile::checkInputs(const Manifest &manifest) {
 }
 
 void TokenFile::mapFile() {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    fail(std::string("cannot open: ") + std::strerror(errno));
-  struct stat info;
-  if (fstat(fd, &info) != 0) {
-    int error = errno;
-    ::close(fd);
-    fail(std::string("cannot stat: ") + std::strerror(error));
-  }
-  if (!S_ISREG(info.st_mode)) {
-    ::close(fd);
-    fail("not a regular file");
-  }
-  mappingBytes = static_cast<size_t>(info.st_size);
-  if (mappingBytes == 0) {
-    // An empty file has no tokens, which countWindows() reports: mmap cannot
-    // map zero bytes.
-    ::close(fd);
-    return;
-  }
-  void *address = mmap(nullptr, mappingBytes, PROT_READ, MAP_PRIVATE, fd, 0);
-  int error = errno;
-  ::close(fd);
-  if (address == MAP_FAILED)
-    fail(std::string("cannot map: ") + std::strerror(error));
-  mapping = static_cast<const uint8_t *>(address);
+  // An empty file has no tokens, which countWindows() reports.
+  mapped = std::make_unique<MappedFile>(path, [this](const std::string &what) { fail(what); });
+  mapping = mapped->data();
+  mappingBytes = mapped->size();
 }
 
 void TokenFile::readLayout(std::optional<TokenDType> dtype) {

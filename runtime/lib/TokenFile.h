@@ -30,6 +30,8 @@
 
 namespace fsdprt {
 
+class MappedFile;
+
 /// The element type of the token ids in the file.
 enum class TokenDType { U16, U32 };
 
@@ -92,6 +94,7 @@ private:
   uint64_t seed;
   bool shuffle;
 
+  std::unique_ptr<MappedFile> mapped;
   const uint8_t *mapping = nullptr;
   size_t mappingBytes = 0;
   const uint8_t *tokens = nullptr;

@@ -66,6 +66,16 @@ static void checkWorldSize(const Manifest &manifest) {
         std::to_string(planned) + ", or recompile with fsdpc --grid=" + std::to_string(started));
 }
 
+float callStep(TrainStepFn stepFn, void *arena, uint8_t *hostArena, int64_t step, float lr) {
+  if (!hostArena)
+    return stepFn(arena, step, lr);
+  // The generated object defines the symbol with the other type; the cast
+  // goes through void (*)(), C++'s generic function pointer.
+  auto offloaded =
+      reinterpret_cast<OffloadedTrainStepFn>(reinterpret_cast<void (*)()>(stepFn));
+  return offloaded(arena, hostArena, step, lr);
+}
+
 /// Whether `path` is a token file: one that can be read and does not start
 /// with the FSDPDATA magic. (The FSDPDATA reader reports a file it cannot
 /// open.)
@@ -363,11 +373,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     loadBatch(*batches, step, manifest, arena);
     startStepEvents();
     timeline.beginStep(step);
-    float localLoss =
-        hostArena.data()
-            ? reinterpret_cast<OffloadedTrainStepFn>(trainStep)(arena.stepData(),
-                                                                hostArena.data(), step, lr)
-            : trainStep(arena.stepData(), step, lr);
+    float localLoss = callStep(trainStep, arena.stepData(), hostArena.data(), step, lr);
     timeline.endStep();
     if (int pending = pendingCollectives())
       fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +

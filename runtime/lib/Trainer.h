@@ -18,6 +18,10 @@ using TrainStepFn = float (*)(void *arena, int64_t step, float lr);
 /// (fsdp_offloaded_train_step of fsdprt.h).
 using OffloadedTrainStepFn = float (*)(void *arena, void *hostArena, int64_t step, float lr);
 
+/// Calls a step of either type: with the host arena when the plan offloads
+/// the optimizer (`hostArena` not null).
+float callStep(TrainStepFn stepFn, void *arena, uint8_t *hostArena, int64_t step, float lr);
+
 /// Runs the trainer's command line `argv` for the model described by
 /// `manifestText` whose step is `trainStep`, as this process's rank: starts
 /// MPI (once per process) and leaves it running for the caller to finish

@@ -19,42 +19,32 @@ Checks, each printed as a line ending in PASS:
 """
 
 import argparse
-import json
 import os
 import sys
 
 import numpy as np
 
-from trainer_checks import ROOT, fsdpc_command, mpi_environment, mpirun_command, run
+from trainer_checks import (ROOT, Checks, fsdpc_command, mpi_environment, mpirun_command,
+                            read_records, run)
 import models  # noqa: E402  (test/reference, put on the path by trainer_checks)
 import teacher  # noqa: E402
 from params_file import read_params  # noqa: E402
 
 T, BATCH, EVAL_BATCHES = 32, 8, 5
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(f"{name}: {detail} {'PASS' if ok else 'FAIL'}")
-    if not ok:
-        failures.append(name)
-
-
-def records(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+checks = Checks()
+check = checks.check
 
 
 def train_log(path):
-    return [(r["step"], r["loss"], r["lr"]) for r in records(path) if "step" in r]
+    return [(r["step"], r["loss"], r["lr"]) for r in read_records(path) if "step" in r]
 
 
 def eval_log(path):
-    return {r["eval_step"]: r["eval_loss"] for r in records(path) if "eval_step" in r}
+    return {r["eval_step"]: r["eval_loss"] for r in read_records(path) if "eval_step" in r}
 
 
 def arena(path):
-    return records(path)[-1]
+    return read_records(path)[-1]
 
 
 def main():
@@ -125,9 +115,7 @@ def main():
           f"planned = measured: train + eval {marks[0]['planned_peak_bytes']} B, "
           f"eval alone {marks[2]['planned_peak_bytes']} B")
 
-    if failures:
-        sys.exit("FAIL: " + ", ".join(failures))
-    print("PASS: gpt evaluated")
+    checks.finish("gpt evaluated")
 
 
 if __name__ == "__main__":

@@ -34,21 +34,16 @@ import time
 import numpy as np
 import safetensors.numpy
 
-from trainer_checks import ROOT, fsdpc_command, mpi_environment, mpirun_command, run
+from trainer_checks import (ROOT, Checks, fsdpc_command, mpi_environment, mpirun_command,
+                            read_records, run)
 
 SCHEDULE = ["--lr", "3e-3", "--warmup-steps", "20", "--lr-decay", "cosine", "--decay-steps", "300"]
-failures = []
-
-
-def check(name, ok, detail=""):
-    print(f"{name}: {detail} {'PASS' if ok else 'FAIL'}")
-    if not ok:
-        failures.append(name)
+checks = Checks()
+check = checks.check
 
 
 def log_of(path):
-    with open(path) as f:
-        return [(r["step"], r["loss"], r["lr"]) for r in map(json.loads, f) if "step" in r]
+    return [(r["step"], r["loss"], r["lr"]) for r in read_records(path) if "step" in r]
 
 
 def local(*command):
@@ -171,9 +166,7 @@ def main():
           f"{len(params)} tensors by name, bf16 round trip {'exact' if bf16 else 'wrong'}, "
           f"mismatches {'named' if named_errors else 'not named: ' + refused.stderr.strip()}")
 
-    if failures:
-        sys.exit("FAIL: " + ", ".join(failures))
-    print("PASS: gpt trained for real")
+    checks.finish("gpt trained for real")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,30 @@ def fsdpc_command(fsdpc):
     return shlex.split(fsdpc)
 
 
+class Checks:
+    """Named checks, each printed as `name: detail PASS` (or FAIL) for FileCheck; finish()
+    exits with the failures' names, or prints `PASS: <summary>`."""
+
+    def __init__(self):
+        self.failures = []
+
+    def check(self, name, ok, detail=""):
+        print(f"{name}: {detail} {'PASS' if ok else 'FAIL'}")
+        if not ok:
+            self.failures.append(name)
+
+    def finish(self, summary):
+        if self.failures:
+            sys.exit("FAIL: " + ", ".join(self.failures))
+        print(f"PASS: {summary}")
+
+
+def read_records(path):
+    """Every JSON object of a --log-json file: steps, evaluations, the arena."""
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
 def make_data(model, seed, path):
     run([sys.executable, os.path.join(REFERENCE, "make_data.py"), "--model", model,
          "--samples", "256", "--seed", str(seed), "--out", path])
