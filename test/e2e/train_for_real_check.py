@@ -14,6 +14,8 @@ Checks, each printed as a line ending in PASS:
   - resume at 1 rank: the 2-rank checkpoint loads on 1 rank to the same parameters, byte
     for byte, and its next step's loss is the uninterrupted run's up to the order of float
     sums (the same state; relative 1e-5, far above float32's reassociation of these sums);
+  - other strategy and model: under no_shard it loads to the same parameters; the MLP's
+    trainer refuses it, naming the parameters on either side;
   - kill -9: SIGKILL at random moments of a run saving every step leaves a checkpoint whose
     resumed run ends exactly as the run never killed;
   - safetensors: the export has every parameter by name and shape; a bf16 export loaded
@@ -110,6 +112,26 @@ def main():
     close = step == want[0] and lr == want[2] and abs(loss - want[1]) <= 1e-5 * abs(want[1])
     check("resume at 1 rank", exact and close,
           f"parameters {'equal' if exact else 'differ'}, step {step} loss {loss} vs {want[1]}")
+
+    # Another strategy resumes it too (no_shard: every rank holds every unit whole), and
+    # another model is refused, every difference named.
+    with open(os.path.join(ROOT, "examples", "gpt.mlir")) as f:
+        text = f.read()
+    with open(path("gpt-no-shard.mlir"), "w") as f:
+        f.write(text.replace("strategy = full_shard", "strategy = no_shard", 1))
+    run([*fsdpc_command(a.fsdpc), path("gpt-no-shard.mlir"), "-o", path("gpt-no-shard")])
+    mpi(2, path("gpt-no-shard"), "--steps", 5, "--resume", path("ckpt"), "--data", train, "--export",
+        path("no-shard.safetensors"))
+    replicated = safetensors.numpy.load_file(path("no-shard.safetensors"))
+    same_values = all(np.array_equal(replicated[k], two[k]) for k in two)
+    run([*fsdpc_command(a.fsdpc), os.path.join(ROOT, "examples", "mlp.mlir"), "--grid=1", "-o", path("mlp")])
+    other = subprocess.run([path("mlp"), "--resume", path("ckpt")], capture_output=True, text=True)
+    refused = other.returncode == 1 and "the checkpoint is of another model" in other.stderr and \
+        "parameter 'fc1.w' [784, 256] is not in the checkpoint" in other.stderr and \
+        "the checkpoint's parameter 'wte' [256, 64] is not in the model" in other.stderr
+    check("other strategy and model", same_values and refused,
+          f"no_shard loads the full_shard checkpoint {'exactly' if same_values else 'WRONG'}; the MLP "
+          f"{'is refused, the differences named' if refused else 'is not refused: ' + other.stderr.strip()}")
 
     # SIGKILL at random moments of the 300-step run, saving after every step: the newest
     # committed checkpoint resumes to the parameters of the run that was never killed.
