@@ -283,9 +283,10 @@ void saveCheckpoint(const std::string &dir, const Manifest &manifest, const Rank
   bool leader = place.rank == 0;
   if (leader) {
     makeDirectories(dir);
-    // A partial directory is what a crashed save left.
-    if (exists(partial))
-      removeCheckpointDirectory(partial);
+    // Partial directories are what crashed saves left.
+    for (const std::string &name : listDirectory(dir))
+      if (name.size() > 8 && name[0] == '.' && name.compare(name.size() - 8, 8, ".partial") == 0)
+        removeCheckpointDirectory(dir + "/" + name);
     if (::mkdir(partial.c_str(), 0777) != 0)
       saveFailed(partial, "cannot create the directory");
   }

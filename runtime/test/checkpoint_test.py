@@ -99,8 +99,11 @@ def crash_in_save(trainer, tmp):
         # Committed, not yet pruned, after the commit.
         expect(committed(directory) == left, f"{phase}: {os.listdir(directory)}")
         # The newest committed checkpoint resumes; the partial directory is ignored, then
-        # replaced by the next save.
+        # removed by the next save.
         got_losses, got_params = resumed_run(tmp, 6, directory, phase)
+        expect_success(run(trainer, "--steps", 7, "--resume", directory, "--save", directory))
+        expect(not [n for n in os.listdir(directory) if n.endswith(".partial")],
+               f"{phase}: the next save left {os.listdir(directory)}")
         start = int(left[-1][5:])
         expect(got_losses == want_losses[start:], f"{phase}: {got_losses}")
         expect(got_params == want_params, f"{phase}: other parameters")
