@@ -10,6 +10,8 @@ namespace fsdprt {
 
 void StepTimeline::beginStep(int64_t number) {
   step = number;
+  if (firstStep == 0)
+    firstStep = number;
   events.clear();
   startedEvent.clear();
   stepBegin = Clock::now();
@@ -34,7 +36,7 @@ void StepTimeline::endStep() {
   if (stepSeconds > free)
     events.push_back({"loops", 0, free, stepSeconds, 0, 0});
   // The only step of a one-step run is kept all the same.
-  if (keptStep == 0 || (keptStep == 1 && step > 1) || stepSeconds < keptSeconds) {
+  if (keptStep == 0 || (keptStep == firstStep && step > firstStep) || stepSeconds < keptSeconds) {
     keptStep = step;
     keptSeconds = stepSeconds;
     kept.swap(events);

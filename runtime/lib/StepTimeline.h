@@ -72,7 +72,10 @@ private:
   Clock::time_point stepBegin;
   int64_t step = 0;
   std::vector<Event> events;
-  /// The fastest step but the first: its number, time and events.
+  /// The first step recorded (step 1, or the one after a resumed
+  /// checkpoint's), and the fastest step but that one: its number, time and
+  /// events.
+  int64_t firstStep = 0;
   int64_t keptStep = 0;
   double keptSeconds = 0;
   std::vector<Event> kept;

@@ -434,7 +434,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     if (trace)
       trace->close();
     if (stepTrace) {
-      stepTrace->write(timeline.chromeTrace(place.rank, options.steps, "cpu",
+      stepTrace->write(timeline.chromeTrace(place.rank, options.steps - firstStep + 1, "cpu",
                                             options.steps >= unitMarks.step
                                                 ? unitMarks.traceMember()
                                                 : std::string()));

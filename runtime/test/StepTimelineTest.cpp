@@ -34,6 +34,27 @@ void runStep(StepTimeline &timeline, int64_t step) {
   timeline.endStep();
 }
 
+/// The step `trace` kept (its "step" member).
+int64_t keptStep(const StepTimeline &timeline) {
+  nlohmann::json trace = nlohmann::json::parse(timeline.chromeTrace(0, 2, "cpu"));
+  return trace["otherData"]["step"].get<int64_t>();
+}
+
+TEST(StepTimeline, NeverKeepsTheFirstStepOfARunOfMore) {
+  // A resumed run starts after its checkpoint's step: its first step is the
+  // one the start-up disturbs, however fast it looks.
+  for (int64_t first : {1, 6}) {
+    StepTimeline timeline;
+    runStep(timeline, first);
+    EXPECT_EQ(keptStep(timeline), first);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    timeline.beginStep(first + 1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    timeline.endStep();
+    EXPECT_EQ(keptStep(timeline), first + 1) << "first step " << first;
+  }
+}
+
 TEST(StepTimeline, ProbesEveryGatherWaitOfItsStepOnly) {
   StepTimeline timeline;
   std::vector<std::string> calls;
