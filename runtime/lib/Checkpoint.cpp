@@ -4,6 +4,7 @@
 
 #include "Error.h"
 #include "InputFile.h"
+#include "OutputFile.h"
 #include "ParamShards.h"
 #include "Philox.h"
 
@@ -15,13 +16,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
-#include <sys/stat.h>
+#include <system_error>
 #include <unistd.h>
 #include <vector>
 
@@ -63,91 +64,43 @@ static std::string shardFileName(int64_t shard, int64_t shards) {
   return name;
 }
 
-[[noreturn]] static void saveFailed(const std::string &path, const std::string &what) {
-  fatal("--save '" + path + "': " + what + ": " + std::strerror(errno));
+namespace fs = std::filesystem;
+
+[[noreturn]] static void saveFailed(const std::string &path, const std::string &what,
+                                    const std::error_code &error) {
+  fatal("--save '" + path + "': " + what + ": " + error.message());
 }
 
-static bool exists(const std::string &path) {
-  struct stat info;
-  return ::stat(path.c_str(), &info) == 0;
-}
-
-static void syncPath(const std::string &path) {
+/// fsync of a directory: what a rename in it changed is on the disk.
+static void syncDirectory(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0 || ::fsync(fd) != 0)
-    saveFailed(path, "cannot sync");
+    saveFailed(path, "cannot sync", std::error_code(errno, std::generic_category()));
   ::close(fd);
 }
 
-/// Creates `path` and the directories above it that are missing.
-static void makeDirectories(const std::string &path) {
-  for (size_t slash = path.find('/', 1);; slash = path.find('/', slash + 1)) {
-    std::string prefix = path.substr(0, slash);
-    if (::mkdir(prefix.c_str(), 0777) != 0 && errno != EEXIST)
-      saveFailed(prefix, "cannot create the directory");
-    if (slash == std::string::npos)
-      return;
-  }
-}
-
-/// The entries of a directory (without . and ..).
+/// The entries of a directory, by name (none if it cannot be read).
 static std::vector<std::string> listDirectory(const std::string &path) {
   std::vector<std::string> names;
-  DIR *dir = ::opendir(path.c_str());
-  if (!dir)
-    return names;
-  while (dirent *entry = ::readdir(dir)) {
-    std::string name = entry->d_name;
-    if (name != "." && name != "..")
-      names.push_back(name);
-  }
-  ::closedir(dir);
+  std::error_code error;
+  for (const fs::directory_entry &entry : fs::directory_iterator(path, error))
+    names.push_back(entry.path().filename().string());
   return names;
 }
 
-/// Removes a checkpoint directory: its files, then itself.
-static void removeCheckpointDirectory(const std::string &path) {
-  for (const std::string &name : listDirectory(path))
-    if (::unlink((path + "/" + name).c_str()) != 0)
-      saveFailed(path + "/" + name, "cannot remove");
-  if (::rmdir(path.c_str()) != 0)
-    saveFailed(path, "cannot remove");
+static void removeDirectory(const std::string &path) {
+  std::error_code error;
+  fs::remove_all(path, error);
+  if (error)
+    saveFailed(path, "cannot remove", error);
 }
 
-/// Writes `bytes` to a new file and syncs it before closing.
-class SyncedFile {
-public:
-  explicit SyncedFile(std::string path) : path(std::move(path)) {
-    fd = ::open(this->path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0666);
-    if (fd < 0)
-      saveFailed(this->path, "cannot create");
-  }
-  ~SyncedFile() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-  void write(const void *data, int64_t count) {
-    const auto *from = static_cast<const uint8_t *>(data);
-    while (count > 0) {
-      ssize_t put = ::write(fd, from, static_cast<size_t>(count));
-      if (put < 0 && errno == EINTR)
-        continue;
-      if (put <= 0)
-        saveFailed(path, "cannot write");
-      count -= put;
-      from += put;
-    }
-  }
-  void close() {
-    if (::fsync(fd) != 0 || ::close(fd) != 0)
-      saveFailed(path, "cannot write");
-    fd = -1;
-  }
-
-private:
-  std::string path;
-  int fd = -1;
-};
+static void renameDirectory(const std::string &from, const std::string &to) {
+  std::error_code error;
+  fs::rename(from, to, error);
+  if (error)
+    saveFailed(from, "cannot rename to '" + to + "'", error);
+}
 
 /// Test hook (docs/Runtime.md, section 8): FSDPRT_CRASH_IN_SAVE=<phase> kills
 /// rank 0 with SIGKILL at that phase of a save, as a crash would.
@@ -188,8 +141,7 @@ static std::string fingerprint(const Manifest &manifest) {
   return hex;
 }
 
-static json metadataOf(const Manifest &manifest, const TrainingPosition &position,
-                       int64_t fileBytes) {
+static json metadataOf(const Manifest &manifest, const TrainingPosition &position) {
   json units = json::array();
   int64_t fileOffset = 0;
   for (const UnitSpec &unit : manifest.units) {
@@ -241,7 +193,8 @@ static json metadataOf(const Manifest &manifest, const TrainingPosition &positio
           {"params", params},
           {"units", units},
           {"files", files},
-          {"file_bytes", fileBytes}};
+          // Every shard file holds every unit's regions.
+          {"file_bytes", fileOffset}};
 }
 
 //===----------------------------------------------------------------------===//
@@ -250,10 +203,11 @@ static json metadataOf(const Manifest &manifest, const TrainingPosition &positio
 
 static void writeShardFile(const std::string &path, const Manifest &manifest,
                            const HostShards &shards) {
-  SyncedFile file(path);
+  OutputFile file("--save", path);
   for (const UnitSpec &unit : manifest.units)
     for (const auto &region : unitRegions(unit))
-      file.write(shards.of(unit) + region.second, unit.shardBytes());
+      file.write(shards.of(unit) + region.second, static_cast<size_t>(unit.shardBytes()));
+  file.sync();
   file.close();
 }
 
@@ -272,7 +226,7 @@ static void prune(const std::string &dir, int64_t keep) {
       steps.push_back(*step);
   std::sort(steps.begin(), steps.end());
   for (size_t i = 0; i + static_cast<size_t>(keep) < steps.size(); ++i)
-    removeCheckpointDirectory(dir + "/" + stepName(steps[i]));
+    removeDirectory(dir + "/" + stepName(steps[i]));
 }
 
 void saveCheckpoint(const std::string &dir, const Manifest &manifest, const RankPlace &place,
@@ -282,19 +236,19 @@ void saveCheckpoint(const std::string &dir, const Manifest &manifest, const Rank
   std::string partial = dir + "/." + stepName(position.step) + ".partial";
   bool leader = place.rank == 0;
   if (leader) {
-    makeDirectories(dir);
+    std::error_code error;
+    fs::create_directories(dir, error);
+    if (error)
+      saveFailed(dir, "cannot create the directory", error);
     // Partial directories are what crashed saves left.
     for (const std::string &name : listDirectory(dir))
       if (name.size() > 8 && name[0] == '.' && name.compare(name.size() - 8, 8, ".partial") == 0)
-        removeCheckpointDirectory(dir + "/" + name);
-    if (::mkdir(partial.c_str(), 0777) != 0)
-      saveFailed(partial, "cannot create the directory");
+        removeDirectory(dir + "/" + name);
+    if (!fs::create_directory(partial, error))
+      saveFailed(partial, "cannot create the directory", error);
   }
   waitForEveryRank();
 
-  int64_t fileBytes = 0;
-  for (const UnitSpec &unit : manifest.units)
-    fileBytes += static_cast<int64_t>(unitRegions(unit).size()) * unit.shardBytes();
   if (place.replicaIndex == 0) {
     downloadShards(manifest, arena);
     writeShardFile(partial + "/" + shardFileName(place.shardIndex, manifest.shardRanks), manifest,
@@ -304,24 +258,24 @@ void saveCheckpoint(const std::string &dir, const Manifest &manifest, const Rank
   waitForEveryRank();
 
   if (leader) {
-    SyncedFile metadata(partial + "/" + kMetadata);
-    std::string text = metadataOf(manifest, position, fileBytes).dump(1) + "\n";
-    metadata.write(text.data(), static_cast<int64_t>(text.size()));
+    OutputFile metadata("--save", partial + "/" + kMetadata);
+    metadata.write(metadataOf(manifest, position).dump(1) + "\n");
+    metadata.sync();
     metadata.close();
-    syncPath(partial);
+    syncDirectory(partial);
     crashPoint("metadata");
     // The same step saved again (a new run in an old directory): the old
     // copy steps aside until the new one is committed.
     std::string old = dir + "/." + stepName(position.step) + ".old";
-    bool replacing = exists(final);
-    if (replacing && ::rename(final.c_str(), old.c_str()) != 0)
-      saveFailed(final, "cannot rename");
-    if (::rename(partial.c_str(), final.c_str()) != 0)
-      saveFailed(partial, "cannot rename");
-    syncPath(dir);
+    std::error_code error;
+    bool replacing = fs::exists(final, error);
+    if (replacing)
+      renameDirectory(final, old);
+    renameDirectory(partial, final);
+    syncDirectory(dir);
     crashPoint("commit");
     if (replacing)
-      removeCheckpointDirectory(old);
+      removeDirectory(old);
     if (keep > 0)
       prune(dir, keep);
   }
@@ -363,10 +317,10 @@ struct SavedCheckpoint {
 /// The checkpoint `dir` names: itself if it has metadata, else the newest
 /// committed one under it.
 static std::string findCheckpoint(const std::string &dir) {
-  if (exists(dir + "/" + kMetadata))
+  std::error_code error;
+  if (fs::exists(dir + "/" + kMetadata, error))
     return dir;
-  struct stat info;
-  if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
+  if (!fs::is_directory(dir, error))
     fatal("--resume '" + dir + "': no such directory");
   std::optional<int64_t> newest;
   for (const std::string &name : listDirectory(dir))
@@ -520,11 +474,8 @@ public:
   explicit SavedShards(const SavedCheckpoint &saved)
       : saved(saved), files(saved.files.size()) {}
 
+  /// Shard `k` < files.size() (checkLayout makes sure).
   const InputFile &file(size_t k) {
-    if (k >= files.size())
-      fatal("--resume '" + saved.path + "': its metadata lists " +
-            std::to_string(files.size()) + " shard files, but an element lies in shard " +
-            std::to_string(k));
     if (!files[k]) {
       files[k] = std::make_unique<InputFile>("--resume", saved.path + "/" + saved.files[k]);
       if (files[k]->size() != saved.fileBytes)
@@ -546,7 +497,7 @@ static void readParamRange(SavedShards &shards, const SavedCheckpoint &saved,
                            int64_t end, uint8_t *dst, DType dtype) {
   const SavedUnit &unit = saved.units[old.unit];
   auto regionOffset = unit.regions.find(region);
-  if (regionOffset == unit.regions.end() || unit.shardNumel <= 0)
+  if (regionOffset == unit.regions.end())
     fatal("--resume '" + saved.path + "': the checkpoint has no " + region + " for unit " +
           std::to_string(old.unit));
   size_t oldSize = dtypeSize(old.dtype), newSize = dtypeSize(dtype);

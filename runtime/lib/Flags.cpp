@@ -93,19 +93,24 @@ static uint64_t parseUnsigned(std::string_view flag, const std::string &text, ui
   return value;
 }
 
-static float parseLearningRate(std::string_view flag, const std::string &text) {
-  auto bad = [&] {
-    fatal(std::string(flag) + ": '" + text + "' is not a positive finite number");
-  };
+/// A finite decimal number, or nothing.
+static std::optional<double> parseFinite(const std::string &text) {
   if (text.empty())
-    bad();
+    return std::nullopt;
   char *end = nullptr;
   errno = 0;
   double value = std::strtod(text.c_str(), &end);
-  if (*end != '\0' || errno == ERANGE || !std::isfinite(value) || !(value > 0.0))
-    bad();
+  if (*end != '\0' || errno == ERANGE || !std::isfinite(value))
+    return std::nullopt;
+  return value;
+}
+
+static float parseLearningRate(std::string_view flag, const std::string &text) {
+  std::optional<double> value = parseFinite(text);
+  if (!value || !(*value > 0.0))
+    fatal(std::string(flag) + ": '" + text + "' is not a positive finite number");
   // The step takes a float: the value must survive the conversion.
-  float single = static_cast<float>(value);
+  float single = static_cast<float>(*value);
   if (!std::isfinite(single) || !(single > 0.0f))
     fatal(std::string(flag) + ": '" + text + "' is out of range for a float learning rate");
   return single;
@@ -113,12 +118,10 @@ static float parseLearningRate(std::string_view flag, const std::string &text) {
 
 /// A finite number >= 0, or a fatal error naming `flag`.
 static double parseNonNegative(std::string_view flag, const std::string &text) {
-  char *end = nullptr;
-  errno = 0;
-  double value = text.empty() ? -1.0 : std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno == ERANGE || !std::isfinite(value) || value < 0.0)
+  std::optional<double> value = parseFinite(text);
+  if (!value || *value < 0.0)
     fatal(std::string(flag) + ": '" + text + "' is not a non-negative finite number");
-  return value;
+  return *value;
 }
 
 TrainerOptions parseFlags(int argc, const char *const *argv) {
@@ -147,6 +150,14 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
       if (inlineValue)
         fatal(std::string(flag) + " takes no value");
     };
+    auto positive = [&] {
+      return static_cast<int64_t>(
+          parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+    };
+    auto nonNegative = [&] {
+      return static_cast<int64_t>(
+          parseUnsigned(flag, value(), 0, INT64_MAX, "a non-negative integer"));
+    };
     auto path = [&] {
       std::string text = value();
       if (text.empty())
@@ -155,21 +166,18 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
     };
 
     if (flag == "--steps") {
-      options.steps = static_cast<int64_t>(
-          parseUnsigned(flag, value(), 0, INT64_MAX, "a non-negative integer"));
+      options.steps = nonNegative();
     } else if (flag == "--seed") {
       options.seed = parseUnsigned(flag, value(), 0, UINT64_MAX, "an integer in [0, 2^64)");
     } else if (flag == "--warmup-steps") {
-      options.schedule.warmupSteps = static_cast<int64_t>(
-          parseUnsigned(flag, value(), 0, INT64_MAX, "a non-negative integer"));
+      options.schedule.warmupSteps = nonNegative();
     } else if (flag == "--lr-decay") {
       std::string text = value();
       options.schedule.decay = parseLrDecay(text);
       if (!options.schedule.decay)
         fatal(std::string(flag) + ": '" + text + "' is not none, cosine or linear");
     } else if (flag == "--decay-steps") {
-      options.schedule.decaySteps =
-          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+      options.schedule.decaySteps = positive();
     } else if (flag == "--min-lr") {
       options.schedule.floor = parseNonNegative(flag, value());
     } else if (flag == "--data") {
@@ -182,16 +190,13 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
     } else if (flag == "--eval-data") {
       options.evalDataPath = path();
     } else if (flag == "--eval-every") {
-      options.evalEvery =
-          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+      options.evalEvery = positive();
     } else if (flag == "--eval-batches") {
-      options.evalBatches =
-          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+      options.evalBatches = positive();
     } else if (flag == "--lr") {
       options.lr = parseLearningRate(flag, value());
     } else if (flag == "--log-every") {
-      options.logEvery =
-          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+      options.logEvery = positive();
     } else if (flag == "--log-json") {
       options.logJsonPath = path();
     } else if (flag == "--init-from") {
@@ -209,11 +214,9 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
     } else if (flag == "--save") {
       options.saveDir = path();
     } else if (flag == "--save-every") {
-      options.saveEvery =
-          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+      options.saveEvery = positive();
     } else if (flag == "--keep") {
-      options.keep =
-          static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+      options.keep = positive();
     } else if (flag == "--resume") {
       options.resumeDir = path();
     } else if (flag == "--trace-state") {

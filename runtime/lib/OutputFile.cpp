@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <unistd.h>
 
 namespace fsdprt {
 
@@ -28,6 +29,12 @@ void OutputFile::write(const void *data, size_t bytes) {
 void OutputFile::flush() {
   if (std::fflush(stream) != 0)
     fail("cannot write");
+}
+
+void OutputFile::sync() {
+  flush();
+  if (::fsync(fileno(stream)) != 0)
+    fail("cannot sync");
 }
 
 void OutputFile::close() {

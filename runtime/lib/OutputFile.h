@@ -25,6 +25,9 @@ public:
   void write(const void *data, size_t bytes);
   void write(const std::string &text) { write(text.data(), text.size()); }
   void flush();
+  /// Flushes and forces the bytes to the disk (fsync): what a checkpoint
+  /// commits must be there before its rename.
+  void sync();
   void close();
 
 private:

@@ -305,9 +305,12 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     });
   if (tracing)
     writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/false);
+  // The steps last saved and evaluated: a resumed run's checkpoint is saved.
+  int64_t savedStep = resumed ? resumed->step : -1, evaluatedStep = -1;
   auto save = [&] {
     saveCheckpoint(options.saveDir, manifest, place, arena, hostArena.data(), position,
                    options.keep);
+    savedStep = position.step;
   };
   std::unique_ptr<HeldOutLoss> heldOut;
   if (evaluating)
@@ -320,6 +323,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     // The trace is of training steps.
     StepTimeline::activate(nullptr);
     double loss = heldOut->compute(manifest, arena, hostArena.data(), step);
+    evaluatedStep = step;
     if (!options.tracePath.empty())
       StepTimeline::activate(&timeline);
     if (!leader)
@@ -406,15 +410,11 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     intervalStart += Clock::now() - asideStart;
   }
 
-  // The held-out loss at the end, unless --eval-every just computed it.
-  if (evaluating && !(options.evalEvery != 0 && position.step % options.evalEvery == 0 &&
-                      position.step >= firstStep))
+  // The held-out loss and the checkpoint of the last step, unless already
+  // there.
+  if (evaluating && evaluatedStep != position.step)
     evaluate(position.step);
-  // The last step's checkpoint, unless --save-every just wrote it or the run
-  // resumed and did nothing.
-  bool saved = options.saveEvery != 0 && position.step % options.saveEvery == 0 &&
-               position.step >= firstStep;
-  if (!options.saveDir.empty() && !saved && !(resumed && position.step == resumed->step))
+  if (!options.saveDir.empty() && savedStep != position.step)
     save();
   std::vector<int64_t> marks = gatherToRankZero(highWaterMark(manifest, arena));
   // The planned peak of the steps that ran: a run that evaluated reached the

@@ -2,6 +2,7 @@
 
 #include "DataFile.h"
 #include "DataFileWriter.h"
+#include "TempPath.h"
 #include "TestManifest.h"
 
 #include <gmock/gmock.h>
@@ -12,6 +13,7 @@
 
 using namespace fsdprt;
 using fsdprt::test::Bytes;
+using fsdprt::test::TempPath;
 using testing::ExitedWithCode;
 using testing::HasSubstr;
 
@@ -19,22 +21,6 @@ namespace {
 
 /// The test manifest: features [4, 3] f32 (input 0), classes [4] i32 < 5 (input 1).
 Manifest classifier() { return parseManifest(test::classifierManifest().dump()); }
-
-/// A path unique to the running test (the same in a death test's child),
-/// removed when the test is done.
-class TempPath {
-public:
-  explicit TempPath(const char *suffix = ".bin") {
-    const testing::TestInfo *info = testing::UnitTest::GetInstance()->current_test_info();
-    path = testing::TempDir() + "fsdprt-" + info->test_suite_name() + "-" + info->name() + suffix;
-  }
-  ~TempPath() { std::remove(path.c_str()); }
-  operator const std::string &() const { return path; }
-  const char *c_str() const { return path.c_str(); }
-
-private:
-  std::string path;
-};
 
 Bytes header(uint64_t samples) {
   Bytes bytes;

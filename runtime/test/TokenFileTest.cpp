@@ -2,6 +2,7 @@
 
 #include "DataFileWriter.h"
 #include "Philox.h"
+#include "TempPath.h"
 #include "TestManifest.h"
 #include "TokenFile.h"
 
@@ -15,27 +16,12 @@
 
 using namespace fsdprt;
 using fsdprt::test::Bytes;
+using fsdprt::test::TempPath;
 using json = nlohmann::json;
 using testing::ExitedWithCode;
 using testing::HasSubstr;
 
 namespace {
-
-/// A path unique to the running test (the same in a death test's child),
-/// removed when the test is done.
-class TempPath {
-public:
-  explicit TempPath(const char *suffix = ".bin") {
-    const testing::TestInfo *info = testing::UnitTest::GetInstance()->current_test_info();
-    path = testing::TempDir() + "fsdprt-" + info->test_suite_name() + "-" + info->name() + suffix;
-  }
-  ~TempPath() { std::remove(path.c_str()); }
-  operator const std::string &() const { return path; }
-  const char *c_str() const { return path.c_str(); }
-
-private:
-  std::string path;
-};
 
 /// A language model's inputs on one rank of `localBatch` rows: tokens
 /// [localBatch, T] (input 0) and classes [localBatch, T] (input 1), both

@@ -73,7 +73,8 @@ def save_every_and_keep(trainer, tmp):
         meta = json.load(f)
     expect(meta["format"] == "fsdp-mlir checkpoint" and meta["version"] == 1, f"{meta}")
     expect(meta["step"] == 7 and meta["samples_seen"] == 7 * BATCH and meta["seed"] == 5, f"{meta}")
-    expect(meta["lr_schedule"] == {"lr": meta["lr_schedule"]["lr"], "warmup_steps": 3, "decay": "cosine",
+    # The peak is the plan's lr as the step takes it, a float.
+    expect(meta["lr_schedule"] == {"lr": t.spec.to_f32(0.1), "warmup_steps": 3, "decay": "cosine",
                                    "decay_steps": 12, "min_lr": 0.01}, f"{meta['lr_schedule']}")
     expect(meta["optimizer"] == {"kind": "sgd", "slots": ["momentum"]}, f"{meta['optimizer']}")
     expect([(p["name"], p["shape"]) for p in meta["params"]] == [(n, s) for n, s, _ in t.PARAMS], f"{meta}")
@@ -81,6 +82,11 @@ def save_every_and_keep(trainer, tmp):
     # One shard: the parameter and momentum shards of the unit (48 f32 each).
     size = os.path.getsize(os.path.join(directory, "step-00000007", meta["files"][0]))
     expect(size == meta["file_bytes"] == 2 * 48 * 4, f"shard file of {size} bytes")
+    # A new run saving the same step in the old directory replaces it once committed.
+    expect_success(run(trainer, "--steps", 7, "--seed", 6, "--save", directory, "--keep", 2))
+    with open(os.path.join(directory, "step-00000007", "metadata.json")) as f:
+        expect(json.load(f)["seed"] == 6, "step 7 was not replaced")
+    expect(sorted(os.listdir(directory)) == ["step-00000006", "step-00000007"], f"{os.listdir(directory)}")
 
 
 @case
@@ -123,11 +129,15 @@ def kill_anytime(trainer, tmp):
                    "--keep", 2, *SCHEDULE]
         process = subprocess.Popen(list(map(str, command)), stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.05, 0.4))
+        # After the first commit, however slow the start, at a random moment.
+        deadline = time.time() + 60
+        while time.time() < deadline and process.poll() is None and not (
+                os.path.isdir(directory) and committed(directory)):
+            time.sleep(0.001)
+        time.sleep(rng.uniform(0.0, 0.2))
         process.send_signal(signal.SIGKILL)
         process.wait()
-        if not os.path.isdir(directory) or not committed(directory):
-            continue  # killed before the first save
+        expect(process.returncode == -signal.SIGKILL, f"trial {trial}: the run ended before the kill")
         hits += any(name.endswith(".partial") for name in os.listdir(directory))
         start = int(committed(directory)[-1][5:])
         got_losses, got_params = resumed_run(tmp, steps, directory, f"kill-{trial}")

@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 from trainer_checks import (ROOT, Checks, fsdpc_command, mpi_environment, mpirun_command,
-                            read_records, run)
+                            read_records, run, tokenize_docs)
 import models  # noqa: E402  (test/reference, put on the path by trainer_checks)
 import teacher  # noqa: E402
 from params_file import read_params  # noqa: E402
@@ -57,9 +57,7 @@ def main():
     local = lambda *c: run(list(map(str, c)), timeout=600)  # noqa: E731
     mpi = lambda *c: run(mpirun_command(2, *map(str, c)), env=mpi_environment(), timeout=600)  # noqa: E731
 
-    docs = os.path.join(ROOT, "docs")
-    texts = sorted(os.path.join(docs, n) for n in os.listdir(docs) if n.endswith(".md"))
-    run([sys.executable, os.path.join(ROOT, "scripts", "tokenize_text.py"), *texts, "--out-dir", a.work])
+    tokenize_docs(a.work)
     train, val = path("train.bin"), path("val.bin")
     gpt = os.path.join(ROOT, "examples", "gpt.mlir")
     with open(gpt) as f:

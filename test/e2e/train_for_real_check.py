@@ -37,7 +37,7 @@ import numpy as np
 import safetensors.numpy
 
 from trainer_checks import (ROOT, Checks, fsdpc_command, mpi_environment, mpirun_command,
-                            read_records, run)
+                            read_records, run, tokenize_docs)
 
 SCHEDULE = ["--lr", "3e-3", "--warmup-steps", "20", "--lr-decay", "cosine", "--decay-steps", "300"]
 checks = Checks()
@@ -65,10 +65,7 @@ def main():
     path = lambda name: os.path.join(a.work, name)  # noqa: E731
 
     # Tokens: the project's documentation, bytes as tokens (the model's vocabulary is 256).
-    docs = os.path.join(ROOT, "docs")
-    texts = sorted(os.path.join(docs, n) for n in os.listdir(docs) if n.endswith(".md"))
-    summary = json.loads(run([sys.executable, os.path.join(ROOT, "scripts", "tokenize_text.py"),
-                              *texts, "--out-dir", a.work]).stdout)
+    summary = tokenize_docs(a.work)
     train = path("train.bin")
     tokens = np.fromfile(train, dtype="<u2")
     p = np.bincount(tokens, minlength=256) / len(tokens)

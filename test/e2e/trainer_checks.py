@@ -56,6 +56,15 @@ def read_records(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def tokenize_docs(work):
+    """The project's documentation (English text) as byte tokens: writes work/train.bin
+    and the held-out work/val.bin with scripts/tokenize_text.py; returns its summary."""
+    docs = os.path.join(ROOT, "docs")
+    texts = sorted(os.path.join(docs, n) for n in os.listdir(docs) if n.endswith(".md"))
+    return json.loads(run([sys.executable, os.path.join(ROOT, "scripts", "tokenize_text.py"),
+                           *texts, "--out-dir", work]).stdout)
+
+
 def make_data(model, seed, path):
     run([sys.executable, os.path.join(REFERENCE, "make_data.py"), "--model", model,
          "--samples", "256", "--seed", str(seed), "--out", path])
