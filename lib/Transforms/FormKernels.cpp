@@ -12,6 +12,8 @@
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
 
+#include "ReductionKernels.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -98,14 +100,18 @@ FailureOr<linalg::LinalgOp> parallelDimsFirst(RewriterBase &rewriter, linalg::Li
   return cast<linalg::LinalgOp>(interchanged->getOperation());
 }
 
-/// One linalg op as a top-level scf.parallel nest.
-LogicalResult lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op) {
+/// One linalg op as a top-level scf.parallel nest; `inits` are the values
+/// its outputs start from (fills folded into a reduction), or null.
+LogicalResult lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op,
+                              ArrayRef<Value> inits, int64_t blockSize) {
   if (!op.hasPureBufferSemantics())
     return op.emitOpError("expected buffers: the GPU kernels are formed after bufferization");
   FailureOr<linalg::LinalgOp> ordered = parallelDimsFirst(rewriter, op);
   if (failed(ordered))
     return failure();
   op = *ordered;
+  if (op.getNumReductionLoops() > 0)
+    return lowerReduction(rewriter, op, inits, blockSize);
   rewriter.setInsertionPoint(op);
   if (op.getNumParallelLoops() == 0) {
     if (failed(wrapInSingleIteration(rewriter, op)))
@@ -163,9 +169,13 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
       return signalPassFailure();
     for (Block *body : blocks) {
       SmallVector<scf::ParallelOp> nests(body->getOps<scf::ParallelOp>());
-      for (scf::ParallelOp nest : nests)
+      for (scf::ParallelOp nest : nests) {
+        // A block reduction is shaped already.
+        if (nest->removeAttr(kCooperativeNestAttr))
+          continue;
         if (failed(tileIntoBlocks(nest, blockSize)))
           return signalPassFailure();
+      }
     }
   }
 
@@ -178,20 +188,31 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
       linalg::CopyOp::create(rewriter, copy.getLoc(), copy.getSource(), copy.getTarget());
       rewriter.eraseOp(copy);
     }
+    // Fills that only start a reduction become its accumulators' first value.
+    DenseMap<Operation *, SmallVector<Value>> inits;
+    for (auto op : llvm::to_vector(body.getOps<linalg::LinalgOp>()))
+      if (op.getNumReductionLoops() > 0)
+        inits[op] = takeFusableFills(op);
     SmallVector<Operation *> work;
     for (Operation &op : body.without_terminator())
       if (!isHostLoop(&op) && isDeviceWork(&op))
         work.push_back(&op);
     for (Operation *op : work) {
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-      if (linalgOp ? failed(lowerToLoopNest(rewriter, linalgOp))
-                   : failed(wrapInSingleIteration(rewriter, op)))
+      if (!linalgOp) {
+        if (failed(wrapInSingleIteration(rewriter, op)))
+          return failure();
+        continue;
+      }
+      SmallVector<Value> starts = inits.lookup(op);
+      starts.resize(linalgOp.getNumDpsInits());
+      if (failed(lowerToLoopNest(rewriter, linalgOp, starts, blockSize)))
         return failure();
     }
     // One dimension, then blocks of threads.
     SmallVector<scf::ParallelOp> nests(body.getOps<scf::ParallelOp>());
     for (scf::ParallelOp nest : nests)
-      if (nest.getNumLoops() > 1) {
+      if (nest.getNumLoops() > 1 && !nest->hasAttr(kCooperativeNestAttr)) {
         std::vector<unsigned> all(nest.getNumLoops());
         std::iota(all.begin(), all.end(), 0);
         collapseParallelLoops(rewriter, nest, {all});

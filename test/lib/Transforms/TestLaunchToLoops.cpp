@@ -8,14 +8,25 @@
 // guards of partial blocks, index arithmetic) the CUDA target compiles, and
 // is compared with the CPU target's trainer (test/e2e/cuda-kernels-on-cpu.test).
 //
+// A block reduction (gpu.all_reduce at the top level of the body, which all
+// the block's threads reach) is where they meet: the body is cut there. The
+// threads run up to it, each leaving its value in an array; the values are
+// combined in the order the GPU's lowering combines them (pairs of lanes
+// within each warp of 32, then the warps' results likewise: upstream's
+// AllReduceLowering, whose shuffles are butterflies); then the threads run
+// on from it with the result. A value computed before the cut and used
+// after it is computed again, which only side-effect-free ops may be.
+//
 //===----------------------------------------------------------------------===//
 
 #include "TestPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Pass/Pass.h"
 
 using namespace mlir;
@@ -27,6 +38,80 @@ bool needsConcurrentThreads(Operation *op) {
   return isa<gpu::BarrierOp, gpu::ShuffleOp, gpu::AllReduceOp, gpu::SubgroupReduceOp>(op);
 }
 
+/// `a` combined with `b` as `kind` combines them.
+Value combine(OpBuilder &b, Location loc, gpu::AllReduceOperation kind, Value lhs, Value rhs) {
+  using Kind = gpu::AllReduceOperation;
+  switch (kind) {
+  case Kind::ADD:
+    return arith::AddFOp::create(b, loc, lhs, rhs);
+  case Kind::MUL:
+    return arith::MulFOp::create(b, loc, lhs, rhs);
+  case Kind::MAXIMUMF:
+    return arith::MaximumFOp::create(b, loc, lhs, rhs);
+  case Kind::MINIMUMF:
+    return arith::MinimumFOp::create(b, loc, lhs, rhs);
+  case Kind::MAXNUMF:
+    return arith::MaxNumFOp::create(b, loc, lhs, rhs);
+  case Kind::MINNUMF:
+    return arith::MinNumFOp::create(b, loc, lhs, rhs);
+  default:
+    return nullptr;
+  }
+}
+
+/// Combines values[base, base + count) into values[base] as a warp of
+/// `count` lanes does with butterfly shuffles: lane l ends with l's value
+/// combined with l + s's for s = 1, 2, 4, 8, 16 (when l + s < count), lane
+/// 0 with the sum of all, in that shape.
+void combineLikeAWarp(OpBuilder &b, Location loc, gpu::AllReduceOperation kind, Value values,
+                      Value base, Value count) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  for (int64_t stride = 1; stride < 32; stride *= 2) {
+    Value s = arith::ConstantIndexOp::create(b, loc, stride);
+    Value twice = arith::ConstantIndexOp::create(b, loc, 2 * stride);
+    scf::ForOp::create(b, loc, zero, count, twice, ValueRange{},
+                       [&](OpBuilder &lb, Location l, Value lane, ValueRange) {
+                         Value partner = arith::AddIOp::create(lb, l, lane, s);
+                         Value inRange = arith::CmpIOp::create(
+                             lb, l, arith::CmpIPredicate::ult, partner, count);
+                         scf::IfOp::create(lb, l, inRange, [&](OpBuilder &ib, Location il) {
+                           Value self = arith::AddIOp::create(ib, il, base, lane);
+                           Value other = arith::AddIOp::create(ib, il, base, partner);
+                           Value sum = combine(ib, il, kind,
+                                               memref::LoadOp::create(ib, il, values, self),
+                                               memref::LoadOp::create(ib, il, values, other));
+                           memref::StoreOp::create(ib, il, sum, values, self);
+                           scf::YieldOp::create(ib, il);
+                         });
+                         scf::YieldOp::create(lb, l);
+                       });
+  }
+}
+
+/// The block-wide result of the `threads` values in `values`, combined as
+/// the GPU does: each warp's lanes, then the warps' results.
+Value combineLikeABlock(OpBuilder &b, Location loc, gpu::AllReduceOperation kind, Value values,
+                        Value threads) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value warp = arith::ConstantIndexOp::create(b, loc, 32);
+  Value warps = arith::CeilDivUIOp::create(b, loc, threads, warp);
+  // Warp w's result goes to values[w]: a lane of warp 0, whose own result
+  // was taken first.
+  scf::ForOp::create(b, loc, zero, warps, one, ValueRange{},
+                     [&](OpBuilder &lb, Location l, Value w, ValueRange) {
+                       Value base = arith::MulIOp::create(lb, l, w, warp);
+                       Value left = arith::SubIOp::create(lb, l, threads, base);
+                       Value count = arith::MinUIOp::create(lb, l, left, warp);
+                       combineLikeAWarp(lb, l, kind, values, base, count);
+                       memref::StoreOp::create(lb, l, memref::LoadOp::create(lb, l, values, base),
+                                               values, w);
+                       scf::YieldOp::create(lb, l);
+                     });
+  combineLikeAWarp(b, loc, kind, values, zero, warps);
+  return memref::LoadOp::create(b, loc, values, zero);
+}
+
 LogicalResult lowerLaunch(gpu::LaunchOp launch) {
   if (!launch.getAsyncDependencies().empty() || launch.getAsyncToken() ||
       launch.getDynamicSharedMemorySize() || launch.hasClusterSize())
@@ -34,11 +119,27 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
                               "run as loops");
   if (!launch.getBody().hasOneBlock())
     return launch.emitOpError("expected a kernel body of one block");
-  WalkResult concurrent = launch.getBody().walk([](Operation *op) {
-    return needsConcurrentThreads(op) ? WalkResult::interrupt() : WalkResult::advance();
-  });
-  if (concurrent.wasInterrupted())
-    return launch.emitOpError("synchronises its threads: it cannot run as sequential loops");
+  // The body, cut at its block reductions.
+  SmallVector<SmallVector<Operation *>> segments(1);
+  SmallVector<gpu::AllReduceOp> reductions;
+  for (Operation &op : launch.getBody().front().without_terminator()) {
+    auto reduce = dyn_cast<gpu::AllReduceOp>(op);
+    if (reduce) {
+      if (!reduce.getUniform() || !reduce.getOp() ||
+          !isa<FloatType>(reduce.getType()))
+        return reduce.emitOpError("only uniform float reductions of a named kind run as loops");
+      reductions.push_back(reduce);
+      segments.emplace_back();
+      continue;
+    }
+    WalkResult concurrent = op.walk([](Operation *nested) {
+      return needsConcurrentThreads(nested) ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (concurrent.wasInterrupted())
+      return launch.emitOpError("synchronises its threads other than by a block reduction at "
+                                "the top level: it cannot run as sequential loops");
+    segments.back().push_back(&op);
+  }
 
   OpBuilder b(launch);
   Location loc = launch.getLoc();
@@ -46,31 +147,94 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
   gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
+  Value threads = arith::MulIOp::create(
+      b, loc, arith::MulIOp::create(b, loc, block.x, block.y), block.z);
+  // Each thread's value at a reduction, one array per reduction.
+  SmallVector<Value> values;
+  for (gpu::AllReduceOp reduce : reductions)
+    values.push_back(memref::AllocaOp::create(
+        b, loc, MemRefType::get({ShapedType::kDynamic}, reduce.getType()), ValueRange{threads}));
+  auto loopNest = [&](ArrayRef<Value> bounds) {
+    SmallVector<Value> ids;
+    for (Value bound : bounds) {
+      auto loop = scf::ForOp::create(b, loc, zero, bound, one);
+      ids.push_back(loop.getInductionVar());
+      b.setInsertionPoint(loop.getBody()->getTerminator());
+    }
+    return ids;
+  };
   // Blocks outermost, x fastest, as a GPU numbers its threads.
-  SmallVector<Value> bounds = {grid.z, grid.y, grid.x, block.z, block.y, block.x};
-  SmallVector<Value> ids;
-  for (Value bound : bounds) {
-    auto loop = scf::ForOp::create(b, loc, zero, bound, one);
-    ids.push_back(loop.getInductionVar());
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-  }
+  SmallVector<Value> blockIdValues = loopNest({grid.z, grid.y, grid.x});
+  OpBuilder::InsertPoint inBlock = b.saveInsertionPoint();
 
-  IRMapping mapping;
+  IRMapping shared;
   gpu::KernelDim3 blockIds = launch.getBlockIds(), threadIds = launch.getThreadIds();
   gpu::KernelDim3 gridArgs = launch.getGridSize(), blockArgs = launch.getBlockSize();
-  mapping.map(blockIds.z, ids[0]);
-  mapping.map(blockIds.y, ids[1]);
-  mapping.map(blockIds.x, ids[2]);
-  mapping.map(threadIds.z, ids[3]);
-  mapping.map(threadIds.y, ids[4]);
-  mapping.map(threadIds.x, ids[5]);
+  shared.map(blockIds.z, blockIdValues[0]);
+  shared.map(blockIds.y, blockIdValues[1]);
+  shared.map(blockIds.x, blockIdValues[2]);
   SmallVector<Value> sizeArgs = {gridArgs.x,  gridArgs.y,  gridArgs.z,
                                  blockArgs.x, blockArgs.y, blockArgs.z};
   SmallVector<Value> sizes = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
   for (auto [arg, size] : llvm::zip(sizeArgs, sizes))
-    mapping.map(arg, size);
-  for (Operation &op : launch.getBody().front().without_terminator())
-    b.clone(op, mapping);
+    shared.map(arg, size);
+
+  DenseMap<Operation *, size_t> segmentOf;
+  for (auto [i, segment] : llvm::enumerate(segments))
+    for (Operation *op : segment)
+      segmentOf[op] = i;
+  for (auto [i, segment] : llvm::enumerate(segments)) {
+    b.restoreInsertionPoint(inBlock);
+    SmallVector<Value> tids = loopNest({block.z, block.y, block.x});
+    IRMapping mapping = shared;
+    mapping.map(threadIds.z, tids[0]);
+    mapping.map(threadIds.y, tids[1]);
+    mapping.map(threadIds.x, tids[2]);
+    // What an earlier segment computed, computed again.
+    std::function<LogicalResult(Value)> recompute = [&](Value value) -> LogicalResult {
+      Operation *def = value.getDefiningOp();
+      if (mapping.contains(value) || !def || !segmentOf.count(def) || segmentOf[def] == i)
+        return success();
+      if (!isMemoryEffectFree(def) || def->getNumRegions() != 0)
+        return def->emitOpError("is used across a block reduction but has effects: it "
+                                "cannot be computed again");
+      for (Value operand : def->getOperands())
+        if (failed(recompute(operand)))
+          return failure();
+      b.clone(*def, mapping);
+      return success();
+    };
+    for (Operation *op : segment) {
+      WalkResult used = op->walk([&](Operation *nested) {
+        for (Value operand : nested->getOperands())
+          if (failed(recompute(operand)))
+            return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      if (used.wasInterrupted())
+        return failure();
+      b.clone(*op, mapping);
+    }
+    if (i == reductions.size())
+      break;
+    // The thread's value, at its linear id; then the block's result.
+    gpu::AllReduceOp reduce = reductions[i];
+    if (failed(recompute(reduce.getValue())))
+      return failure();
+    Value linear = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, tids[0], block.y),
+                                          tids[1]),
+            block.x),
+        tids[2]);
+    memref::StoreOp::create(b, loc, mapping.lookupOrDefault(reduce.getValue()), values[i],
+                            linear);
+    b.restoreInsertionPoint(inBlock);
+    shared.map(reduce.getResult(),
+               combineLikeABlock(b, loc, *reduce.getOp(), values[i], threads));
+    inBlock = b.saveInsertionPoint();
+  }
   launch.erase();
   return success();
 }
@@ -81,11 +245,11 @@ struct TestLaunchToLoopsPass
 
   StringRef getArgument() const final { return "test-fsdp-launch-to-loops"; }
   StringRef getDescription() const final {
-    return "Test only: runs each gpu.launch without barriers as loops over block and "
-           "thread ids on the CPU";
+    return "Test only: runs each gpu.launch as loops over block and thread ids on the CPU "
+           "(block reductions in the GPU's order)";
   }
   void getDependentDialects(DialectRegistry &registry) const override {
-    registry.insert<arith::ArithDialect, scf::SCFDialect>();
+    registry.insert<arith::ArithDialect, memref::MemRefDialect, scf::SCFDialect>();
   }
 
   void runOnOperation() override {

@@ -1,0 +1,299 @@
+//===- ReductionKernels.cpp - reductions as GPU kernel loop nests ---------===//
+//
+// linalg's own loop lowering keeps a reduction's running value in the output
+// buffer (a load and a store per iteration) and gives a full reduction no
+// parallel loop at all. A GPU wants the accumulator in a register, each
+// output written once, and a long reduction spread over many threads: a
+// thread per output would leave a whole tensor's sum to one thread.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ReductionKernels.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// The all-reduce that combines partial results as `combiner` does.
+std::optional<gpu::AllReduceOperation> allReduceKind(Operation *combiner) {
+  using Kind = gpu::AllReduceOperation;
+  return llvm::TypeSwitch<Operation *, std::optional<Kind>>(combiner)
+      .Case([](arith::AddFOp) { return Kind::ADD; })
+      .Case([](arith::MulFOp) { return Kind::MUL; })
+      .Case([](arith::MaximumFOp) { return Kind::MAXIMUMF; })
+      .Case([](arith::MinimumFOp) { return Kind::MINIMUMF; })
+      .Case([](arith::MaxNumFOp) { return Kind::MAXNUMF; })
+      .Case([](arith::MinNumFOp) { return Kind::MINNUMF; })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+/// The value a thread with nothing to fold contributes: the combiner's
+/// identity.
+double identity(gpu::AllReduceOperation kind) {
+  using Kind = gpu::AllReduceOperation;
+  switch (kind) {
+  case Kind::MUL:
+    return 1.0;
+  case Kind::MAXIMUMF:
+  case Kind::MAXNUMF:
+    return -std::numeric_limits<double>::infinity();
+  case Kind::MINIMUMF:
+  case Kind::MINNUMF:
+    return std::numeric_limits<double>::infinity();
+  default:
+    return 0.0;
+  }
+}
+
+/// The only combiner op of the single-output reduction `op`, when the body
+/// folds each element into the output with it.
+Operation *singleCombiner(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1 || !isa<FloatType>(getElementTypeOrSelf(op.getDpsInits()[0])))
+    return nullptr;
+  // The output's only use is the op that makes the yielded value: nothing
+  // else the body computes depends on the running value.
+  Block *body = op.getBlock();
+  BlockArgument out = body->getArguments().back();
+  Operation *combiner = body->getTerminator()->getOperand(0).getDefiningOp();
+  if (!combiner || combiner->getBlock() != body || !out.hasOneUse() ||
+      *out.user_begin() != combiner || !allReduceKind(combiner))
+    return nullptr;
+  return combiner;
+}
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantIndexOp::create(b, loc, value);
+}
+
+/// The indices `map` reads at loop indices `ivs`.
+SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map, ValueRange ivs) {
+  SmallVector<Value> indices;
+  for (unsigned i = 0; i < map.getNumResults(); ++i) {
+    AffineExpr expr = map.getResult(i);
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      indices.push_back(ivs[dim.getPosition()]);
+    else if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+      indices.push_back(indexConstant(b, loc, constant.getValue()));
+    else
+      indices.push_back(affine::AffineApplyOp::create(b, loc, map.getSubMap({i}), ivs));
+  }
+  return indices;
+}
+
+/// The loop indices of `linear`, numbered row-major over `extents`.
+SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+                               ArrayRef<int64_t> extents) {
+  SmallVector<Value> indices(extents.size());
+  for (int64_t i = static_cast<int64_t>(extents.size()) - 1; i >= 0; --i) {
+    if (i == 0) {
+      indices[i] = linear;
+      break;
+    }
+    Value extent = indexConstant(b, loc, extents[i]);
+    indices[i] = arith::RemUIOp::create(b, loc, linear, extent);
+    linear = arith::DivUIOp::create(b, loc, linear, extent);
+  }
+  return indices;
+}
+
+/// The body of `op` at loop indices `ivs`, with each output's block argument
+/// standing for `outs`: what it yields.
+SmallVector<Value> inlineBody(OpBuilder &b, Location loc, linalg::LinalgOp op, ValueRange ivs,
+                              ValueRange outs) {
+  IRMapping mapping;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    Value value = input->get();
+    if (isa<MemRefType>(value.getType()))
+      value = memref::LoadOp::create(b, loc, value,
+                                     applyMap(b, loc, op.getMatchingIndexingMap(input), ivs));
+    mapping.map(op.getMatchingBlockArgument(input), value);
+  }
+  for (auto [init, out] : llvm::zip(op.getDpsInitsMutable(), outs))
+    mapping.map(op.getMatchingBlockArgument(&init), out);
+  for (Operation &nested : op.getBlock()->without_terminator()) {
+    if (auto index = dyn_cast<linalg::IndexOp>(nested))
+      mapping.map(index.getResult(), ivs[index.getDim()]);
+    else
+      b.clone(nested, mapping);
+  }
+  return llvm::map_to_vector(op.getBlock()->getTerminator()->getOperands(),
+                             [&](Value v) { return mapping.lookupOrDefault(v); });
+}
+
+/// Where output `i` of `op` is written for loop indices `ivs` (reduction
+/// indices do not matter).
+SmallVector<Value> outputIndices(OpBuilder &b, Location loc, linalg::LinalgOp op, unsigned i,
+                                 ValueRange ivs) {
+  return applyMap(b, loc, op.getMatchingIndexingMap(&op.getDpsInitsMutable()[i]), ivs);
+}
+
+/// The value output `i` starts from: its fill, or what the buffer holds.
+Value initialValue(OpBuilder &b, Location loc, linalg::LinalgOp op, unsigned i,
+                   ArrayRef<Value> inits, ValueRange ivs) {
+  if (inits[i])
+    return inits[i];
+  return memref::LoadOp::create(b, loc, op.getDpsInits()[i], outputIndices(b, loc, op, i, ivs));
+}
+
+/// Whether the reduced elements of each output lie along the innermost,
+/// contiguous dimension of the first input, which a block's threads then
+/// read side by side.
+bool reducesContiguousRows(linalg::LinalgOp op) {
+  OpOperand *input = op.getDpsInputOperand(0);
+  AffineMap map = op.getMatchingIndexingMap(input);
+  if (map.getNumResults() == 0)
+    return false;
+  auto last = dyn_cast<AffineDimExpr>(map.getResult(map.getNumResults() - 1));
+  return last && last.getPosition() == op.getNumLoops() - 1 &&
+         op.getIteratorTypesArray().back() == utils::IteratorType::reduction;
+}
+
+/// A thread per output point: reductions folded in registers, then stored.
+void lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
+                          ArrayRef<int64_t> ranges, unsigned numParallel) {
+  Location loc = op.getLoc();
+  Value zero = indexConstant(rewriter, loc, 0), one = indexConstant(rewriter, loc, 1);
+  SmallVector<Value> lower(numParallel, zero), steps(numParallel, one), upper;
+  for (int64_t extent : ranges.take_front(numParallel))
+    upper.push_back(indexConstant(rewriter, loc, extent));
+  scf::ParallelOp::create(
+      rewriter, loc, lower, upper, steps, [&](OpBuilder &b, Location l, ValueRange outer) {
+        SmallVector<Value> ivs(outer.begin(), outer.end());
+        ivs.resize(ranges.size(), zero);
+        SmallVector<Value> starts;
+        for (unsigned i = 0; i < op.getNumDpsInits(); ++i)
+          starts.push_back(initialValue(b, l, op, i, inits, ivs));
+        SmallVector<Value> lowerR, upperR, stepsR;
+        for (int64_t extent : ranges.drop_front(numParallel)) {
+          lowerR.push_back(zero);
+          upperR.push_back(indexConstant(b, l, extent));
+          stepsR.push_back(one);
+        }
+        scf::LoopNest nest = scf::buildLoopNest(
+            b, l, lowerR, upperR, stepsR, starts,
+            [&](OpBuilder &nb, Location nl, ValueRange inner, ValueRange acc) {
+              SmallVector<Value> all(outer.begin(), outer.end());
+              all.append(inner.begin(), inner.end());
+              return scf::ValueVector(inlineBody(nb, nl, op, all, acc));
+            });
+        for (unsigned i = 0; i < op.getNumDpsInits(); ++i)
+          memref::StoreOp::create(b, l, nest.results[i], op.getDpsInits()[i],
+                                  outputIndices(b, l, op, i, ivs));
+      });
+}
+
+/// A block per output point; its threads fold strided slices of the reduced
+/// elements, then combine them in a gpu.all_reduce, and thread 0 stores.
+void lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
+                      ArrayRef<int64_t> ranges, unsigned numParallel, Operation *combiner,
+                      int64_t blockSize) {
+  Location loc = op.getLoc();
+  gpu::AllReduceOperation kind = *allReduceKind(combiner);
+  ArrayRef<int64_t> parallel = ranges.take_front(numParallel),
+                    reduced = ranges.drop_front(numParallel);
+  int64_t points = 1, elements = 1;
+  for (int64_t extent : parallel)
+    points *= extent;
+  for (int64_t extent : reduced)
+    elements *= extent;
+  // Whole warps, no more threads than elements (a short row gets a small block).
+  int64_t warp = std::min<int64_t>(blockSize, 32);
+  int64_t threads = std::min<int64_t>(blockSize, llvm::alignTo(elements, warp));
+  Value zero = indexConstant(rewriter, loc, 0), one = indexConstant(rewriter, loc, 1);
+  auto blocks = scf::ParallelOp::create(rewriter, loc, zero, indexConstant(rewriter, loc, points),
+                                        one);
+  blocks->setAttr(kCooperativeNestAttr, rewriter.getUnitAttr());
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(blocks.getBody()->getTerminator());
+  auto lanes = scf::ParallelOp::create(rewriter, loc, zero, indexConstant(rewriter, loc, threads),
+                                       one);
+  rewriter.setInsertionPoint(lanes.getBody()->getTerminator());
+  Value block = blocks.getInductionVars()[0], thread = lanes.getInductionVars()[0];
+  SmallVector<Value> point = delinearize(rewriter, loc, block, parallel);
+  Type type = getElementTypeOrSelf(op.getDpsInits()[0]);
+  Value start = arith::ConstantOp::create(
+      rewriter, loc, type, rewriter.getFloatAttr(type, identity(kind)));
+  auto fold = scf::ForOp::create(
+      rewriter, loc, thread, indexConstant(rewriter, loc, elements),
+      indexConstant(rewriter, loc, threads), ValueRange{start},
+      [&](OpBuilder &b, Location l, Value linear, ValueRange acc) {
+        SmallVector<Value> ivs = point;
+        llvm::append_range(ivs, delinearize(b, l, linear, reduced));
+        scf::YieldOp::create(b, l, inlineBody(b, l, op, ivs, acc));
+      });
+  auto total = gpu::AllReduceOp::create(
+      rewriter, loc, type, fold.getResult(0),
+      gpu::AllReduceOperationAttr::get(rewriter.getContext(), kind), rewriter.getUnitAttr());
+  Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, thread, zero);
+  auto store = scf::IfOp::create(rewriter, loc, first, /*withElseRegion=*/false);
+  rewriter.setInsertionPoint(store.thenBlock()->getTerminator());
+  SmallVector<Value> ivs = point;
+  ivs.resize(ranges.size(), zero);
+  Value init = initialValue(rewriter, loc, op, 0, inits, ivs);
+  Operation *combined = rewriter.clone(*combiner);
+  combined->setOperands(ValueRange{init, total.getResult()});
+  memref::StoreOp::create(rewriter, loc, combined->getResult(0), op.getDpsInits()[0],
+                          outputIndices(rewriter, loc, op, 0, ivs));
+}
+
+} // namespace
+
+SmallVector<Value> mlir::fsdp::takeFusableFills(linalg::LinalgOp op) {
+  SmallVector<Value> inits(op.getNumDpsInits());
+  // A fill helps only when the op writes every element of the output once.
+  auto writesAll = [&](OpOperand &init) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    return map.isProjectedPermutation() && map.getNumResults() == op.getNumParallelLoops();
+  };
+  for (Operation *previous = op->getPrevNode(); previous;) {
+    Operation *before = previous->getPrevNode();
+    if (auto fill = dyn_cast<linalg::FillOp>(previous)) {
+      auto filled = llvm::find_if(op.getDpsInitsMutable(), [&](OpOperand &init) {
+        return init.get() == fill.getDpsInits()[0] && writesAll(init) &&
+               fill.getInputs()[0].getType() == getElementTypeOrSelf(init.get());
+      });
+      // A fill of another buffer writes memory the op may read.
+      if (filled == op.getDpsInitsMutable().end() || inits[filled->getOperandNumber() -
+                                                           op.getNumDpsInputs()])
+        break;
+      inits[filled->getOperandNumber() - op.getNumDpsInputs()] = fill.getInputs()[0];
+      fill->erase();
+    } else if (!isMemoryEffectFree(previous)) {
+      break;
+    }
+    previous = before;
+  }
+  return inits;
+}
+
+LogicalResult mlir::fsdp::lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
+                                         ArrayRef<Value> inits, int64_t blockSize) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ShapedType::isDynamicShape(ranges))
+    return op.emitOpError("expected static loop ranges: the step's buffers have static shapes");
+  unsigned numParallel = op.getNumParallelLoops();
+  int64_t elements = 1;
+  for (int64_t extent : ArrayRef(ranges).drop_front(numParallel))
+    elements *= extent;
+  rewriter.setInsertionPoint(op);
+  Operation *combiner = singleCombiner(op);
+  if (combiner && (numParallel == 0 ||
+                   (elements >= kCooperativeMinElements && reducesContiguousRows(op))))
+    lowerCooperative(rewriter, op, inits, ranges, numParallel, combiner, blockSize);
+  else if (numParallel > 0)
+    lowerThreadPerOutput(rewriter, op, inits, ranges, numParallel);
+  else
+    return op.emitOpError("is a full reduction whose combiner the GPU's block reduction does "
+                          "not know (addf, mulf, maximumf, minimumf, maxnumf, minnumf)");
+  rewriter.eraseOp(op);
+  return success();
+}

@@ -1,0 +1,49 @@
+//===- ReductionKernels.h - reductions as GPU kernel loop nests -*- C++ -*-===//
+//
+// How fsdp-form-kernels gives a linalg op with reduction loops the shape of a
+// GPU kernel (docs/CUDA.md, section 1): accumulators in registers, the output
+// written once, and long rows or whole tensors reduced by all the threads of
+// a block together.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_TRANSFORMS_REDUCTIONKERNELS_H
+#define FSDP_TRANSFORMS_REDUCTIONKERNELS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::fsdp {
+
+/// The attribute that marks the block loop of a nest whose threads reduce
+/// together: it is already shaped as blocks of threads, and is not tiled.
+inline constexpr llvm::StringLiteral kCooperativeNestAttr = "fsdp.cooperative";
+
+/// Reductions of at least this many elements per output, along contiguous
+/// memory, are summed by a block's threads together rather than by one.
+inline constexpr int64_t kCooperativeMinElements = 64;
+
+/// The values that fill each output of `op` just before it (a linalg.fill of
+/// the same buffer, with nothing in between that touches memory), or null:
+/// such fills are folded into the reduction, which starts from the value
+/// instead of reading the buffer, and the fill kernel goes away.
+SmallVector<Value> takeFusableFills(linalg::LinalgOp op);
+
+/// Lowers `op`, on buffers with its parallel loops first and at least one
+/// reduction loop, to a top-level scf.parallel nest. `inits` (one per output,
+/// from takeFusableFills) gives the value an output starts from, or null to
+/// read it. Each output point's accumulators stay in registers and are
+/// stored once. A single-output reduction whose combiner is a known one
+/// (addf, mulf, maximumf, minimumf, maxnumf, minnumf) and that either has no
+/// parallel loop or reduces at least kCooperativeMinElements contiguous
+/// elements per output is a cooperative nest: a block per output point,
+/// whose threads each fold a strided slice, then combine in a gpu.all_reduce
+/// (a fixed tree: the same order every run), and thread 0 stores. Anything
+/// else gets a thread per output point.
+LogicalResult lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
+                             int64_t blockSize);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_TRANSFORMS_REDUCTIONKERNELS_H
