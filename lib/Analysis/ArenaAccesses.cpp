@@ -93,7 +93,8 @@ SmallVector<ArenaAccess> ArenaAccesses::of(Operation *op) const {
         // (destination, source, bytes): one side is the host arena.
         add(accesses, pointers[0], true);
         add(accesses, pointers[1], false);
-      } else if (callee == kGemm || callee == kBatchedGemm) {
+      } else if (callee == kGemm || callee == kBatchedGemm || callee == kGemmBF16 ||
+                 callee == kBatchedGemmBF16) {
         // A and B read, C accumulated into.
         add(accesses, pointers[0], false);
         add(accesses, pointers[1], false);

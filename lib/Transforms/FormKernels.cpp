@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fsdp/Analysis/ArenaAccesses.h"
 #include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
@@ -19,7 +20,9 @@
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include <numeric>
@@ -100,10 +103,14 @@ FailureOr<linalg::LinalgOp> parallelDimsFirst(RewriterBase &rewriter, linalg::Li
   return cast<linalg::LinalgOp>(interchanged->getOperation());
 }
 
-/// One linalg op as a top-level scf.parallel nest; `inits` are the values
-/// its outputs start from (fills folded into a reduction), or null.
-LogicalResult lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op,
-                              ArrayRef<Value> inits, int64_t blockSize) {
+/// One linalg op as a top-level scf.parallel nest, returned; `inits` are the
+/// values its outputs start from (fills folded into a reduction), or null.
+FailureOr<scf::ParallelOp> lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op,
+                                           ArrayRef<Value> inits, int64_t blockSize) {
+  if (inits.empty()) {
+    SmallVector<Value> none(op.getNumDpsInits());
+    return lowerToLoopNest(rewriter, op, none, blockSize);
+  }
   if (!op.hasPureBufferSemantics())
     return op.emitOpError("expected buffers: the GPU kernels are formed after bufferization");
   FailureOr<linalg::LinalgOp> ordered = parallelDimsFirst(rewriter, op);
@@ -114,16 +121,278 @@ LogicalResult lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op,
     return lowerReduction(rewriter, op, inits, blockSize);
   rewriter.setInsertionPoint(op);
   if (op.getNumParallelLoops() == 0) {
-    if (failed(wrapInSingleIteration(rewriter, op)))
+    FailureOr<scf::ParallelOp> single = wrapInSingleIteration(rewriter, op);
+    if (failed(single))
       return failure();
     rewriter.setInsertionPoint(op);
     if (failed(linalg::linalgOpToLoops(rewriter, op)))
       return op.emitOpError("cannot be lowered to loops");
-  } else if (failed(linalg::linalgOpToParallelLoops(rewriter, op))) {
-    return op.emitOpError("cannot be lowered to parallel loops");
+    rewriter.eraseOp(op);
+    return single;
   }
+  FailureOr<linalg::LinalgLoops> loops = linalg::linalgOpToParallelLoops(rewriter, op);
+  if (failed(loops) || loops->empty())
+    return op.emitOpError("cannot be lowered to parallel loops");
   rewriter.eraseOp(op);
+  return cast<scf::ParallelOp>(loops->front());
+}
+
+/// The memrefs `op` and its nested ops load from and store to.
+void collectAccesses(Operation *op, SetVector<Value> &loaded, SetVector<Value> &stored) {
+  op->walk([&](Operation *nested) {
+    if (auto load = dyn_cast<memref::LoadOp>(nested))
+      loaded.insert(load.getMemRef());
+    else if (auto store = dyn_cast<memref::StoreOp>(nested))
+      stored.insert(store.getMemRef());
+  });
+}
+
+/// A sequential scatter nest (an embedding gradient's
+/// `table[ids[n], d] += grad[n, d]`: rows in order, because two positions may
+/// name the same row) as an scf.parallel over its inner loop: each column d
+/// is its own thread, which adds the rows in the same order. Legal when every
+/// access to a buffer the inner loop writes is at column d (its last index is
+/// the inner induction variable, the others are fixed before the inner loop)
+/// and those bytes are read through no other buffer. Null when `outer` is
+/// not such a nest.
+FailureOr<scf::ParallelOp> parallelizeScatter(RewriterBase &rewriter, scf::ForOp outer,
+                                              const ArenaAccesses &arena) {
+  Block *body = outer.getBody();
+  if (outer.getNumRegionIterArgs() != 0 || body->getOperations().size() < 2)
+    return scf::ParallelOp();
+  auto inner = dyn_cast<scf::ForOp>(*std::prev(body->without_terminator().end()));
+  if (!inner || inner.getNumRegionIterArgs() != 0)
+    return scf::ParallelOp();
+  for (Operation &op : body->without_terminator())
+    if (&op != inner && !isMemoryEffectFree(&op) && !isa<memref::LoadOp>(op))
+      return scf::ParallelOp();
+  SetVector<Value> loaded, stored;
+  bool onlyLoadsAndStores = true;
+  inner.getBody()->walk([&](Operation *op) {
+    if (!isMemoryEffectFree(op) && !isa<memref::LoadOp, memref::StoreOp>(op))
+      onlyLoadsAndStores = false;
+  });
+  collectAccesses(outer, loaded, stored);
+  if (!onlyLoadsAndStores || stored.empty())
+    return scf::ParallelOp();
+  Value column = inner.getInductionVar();
+  auto atColumn = [&](Value memref, ValueRange indices, Operation *access) {
+    if (!stored.contains(memref))
+      return true;
+    if (!inner->isAncestor(access) || indices.empty() || indices.back() != column)
+      return false;
+    return llvm::all_of(indices.drop_back(), [&](Value index) {
+      Operation *owner = index.getDefiningOp();
+      return !inner->isAncestor(owner ? owner : index.getParentBlock()->getParentOp());
+    });
+  };
+  WalkResult columnwise = outer.getBody()->walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return atColumn(load.getMemRef(), load.getIndices(), op) ? WalkResult::advance()
+                                                               : WalkResult::interrupt();
+    if (auto store = dyn_cast<memref::StoreOp>(op))
+      return atColumn(store.getMemRef(), store.getIndices(), op) ? WalkResult::advance()
+                                                                 : WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  if (columnwise.wasInterrupted())
+    return scf::ParallelOp();
+  for (Value written : stored)
+    for (Value read : loaded) {
+      std::optional<ArenaAccess> w = arena.bytesOf(written), r = arena.bytesOf(read);
+      if (read != written && (!w || !r || (w->begin < r->end && r->begin < w->end)))
+        return scf::ParallelOp();
+    }
+
+  rewriter.setInsertionPoint(outer);
+  Location loc = outer.getLoc();
+  auto columns = scf::ParallelOp::create(rewriter, loc, inner.getLowerBound(),
+                                         inner.getUpperBound(), inner.getStep());
+  rewriter.setInsertionPoint(columns.getBody()->getTerminator());
+  auto rows = scf::ForOp::create(rewriter, loc, outer.getLowerBound(), outer.getUpperBound(),
+                                 outer.getStep());
+  rewriter.setInsertionPoint(rows.getBody()->getTerminator());
+  IRMapping mapping;
+  mapping.map(outer.getInductionVar(), rows.getInductionVar());
+  mapping.map(column, columns.getInductionVars()[0]);
+  for (Operation &op : body->without_terminator())
+    if (&op != inner)
+      rewriter.clone(op, mapping);
+  for (Operation &op : inner.getBody()->without_terminator())
+    rewriter.clone(op, mapping);
+  rewriter.eraseOp(outer);
+  return columns;
+}
+
+/// Whether two byte ranges of the arena overlap (an unknown range overlaps
+/// everything).
+bool overlap(const std::optional<ArenaAccess> &a, const std::optional<ArenaAccess> &b) {
+  return !a || !b || (a->begin < b->end && b->begin < a->end);
+}
+
+/// Makes every thread of `nest` compute the scalar (rank-0) linalg op
+/// `scalar` first and use the values instead of loading them; with `store`,
+/// the nest's first thread also stores them, for whatever reads them later.
+/// Fails (changing nothing) when the nest reaches the scalar's results other
+/// than by loading them whole, or writes what the scalar reads.
+LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest,
+                            linalg::LinalgOp scalar, bool store, const ArenaAccesses &arena) {
+  SetVector<Value> loaded, stored;
+  collectAccesses(nest, loaded, stored);
+  SmallVector<Value> outs(scalar.getDpsInits()), ins;
+  for (Value input : scalar.getDpsInputs())
+    if (isa<MemRefType>(input.getType()))
+      ins.push_back(input);
+  SmallVector<Value> touched(loaded.begin(), loaded.end());
+  llvm::append_range(touched, stored);
+  for (Value memref : touched) {
+    bool isOut = llvm::is_contained(outs, memref) && !stored.contains(memref);
+    for (Value out : outs)
+      if (!isOut && overlap(arena.bytesOf(memref), arena.bytesOf(out)))
+        return failure();
+    if (stored.contains(memref))
+      for (Value input : ins)
+        if (overlap(arena.bytesOf(memref), arena.bytesOf(input)))
+          return failure();
+  }
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointToStart(nest.getBody());
+  Location loc = scalar.getLoc();
+  SmallVector<Value> current = llvm::map_to_vector(outs, [&](Value out) -> Value {
+    return memref::LoadOp::create(rewriter, loc, out, ValueRange{});
+  });
+  SmallVector<Value> values = inlineScalarOp(rewriter, loc, scalar, current);
+  if (store) {
+    Value first;
+    for (auto [iv, lower] : llvm::zip(nest.getInductionVars(), nest.getLowerBound())) {
+      Value isLower = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, iv, lower);
+      first = first ? arith::AndIOp::create(rewriter, loc, first, isLower) : isLower;
+    }
+    auto branch = scf::IfOp::create(rewriter, loc, first, /*withElseRegion=*/false);
+    rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
+    for (auto [value, out] : llvm::zip(values, outs))
+      memref::StoreOp::create(rewriter, loc, value, out, ValueRange{});
+  }
+  SmallVector<memref::LoadOp> reads;
+  nest.getBody()->walk([&](memref::LoadOp load) {
+    if (llvm::is_contained(outs, load.getMemRef()) &&
+        !llvm::is_contained(current, load.getResult()))
+      reads.push_back(load);
+  });
+  for (memref::LoadOp load : reads)
+    rewriter.replaceOp(load, values[llvm::find(outs, load.getMemRef()) - outs.begin()]);
   return success();
+}
+
+/// Whether nothing between `first` and `second` touches memory.
+bool onlyPureOpsBetween(Operation *first, Operation *second) {
+  for (Operation *op = first->getNextNode(); op && op != second; op = op->getNextNode())
+    if (!isMemoryEffectFree(op))
+      return false;
+  return true;
+}
+
+/// Whether `op` is a matrix product of the runtime's, which runs on the
+/// compute stream like the kernels.
+bool isComputeStreamProduct(Operation *op) {
+  auto call = dyn_cast<func::CallOp>(op);
+  return call && llvm::is_contained({kGemm, kBatchedGemm, kGemmBF16, kBatchedGemmBF16},
+                                    call.getCallee());
+}
+
+/// Whether `op` is a kernel nest horizontal fusion can take: one dimension
+/// from 0 with step 1 and a static bound, not a block reduction.
+std::optional<int64_t> fusableTrips(Operation *op) {
+  auto nest = dyn_cast<scf::ParallelOp>(op);
+  if (!nest || nest.getNumLoops() != 1 || nest->hasAttr(kCooperativeNestAttr) ||
+      !isConstantIntValue(nest.getLowerBound()[0], 0) ||
+      !isConstantIntValue(nest.getStep()[0], 1))
+    return std::nullopt;
+  return getConstantIntValue(nest.getUpperBound()[0]);
+}
+
+/// One kernel for `nests`, which touch no byte another of them writes: their
+/// index spaces laid end to end, each thread running the body of the nest
+/// its index falls in. Placed where the last of them was (what lies between
+/// them is free of side effects).
+void fuseNests(RewriterBase &rewriter, ArrayRef<scf::ParallelOp> nests) {
+  Location loc = rewriter.getFusedLoc(llvm::map_to_vector(
+      nests, [](scf::ParallelOp nest) { return nest.getLoc(); }));
+  int64_t total = 0;
+  for (scf::ParallelOp nest : nests)
+    total += *fusableTrips(nest);
+  rewriter.setInsertionPoint(nests.back());
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  Value bound = arith::ConstantIndexOp::create(rewriter, loc, total);
+  auto fused = scf::ParallelOp::create(rewriter, loc, ValueRange{zero}, ValueRange{bound},
+                                       ValueRange{one});
+  rewriter.setInsertionPoint(fused.getBody()->getTerminator());
+  Value index = fused.getInductionVars()[0];
+  int64_t start = 0;
+  for (scf::ParallelOp nest : nests) {
+    int64_t end = start + *fusableTrips(nest);
+    Value inside = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ult, index,
+                                         arith::ConstantIndexOp::create(rewriter, loc, end));
+    if (start > 0)
+      inside = arith::AndIOp::create(
+          rewriter, loc, inside,
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::uge, index,
+                                arith::ConstantIndexOp::create(rewriter, loc, start)));
+    auto branch = scf::IfOp::create(rewriter, loc, inside, /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
+    IRMapping mapping;
+    mapping.map(nest.getInductionVars()[0],
+                start == 0 ? index
+                           : arith::SubIOp::create(
+                                 rewriter, loc, index,
+                                 arith::ConstantIndexOp::create(rewriter, loc, start))
+                                 .getResult());
+    for (Operation &op : nest.getBody()->without_terminator())
+      rewriter.clone(op, mapping);
+    start = end;
+  }
+  for (scf::ParallelOp nest : nests)
+    rewriter.eraseOp(nest);
+}
+
+/// Fuses each run of consecutive independent kernel nests of `body` into one
+/// kernel: a launch costs microseconds, and the runs are frequent (a unit's
+/// gradients copied into its flat gradient one after the other, the fills
+/// that start the attention's accumulators).
+void fuseIndependentNests(RewriterBase &rewriter, Block &body, const ArenaAccesses &arena) {
+  SmallVector<SmallVector<scf::ParallelOp>> runs(1);
+  SmallVector<ArenaAccess> touched;
+  auto endRun = [&] {
+    if (!runs.back().empty())
+      runs.emplace_back();
+    touched.clear();
+  };
+  auto independent = [&](Operation *op) {
+    return llvm::none_of(arena.of(op), [&](const ArenaAccess &access) {
+      return llvm::any_of(touched,
+                          [&](const ArenaAccess &other) { return access.conflictsWith(other); });
+    });
+  };
+  for (Operation &op : body.without_terminator()) {
+    if (!fusableTrips(&op)) {
+      // A product on the compute stream that touches none of the run's bytes
+      // may run before the run's kernels (the fused kernel goes after it):
+      // the transposes of attention's projections join up.
+      if (!isMemoryEffectFree(&op) && !(isComputeStreamProduct(&op) && independent(&op)))
+        endRun();
+      continue;
+    }
+    if (!independent(&op))
+      endRun();
+    SmallVector<ArenaAccess> accesses = arena.of(&op);
+    runs.back().push_back(cast<scf::ParallelOp>(op));
+    llvm::append_range(touched, accesses);
+  }
+  for (ArrayRef<scf::ParallelOp> run : runs)
+    if (run.size() > 1)
+      fuseNests(rewriter, run);
 }
 
 /// Splits a one-dimensional loop into blocks of `blockSize` threads (fewer
@@ -161,12 +430,15 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         if (isHostLoop(loop))
           blocks.push_back(loop.getBody());
     IRRewriter rewriter(&getContext());
+    ArenaAccesses arena(step);
     for (Block *body : blocks)
-      if (failed(formKernels(rewriter, *body)))
+      if (failed(formKernels(rewriter, *body, arena)))
         return signalPassFailure();
     // Folds the collapsed bounds (products of the extents) to constants.
     if (failed(applyPatternsGreedily(step, RewritePatternSet(&getContext()))))
       return signalPassFailure();
+    for (Block *body : blocks)
+      fuseIndependentNests(rewriter, *body, arena);
     for (Block *body : blocks) {
       SmallVector<scf::ParallelOp> nests(body->getOps<scf::ParallelOp>());
       for (scf::ParallelOp nest : nests) {
@@ -181,7 +453,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
 
   /// Every piece of device work of `body` as one scf.parallel of one
   /// dimension; a loop of the host's is not device work itself.
-  LogicalResult formKernels(IRRewriter &rewriter, Block &body) {
+  LogicalResult formKernels(IRRewriter &rewriter, Block &body, const ArenaAccesses &arena) {
     // Copies are kernels like any other.
     for (auto copy : llvm::make_early_inc_range(body.getOps<memref::CopyOp>())) {
       rewriter.setInsertionPoint(copy);
@@ -197,18 +469,65 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
     for (Operation &op : body.without_terminator())
       if (!isHostLoop(&op) && isDeviceWork(&op))
         work.push_back(&op);
+    // The nest of the last full reduction, while only scalar work follows it.
+    scf::ParallelOp fullReduction;
+    // A scalar op no full reduction took, computed by the kernels that follow
+    // it (`consumer`: the last of them) rather than by a thread of its own.
+    linalg::LinalgOp scalar;
+    Operation *consumer = nullptr;
+    auto settleScalar = [&]() -> LogicalResult {
+      if (!scalar)
+        return success();
+      linalg::LinalgOp op = std::exchange(scalar, nullptr);
+      if (consumer != op) {
+        rewriter.eraseOp(op);
+        return success();
+      }
+      return lowerToLoopNest(rewriter, op, {}, blockSize);
+    };
     for (Operation *op : work) {
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
-      if (!linalgOp) {
-        if (failed(wrapInSingleIteration(rewriter, op)))
+      if (linalgOp && linalgOp.getNumLoops() == 0) {
+        if (fullReduction && onlyPureOpsBetween(fullReduction, op)) {
+          appendToFullReduction(rewriter, fullReduction, linalgOp);
+          continue;
+        }
+        if (failed(settleScalar()))
           return failure();
+        scalar = linalgOp;
+        consumer = op;
         continue;
       }
-      SmallVector<Value> starts = inits.lookup(op);
-      starts.resize(linalgOp.getNumDpsInits());
-      if (failed(lowerToLoopNest(rewriter, linalgOp, starts, blockSize)))
+      fullReduction = nullptr;
+      FailureOr<scf::ParallelOp> nest = scf::ParallelOp();
+      if (linalgOp) {
+        SmallVector<Value> starts = inits.lookup(op);
+        starts.resize(linalgOp.getNumDpsInits());
+        nest = lowerToLoopNest(rewriter, linalgOp, starts, blockSize);
+      } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        nest = parallelizeScatter(rewriter, loop, arena);
+        if (succeeded(nest) && !*nest && failed(wrapInSingleIteration(rewriter, op)))
+          return failure();
+      } else if (failed(wrapInSingleIteration(rewriter, op))) {
+        return failure();
+      }
+      if (failed(nest))
+        return failure();
+      if (*nest && isFullReductionNest(*nest))
+        fullReduction = *nest;
+      if (!scalar)
+        continue;
+      bool takes = *nest && !(*nest)->hasAttr(kCooperativeNestAttr) &&
+                   onlyPureOpsBetween(consumer, *nest) &&
+                   succeeded(prependScalar(rewriter, *nest, scalar,
+                                           /*store=*/consumer == scalar, arena));
+      if (takes)
+        consumer = *nest;
+      else if (failed(settleScalar()))
         return failure();
     }
+    if (failed(settleScalar()))
+      return failure();
     // One dimension, then blocks of threads.
     SmallVector<scf::ParallelOp> nests(body.getOps<scf::ParallelOp>());
     for (scf::ParallelOp nest : nests)

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -158,14 +159,14 @@ bool reducesContiguousRows(linalg::LinalgOp op) {
 }
 
 /// A thread per output point: reductions folded in registers, then stored.
-void lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
+scf::ParallelOp lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
                           ArrayRef<int64_t> ranges, unsigned numParallel) {
   Location loc = op.getLoc();
   Value zero = indexConstant(rewriter, loc, 0), one = indexConstant(rewriter, loc, 1);
   SmallVector<Value> lower(numParallel, zero), steps(numParallel, one), upper;
   for (int64_t extent : ranges.take_front(numParallel))
     upper.push_back(indexConstant(rewriter, loc, extent));
-  scf::ParallelOp::create(
+  return scf::ParallelOp::create(
       rewriter, loc, lower, upper, steps, [&](OpBuilder &b, Location l, ValueRange outer) {
         SmallVector<Value> ivs(outer.begin(), outer.end());
         ivs.resize(ranges.size(), zero);
@@ -193,7 +194,7 @@ void lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<
 
 /// A block per output point; its threads fold strided slices of the reduced
 /// elements, then combine them in a gpu.all_reduce, and thread 0 stores.
-void lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
+scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
                       ArrayRef<int64_t> ranges, unsigned numParallel, Operation *combiner,
                       int64_t blockSize) {
   Location loc = op.getLoc();
@@ -243,6 +244,7 @@ void lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Valu
   combined->setOperands(ValueRange{init, total.getResult()});
   memref::StoreOp::create(rewriter, loc, combined->getResult(0), op.getDpsInits()[0],
                           outputIndices(rewriter, loc, op, 0, ivs));
+  return blocks;
 }
 
 } // namespace
@@ -275,8 +277,9 @@ SmallVector<Value> mlir::fsdp::takeFusableFills(linalg::LinalgOp op) {
   return inits;
 }
 
-LogicalResult mlir::fsdp::lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
-                                         ArrayRef<Value> inits, int64_t blockSize) {
+FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter,
+                                                      linalg::LinalgOp op,
+                                                      ArrayRef<Value> inits, int64_t blockSize) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ShapedType::isDynamicShape(ranges))
     return op.emitOpError("expected static loop ranges: the step's buffers have static shapes");
@@ -286,14 +289,45 @@ LogicalResult mlir::fsdp::lowerReduction(RewriterBase &rewriter, linalg::LinalgO
     elements *= extent;
   rewriter.setInsertionPoint(op);
   Operation *combiner = singleCombiner(op);
+  scf::ParallelOp nest;
   if (combiner && (numParallel == 0 ||
                    (elements >= kCooperativeMinElements && reducesContiguousRows(op))))
-    lowerCooperative(rewriter, op, inits, ranges, numParallel, combiner, blockSize);
+    nest = lowerCooperative(rewriter, op, inits, ranges, numParallel, combiner, blockSize);
   else if (numParallel > 0)
-    lowerThreadPerOutput(rewriter, op, inits, ranges, numParallel);
+    nest = lowerThreadPerOutput(rewriter, op, inits, ranges, numParallel);
   else
     return op.emitOpError("is a full reduction whose combiner the GPU's block reduction does "
                           "not know (addf, mulf, maximumf, minimumf, maxnumf, minnumf)");
   rewriter.eraseOp(op);
-  return success();
+  return nest;
+}
+
+SmallVector<Value> mlir::fsdp::inlineScalarOp(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                                              ValueRange outs) {
+  return inlineBody(b, loc, op, {}, outs);
+}
+
+bool mlir::fsdp::isFullReductionNest(scf::ParallelOp nest) {
+  std::optional<int64_t> blocks = getConstantIntValue(nest.getUpperBound()[0]);
+  return nest->hasAttr(kCooperativeNestAttr) && blocks == 1;
+}
+
+void mlir::fsdp::appendToFullReduction(RewriterBase &rewriter, scf::ParallelOp nest,
+                                       linalg::LinalgOp op) {
+  auto lanes = *nest.getBody()->getOps<scf::ParallelOp>().begin();
+  // Thread 0's store of the result is the last thing the threads do.
+  scf::IfOp store;
+  for (scf::IfOp branch : lanes.getBody()->getOps<scf::IfOp>())
+    store = branch;
+  OpBuilder::InsertionGuard guard(rewriter);
+  // After the views of op's buffers (all that lies between them).
+  rewriter.moveOpBefore(nest, op);
+  rewriter.setInsertionPoint(store.thenBlock()->getTerminator());
+  Location loc = op.getLoc();
+  SmallVector<Value> outs = llvm::map_to_vector(op.getDpsInits(), [&](Value out) -> Value {
+    return memref::LoadOp::create(rewriter, loc, out, ValueRange{});
+  });
+  for (auto [value, out] : llvm::zip(inlineScalarOp(rewriter, loc, op, outs), op.getDpsInits()))
+    memref::StoreOp::create(rewriter, loc, value, out, ValueRange{});
+  rewriter.eraseOp(op);
 }

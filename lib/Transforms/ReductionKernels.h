@@ -41,8 +41,24 @@ SmallVector<Value> takeFusableFills(linalg::LinalgOp op);
 /// whose threads each fold a strided slice, then combine in a gpu.all_reduce
 /// (a fixed tree: the same order every run), and thread 0 stores. Anything
 /// else gets a thread per output point.
-LogicalResult lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
-                             int64_t blockSize);
+FailureOr<scf::ParallelOp> lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
+                                          ArrayRef<Value> inits, int64_t blockSize);
+
+/// The values the scalar (rank-0) linalg op `op` yields when its outputs
+/// hold `outs`, computed at the insertion point.
+SmallVector<Value> inlineScalarOp(OpBuilder &b, Location loc, linalg::LinalgOp op,
+                                  ValueRange outs);
+
+/// Whether `nest` is a cooperative nest of a single block (a full
+/// reduction), whose thread 0 ends by storing the result.
+bool isFullReductionNest(scf::ParallelOp nest);
+
+/// Moves the scalar (rank-0) linalg op `op`, which follows the full reduction
+/// `nest` with only side-effect-free ops in between, to the end of what `nest`'s thread 0 does: the
+/// step's scalar arithmetic (the loss's mean, the gradient norm's running
+/// sum) runs where its input was just made rather than in a kernel of one
+/// thread.
+void appendToFullReduction(RewriterBase &rewriter, scf::ParallelOp nest, linalg::LinalgOp op);
 
 } // namespace mlir::fsdp
 

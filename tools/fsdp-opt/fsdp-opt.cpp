@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
   mlir::fsdp::registerCPUPipeline();
   mlir::fsdp::registerCUDAPipeline();
   mlir::fsdp::test::registerTestLaunchToLoopsPass();
+  mlir::fsdp::test::registerTestLaunchSummaryPass();
   mlir::fsdp::test::registerTestCheckStreamOrderPass();
   mlir::registerSymbolDCEPass();
 

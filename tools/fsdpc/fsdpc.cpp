@@ -30,6 +30,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -131,6 +132,11 @@ cl::opt<bool> kernelsOnCPU(
     "test-kernels-on-cpu",
     cl::desc("Test only: compile --target=cuda's kernels as CPU loops and link with the "
              "CPU runtime, to check the kernels without a GPU"),
+    cl::Hidden, cl::cat(fsdpcCategory));
+cl::opt<bool> launchSummary(
+    "test-launch-summary",
+    cl::desc("Test only: with --target=cuda, print the step's kernels, its launches and those "
+             "on a single thread, and stop"),
     cl::Hidden, cl::cat(fsdpcCategory));
 cl::opt<bool> outlineKernels(
     "outline-kernels",
@@ -305,6 +311,12 @@ void addTargetPipeline(PassManager &pm, const std::optional<fsdp::CUDAPipelineOp
     return;
   }
   fsdp::buildCUDAKernelLoweringPipeline(pm, *cuda);
+  if (launchSummary) {
+    // Sizes folded to constants.
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(fsdp::test::createTestLaunchSummaryPass());
+    return;
+  }
   if (!kernelsOnCPU) {
     fsdp::buildCUDADevicePipeline(pm, *cuda);
     return;
@@ -472,6 +484,8 @@ LogicalResult compile() {
                 "NCCL and rebuild, or use --target=cpu (--emit=obj still compiles for CUDA)");
   if (kernelsOnCPU && target != Target::CUDA)
     return fail("--test-kernels-on-cpu needs --target=cuda");
+  if (launchSummary && (target != Target::CUDA || emit != Emit::MLIR))
+    return fail("--test-launch-summary needs --target=cuda and --emit=mlir");
   if (!measuredTraceFile.empty() && memorySvgFile.empty())
     return fail("--measured-trace needs --memory-svg: the measured marks are drawn on its "
                 "picture");
@@ -663,6 +677,7 @@ int main(int argc, char **argv) {
   fsdp::registerCPUPipeline();
   fsdp::registerCUDAPipeline();
   fsdp::test::registerTestLaunchToLoopsPass();
+  fsdp::test::registerTestLaunchSummaryPass();
   registerPassManagerCLOptions();
   registerDefaultTimingManagerCLOptions();
   registerAsmPrinterCLOptions();

@@ -14,6 +14,11 @@ namespace fsdp::test {
 std::unique_ptr<Pass> createTestLaunchToLoopsPass();
 void registerTestLaunchToLoopsPass();
 
+/// `test-fsdp-launch-summary`: prints the kernels of each function, the
+/// launches per call and those that run on a single thread.
+std::unique_ptr<Pass> createTestLaunchSummaryPass();
+void registerTestLaunchSummaryPass();
+
 /// `test-fsdp-check-stream-order`: reports every pair of ops of the step on
 /// different streams that touch the same arena bytes, unordered.
 void registerTestCheckStreamOrderPass();
