@@ -61,6 +61,9 @@ void mlir::fsdp::buildCUDAKernelLoweringPipeline(OpPassManager &pm,
 
 void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
                                          const CUDAPipelineOptions &options) {
+  // Sizes, strides and the index arithmetic on them go into the kernels as
+  // constants (no 64-bit division by a kernel argument).
+  pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createFSDPBundleKernelsPass());
   // The host side of each launch in a function of its own, as on the CPU.

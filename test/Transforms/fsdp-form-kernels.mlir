@@ -2,57 +2,81 @@
 // RUN: fsdp-opt %s -split-input-file --fsdp-form-kernels=block-size=64 | FileCheck %s --check-prefix=B64
 // RUN: fsdp-opt %s -split-input-file --pass-pipeline='builtin.module(fsdp-form-kernels,func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu))' | FileCheck %s --check-prefix=LAUNCH
 
-// Every linalg op and copy of the step becomes one two-level scf.parallel
-// nest (blocks, then the threads of a block), which the upstream mapping turns
-// into one gpu.launch each.
+// Every piece of device work of the step becomes a two-level scf.parallel
+// nest (blocks, then the threads of a block), which the upstream mapping
+// turns into one gpu.launch; none runs on a single thread.
 
 #id1 = affine_map<(d0) -> (d0)>
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
 #sc = affine_map<(d0) -> ()>
+#sc0 = affine_map<() -> ()>
 
+// 1000 elements: blocks of 256 threads, the last one partial and guarded.
 // CHECK-LABEL: func.func @fsdp_train_step
-// CHECK-DAG:  %[[C1:.+]] = arith.constant 1 : index
-// CHECK-DAG:  %[[C10:.+]] = arith.constant 10 : index
-// CHECK-DAG:  %[[C24:.+]] = arith.constant 24 : index
-// CHECK-DAG:  %[[C240:.+]] = arith.constant 240 : index
 // CHECK-DAG:  %[[C1000:.+]] = arith.constant 1000 : index
+// CHECK-DAG:  %[[C256:.+]] = arith.constant 256 : index
+// CHECK:      %[[STEP:.+]] = arith.muli %{{.+}}, %[[C256]] : index
+// CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C1000]]) step (%[[STEP]]) {
+// CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
+// CHECK-NEXT:     %[[I:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
+// CHECK:          %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %[[C1000]] : index
+// CHECK:          scf.if
+// CHECK-NEXT:       memref.load %{{.+}}[%[[I]]] : memref<1000xf32>
+// CHECK-NEXT:       arith.mulf
+// CHECK-NEXT:       memref.store %{{.+}}, %{{.+}}[%[[I]]] : memref<1000xf32>
+// B64-LABEL:  func.func @fsdp_train_step
+// B64:        %[[C64:.+]] = arith.constant 64 : index
+// B64:        %[[STEP:.+]] = arith.muli %{{.+}}, %[[C64]] : index
+// B64:        scf.parallel (%{{.+}}) = (%{{.+}}) to (%{{.+}}) step (%[[STEP]]) {
 // LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-1: gpu.launch blocks({{.+}}) in ({{.+}}) threads({{.+}}) in ({{.+}})
+// LAUNCH-NOT: gpu.launch
 func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
   %c0 = arith.constant 0 : index
   %c4096 = arith.constant 4096 : index
-  %c8192 = arith.constant 8192 : index
-  %c12288 = arith.constant 12288 : index
   %a = memref.view %arena[%c0][] : memref<16384xi8> to memref<1000xf32>
   %b = memref.view %arena[%c4096][] : memref<16384xi8> to memref<1000xf32>
-  // 1000 elements: blocks of 256 threads, the last one partial and guarded.
-  // CHECK:      %[[C256:.+]] = arith.constant 256 : index
-  // CHECK:      %[[STEP:.+]] = arith.muli %{{.+}}, %[[C256]] : index
-  // CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C1000]]) step (%[[STEP]]) {
-  // CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
-  // CHECK-NEXT:     %[[I:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
-  // CHECK:          %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %[[C1000]] : index
-  // CHECK:          scf.if
-  // CHECK-NEXT:       memref.load %{{.+}}[%[[I]]] : memref<1000xf32>
-  // CHECK-NEXT:       arith.mulf
-  // CHECK-NEXT:       memref.store %{{.+}}, %{{.+}}[%[[I]]] : memref<1000xf32>
-  // B64:        %[[C64:.+]] = arith.constant 64 : index
-  // B64:        %[[STEP:.+]] = arith.muli %{{.+}}, %[[C64]] : index
-  // B64:        scf.parallel (%{{.+}}) = (%{{.+}}) to (%{{.+}}) step (%[[STEP]]) {
   linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
       ins(%a : memref<1000xf32>) outs(%b : memref<1000xf32>) {
   ^bb0(%in: f32, %out: f32):
     %s = arith.mulf %in, %lr : f32
     linalg.yield %s : f32
   }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
 
-  // A column sum: the parallel loop first, the rows summed inside each of
-  // the 10 threads (one block: the loop is shorter than a block).
-  // CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C10]]) step (%[[STEP:.+]]) {
-  // CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
-  // CHECK-NEXT:     %[[J:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
-  // CHECK-NEXT:     scf.for %[[ROW:.+]] = %{{.+}} to %[[C24]] step %{{.+}} {
-  // CHECK-NEXT:       memref.load %{{.+}}[%[[ROW]], %[[J]]] : memref<24x10xf32>
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#sc = affine_map<(d0) -> ()>
+#sc0 = affine_map<() -> ()>
+
+// A column sum (24 rows, strided): a thread per column, the parallel loop
+// first; the running sum starts from what the output holds and stays in a
+// register, stored once.
+// CHECK-LABEL: func.func @fsdp_train_step
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// CHECK-DAG:  %[[C24:.+]] = arith.constant 24 : index
+// CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%{{.+}}) step (%[[STEP:.+]]) {
+// CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
+// CHECK-NEXT:     %[[J:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
+// CHECK:          %[[START:.+]] = memref.load %[[V:.+]][%[[J]]] : memref<10xf32>
+// CHECK-NEXT:     %[[SUM:.+]] = scf.for %[[ROW:.+]] = %{{.+}} to %[[C24]] step %{{.+}} iter_args(%[[ACC:.+]] = %[[START]]) -> (f32) {
+// CHECK-NEXT:       %[[X:.+]] = memref.load %{{.+}}[%[[ROW]], %[[J]]] : memref<24x10xf32>
+// CHECK-NEXT:       %[[NEXT:.+]] = arith.addf %[[X]], %[[ACC]] : f32
+// CHECK-NEXT:       scf.yield %[[NEXT]] : f32
+// CHECK:          memref.store %[[SUM]], %[[V]][%[[J]]] : memref<10xf32>
+// CHECK-NOT:  memref.store
+// B64-LABEL:  func.func @fsdp_train_step
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c8192 = arith.constant 8192 : index
   %m = memref.view %arena[%c0][] : memref<16384xi8> to memref<24x10xf32>
   %v = memref.view %arena[%c8192][] : memref<16384xi8> to memref<10xf32>
   linalg.generic {indexing_maps = [#id2, #col], iterator_types = ["reduction", "parallel"]}
@@ -61,64 +85,283 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
     %s = arith.addf %in, %out : f32
     linalg.yield %s : f32
   }
-
-  // A copy is a kernel too; its two dimensions collapse into one of 240.
-  // CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C240]]) step (%[[STEP:.+]]) {
-  // CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
-  // CHECK-NEXT:     %[[K:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
-  // CHECK-NEXT:     %[[COLUMN:.+]] = arith.remsi %[[K]], %[[C10]] : index
-  // CHECK-NEXT:     %[[ROW:.+]] = arith.divsi %[[K]], %[[C10]] : index
-  // CHECK-NEXT:     %[[X:.+]] = memref.load %{{.+}}[%[[ROW]], %[[COLUMN]]] : memref<24x10xf32>
-  // CHECK-NEXT:     memref.store %[[X]], %{{.+}}[%[[ROW]], %[[COLUMN]]] : memref<24x10xf32>
-  // CHECK-NOT:  memref.copy
-  %m2 = memref.view %arena[%c4096][] : memref<16384xi8> to memref<24x10xf32>
-  memref.copy %m, %m2 : memref<24x10xf32> to memref<24x10xf32>
-
-  // A full reduction has no parallel loop: one block of one thread.
-  // CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C1]]) step (%[[STEP:.+]]) {
-  // CHECK-NEXT:   scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
-  // CHECK-NEXT:     arith.addi
-  // CHECK-NEXT:     scf.for %[[E:.+]] = %{{.+}} to %[[C1000]] step %{{.+}} {
-  // CHECK-NEXT:       memref.load %{{.+}}[%[[E]]] : memref<1000xf32>
-  // CHECK-NEXT:       memref.load %{{.+}}[] : memref<f32>
-  %loss = memref.view %arena[%c12288][] : memref<16384xi8> to memref<f32>
-  linalg.generic {indexing_maps = [#id1, #sc], iterator_types = ["reduction"]}
-      ins(%b : memref<1000xf32>) outs(%loss : memref<f32>) {
-  ^bb0(%in: f32, %out: f32):
-    %s = arith.addf %in, %out : f32
-    linalg.yield %s : f32
-  }
-  // CHECK-NOT:  linalg.
-  // CHECK:      return
-  // Four kernels, each of blocks of threads.
-  // LAUNCH-COUNT-4: gpu.launch blocks({{.+}}) in ({{.+}}) threads({{.+}}) in ({{.+}})
-  // LAUNCH-NOT: gpu.launch
-  // LAUNCH:     return
   %r = arith.constant 0.0 : f32
   return %r : f32
 }
 
 // -----
 
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#sc = affine_map<(d0) -> ()>
+#sc0 = affine_map<() -> ()>
+
+// Row maxima of 24 rows of 100 contiguous elements: a block of 128 threads
+// per row (whole warps, no more than the row needs), each folding a strided
+// slice from the identity, then a block reduction; thread 0 combines the
+// fill's value (no fill kernel left) with the result and stores it.
+// CHECK-LABEL: func.func @fsdp_train_step
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// CHECK-DAG:  %[[NEG:.+]] = arith.constant 0xFF800000 : f32
+// CHECK-DAG:  %[[FILL:.+]] = arith.constant -1.000000e+03 : f32
+// CHECK-DAG:  %[[C24:.+]] = arith.constant 24 : index
+// CHECK-DAG:  %[[C128:.+]] = arith.constant 128 : index
+// CHECK-DAG:  %[[C100:.+]] = arith.constant 100 : index
+// CHECK-NOT:  linalg.fill
+// CHECK:      scf.parallel (%[[ROW:.+]]) = (%{{.+}}) to (%[[C24]]) step (%{{.+}}) {
+// CHECK-NEXT:   scf.parallel (%[[LANE:.+]]) = (%{{.+}}) to (%[[C128]]) step (%{{.+}}) {
+// CHECK-NEXT:     %[[PART:.+]] = scf.for %[[K:.+]] = %[[LANE]] to %[[C100]] step %[[C128]] iter_args(%[[ACC:.+]] = %[[NEG]]) -> (f32) {
+// CHECK-NEXT:       %[[X:.+]] = memref.load %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>
+// CHECK-NEXT:       arith.maximumf %[[ACC]], %[[X]] : f32
+// CHECK:          %[[ALL:.+]] = gpu.all_reduce maximumf %[[PART]] uniform
+// CHECK:          %[[FIRST:.+]] = arith.cmpi eq, %[[LANE]], %{{.+}} : index
+// CHECK-NEXT:     scf.if %[[FIRST]] {
+// CHECK-NEXT:       %[[MAX:.+]] = arith.maximumf %[[ALL]], %[[FILL]] : f32
+// CHECK-NEXT:       memref.store %[[MAX]], %{{.+}}[%[[ROW]]] : memref<24xf32>
+// B64-LABEL:  func.func @fsdp_train_step
+// B64-DAG:    %[[C24:.+]] = arith.constant 24 : index
+// B64-DAG:    %[[C64:.+]] = arith.constant 64 : index
+// B64:        scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C24]]) step (%{{.+}}) {
+// B64-NEXT:     scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C64]]) step (%{{.+}}) {
+// B64-NEXT:       scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[C64]] iter_args
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c12288 = arith.constant 12288 : index
+  %low = arith.constant -1000.0 : f32
+  %m = memref.view %arena[%c0][] : memref<16384xi8> to memref<24x100xf32>
+  %v = memref.view %arena[%c12288][] : memref<16384xi8> to memref<24xf32>
+  linalg.fill ins(%low : f32) outs(%v : memref<24xf32>)
+  linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%m : memref<24x100xf32>) outs(%v : memref<24xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.maximumf %out, %in : f32
+    linalg.yield %s : f32
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#sc = affine_map<(d0) -> ()>
+#sc0 = affine_map<() -> ()>
+
+// A full reduction: one block, all of whose threads sum; the scalar op after
+// it (the loss's mean) is done by thread 0 once the sum is stored, and a
+// scalar op after a collective is computed by every thread of the kernel
+// that reads it, the first of which stores it. Nothing runs on one thread.
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK-DAG:  %[[C1:.+]] = arith.constant 1 : index
+// CHECK-DAG:  %[[HALF:.+]] = arith.constant 5.000000e-01 : f32
+// CHECK:      scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C1]]) step (%{{.+}}) {
+// CHECK-NEXT:   scf.parallel (%[[LANE:.+]]) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
+// CHECK:          %[[PART:.+]] = scf.for
+// CHECK:          %[[ALL:.+]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK:          scf.if
+// CHECK-NEXT:       %[[SUM:.+]] = arith.addf %[[ALL]], %{{.+}} : f32
+// CHECK-NEXT:       memref.store %[[SUM]], %[[TOTAL:.+]][] : memref<f32>
+// CHECK-NEXT:       %[[IN:.+]] = memref.load %[[TOTAL]][] : memref<f32>
+// CHECK-NEXT:       %[[MEAN:.+]] = arith.mulf %[[IN]], %[[HALF]] : f32
+// CHECK-NEXT:       memref.store %[[MEAN]], %[[LOSS:.+]][] : memref<f32>
+// CHECK:      call @fsdprt_collective
+// CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
+// CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
+// CHECK:            %[[L:.+]] = memref.load %[[LOSS]][] : memref<f32>
+// CHECK-NEXT:       %[[SCALE:.+]] = math.sqrt %[[L]] : f32
+// CHECK-NEXT:       %[[ZERO:.+]] = arith.cmpi eq, %{{.+}}, %{{.+}} : index
+// CHECK-NEXT:       scf.if %[[ZERO]] {
+// CHECK-NEXT:         memref.store %[[SCALE]], %[[FACTOR:.+]][] : memref<f32>
+// CHECK:            %[[X:.+]] = memref.load %{{.+}}[%{{.+}}] : memref<1000xf32>
+// CHECK-NEXT:       arith.mulf %[[X]], %[[SCALE]] : f32
+// CHECK-NOT:  memref.load %[[FACTOR]]
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-2: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func private @fsdprt_collective(i64)
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c4096 = arith.constant 4096 : index
+  %c12288 = arith.constant 12288 : index
+  %c12292 = arith.constant 12292 : index
+  %c12296 = arith.constant 12296 : index
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %a = memref.view %arena[%c0][] : memref<16384xi8> to memref<1000xf32>
+  %b = memref.view %arena[%c4096][] : memref<16384xi8> to memref<1000xf32>
+  %total = memref.view %arena[%c12288][] : memref<16384xi8> to memref<f32>
+  linalg.fill ins(%zero : f32) outs(%total : memref<f32>)
+  linalg.generic {indexing_maps = [#id1, #sc], iterator_types = ["reduction"]}
+      ins(%a : memref<1000xf32>) outs(%total : memref<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  }
+  %loss = memref.view %arena[%c12292][] : memref<16384xi8> to memref<f32>
+  linalg.generic {indexing_maps = [#sc0, #sc0], iterator_types = []}
+      ins(%total : memref<f32>) outs(%loss : memref<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.mulf %in, %half : f32
+    linalg.yield %s : f32
+  }
+  func.call @fsdprt_collective(%step) : (i64) -> ()
+  %factor = memref.view %arena[%c12296][] : memref<16384xi8> to memref<f32>
+  linalg.generic {indexing_maps = [#sc0, #sc0], iterator_types = []}
+      ins(%loss : memref<f32>) outs(%factor : memref<f32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = math.sqrt %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a : memref<1000xf32>) outs(%b : memref<1000xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %f = memref.load %factor[] : memref<f32>
+    %s = arith.mulf %in, %f : f32
+    linalg.yield %s : f32
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#sc = affine_map<(d0) -> ()>
+#sc0 = affine_map<() -> ()>
+
+// The scatter-add of an embedding gradient, rows in order (two positions
+// may name the same row): a thread per column, which adds the rows in order.
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK-DAG:  %[[C8:.+]] = arith.constant 8 : index
+// CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%{{.+}}) step (%[[STEP:.+]]) {
+// CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
+// CHECK-NEXT:     %[[D:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
+// CHECK:          scf.for %[[N:.+]] = %{{.+}} to %[[C8]] step %{{.+}} {
+// CHECK-NEXT:       %[[ID:.+]] = memref.load %{{.+}}[%[[N]]] : memref<8xi32>
+// CHECK-NEXT:       %[[R:.+]] = arith.index_cast %[[ID]] : i32 to index
+// CHECK-NEXT:       %[[G:.+]] = memref.load %{{.+}}[%[[N]], %[[D]]] : memref<8x16xf32>
+// CHECK-NEXT:       %[[OLD:.+]] = memref.load %[[T:.+]][%[[R]], %[[D]]] : memref<4x16xf32>
+// CHECK-NEXT:       %[[NEW:.+]] = arith.addf %[[OLD]], %[[G]] : f32
+// CHECK-NEXT:       memref.store %[[NEW]], %[[T]][%[[R]], %[[D]]] : memref<4x16xf32>
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-1: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c1024 = arith.constant 1024 : index
+  %c4096 = arith.constant 4096 : index
+  %ids = memref.view %arena[%c0][] : memref<16384xi8> to memref<8xi32>
+  %grad = memref.view %arena[%c1024][] : memref<16384xi8> to memref<8x16xf32>
+  %table = memref.view %arena[%c4096][] : memref<16384xi8> to memref<4x16xf32>
+  scf.for %n = %c0 to %c8 step %c1 {
+    %id = memref.load %ids[%n] : memref<8xi32>
+    %row = arith.index_cast %id : i32 to index
+    scf.for %d = %c0 to %c16 step %c1 {
+      %g = memref.load %grad[%n, %d] : memref<8x16xf32>
+      %old = memref.load %table[%row, %d] : memref<4x16xf32>
+      %new = arith.addf %old, %g : f32
+      memref.store %new, %table[%row, %d] : memref<4x16xf32>
+    }
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#sc = affine_map<(d0) -> ()>
+#sc0 = affine_map<() -> ()>
+
+// Consecutive kernels that touch no byte another of them writes run as one,
+// their index spaces end to end (a unit's gradients copied into its flat
+// gradient); a matrix product between them that touches none of their bytes
+// does not stop the run. The third copy reads what the first wrote: it is a
+// kernel of its own.
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK:      call @fsdprt_sgemm
+// CHECK:      %[[C340:.+]] = arith.constant 340 : index
+// CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C340]]) step (%[[STEP:.+]]) {
+// CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
+// CHECK-NEXT:     %[[I:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
+// CHECK:            %[[C100:.+]] = arith.constant 100 : index
+// CHECK-NEXT:       %[[FIRST:.+]] = arith.cmpi ult, %[[I]], %[[C100]] : index
+// CHECK-NEXT:       scf.if %[[FIRST]] {
+// CHECK-NEXT:         memref.load %{{.+}}[%[[I]]] : memref<100xf32>
+// CHECK:            arith.cmpi uge, %[[I]], %{{.+}} : index
+// CHECK:            scf.if
+// CHECK-NEXT:         %[[START:.+]] = arith.constant 100 : index
+// CHECK-NEXT:         %[[J:.+]] = arith.subi %[[I]], %[[START]] : index
+// CHECK-NEXT:       memref.load %{{.+}}[%[[J]]] : memref<240xf32>
+// CHECK:      scf.parallel
+// CHECK:          memref.load %{{.+}}[%{{.+}}] : memref<100xf32>
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-2: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func private @fsdprt_sgemm(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64)
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1024 = arith.constant 1024 : index
+  %c2048 = arith.constant 2048 : index
+  %c4096 = arith.constant 4096 : index
+  %c8192 = arith.constant 8192 : index
+  %c12288 = arith.constant 12288 : index
+  %x = memref.view %arena[%c0][] : memref<16384xi8> to memref<100xf32>
+  %y = memref.view %arena[%c1024][] : memref<16384xi8> to memref<100xf32>
+  memref.copy %x, %y : memref<100xf32> to memref<100xf32>
+  %i32 = arith.constant 0 : i32
+  %n = arith.constant 8 : i64
+  %one = arith.constant 1.0 : f32
+  %c = memref.view %arena[%c12288][] : memref<16384xi8> to memref<1024xi8>
+  %base = memref.extract_aligned_pointer_as_index %c : memref<1024xi8> -> index
+  %int = arith.index_cast %base : index to i64
+  %p = llvm.inttoptr %int : i64 to !llvm.ptr
+  func.call @fsdprt_sgemm(%i32, %i32, %n, %n, %n, %one, %p, %n, %p, %n, %one, %p, %n) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
+  %u = memref.view %arena[%c2048][] : memref<16384xi8> to memref<240xf32>
+  %w = memref.view %arena[%c4096][] : memref<16384xi8> to memref<240xf32>
+  memref.copy %u, %w : memref<240xf32> to memref<240xf32>
+  %z = memref.view %arena[%c8192][] : memref<16384xi8> to memref<100xf32>
+  memref.copy %y, %z : memref<100xf32> to memref<100xf32>
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#sc = affine_map<(d0) -> ()>
+#sc0 = affine_map<() -> ()>
+
 // A loop that calls the runtime (the attention's key blocks, whose products
 // are library calls) stays on the host and launches its body's kernels each
-// iteration; a loop that does not is device work like any other, one kernel.
-#id = affine_map<(d0) -> (d0)>
+// iteration.
 // CHECK-LABEL: func.func @fsdp_train_step
 // CHECK:      scf.for
 // CHECK-NEXT:   func.call @fsdprt_work
 // CHECK:        scf.parallel
 // CHECK-NEXT:     scf.parallel
 // CHECK:          arith.mulf
-// CHECK:      scf.parallel
-// CHECK-NEXT:   scf.parallel
-// CHECK:          scf.for
-// CHECK-NEXT:       memref.store
 // LAUNCH-LABEL: func.func @fsdp_train_step
 // LAUNCH:      scf.for
 // LAUNCH-NEXT:   func.call @fsdprt_work
 // LAUNCH:        gpu.launch
-// LAUNCH:      gpu.launch
 func.func private @fsdprt_work(i64)
 func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
   %c0 = arith.constant 0 : index
@@ -127,14 +370,11 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
   %a = memref.view %arena[%c0][] : memref<16384xi8> to memref<100xf32>
   scf.for %i = %c0 to %c4 step %c1 {
     func.call @fsdprt_work(%step) : (i64) -> ()
-    linalg.generic {indexing_maps = [#id], iterator_types = ["parallel"]} outs(%a : memref<100xf32>) {
+    linalg.generic {indexing_maps = [#id1], iterator_types = ["parallel"]} outs(%a : memref<100xf32>) {
     ^bb0(%x: f32):
       %y = arith.mulf %x, %lr : f32
       linalg.yield %y : f32
     }
-  }
-  scf.for %i = %c0 to %c4 step %c1 {
-    memref.store %lr, %a[%i] : memref<100xf32>
   }
   %r = arith.constant 0.0 : f32
   return %r : f32

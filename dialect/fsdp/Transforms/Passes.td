@@ -562,18 +562,34 @@ def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
   let description = [{
     Prepares the compute of `fsdp_train_step` on buffers for the upstream
     GPU mapping (`gpu-map-parallel-loops`, `convert-parallel-loops-to-gpu`):
-    every `linalg` op and `memref.copy` becomes one kernel-shaped loop nest.
+    every `linalg` op and `memref.copy` becomes a kernel-shaped loop nest,
+    and no kernel runs on a single thread.
 
     - A `memref.copy` becomes a `linalg.copy`; the loops of a `linalg.generic`
       are interchanged so that its parallel dimensions come first.
-    - Each op is lowered to an `scf.parallel` over its parallel dimensions
-      (reductions stay sequential `scf.for` loops inside), the parallel
-      dimensions are collapsed into one and tiled by `block-size`: the outer
-      loop becomes the blocks, the inner one the threads of a block, and an
-      `scf.if` guards the last, partial block.
-    - Work without parallel dimensions (a full reduction, a scalar update,
-      the sequential scatter-add of an embedding gradient) runs in a loop
-      nest of one block of one thread.
+    - An op without reductions is an `scf.parallel` over its dimensions.
+    - A reduction keeps its running values in registers (`scf.for` with
+      `iter_args`) and stores each output once; a `linalg.fill` just before
+      it that only starts it becomes its first value, and no kernel of its
+      own. A full reduction, and a reduction of at least 64 contiguous
+      elements per output whose combiner is `addf`, `mulf`, `maximumf`,
+      `minimumf`, `maxnumf` or `minnumf`, is a block per output whose threads
+      each fold a strided slice, then combine in a `gpu.all_reduce` (a fixed
+      tree: the result is the same every run, a reassociation of the CPU's
+      sum); thread 0 stores. Other reductions get a thread per output.
+    - A scalar (rank-0) op is done by thread 0 of the full reduction just
+      before it, or else computed by every thread of the kernels just after
+      it that read it (the first of them stores it).
+    - A sequential scatter-add (an embedding gradient) gets a thread per
+      column, which adds the rows in order.
+    - Parallel nests are collapsed to one dimension; a run of consecutive
+      nests that touch no byte another of them writes (by the buffer plan's
+      byte ranges) becomes one kernel over their index spaces end to end,
+      and a matrix product of the compute stream that touches none of their
+      bytes does not break the run.
+    - Each nest is tiled by `block-size`: the outer loop becomes the blocks,
+      the inner one the threads of a block, and an `scf.if` guards the last,
+      partial block.
     - An `scf.for` that calls the runtime (the attention's key blocks, whose
       products are library calls) stays on the host: the work of its body
       becomes kernels as above, launched once per iteration.
@@ -586,6 +602,14 @@ def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
         scf.if %in_bounds { ... }
       }
     }
+    // and a sum of %a into memref<f32>
+    scf.parallel (%block) = (%c0) to (%c1) step (%c1) {
+      scf.parallel (%thread) = (%c0) to (%c256) step (%c1) {
+        %partial = scf.for %i = %thread to %c1000 step %c256 iter_args(%s = %zero) ...
+        %sum = gpu.all_reduce add %partial uniform {} : (f32) -> f32
+        scf.if %thread_is_0 { ... memref.store ... }
+      }
+    }
     ```
   }];
   let options = [
@@ -593,7 +617,9 @@ def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
            "Threads per block">,
   ];
   let dependentDialects = [
+    "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
