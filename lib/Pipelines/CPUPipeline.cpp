@@ -53,6 +53,9 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory,
   // make products share an output and force copies.
   pm.addPass(createCanonicalizerPass());
 
+  // A GPU sums a large tensor in chunks, one block each.
+  if (memory == ArenaMemory::Device)
+    pm.addPass(createFSDPSplitReductionsPass());
   // A value computed only to be copied into a buffer (a gradient into its
   // unit's flat gradient, a converted shard) is computed there instead.
   pm.addPass(bufferization::createEmptyTensorEliminationPass());

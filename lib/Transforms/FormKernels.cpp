@@ -232,8 +232,9 @@ bool overlap(const std::optional<ArenaAccess> &a, const std::optional<ArenaAcces
 }
 
 /// Makes every thread of `nest` compute the scalar (rank-0) linalg op
-/// `scalar` first and use the values instead of loading them; with `store`,
-/// the nest's first thread also stores them, for whatever reads them later.
+/// `scalar` first and use the values instead of loading them (in a block
+/// reduction, thread 0 where it stores the result); with `store`, the nest's
+/// first thread also stores them, for whatever reads them later.
 /// Fails (changing nothing) when the nest reaches the scalar's results other
 /// than by loading them whole, or writes what the scalar reads.
 LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest,
@@ -256,8 +257,31 @@ LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest,
         if (overlap(arena.bytesOf(memref), arena.bytesOf(input)))
           return failure();
   }
+  // Where the values are computed, and the loop indices that are at their
+  // lower bounds in the one thread that stores them. In a block reduction
+  // that is thread 0's store of the result (values made before the block
+  // reduction would have to cross it), in block 0.
+  Block *where = nest.getBody();
+  SmallVector<std::pair<Value, Value>> firstIndices;
+  for (auto [iv, lower] : llvm::zip(nest.getInductionVars(), nest.getLowerBound()))
+    firstIndices.push_back({iv, lower});
+  if (nest->hasAttr(kCooperativeNestAttr)) {
+    auto lanes = *nest.getBody()->getOps<scf::ParallelOp>().begin();
+    scf::IfOp result;
+    for (scf::IfOp branch : lanes.getBody()->getOps<scf::IfOp>())
+      result = branch;
+    where = result.thenBlock();
+    firstIndices.resize(1);
+    WalkResult outside = nest->walk([&](memref::LoadOp load) {
+      return llvm::is_contained(outs, load.getMemRef()) && !result->isAncestor(load)
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (outside.wasInterrupted())
+      return failure();
+  }
   OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(nest.getBody());
+  rewriter.setInsertionPointToStart(where);
   Location loc = scalar.getLoc();
   SmallVector<Value> current = llvm::map_to_vector(outs, [&](Value out) -> Value {
     return memref::LoadOp::create(rewriter, loc, out, ValueRange{});
@@ -265,7 +289,7 @@ LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest,
   SmallVector<Value> values = inlineScalarOp(rewriter, loc, scalar, current);
   if (store) {
     Value first;
-    for (auto [iv, lower] : llvm::zip(nest.getInductionVars(), nest.getLowerBound())) {
+    for (auto [iv, lower] : firstIndices) {
       Value isLower = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, iv, lower);
       first = first ? arith::AndIOp::create(rewriter, loc, first, isLower) : isLower;
     }
@@ -275,7 +299,7 @@ LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest,
       memref::StoreOp::create(rewriter, loc, value, out, ValueRange{});
   }
   SmallVector<memref::LoadOp> reads;
-  nest.getBody()->walk([&](memref::LoadOp load) {
+  where->walk([&](memref::LoadOp load) {
     if (llvm::is_contained(outs, load.getMemRef()) &&
         !llvm::is_contained(current, load.getResult()))
       reads.push_back(load);
@@ -358,6 +382,34 @@ void fuseNests(RewriterBase &rewriter, ArrayRef<scf::ParallelOp> nests) {
     rewriter.eraseOp(nest);
 }
 
+/// A kernel's parameters may take 4352 bytes (sm_80; more needs PTX 8.1):
+/// a fused run stops short of this many.
+constexpr int64_t kKernelParameterBytes = 4096;
+
+/// The values defined outside `op` that its kernel receives as parameters
+/// (constants are computed in the kernel instead).
+void collectParameters(Operation *op, llvm::SetVector<Value> &parameters) {
+  op->walk([&](Operation *nested) {
+    for (Value operand : nested->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      Operation *owner = def ? def : operand.getParentBlock()->getParentOp();
+      if (!op->isAncestor(owner) && !(def && def->hasTrait<OpTrait::ConstantLike>()))
+        parameters.insert(operand);
+    }
+  });
+}
+
+/// The bytes of a kernel's parameters: a memref is its descriptor (two
+/// pointers, the offset, then sizes and strides), anything else 8 bytes.
+int64_t parameterBytes(const llvm::SetVector<Value> &parameters) {
+  int64_t bytes = 0;
+  for (Value value : parameters) {
+    auto memref = dyn_cast<MemRefType>(value.getType());
+    bytes += memref ? (3 + 2 * memref.getRank()) * 8 : 8;
+  }
+  return bytes;
+}
+
 /// Fuses each run of consecutive independent kernel nests of `body` into one
 /// kernel: a launch costs microseconds, and the runs are frequent (a unit's
 /// gradients copied into its flat gradient one after the other, the fills
@@ -365,10 +417,12 @@ void fuseNests(RewriterBase &rewriter, ArrayRef<scf::ParallelOp> nests) {
 void fuseIndependentNests(RewriterBase &rewriter, Block &body, const ArenaAccesses &arena) {
   SmallVector<SmallVector<scf::ParallelOp>> runs(1);
   SmallVector<ArenaAccess> touched;
+  llvm::SetVector<Value> parameters;
   auto endRun = [&] {
     if (!runs.back().empty())
       runs.emplace_back();
     touched.clear();
+    parameters.clear();
   };
   auto independent = [&](Operation *op) {
     return llvm::none_of(arena.of(op), [&](const ArenaAccess &access) {
@@ -385,8 +439,14 @@ void fuseIndependentNests(RewriterBase &rewriter, Block &body, const ArenaAccess
         endRun();
       continue;
     }
-    if (!independent(&op))
+    llvm::SetVector<Value> joined = parameters;
+    collectParameters(&op, joined);
+    if (!independent(&op) || parameterBytes(joined) > kKernelParameterBytes) {
       endRun();
+      collectParameters(&op, parameters);
+    } else {
+      parameters = std::move(joined);
+    }
     SmallVector<ArenaAccess> accesses = arena.of(&op);
     runs.back().push_back(cast<scf::ParallelOp>(op));
     llvm::append_range(touched, accesses);
@@ -518,8 +578,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         fullReduction = *nest;
       if (!scalar)
         continue;
-      bool takes = *nest && !(*nest)->hasAttr(kCooperativeNestAttr) &&
-                   onlyPureOpsBetween(consumer, *nest) &&
+      bool takes = *nest && onlyPureOpsBetween(consumer, *nest) &&
                    succeeded(prependScalar(rewriter, *nest, scalar,
                                            /*store=*/consumer == scalar, arena));
       if (takes)

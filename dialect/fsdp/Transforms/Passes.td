@@ -557,6 +557,47 @@ def FSDPInsertStreamEventsPass : Pass<"fsdp-insert-stream-events", "::mlir::Modu
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
 }
 
+def FSDPSplitReductionsPass : Pass<"fsdp-split-reductions", "::mlir::ModuleOp"> {
+  let summary = "Splits sums of whole large tensors into per-chunk partial sums, then their sum";
+  let description = [{
+    A GPU reduces a whole tensor in one block of threads at best, one of its
+    multiprocessors. On tensors, before bufferization, each `linalg.generic`
+    that reduces a one-dimensional tensor of at least `min-elements` into one
+    value (the gradient norm's sum of squares over a unit's shard) is split
+    by upstream `linalg::splitReduction`: the input is viewed as
+    `chunks x (n / chunks)` (`chunks` the largest divisor of `n` that leaves
+    at least `chunk-elements` per chunk, at most `max-chunks`), a first op
+    reduces each contiguous chunk into a partial (one block each on the GPU),
+    a second sums the partials. The buffer plan counts the partials. A
+    reduction whose combiner has no neutral element, or a size with no such
+    divisor, stays as it is. Only the CUDA target runs it: the CPU's sum keeps
+    its order.
+
+    ```mlir
+    linalg.generic {iterator_types = ["reduction"]}
+        ins(%g : tensor<1048576xf32>) outs(%init : tensor<f32>) ...
+    // becomes
+    %chunks = tensor.expand_shape %g [[0, 1]] ... into tensor<256x4096xf32>
+    %partial = linalg.generic {iterator_types = ["parallel", "reduction"]}
+        ins(%chunks ...) outs(%zeros : tensor<256xf32>) ...
+    linalg.generic {iterator_types = ["reduction"]}
+        ins(%partial : tensor<256xf32>) outs(%init : tensor<f32>) ...
+    ```
+  }];
+  let options = [
+    Option<"minElements", "min-elements", "int64_t", /*default=*/"65536",
+           "Reductions of fewer elements stay whole">,
+    Option<"chunkElements", "chunk-elements", "int64_t", /*default=*/"4096",
+           "Fewest elements per chunk">,
+    Option<"maxChunks", "max-chunks", "int64_t", /*default=*/"4096",
+           "Most chunks (partial sums)">,
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
   let summary = "Turns the step's compute into parallel loop nests, one per GPU kernel";
   let description = [{
