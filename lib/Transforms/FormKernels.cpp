@@ -456,6 +456,56 @@ void fuseIndependentNests(RewriterBase &rewriter, Block &body, const ArenaAccess
       fuseNests(rewriter, run);
 }
 
+/// The block and thread counts of a block reduction's nest.
+std::optional<std::pair<int64_t, int64_t>> blockShape(Operation *op) {
+  auto nest = dyn_cast<scf::ParallelOp>(op);
+  if (!nest || !nest->hasAttr(kCooperativeNestAttr))
+    return std::nullopt;
+  auto lanes = *nest.getBody()->getOps<scf::ParallelOp>().begin();
+  std::optional<int64_t> blocks = getConstantIntValue(nest.getUpperBound()[0]);
+  std::optional<int64_t> threads = getConstantIntValue(lanes.getUpperBound()[0]);
+  if (!blocks || !threads)
+    return std::nullopt;
+  return std::make_pair(*blocks, *threads);
+}
+
+/// Merges consecutive block reductions of the same shape that touch no byte
+/// the other writes (a norm's backward reduces two products of each row):
+/// one kernel whose threads do one, then the other.
+void fuseSiblingReductions(RewriterBase &rewriter, Block &body, const ArenaAccesses &arena) {
+  scf::ParallelOp previous;
+  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+    auto shape = blockShape(&op);
+    if (!shape) {
+      if (!isMemoryEffectFree(&op))
+        previous = nullptr;
+      continue;
+    }
+    auto nest = cast<scf::ParallelOp>(op);
+    bool independent = previous && blockShape(previous) == shape &&
+                       llvm::none_of(arena.of(previous), [&](const ArenaAccess &a) {
+                         return llvm::any_of(arena.of(nest), [&](const ArenaAccess &b) {
+                           return a.conflictsWith(b);
+                         });
+                       });
+    if (!independent) {
+      previous = nest;
+      continue;
+    }
+    // The earlier one goes where the later one is (only views lie between).
+    rewriter.moveOpBefore(previous, nest);
+    auto into = *previous.getBody()->getOps<scf::ParallelOp>().begin();
+    auto from = *nest.getBody()->getOps<scf::ParallelOp>().begin();
+    IRMapping mapping;
+    mapping.map(nest.getInductionVars()[0], previous.getInductionVars()[0]);
+    mapping.map(from.getInductionVars()[0], into.getInductionVars()[0]);
+    rewriter.setInsertionPoint(into.getBody()->getTerminator());
+    for (Operation &nested : from.getBody()->without_terminator())
+      rewriter.clone(nested, mapping);
+    rewriter.eraseOp(nest);
+  }
+}
+
 /// Splits a one-dimensional loop into blocks of `blockSize` threads (fewer
 /// when the loop is shorter); the last block is guarded when it is partial.
 LogicalResult tileIntoBlocks(scf::ParallelOp loop, int64_t blockSize) {
@@ -498,8 +548,10 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
     // Folds the collapsed bounds (products of the extents) to constants.
     if (failed(applyPatternsGreedily(step, RewritePatternSet(&getContext()))))
       return signalPassFailure();
-    for (Block *body : blocks)
+    for (Block *body : blocks) {
+      fuseSiblingReductions(rewriter, *body, arena);
       fuseIndependentNests(rewriter, *body, arena);
+    }
     for (Block *body : blocks) {
       SmallVector<scf::ParallelOp> nests(body->getOps<scf::ParallelOp>());
       for (scf::ParallelOp nest : nests) {
@@ -532,6 +584,8 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         work.push_back(&op);
     // The nest of the last full reduction, while only scalar work follows it.
     scf::ParallelOp fullReduction;
+    // The nest of the block reduction just lowered.
+    scf::ParallelOp rowReduction;
     // A scalar op no full reduction took, computed by the kernels that follow
     // it (`consumer`: the last of them) rather than by a thread of its own.
     linalg::LinalgOp scalar;
@@ -560,6 +614,13 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         continue;
       }
       fullReduction = nullptr;
+      // A row-wise op right after a block reduction runs in its kernel.
+      if (linalgOp && rowReduction && onlyPureOpsBetween(rowReduction, op) &&
+          succeeded(fuseRowEpilogue(rewriter, rowReduction, linalgOp, arena))) {
+        rowReduction = nullptr;
+        continue;
+      }
+      rowReduction = nullptr;
       FailureOr<scf::ParallelOp> nest = scf::ParallelOp();
       if (linalgOp) {
         SmallVector<Value> starts = inits.lookup(op);
@@ -576,6 +637,8 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         return failure();
       if (*nest && isFullReductionNest(*nest))
         fullReduction = *nest;
+      if (*nest && (*nest)->hasAttr(kCooperativeNestAttr))
+        rowReduction = *nest;
       if (!scalar)
         continue;
       bool takes = *nest && onlyPureOpsBetween(consumer, *nest) &&

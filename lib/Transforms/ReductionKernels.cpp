@@ -10,6 +10,8 @@
 
 #include "ReductionKernels.h"
 
+#include "fsdp/Analysis/ArenaAccesses.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -91,7 +93,7 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map, ValueRang
 }
 
 /// The loop indices of `linear`, numbered row-major over `extents`.
-SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
+SmallVector<Value> unflatten(OpBuilder &b, Location loc, Value linear,
                                ArrayRef<int64_t> extents) {
   SmallVector<Value> indices(extents.size());
   for (int64_t i = static_cast<int64_t>(extents.size()) - 1; i >= 0; --i) {
@@ -109,11 +111,14 @@ SmallVector<Value> delinearize(OpBuilder &b, Location loc, Value linear,
 /// The body of `op` at loop indices `ivs`, with each output's block argument
 /// standing for `outs`: what it yields.
 SmallVector<Value> inlineBody(OpBuilder &b, Location loc, linalg::LinalgOp op, ValueRange ivs,
-                              ValueRange outs) {
+                              ValueRange outs,
+                              llvm::function_ref<Value(OpOperand *)> given = nullptr) {
   IRMapping mapping;
   for (OpOperand *input : op.getDpsInputOperands()) {
     Value value = input->get();
-    if (isa<MemRefType>(value.getType()))
+    if (Value known = given ? given(input) : Value())
+      value = known;
+    else if (isa<MemRefType>(value.getType()))
       value = memref::LoadOp::create(b, loc, value,
                                      applyMap(b, loc, op.getMatchingIndexingMap(input), ivs));
     mapping.map(op.getMatchingBlockArgument(input), value);
@@ -219,7 +224,7 @@ scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, Ar
                                        one);
   rewriter.setInsertionPoint(lanes.getBody()->getTerminator());
   Value block = blocks.getInductionVars()[0], thread = lanes.getInductionVars()[0];
-  SmallVector<Value> point = delinearize(rewriter, loc, block, parallel);
+  SmallVector<Value> point = unflatten(rewriter, loc, block, parallel);
   Type type = getElementTypeOrSelf(op.getDpsInits()[0]);
   Value start = arith::ConstantOp::create(
       rewriter, loc, type, rewriter.getFloatAttr(type, identity(kind)));
@@ -228,21 +233,28 @@ scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, Ar
       indexConstant(rewriter, loc, threads), ValueRange{start},
       [&](OpBuilder &b, Location l, Value linear, ValueRange acc) {
         SmallVector<Value> ivs = point;
-        llvm::append_range(ivs, delinearize(b, l, linear, reduced));
+        llvm::append_range(ivs, unflatten(b, l, linear, reduced));
         scf::YieldOp::create(b, l, inlineBody(b, l, op, ivs, acc));
       });
   auto total = gpu::AllReduceOp::create(
       rewriter, loc, type, fold.getResult(0),
       gpu::AllReduceOperationAttr::get(rewriter.getContext(), kind), rewriter.getUnitAttr());
+  // Every thread has the result when the start is a value (a fill's): a
+  // row-wise op after the reduction can then run in this kernel too.
+  SmallVector<Value> ivs = point;
+  ivs.resize(ranges.size(), zero);
+  auto combine = [&](Value init) {
+    Operation *combined = rewriter.clone(*combiner);
+    combined->setOperands(ValueRange{init, total.getResult()});
+    return combined->getResult(0);
+  };
+  Value result = inits[0] ? combine(inits[0]) : Value();
   Value first = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, thread, zero);
   auto store = scf::IfOp::create(rewriter, loc, first, /*withElseRegion=*/false);
   rewriter.setInsertionPoint(store.thenBlock()->getTerminator());
-  SmallVector<Value> ivs = point;
-  ivs.resize(ranges.size(), zero);
-  Value init = initialValue(rewriter, loc, op, 0, inits, ivs);
-  Operation *combined = rewriter.clone(*combiner);
-  combined->setOperands(ValueRange{init, total.getResult()});
-  memref::StoreOp::create(rewriter, loc, combined->getResult(0), op.getDpsInits()[0],
+  if (!result)
+    result = combine(initialValue(rewriter, loc, op, 0, inits, ivs));
+  memref::StoreOp::create(rewriter, loc, result, op.getDpsInits()[0],
                           outputIndices(rewriter, loc, op, 0, ivs));
   return blocks;
 }
@@ -300,6 +312,98 @@ FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter,
                           "not know (addf, mulf, maximumf, minimumf, maxnumf, minnumf)");
   rewriter.eraseOp(op);
   return nest;
+}
+
+LogicalResult mlir::fsdp::fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelOp nest,
+                                          linalg::LinalgOp op, const ArenaAccesses &arena) {
+  if (!nest->hasAttr(kCooperativeNestAttr) || op.getNumReductionLoops() != 0 ||
+      !op.hasPureBufferSemantics())
+    return failure();
+  auto lanes = *nest.getBody()->getOps<scf::ParallelOp>().begin();
+  scf::IfOp branch;
+  for (scf::IfOp candidate : lanes.getBody()->getOps<scf::IfOp>())
+    branch = candidate;
+  auto store = cast<memref::StoreOp>(*std::prev(branch.thenBlock()->without_terminator().end()));
+  // The result must be every thread's, not loaded by thread 0 alone.
+  Value result = store.getValueToStore();
+  if (branch->isAncestor(result.getParentBlock()->getParentOp()))
+    return failure();
+  Value reduced = store.getMemRef();
+  auto reducedType = cast<MemRefType>(reduced.getType());
+  unsigned rows = reducedType.getRank();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ShapedType::isDynamicShape(ranges) || ranges.size() < rows ||
+      ArrayRef(ranges).take_front(rows) != reducedType.getShape())
+    return failure();
+  // The op's leading loops are the stored row's coordinates (known to every
+  // thread of the block), and it reads the result at its own row.
+  SmallVector<Value> row(store.getIndices());
+  if (llvm::any_of(row, [&](Value index) {
+        return branch->isAncestor(index.getParentBlock()->getParentOp());
+      }))
+    return failure();
+  AffineMap rowMap =
+      AffineMap::getMultiDimIdentityMap(ranges.size(), op.getContext()).getMajorSubMap(rows);
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (input->get() == reduced && op.getMatchingIndexingMap(input) != rowMap)
+      return failure();
+  // No other byte of the reduction's output is touched, nothing the
+  // reduction reads (in any block) is written.
+  SetVector<Value> loaded, stored;
+  nest->walk([&](Operation *nested) {
+    if (auto load = dyn_cast<memref::LoadOp>(nested))
+      loaded.insert(load.getMemRef());
+  });
+  std::optional<ArenaAccess> reducedBytes = arena.bytesOf(reduced);
+  auto overlaps = [&](Value a, std::optional<ArenaAccess> b) {
+    std::optional<ArenaAccess> bytes = arena.bytesOf(a);
+    return !bytes || !b || (bytes->begin < b->end && b->begin < bytes->end);
+  };
+  for (OpOperand &operand : op->getOpOperands()) {
+    Value memref = operand.get();
+    if (!isa<MemRefType>(memref.getType()) || memref == reduced)
+      continue;
+    if (overlaps(memref, reducedBytes))
+      return failure();
+    if (op.isDpsInit(&operand))
+      for (Value read : loaded)
+        if (overlaps(memref, arena.bytesOf(read)))
+          return failure();
+  }
+  if (llvm::any_of(op.getDpsInits(), [&](Value out) { return out == reduced; }))
+    return failure();
+
+  OpBuilder::InsertionGuard guard(rewriter);
+  // After the views of op's buffers (all that lies between them).
+  rewriter.moveOpBefore(nest, op);
+  rewriter.setInsertionPoint(lanes.getBody()->getTerminator());
+  Location loc = op.getLoc();
+  ArrayRef<int64_t> inner = ArrayRef(ranges).drop_front(rows);
+  int64_t elements = 1;
+  for (int64_t extent : inner)
+    elements *= extent;
+  Value thread = lanes.getInductionVars()[0];
+  std::optional<int64_t> threads = getConstantIntValue(lanes.getUpperBound()[0]);
+  scf::ForOp::create(
+      rewriter, loc, thread, indexConstant(rewriter, loc, elements),
+      indexConstant(rewriter, loc, *threads), ValueRange{},
+      [&](OpBuilder &b, Location l, Value linear, ValueRange) {
+        SmallVector<Value> ivs = row;
+        llvm::append_range(ivs, unflatten(b, l, linear, inner));
+        SmallVector<Value> outs;
+        for (auto [i, out] : llvm::enumerate(op.getDpsInits()))
+          outs.push_back(memref::LoadOp::create(b, l, out, outputIndices(b, l, op, i, ivs)));
+        SmallVector<Value> values =
+            inlineBody(b, l, op, ivs, outs, [&](OpOperand *input) -> Value {
+              return input->get() == reduced ? result : Value();
+            });
+        for (auto [i, value] : llvm::enumerate(values))
+          memref::StoreOp::create(b, l, value, op.getDpsInits()[i],
+                                  outputIndices(b, l, op, i, ivs));
+        scf::YieldOp::create(b, l);
+      });
+  rewriter.eraseOp(op);
+  return success();
 }
 
 SmallVector<Value> mlir::fsdp::inlineScalarOp(OpBuilder &b, Location loc, linalg::LinalgOp op,

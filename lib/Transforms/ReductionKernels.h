@@ -16,6 +16,8 @@
 
 namespace mlir::fsdp {
 
+class ArenaAccesses;
+
 /// The attribute that marks the block loop of a nest whose threads reduce
 /// together: it is already shaped as blocks of threads, and is not tiled.
 inline constexpr llvm::StringLiteral kCooperativeNestAttr = "fsdp.cooperative";
@@ -43,6 +45,18 @@ SmallVector<Value> takeFusableFills(linalg::LinalgOp op);
 /// else gets a thread per output point.
 FailureOr<scf::ParallelOp> lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                                           ArrayRef<Value> inits, int64_t blockSize);
+
+/// Runs the elementwise linalg op `op`, which follows the block reduction
+/// `nest` with only side-effect-free ops in between, in `nest` after the
+/// reduction: block b's threads, which all have row b's result, then
+/// compute row b of `op` (a normalisation after a row's mean or sum), reading
+/// the result where `op` would have loaded it. Fails, changing nothing,
+/// unless `op`'s leading loops are the reduction's rows, it reads the
+/// result only at its own row, touches no other byte of it and writes no
+/// byte the reduction reads (by `arena`), and every thread has the result
+/// (the reduction started from a value, not from memory).
+LogicalResult fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelOp nest, linalg::LinalgOp op,
+                              const ArenaAccesses &arena);
 
 /// The values the scalar (rank-0) linalg op `op` yields when its outputs
 /// hold `outs`, computed at the insertion point.
