@@ -469,9 +469,32 @@ std::optional<std::pair<int64_t, int64_t>> blockShape(Operation *op) {
   return std::make_pair(*blocks, *threads);
 }
 
+/// Whether the part of the block reduction `later` before its gpu.all_reduce
+/// (the threads' folds) reads no byte `earlier` writes. In one block, that is
+/// all the merged kernel needs: everything after a block reduction is
+/// ordered after all that came before it in the block, and thread 0, which
+/// stores a result, is the thread that reads it next (the gradient norm's
+/// running sum, carried from one unit's reduction to the next).
+bool foldSkips(scf::ParallelOp later, scf::ParallelOp earlier, const ArenaAccesses &arena) {
+  SetVector<Value> loaded, stored, written, unused;
+  collectAccesses(earlier, unused, written);
+  auto lanes = *later.getBody()->getOps<scf::ParallelOp>().begin();
+  for (Operation &op : lanes.getBody()->without_terminator()) {
+    if (isa<gpu::AllReduceOp>(op))
+      break;
+    collectAccesses(&op, loaded, stored);
+  }
+  return llvm::none_of(loaded, [&](Value read) {
+    return llvm::any_of(written, [&](Value write) {
+      return overlap(arena.bytesOf(read), arena.bytesOf(write));
+    });
+  });
+}
+
 /// Merges consecutive block reductions of the same shape that touch no byte
-/// the other writes (a norm's backward reduces two products of each row):
-/// one kernel whose threads do one, then the other.
+/// the other writes (a norm's backward reduces two products of each row), or
+/// single blocks whose folds do not read what the earlier one writes: one
+/// kernel whose threads do one, then the other.
 void fuseSiblingReductions(RewriterBase &rewriter, Block &body, const ArenaAccesses &arena) {
   scf::ParallelOp previous;
   for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
@@ -483,11 +506,13 @@ void fuseSiblingReductions(RewriterBase &rewriter, Block &body, const ArenaAcces
     }
     auto nest = cast<scf::ParallelOp>(op);
     bool independent = previous && blockShape(previous) == shape &&
-                       llvm::none_of(arena.of(previous), [&](const ArenaAccess &a) {
-                         return llvm::any_of(arena.of(nest), [&](const ArenaAccess &b) {
-                           return a.conflictsWith(b);
-                         });
-                       });
+                       (llvm::none_of(arena.of(previous),
+                                      [&](const ArenaAccess &a) {
+                                        return llvm::any_of(arena.of(nest), [&](const ArenaAccess &b) {
+                                          return a.conflictsWith(b);
+                                        });
+                                      }) ||
+                        (shape->first == 1 && foldSkips(nest, previous, arena)));
     if (!independent) {
       previous = nest;
       continue;
@@ -622,6 +647,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
       }
       rowReduction = nullptr;
       FailureOr<scf::ParallelOp> nest = scf::ParallelOp();
+      bool reduces = linalgOp && linalgOp.getNumReductionLoops() > 0;
       if (linalgOp) {
         SmallVector<Value> starts = inits.lookup(op);
         starts.resize(linalgOp.getNumDpsInits());
@@ -637,7 +663,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         return failure();
       if (*nest && isFullReductionNest(*nest))
         fullReduction = *nest;
-      if (*nest && (*nest)->hasAttr(kCooperativeNestAttr))
+      if (*nest && reduces)
         rowReduction = *nest;
       if (!scalar)
         continue;

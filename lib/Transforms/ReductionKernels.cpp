@@ -316,17 +316,34 @@ FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter,
 
 LogicalResult mlir::fsdp::fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelOp nest,
                                           linalg::LinalgOp op, const ArenaAccesses &arena) {
-  if (!nest->hasAttr(kCooperativeNestAttr) || op.getNumReductionLoops() != 0 ||
-      !op.hasPureBufferSemantics())
+  if (op.getNumReductionLoops() != 0 || !op.hasPureBufferSemantics())
     return failure();
-  auto lanes = *nest.getBody()->getOps<scf::ParallelOp>().begin();
-  scf::IfOp branch;
-  for (scf::IfOp candidate : lanes.getBody()->getOps<scf::IfOp>())
-    branch = candidate;
-  auto store = cast<memref::StoreOp>(*std::prev(branch.thenBlock()->without_terminator().end()));
+  // Where the row's result is stored, and where the op's work goes: after
+  // it, in the loop the block's threads stride (a block reduction), or in
+  // the thread that made the row (a thread per output, for short rows only).
+  bool cooperative = nest->hasAttr(kCooperativeNestAttr);
+  memref::StoreOp store;
+  Block *where;
+  scf::ParallelOp lanes;
+  Operation *privateTo = nullptr;
+  if (cooperative) {
+    lanes = *nest.getBody()->getOps<scf::ParallelOp>().begin();
+    scf::IfOp branch;
+    for (scf::IfOp candidate : lanes.getBody()->getOps<scf::IfOp>())
+      branch = candidate;
+    store = cast<memref::StoreOp>(*std::prev(branch.thenBlock()->without_terminator().end()));
+    where = lanes.getBody();
+    privateTo = branch;
+  } else {
+    auto stores = llvm::to_vector(nest.getBody()->getOps<memref::StoreOp>());
+    if (stores.size() != 1 || !llvm::equal(stores[0].getIndices(), nest.getInductionVars()))
+      return failure();
+    store = stores[0];
+    where = nest.getBody();
+  }
   // The result must be every thread's, not loaded by thread 0 alone.
   Value result = store.getValueToStore();
-  if (branch->isAncestor(result.getParentBlock()->getParentOp()))
+  if (privateTo && privateTo->isAncestor(result.getParentBlock()->getParentOp()))
     return failure();
   Value reduced = store.getMemRef();
   auto reducedType = cast<MemRefType>(reduced.getType());
@@ -338,8 +355,8 @@ LogicalResult mlir::fsdp::fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelO
   // The op's leading loops are the stored row's coordinates (known to every
   // thread of the block), and it reads the result at its own row.
   SmallVector<Value> row(store.getIndices());
-  if (llvm::any_of(row, [&](Value index) {
-        return branch->isAncestor(index.getParentBlock()->getParentOp());
+  if (privateTo && llvm::any_of(row, [&](Value index) {
+        return privateTo->isAncestor(index.getParentBlock()->getParentOp());
       }))
     return failure();
   AffineMap rowMap =
@@ -373,20 +390,24 @@ LogicalResult mlir::fsdp::fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelO
   if (llvm::any_of(op.getDpsInits(), [&](Value out) { return out == reduced; }))
     return failure();
 
-  OpBuilder::InsertionGuard guard(rewriter);
-  // After the views of op's buffers (all that lies between them).
-  rewriter.moveOpBefore(nest, op);
-  rewriter.setInsertionPoint(lanes.getBody()->getTerminator());
-  Location loc = op.getLoc();
   ArrayRef<int64_t> inner = ArrayRef(ranges).drop_front(rows);
   int64_t elements = 1;
   for (int64_t extent : inner)
     elements *= extent;
-  Value thread = lanes.getInductionVars()[0];
-  std::optional<int64_t> threads = getConstantIntValue(lanes.getUpperBound()[0]);
+  // One thread going through a long row would be slower than the kernel the
+  // op would have had.
+  if (!cooperative && elements > kCooperativeMinElements)
+    return failure();
+  OpBuilder::InsertionGuard guard(rewriter);
+  // After the views of op's buffers (all that lies between them).
+  rewriter.moveOpBefore(nest, op);
+  rewriter.setInsertionPoint(where->getTerminator());
+  Location loc = op.getLoc();
+  Value first = cooperative ? lanes.getInductionVars()[0] : indexConstant(rewriter, loc, 0);
+  int64_t stride = cooperative ? *getConstantIntValue(lanes.getUpperBound()[0]) : 1;
   scf::ForOp::create(
-      rewriter, loc, thread, indexConstant(rewriter, loc, elements),
-      indexConstant(rewriter, loc, *threads), ValueRange{},
+      rewriter, loc, first, indexConstant(rewriter, loc, elements),
+      indexConstant(rewriter, loc, stride), ValueRange{},
       [&](OpBuilder &b, Location l, Value linear, ValueRange) {
         SmallVector<Value> ivs = row;
         llvm::append_range(ivs, unflatten(b, l, linear, inner));

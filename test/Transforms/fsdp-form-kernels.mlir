@@ -116,9 +116,9 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 // CHECK-NEXT:       %[[X:.+]] = memref.load %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>
 // CHECK-NEXT:       arith.maximumf %[[ACC]], %[[X]] : f32
 // CHECK:          %[[ALL:.+]] = gpu.all_reduce maximumf %[[PART]] uniform
-// CHECK:          %[[FIRST:.+]] = arith.cmpi eq, %[[LANE]], %{{.+}} : index
+// CHECK:          %[[MAX:.+]] = arith.maximumf %[[ALL]], %[[FILL]] : f32
+// CHECK-NEXT:     %[[FIRST:.+]] = arith.cmpi eq, %[[LANE]], %{{.+}} : index
 // CHECK-NEXT:     scf.if %[[FIRST]] {
-// CHECK-NEXT:       %[[MAX:.+]] = arith.maximumf %[[ALL]], %[[FILL]] : f32
 // CHECK-NEXT:       memref.store %[[MAX]], %{{.+}}[%[[ROW]]] : memref<24xf32>
 // B64-LABEL:  func.func @fsdp_train_step
 // B64-DAG:    %[[C24:.+]] = arith.constant 24 : index
@@ -163,8 +163,8 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 // CHECK-NEXT:   scf.parallel (%[[LANE:.+]]) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
 // CHECK:          %[[PART:.+]] = scf.for
 // CHECK:          %[[ALL:.+]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK:          %[[SUM:.+]] = arith.addf %[[ALL]], %{{.+}} : f32
 // CHECK:          scf.if
-// CHECK-NEXT:       %[[SUM:.+]] = arith.addf %[[ALL]], %{{.+}} : f32
 // CHECK-NEXT:       memref.store %[[SUM]], %[[TOTAL:.+]][] : memref<f32>
 // CHECK-NEXT:       %[[IN:.+]] = memref.load %[[TOTAL]][] : memref<f32>
 // CHECK-NEXT:       %[[MEAN:.+]] = arith.mulf %[[IN]], %[[HALF]] : f32
@@ -336,6 +336,69 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
   memref.copy %u, %w : memref<240xf32> to memref<240xf32>
   %z = memref.view %arena[%c8192][] : memref<16384xi8> to memref<100xf32>
   memref.copy %y, %z : memref<100xf32> to memref<100xf32>
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#sc = affine_map<(d0) -> ()>
+#sc0 = affine_map<() -> ()>
+
+// The row-wise op after a block reduction (x minus its row's sum) runs in
+// its kernel: each block's threads compute their row with the result in
+// hand. A reduction of the same rows before them that touches no byte they
+// write shares the kernel too (one block reduction after the other).
+// CHECK-LABEL: func.func @fsdp_train_step
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// CHECK:      scf.parallel (%[[ROW:.+]]) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
+// CHECK-NEXT:   scf.parallel (%[[LANE:.+]]) = (%{{.+}}) to (%[[T:.+]]) step (%{{.+}}) {
+// CHECK:          gpu.all_reduce maximumf
+// CHECK:          scf.if
+// CHECK:          %[[SUM:.+]] = gpu.all_reduce add
+// CHECK:          %[[ROWSUM:.+]] = arith.addf %[[SUM]], %{{.+}} : f32
+// CHECK:          scf.if
+// CHECK:          scf.for %[[K:.+]] = %[[LANE]] to %{{.+}} step %[[T]] {
+// CHECK-NEXT:       %[[X:.+]] = memref.load %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>
+// CHECK-NEXT:       %[[Y:.+]] = arith.subf %[[X]], %[[ROWSUM]] : f32
+// CHECK-NEXT:       memref.store %[[Y]], %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>
+// LAUNCH-COUNT-1: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func @fsdp_train_step(%arena: memref<32768xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c10240 = arith.constant 10240 : index
+  %c20480 = arith.constant 20480 : index
+  %c20736 = arith.constant 20736 : index
+  %zero = arith.constant 0.0 : f32
+  %low = arith.constant -1000.0 : f32
+  %m = memref.view %arena[%c0][] : memref<32768xi8> to memref<24x100xf32>
+  %out = memref.view %arena[%c10240][] : memref<32768xi8> to memref<24x100xf32>
+  %sums = memref.view %arena[%c20480][] : memref<32768xi8> to memref<24xf32>
+  %maxes = memref.view %arena[%c20736][] : memref<32768xi8> to memref<24xf32>
+  linalg.fill ins(%low : f32) outs(%maxes : memref<24xf32>)
+  linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%m : memref<24x100xf32>) outs(%maxes : memref<24xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.maximumf %o, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.fill ins(%zero : f32) outs(%sums : memref<24xf32>)
+  linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%m : memref<24x100xf32>) outs(%sums : memref<24xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.addf %o, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%m, %sums : memref<24x100xf32>, memref<24xf32>) outs(%out : memref<24x100xf32>) {
+  ^bb0(%in: f32, %s: f32, %o: f32):
+    %d = arith.subf %in, %s : f32
+    linalg.yield %d : f32
+  }
   %r = arith.constant 0.0 : f32
   return %r : f32
 }

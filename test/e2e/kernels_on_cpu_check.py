@@ -29,8 +29,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "reference"))
 from params_file import manifest_params, read_params  # noqa: E402
 
+# The kernels sum as a GPU does: a block's threads each fold a strided slice,
+# then combine in a tree (gpu.all_reduce), where the CPU target adds in order.
+# In f32 the reassociation moves a sum of n terms by at most about n * 2^-24
+# of the sum of magnitudes (n <= 256 per thread here): the losses and
+# parameters of 10 steps stay within 1e-6.
 LOSS_RTOL = 1e-6
 PARAM_RTOL = 1e-6
+# A plan in bf16 stores values rounded to bf16 (2^-8 relative): a value whose
+# f32 sum moved across a rounding boundary is stored one bf16 ulp apart. Such
+# values are rare (the f32 difference is ~2^-16 of a bf16 ulp's 2^-8, so about
+# one value in 2^8 is near enough to a boundary), and a loss or parameter
+# vector over all of them moves by a small fraction of an ulp: within 2^-11.
+BF16_RTOL = 2.0 ** -11
 RANKS = 2
 MPI_TIMEOUT = 300
 
@@ -82,6 +93,10 @@ def main():
     failures = []
     for model in args.model:
         name = os.path.splitext(os.path.basename(model))[0]
+        with open(model) as f:
+            bf16 = "param_dtype = bf16" in f.read()
+        loss_rtol = BF16_RTOL if bf16 else LOSS_RTOL
+        param_rtol = BF16_RTOL if bf16 else PARAM_RTOL
         cpu = os.path.join(args.work, f"{name}-cpu")
         run([*shlex.split(args.fsdpc), model, f"--grid={RANKS}", "-o", cpu])
         cpu_losses, cpu_params = train(cpu, args.work, args.steps)
@@ -94,8 +109,8 @@ def main():
             param_error = float(np.linalg.norm(params - cpu_params) /
                                 np.linalg.norm(cpu_params))
             ok = (len(losses) == args.steps and len(losses) == len(cpu_losses) and
-                  params.shape == cpu_params.shape and loss_error <= LOSS_RTOL and
-                  param_error <= PARAM_RTOL)
+                  params.shape == cpu_params.shape and loss_error <= loss_rtol and
+                  param_error <= param_rtol)
             verdict = "PASS" if ok else "FAIL"
             print(f"{name} block {block}: {len(losses)} steps, loss rel err {loss_error:.2e}, "
                   f"params rel L2 err {param_error:.2e}: {verdict}")
