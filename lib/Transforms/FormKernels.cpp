@@ -386,6 +386,31 @@ void fuseNests(RewriterBase &rewriter, ArrayRef<scf::ParallelOp> nests) {
 /// a fused run stops short of this many.
 constexpr int64_t kKernelParameterBytes = 4096;
 
+/// Whether two kernel nests do the same on other buffers of the same types.
+bool sameKernel(Operation *a, Operation *b) {
+  DenseMap<Value, Value> inside;
+  auto outside = [](Operation *op, Value value) {
+    Operation *def = value.getDefiningOp();
+    return !op->isAncestor(def ? def : value.getParentBlock()->getParentOp());
+  };
+  return OperationEquivalence::isEquivalentTo(
+      a, b,
+      [&](Value l, Value r) {
+        if (auto known = inside.find(l); known != inside.end())
+          return success(known->second == r);
+        return success(outside(a, l) && outside(b, r) && l.getType() == r.getType());
+      },
+      [&](Value l, Value r) { inside[l] = r; }, OperationEquivalence::IgnoreLocations);
+}
+
+/// Whether `op` reads a buffer it writes.
+bool updatesInPlace(Operation *op) {
+  SetVector<Value> loaded, stored;
+  collectAccesses(op, loaded, stored);
+  return llvm::any_of(stored, [&](Value memref) { return loaded.contains(memref); });
+}
+
+
 /// The values defined outside `op` that its kernel receives as parameters
 /// (constants are computed in the kernel instead).
 void collectParameters(Operation *op, llvm::SetVector<Value> &parameters) {
@@ -441,7 +466,14 @@ void fuseIndependentNests(RewriterBase &rewriter, Block &body, const ArenaAccess
     }
     llvm::SetVector<Value> joined = parameters;
     collectParameters(&op, joined);
-    if (!independent(&op) || parameterBytes(joined) > kKernelParameterBytes) {
+    // The same in-place update of another buffer (the optimizer's step of
+    // the next identical unit) starts a kernel of its own: a run of them
+    // would grow with the model's depth, where identical units should share
+    // their kernels (compile time).
+    bool repeatedUpdate = updatesInPlace(&op) && llvm::any_of(runs.back(), [&](Operation *other) {
+      return sameKernel(other, &op);
+    });
+    if (!independent(&op) || parameterBytes(joined) > kKernelParameterBytes || repeatedUpdate) {
       endRun();
       collectParameters(&op, parameters);
     } else {
@@ -455,6 +487,7 @@ void fuseIndependentNests(RewriterBase &rewriter, Block &body, const ArenaAccess
     if (run.size() > 1)
       fuseNests(rewriter, run);
 }
+
 
 /// The block and thread counts of a block reduction's nest.
 std::optional<std::pair<int64_t, int64_t>> blockShape(Operation *op) {
@@ -496,38 +529,51 @@ bool foldSkips(scf::ParallelOp later, scf::ParallelOp earlier, const ArenaAccess
 /// single blocks whose folds do not read what the earlier one writes: one
 /// kernel whose threads do one, then the other.
 void fuseSiblingReductions(RewriterBase &rewriter, Block &body, const ArenaAccesses &arena) {
-  scf::ParallelOp previous;
-  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+  SmallVector<SmallVector<scf::ParallelOp>> groups(1);
+  for (Operation &op : body.without_terminator()) {
     auto shape = blockShape(&op);
     if (!shape) {
       if (!isMemoryEffectFree(&op))
-        previous = nullptr;
+        groups.emplace_back();
       continue;
     }
     auto nest = cast<scf::ParallelOp>(op);
-    bool independent = previous && blockShape(previous) == shape &&
-                       (llvm::none_of(arena.of(previous),
-                                      [&](const ArenaAccess &a) {
-                                        return llvm::any_of(arena.of(nest), [&](const ArenaAccess &b) {
-                                          return a.conflictsWith(b);
-                                        });
-                                      }) ||
-                        (shape->first == 1 && foldSkips(nest, previous, arena)));
-    if (!independent) {
-      previous = nest;
+    SmallVector<scf::ParallelOp> &group = groups.back();
+    auto conflicts = [&](scf::ParallelOp earlier) {
+      return llvm::any_of(arena.of(earlier), [&](const ArenaAccess &a) {
+        return llvm::any_of(arena.of(nest),
+                            [&](const ArenaAccess &b) { return a.conflictsWith(b); });
+      });
+    };
+    // The same reduction of the next identical unit (the gradient norm's)
+    // starts a kernel of its own: identical units share their kernels.
+    bool joins = !group.empty() && blockShape(group.back()) == shape &&
+                 llvm::none_of(group, [&](scf::ParallelOp member) {
+                   return sameKernel(member, nest) ||
+                          (conflicts(member) &&
+                           !(shape->first == 1 && foldSkips(nest, member, arena)));
+                 });
+    if (!joins && !group.empty())
+      groups.emplace_back();
+    groups.back().push_back(nest);
+  }
+  for (ArrayRef<scf::ParallelOp> group : groups) {
+    if (group.size() < 2)
       continue;
+    // Into the last one's place (only views lie between them), in order.
+    scf::ParallelOp into = group.front();
+    rewriter.moveOpBefore(into, group.back());
+    auto lanes = *into.getBody()->getOps<scf::ParallelOp>().begin();
+    for (scf::ParallelOp nest : group.drop_front()) {
+      auto from = *nest.getBody()->getOps<scf::ParallelOp>().begin();
+      IRMapping mapping;
+      mapping.map(nest.getInductionVars()[0], into.getInductionVars()[0]);
+      mapping.map(from.getInductionVars()[0], lanes.getInductionVars()[0]);
+      rewriter.setInsertionPoint(lanes.getBody()->getTerminator());
+      for (Operation &nested : from.getBody()->without_terminator())
+        rewriter.clone(nested, mapping);
+      rewriter.eraseOp(nest);
     }
-    // The earlier one goes where the later one is (only views lie between).
-    rewriter.moveOpBefore(previous, nest);
-    auto into = *previous.getBody()->getOps<scf::ParallelOp>().begin();
-    auto from = *nest.getBody()->getOps<scf::ParallelOp>().begin();
-    IRMapping mapping;
-    mapping.map(nest.getInductionVars()[0], previous.getInductionVars()[0]);
-    mapping.map(from.getInductionVars()[0], into.getInductionVars()[0]);
-    rewriter.setInsertionPoint(into.getBody()->getTerminator());
-    for (Operation &nested : from.getBody()->without_terminator())
-      rewriter.clone(nested, mapping);
-    rewriter.eraseOp(nest);
   }
 }
 

@@ -12,6 +12,12 @@
 // mark, the parameter and state shards for --export and --save). On the CPU the host view is
 // the arena itself and uploads and downloads do nothing.
 //
+// On the CUDA backend uploads and fills are asynchronous, on the compute
+// stream (lib/cuda/CudaArena.cpp): the host view may be written again as soon
+// as upload returns, the step's compute-stream work sees the bytes, and
+// finishUploads (Device.h) waits for them all; a download returns once the
+// bytes are in the host view, after the uploads and fills before it.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef FSDPRT_ARENA_H
@@ -44,10 +50,14 @@ public:
   /// Sets [offset, offset + count) of the arena (not of the host view) to `value`.
   void fill(int64_t offset, int64_t count, uint8_t value);
 
+  /// The CUDA backend's page-locked buffers that uploads copy from.
+  struct Staging;
+
 private:
   void *step = nullptr;
   uint8_t *hostView = nullptr;
   size_t bytes = 0;
+  Staging *staging = nullptr; // created by the first upload; none on the CPU
 };
 
 /// The host arena of `offload = optimizer` (manifest.host_arena_bytes): the

@@ -28,6 +28,11 @@ void openDevice();
 /// communicators the collectives run on.
 void connectDevice(const RankPlace &place);
 
+/// Whether the device's fp32 products may use TF32 (manifest allow_tf32):
+/// inputs rounded to 10 bits of mantissa, sums in fp32. Off, they are exact
+/// fp32 products; the device must be open.
+void setAllowTf32(bool allow);
+
 /// Whether --trace can time the step from the host: the CPU's runtime calls
 /// run where they are made; a GPU's only enqueue work.
 bool hostTimesStep();
@@ -35,6 +40,12 @@ bool hostTimesStep();
 /// Returns once the device has done all the work the step gave it: after it,
 /// the host may read the arena.
 void finishStep();
+
+/// Returns once the device has done the uploads and fills of the arena
+/// enqueued so far (Arena.h). The trainer calls it at the end of its
+/// start-up: the step's all-gathers read the parameter shards on a stream of
+/// their own, which nothing else orders after the uploads.
+void finishUploads();
 
 /// Releases what openDevice and connectDevice created (before MPI finishes).
 void closeDevice();

@@ -666,6 +666,10 @@ Manifest parseManifest(std::string_view text) {
   if (!(manifest.clipGradNorm >= 0.0))
     clipNode.fail("must be non-negative (0 disables clipping), got " +
                   formatReal(manifest.clipGradNorm));
+  // Absent, the products are exact fp32: a plan compiled before the field
+  // existed keeps its numbers.
+  if (root.has("allow_tf32"))
+    manifest.allowTf32 = root.field("allow_tf32").boolean();
   readUnits(root, manifest);
   readParams(root, manifest);
   readInputs(root, manifest);

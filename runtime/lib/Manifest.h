@@ -131,6 +131,9 @@ struct Manifest {
   int64_t replicas = 1;   // copies of the model
   OptimizerSpec optimizer;
   double clipGradNorm = 0.0;
+  /// Whether fp32 products may use TF32 tensor cores (allow_tf32, optional):
+  /// on a GPU, faster products whose inputs keep 10 bits of mantissa.
+  bool allowTf32 = false;
   std::vector<UnitSpec> units;
   std::vector<ParamSpec> params;
   std::vector<InputSpec> inputs;

@@ -229,6 +229,9 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
       manifest.arenaBytes = std::max(manifest.arenaBytes, evalManifest.arenaBytes);
     }
   }
+  // The device was opened before the manifest was read: its products' math
+  // is set now, before anything runs on it.
+  setAllowTf32(manifest.allowTf32);
   RankPlace place = setUpGroups(manifest.shardRanks);
   connectDevice(place);
   bool leader = place.rank == 0;
@@ -294,6 +297,11 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   }
   uploadParamShards(manifest, arena, hostArena.data());
   markTransient(manifest, arena);
+  // On a GPU the uploads and the marker are still under way on the compute
+  // stream, and the first step's all-gathers read the shards on another:
+  // they must be done before it starts. (Each step's inputs need no wait:
+  // only the step's compute-stream work reads them.)
+  finishUploads();
   int64_t firstStep = position.step + 1;
   // With --trace, rank 0's arena at the first step's unit boundaries: the
   // first step is the one the trace does not keep when more run, and the

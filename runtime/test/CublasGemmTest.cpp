@@ -1,9 +1,11 @@
 //===- CublasGemmTest.cpp - Row-major products on column-major cuBLAS -----===//
 //
-// The fake cuBLAS (FakeCuda.h) multiplies column-major matrices as cuBLAS's
-// documentation says; fsdprt.h's products are row-major. These tests check
-// the mapping between the two (operands, dimensions and strides swapped)
-// against plain row-major products.
+// The fake cuBLAS and cuBLASLt (FakeCuda.h) multiply column-major matrices as
+// their documentation says; fsdprt.h's products are row-major. These tests
+// check the mapping between the two (operands, dimensions and strides
+// swapped) against plain row-major products, and how the bf16 products use
+// cuBLASLt: descriptors, workspace, stream, and one heuristic query per
+// distinct product.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,9 +15,12 @@
 #include "TestMatrices.h"
 #include "fsdprt/fsdprt.h"
 
+#include <cublasLt.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 using namespace fsdprt;
@@ -80,34 +85,279 @@ TEST_F(CublasGemm, BatchedIsOneProductPerMatrix) {
   EXPECT_EQ(fake_cuda::callsTo("cublasSgemmStridedBatched").size(), 4u) << "one call per batch";
 }
 
-TEST_F(CublasGemm, Bf16ProductsAccumulateInFp32) {
-  const int64_t m = 3, n = 2, k = 4;
+constexpr uint16_t kBf16NaN = 0x7FC0;
+
+/// A row-major rows x cols bf16 matrix with row stride `ld`: integers in
+/// [-16, 16] (exact in bf16, their products and sums exact in fp32, so that
+/// fp32 sums and double sums agree), NaN in the padding, which no product
+/// may read.
+std::vector<uint16_t> bf16Matrix(int64_t rows, int64_t cols, int64_t ld, int salt) {
+  std::vector<uint16_t> m(static_cast<size_t>(rows * ld), kBf16NaN);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      m[i * ld + j] = roundToBF16(static_cast<double>((i * 13 + j * 7 + salt * 5) % 33 - 16));
+  return m;
+}
+
+/// C = alpha op(A) op(B) + beta C, row-major, in double, rounded to bf16
+/// once; C is not read when beta is 0, and its padding is left alone.
+void bf16Reference(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, const uint16_t *a,
+                   int64_t lda, const uint16_t *b, int64_t ldb, double beta, uint16_t *c,
+                   int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += bf16ToDouble(ta ? a[p * lda + i] : a[i * lda + p]) *
+               bf16ToDouble(tb ? b[j * ldb + p] : b[p * ldb + j]);
+      double value = alpha * sum;
+      if (beta != 0)
+        value += beta * bf16ToDouble(c[i * ldc + j]);
+      c[i * ldc + j] = roundToBF16(value);
+    }
+}
+
+/// Bits equal, except that NaNs are equal to each other.
+bool sameBits(const std::vector<uint16_t> &x, const std::vector<uint16_t> &y) {
+  if (x.size() != y.size())
+    return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i] != y[i] && !(std::isnan(bf16ToDouble(x[i])) && std::isnan(bf16ToDouble(y[i]))))
+      return false;
+  return true;
+}
+
+/// Sizes, strides, alpha and beta of one bf16 product test.
+struct Bf16Case {
+  int64_t m, n, k;
+  float alpha, beta;
+};
+
+// Odd sizes whose sums need more than bf16's 8 bits (rounded once, to
+// nearest even), every transposition, padded rows, and alpha and beta.
+TEST_F(CublasGemm, Bf16IsTheRowMajorProductRoundedOnce) {
+  const Bf16Case cases[] = {{5, 3, 7, 1.0f, 0.0f},
+                            {3, 7, 13, 0.5f, -1.5f},
+                            {1, 9, 11, 2.0f, 1.0f},
+                            {7, 1, 5, -1.0f, 0.25f}};
+  int rounded = 0;
+  for (const Bf16Case &t : cases)
+    for (int ta = 0; ta <= 1; ++ta)
+      for (int tb = 0; tb <= 1; ++tb) {
+        int64_t aCols = ta ? t.m : t.k, bCols = tb ? t.k : t.n;
+        int64_t lda = aCols + 3, ldb = bCols + 1, ldc = t.n + 2;
+        std::vector<uint16_t> a = bf16Matrix(ta ? t.k : t.m, aCols, lda, 1);
+        std::vector<uint16_t> b = bf16Matrix(tb ? t.n : t.k, bCols, ldb, 2);
+        std::vector<uint16_t> c = bf16Matrix(t.m, t.n, ldc, 3), expected = c;
+        bf16Reference(ta, tb, t.m, t.n, t.k, t.alpha, a.data(), lda, b.data(), ldb, t.beta,
+                      expected.data(), ldc);
+        fsdprt_gemm_bf16(ta, tb, t.m, t.n, t.k, t.alpha, a.data(), lda, b.data(), ldb, t.beta,
+                         c.data(), ldc);
+        EXPECT_TRUE(sameBits(c, expected))
+            << t.m << " x " << t.n << " x " << t.k << ", trans_a " << ta << ", trans_b " << tb;
+        for (uint16_t value : expected)
+          rounded += std::fabs(bf16ToDouble(value)) > 256;
+      }
+  EXPECT_GT(rounded, 0) << "results beyond 256 lose bits to the rounding";
+  EXPECT_TRUE(fake_cuda::callsTo("cublasGemmEx").empty()) << "cuBLASLt, not cublasGemmEx";
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmul(").size(), 16u);
+}
+
+TEST_F(CublasGemm, Bf16BatchedFollowsTheStrides) {
+  const int64_t batch = 3, m = 3, n = 5, k = 7;
   for (int ta = 0; ta <= 1; ++ta)
     for (int tb = 0; tb <= 1; ++tb) {
-      std::vector<float> a = matrix(ta ? k : m, ta ? m : k, ta ? m : k, 4);
-      std::vector<float> b = matrix(tb ? n : k, tb ? k : n, tb ? k : n, 5);
-      std::vector<float> c = matrix(m, n, n, 6), expected = c;
-      rowMajorProduct(ta, tb, m, n, k, 2.0f, a.data(), ta ? m : k, b.data(), tb ? k : n, -1.0f,
-                      expected.data(), n);
-      auto bf16 = [](const std::vector<float> &values) {
-        std::vector<uint16_t> bits;
-        for (float v : values)
-          bits.push_back(roundToBF16(v));
-        return bits;
-      };
-      std::vector<uint16_t> aBits = bf16(a), bBits = bf16(b), cBits = bf16(c);
-      fsdprt_gemm_bf16(ta, tb, m, n, k, 2.0f, aBits.data(), ta ? m : k, bBits.data(),
-                       tb ? k : n, -1.0f, cBits.data(), n);
-      // Small integers: every value and result is a bf16, exactly.
-      EXPECT_EQ(cBits, bf16(expected)) << "trans_a " << ta << " trans_b " << tb;
+      int64_t aRows = ta ? k : m, aCols = ta ? m : k;
+      int64_t bRows = tb ? n : k, bCols = tb ? k : n;
+      int64_t lda = aCols + 1, ldb = bCols, ldc = n + 1;
+      // Gaps between the matrices, which no product may touch.
+      int64_t strideA = aRows * lda + 5, strideB = bRows * ldb + 2, strideC = m * ldc + 3;
+      std::vector<uint16_t> a = bf16Matrix(batch * strideA, 1, 1, 4);
+      std::vector<uint16_t> b = bf16Matrix(batch * strideB, 1, 1, 5);
+      std::vector<uint16_t> c = bf16Matrix(batch * strideC, 1, 1, 6), expected = c;
+      for (int64_t i = 0; i < batch; ++i)
+        bf16Reference(ta, tb, m, n, k, 0.5, a.data() + i * strideA, lda, b.data() + i * strideB,
+                      ldb, 0.25, expected.data() + i * strideC, ldc);
+      fsdprt_gemm_bf16_batched(ta, tb, batch, m, n, k, 0.5f, a.data(), lda, strideA, b.data(), ldb,
+                               strideB, 0.25f, c.data(), ldc, strideC);
+      EXPECT_TRUE(sameBits(c, expected)) << "trans_a " << ta << " trans_b " << tb;
     }
-  EXPECT_THAT(fake_cuda::callsTo("cublasGemmEx").at(0), HasSubstr(", bf16, fp32)"));
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmul(").size(), 4u) << "one call per batch";
+  // Every layout of a batch says its count and stride (in elements): B's
+  // first (cuBLAS's A), then A's, then C's.
+  std::vector<std::string> counts = fake_cuda::callsTo("cublasLtMatrixLayoutSetAttribute");
+  ASSERT_GE(counts.size(), 6u);
+  EXPECT_THAT(counts[0], testing::EndsWith(", batch count, 3)"));
+  EXPECT_THAT(counts[1], testing::EndsWith(", batch stride, 37)")) << "B: 7 x 5 + 2";
+  EXPECT_THAT(counts[3], testing::EndsWith(", batch stride, 29)")) << "A: 3 x 8 + 5";
+  EXPECT_THAT(counts[5], testing::EndsWith(", batch stride, 21)")) << "C: 3 x 6 + 3";
+}
+
+// beta = 0: C's previous contents are not read, not even a NaN.
+TEST_F(CublasGemm, Bf16WithBetaZeroIgnoresC) {
+  const int64_t m = 3, n = 5, k = 7;
+  std::vector<uint16_t> a = bf16Matrix(m, k, k, 7), b = bf16Matrix(k, n, n, 8);
+  std::vector<uint16_t> c(m * n, kBf16NaN), expected(m * n, 0);
+  bf16Reference(0, 0, m, n, k, 1.0, a.data(), k, b.data(), n, 0.0, expected.data(), n);
+  fsdprt_gemm_bf16(0, 0, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+  EXPECT_EQ(c, expected);
+  // The same product twice.
+  std::vector<uint16_t> a2 = a, b2 = b, batched(2 * m * n, kBf16NaN);
+  a2.insert(a2.end(), a.begin(), a.end());
+  b2.insert(b2.end(), b.begin(), b.end());
+  fsdprt_gemm_bf16_batched(0, 0, 2, m, n, k, 1.0f, a2.data(), k, m * k, b2.data(), n, k * n, 0.0f,
+                           batched.data(), n, m * n);
+  EXPECT_EQ(std::vector<uint16_t>(batched.begin(), batched.begin() + m * n), expected);
+  EXPECT_EQ(std::vector<uint16_t>(batched.begin() + m * n, batched.end()), expected);
+}
+
+// What each plan asks of cuBLASLt: fp32 compute and scale, bf16 layouts
+// (B's before A's), the whole workspace, split-K sums only in fp32; each
+// product runs on the compute stream with the workspace of device1.
+TEST_F(CublasGemm, Bf16UsesTheWorkspaceOnTheComputeStream) {
+  const int64_t m = 3, n = 5, k = 7;
+  std::vector<uint16_t> a = bf16Matrix(k, m, m, 1), b = bf16Matrix(k, n, n, 2), c(m * n);
+  fsdprt_gemm_bf16(1, 0, m, n, k, 1.0f, a.data(), m, b.data(), n, 0.0f, c.data(), n);
+  std::string matmul = fake_cuda::results("cublasLtMatmulDescCreate").at(0);
+  std::vector<std::string> layouts = fake_cuda::results("cublasLtMatrixLayoutCreate");
+  ASSERT_EQ(layouts.size(), 3u);
+  std::string preference = fake_cuda::results("cublasLtMatmulPreferenceCreate").at(0);
+  std::string algorithm = fake_cuda::results("cublasLtMatmulAlgoGetHeuristic").at(0);
+  EXPECT_THAT(fake_cuda::callsTo("cublasLtMatmulDesc"),
+              ElementsAre("cublasLtMatmulDescCreate(fp32, f32) -> " + matmul,
+                          "cublasLtMatmulDescSetAttribute(" + matmul + ", transa, N)",
+                          "cublasLtMatmulDescSetAttribute(" + matmul + ", transb, T)"));
+  EXPECT_THAT(fake_cuda::callsTo("cublasLtMatrixLayoutCreate"),
+              ElementsAre("cublasLtMatrixLayoutCreate(bf16, 5, 7, 5) -> " + layouts[0],
+                          "cublasLtMatrixLayoutCreate(bf16, 3, 7, 3) -> " + layouts[1],
+                          "cublasLtMatrixLayoutCreate(bf16, 5, 3, 5) -> " + layouts[2]));
+  std::vector<std::string> preferences = fake_cuda::callsTo("cublasLtMatmulPreferenceSetAttribute");
+  ASSERT_GE(preferences.size(), 2u);
+  EXPECT_EQ(preferences[0],
+            "cublasLtMatmulPreferenceSetAttribute(" + preference + ", max workspace, 33554432)");
+  EXPECT_EQ(preferences[1], "cublasLtMatmulPreferenceSetAttribute(" + preference +
+                                ", reduction schemes, " +
+                                std::to_string(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE) + ")");
+  EXPECT_THAT(fake_cuda::callsTo("cublasLtMatmulPreferenceDestroy"),
+              ElementsAre("cublasLtMatmulPreferenceDestroy(" + preference + ")"));
+  std::string lt = fake_cuda::callsTo("cublasLtMatmul(").at(0);
+  EXPECT_THAT(lt, testing::StartsWith("cublasLtMatmul(cublasLt"));
+  EXPECT_THAT(lt,
+              testing::EndsWith(", " + matmul + ", " + layouts[0] + ", " + layouts[1] + ", " +
+                                layouts[2] + ", " + layouts[2] + ", " + algorithm +
+                                ", device1+0, 33554432, " + stream(FSDPRT_STREAM_COMPUTE) + ")"));
+}
+
+// The heuristic runs once per distinct product; the step calls the same
+// few every iteration.
+TEST_F(CublasGemm, Bf16AsksTheHeuristicOncePerProduct) {
+  std::vector<uint16_t> a = bf16Matrix(16, 8, 8, 1), b = bf16Matrix(16, 8, 8, 2), c(64);
+  auto product = [&](int ta, int64_t m, int64_t n, int64_t k) {
+    fsdprt_gemm_bf16(ta, 0, m, n, k, 1.0f, a.data(), 8, b.data(), 8, 0.0f, c.data(), 8);
+  };
+  product(0, 3, 5, 7);
+  product(0, 3, 5, 7);
+  product(0, 5, 3, 7);
+  product(0, 3, 5, 7);
+  product(1, 3, 5, 7);
+  product(0, 5, 3, 7);
+  for (int i = 0; i < 2; ++i)
+    fsdprt_gemm_bf16_batched(0, 0, 2, 3, 5, 7, 1.0f, a.data(), 8, 24, b.data(), 8, 56, 0.0f,
+                             c.data(), 8, 24);
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulAlgoGetHeuristic").size(), 4u);
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulDescCreate").size(), 4u) << "descriptors kept too";
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmul(").size(), 8u);
+}
+
+// A view into a buffer may be less aligned than the 256 bytes cuBLASLt
+// assumes unless told (the fake's algorithms then refuse it): the plan says
+// how aligned each matrix is, and a differently aligned view has its own.
+TEST_F(CublasGemm, Bf16ViewsLessAlignedThanTheDefault) {
+  alignas(256) uint16_t a[64], b[64], c[64];
+  for (int i = 0; i < 64; ++i)
+    a[i] = b[i] = roundToBF16(i % 5 - 2);
+  fsdprt_gemm_bf16(0, 0, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2);
+  fsdprt_gemm_bf16(0, 0, 2, 2, 2, 1.0f, a + 1, 2, b + 3, 2, 0.0f, c + 5, 2);
+  std::vector<uint16_t> expected(4);
+  bf16Reference(0, 0, 2, 2, 2, 1.0, a + 1, 2, b + 3, 2, 0.0, expected.data(), 2);
+  EXPECT_EQ(std::vector<uint16_t>(c + 5, c + 9), expected);
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulAlgoGetHeuristic").size(), 2u);
+  std::vector<std::string> alignments = fake_cuda::callsTo("cublasLtMatmulPreferenceSetAttribute");
+  ASSERT_EQ(alignments.size(), 12u);
+  // The second product: cuBLAS's A is fsdprt.h's B, 6 bytes in.
+  EXPECT_THAT(alignments[8], testing::EndsWith(", alignment A, 2)"));
+  EXPECT_THAT(alignments[9], testing::EndsWith(", alignment B, 2)"));
+  EXPECT_THAT(alignments[10], testing::EndsWith(", alignment C, 2)"));
+  EXPECT_THAT(alignments[11], testing::EndsWith(", alignment D, 2)"));
+  EXPECT_THAT(alignments[2], testing::EndsWith(", alignment A, 256)"));
+}
+
+TEST_F(CublasGemm, Bf16WithoutAnAlgorithmIsFatalNamingTheProduct) {
+  std::vector<uint16_t> a(64), b(64), c(64);
+  fake_cuda::setHeuristicAlgorithms(0);
+  EXPECT_EXIT(fsdprt_gemm_bf16(0, 1, 3, 5, 7, 1.0f, a.data(), 7, b.data(), 7, 0.0f, c.data(), 5),
+              ExitedWithCode(1),
+              HasSubstr("trainer: error: fsdprt_gemm_bf16: cuBLASLt has no algorithm for the bf16 "
+                        "product m = 3, n = 5, k = 7, trans_a = 0, trans_b = 1, lda = 7, ldb = 7, "
+                        "ldc = 5 (cublasLtMatmulAlgoGetHeuristic found none)\n"));
+  fake_cuda::setHeuristicAlgorithms(1);
+  fake_cuda::failNext("cublasLtMatmulAlgoGetHeuristic", CUBLAS_STATUS_NOT_SUPPORTED);
+  EXPECT_EXIT(fsdprt_gemm_bf16_batched(0, 0, 2, 2, 2, 2, 1.0f, a.data(), 2, 4, b.data(), 2, 4, 0.0f,
+                                       c.data(), 2, 4),
+              ExitedWithCode(1),
+              HasSubstr("trainer: error: fsdprt_gemm_bf16_batched: cuBLASLt has no algorithm for "
+                        "the bf16 product m = 2, n = 2, k = 2, trans_a = 0, trans_b = 0, lda = 2, "
+                        "ldb = 2, ldc = 2, batch = 2, stride_a = 4, stride_b = 4, stride_c = 4 "
+                        "(cublasLtMatmulAlgoGetHeuristic found none)\n"));
+}
+
+// k = 0: no sum, C = beta C, which cuBLAS defines and cuBLASLt's
+// documentation does not.
+TEST_F(CublasGemm, Bf16WithoutASumScalesC) {
+  std::vector<uint16_t> c = {roundToBF16(2), roundToBF16(-3), roundToBF16(5), roundToBF16(7)};
+  fsdprt_gemm_bf16(0, 0, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f, c.data(), 2);
+  EXPECT_EQ(c, (std::vector<uint16_t>{roundToBF16(1), roundToBF16(-1.5), roundToBF16(2.5),
+                                      roundToBF16(3.5)}));
+  std::vector<uint16_t> batched(6, kBf16NaN);
+  fsdprt_gemm_bf16_batched(0, 0, 2, 1, 2, 0, 1.0f, nullptr, 1, 1, nullptr, 2, 1, 0.0f,
+                           batched.data(), 2, 3);
+  EXPECT_EQ(batched[0], 0);
+  EXPECT_EQ(batched[1], 0);
+  EXPECT_EQ(batched[2], kBf16NaN) << "between the matrices";
+  EXPECT_EQ(batched[3], 0);
+  EXPECT_EQ(batched[4], 0);
+  EXPECT_TRUE(fake_cuda::callsTo("cublasLt").empty());
+}
+
+// Closing cuBLAS destroys every plan's descriptors.
+TEST_F(CublasGemm, ClosingDestroysThePlans) {
+  std::vector<uint16_t> a(64), b(64), c(64);
+  fsdprt_gemm_bf16(0, 0, 2, 2, 2, 1.0f, a.data(), 2, b.data(), 2, 0.0f, c.data(), 2);
+  std::string matmul = fake_cuda::results("cublasLtMatmulDescCreate").at(0);
+  std::vector<std::string> layouts = fake_cuda::results("cublasLtMatrixLayoutCreate");
+  ASSERT_EQ(layouts.size(), 3u);
+  fake_cuda::reset();
+  closeDevice();
+  EXPECT_THAT(fake_cuda::callsTo("cublasLtMatrixLayoutDestroy"),
+              testing::UnorderedElementsAre("cublasLtMatrixLayoutDestroy(" + layouts[0] + ")",
+                                            "cublasLtMatrixLayoutDestroy(" + layouts[1] + ")",
+                                            "cublasLtMatrixLayoutDestroy(" + layouts[2] + ")"));
+  EXPECT_THAT(fake_cuda::callsTo("cublasLtMatmulDescDestroy"),
+              ElementsAre("cublasLtMatmulDescDestroy(" + matmul + ")"));
+  // Opened again, a product makes its plan again.
+  openDevice();
+  fake_cuda::reset();
+  fsdprt_gemm_bf16(0, 0, 2, 2, 2, 1.0f, a.data(), 2, b.data(), 2, 0.0f, c.data(), 2);
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulAlgoGetHeuristic").size(), 1u);
 }
 
 TEST_F(CublasGemm, EmptyProductsMakeNoCall) {
   float c = 5;
   fsdprt_sgemm(0, 0, 0, 1, 3, 1.0f, nullptr, 3, nullptr, 1, 0.0f, &c, 1);
   fsdprt_sgemm_batched(0, 0, 0, 1, 1, 1, 1.0f, nullptr, 1, 1, nullptr, 1, 1, 0.0f, &c, 1, 1);
+  uint16_t h = 5;
+  fsdprt_gemm_bf16(0, 0, 1, 0, 3, 1.0f, nullptr, 3, nullptr, 1, 0.0f, &h, 1);
+  fsdprt_gemm_bf16_batched(0, 0, 0, 1, 1, 1, 1.0f, nullptr, 1, 1, nullptr, 1, 1, 0.0f, &h, 1, 1);
   EXPECT_TRUE(fake_cuda::calls().empty());
 }
 

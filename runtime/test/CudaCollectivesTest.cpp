@@ -55,12 +55,13 @@ TEST_F(CudaCollectives, AGatherOnOneRankIsACopyOnTheAllGatherStream) {
   EXPECT_EQ(pendingCollectives(), 0);
   EXPECT_EQ(std::memcmp(full, values, sizeof(values)), 0);
   const std::string &allGather = stream(FSDPRT_STREAM_ALL_GATHER);
-  EXPECT_THAT(fake_cuda::calls(),
-              ElementsAre("cudaMemcpyAsync(device1+32 <- device1+0, 16, device to device, " + allGather + ")",
-                          "cudaEventCreateWithFlags(no timing) -> " + done[0],
-                          "cudaEventRecord(" + done[0] + ", " + allGather + ")",
-                          "cudaStreamWaitEvent(" + stream(FSDPRT_STREAM_COMPUTE) + ", " +
-                              done[0] + ")"));
+  EXPECT_THAT(
+      fake_cuda::calls(),
+      ElementsAre("cudaMemcpyAsync(device2+32 <- device2+0, 16, device to device, " + allGather +
+                      ")",
+                  "cudaEventCreateWithFlags(no timing) -> " + done[0],
+                  "cudaEventRecord(" + done[0] + ", " + allGather + ")",
+                  "cudaStreamWaitEvent(" + stream(FSDPRT_STREAM_COMPUTE) + ", " + done[0] + ")"));
   // In place: nothing to copy; the handle's event is reused.
   fake_cuda::reset();
   fsdprt_wait(fsdprt_all_gather_start(full, full, 16, FSDPRT_GROUP_WORLD));
@@ -86,7 +87,8 @@ TEST_F(CudaCollectives, ReductionsRunOnTheReduceScatterStream) {
   EXPECT_EQ(std::memcmp(shard, values, sizeof(values)), 0);
   const std::string &reduceScatter = stream(FSDPRT_STREAM_REDUCE_SCATTER);
   EXPECT_THAT(fake_cuda::callsTo("cudaMemcpyAsync"),
-              ElementsAre("cudaMemcpyAsync(device1+32 <- device1+0, 8, device to device, " + reduceScatter + ")"));
+              ElementsAre("cudaMemcpyAsync(device2+32 <- device2+0, 8, device to device, " +
+                          reduceScatter + ")"));
   std::vector<std::string> recorded = fake_cuda::callsTo("cudaEventRecord");
   ASSERT_EQ(recorded.size(), 2u);
   for (const std::string &call : recorded)

@@ -55,10 +55,11 @@ TEST_F(CudaHostCopies, ACopyToTheHostIsOneAsyncCopyOnTheCopyStreamThenItsEvent) 
   EXPECT_EQ(pendingCollectives(), 1);
   const std::string &copy = stream(FSDPRT_STREAM_COPY);
   std::string done = doneEvent();
-  EXPECT_THAT(fake_cuda::calls(),
-              ElementsAre("cudaMemcpyAsync(host <- device1+16, 16, device to host, " + copy + ")",
-                          "cudaEventCreateWithFlags(no timing) -> " + done,
-                          "cudaEventRecord(" + done + ", " + copy + ")"));
+  EXPECT_THAT(
+      fake_cuda::calls(),
+      ElementsAre("cudaMemcpyAsync(pinned1+32 <- device2+16, 16, device to host, " + copy + ")",
+                  "cudaEventCreateWithFlags(no timing) -> " + done,
+                  "cudaEventRecord(" + done + ", " + copy + ")"));
   EXPECT_EQ(std::memcmp(host.data() + 32, values, sizeof(values)), 0);
   fsdprt_wait(handle);
   EXPECT_EQ(pendingCollectives(), 0);
@@ -91,10 +92,11 @@ TEST_F(CudaHostCopies, ACopyToTheDeviceIsOneAsyncCopyOnTheCopyStreamThenItsEvent
   EXPECT_EQ(pendingCollectives(), 1);
   const std::string &copy = stream(FSDPRT_STREAM_COPY);
   std::string done = doneEvent();
-  EXPECT_THAT(fake_cuda::calls(),
-              ElementsAre("cudaMemcpyAsync(device1+48 <- host, 8, host to device, " + copy + ")",
-                          "cudaEventCreateWithFlags(no timing) -> " + done,
-                          "cudaEventRecord(" + done + ", " + copy + ")"));
+  EXPECT_THAT(
+      fake_cuda::calls(),
+      ElementsAre("cudaMemcpyAsync(device2+48 <- pinned1+8, 8, host to device, " + copy + ")",
+                  "cudaEventCreateWithFlags(no timing) -> " + done,
+                  "cudaEventRecord(" + done + ", " + copy + ")"));
   EXPECT_EQ(std::memcmp(device(arena, 48), values, sizeof(values)), 0);
   fsdprt_wait(handle);
   EXPECT_EQ(pendingCollectives(), 0);
@@ -198,14 +200,14 @@ TEST_F(CudaHostArena, NothingWithoutOffload) {
 TEST_F(CudaHostArena, PageLockedZeroFilledAndFreed) {
   {
     HostArena arena(100);
-    EXPECT_THAT(fake_cuda::calls(), ElementsAre("cudaHostAlloc(100, 0) -> host"));
+    EXPECT_THAT(fake_cuda::calls(), ElementsAre("cudaHostAlloc(100, 0) -> pinned1+0"));
     ASSERT_NE(arena.data(), nullptr);
     // cudaHostAlloc does not zero its memory (nor does the fake's).
     for (size_t i = 0; i < 100; ++i)
       ASSERT_EQ(arena.data()[i], 0) << "byte " << i;
   }
   EXPECT_THAT(fake_cuda::calls(),
-              ElementsAre("cudaHostAlloc(100, 0) -> host", "cudaFreeHost(host)"));
+              ElementsAre("cudaHostAlloc(100, 0) -> pinned1+0", "cudaFreeHost(pinned1+0)"));
 }
 
 TEST_F(CudaHostArena, ThatDoesNotFit) {

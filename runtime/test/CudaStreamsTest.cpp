@@ -59,7 +59,7 @@ TEST_F(CudaStreams, ReadF32WaitsForTheComputeStream) {
   fake_cuda::reset();
   EXPECT_EQ(fsdprt_read_f32(static_cast<const float *>(arena.stepData())), 0.625f);
   EXPECT_THAT(fake_cuda::calls(),
-              ElementsAre("cudaMemcpyAsync(host <- device1+0, 4, device to host, " +
+              ElementsAre("cudaMemcpyAsync(host <- device2+0, 4, device to host, " +
                               stream(FSDPRT_STREAM_COMPUTE) + ")",
                           "cudaStreamSynchronize(" + stream(FSDPRT_STREAM_COMPUTE) + ")"));
 }

@@ -1,9 +1,10 @@
-//===- FakeCuda.cpp - Host stand-ins for the CUDA runtime and cuBLAS ------===//
+//===- FakeCuda.cpp - Host stand-ins for the CUDA runtime, cuBLAS and cuBLASLt ===//
 
 #include "FakeCuda.h"
 
 #include "DType.h"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 
 #include <cstdlib>
@@ -22,6 +23,44 @@ struct Allocation {
   int id;
 };
 
+/// A copy to the device from page-locked memory that may still be reading
+/// its source: the bytes it read, to compare with the source's when it
+/// completes.
+struct InFlight {
+  const uint8_t *source;
+  std::vector<uint8_t> bytes;
+  const void *stream;
+  int64_t order; // its place among everything enqueued
+};
+
+// cuBLASLt's descriptors, as their attributes set them.
+struct LtOperation {
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  int32_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+};
+
+struct LtLayout {
+  cudaDataType type;
+  uint64_t rows, cols;
+  int64_t ld;
+  int32_t batch = 1;
+  int64_t stride = 0; // elements
+};
+
+struct LtPreference {
+  uint64_t maxWorkspace = 0;
+  uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_MASK;
+  uint32_t alignment[4] = {256, 256, 256, 256}; // A, B, C, D
+};
+
+/// What the heuristic chose an algorithm for, and what the algorithm needs.
+struct LtAlgorithm {
+  std::string problem;
+  uint32_t alignment[4];
+  size_t workspace;
+};
+
 struct State {
   std::vector<std::string> log;
   cudaError_t countStatus = cudaSuccess;
@@ -33,7 +72,19 @@ struct State {
   std::map<std::string, int> created;
   std::vector<Allocation> allocations;
   int allocated = 0;
+  std::vector<Allocation> pinned;
+  int pinnedAllocated = 0;
   void **lastParams = nullptr;
+  // Streams in program order: each enqueued copy's place, and where each
+  // event was recorded (its stream, and the place it marks).
+  int64_t enqueued = 0;
+  std::vector<InFlight> inFlight;
+  std::map<const void *, std::pair<const void *, int64_t>> recorded;
+  std::map<const void *, LtOperation> ltOperations;
+  std::map<const void *, LtLayout> ltLayouts;
+  std::map<const void *, LtPreference> ltPreferences;
+  std::vector<LtAlgorithm> ltAlgorithms;
+  int heuristicAlgorithms = 1;
 };
 
 State &state() {
@@ -54,14 +105,20 @@ std::string name(const void *handle) {
   return found == state().names.end() ? "?" : found->second;
 }
 
-/// `device<N>+<offset>` inside an allocation of cudaMalloc, else `host`.
+/// `device<N>+<offset>` inside an allocation of cudaMalloc, `pinned<N>+<offset>`
+/// inside one of cudaHostAlloc, else `host`.
 std::string where(const void *pointer) {
   auto *p = static_cast<const uint8_t *>(pointer);
   for (const Allocation &a : state().allocations)
     if (p >= a.base && p <= a.base + a.size)
       return "device" + std::to_string(a.id) + "+" + std::to_string(p - a.base);
+  for (const Allocation &a : state().pinned)
+    if (p >= a.base && p <= a.base + a.size)
+      return "pinned" + std::to_string(a.id) + "+" + std::to_string(p - a.base);
   return "host";
 }
+
+bool isPinned(const void *pointer) { return where(pointer).compare(0, 6, "pinned") == 0; }
 
 template <typename... Args> void log(const char *function, const Args &...args) {
   std::ostringstream line;
@@ -83,6 +140,23 @@ int plannedFailure(const char *function) {
   state().failures.erase(found);
   state().log.push_back(std::string(function) + " fails with " + std::to_string(status));
   return status;
+}
+
+/// The host synchronises with the copies in flight that `done` selects: they
+/// complete, and a source the host changed meanwhile is a race.
+template <typename Done> void complete(Done done) {
+  std::vector<InFlight> &copies = state().inFlight;
+  for (auto copy = copies.begin(); copy != copies.end();) {
+    if (!done(*copy)) {
+      ++copy;
+      continue;
+    }
+    if (std::memcmp(copy->source, copy->bytes.data(), copy->bytes.size()) != 0)
+      state().log.push_back("race: the host wrote " + where(copy->source) + " (" +
+                            std::to_string(copy->bytes.size()) +
+                            " bytes) while a copy from it was in flight");
+    copy = copies.erase(copy);
+  }
 }
 
 const char *operation(cublasOperation_t op) { return op == CUBLAS_OP_N ? "N" : "T"; }
@@ -115,6 +189,69 @@ float loadBF16(uint16_t bits) { return static_cast<float>(fsdprt::bf16ToDouble(b
 
 uint16_t storeBF16(float value) { return fsdprt::roundToBF16(value); }
 
+const char *typeName(cudaDataType type) {
+  switch (type) {
+  case CUDA_R_16BF:
+    return "bf16";
+  case CUDA_R_32F:
+    return "f32";
+  default:
+    return "other type";
+  }
+}
+
+/// cuBLASLt's product D = alpha op(A) op(B) + beta C with these descriptors,
+/// as text (what an algorithm was chosen for), or why it is invalid: "!"
+/// then the reason.
+std::string ltProblem(const void *operationDesc, const void *aDesc, const void *bDesc,
+                      const void *cDesc, const void *dDesc) {
+  State &s = state();
+  auto op = s.ltOperations.find(operationDesc);
+  const void *layoutDescs[] = {aDesc, bDesc, cDesc, dDesc};
+  const LtLayout *layouts[4];
+  for (int i = 0; i < 4; ++i) {
+    auto found = s.ltLayouts.find(layoutDescs[i]);
+    if (found == s.ltLayouts.end())
+      return "!unknown layout";
+    layouts[i] = &found->second;
+  }
+  if (op == s.ltOperations.end())
+    return "!unknown matmul descriptor";
+  const LtLayout &a = *layouts[0], &b = *layouts[1], &c = *layouts[2], &d = *layouts[3];
+  if (op->second.compute != CUBLAS_COMPUTE_32F || op->second.scale != CUDA_R_32F)
+    return "!not fp32 compute and scale";
+  for (const LtLayout *layout : layouts)
+    if (layout->type != CUDA_R_16BF)
+      return "!not bf16 matrices";
+  for (const LtLayout *layout : layouts)
+    if (layout->ld < static_cast<int64_t>(layout->rows) || layout->ld < 1)
+      return "!ld smaller than the rows";
+  // op(A) is m x k, op(B) k x n, C and D m x n.
+  bool ta = op->second.transA != CUBLAS_OP_N, tb = op->second.transB != CUBLAS_OP_N;
+  uint64_t m = c.rows, n = c.cols;
+  uint64_t aRows = ta ? a.cols : a.rows, k = ta ? a.rows : a.cols;
+  uint64_t bRows = tb ? b.cols : b.rows, bCols = tb ? b.rows : b.cols;
+  if (aRows != m || bRows != k || bCols != n || d.rows != m || d.cols != n)
+    return "!dimensions do not match";
+  if (a.batch != c.batch || b.batch != c.batch || d.batch != c.batch)
+    return "!batch counts differ";
+  std::ostringstream text;
+  text << operation(cublasOperation_t(op->second.transA))
+       << operation(cublasOperation_t(op->second.transB));
+  for (const LtLayout *layout : layouts)
+    text << " " << layout->rows << "x" << layout->cols << "/" << layout->ld << "*" << layout->batch
+         << "/" << layout->stride;
+  return text.str();
+}
+
+/// The largest power of two dividing `pointer` and, in a batch, `strideBytes`.
+uint64_t alignmentOf(const void *pointer, int32_t batch, int64_t strideBytes) {
+  uint64_t bits = reinterpret_cast<uintptr_t>(pointer) | (uint64_t(1) << 40);
+  if (batch > 1)
+    bits |= static_cast<uint64_t>(strideBytes);
+  return bits & (~bits + 1);
+}
+
 } // namespace
 
 const std::vector<std::string> &calls() { return state().log; }
@@ -143,9 +280,12 @@ void reset() {
   s.failures.clear();
   s.countStatus = cudaSuccess;
   s.count = 1;
+  s.heuristicAlgorithms = 1;
   // Device pointers are named from device1 again once none is left.
   if (s.allocations.empty())
     s.allocated = 0;
+  if (s.pinned.empty())
+    s.pinnedAllocated = 0;
 }
 
 void setDevices(cudaError_t status, int count) {
@@ -156,6 +296,8 @@ void setDevices(cudaError_t status, int count) {
 void failNext(const std::string &function, int status) { state().failures[function] = status; }
 
 void **lastLaunchParams() { return state().lastParams; }
+
+void setHeuristicAlgorithms(int count) { state().heuristicAlgorithms = count; }
 
 } // namespace fake_cuda
 
@@ -187,6 +329,23 @@ cudaError_t __wrap_cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, 
 
 cudaError_t __wrap_cudaDeviceSynchronize() {
   log("cudaDeviceSynchronize");
+  complete([](const InFlight &) { return true; });
+  return cudaSuccess;
+}
+
+cudaError_t __wrap_cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+  log("cudaDeviceGetStreamPriorityRange");
+  *least = kLeastStreamPriority;
+  *greatest = kGreatestStreamPriority;
+  return cudaSuccess;
+}
+
+cudaError_t __wrap_cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned flags,
+                                                int priority) {
+  log("cudaStreamCreateWithPriority", flags == cudaStreamNonBlocking ? "non-blocking" : "blocking",
+      priority);
+  *stream = static_cast<cudaStream_t>(newHandle("stream"));
+  logResult(name(*stream));
   return cudaSuccess;
 }
 
@@ -204,6 +363,7 @@ cudaError_t __wrap_cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t stream) {
   log("cudaStreamSynchronize", name(stream));
+  complete([stream](const InFlight &copy) { return copy.stream == stream; });
   return cudaSuccess;
 }
 
@@ -226,11 +386,19 @@ cudaError_t __wrap_cudaEventDestroy(cudaEvent_t event) {
 
 cudaError_t __wrap_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   log("cudaEventRecord", name(event), name(stream));
+  state().recorded[event] = {stream, state().enqueued};
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
   log("cudaEventSynchronize", name(event));
+  auto found = state().recorded.find(event);
+  if (found != state().recorded.end()) {
+    auto [stream, order] = found->second;
+    complete([stream = stream, order = order](const InFlight &copy) {
+      return copy.stream == stream && copy.order <= order;
+    });
+  }
   return cudaSuccess;
 }
 
@@ -238,17 +406,34 @@ cudaError_t __wrap_cudaHostAlloc(void **pointer, size_t size, unsigned int flags
   log("cudaHostAlloc", size, flags);
   FAIL_IF_PLANNED(cudaError_t, "cudaHostAlloc");
   size_t rounded = (size + 4095) / 4096 * 4096;
-  *pointer = std::aligned_alloc(4096, rounded);
+  auto *base = static_cast<uint8_t *>(std::aligned_alloc(4096, rounded));
   // Page-locked memory is not zeroed: garbage shows a caller that needs zeros
   // and does not write them.
-  std::memset(*pointer, 0xA5, rounded);
-  logResult("host");
+  std::memset(base, 0xA5, rounded);
+  state().pinned.push_back({base, size, ++state().pinnedAllocated});
+  *pointer = base;
+  logResult(where(base));
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaFreeHost(void *pointer) {
-  log("cudaFreeHost", "host");
-  std::free(pointer);
+  log("cudaFreeHost", where(pointer));
+  std::vector<Allocation> &pinned = state().pinned;
+  for (auto a = pinned.begin(); a != pinned.end(); ++a)
+    if (a->base == pointer) {
+      std::vector<InFlight> &copies = state().inFlight;
+      for (auto copy = copies.begin(); copy != copies.end();)
+        if (copy->source >= a->base && copy->source < a->base + a->size) {
+          state().log.push_back("race: " + where(pointer) +
+                                " freed while a copy from it was in flight");
+          copy = copies.erase(copy);
+        } else {
+          ++copy;
+        }
+      std::free(a->base);
+      pinned.erase(a);
+      break;
+    }
   return cudaSuccess;
 }
 
@@ -282,6 +467,13 @@ cudaError_t __wrap_cudaMemset(void *pointer, int value, size_t count) {
   return cudaSuccess;
 }
 
+cudaError_t __wrap_cudaMemsetAsync(void *pointer, int value, size_t count, cudaStream_t stream) {
+  log("cudaMemsetAsync", where(pointer), value, count, name(stream));
+  ++state().enqueued;
+  std::memset(pointer, value, count);
+  return cudaSuccess;
+}
+
 cudaError_t __wrap_cudaMemcpy(void *to, const void *from, size_t count, cudaMemcpyKind) {
   log("cudaMemcpy", where(to) + " <- " + where(from), count);
   std::memcpy(to, from, count);
@@ -295,6 +487,14 @@ cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t count, cud
   log("cudaMemcpyAsync", where(to) + " <- " + where(from), count,
       kind >= 0 && kind <= 4 ? kKinds[kind] : "?", name(stream));
   std::memcpy(to, from, count);
+  int64_t order = ++state().enqueued;
+  // Only from page-locked memory is a copy asynchronous: CUDA stages one
+  // from pageable memory before it returns.
+  if (kind == cudaMemcpyHostToDevice && isPinned(from)) {
+    auto *source = static_cast<const uint8_t *>(from);
+    state().inFlight.push_back(
+        {source, std::vector<uint8_t>(source, source + count), stream, order});
+  }
   return cudaSuccess;
 }
 
@@ -402,6 +602,245 @@ cublasStatus_t __wrap_cublasGemmEx(cublasHandle_t handle, cublasOperation_t tran
                   static_cast<const uint16_t *>(a), lda, static_cast<const uint16_t *>(b), ldb,
                   *static_cast<const float *>(beta), static_cast<uint16_t *>(c), ldc, loadBF16,
                   storeBF16);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t __wrap_cublasLtCreate(cublasLtHandle_t *handle) {
+  log("cublasLtCreate");
+  FAIL_IF_PLANNED(cublasStatus_t, "cublasLtCreate");
+  *handle = static_cast<cublasLtHandle_t>(newHandle("cublasLt"));
+  logResult(name(*handle));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t __wrap_cublasLtDestroy(cublasLtHandle_t handle) {
+  log("cublasLtDestroy", name(handle));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t __wrap_cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
+                                               cublasComputeType_t compute, cudaDataType_t scale) {
+  log("cublasLtMatmulDescCreate", compute == CUBLAS_COMPUTE_32F ? "fp32" : "other compute",
+      typeName(scale));
+  *desc = static_cast<cublasLtMatmulDesc_t>(newHandle("matmul"));
+  state().ltOperations[*desc] = {compute, scale};
+  logResult(name(*desc));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t __wrap_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                                     cublasLtMatmulDescAttributes_t attribute,
+                                                     const void *value, size_t size) {
+  auto found = state().ltOperations.find(desc);
+  if (attribute != CUBLASLT_MATMUL_DESC_TRANSA && attribute != CUBLASLT_MATMUL_DESC_TRANSB) {
+    // What the fake does not model would go unchecked.
+    log("cublasLtMatmulDescSetAttribute", name(desc), static_cast<int>(attribute));
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  int32_t trans = 0;
+  if (size == sizeof(trans))
+    std::memcpy(&trans, value, sizeof(trans));
+  log("cublasLtMatmulDescSetAttribute", name(desc),
+      attribute == CUBLASLT_MATMUL_DESC_TRANSA ? "transa" : "transb",
+      operation(cublasOperation_t(trans)));
+  if (found == state().ltOperations.end() || size != sizeof(trans))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  (attribute == CUBLASLT_MATMUL_DESC_TRANSA ? found->second.transA : found->second.transB) = trans;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t __wrap_cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  log("cublasLtMatmulDescDestroy", name(desc));
+  return state().ltOperations.erase(desc) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t __wrap_cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type,
+                                                 uint64_t rows, uint64_t cols, int64_t ld) {
+  log("cublasLtMatrixLayoutCreate", typeName(type), rows, cols, ld);
+  *layout = static_cast<cublasLtMatrixLayout_t>(newHandle("layout"));
+  state().ltLayouts[*layout] = {type, rows, cols, ld};
+  logResult(name(*layout));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t __wrap_cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
+                                                       cublasLtMatrixLayoutAttribute_t attribute,
+                                                       const void *value, size_t size) {
+  auto found = state().ltLayouts.find(layout);
+  if (attribute == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT && size == sizeof(int32_t)) {
+    int32_t count;
+    std::memcpy(&count, value, size);
+    log("cublasLtMatrixLayoutSetAttribute", name(layout), "batch count", count);
+    if (found == state().ltLayouts.end() || count < 1)
+      return CUBLAS_STATUS_INVALID_VALUE;
+    found->second.batch = count;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (attribute == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET && size == sizeof(int64_t)) {
+    int64_t stride;
+    std::memcpy(&stride, value, size);
+    log("cublasLtMatrixLayoutSetAttribute", name(layout), "batch stride", stride);
+    if (found == state().ltLayouts.end())
+      return CUBLAS_STATUS_INVALID_VALUE;
+    found->second.stride = stride;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  log("cublasLtMatrixLayoutSetAttribute", name(layout), static_cast<int>(attribute), size);
+  return CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+cublasStatus_t __wrap_cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  log("cublasLtMatrixLayoutDestroy", name(layout));
+  return state().ltLayouts.erase(layout) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+cublasStatus_t __wrap_cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference) {
+  log("cublasLtMatmulPreferenceCreate");
+  *preference = static_cast<cublasLtMatmulPreference_t>(newHandle("preference"));
+  state().ltPreferences[*preference] = {};
+  logResult(name(*preference));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t
+__wrap_cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preference,
+                                            cublasLtMatmulPreferenceAttributes_t attribute,
+                                            const void *value, size_t size) {
+  auto found = state().ltPreferences.find(preference);
+  if (found == state().ltPreferences.end())
+    return CUBLAS_STATUS_INVALID_VALUE;
+  LtPreference &p = found->second;
+  if (attribute == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && size == sizeof(uint64_t)) {
+    std::memcpy(&p.maxWorkspace, value, size);
+    log("cublasLtMatmulPreferenceSetAttribute", name(preference), "max workspace", p.maxWorkspace);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (attribute == CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK && size == sizeof(uint32_t)) {
+    std::memcpy(&p.reductions, value, size);
+    log("cublasLtMatmulPreferenceSetAttribute", name(preference), "reduction schemes",
+        p.reductions);
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  static const cublasLtMatmulPreferenceAttributes_t kAlignments[] = {
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+  for (int i = 0; i < 4; ++i)
+    if (attribute == kAlignments[i] && size == sizeof(uint32_t)) {
+      std::memcpy(&p.alignment[i], value, size);
+      log("cublasLtMatmulPreferenceSetAttribute", name(preference),
+          std::string("alignment ") + "ABCD"[i], p.alignment[i]);
+      return CUBLAS_STATUS_SUCCESS;
+    }
+  log("cublasLtMatmulPreferenceSetAttribute", name(preference), static_cast<int>(attribute), size);
+  return CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+cublasStatus_t __wrap_cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
+  log("cublasLtMatmulPreferenceDestroy", name(preference));
+  return state().ltPreferences.erase(preference) ? CUBLAS_STATUS_SUCCESS
+                                                 : CUBLAS_STATUS_INVALID_VALUE;
+}
+
+/// One algorithm, when the problem is valid: algo.data[0] is its number
+/// (from 1), and it needs the workspace the preference allows at most.
+cublasStatus_t
+__wrap_cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDesc_t operationDesc,
+                                      cublasLtMatrixLayout_t aDesc, cublasLtMatrixLayout_t bDesc,
+                                      cublasLtMatrixLayout_t cDesc, cublasLtMatrixLayout_t dDesc,
+                                      cublasLtMatmulPreference_t preference, int requested,
+                                      cublasLtMatmulHeuristicResult_t results[], int *returned) {
+  log("cublasLtMatmulAlgoGetHeuristic", name(handle), name(operationDesc), name(aDesc), name(bDesc),
+      name(cDesc), name(dDesc), name(preference), requested);
+  FAIL_IF_PLANNED(cublasStatus_t, "cublasLtMatmulAlgoGetHeuristic");
+  State &s = state();
+  std::string problem = ltProblem(operationDesc, aDesc, bDesc, cDesc, dDesc);
+  auto found = s.ltPreferences.find(preference);
+  if (requested < 1 || problem[0] == '!' || found == s.ltPreferences.end()) {
+    s.log.push_back("cublasLtMatmulAlgoGetHeuristic: " +
+                    (problem[0] == '!' ? problem.substr(1) : std::string("invalid arguments")));
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  *returned = 0;
+  if (s.heuristicAlgorithms < 1) {
+    logResult("no algorithm");
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  const LtPreference &p = found->second;
+  LtAlgorithm algorithm{problem, {}, p.maxWorkspace};
+  std::copy(std::begin(p.alignment), std::end(p.alignment), std::begin(algorithm.alignment));
+  s.ltAlgorithms.push_back(algorithm);
+  results[0] = {};
+  results[0].algo.data[0] = s.ltAlgorithms.size();
+  results[0].workspaceSize = algorithm.workspace;
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  results[0].wavesCount = 1.0f;
+  *returned = 1;
+  logResult("algorithm" + std::to_string(s.ltAlgorithms.size()));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+/// D = alpha op(A) op(B) + beta C, column-major, each batch at its stride:
+/// bf16 in, fp32 sums, one rounding to bf16 (to nearest even) of
+/// alpha sum + beta C; C is not read when beta is 0.
+cublasStatus_t __wrap_cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t operationDesc,
+                                     const void *alpha, const void *a, cublasLtMatrixLayout_t aDesc,
+                                     const void *b, cublasLtMatrixLayout_t bDesc, const void *beta,
+                                     const void *c, cublasLtMatrixLayout_t cDesc, void *d,
+                                     cublasLtMatrixLayout_t dDesc, const cublasLtMatmulAlgo_t *algo,
+                                     void *workspace, size_t workspaceBytes, cudaStream_t stream) {
+  State &s = state();
+  size_t number = algo ? algo->data[0] : 0;
+  log("cublasLtMatmul", name(handle), name(operationDesc), name(aDesc), name(bDesc), name(cDesc),
+      name(dDesc), "algorithm" + std::to_string(number), where(workspace), workspaceBytes,
+      name(stream));
+  FAIL_IF_PLANNED(cublasStatus_t, "cublasLtMatmul");
+  auto invalid = [&](const std::string &why) {
+    s.log.push_back("cublasLtMatmul: " + why);
+    return CUBLAS_STATUS_INVALID_VALUE;
+  };
+  std::string problem = ltProblem(operationDesc, aDesc, bDesc, cDesc, dDesc);
+  if (problem[0] == '!')
+    return invalid(problem.substr(1));
+  if (number < 1 || number > s.ltAlgorithms.size())
+    return invalid("unknown algorithm");
+  const LtAlgorithm &algorithm = s.ltAlgorithms[number - 1];
+  if (algorithm.problem != problem)
+    return invalid("the algorithm was chosen for " + algorithm.problem + ", not " + problem);
+  if (workspaceBytes < algorithm.workspace || (algorithm.workspace > 0 && !workspace))
+    return invalid("the algorithm needs a workspace of " + std::to_string(algorithm.workspace) +
+                   " bytes");
+  const LtOperation &op = s.ltOperations[operationDesc];
+  const LtLayout &la = s.ltLayouts[aDesc], &lb = s.ltLayouts[bDesc], &lc = s.ltLayouts[cDesc],
+                 &ld = s.ltLayouts[dDesc];
+  const void *pointers[] = {a, b, c, d};
+  const LtLayout *layouts[] = {&la, &lb, &lc, &ld};
+  for (int i = 0; i < 4; ++i)
+    if (alignmentOf(pointers[i], layouts[i]->batch, layouts[i]->stride * 2) <
+        algorithm.alignment[i])
+      return invalid(std::string("matrix ") + "ABCD"[i] + " is less aligned than the " +
+                     std::to_string(algorithm.alignment[i]) + " bytes the algorithm needs");
+  auto transA = cublasOperation_t(op.transA), transB = cublasOperation_t(op.transB);
+  int m = int(lc.rows), n = int(lc.cols), k = int(transA == CUBLAS_OP_N ? la.cols : la.rows);
+  float alphaValue = *static_cast<const float *>(alpha);
+  float betaValue = *static_cast<const float *>(beta);
+  for (int32_t i = 0; i < lc.batch; ++i) {
+    auto *ai = static_cast<const uint16_t *>(a) + i * la.stride;
+    auto *bi = static_cast<const uint16_t *>(b) + i * lb.stride;
+    auto *ci = static_cast<const uint16_t *>(c) + i * lc.stride;
+    auto *di = static_cast<uint16_t *>(d) + i * ld.stride;
+    for (int64_t col = 0; col < n; ++col)
+      for (int64_t row = 0; row < m; ++row) {
+        float sum = 0.0f;
+        for (int64_t p = 0; p < k; ++p)
+          sum += loadBF16(at(ai, transA, int(la.ld), row, p)) *
+                 loadBF16(at(bi, transB, int(lb.ld), p, col));
+        float value = alphaValue * sum;
+        if (betaValue != 0.0f)
+          value += betaValue * loadBF16(ci[row + col * lc.ld]);
+        di[row + col * ld.ld] = storeBF16(value);
+      }
+  }
+  ++s.enqueued;
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -1,17 +1,25 @@
-//===- FakeCuda.h - Host stand-ins for the CUDA runtime and cuBLAS -*- C++ -*-===//
+//===- FakeCuda.h - Host stand-ins for the CUDA runtime, cuBLAS and cuBLASLt -*- C++ -*-===//
 //
 // There is no GPU here, yet the CUDA backend's logic can run: programs linked
-// with FakeCuda.cpp and `-Wl,--wrap=<function>` for each CUDA runtime and
-// cuBLAS function the backend calls (test/CMakeLists.txt) get these instead.
-// Device memory is host memory, streams run in program order (a copy or a
-// product happens when it is enqueued), and the products follow cuBLAS's
-// documented column-major semantics, so that the backend's row-major mapping
-// is checked against a plain product. NCCL is not faked: a run of more than
-// one rank needs a GPU.
+// with FakeCuda.cpp and `-Wl,--wrap=<function>` for each CUDA runtime, cuBLAS
+// and cuBLASLt function the backend calls (test/CMakeLists.txt) get these
+// instead. Device memory is host memory, streams run in program order (a copy
+// or a product happens when it is enqueued), and the products follow cuBLAS's
+// and cuBLASLt's documented column-major semantics, so that the backend's
+// row-major mapping is checked against a plain product. NCCL is not faked: a
+// run of more than one rank needs a GPU.
 //
 // Every call is logged, one line each (`cudaSetDevice(1)`, `cudaEventRecord(
-// event1, stream2)`): handles are named after what created them, and device
-// pointers as `device<N>+<offset>`.
+// event1, stream2)`): handles are named after what created them, device
+// pointers as `device<N>+<offset>` and page-locked host memory (cudaHostAlloc)
+// as `pinned<N>+<offset>`.
+//
+// A copy to the device from page-locked memory would still be reading it,
+// on a GPU, until the host synchronises with it (an event recorded after it
+// on its stream, the stream, or the device): the fake remembers the bytes it
+// copied, and when the host synchronises checks that they are still there.
+// Bytes the host changed meanwhile (a staging buffer reused too early) are
+// logged as a line `race: ...`, as is freeing such memory before then.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,8 +57,17 @@ void failNext(const std::string &function, int status);
 /// The `params` of the last cudaLaunchKernel.
 void **lastLaunchParams();
 
+/// How many algorithms cublasLtMatmulAlgoGetHeuristic finds from now on
+/// (1 after reset()); 0: it succeeds with none.
+void setHeuristicAlgorithms(int count);
+
 /// cudaDevAttrMaxSharedMemoryPerBlockOptin of the fake device.
 constexpr int kMaxSharedMemoryPerBlockOptin = 101376;
+
+/// What cudaDeviceGetStreamPriorityRange answers (as on an H100: lower
+/// numbers are greater priorities).
+constexpr int kLeastStreamPriority = 0;
+constexpr int kGreatestStreamPriority = -5;
 
 } // namespace fake_cuda
 

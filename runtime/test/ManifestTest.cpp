@@ -37,6 +37,7 @@ TEST(Manifest, ParsesEveryField) {
   EXPECT_EQ(manifest.optimizer.eps, 1e-8);
   EXPECT_EQ(manifest.optimizer.weightDecay, 0.0);
   EXPECT_EQ(manifest.clipGradNorm, 0.0);
+  EXPECT_FALSE(manifest.allowTf32) << "absent: exact fp32 products";
 
   ASSERT_EQ(manifest.units.size(), 1u);
   const UnitSpec &unit = manifest.units[0];
@@ -223,6 +224,15 @@ TEST(Manifest, ParsesTheExampleOfTheContract) {
   EXPECT_EQ(manifest.inputs[0].sampleElements(), 784);
 }
 
+TEST(Manifest, AllowTf32) {
+  json m = classifierManifest();
+  ASSERT_FALSE(m.contains("allow_tf32"));
+  m["allow_tf32"] = true;
+  EXPECT_TRUE(parseManifest(m.dump()).allowTf32);
+  m["allow_tf32"] = false;
+  EXPECT_FALSE(parseManifest(m.dump()).allowTf32);
+}
+
 TEST(Manifest, HybridGrid) {
   json m = classifierManifest();
   m["grid"] = {2, 4};
@@ -388,6 +398,12 @@ const ErrorCase kErrorCases[] = {
      "clip_grad_norm: must be non-negative (0 disables clipping), got -1"},
     {"ClipNotNumber", [](json &m) { m["clip_grad_norm"] = nullptr; },
      "clip_grad_norm: expected a number, got null"},
+    {"AllowTf32Number", [](json &m) { m["allow_tf32"] = 1; },
+     "allow_tf32: expected true or false, got 1"},
+    {"AllowTf32String", [](json &m) { m["allow_tf32"] = "true"; },
+     "allow_tf32: expected true or false, got \"true\""},
+    {"AllowTf32Null", [](json &m) { m["allow_tf32"] = nullptr; },
+     "allow_tf32: expected true or false, got null"},
     {"UnitsNotArray", [](json &m) { m["units"] = json::object(); },
      "units: expected an array, got {}"},
     {"UnitNotObject", [](json &m) { unit(m) = 3; }, "units[0]: expected an object, got 3"},

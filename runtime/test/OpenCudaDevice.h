@@ -2,7 +2,8 @@
 //
 // A fixture for the CUDA backend's tests: the device is open on the fake CUDA
 // runtime (FakeCuda.h) for each test and closed after it, and the log starts
-// empty.
+// empty. Opening allocated cuBLASLt's workspace, device1: the test's first
+// allocation is device2.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +24,7 @@ protected:
   void SetUp() override {
     fake_cuda::reset();
     fsdprt::openDevice();
-    streams = fake_cuda::results("cudaStreamCreateWithFlags");
+    streams = fake_cuda::results("cudaStreamCreateWithPriority");
     ASSERT_EQ(streams.size(), 4u);
     fake_cuda::reset();
   }

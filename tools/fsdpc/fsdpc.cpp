@@ -261,7 +261,8 @@ FailureOr<fsdp::CUDAPipelineOptions> cudaOptions() {
   options.blockSize = gpuBlockSize;
   options.outlineKernels = outlineKernels;
   options.toolkit = cudaPath;
-  if (kernelsOnCPU)
+  // Neither runs the toolkit.
+  if (kernelsOnCPU || launchSummary)
     return options;
   for (const char *tool : {"ptxas", "fatbinary"}) {
     SmallString<128> path(cudaPath.getValue());

@@ -627,7 +627,15 @@ def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
       nests that touch no byte another of them writes (by the buffer plan's
       byte ranges) becomes one kernel over their index spaces end to end,
       and a matrix product of the compute stream that touches none of their
-      bytes does not break the run.
+      bytes does not break the run; a run stops before 4 KiB of kernel
+      parameters, and before the same in-place update of another identical
+      unit. Consecutive block reductions of one shape merge when independent
+      (or, in one block, when the later folds read nothing the earlier one
+      wrote).
+    - An elementwise op right after a reduction whose leading loops are the
+      reduced rows runs in its kernel: the block's threads (or, for a row of
+      at most 64 elements, the row's thread) go through the row with the
+      result in hand.
     - Each nest is tiled by `block-size`: the outer loop becomes the blocks,
       the inner one the threads of a block, and an `scf.if` guards the last,
       partial block.

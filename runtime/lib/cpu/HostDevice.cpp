@@ -38,6 +38,11 @@ void openDevice() {}
 
 void connectDevice(const RankPlace &) {}
 
+// CPUs have no TF32: OpenBLAS and oneDNN compute fp32 products in fp32
+// whatever the manifest allows, which is what allow_tf32 = false asks for,
+// and within what true permits.
+void setAllowTf32(bool) {}
+
 bool hostTimesStep() { return true; }
 
 void finishStep() {
@@ -52,6 +57,9 @@ void finishStep() {
     std::fflush(stdout);
   }
 }
+
+// The arena is the host view: an upload or a fill is done when it returns.
+void finishUploads() {}
 
 void closeDevice() {}
 

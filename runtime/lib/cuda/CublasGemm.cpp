@@ -1,48 +1,255 @@
-//===- CublasGemm.cpp - The step's matrix products on cuBLAS --------------===//
+//===- CublasGemm.cpp - The step's matrix products on cuBLAS and cuBLASLt -===//
 //
-// fsdprt_sgemm(_batched) and fsdprt_gemm_bf16(_batched) (fsdprt.h) on the
-// compute stream, with the arguments checked first (GemmArguments.h).
-// fsdprt.h's matrices are row-major and cuBLAS's column-major: a row-major
-// M x N matrix C is the column-major N x M matrix C^T, and
-// C^T = op(B)^T op(A)^T, so every call passes B before A, and N before M,
-// with the same transposition flags and strides.
+// fsdprt_sgemm(_batched) on cuBLAS and fsdprt_gemm_bf16(_batched) on
+// cuBLASLt (fsdprt.h), on the compute stream, with the arguments checked
+// first (GemmArguments.h). fsdprt.h's matrices are row-major and cuBLAS's
+// column-major: a row-major M x N matrix C is the column-major N x M matrix
+// C^T, and C^T = op(B)^T op(A)^T, so every call passes B before A, and N
+// before M, with the same transposition flags and strides.
+//
+// cuBLASLt takes a product as descriptors (the operation, one layout per
+// matrix) and an algorithm, which its heuristic chooses for them. Building
+// them and asking the heuristic costs host time that a step calling the same
+// few shapes every iteration should not pay each time: each distinct product
+// (shape, transpositions, strides, batch, and how aligned its matrices are,
+// which limits the algorithms that can run it) gets its plan once, kept until
+// cuBLAS is closed. Every algorithm may use one workspace of 32 MiB (what
+// cuBLASLt recommends on Hopper), allocated when cuBLAS is opened: the step's
+// products all run on the compute stream, one after another, so they can
+// share it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaCheck.h"
 #include "CudaDevice.h"
+#include "Device.h"
+#include "Error.h"
 #include "GemmArguments.h"
 #include "fsdprt/fsdprt.h"
 
+#include <cublasLt.h>
+
 #include <climits>
+#include <map>
+#include <string>
+#include <tuple>
 
 namespace fsdprt {
 
-static cublasHandle_t handle = nullptr;
+namespace {
 
-void openCublas(cudaStream_t compute) {
-  FSDPRT_CUBLAS_CHECK(cublasCreate(&handle));
-  FSDPRT_CUBLAS_CHECK(cublasSetStream(handle, compute));
-  // fp32 products in fp32 (no TF32 tensor cores), and bf16 products that
-  // keep their fp32 sums all the way, whatever cuBLAS's defaults become.
-  FSDPRT_CUBLAS_CHECK(cublasSetMathMode(
-      handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
-                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)));
-}
+/// What a bf16 product's plan depends on: the row-major product as fsdprt.h
+/// gives it (a product that is not batched has batch 1 and strides 0) and
+/// the alignment in bytes of its A, B and C.
+struct LtKey {
+  GemmShape gemm;
+  int64_t batch, strideA, strideB, strideC;
+  uint32_t alignA, alignB, alignC;
 
-void closeCublas() {
-  FSDPRT_CUBLAS_CHECK(cublasDestroy(handle));
-  handle = nullptr;
-}
+  auto tied() const {
+    return std::tie(gemm.transA, gemm.transB, gemm.m, gemm.n, gemm.k, gemm.lda, gemm.ldb, gemm.ldc,
+                    batch, strideA, strideB, strideC, alignA, alignB, alignC);
+  }
+  bool operator<(const LtKey &other) const { return tied() < other.tied(); }
+};
+
+/// The descriptors of one product and the algorithm the heuristic chose
+/// for them. `a` and `b` are cuBLAS's operands: fsdprt.h's B and A.
+struct LtPlan {
+  cublasLtMatmulDesc_t operation = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algorithm = {};
+};
+
+cublasHandle_t handle = nullptr;
+cublasLtHandle_t ltHandle = nullptr;
+cudaStream_t computeStream = nullptr;
+void *workspace = nullptr;
+constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+std::map<LtKey, LtPlan> plans;
+
+/// fp32 products in fp32 (no TF32 tensor cores), whatever cuBLAS's defaults
+/// become; the bf16 products do not use this handle.
+const cublasMath_t kExactMath = static_cast<cublasMath_t>(
+    CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+
+cublasOperation_t operation(int32_t trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 /// The handle, once the arguments of the product `what` are checked.
-static cublasHandle_t checkedHandle(const char *what, const GemmShape &gemm) {
+cublasHandle_t checkedHandle(const char *what, const GemmShape &gemm) {
   checkGemm(what, gemm, INT_MAX);
   openedDevice(what);
   return handle;
 }
 
-static cublasOperation_t operation(int32_t trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
+/// The alignment cuBLASLt may assume of every matrix of a batch at `base`,
+/// `stride` bf16 elements apart: the largest power of two, up to 256 (its
+/// default, which it would otherwise assume), dividing all their addresses.
+uint32_t alignment(const void *base, int64_t batch, int64_t stride) {
+  uintptr_t bits = reinterpret_cast<uintptr_t>(base) | 256;
+  if (batch > 1)
+    bits |= static_cast<uintptr_t>(stride) * 2;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+/// A column-major bf16 layout of `rows` x `cols`, and of the batch.
+cublasLtMatrixLayout_t bf16Layout(int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                                  int64_t stride) {
+  cublasLtMatrixLayout_t layout = nullptr;
+  FSDPRT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout, CUDA_R_16BF, static_cast<uint64_t>(rows),
+                                                 static_cast<uint64_t>(cols), ld));
+  if (batch != 1) {
+    int32_t count = static_cast<int32_t>(batch);
+    FSDPRT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                                         &count, sizeof(count)));
+    FSDPRT_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(
+        layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+  }
+  return layout;
+}
+
+std::string describe(const LtKey &key) {
+  const GemmShape &g = key.gemm;
+  std::string text = "m = " + std::to_string(g.m) + ", n = " + std::to_string(g.n) +
+                     ", k = " + std::to_string(g.k) + ", trans_a = " + std::to_string(g.transA) +
+                     ", trans_b = " + std::to_string(g.transB) +
+                     ", lda = " + std::to_string(g.lda) + ", ldb = " + std::to_string(g.ldb) +
+                     ", ldc = " + std::to_string(g.ldc);
+  if (key.batch != 1)
+    text += ", batch = " + std::to_string(key.batch) +
+            ", stride_a = " + std::to_string(key.strideA) +
+            ", stride_b = " + std::to_string(key.strideB) +
+            ", stride_c = " + std::to_string(key.strideC);
+  return text;
+}
+
+/// The descriptors of the product `key` and cuBLASLt's best algorithm for
+/// them; none is fatal, naming the product `what` and its shape.
+LtPlan makePlan(const char *what, const LtKey &key) {
+  const GemmShape &g = key.gemm;
+  LtPlan plan;
+  // fp32 sums, and fp32 alpha and beta (host pointers, the default mode).
+  FSDPRT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.operation, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t transA = operation(g.transB), transB = operation(g.transA);
+  FSDPRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                     &transA, sizeof(transA)));
+  FSDPRT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.operation, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                     &transB, sizeof(transB)));
+  // cuBLAS's A is fsdprt.h's B read column-major: N x K, or K x N to be
+  // transposed; its B is fsdprt.h's A: K x M, or M x K; its C is N x M.
+  plan.a = bf16Layout(g.transB ? g.k : g.n, g.transB ? g.n : g.k, g.ldb, key.batch, key.strideB);
+  plan.b = bf16Layout(g.transA ? g.m : g.k, g.transA ? g.k : g.m, g.lda, key.batch, key.strideA);
+  plan.c = bf16Layout(g.n, g.m, g.ldc, key.batch, key.strideC);
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  FSDPRT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&preference));
+  uint64_t workspaceBytes = kWorkspaceBytes;
+  FSDPRT_CUBLAS_CHECK(
+      cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &workspaceBytes, sizeof(workspaceBytes)));
+  // Split-K algorithms may add their partial sums in fp32 only (in the
+  // workspace), never in bf16 (in the output, or in a workspace of the
+  // output's type): every sum stays fp32 until the one rounding of the
+  // result.
+  uint32_t reductions = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  FSDPRT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
+      preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions, sizeof(reductions)));
+  // cuBLASLt assumes 256-byte aligned matrices unless told: a view into a
+  // buffer (a head's slice) may be less aligned.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> alignments[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.alignB},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.alignA},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.alignC},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.alignC}};
+  for (const auto &[attribute, bytes] : alignments)
+    FSDPRT_CUBLAS_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(preference, attribute, &bytes, sizeof(bytes)));
+
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      ltHandle, plan.operation, plan.a, plan.b, plan.c, plan.c, preference, 1, &result, &found);
+  FSDPRT_CUBLAS_CHECK(cublasLtMatmulPreferenceDestroy(preference));
+  if (status != CUBLAS_STATUS_NOT_SUPPORTED)
+    checkCublas(status, "cublasLtMatmulAlgoGetHeuristic(...)");
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
+    fatal(std::string(what) + ": cuBLASLt has no algorithm for the bf16 product " + describe(key) +
+          " (cublasLtMatmulAlgoGetHeuristic found none)");
+  plan.algorithm = result.algo;
+  return plan;
+}
+
+void destroyPlan(const LtPlan &plan) {
+  FSDPRT_CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(plan.c));
+  FSDPRT_CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(plan.b));
+  FSDPRT_CUBLAS_CHECK(cublasLtMatrixLayoutDestroy(plan.a));
+  FSDPRT_CUBLAS_CHECK(cublasLtMatmulDescDestroy(plan.operation));
+}
+
+/// A bf16 product, batched or not (batch 1), of checked arguments.
+void bf16Gemm(const char *what, const GemmShape &gemm, int64_t batch, float alpha, const void *a,
+              int64_t strideA, const void *b, int64_t strideB, float beta, void *c,
+              int64_t strideC) {
+  if (gemm.k == 0) {
+    // No sum: C = beta C. cuBLAS defines a product with k = 0, cuBLASLt's
+    // documentation does not; it is no step's hot path.
+    for (int64_t i = 0; i < batch; ++i)
+      FSDPRT_CUBLAS_CHECK(cublasGemmEx(handle, operation(gemm.transB), operation(gemm.transA),
+                                       int(gemm.n), int(gemm.m), 0, &alpha, b, CUDA_R_16BF,
+                                       int(gemm.ldb), a, CUDA_R_16BF, int(gemm.lda), &beta,
+                                       static_cast<uint16_t *>(c) + i * strideC, CUDA_R_16BF,
+                                       int(gemm.ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return;
+  }
+  LtKey key{gemm,
+            batch,
+            strideA,
+            strideB,
+            strideC,
+            alignment(a, batch, strideA),
+            alignment(b, batch, strideB),
+            alignment(c, batch, strideC)};
+  auto found = plans.find(key);
+  if (found == plans.end())
+    found = plans.emplace(key, makePlan(what, key)).first;
+  const LtPlan &plan = found->second;
+  // C in place: D is C, with C's layout.
+  FSDPRT_CUBLAS_CHECK(cublasLtMatmul(ltHandle, plan.operation, &alpha, b, plan.a, a, plan.b, &beta,
+                                     c, plan.c, c, plan.c, &plan.algorithm, workspace,
+                                     kWorkspaceBytes, computeStream));
+}
+
+} // namespace
+
+void openCublas(cudaStream_t compute) {
+  FSDPRT_CUBLAS_CHECK(cublasCreate(&handle));
+  FSDPRT_CUBLAS_CHECK(cublasSetStream(handle, compute));
+  FSDPRT_CUBLAS_CHECK(cublasSetMathMode(handle, kExactMath));
+  FSDPRT_CUBLAS_CHECK(cublasLtCreate(&ltHandle));
+  FSDPRT_CUDA_CHECK(cudaMalloc(&workspace, kWorkspaceBytes));
+  computeStream = compute;
+}
+
+void closeCublas() {
+  for (const auto &entry : plans)
+    destroyPlan(entry.second);
+  plans.clear();
+  FSDPRT_CUDA_CHECK(cudaFree(workspace));
+  workspace = nullptr;
+  FSDPRT_CUBLAS_CHECK(cublasLtDestroy(ltHandle));
+  ltHandle = nullptr;
+  FSDPRT_CUBLAS_CHECK(cublasDestroy(handle));
+  handle = nullptr;
+  computeStream = nullptr;
+}
+
+void setAllowTf32(bool allow) {
+  openedDevice("setAllowTf32");
+  // TF32 tensor cores round fp32 products' inputs to 10 bits of mantissa
+  // (sums stay fp32): several times faster, and what the manifest's
+  // allow_tf32 asks for. The bf16 products (cuBLASLt) are not affected.
+  FSDPRT_CUBLAS_CHECK(cublasSetMathMode(handle, allow ? CUBLAS_TF32_TENSOR_OP_MATH : kExactMath));
+}
 
 } // namespace fsdprt
 
@@ -78,14 +285,12 @@ extern "C" void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t b
 extern "C" void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
                                  int64_t k, float alpha, const void *a, int64_t lda,
                                  const void *b, int64_t ldb, float beta, void *c, int64_t ldc) {
+  const char *what = "fsdprt_gemm_bf16";
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
-  cublasHandle_t cublas = checkedHandle("fsdprt_gemm_bf16", gemm);
+  checkedHandle(what, gemm);
   if (gemm.empty())
     return;
-  FSDPRT_CUBLAS_CHECK(cublasGemmEx(cublas, operation(trans_b), operation(trans_a), int(n), int(m),
-                                   int(k), &alpha, b, CUDA_R_16BF, int(ldb), a, CUDA_R_16BF,
-                                   int(lda), &beta, c, CUDA_R_16BF, int(ldc), CUBLAS_COMPUTE_32F,
-                                   CUBLAS_GEMM_DEFAULT));
+  bf16Gemm(what, gemm, 1, alpha, a, 0, b, 0, beta, c, 0);
 }
 
 extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
@@ -96,11 +301,8 @@ extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64
   const char *what = "fsdprt_gemm_bf16_batched";
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   checkGemmBatch(what, gemm, batch, stride_a, stride_b, stride_c, INT_MAX);
-  cublasHandle_t cublas = checkedHandle(what, gemm);
+  checkedHandle(what, gemm);
   if (gemm.empty() || batch == 0)
     return;
-  FSDPRT_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-      cublas, operation(trans_b), operation(trans_a), int(n), int(m), int(k), &alpha, b,
-      CUDA_R_16BF, int(ldb), stride_b, a, CUDA_R_16BF, int(lda), stride_a, &beta, c, CUDA_R_16BF,
-      int(ldc), stride_c, int(batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  bf16Gemm(what, gemm, batch, alpha, a, stride_a, b, stride_b, beta, c, stride_c);
 }

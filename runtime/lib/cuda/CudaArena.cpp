@@ -6,6 +6,32 @@
 // the end of the transient part), so it costs no host memory for the
 // activations and is not counted as heap in use.
 //
+// Uploads and fills are asynchronous, on the compute stream, so that loading
+// a step's batch does not stall the host on the device: the step's kernels
+// and products run on that stream too, after the copies, with no host wait.
+// A copy is only asynchronous from page-locked memory (from pageable memory
+// CUDA stages it before returning), and the host view is pageable: an upload
+// copies its bytes into one of two page-locked staging buffers, used in
+// turn, and the device copies from there. The host writes a staging buffer
+// again only once the event recorded after the last copy from it has
+// passed, which by then is long done except within one burst of uploads
+// (the start-up's shards, pipelined a chunk at a time).
+//
+// What orders the uploads before their readers:
+// - the step's inputs (BatchSource.cpp, each step and each evaluation batch)
+//   are read by the step's compute-stream work only, enqueued after the
+//   copies; the step before has finished (finishStep), so no stream still
+//   reads or writes them;
+// - the start-up's uploads (parameter shards, a resumed run's state) and the
+//   marker fill of the transient part (HighWater.cpp) are also touched by
+//   the collective streams (the all-gathers read the shards and write the
+//   transient part), which nothing orders after the compute stream: the
+//   trainer waits for the device once, at the end of its start-up
+//   (finishUploads, Device.h);
+// - a download (for --export, --save, --trace-state and the high-water mark)
+//   is on the compute stream, after every upload and fill, and the host
+//   waits for it; after a step, finishStep has waited for every stream.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Arena.h"
@@ -13,6 +39,7 @@
 #include "CudaCheck.h"
 #include "CudaDevice.h"
 #include "Error.h"
+#include "fsdprt/fsdprt.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -21,14 +48,30 @@
 
 namespace fsdprt {
 
+/// The page-locked buffers uploads copy from, used in turn: while the device
+/// copies from one, the host fills the other.
+struct Arena::Staging {
+  struct Buffer {
+    uint8_t *memory = nullptr;
+    size_t capacity = 0;
+    /// Recorded on the compute stream after the last copy from the buffer.
+    cudaEvent_t copied = nullptr;
+  };
+  Buffer buffers[2];
+  size_t next = 0;
+};
+
+/// The most an upload copies through a staging buffer at once: a larger one
+/// (a parameter shard) goes in chunks, so that the staging buffers stay small.
+static constexpr size_t kStagingChunkBytes = size_t(16) << 20;
+
 /// Bytes allocated for an arena of `bytes`: an empty arena still passes a
 /// valid pointer to the step.
 static size_t allocatedBytes(size_t bytes) { return std::max<size_t>(bytes, 1); }
 
-/// The step's streams do not wait for the legacy default stream that
-/// cudaMemcpy and cudaMemset use, and cudaMemset returns before it is done:
-/// the device must be idle before a step may see the arena.
-static void waitForDevice() { FSDPRT_CUDA_CHECK(cudaDeviceSynchronize()); }
+static cudaStream_t computeStream(const char *what) {
+  return deviceStream(what, FSDPRT_STREAM_COMPUTE);
+}
 
 Arena::Arena(size_t bytes) : bytes(bytes) {
   const CudaDevice &device = openedDevice("the arena");
@@ -46,10 +89,24 @@ Arena::Arena(size_t bytes) : bytes(bytes) {
     fatal("cannot map the host copy of the arena of " + std::to_string(bytes) +
           " bytes: " + std::strerror(errno));
   hostView = static_cast<uint8_t *>(mapped);
-  waitForDevice();
+  // cudaMemset runs on the legacy default stream, which the step's streams
+  // do not wait for, and may return before it is done: the zeros must be
+  // there before anything else touches the arena.
+  FSDPRT_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 Arena::~Arena() {
+  if (staging) {
+    for (Staging::Buffer &buffer : staging->buffers) {
+      if (buffer.copied) {
+        FSDPRT_CUDA_CHECK(cudaEventSynchronize(buffer.copied));
+        FSDPRT_CUDA_CHECK(cudaEventDestroy(buffer.copied));
+      }
+      if (buffer.memory)
+        FSDPRT_CUDA_CHECK(cudaFreeHost(buffer.memory));
+    }
+    delete staging;
+  }
   munmap(hostView, allocatedBytes(bytes));
   FSDPRT_CUDA_CHECK(cudaFree(step));
 }
@@ -72,21 +129,57 @@ HostArena::~HostArena() {
     FSDPRT_CUDA_CHECK(cudaFreeHost(memory));
 }
 
+/// The staging buffer to fill next with `bytes` (at most kStagingChunkBytes),
+/// once no copy reads it any more: grown (doubling, up to a chunk) when it
+/// is too small.
+static Arena::Staging::Buffer &takeStaging(Arena::Staging &staging, size_t bytes) {
+  Arena::Staging::Buffer &buffer = staging.buffers[staging.next];
+  staging.next = 1 - staging.next;
+  if (buffer.copied)
+    FSDPRT_CUDA_CHECK(cudaEventSynchronize(buffer.copied));
+  if (buffer.capacity < bytes) {
+    if (buffer.memory)
+      FSDPRT_CUDA_CHECK(cudaFreeHost(buffer.memory));
+    buffer.memory = nullptr;
+    size_t capacity = std::min(kStagingChunkBytes, std::max(bytes, 2 * buffer.capacity));
+    void *pinned = nullptr;
+    cudaError_t status = cudaHostAlloc(&pinned, capacity, cudaHostAllocDefault);
+    if (status != cudaSuccess)
+      fatal("cannot allocate " + std::to_string(capacity) +
+            " bytes of page-locked staging memory for the arena's uploads: " +
+            cudaGetErrorString(status));
+    buffer.memory = static_cast<uint8_t *>(pinned);
+    buffer.capacity = capacity;
+  }
+  return buffer;
+}
+
 void Arena::upload(int64_t offset, int64_t count) {
-  FSDPRT_CUDA_CHECK(cudaMemcpy(static_cast<uint8_t *>(step) + offset, hostView + offset,
-                               static_cast<size_t>(count), cudaMemcpyHostToDevice));
-  waitForDevice();
+  cudaStream_t compute = computeStream("the arena's upload");
+  if (!staging)
+    staging = new Staging;
+  for (size_t done = 0, total = static_cast<size_t>(count); done < total;) {
+    size_t chunk = std::min(total - done, kStagingChunkBytes);
+    Staging::Buffer &buffer = takeStaging(*staging, chunk);
+    size_t at = static_cast<size_t>(offset) + done;
+    std::memcpy(buffer.memory, hostView + at, chunk);
+    FSDPRT_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t *>(step) + at, buffer.memory, chunk,
+                                      cudaMemcpyHostToDevice, compute));
+    recordEvent(buffer.copied, compute);
+    done += chunk;
+  }
 }
 
 void Arena::download(int64_t offset, int64_t count) {
-  FSDPRT_CUDA_CHECK(cudaMemcpy(hostView + offset, static_cast<uint8_t *>(step) + offset,
-                               static_cast<size_t>(count), cudaMemcpyDeviceToHost));
+  cudaStream_t compute = computeStream("the arena's download");
+  FSDPRT_CUDA_CHECK(cudaMemcpyAsync(hostView + offset, static_cast<uint8_t *>(step) + offset,
+                                    static_cast<size_t>(count), cudaMemcpyDeviceToHost, compute));
+  FSDPRT_CUDA_CHECK(cudaStreamSynchronize(compute));
 }
 
 void Arena::fill(int64_t offset, int64_t count, uint8_t value) {
-  FSDPRT_CUDA_CHECK(
-      cudaMemset(static_cast<uint8_t *>(step) + offset, value, static_cast<size_t>(count)));
-  waitForDevice();
+  FSDPRT_CUDA_CHECK(cudaMemsetAsync(static_cast<uint8_t *>(step) + offset, value,
+                                    static_cast<size_t>(count), computeStream("the arena's fill")));
 }
 
 } // namespace fsdprt

@@ -1,8 +1,9 @@
 //===- CudaDevice.cpp - This rank's GPU and its streams -------------------===//
 //
 // The CUDA backend's side of Device.h. Each rank takes a GPU of its node by
-// its rank on the node, and the step works on three non-blocking streams:
-// compute, all-gather and reduce-scatter (docs/Runtime.md, section 7).
+// its rank on the node, and the step works on four non-blocking streams:
+// compute, all-gather, reduce-scatter and copy (docs/Runtime.md, section 7),
+// the collectives' at the device's greatest priority.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,8 +104,19 @@ void openDevice() {
   FSDPRT_CUDA_CHECK(cudaDeviceGetAttribute(&device.maxDynamicSharedBytes,
                                            cudaDevAttrMaxSharedMemoryPerBlockOptin,
                                            device.ordinal));
-  for (cudaStream_t &stream : device.streams)
-    FSDPRT_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  // When kernels of several streams wait for the SMs, the GPU schedules the
+  // higher priority's blocks first. NCCL's kernels occupy few SMs but hold
+  // the step's communication: behind a large product's blocks they would
+  // start late and expose it. The collective streams get the greatest
+  // priority, the others (compute; copy, whose copies run on the copy
+  // engines) the least.
+  int least = 0, greatest = 0;
+  FSDPRT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  for (int32_t i = 0; i < kStreams; ++i) {
+    bool collective = i == FSDPRT_STREAM_ALL_GATHER || i == FSDPRT_STREAM_REDUCE_SCATTER;
+    FSDPRT_CUDA_CHECK(cudaStreamCreateWithPriority(&device.streams[i], cudaStreamNonBlocking,
+                                                   collective ? greatest : least));
+  }
   opened = true;
   openCublas(device.streams[FSDPRT_STREAM_COMPUTE]);
 }
@@ -114,6 +126,8 @@ void connectDevice(const RankPlace &place) { connectNccl(place); }
 bool hostTimesStep() { return false; }
 
 void finishStep() { FSDPRT_CUDA_CHECK(cudaDeviceSynchronize()); }
+
+void finishUploads() { FSDPRT_CUDA_CHECK(cudaDeviceSynchronize()); }
 
 void recordEvent(cudaEvent_t &event, cudaStream_t stream) {
   if (!event)

@@ -1,6 +1,6 @@
 //===- CudaDevice.h - This rank's GPU and its streams -----------*- C++ -*-===//
 //
-// openDevice (Device.h) chooses the rank's GPU and creates the step's three
+// openDevice (Device.h) chooses the rank's GPU and creates the step's four
 // streams; the CUDA backend's other files reach them through this header, and
 // set up and release their own part of the device with it.
 //
@@ -20,8 +20,10 @@ namespace fsdprt {
 
 struct CudaDevice {
   int ordinal = -1;
-  /// FSDPRT_STREAM_COMPUTE, _ALL_GATHER and _REDUCE_SCATTER: non-blocking
-  /// streams, which do not wait for the legacy default stream.
+  /// FSDPRT_STREAM_COMPUTE, _ALL_GATHER, _REDUCE_SCATTER and _COPY:
+  /// non-blocking streams, which do not wait for the legacy default stream;
+  /// _ALL_GATHER and _REDUCE_SCATTER at the greatest priority, the others at
+  /// the least.
   cudaStream_t streams[kStreams] = {};
   /// The most dynamic shared memory a block may ask for (after opting in).
   int maxDynamicSharedBytes = 0;
