@@ -56,6 +56,14 @@ FailureOr<llvm::APFloat> mlir::fsdp::parseF64Parameter(AsmParser &parser) {
   return llvm::APFloat(value);
 }
 
+FailureOr<bool> mlir::fsdp::parseBoolParameter(AsmParser &parser) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (succeeded(parser.parseOptionalKeyword(&keyword, {"true", "false"})))
+    return keyword == "true";
+  return parser.emitError(loc, "expected true or false");
+}
+
 void mlir::fsdp::printF64Parameter(AsmPrinter &printer, const llvm::APFloat &value) {
   double number = value.convertToDouble();
   char text[32];
@@ -234,7 +242,8 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t maxInflightGathers, RematPolicy remat,
                                int64_t rematEvery, ArrayAttr rematUnits,
                                int64_t microBatches, Accumulation accumulate, UnitPolicy units,
-                               int64_t minUnitParams, StringRef deviceMemory, Offload) {
+                               int64_t minUnitParams, StringRef deviceMemory, Offload, bool,
+                               bool) {
   if (grid.empty() || grid.size() > 2)
     return emitError() << "grid must be [shard] or [replicate, shard], got "
                        << grid.size() << " dimensions";
@@ -336,7 +345,8 @@ PlanFields PlanAttr::getFields() const {
                     getRematUnits(),            getMicroBatches(),
                     getAccumulate(),            getUnits(),
                     getMinUnitParams(),         getDeviceMemory().str(),
-                    getOffload()};
+                    getOffload(),               getAllowTf32(),
+                    getApproximateMath()};
 }
 
 PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
@@ -346,7 +356,8 @@ PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
       llvm::cast<OptimizerAttrInterface>(fields.optimizer), fields.paramDtype, fields.reduceDtype,
       APFloat(fields.clipGradNorm), fields.prefetch, fields.maxInflightGathers, fields.remat,
       fields.rematEvery, fields.rematUnits, fields.microBatches, fields.accumulate, fields.units,
-      fields.minUnitParams, fields.deviceMemory, fields.offload);
+      fields.minUnitParams, fields.deviceMemory, fields.offload, fields.allowTf32,
+      fields.approximateMath);
 }
 
 PlanAttr PlanAttr::withGrid(ArrayRef<int64_t> grid,

@@ -73,6 +73,7 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
   }
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createFSDPPreciseGpuMathPass());
   for (const std::string &chip : options.chips) {
     GpuNVVMAttachTargetOptions target;
     target.chip = chip;

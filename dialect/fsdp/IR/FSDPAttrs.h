@@ -16,6 +16,8 @@ namespace mlir::fsdp {
 FailureOr<llvm::APFloat> parseF64Parameter(AsmParser &parser);
 /// Prints the shortest decimal form that parses back to the same double.
 void printF64Parameter(AsmPrinter &printer, const llvm::APFloat &value);
+/// `true` or `false`.
+FailureOr<bool> parseBoolParameter(AsmParser &parser);
 /// Parses a device grid: `[N]` or `[R, S]`.
 FailureOr<SmallVector<int64_t>> parseGridParameter(AsmParser &parser);
 void printGridParameter(AsmPrinter &printer, ArrayRef<int64_t> grid);
@@ -57,6 +59,7 @@ struct PlanFields {
   int64_t minUnitParams;
   std::string deviceMemory;
   Offload offload;
+  bool allowTf32, approximateMath;
 };
 } // namespace mlir::fsdp
 

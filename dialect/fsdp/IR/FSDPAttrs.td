@@ -25,6 +25,11 @@ class DefaultF64Parameter<string value, string desc> : F64Parameter<desc> {
 }
 class DefaultI64Parameter<string value, string desc>
     : DefaultValuedParameter<"int64_t", value, desc>;
+// `true` or `false`.
+class DefaultBoolParameter<string desc> : DefaultValuedParameter<"bool", "false", desc> {
+  let parser = [{ ::mlir::fsdp::parseBoolParameter($_parser) }];
+  let printer = [{ $_printer << ($_self ? "true" : "false") }];
+}
 // An enum keyword; a wrong one is reported with the list of valid keywords.
 class DefaultEnumParameter<EnumAttrInfo enum, string value>
     : EnumParameter<enum> {
@@ -284,6 +289,8 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     | `units` | `explicit` (the `unit` of each param) or `auto_wrap` (group params in declaration order until `min_unit_params`) | `explicit` |
     | `min_unit_params` | parameter count that closes an auto-wrapped unit (`auto_wrap` only) | `0` |
     | `offload` | `optimizer` (CUDA target, ZeRO-Offload): f32 master shards and optimizer state in pinned host memory, gradient shards copied to the host after their reduce-scatter, the update on host cores, the updated shard copied back in `param_dtype` (`docs/Offload.md`); `none` | `none` |
+    | `allow_tf32` | `true`: f32 matrix products may run on TF32 tensor cores (CUDA target; inputs rounded to 10 mantissa bits, f32 sums); the CPU has no TF32 and stays exact | `false` |
+    | `approximate_math` | `true`: GPU kernels may use the hardware's approximate square root and reciprocal square root (`sqrt.approx`, `rsqrt.approx`); `false`: IEEE-rounded ones, as on the CPU (the CPU's are always exact) | `false` |
     | `device_memory` | memory of one rank's device (one GPU; on the CPU target, the host memory a rank may use), e.g. `"80GB"`, `"79.5GiB"`: `fsdpc` refuses a plan whose planned peak plus the runtime's own memory exceeds it, and lists the changes that fit (`docs/CostModel.md`) | none |
 
     ```mlir
@@ -310,7 +317,9 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     DefaultEnumParameter<FSDP_UnitPolicy, "Explicit">:$units,
     DefaultI64Parameter<"0", "auto-wrap threshold">:$min_unit_params,
     StringRefParameter<"device memory per rank", "\"\"">:$device_memory,
-    DefaultEnumParameter<FSDP_Offload, "None">:$offload
+    DefaultEnumParameter<FSDP_Offload, "None">:$offload,
+    DefaultBoolParameter<"TF32 tensor cores for f32 products">:$allow_tf32,
+    DefaultBoolParameter<"approximate square roots in GPU kernels">:$approximate_math
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

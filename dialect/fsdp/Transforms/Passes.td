@@ -598,6 +598,31 @@ def FSDPSplitReductionsPass : Pass<"fsdp-split-reductions", "::mlir::ModuleOp"> 
   ];
 }
 
+def FSDPPreciseGpuMathPass : Pass<"fsdp-precise-gpu-math", "::mlir::ModuleOp"> {
+  let summary = "IEEE-rounded square roots in GPU kernels unless the plan allows approximate math";
+  let description = [{
+    `convert-gpu-to-nvvm` lowers `math.sqrt` and `math.rsqrt` to libdevice,
+    which the NVVM target compiles to the approximate `sqrt.approx` and
+    `rsqrt.approx`. Unless the module's plan sets `approximate_math = true`,
+    this pass (run on the outlined kernels, before that lowering) replaces
+    them in every `gpu.module`: f32 and f64 `math.sqrt` by a call of
+    libdevice's correctly rounded `__nv_fsqrt_rn` / `__nv_dsqrt_rn`
+    (`sqrt.rn`), and `math.rsqrt` by `1.0 /` that (`div.rn`), as the CPU
+    target computes them.
+
+    ```mlir
+    %r = math.rsqrt %v : f32
+    // becomes
+    %s = llvm.call @__nv_fsqrt_rn(%v) : (f32) -> f32
+    %r = arith.divf %one, %s : f32
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::LLVM::LLVMDialect",
+  ];
+}
+
 def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
   let summary = "Turns the step's compute into parallel loop nests, one per GPU kernel";
   let description = [{

@@ -152,6 +152,7 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                         {"replicas", world / shardRanks},
                         {"optimizer", optimizerOf(plan.getOptimizer())},
                         {"clip_grad_norm", toDouble(plan.getClipGradNorm())},
+                        {"allow_tf32", plan.getAllowTf32()},
                         {"units", std::move(units)},
                         {"params", std::move(params)},
                         {"inputs", std::move(inputs)}};

@@ -1527,3 +1527,9 @@ func.func @f(%x: memref<f32>, %v: f32) {
   memref.store %v, %x[] {fsdp.on_host} : memref<f32>
   return
 }
+
+// -----
+
+// expected-error@+2 {{expected true or false}}
+// expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'allow_tf32' which is to be a `bool`}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, allow_tf32 = 1>} {}

@@ -5,13 +5,14 @@
 // RUN: fsdp-opt %s -mlir-print-op-generic | fsdp-opt | FileCheck %s
 
 // CHECK-LABEL: module attributes
-// CHECK-SAME: fsdp.plan = #fsdp.plan<grid = [2, 4], strategy = hybrid_shard, optimizer = #fsdp.sgd<lr = 0.1, momentum = 0.9, weight_decay = 0.0001>, param_dtype = bf16, reduce_dtype = bf16, clip_grad_norm = 1.0, prefetch = 2, max_inflight_gathers = 3, remat = unit, remat_units = ["a", "b"], micro_batches = 4, accumulate = no_sync, units = auto_wrap, min_unit_params = 1000, device_memory = "79.5GiB", offload = optimizer>
+// CHECK-SAME: fsdp.plan = #fsdp.plan<grid = [2, 4], strategy = hybrid_shard, optimizer = #fsdp.sgd<lr = 0.1, momentum = 0.9, weight_decay = 0.0001>, param_dtype = bf16, reduce_dtype = bf16, clip_grad_norm = 1.0, prefetch = 2, max_inflight_gathers = 3, remat = unit, remat_units = ["a", "b"], micro_batches = 4, accumulate = no_sync, units = auto_wrap, min_unit_params = 1000, device_memory = "79.5GiB", offload = optimizer, allow_tf32 = true, approximate_math = true>
 module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_wrap,
     grid = [2, 4], strategy = hybrid_shard, remat = unit, remat_units = ["a", "b"],
     optimizer = #fsdp.sgd<lr = 0.1, momentum = 0.9, weight_decay = 1.0e-4>,
     param_dtype = bf16, reduce_dtype = bf16, clip_grad_norm = 1.0, prefetch = 2,
     max_inflight_gathers = 3, accumulate = no_sync, micro_batches = 4,
-    device_memory = "79.5GiB", offload = optimizer>} {
+    device_memory = "79.5GiB", approximate_math = true, offload = optimizer,
+    allow_tf32 = true>} {
 
   // CHECK: fsdp.param @zeros unit "a" : tensor<8xf32> = #fsdp.zeros
   fsdp.param @zeros unit "a" : tensor<8xf32> = #fsdp.zeros
