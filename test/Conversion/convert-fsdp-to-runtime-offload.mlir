@@ -6,6 +6,8 @@
 // inputs; the host arena (704 bytes) the f32 masters (0, 64), the moments
 // (128..), each unit's gradient landing place (384, 512: room for f32) and
 // the bf16 copy-back buffers (576, 608), then the clipping coefficient (640).
+// The plan's allow_tf32 reaches the manifest (the runtime's cuBLAS math mode).
+// CHECK: llvm.mlir.global external constant @fsdp_manifest({{.*}}{\22allow_tf32\22:true,
 // CHECK: \22host_arena_bytes\22:704
 // CHECK-SAME: {\22dtype\22:\22f32\22,\22host\22:{\22grad_dtype\22:\22bf16\22,\22grad_offset\22:384,\22master_offset\22:0},\22name\22:\22lin1\22,\22numel\22:32,\22param_dtype\22:\22bf16\22,\22param_offset\22:0,\22shard_numel\22:16,\22state\22:[{\22offset\22:128,\22slot\22:\22exp_avg\22},{\22offset\22:192,\22slot\22:\22exp_avg_sq\22}],\22trainable\22:true}
 // CHECK-SAME: {\22dtype\22:\22f32\22,\22host\22:{\22grad_dtype\22:\22bf16\22,\22grad_offset\22:512,\22master_offset\22:64},\22name\22:\22lin2\22,\22numel\22:32,\22param_dtype\22:\22bf16\22,\22param_offset\22:64
@@ -87,7 +89,7 @@
 // CHECK: arith.truncf %{{.+}} : f32 to bf16
 // CHECK: return
 // CHECK-LABEL: func.func private @fsdp_host_update_lin1(
-module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01>, clip_grad_norm = 1.0, param_dtype = bf16, reduce_dtype = bf16, offload = optimizer>} {
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01>, clip_grad_norm = 1.0, param_dtype = bf16, reduce_dtype = bf16, offload = optimizer, allow_tf32 = true>} {
   fsdp.param @w1 unit "lin1" : tensor<4x8xf32> = #fsdp.fan_in_uniform
   fsdp.param @w2 unit "lin2" : tensor<8x4xf32> = #fsdp.fan_in_uniform
   fsdp.param frozen @scale unit "frozen" : tensor<4xf32> = #fsdp.ones

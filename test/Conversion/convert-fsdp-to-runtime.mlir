@@ -8,7 +8,7 @@
 // is a buffer of the step (fsdp-assign-buffers writes its grad_offset).
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: \22arena_bytes\22:768,\22batch\22:2,\22clip_grad_norm\22:1,\22grid\22:[2]
+// CHECK-SAME: {\22allow_tf32\22:false,\22arena_bytes\22:768,\22batch\22:2,\22clip_grad_norm\22:1,\22grid\22:[2]
 // CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:0,\22offset\22:640,\22role\22:\22tokens\22,\22shape\22:[1,3]}
 // CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:1,\22offset\22:704,\22role\22:\22classes\22,\22shape\22:[1,3]}
 // CHECK-SAME: \22local_batch\22:1
