@@ -2,10 +2,12 @@
 // RUN: fsdp-opt %s -split-input-file --pass-pipeline='builtin.module(fsdp-precise-gpu-math,gpu.module(convert-gpu-to-nvvm,reconcile-unrealized-casts),nvvm-attach-target{chip=sm_90},gpu-module-to-binary{format=isa toolkit=%cuda_toolkit})' | FileCheck %s
 
 // The PTX of fsdp-precise-gpu-math's square roots (libdevice linked from the
-// toolkit): IEEE round-to-nearest, not flushed to zero; with approximate_math
+// toolkit) and of a division: IEEE round-to-nearest, not flushed to zero;
+// with approximate_math
 // the hardware's approximations.
 // CHECK:     sqrt.rn.f32
 // CHECK:     rcp.rn.f32
+// CHECK:     div.rn.f32
 // CHECK-NOT: approx
 // CHECK:     // -----
 // CHECK:     sqrt.approx.f32
@@ -21,6 +23,9 @@ module attributes {gpu.container_module} {
       %r = math.rsqrt %x : f32
       memref.store %s, %m[%c1] : memref<4xf32>
       memref.store %r, %m[%c2] : memref<4xf32>
+      %y = memref.load %m[%c2] : memref<4xf32>
+      %q = arith.divf %y, %s : f32
+      memref.store %q, %m[%c0] : memref<4xf32>
       gpu.return
     }
   }
