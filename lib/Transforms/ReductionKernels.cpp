@@ -8,9 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ReductionKernels.h"
-
-#include "fsdp/Analysis/ArenaAccesses.h"
+#include "FormKernels.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -93,8 +91,7 @@ SmallVector<Value> applyMap(OpBuilder &b, Location loc, AffineMap map, ValueRang
 }
 
 /// The loop indices of `linear`, numbered row-major over `extents`.
-SmallVector<Value> unflatten(OpBuilder &b, Location loc, Value linear,
-                               ArrayRef<int64_t> extents) {
+SmallVector<Value> unflatten(OpBuilder &b, Location loc, Value linear, ArrayRef<int64_t> extents) {
   SmallVector<Value> indices(extents.size());
   for (int64_t i = static_cast<int64_t>(extents.size()) - 1; i >= 0; --i) {
     if (i == 0) {
@@ -164,8 +161,9 @@ bool reducesContiguousRows(linalg::LinalgOp op) {
 }
 
 /// A thread per output point: reductions folded in registers, then stored.
-scf::ParallelOp lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
-                          ArrayRef<int64_t> ranges, unsigned numParallel) {
+scf::ParallelOp lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op,
+                                     ArrayRef<Value> inits, ArrayRef<int64_t> ranges,
+                                     unsigned numParallel) {
   Location loc = op.getLoc();
   Value zero = indexConstant(rewriter, loc, 0), one = indexConstant(rewriter, loc, 1);
   SmallVector<Value> lower(numParallel, zero), steps(numParallel, one), upper;
@@ -184,13 +182,13 @@ scf::ParallelOp lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op
           upperR.push_back(indexConstant(b, l, extent));
           stepsR.push_back(one);
         }
-        scf::LoopNest nest = scf::buildLoopNest(
-            b, l, lowerR, upperR, stepsR, starts,
-            [&](OpBuilder &nb, Location nl, ValueRange inner, ValueRange acc) {
-              SmallVector<Value> all(outer.begin(), outer.end());
-              all.append(inner.begin(), inner.end());
-              return scf::ValueVector(inlineBody(nb, nl, op, all, acc));
-            });
+        scf::LoopNest nest =
+            scf::buildLoopNest(b, l, lowerR, upperR, stepsR, starts,
+                               [&](OpBuilder &nb, Location nl, ValueRange inner, ValueRange acc) {
+                                 SmallVector<Value> all(outer.begin(), outer.end());
+                                 all.append(inner.begin(), inner.end());
+                                 return scf::ValueVector(inlineBody(nb, nl, op, all, acc));
+                               });
         for (unsigned i = 0; i < op.getNumDpsInits(); ++i)
           memref::StoreOp::create(b, l, nest.results[i], op.getDpsInits()[i],
                                   outputIndices(b, l, op, i, ivs));
@@ -200,8 +198,8 @@ scf::ParallelOp lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op
 /// A block per output point; its threads fold strided slices of the reduced
 /// elements, then combine them in a gpu.all_reduce, and thread 0 stores.
 scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
-                      ArrayRef<int64_t> ranges, unsigned numParallel, Operation *combiner,
-                      int64_t blockSize) {
+                                 ArrayRef<int64_t> ranges, unsigned numParallel,
+                                 Operation *combiner, int64_t blockSize) {
   Location loc = op.getLoc();
   gpu::AllReduceOperation kind = *allReduceKind(combiner);
   ArrayRef<int64_t> parallel = ranges.take_front(numParallel),
@@ -215,27 +213,26 @@ scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, Ar
   int64_t warp = std::min<int64_t>(blockSize, 32);
   int64_t threads = std::min<int64_t>(blockSize, llvm::alignTo(elements, warp));
   Value zero = indexConstant(rewriter, loc, 0), one = indexConstant(rewriter, loc, 1);
-  auto blocks = scf::ParallelOp::create(rewriter, loc, zero, indexConstant(rewriter, loc, points),
-                                        one);
+  auto blocks =
+      scf::ParallelOp::create(rewriter, loc, zero, indexConstant(rewriter, loc, points), one);
   blocks->setAttr(kCooperativeNestAttr, rewriter.getUnitAttr());
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(blocks.getBody()->getTerminator());
-  auto lanes = scf::ParallelOp::create(rewriter, loc, zero, indexConstant(rewriter, loc, threads),
-                                       one);
+  auto lanes =
+      scf::ParallelOp::create(rewriter, loc, zero, indexConstant(rewriter, loc, threads), one);
   rewriter.setInsertionPoint(lanes.getBody()->getTerminator());
   Value block = blocks.getInductionVars()[0], thread = lanes.getInductionVars()[0];
   SmallVector<Value> point = unflatten(rewriter, loc, block, parallel);
   Type type = getElementTypeOrSelf(op.getDpsInits()[0]);
-  Value start = arith::ConstantOp::create(
-      rewriter, loc, type, rewriter.getFloatAttr(type, identity(kind)));
-  auto fold = scf::ForOp::create(
-      rewriter, loc, thread, indexConstant(rewriter, loc, elements),
-      indexConstant(rewriter, loc, threads), ValueRange{start},
-      [&](OpBuilder &b, Location l, Value linear, ValueRange acc) {
-        SmallVector<Value> ivs = point;
-        llvm::append_range(ivs, unflatten(b, l, linear, reduced));
-        scf::YieldOp::create(b, l, inlineBody(b, l, op, ivs, acc));
-      });
+  Value start =
+      arith::ConstantOp::create(rewriter, loc, type, rewriter.getFloatAttr(type, identity(kind)));
+  auto fold = scf::ForOp::create(rewriter, loc, thread, indexConstant(rewriter, loc, elements),
+                                 indexConstant(rewriter, loc, threads), ValueRange{start},
+                                 [&](OpBuilder &b, Location l, Value linear, ValueRange acc) {
+                                   SmallVector<Value> ivs = point;
+                                   llvm::append_range(ivs, unflatten(b, l, linear, reduced));
+                                   scf::YieldOp::create(b, l, inlineBody(b, l, op, ivs, acc));
+                                 });
   auto total = gpu::AllReduceOp::create(
       rewriter, loc, type, fold.getResult(0),
       gpu::AllReduceOperationAttr::get(rewriter.getContext(), kind), rewriter.getUnitAttr());
@@ -276,8 +273,8 @@ SmallVector<Value> mlir::fsdp::takeFusableFills(linalg::LinalgOp op) {
                fill.getInputs()[0].getType() == getElementTypeOrSelf(init.get());
       });
       // A fill of another buffer writes memory the op may read.
-      if (filled == op.getDpsInitsMutable().end() || inits[filled->getOperandNumber() -
-                                                           op.getNumDpsInputs()])
+      if (filled == op.getDpsInitsMutable().end() ||
+          inits[filled->getOperandNumber() - op.getNumDpsInputs()])
         break;
       inits[filled->getOperandNumber() - op.getNumDpsInputs()] = fill.getInputs()[0];
       fill->erase();
@@ -289,8 +286,7 @@ SmallVector<Value> mlir::fsdp::takeFusableFills(linalg::LinalgOp op) {
   return inits;
 }
 
-FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter,
-                                                      linalg::LinalgOp op,
+FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                                                       ArrayRef<Value> inits, int64_t blockSize) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ShapedType::isDynamicShape(ranges))
@@ -302,8 +298,8 @@ FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter,
   rewriter.setInsertionPoint(op);
   Operation *combiner = singleCombiner(op);
   scf::ParallelOp nest;
-  if (combiner && (numParallel == 0 ||
-                   (elements >= kCooperativeMinElements && reducesContiguousRows(op))))
+  if (combiner &&
+      (numParallel == 0 || (elements >= kCooperativeMinElements && reducesContiguousRows(op))))
     nest = lowerCooperative(rewriter, op, inits, ranges, numParallel, combiner, blockSize);
   else if (numParallel > 0)
     nest = lowerThreadPerOutput(rewriter, op, inits, ranges, numParallel);
@@ -414,10 +410,9 @@ LogicalResult mlir::fsdp::fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelO
         SmallVector<Value> outs;
         for (auto [i, out] : llvm::enumerate(op.getDpsInits()))
           outs.push_back(memref::LoadOp::create(b, l, out, outputIndices(b, l, op, i, ivs)));
-        SmallVector<Value> values =
-            inlineBody(b, l, op, ivs, outs, [&](OpOperand *input) -> Value {
-              return input->get() == reduced ? result : Value();
-            });
+        SmallVector<Value> values = inlineBody(b, l, op, ivs, outs, [&](OpOperand *input) -> Value {
+          return input->get() == reduced ? result : Value();
+        });
         for (auto [i, value] : llvm::enumerate(values))
           memref::StoreOp::create(b, l, value, op.getDpsInits()[i],
                                   outputIndices(b, l, op, i, ivs));

@@ -51,8 +51,7 @@ std::optional<int64_t> threads(gpu::LaunchOp launch) {
   return total;
 }
 
-struct TestLaunchSummaryPass
-    : public PassWrapper<TestLaunchSummaryPass, OperationPass<ModuleOp>> {
+struct TestLaunchSummaryPass : public PassWrapper<TestLaunchSummaryPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestLaunchSummaryPass)
 
   StringRef getArgument() const final { return "test-fsdp-launch-summary"; }

@@ -69,22 +69,21 @@ void combineLikeAWarp(OpBuilder &b, Location loc, gpu::AllReduceOperation kind, 
   for (int64_t stride = 1; stride < 32; stride *= 2) {
     Value s = arith::ConstantIndexOp::create(b, loc, stride);
     Value twice = arith::ConstantIndexOp::create(b, loc, 2 * stride);
-    scf::ForOp::create(b, loc, zero, count, twice, ValueRange{},
-                       [&](OpBuilder &lb, Location l, Value lane, ValueRange) {
-                         Value partner = arith::AddIOp::create(lb, l, lane, s);
-                         Value inRange = arith::CmpIOp::create(
-                             lb, l, arith::CmpIPredicate::ult, partner, count);
-                         scf::IfOp::create(lb, l, inRange, [&](OpBuilder &ib, Location il) {
-                           Value self = arith::AddIOp::create(ib, il, base, lane);
-                           Value other = arith::AddIOp::create(ib, il, base, partner);
-                           Value sum = combine(ib, il, kind,
-                                               memref::LoadOp::create(ib, il, values, self),
-                                               memref::LoadOp::create(ib, il, values, other));
-                           memref::StoreOp::create(ib, il, sum, values, self);
-                           scf::YieldOp::create(ib, il);
-                         });
-                         scf::YieldOp::create(lb, l);
-                       });
+    scf::ForOp::create(
+        b, loc, zero, count, twice, ValueRange{},
+        [&](OpBuilder &lb, Location l, Value lane, ValueRange) {
+          Value partner = arith::AddIOp::create(lb, l, lane, s);
+          Value inRange = arith::CmpIOp::create(lb, l, arith::CmpIPredicate::ult, partner, count);
+          scf::IfOp::create(lb, l, inRange, [&](OpBuilder &ib, Location il) {
+            Value self = arith::AddIOp::create(ib, il, base, lane);
+            Value other = arith::AddIOp::create(ib, il, base, partner);
+            Value sum = combine(ib, il, kind, memref::LoadOp::create(ib, il, values, self),
+                                memref::LoadOp::create(ib, il, values, other));
+            memref::StoreOp::create(ib, il, sum, values, self);
+            scf::YieldOp::create(ib, il);
+          });
+          scf::YieldOp::create(lb, l);
+        });
   }
 }
 
@@ -98,16 +97,15 @@ Value combineLikeABlock(OpBuilder &b, Location loc, gpu::AllReduceOperation kind
   Value warps = arith::CeilDivUIOp::create(b, loc, threads, warp);
   // Warp w's result goes to values[w]: a lane of warp 0, whose own result
   // was taken first.
-  scf::ForOp::create(b, loc, zero, warps, one, ValueRange{},
-                     [&](OpBuilder &lb, Location l, Value w, ValueRange) {
-                       Value base = arith::MulIOp::create(lb, l, w, warp);
-                       Value left = arith::SubIOp::create(lb, l, threads, base);
-                       Value count = arith::MinUIOp::create(lb, l, left, warp);
-                       combineLikeAWarp(lb, l, kind, values, base, count);
-                       memref::StoreOp::create(lb, l, memref::LoadOp::create(lb, l, values, base),
-                                               values, w);
-                       scf::YieldOp::create(lb, l);
-                     });
+  scf::ForOp::create(
+      b, loc, zero, warps, one, ValueRange{}, [&](OpBuilder &lb, Location l, Value w, ValueRange) {
+        Value base = arith::MulIOp::create(lb, l, w, warp);
+        Value left = arith::SubIOp::create(lb, l, threads, base);
+        Value count = arith::MinUIOp::create(lb, l, left, warp);
+        combineLikeAWarp(lb, l, kind, values, base, count);
+        memref::StoreOp::create(lb, l, memref::LoadOp::create(lb, l, values, base), values, w);
+        scf::YieldOp::create(lb, l);
+      });
   combineLikeAWarp(b, loc, kind, values, zero, warps);
   return memref::LoadOp::create(b, loc, values, zero);
 }
@@ -125,8 +123,7 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
   for (Operation &op : launch.getBody().front().without_terminator()) {
     auto reduce = dyn_cast<gpu::AllReduceOp>(op);
     if (reduce) {
-      if (!reduce.getUniform() || !reduce.getOp() ||
-          !isa<FloatType>(reduce.getType()))
+      if (!reduce.getUniform() || !reduce.getOp() || !isa<FloatType>(reduce.getType()))
         return reduce.emitOpError("only uniform float reductions of a named kind run as loops");
       reductions.push_back(reduce);
       segments.emplace_back();
@@ -147,8 +144,8 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
   Value one = arith::ConstantIndexOp::create(b, loc, 1);
   gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
   gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
-  Value threads = arith::MulIOp::create(
-      b, loc, arith::MulIOp::create(b, loc, block.x, block.y), block.z);
+  Value threads =
+      arith::MulIOp::create(b, loc, arith::MulIOp::create(b, loc, block.x, block.y), block.z);
   // Each thread's value at a reduction, one array per reduction.
   SmallVector<Value> values;
   for (gpu::AllReduceOp reduce : reductions)
@@ -224,23 +221,20 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
     Value linear = arith::AddIOp::create(
         b, loc,
         arith::MulIOp::create(
-            b, loc, arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, tids[0], block.y),
-                                          tids[1]),
+            b, loc,
+            arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, tids[0], block.y), tids[1]),
             block.x),
         tids[2]);
-    memref::StoreOp::create(b, loc, mapping.lookupOrDefault(reduce.getValue()), values[i],
-                            linear);
+    memref::StoreOp::create(b, loc, mapping.lookupOrDefault(reduce.getValue()), values[i], linear);
     b.restoreInsertionPoint(inBlock);
-    shared.map(reduce.getResult(),
-               combineLikeABlock(b, loc, *reduce.getOp(), values[i], threads));
+    shared.map(reduce.getResult(), combineLikeABlock(b, loc, *reduce.getOp(), values[i], threads));
     inBlock = b.saveInsertionPoint();
   }
   launch.erase();
   return success();
 }
 
-struct TestLaunchToLoopsPass
-    : public PassWrapper<TestLaunchToLoopsPass, OperationPass<ModuleOp>> {
+struct TestLaunchToLoopsPass : public PassWrapper<TestLaunchToLoopsPass, OperationPass<ModuleOp>> {
   MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestLaunchToLoopsPass)
 
   StringRef getArgument() const final { return "test-fsdp-launch-to-loops"; }
