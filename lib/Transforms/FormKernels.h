@@ -52,11 +52,13 @@ SmallVector<Value> takeFusableFills(linalg::LinalgOp op);
 FailureOr<scf::ParallelOp> lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                                           ArrayRef<Value> inits, int64_t blockSize);
 
-/// Runs the elementwise linalg op `op`, which follows the block reduction
-/// `nest` with only side-effect-free ops in between, in `nest` after the
-/// reduction: block b's threads, which all have row b's result, then
-/// compute row b of `op` (a normalisation after a row's mean or sum), reading
-/// the result where `op` would have loaded it. Fails, changing nothing,
+/// Runs the elementwise linalg op `op`, which follows the reduction `nest`
+/// with only side-effect-free ops in between, in `nest` after the
+/// reduction: in a block reduction, block b's threads, which all have row
+/// b's result, then stride through row b of `op` (a normalisation after a
+/// row's mean or sum); with a thread per output, the thread that made the
+/// row goes through it (rows of at most kCooperativeMinElements). `op` reads
+/// the result where it would have loaded it. Fails, changing nothing,
 /// unless `op`'s leading loops are the reduction's rows, it reads the
 /// result only at its own row, touches no other byte of it and writes no
 /// byte the reduction reads (by `arena`), and every thread has the result
@@ -72,11 +74,11 @@ SmallVector<Value> inlineScalarOp(OpBuilder &b, Location loc, linalg::LinalgOp o
 /// reduction), whose thread 0 ends by storing the result.
 bool isFullReductionNest(scf::ParallelOp nest);
 
-/// Moves the scalar (rank-0) linalg op `op`, which follows the full reduction
-/// `nest` with only side-effect-free ops in between, to the end of what `nest`'s thread 0 does: the
-/// step's scalar arithmetic (the loss's mean, the gradient norm's running
-/// sum) runs where its input was just made rather than in a kernel of one
-/// thread.
+/// Moves the scalar (rank-0) linalg op `op`, which follows the full
+/// reduction `nest` with only side-effect-free ops in between, to the end of
+/// what `nest`'s thread 0 does: the step's scalar arithmetic (the loss's
+/// mean, the gradient norm's running sum) runs where its input was just
+/// made rather than in a kernel of one thread.
 void appendToFullReduction(RewriterBase &rewriter, scf::ParallelOp nest, linalg::LinalgOp op);
 
 //===----------------------------------------------------------------------===//
