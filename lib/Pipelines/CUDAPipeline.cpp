@@ -73,7 +73,8 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
   }
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(createFSDPPreciseGpuMathPass());
+  if (!options.approximateMath)
+    pm.addPass(createFSDPPreciseGpuMathPass());
   for (const std::string &chip : options.chips) {
     GpuNVVMAttachTargetOptions target;
     target.chip = chip;
@@ -91,9 +92,10 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
 
   GpuModuleToBinaryPassOptions binary;
   binary.toolkitPath = options.toolkit;
-  binary.compilationTarget = "bin";
+  binary.compilationTarget = options.ptx ? "isa" : "bin";
   pm.addPass(createGpuModuleToBinaryPass(binary));
-  pm.addPass(createFSDPPackFatbinPass(FSDPPackFatbinPassOptions{options.toolkit}));
+  if (!options.ptx)
+    pm.addPass(createFSDPPackFatbinPass(FSDPPackFatbinPassOptions{options.toolkit}));
 }
 
 void mlir::fsdp::buildCUDAPipeline(OpPassManager &pm, const CUDAPipelineOptions &options) {
@@ -109,6 +111,10 @@ struct CUDAPipelineCLOptions : public PassPipelineOptions<CUDAPipelineCLOptions>
                               llvm::cl::init("/usr/local/cuda")};
   Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("Threads per block"),
                             llvm::cl::init(256)};
+  Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("Approximate square roots in kernels (the plan's approximate_math)"),
+      llvm::cl::init(false)};
 
   fsdp::CUDAPipelineOptions get() const {
     fsdp::CUDAPipelineOptions options;
@@ -116,6 +122,7 @@ struct CUDAPipelineCLOptions : public PassPipelineOptions<CUDAPipelineCLOptions>
       options.chips.assign(chips.begin(), chips.end());
     options.toolkit = toolkit;
     options.blockSize = blockSize;
+    options.approximateMath = approximateMath;
     return options;
   }
 };

@@ -4,14 +4,13 @@
 // which the NVVM target compiles to the hardware's approximate instructions
 // (sqrt.approx, rsqrt.approx: about 2 ulp off). The optimizer's update and
 // the norms divide by square roots, and the CPU target's are IEEE-rounded:
-// unless the plan allows approximate math, the kernels call libdevice's
+// unless the plan allows approximate math (then fsdp-cuda-pipeline leaves
+// this pass out), the kernels call libdevice's
 // correctly rounded square root instead (__nv_fsqrt_rn: sqrt.rn), and a
 // reciprocal square root is 1 / that (div.rn), as the CPU computes it.
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/IR/FSDPAttrs.h"
-#include "fsdp/IR/FSDPDialect.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -54,9 +53,6 @@ struct FSDPPreciseGpuMathPass
     : public fsdp::impl::FSDPPreciseGpuMathPassBase<FSDPPreciseGpuMathPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto plan = module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName());
-    if (plan && plan.getApproximateMath())
-      return;
     OpBuilder b(&getContext());
     for (auto kernels : module.getOps<gpu::GPUModuleOp>()) {
       kernels.walk([&](math::SqrtOp op) {

@@ -1,8 +1,9 @@
-// RUN: fsdp-opt %s -split-input-file --fsdp-precise-gpu-math | FileCheck %s
+// RUN: fsdp-opt %s --fsdp-precise-gpu-math | FileCheck %s
 
-// The kernels' square roots are IEEE-rounded unless the plan allows
-// approximate math: libdevice's correctly rounded square root, and 1 / it
-// for a reciprocal square root (fsdp-precise-gpu-math-ptx.mlir: the PTX).
+// The kernels' square roots are IEEE-rounded (fsdp-cuda-pipeline runs this
+// unless the plan allows approximate math): libdevice's correctly rounded
+// square root, and 1 / it for a reciprocal square root
+// (fsdp-precise-gpu-math-ptx.mlir: the PTX).
 // CHECK-LABEL: gpu.module @kernels
 // CHECK-DAG:   llvm.func @__nv_fsqrt_rn(f32) -> f32
 // CHECK-DAG:   llvm.func @__nv_dsqrt_rn(f64) -> f64
@@ -29,29 +30,6 @@ module attributes {gpu.container_module} {
       %e = math.sqrt %d : f64
       %f = arith.truncf %e : f64 to f32
       memref.store %f, %m[%c0] : memref<4xf32>
-      gpu.return
-    }
-  }
-}
-
-// -----
-
-// approximate_math = true: the libdevice functions, whose square roots are
-// the hardware's approximate ones.
-// CHECK-LABEL: gpu.func @roots
-// CHECK:       math.sqrt
-// CHECK:       math.rsqrt
-module attributes {gpu.container_module, fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>, approximate_math = true>} {
-  gpu.module @kernels {
-    gpu.func @roots(%m: memref<4xf32>) kernel {
-      %c0 = arith.constant 0 : index
-      %c1 = arith.constant 1 : index
-      %c2 = arith.constant 2 : index
-      %x = memref.load %m[%c0] : memref<4xf32>
-      %s = math.sqrt %x : f32
-      %r = math.rsqrt %x : f32
-      memref.store %s, %m[%c1] : memref<4xf32>
-      memref.store %r, %m[%c2] : memref<4xf32>
       gpu.return
     }
   }

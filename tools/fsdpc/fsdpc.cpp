@@ -25,15 +25,17 @@
 #include "TestPasses.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/IR/LLVMContext.h"
@@ -55,7 +57,7 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Emit { MLIR, LLVM, Object, Executable };
+enum class Emit { MLIR, LLVM, Object, Executable, PTX };
 enum class Target { CPU, CUDA };
 
 cl::OptionCategory fsdpcCategory("fsdpc options");
@@ -74,7 +76,9 @@ cl::opt<Emit> emit("emit", cl::desc("What to write"),
                    cl::values(clEnumValN(Emit::MLIR, "mlir", "the lowered MLIR"),
                               clEnumValN(Emit::LLVM, "llvm", "the optimised LLVM IR"),
                               clEnumValN(Emit::Object, "obj", "the object file"),
-                              clEnumValN(Emit::Executable, "exe", "the trainer")),
+                              clEnumValN(Emit::Executable, "exe", "the trainer"),
+                              clEnumValN(Emit::PTX, "ptx",
+                                         "the kernels' PTX, each architecture's (--target=cuda)")),
                    cl::init(Emit::Executable), cl::cat(fsdpcCategory));
 cl::opt<std::string> gridOverride(
     "grid", cl::desc("Compile for this device grid instead of the plan's: N or R,S"),
@@ -261,6 +265,7 @@ FailureOr<fsdp::CUDAPipelineOptions> cudaOptions() {
   options.blockSize = gpuBlockSize;
   options.outlineKernels = outlineKernels;
   options.toolkit = cudaPath;
+  options.ptx = emit == Emit::PTX;
   // Neither runs the toolkit.
   if (kernelsOnCPU || launchSummary)
     return options;
@@ -324,6 +329,24 @@ void addTargetPipeline(PassManager &pm, const std::optional<fsdp::CUDAPipelineOp
   }
   pm.addPass(fsdp::test::createTestLaunchToLoopsPass());
   fsdp::buildHostLLVMPipeline(pm);
+}
+
+/// Each step's PTX, per GPU module and architecture, into the output file.
+LogicalResult writePtx(ArrayRef<ModuleOp> steps, ArrayRef<StringRef> names) {
+  std::string error;
+  auto out = openOutputFile(outputFile, &error);
+  if (!out)
+    return fail(error);
+  for (auto [step, name] : llvm::zip(steps, names))
+    for (auto binary : ModuleOp(step).getOps<gpu::BinaryOp>())
+      for (Attribute attr : binary.getObjects()) {
+        auto object = cast<gpu::ObjectAttr>(attr);
+        auto chip = cast<NVVM::NVVMTargetAttr>(object.getTarget()).getChip();
+        out->os() << "// " << name << ": " << binary.getSymName() << ", " << chip << "\n"
+                  << object.getObject().getValue() << "\n";
+      }
+  out->keep();
+  return success();
 }
 
 fsdp::ArenaMemory arenaMemory() {
@@ -485,6 +508,8 @@ LogicalResult compile() {
                 "NCCL and rebuild, or use --target=cpu (--emit=obj still compiles for CUDA)");
   if (kernelsOnCPU && target != Target::CUDA)
     return fail("--test-kernels-on-cpu needs --target=cuda");
+  if (emit == Emit::PTX && (target != Target::CUDA || kernelsOnCPU))
+    return fail("--emit=ptx needs --target=cuda (and no --test-kernels-on-cpu)");
   if (launchSummary && (target != Target::CUDA || emit != Emit::MLIR))
     return fail("--test-launch-summary needs --target=cuda and --emit=mlir");
   if (!measuredTraceFile.empty() && memorySvgFile.empty())
@@ -544,6 +569,8 @@ LogicalResult compile() {
     if (failed(options) || failed(checkBF16Archs(**module, options->chips)))
       return failure();
     cuda = *options;
+    auto plan = (**module)->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
+    cuda->approximateMath = plan && plan.getApproximateMath();
   }
 
   // The step as far as its buffer plan: the exact memory of a rank, checked
@@ -616,7 +643,11 @@ LogicalResult compile() {
   PassManager evalPM(&ctx);
   fsdp::buildBufferPlanPipeline(evalPM, arenaMemory(), /*forwardOnly=*/true);
   addTargetPipeline(evalPM, cuda);
-  if (failed(evalPM.run(*eval)) || failed(fsdpc::mergeEvalStep(**module, *eval)))
+  if (failed(evalPM.run(*eval)))
+    return failure();
+  if (emit == Emit::PTX)
+    return writePtx({**module, *eval}, {"training step", "evaluation step"});
+  if (failed(fsdpc::mergeEvalStep(**module, *eval)))
     return failure();
 
   if (emit == Emit::MLIR) {

@@ -20,6 +20,12 @@ struct CUDAPipelineOptions {
   /// The host side of each launch in a function of its own
   /// (fsdp-outline-kernels); false only to compare with one step function.
   bool outlineKernels = true;
+  /// The plan's approximate_math: the kernels keep libdevice's approximate
+  /// square roots instead of correctly rounded ones (fsdp-precise-gpu-math).
+  bool approximateMath = false;
+  /// Stop at PTX: each gpu.binary holds every architecture's PTX text (fsdpc
+  /// --emit=ptx), and no fat binary is packed.
+  bool ptx = false;
 };
 
 /// Model file to gpu.launch ops: the step on buffers in the arena (device

@@ -603,8 +603,9 @@ def FSDPPreciseGpuMathPass : Pass<"fsdp-precise-gpu-math", "::mlir::ModuleOp"> {
   let description = [{
     `convert-gpu-to-nvvm` lowers `math.sqrt` and `math.rsqrt` to libdevice,
     which the NVVM target compiles to the approximate `sqrt.approx` and
-    `rsqrt.approx`. Unless the module's plan sets `approximate_math = true`,
-    this pass (run on the outlined kernels, before that lowering) replaces
+    `rsqrt.approx`. This pass (run on the outlined kernels, before that
+    lowering; `fsdp-cuda-pipeline` leaves it out when the plan sets
+    `approximate_math = true`) replaces
     them in every `gpu.module`: f32 and f64 `math.sqrt` by a call of
     libdevice's correctly rounded `__nv_fsqrt_rn` / `__nv_dsqrt_rn`
     (`sqrt.rn`), and `math.rsqrt` by `1.0 /` that (`div.rn`), as the CPU
