@@ -129,10 +129,6 @@ FailureOr<linalg::LinalgOp> parallelDimsFirst(RewriterBase &rewriter, linalg::Li
 /// values its outputs start from (fills folded into a reduction), or null.
 FailureOr<scf::ParallelOp> lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op,
                                            ArrayRef<Value> inits, int64_t blockSize) {
-  if (inits.empty()) {
-    SmallVector<Value> none(op.getNumDpsInits());
-    return lowerToLoopNest(rewriter, op, none, blockSize);
-  }
   if (!op.hasPureBufferSemantics())
     return op.emitOpError("expected buffers: the GPU kernels are formed after bufferization");
   FailureOr<linalg::LinalgOp> ordered = parallelDimsFirst(rewriter, op);
@@ -251,7 +247,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         rewriter.eraseOp(op);
         return success();
       }
-      return lowerToLoopNest(rewriter, op, {}, blockSize);
+      return lowerToLoopNest(rewriter, op, SmallVector<Value>(op.getNumDpsInits()), blockSize);
     };
     for (Operation *op : work) {
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);

@@ -363,14 +363,10 @@ LogicalResult mlir::fsdp::fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelO
   // No other byte of the reduction's output is touched, nothing the
   // reduction reads (in any block) is written.
   SetVector<Value> loaded, stored;
-  nest->walk([&](Operation *nested) {
-    if (auto load = dyn_cast<memref::LoadOp>(nested))
-      loaded.insert(load.getMemRef());
-  });
+  collectAccesses(nest, loaded, stored);
   std::optional<ArenaAccess> reducedBytes = arena.bytesOf(reduced);
   auto overlaps = [&](Value a, std::optional<ArenaAccess> b) {
-    std::optional<ArenaAccess> bytes = arena.bytesOf(a);
-    return !bytes || !b || (bytes->begin < b->end && b->begin < bytes->end);
+    return overlap(arena.bytesOf(a), b);
   };
   for (OpOperand &operand : op->getOpOperands()) {
     Value memref = operand.get();
