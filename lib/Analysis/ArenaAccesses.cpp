@@ -99,8 +99,6 @@ SmallVector<ArenaAccess> ArenaAccesses::of(Operation *op) const {
         add(accesses, pointers[0], false);
         add(accesses, pointers[1], false);
         add(accesses, pointers[2], true);
-      } else if (callee == kReadF32) {
-        add(accesses, pointers[0], false);
       } else {
         for (Value pointer : pointers)
           add(accesses, pointer, true);

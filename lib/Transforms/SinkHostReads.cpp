@@ -2,17 +2,26 @@
 //
 // On a GPU the arena is device memory: the step's host code may pass its
 // addresses around but never dereference them. After bufferization the only
-// host reads left are scalars: a factor computed on the device and used by
-// later kernels (gradient clipping), and the loss the step returns.
+// host reads left are scalars the kernels use: a factor computed on the
+// device (gradient clipping), and the learning rate and step number, which
+// the runtime writes into the arena before each step so that a step replayed
+// as a CUDA graph reads this step's values. Each is read, and whatever the
+// host computed from it (the optimizer's bias corrections) recomputed, in the
+// kernels that use it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "fsdp/Conversion/BufferKinds.h"
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
-#include "fsdp/Utils/RuntimeCalls.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/MapVector.h"
 
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_FSDPSINKHOSTREADSPASS
@@ -24,32 +33,61 @@ using namespace mlir::fsdp;
 
 namespace {
 
-/// Replaces each (remaining) use of `load`, nested in another op, by a copy of
-/// the load right before the user: the value is then read where the kernel
-/// runs.
-void sinkIntoUsers(memref::LoadOp load) {
-  for (OpOperand &use : llvm::make_early_inc_range(load->getUses())) {
-    OpBuilder b(use.getOwner());
-    use.set(b.clone(*load)->getResult(0));
+/// The ops of `body` whose results are device values, in program order:
+/// loads of the arena and pure ops computing from them. Fails at a host op
+/// that reads one.
+FailureOr<llvm::SetVector<Operation *>> findDeviceValues(Block &body) {
+  llvm::SetVector<Operation *> device;
+  for (Operation &op : body) {
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      // A read of the host arena (offload) is the host's own.
+      if (!load->hasAttr(kOnHostAttr))
+        device.insert(load);
+      continue;
+    }
+    Value read;
+    for (Value operand : op.getOperands())
+      if (Operation *def = operand.getDefiningOp(); def && device.contains(def))
+        read = operand;
+    if (!read)
+      continue;
+    if (isPure(&op) && op.getNumRegions() == 0 && !op.hasTrait<OpTrait::IsTerminator>()) {
+      device.insert(&op);
+      continue;
+    }
+    InFlightDiagnostic diag =
+        op.emitOpError("is host code reading a device value, which the host cannot read");
+    diag.attachNote(read.getLoc()) << "the device value";
+    if (isa<func::ReturnOp>(op))
+      diag.attachNote() << "a step on the device leaves its loss in the arena "
+                           "(convert-fsdp-to-runtime)";
+    return failure();
   }
-  load->erase();
+  return device;
 }
 
-/// `return %load` becomes `return fsdprt_read_f32(address)`.
-LogicalResult readThroughRuntime(memref::LoadOp load, func::ReturnOp ret, ModuleOp module) {
-  if (!load.getType().isF32() || !load.getIndices().empty())
-    return load.emitOpError("returns a device value the runtime cannot read: only the "
-                            "f32 loss in a rank-0 buffer is supported");
-  OpBuilder b(ret);
-  Location loc = load.getLoc();
-  MLIRContext *ctx = b.getContext();
-  auto type = FunctionType::get(ctx, {LLVM::LLVMPointerType::get(ctx)}, {b.getF32Type()});
-  func::FuncOp read = declareRuntimeFunction(module, kReadF32, type);
-  Value value =
-      func::CallOp::create(b, loc, read, bufferAddress(b, loc, load.getMemRef())).getResult(0);
-  ret->replaceUsesOfWith(load, value);
-  return success();
+/// `value`, computed again right before `at` (clones of its device ops,
+/// shared through `copies`).
+Value recompute(Value value, OpBuilder &at, const llvm::SetVector<Operation *> &device,
+                IRMapping &copies) {
+  Operation *def = value.getDefiningOp();
+  if (!def || !device.contains(def))
+    return value;
+  if (Value copy = copies.lookupOrNull(value))
+    return copy;
+  for (Value operand : def->getOperands())
+    recompute(operand, at, device, copies);
+  return at.clone(*def, copies)->getResult(cast<OpResult>(value).getResultNumber());
 }
+
+/// The copies of device values in one block that reads them: at the
+/// block's start, where they dominate every reader in the block, in program
+/// order.
+struct BlockCopies {
+  explicit BlockCopies(Block *block) : at(OpBuilder::atBlockBegin(block)) {}
+  OpBuilder at;
+  IRMapping copies;
+};
 
 struct FSDPSinkHostReadsPass
     : public fsdp::impl::FSDPSinkHostReadsPassBase<FSDPSinkHostReadsPass> {
@@ -59,25 +97,20 @@ struct FSDPSinkHostReadsPass
     if (!step || step.isExternal())
       return;
     Block &body = step.getBody().front();
-    for (auto load : llvm::make_early_inc_range(body.getOps<memref::LoadOp>())) {
-      // A read of the host arena (offload) is the host's own.
-      if (load->hasAttr(kOnHostAttr))
-        continue;
-      func::ReturnOp ret;
-      for (Operation *user : load->getUsers()) {
-        if (auto r = dyn_cast<func::ReturnOp>(user)) {
-          ret = r;
-        } else if (user->getBlock() == &body) {
-          InFlightDiagnostic diag =
-              load.emitOpError("is read by host code, which cannot read device memory");
-          diag.attachNote(user->getLoc()) << "read here";
-          return signalPassFailure();
-        }
+    FailureOr<llvm::SetVector<Operation *>> device = findDeviceValues(body);
+    if (failed(device))
+      return signalPassFailure();
+    llvm::MapVector<Block *, BlockCopies> copiesIn;
+    for (Operation *op : *device)
+      for (OpOperand &use : llvm::make_early_inc_range(op->getUses())) {
+        Block *block = use.getOwner()->getBlock();
+        if (block == &body)
+          continue; // another device op, itself recomputed where read
+        BlockCopies &copies = copiesIn.try_emplace(block, block).first->second;
+        use.set(recompute(use.get(), copies.at, *device, copies.copies));
       }
-      if (ret && failed(readThroughRuntime(load, ret, module)))
-        return signalPassFailure();
-      sinkIntoUsers(load);
-    }
+    for (Operation *op : llvm::reverse(*device))
+      op->erase();
   }
 };
 

@@ -3,22 +3,23 @@
 // offload = optimizer on 2 ranks, bf16 parameters and reductions, AdamW with
 // clipping. The device arena keeps each trainable unit's 16-element shard in
 // bf16 (32 bytes at 0 and 64), the frozen unit's f32 shard (128) and the
-// inputs; the host arena (704 bytes) the f32 masters (0, 64), the moments
+// inputs (192, 256), then the step's scalars (320: lr, loss, step); the host arena (704 bytes) the f32 masters (0, 64), the moments
 // (128..), each unit's gradient landing place (384, 512: room for f32) and
 // the bf16 copy-back buffers (576, 608), then the clipping coefficient (640).
 // The plan's allow_tf32 reaches the manifest (the runtime's cuBLAS math mode).
 // CHECK: llvm.mlir.global external constant @fsdp_manifest({{.*}}{\22allow_tf32\22:true,
-// CHECK: \22host_arena_bytes\22:704
+// CHECK: \22device_scalars\22:{\22offset\22:320}
+// CHECK-SAME: \22host_arena_bytes\22:704
 // CHECK-SAME: {\22dtype\22:\22f32\22,\22host\22:{\22grad_dtype\22:\22bf16\22,\22grad_offset\22:384,\22master_offset\22:0},\22name\22:\22lin1\22,\22numel\22:32,\22param_dtype\22:\22bf16\22,\22param_offset\22:0,\22shard_numel\22:16,\22state\22:[{\22offset\22:128,\22slot\22:\22exp_avg\22},{\22offset\22:192,\22slot\22:\22exp_avg_sq\22}],\22trainable\22:true}
 // CHECK-SAME: {\22dtype\22:\22f32\22,\22host\22:{\22grad_dtype\22:\22bf16\22,\22grad_offset\22:512,\22master_offset\22:64},\22name\22:\22lin2\22,\22numel\22:32,\22param_dtype\22:\22bf16\22,\22param_offset\22:64
 // A frozen unit has no optimizer: it stays on the device, as it was.
 // CHECK-SAME: {\22dtype\22:\22f32\22,\22name\22:\22frozen\22,\22numel\22:4,\22param_offset\22:128,\22shard_numel\22:16,\22trainable\22:false}
 
 // CHECK-LABEL: func.func @fsdp_train_step(
-// CHECK-SAME: %[[ARENA:.+]]: memref<320xi8>, %[[HOST:.+]]: memref<704xi8>, %[[STEP:.+]]: i64, %[[LR:.+]]: f32) -> f32
+// CHECK-SAME: %[[ARENA:.+]]: memref<384xi8>, %[[HOST:.+]]: memref<704xi8>, %[[STEP:.+]]: i64, %[[LR:.+]]: f32) -> f32
 
 // lin1's gather reads the bf16 shard as it is: no rounding on the device.
-// CHECK: %[[LIN1:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<320xi8> to memref<32xi8>
+// CHECK: %[[LIN1:.+]] = memref.view %[[ARENA]][%{{.+}}][] : memref<384xi8> to memref<32xi8>
 // CHECK-NOT: fsdp.convert
 // CHECK: memref.extract_aligned_pointer_as_index %[[LIN1]]
 // CHECK: call @fsdprt_all_gather_start({{.+}}) {fsdp.unit = "lin1"}
@@ -57,18 +58,25 @@
 // CHECK: %[[C16:.+]] = arith.constant 16 : i64
 // CHECK-NEXT: call @fsdprt_host_parallel(%[[TASK2]], %{{.+}}, %[[LR]], %[[STEP]], %[[SCALE]], %[[C16]]) {fsdp.unit = "lin2"}
 // CHECK: %[[C64:.+]] = arith.constant 64 : index
-// CHECK-NEXT: memref.view %[[ARENA]][%[[C64]]][] : memref<320xi8> to memref<32xi8>
+// CHECK-NEXT: memref.view %[[ARENA]][%[[C64]]][] : memref<384xi8> to memref<32xi8>
 // CHECK: %[[C576:.+]] = arith.constant 576 : index
 // CHECK-NEXT: memref.view %[[HOST]][%[[C576]]][] : memref<704xi8> to memref<32xi8>
 // CHECK: %[[BACK2:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin2"}
 // CHECK-NOT: fsdprt_wait
 // CHECK: call @fsdprt_host_parallel({{.+}}) {fsdp.unit = "lin1"}
 // CHECK: %[[BACK1:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin1"}
-// The new shards are on the device before the step returns.
+// The new shards are on the device before the step returns. The loss stays
+// on the device, at offset 4 of the step's scalars (324), and the step
+// returns NaN.
 // CHECK-NEXT: call @fsdprt_wait(%[[BACK2]])
 // CHECK-NEXT: call @fsdprt_wait(%[[BACK1]])
-// CHECK-NEXT: %{{.+}} = tensor.extract
-// CHECK-NEXT: return
+// CHECK-NEXT: %[[C324:.+]] = arith.constant 324 : index
+// CHECK-NEXT: %[[SLOT:.+]] = memref.view %[[ARENA]][%[[C324]]][] : memref<384xi8> to memref<4xi8>
+// CHECK-NEXT: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-NEXT: %[[LOSS:.+]] = memref.view %[[SLOT]][%[[C0]]][] : memref<4xi8> to memref<f32>
+// CHECK-NEXT: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[LOSS]] : (tensor<f32>, memref<f32>) -> ()
+// CHECK-NEXT: %[[NAN:.+]] = arith.constant 0x7FC00000 : f32
+// CHECK-NEXT: return %[[NAN]] : f32
 
 // The task: elements [begin, end) of lin2's regions of the host arena; the
 // bf16 gradient (512) widened as it is read and scaled by the coefficient, the
@@ -112,7 +120,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr
 // parameters: the master itself goes back, no rounded copy.
 // CHECK: \22host_arena_bytes\22:576
 // CHECK-LABEL: func.func @fsdp_train_step(
-// CHECK-SAME: %[[ARENA:.+]]: memref<320xi8>, %[[HOST:.+]]: memref<576xi8>
+// CHECK-SAME: %[[ARENA:.+]]: memref<384xi8>, %[[HOST:.+]]: memref<576xi8>
 // CHECK: %[[TOHOST2:.+]] = call @fsdprt_copy_to_host_start({{.+}}) {fsdp.unit = "lin2"}
 // CHECK: %[[RS1:.+]] = call @fsdprt_reduce_scatter_start({{.+}}) {fsdp.unit = "lin1"}
 // CHECK: call @fsdprt_wait(%[[RS1]])
@@ -121,7 +129,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr
 // CHECK: %[[ONE:.+]] = arith.constant 1.000000e+00 : f32
 // CHECK: call @fsdprt_host_parallel(%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[ONE]], %{{.+}}) {fsdp.unit = "lin2"}
 // The device's f32 shard from the master (host offset 64).
-// CHECK: memref.view %[[ARENA]][%{{.+}}][] : memref<320xi8> to memref<64xi8>
+// CHECK: memref.view %[[ARENA]][%{{.+}}][] : memref<384xi8> to memref<64xi8>
 // CHECK: %[[C64:.+]] = arith.constant 64 : index
 // CHECK-NEXT: memref.view %[[HOST]][%[[C64]]][] : memref<576xi8> to memref<64xi8>
 // CHECK: %[[BACK2:.+]] = call @fsdprt_copy_to_device_start({{.+}}) {fsdp.unit = "lin2"}

@@ -1,4 +1,5 @@
 // RUN: fsdp-opt %s -split-input-file -convert-fsdp-to-runtime | FileCheck %s
+// RUN: fsdp-opt %s -split-input-file -convert-fsdp-to-runtime=device-arena=true | FileCheck %s --check-prefix=DEVICE
 
 // Two ranks, full_shard, AdamW and clipping; the input is what
 // fsdp-insert-collectives makes of a tied embedding, a linear layer and a
@@ -148,6 +149,26 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr
 // CHECK: memref.extract_aligned_pointer_as_index %[[GSHARD]]
 // CHECK: call @fsdprt_all_reduce_start(%{{.+}}, %c16_i64, %c0_i32, %c1_i32, %c2_i32)
 // CHECK: linalg.generic {{.+}} ins(%{{.+}} : memref<16xf32>) outs(%{{.+}} : memref<16xf32>)
+
+// In device memory (CUDA) the arena ends with the step's scalars (192): the
+// update reads lr there (step at 200 is read too: SGD ignores it), and the
+// loss is left at 196; the step returns NaN.
+// DEVICE: \22device_scalars\22:{\22offset\22:192}
+// DEVICE-SAME: \22persistent_bytes\22:256
+// DEVICE-SAME: \22strategy\22:\22no_shard\22
+// DEVICE: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<256xi8>, %{{.+}}: i64, %{{.+}}: f32) -> f32
+// DEVICE: %[[C192:.+]] = arith.constant 192 : index
+// DEVICE-NEXT: %[[LR_SLOT:.+]] = memref.view %[[ARENA]][%[[C192]]][] : memref<256xi8> to memref<f32>
+// DEVICE-NEXT: %[[LR:.+]] = memref.load %[[LR_SLOT]][] : memref<f32>
+// DEVICE-NEXT: linalg.generic
+// DEVICE-NEXT: ^bb0(%[[G:.+]]: f32, %{{.+}}: f32):
+// DEVICE-NEXT: arith.mulf %[[LR]], %[[G]] : f32
+// DEVICE: %[[C196:.+]] = arith.constant 196 : index
+// DEVICE-NEXT: %[[SLOT:.+]] = memref.view %[[ARENA]][%[[C196]]][] : memref<256xi8> to memref<4xi8>
+// DEVICE: %[[LOSS:.+]] = memref.view %[[SLOT]][%{{.+}}][] : memref<4xi8> to memref<f32>
+// DEVICE-NEXT: bufferization.materialize_in_destination %{{.+}} in restrict writable %[[LOSS]]
+// DEVICE-NEXT: %[[NAN:.+]] = arith.constant 0x7FC00000 : f32
+// DEVICE-NEXT: return %[[NAN]] : f32
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], strategy = no_shard, optimizer = #fsdp.sgd<lr = 0.1>>} {
   fsdp.param @w unit "lin" at 0 : tensor<3x2xf32> = #fsdp.fan_in_uniform
   fsdp.unit @lin numel 6 shard 16 ranks 1 : f32

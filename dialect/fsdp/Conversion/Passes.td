@@ -73,6 +73,13 @@ def ConvertFSDPToRuntimePass : Pass<"convert-fsdp-to-runtime", "::mlir::ModuleOp
     afterwards. Run it before `convert-fsdp-to-linalg`: it reads how the
     model ops use the inputs.
 
+    With `device-arena=true` (GPU targets) the step reads nothing from the
+    host that a replay could not see: 16 bytes after the inputs hold the
+    manifest's `device_scalars`, where the runtime writes `lr` and `step`
+    before each step and the step, which reads them there for its optimizer
+    updates, leaves its loss (an f32 at offset 4); it returns NaN instead of
+    the loss. The arguments stay for host code (offload below).
+
     With `offload = optimizer` (GPU targets, `device-arena=true`), a trainable
     unit's f32 master shard and optimizer state live in a second, host arena
     (`float fsdp_train_step(void *arena, void *host_arena, int64_t step,

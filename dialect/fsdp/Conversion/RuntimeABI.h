@@ -56,8 +56,6 @@ constexpr llvm::StringLiteral kStream = "fsdprt_stream";
 constexpr llvm::StringLiteral kEventRecord = "fsdprt_event_record";
 /// `void fsdprt_stream_wait_event(int32_t stream, int32_t event)`.
 constexpr llvm::StringLiteral kStreamWaitEvent = "fsdprt_stream_wait_event";
-/// `float fsdprt_read_f32(const float *address)`: a device value on the host.
-constexpr llvm::StringLiteral kReadF32 = "fsdprt_read_f32";
 
 /// FSDPRT_STREAM_*: kernels and GEMMs run on the compute stream, all-gathers
 /// on their own, reduce-scatters and all-reduces on a third, offload's copies

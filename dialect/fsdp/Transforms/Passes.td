@@ -500,23 +500,35 @@ def FSDPSinkHostReadsPass : Pass<"fsdp-sink-host-reads", "::mlir::ModuleOp"> {
   let summary = "Keeps the host from reading device memory in the step";
   let description = [{
     On a GPU the arena is device memory, which the host code of
-    `fsdp_train_step` cannot load from. After bufferization this pass moves
-    each scalar `memref.load` of the step's top level into the kernels that
-    use the value (a `linalg` body reads it on the device; e.g. the gradient
-    clipping factor), and reads the returned loss through the runtime:
+    `fsdp_train_step` cannot load from. After bufferization the step's top
+    level still reads scalars the kernels use: a factor computed on the
+    device (gradient clipping), and the learning rate and step number, which
+    `convert-fsdp-to-runtime` reads from the arena's `device_scalars` (the
+    runtime writes them there before each step, so that a step replayed as a
+    CUDA graph sees this step's values). This pass moves each such
+    `memref.load`, and every pure op the host computes from it (the
+    optimizer's bias corrections), into the blocks that use the value (a
+    `linalg` body, later a kernel), once per block, at its start:
 
     ```mlir
-    %loss = memref.load %view[] : memref<f32>
-    return %loss : f32
+    %step = memref.load %step_slot[] : memref<i64>
+    %t = arith.sitofp %step : i64 to f64
+    linalg.generic ... {
+    ^bb0(%m: f32, %p: f32):
+      %x = ... %t ...
+    }
     // becomes
-    %p = llvm.inttoptr ... : i64 to !llvm.ptr
-    %loss = call @fsdprt_read_f32(%p) : (!llvm.ptr) -> f32
-    return %loss : f32
+    linalg.generic ... {
+    ^bb0(%m: f32, %p: f32):
+      %step = memref.load %step_slot[] : memref<i64>
+      %t = arith.sitofp %step : i64 to f64
+      %x = ... %t ...
+    }
     ```
 
     It runs before `fsdp-assign-buffers`, so that a buffer read in a kernel
-    stays live until that kernel. Host arithmetic on a device value is an
-    error.
+    stays live until that kernel. A host op with effects that reads a device
+    value (a call, the step's `return`) is an error.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

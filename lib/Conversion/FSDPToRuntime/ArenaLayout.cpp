@@ -33,7 +33,7 @@ struct Allocator {
 } // namespace
 
 ArenaLayout ArenaLayout::build(ModuleOp module, ArrayRef<RankedTensorType> inputs,
-                               PlanAttr plan) {
+                               PlanAttr plan, bool deviceArena) {
   ArenaLayout layout;
   Allocator arena, host;
   MLIRContext *ctx = module.getContext();
@@ -77,6 +77,8 @@ ArenaLayout ArenaLayout::build(ModuleOp module, ArrayRef<RankedTensorType> input
   }
   for (RankedTensorType input : inputs)
     layout.inputs.push_back(arena.take(tensorBytes(input)));
+  if (deviceArena)
+    layout.deviceScalars = arena.take(kScalarBytes);
   layout.persistentBytes = llvm::alignTo(arena.end, kAlignment);
   if (offload) {
     layout.hostCoefficient = host.take(sizeof(float));

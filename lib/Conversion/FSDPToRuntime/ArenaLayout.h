@@ -7,6 +7,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <optional>
+
 namespace mlir::fsdp {
 
 /// A byte range of the arena.
@@ -50,13 +52,21 @@ struct UnitRegions {
 };
 
 /// The persistent part of one rank's arena: each unit's shards, then the
-/// batch's inputs, each 64-byte aligned. The step's transient buffers follow
-/// (fsdp-assign-buffers places them).
+/// batch's inputs, then (device arena) the step's scalars, each 64-byte
+/// aligned. The step's transient buffers follow (fsdp-assign-buffers places
+/// them).
 struct ArenaLayout {
   static constexpr int64_t kAlignment = 64;
+  /// Where the step's scalars lie in `deviceScalars` (docs/Runtime.md,
+  /// section 2): the runtime writes lr and step, the step writes its loss.
+  static constexpr int64_t kLrOffset = 0, kLossOffset = 4, kStepOffset = 8, kScalarBytes = 16;
 
   SmallVector<UnitRegions> units;
   SmallVector<ArenaRegion> inputs;
+  /// With the arena in device memory: lr, loss and step, which the step's
+  /// kernels read and write there (a step replayed as a CUDA graph takes no
+  /// arguments from the host), or nothing.
+  std::optional<ArenaRegion> deviceScalars;
   int64_t persistentBytes = 0;
   /// The host arena of `offload = optimizer` (0 without offload): every
   /// offloaded unit's HostRegions and state, then the clipping coefficient.
@@ -64,8 +74,10 @@ struct ArenaLayout {
   ArenaRegion hostCoefficient;
 
   /// Lays out the module's units and the step's inputs (a rank's rows of
-  /// each: all its micro-batches, one after the other).
-  static ArenaLayout build(ModuleOp module, ArrayRef<RankedTensorType> inputs, PlanAttr plan);
+  /// each: all its micro-batches, one after the other), and the step's
+  /// scalars when the arena is in device memory.
+  static ArenaLayout build(ModuleOp module, ArrayRef<RankedTensorType> inputs, PlanAttr plan,
+                           bool deviceArena);
 
   const UnitRegions &of(StringRef unit) const;
 };

@@ -3,7 +3,10 @@
 // Turns `@train_step(inputs..., step, lr) -> loss` into
 // `fsdp_train_step(arena, step, lr) -> f32` on one arena laid out by
 // ArenaLayout (with offload = optimizer, a host arena after the arena), and
-// records the layout in the `fsdp_manifest` global.
+// records the layout in the `fsdp_manifest` global. With the arena in device
+// memory the step takes lr and step from the arena and leaves its loss there
+// (the manifest's device_scalars): nothing of it depends on host values, so
+// the runtime can replay it as a CUDA graph.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +21,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+
+#include <limits>
 
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_CONVERTFSDPTORUNTIMEPASS
@@ -91,7 +96,7 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   FailureOr<SmallVector<InputRole>> roles = findInputRoles(step, numInputs);
   if (failed(roles))
     return failure();
-  ArenaLayout layout = ArenaLayout::build(module, rankTypes, plan);
+  ArenaLayout layout = ArenaLayout::build(module, rankTypes, plan, deviceArena);
 
   // The new signature: (arena, [host arena,] step, lr) -> f32.
   Block &body = step.getBody().front();
@@ -121,9 +126,20 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   OpBuilder b(ctx);
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   b.setInsertionPoint(ret);
-  Value loss = tensor::ExtractOp::create(b, ret.getLoc(), ret.getOperand(0));
-  if (!loss.getType().isF32())
+  Value lossTensor = ret.getOperand(0);
+  if (!cast<RankedTensorType>(lossTensor.getType()).getElementType().isF32())
     return step.emitError("the CPU target needs an f32 loss");
+  Value loss;
+  if (std::optional<ArenaRegion> scalars = layout.deviceScalars) {
+    // A device step leaves its loss in the arena for the runtime to copy
+    // when it likes; what it returns is not the loss (NaN, so that a runtime
+    // taking it for one stops).
+    lowering.storeAtEnd(ret.getLoc(), lossTensor, scalars->offset + ArenaLayout::kLossOffset);
+    loss = arith::ConstantOp::create(b, ret.getLoc(),
+                                     b.getF32FloatAttr(std::numeric_limits<float>::quiet_NaN()));
+  } else {
+    loss = tensor::ExtractOp::create(b, ret.getLoc(), lossTensor);
+  }
   ret->setOperands(loss);
   body.eraseArguments(firstInput, numArgs);
   step->removeAttr(FSDPDialect::getMicroBatchesAttrName());

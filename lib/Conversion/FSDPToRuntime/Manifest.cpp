@@ -156,6 +156,8 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                         {"units", std::move(units)},
                         {"params", std::move(params)},
                         {"inputs", std::move(inputs)}};
+  if (layout.deviceScalars)
+    manifest["device_scalars"] = json::Object{{"offset", layout.deviceScalars->offset}};
   if (recompute) {
     json::Object counts;
     for (NamedAttribute entry : recompute)

@@ -259,6 +259,14 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
     operands.state.push_back(shardView(slot.region));
   operands.step = stepNumber;
   operands.lr = learningRate;
+  // On the device, read where the runtime wrote them before the step
+  // (fsdp-sink-host-reads moves these loads into the kernels).
+  if (std::optional<ArenaRegion> scalars = layout.deviceScalars) {
+    operands.step = memref::LoadOp::create(
+        b, loc, view(loc, arena, scalars->offset + ArenaLayout::kStepOffset, {}, b.getI64Type()));
+    operands.lr = memref::LoadOp::create(
+        b, loc, view(loc, arena, scalars->offset + ArenaLayout::kLrOffset, {}, b.getF32Type()));
+  }
   if (Value coefficient = update.getCoefficient())
     operands.coefficient = tensor::ExtractOp::create(b, loc, coefficient);
   buildOptimizerUpdate(b, loc, update.getOptimizer(), operands);

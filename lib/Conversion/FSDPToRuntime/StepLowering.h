@@ -35,6 +35,13 @@ public:
   /// reaches the host.
   const llvm::StringMap<Type> &hostGradTypes() const { return gradTypesOnHost; }
 
+  /// Writes the tensor `value` at byte `offset` of the arena, at the end of
+  /// the step.
+  void storeAtEnd(Location loc, Value value, int64_t offset) {
+    b.setInsertionPoint(body.getTerminator());
+    auto type = llvm::cast<RankedTensorType>(value.getType());
+    materializeInto(loc, value, bytesView(loc, arena, offset, tensorBytes(type)));
+  }
   /// A byte buffer of the arena.
   Value arenaBytes(Location loc, ArenaRegion region) {
     return bytesView(loc, arena, region.offset, region.bytes);
