@@ -93,12 +93,13 @@ SmallVector<ArenaAccess> ArenaAccesses::of(Operation *op) const {
         // (destination, source, bytes): one side is the host arena.
         add(accesses, pointers[0], true);
         add(accesses, pointers[1], false);
-      } else if (callee == kGemm || callee == kBatchedGemm || callee == kGemmBF16 ||
-                 callee == kBatchedGemmBF16) {
-        // A and B read, C accumulated into.
+      } else if (isGemmCallee(callee)) {
+        // A and B read, C accumulated into, the bias (if any) read.
         add(accesses, pointers[0], false);
         add(accesses, pointers[1], false);
         add(accesses, pointers[2], true);
+        if (pointers.size() == 4)
+          add(accesses, pointers[3], false);
       } else {
         for (Value pointer : pointers)
           add(accesses, pointer, true);

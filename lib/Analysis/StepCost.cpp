@@ -86,16 +86,12 @@ Work arithmeticOf(Operation *op) {
   return {0, 0, isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ? 1.0 : 0.0, 0};
 }
 
-bool isGemm(StringRef callee) {
-  return callee == kGemm || callee == kBatchedGemm || callee == kGemmBF16 ||
-         callee == kBatchedGemmBF16;
-}
 
 /// A runtime product: 2 m n k FLOPs per matrix, A, B and C moved once.
 Work gemmWork(func::CallOp call) {
   StringRef callee = call.getCallee();
-  bool batched = callee == kBatchedGemm || callee == kBatchedGemmBF16;
-  double element = callee == kGemmBF16 || callee == kBatchedGemmBF16 ? 2 : 4;
+  bool batched = isBatchedGemmCallee(callee);
+  double element = isBF16GemmCallee(callee) ? 2 : 4;
   unsigned first = batched ? 3 : 2;
   double batch = batched ? static_cast<double>(constantInt(call.getOperand(2)).value_or(1)) : 1;
   std::optional<int64_t> m = constantInt(call.getOperand(first)),
@@ -149,7 +145,7 @@ Work payloadWork(Operation *op) {
 
 Work workOf(Operation *op) {
   if (auto call = dyn_cast<func::CallOp>(op))
-    return isGemm(call.getCallee()) ? gemmWork(call) : Work{};
+    return isGemmCallee(call.getCallee()) ? gemmWork(call) : Work{};
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     // Every operand moved once; the payload once per point of the
     // iteration space (loads inside it move bytes of their own).
@@ -195,7 +191,7 @@ Work workOf(Operation *op) {
 /// other op's, the memrefs it or its body uses from outside.
 double footprintOf(Operation *op, const Work &work) {
   if (auto call = dyn_cast<func::CallOp>(op))
-    return isGemm(call.getCallee()) ? work.bytes : 0;
+    return isGemmCallee(call.getCallee()) ? work.bytes : 0;
   llvm::DenseSet<Value> buffers;
   double bytes = 0;
   op->walk([&](Operation *nested) {
@@ -240,7 +236,7 @@ ComputeTime computeTime(Operation *op, const Work &work, double footprint,
     return {body.matmul * trips, body.other * trips};
   }
   auto call = dyn_cast<func::CallOp>(op);
-  bool bf16 = call && (call.getCallee() == kGemmBF16 || call.getCallee() == kBatchedGemmBF16);
+  bool bf16 = call && isBF16GemmCallee(call.getCallee());
   double seconds =
       profile.opOverhead +
       std::max(work.flops / (bf16 ? profile.matmulFlopsBF16 : profile.matmulFlopsF32),

@@ -65,7 +65,9 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory,
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createCSEPass());
-  pm.addPass(createFSDPLowerGemmsPass());
+  // A GPU adds a linear layer's bias in cuBLASLt's epilogue of its product.
+  pm.addPass(createFSDPLowerGemmsPass(
+      FSDPLowerGemmsPassOptions{/*fuseBias=*/memory == ArenaMemory::Device}));
   if (memory == ArenaMemory::Device)
     pm.addPass(createFSDPSinkHostReadsPass());
   // Every buffer in the arena at a planned offset: nothing to deallocate.

@@ -32,8 +32,7 @@ namespace {
 /// compute stream like the kernels.
 bool isComputeStreamProduct(Operation *op) {
   auto call = dyn_cast<func::CallOp>(op);
-  return call &&
-         llvm::is_contained({kGemm, kBatchedGemm, kGemmBF16, kBatchedGemmBF16}, call.getCallee());
+  return call && isGemmCallee(call.getCallee());
 }
 
 /// Whether `op` is a kernel nest horizontal fusion can take: one dimension

@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_FSDPLOWERGEMMSPASS
@@ -23,7 +24,6 @@ using namespace mlir;
 using namespace mlir::fsdp;
 
 namespace {
-
 
 /// How a product reads its operands: which of them are transposed.
 struct GemmForm {
@@ -89,16 +89,108 @@ BlasBuffer blasBuffer(OpBuilder &b, Location loc, Value memref) {
   return buffer;
 }
 
-void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp module) {
-  // C = A B rather than C += A B when C was just zeroed: the fill goes.
-  bool overwrites = false;
-  if (auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-      fill && fill.getDpsInits()[0] == op.getDpsInits()[0] &&
-      matchPattern(fill.getInputs()[0], m_AnyZeroFloat())) {
-    fill->erase();
-    overwrites = true;
+/// The zero fill right before `op` of its output, if there is one: then
+/// the product overwrites C instead of accumulating into it.
+linalg::FillOp zeroFillBefore(linalg::LinalgOp op) {
+  auto fill = llvm::dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  if (fill && fill.getDpsInits()[0] == op.getDpsInits()[0] &&
+      matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+    return fill;
+  return nullptr;
+}
+
+/// `out = product + bias`, the bias a row vector added to every row of a
+/// product no one else reads: the product's epilogue (cuBLASLt adds it to
+/// the f32 sums before they are stored, one kernel fewer).
+struct BiasEpilogue {
+  linalg::GenericOp add;
+  Value bias;
+  /// The product's rows as the add reads them (an expand_shape of C), or null.
+  memref::ExpandShapeOp expand;
+};
+
+/// `value`, a block argument of `add`'s body, or its extension to f32.
+BlockArgument argumentRead(Value value) {
+  if (auto ext = value.getDefiningOp<arith::ExtFOp>())
+    value = ext.getIn();
+  return llvm::dyn_cast<BlockArgument>(value);
+}
+
+/// Whether `add`'s body adds its two inputs (in f32 for bf16 elements) and
+/// yields the sum.
+bool addsItsInputs(linalg::GenericOp add) {
+  Block &body = add.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Value result = yield.getValues()[0];
+  if (auto trunc = result.getDefiningOp<arith::TruncFOp>())
+    result = trunc.getIn();
+  auto sum = result.getDefiningOp<arith::AddFOp>();
+  if (!sum || body.getOperations().size() > 6)
+    return false;
+  BlockArgument lhs = argumentRead(sum.getLhs()), rhs = argumentRead(sum.getRhs());
+  return lhs && rhs && lhs.getOwner() == &body && rhs.getOwner() == &body &&
+         lhs.getArgNumber() + rhs.getArgNumber() == 1;
+}
+
+/// The bias epilogue of the product `op` into the fresh buffer `c`, if the
+/// only reader of `c` is such an add, and nothing between them has effects.
+std::optional<BiasEpilogue> matchBiasEpilogue(linalg::LinalgOp op, linalg::FillOp fill) {
+  Value c = op.getDpsInits()[0];
+  if (!fill || !c.getDefiningOp<memref::AllocOp>())
+    return std::nullopt;
+  Operation *reader = nullptr;
+  for (Operation *user : c.getUsers()) {
+    if (user == op || user == fill)
+      continue;
+    if (reader)
+      return std::nullopt;
+    reader = user;
   }
-  OpBuilder b(op);
+  BiasEpilogue epilogue;
+  epilogue.expand = llvm::dyn_cast_or_null<memref::ExpandShapeOp>(reader);
+  if (epilogue.expand) {
+    if (!epilogue.expand->hasOneUse())
+      return std::nullopt;
+    reader = *epilogue.expand->user_begin();
+  }
+  epilogue.add = llvm::dyn_cast_or_null<linalg::GenericOp>(reader);
+  linalg::GenericOp add = epilogue.add;
+  if (!add || add->getBlock() != op->getBlock() || add.getNumDpsInputs() != 2 ||
+      add.getNumDpsInits() != 1 || add.getNumReductionLoops() != 0 || !addsItsInputs(add))
+    return std::nullopt;
+  Value product = epilogue.expand ? epilogue.expand.getResult() : c;
+  unsigned productIndex = add.getDpsInputs()[0] == product ? 0 : 1;
+  if (add.getDpsInputs()[productIndex] != product)
+    return std::nullopt;
+  epilogue.bias = add.getDpsInputs()[1 - productIndex];
+  auto productType = llvm::cast<MemRefType>(product.getType());
+  auto outType = llvm::dyn_cast<MemRefType>(add.getDpsInits()[0].getType());
+  auto biasType = llvm::dyn_cast<MemRefType>(epilogue.bias.getType());
+  int64_t rank = productType.getRank();
+  if (!outType || !biasType || outType.getShape() != productType.getShape() ||
+      !outType.getLayout().isIdentity() || biasType.getRank() != 1 ||
+      !isBlasOperand(epilogue.bias) ||
+      outType.getElementType() != productType.getElementType() ||
+      biasType.getElementType() != productType.getElementType())
+    return std::nullopt;
+  SmallVector<AffineMap> maps = add.getIndexingMapsArray();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, op.getContext());
+  if (maps[productIndex] != identity || maps[2] != identity ||
+      maps[1 - productIndex] != identity.getSubMap({static_cast<unsigned>(rank - 1)}))
+    return std::nullopt;
+  // The product moves down to the add (where its output exists): nothing in
+  // between may touch memory.
+  for (Operation *between = op->getNextNode(); between != add; between = between->getNextNode())
+    if (!isa<memref::AllocOp>(between) && !isMemoryEffectFree(between))
+      return std::nullopt;
+  return epilogue;
+}
+
+void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp module,
+                 std::optional<BiasEpilogue> epilogue) {
+  linalg::FillOp fill = zeroFillBefore(op);
+  bool overwrites = fill != nullptr;
+  OpBuilder b(epilogue ? epilogue->add.getOperation() : op.getOperation());
   Location loc = op.getLoc();
   Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1], c = op.getDpsInits()[0];
   auto cType = llvm::cast<MemRefType>(c.getType());
@@ -106,6 +198,13 @@ void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp modu
   int64_t rank = cType.getRank();
   int64_t m = cType.getDimSize(rank - 2), n = cType.getDimSize(rank - 1);
   int64_t k = form.transposeA ? aType.getDimSize(rank - 2) : aType.getDimSize(rank - 1);
+  if (epilogue) {
+    // The product lands in the add's output, seen with C's shape.
+    c = epilogue->add.getDpsInits()[0];
+    if (epilogue->expand)
+      c = memref::CollapseShapeOp::create(b, loc, c,
+                                          epilogue->expand.getReassociationIndices());
+  }
 
   auto i32 = [&](bool flag) {
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(flag)).getResult();
@@ -130,18 +229,31 @@ void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp modu
   args.append({beta, bufC.pointer, bufC.rowStride});
   if (batched)
     args.push_back(bufC.matrixStride);
+  if (epilogue)
+    args.push_back(bufferAddress(b, loc, epilogue->bias));
 
   auto type = FunctionType::get(b.getContext(), ValueRange(args).getTypes(), {});
   // bf16 operands: summed in f32 and rounded once (fsdprt_gemm_bf16).
   bool bf16 = cType.getElementType().isBF16();
-  StringRef name = bf16 ? (batched ? kBatchedGemmBF16 : kGemmBF16)
-                        : (batched ? kBatchedGemm : kGemm);
+  StringRef name = epilogue ? (bf16 ? kGemmBF16Bias : kGemmBias)
+                   : bf16   ? (batched ? kBatchedGemmBF16 : kGemmBF16)
+                            : (batched ? kBatchedGemm : kGemm);
   func::FuncOp callee = declareRuntimeFunction(module, name, type);
   func::CallOp::create(b, loc, callee, args);
+  if (fill)
+    fill->erase();
+  Value product = op.getDpsInits()[0];
   op->erase();
+  if (epilogue) {
+    epilogue->add->erase();
+    if (epilogue->expand)
+      epilogue->expand->erase();
+    product.getDefiningOp()->erase();
+  }
 }
 
 struct FSDPLowerGemmsPass : public fsdp::impl::FSDPLowerGemmsPassBase<FSDPLowerGemmsPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::pair<linalg::LinalgOp, bool>> products;
@@ -159,7 +271,10 @@ struct FSDPLowerGemmsPass : public fsdp::impl::FSDPLowerGemmsPassBase<FSDPLowerG
                        [&](Type t) { return getElementTypeOrSelf(t) == element; }))
         form = matchForm(op, batched);
       if (form) {
-        lowerToCall(op, *form, batched, module);
+        std::optional<BiasEpilogue> epilogue;
+        if (fuseBias && !batched)
+          epilogue = matchBiasEpilogue(op, zeroFillBefore(op));
+        lowerToCall(op, *form, batched, module, epilogue);
         continue;
       }
       // Loops would sum a bf16 product in bf16: never the f32 sum it stands for.

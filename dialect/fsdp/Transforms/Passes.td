@@ -403,9 +403,35 @@ def FSDPLowerGemmsPass : Pass<"fsdp-lower-gemms", "::mlir::ModuleOp"> {
                               float beta, float *c, int64_t ldc, int64_t stride_c);
     ```
 
-    with `beta = 1`: linalg's products accumulate into their output. Other
-    products are left to the loop lowering.
+    with `beta = 1`: linalg's products accumulate into their output, unless
+    a zero fill of it comes right before (`beta = 0`, the fill goes). bf16
+    products call `fsdprt_gemm_bf16(_batched)` (f32 sums, one rounding).
+    Other f32 products are left to the loop lowering; other bf16 ones are an
+    error.
+
+    With `fuse-bias` (the CUDA target), a product into a fresh buffer whose
+    only reader adds a row vector to every row (`out = C + bias`, a linear
+    layer's bias) computes `out` itself: `fsdprt_sgemm_bias` or
+    `fsdprt_gemm_bf16_bias` (fsdprt_sgemm's arguments, then the bias), which
+    cuBLASLt's bias epilogue adds to the f32 sums before they are stored.
+    The add's kernel goes, and so does C. In bf16 the sum is rounded once
+    instead of twice (the product, then the add), as on the GPU:
+
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%c : memref<128x256xf32>)
+    linalg.matmul ins(%a, %w : ...) outs(%c : memref<128x256xf32>)
+    %e = memref.expand_shape %c [[0, 1], [2]] ...
+    linalg.generic ... ins(%e, %bias : memref<4x32x256xf32>, memref<256xf32>)
+                       outs(%out : memref<4x32x256xf32>) { addf }
+    // becomes
+    %o = memref.collapse_shape %out [[0, 1], [2]] ...
+    call @fsdprt_sgemm_bias(..., %beta0, %o_ptr, %ldo, %bias_ptr)
+    ```
   }];
+  let options = [
+    Option<"fuseBias", "fuse-bias", "bool", /*default=*/"false",
+           "Products followed by a bias add compute it (cuBLASLt's bias epilogue)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::func::FuncDialect",
