@@ -25,8 +25,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace fsdprt {
+
+/// Bytes [offset, offset + count) of the arena.
+struct ByteRange {
+  int64_t offset = 0;
+  int64_t count = 0;
+};
 
 class Arena {
 public:
@@ -45,6 +52,10 @@ public:
 
   /// Copies [offset, offset + count) of the host view to the arena.
   void upload(int64_t offset, int64_t count);
+  /// Copies each of `ranges` of the host view to the arena, as one upload:
+  /// on the CUDA backend through one staging buffer when they fit in one,
+  /// so that a step's inputs and scalars take one buffer of the two.
+  void upload(const std::vector<ByteRange> &ranges);
   /// Copies [offset, offset + count) of the arena to the host view.
   void download(int64_t offset, int64_t count);
   /// Sets [offset, offset + count) of the arena (not of the host view) to `value`.

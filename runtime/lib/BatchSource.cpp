@@ -5,6 +5,8 @@
 #include "Arena.h"
 #include "Manifest.h"
 
+#include <vector>
+
 namespace fsdprt {
 
 RankRows::RankRows(const Manifest &manifest, int64_t rank)
@@ -15,10 +17,15 @@ unsigned __int128 RankRows::globalSample(int64_t step, int64_t row) const {
          static_cast<uint64_t>(resumedSamples) + static_cast<uint64_t>(rank * localBatch + row);
 }
 
-void loadBatch(BatchSource &source, int64_t step, const Manifest &manifest, Arena &arena) {
+void loadBatch(BatchSource &source, int64_t step, const Manifest &manifest, Arena &arena,
+               const StepScalars &scalars) {
   source.writeBatch(step, arena.host());
+  std::vector<ByteRange> ranges;
   for (const InputSpec &input : manifest.inputs)
-    arena.upload(input.offset, input.bytes);
+    ranges.push_back({input.offset, input.bytes});
+  if (manifest.deviceScalars)
+    ranges.push_back(writeDeviceScalars(manifest, arena.host(), scalars));
+  arena.upload(ranges);
 }
 
 int64_t RankRows::sampleOf(int64_t step, int64_t row, int64_t samples) const {

@@ -9,12 +9,11 @@
 #ifndef FSDPRT_BATCHSOURCE_H
 #define FSDPRT_BATCHSOURCE_H
 
+#include "DeviceScalars.h"
+
 #include <cstdint>
 
 namespace fsdprt {
-
-class Arena;
-struct Manifest;
 
 /// Which samples a rank's rows hold. The global batch of step s is samples
 /// (s - 1) * batch + g mod N, g = 0 .. batch - 1; rank r takes its rows
@@ -69,9 +68,11 @@ protected:
   RankRows rows;
 };
 
-/// Writes step `step`'s rows of `source` into the arena's host view and
-/// uploads them to the arena.
-void loadBatch(BatchSource &source, int64_t step, const Manifest &manifest, Arena &arena);
+/// Writes step `step`'s rows of `source` into the arena's host view, and
+/// `scalars` when the manifest has device_scalars, and uploads them to the
+/// arena together (Arena::upload of ranges).
+void loadBatch(BatchSource &source, int64_t step, const Manifest &manifest, Arena &arena,
+               const StepScalars &scalars = {});
 
 } // namespace fsdprt
 

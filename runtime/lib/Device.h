@@ -12,6 +12,7 @@
 
 #include "Ranks.h"
 
+#include <functional>
 #include <string>
 
 namespace fsdprt {
@@ -37,7 +38,33 @@ void setAllowTf32(bool allow);
 /// run where they are made; a GPU's only enqueue work.
 bool hostTimesStep();
 
-/// Returns once the device has done all the work the step gave it: after it,
+/// Whether the trainer may enqueue the next step before it has this step's
+/// loss: a GPU runs the work after the calls that enqueue it, so the host
+/// prepares step N + 1 while the device computes step N; on the CPU the
+/// step is done when its call returns.
+bool stepsRunAhead();
+
+/// Enqueues one step's work: `call` calls the step function. The work is
+/// ordered after everything enqueued before it and before everything
+/// enqueued after it, on every stream the step uses. With `replayable` (the
+/// step reads lr and step from the arena and runs no host code in its
+/// middle) a backend may run it from a recording instead: the CUDA backend
+/// calls `call` for the first replayable step, captures the second as a CUDA
+/// graph and launches that graph for it and every later one. Returns what
+/// the step function returned, or NaN when it was not called.
+float enqueueStep(const std::function<float()> &call, bool replayable);
+
+/// Enqueues a copy to the host of the f32 at `address` (in the arena, as the
+/// step sees it: deviceLoss of DeviceScalars.h), after all the work enqueued
+/// so far, and returns a ticket for takeLoss. At most two copies may be
+/// untaken at once: the trainer takes step N's once step N + 1 is enqueued.
+int copyLossToHost(const void *address);
+
+/// The value copy `ticket` brought, once that copy is done: a wait for that
+/// copy alone, not for the device.
+float takeLoss(int ticket);
+
+/// Returns once the device has done all the work enqueued so far: after it,
 /// the host may read the arena.
 void finishStep();
 

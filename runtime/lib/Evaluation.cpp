@@ -4,6 +4,7 @@
 
 #include "Collectives.h"
 #include "Device.h"
+#include "DeviceScalars.h"
 #include "Error.h"
 #include "Ranks.h"
 #include "StreamEvents.h"
@@ -24,13 +25,20 @@ double HeldOutLoss::compute(const Manifest &manifest, Arena &arena, uint8_t *hos
                             int64_t step) {
   double sum = 0.0;
   for (int64_t batch = 1; batch <= batches; ++batch) {
-    loadBatch(*data, batch, manifest, arena);
+    // The evaluation step reads neither lr nor step: they are what its
+    // arguments have always been.
+    loadBatch(*data, batch, manifest, arena, {0.0f, step});
     startStepEvents();
-    float localLoss = callStep(evalStep, arena.stepData(), hostArena, step, 0.0f);
+    // Rare enough to run as called, never from a recording.
+    float localLoss =
+        enqueueStep([&] { return callStep(evalStep, arena.stepData(), hostArena, step, 0.0f); },
+                    /*replayable=*/false);
     if (int pending = pendingCollectives())
       fatal("the evaluation step returned with " + std::to_string(pending) +
             " collective(s) not waited for");
     finishStep();
+    if (manifest.deviceScalars)
+      localLoss = takeLoss(copyLossToHost(deviceLoss(manifest, arena)));
     sum += averageOverWorld(localLoss);
   }
   return sum / static_cast<double>(batches);

@@ -20,8 +20,8 @@ const char *usageText() {
          " [--log-every K] [--log-json FILE] [--init-from FILE]\n"
          "               [--export FILE] [--export-dtype f32|bf16]\n"
          "               [--save DIR] [--save-every K] [--keep N] [--resume DIR]\n"
-         "               [--trace-state FILE] [--trace FILE] [--print-manifest] [--version]\n"
-         "               [--help]\n"
+         "               [--trace-state FILE] [--trace FILE] [--no-cuda-graph]\n"
+         "               [--print-manifest] [--version] [--help]\n"
          "\n"
          "Trains the model compiled into this trainer. A model compiled for N ranks runs\n"
          "as `mpirun -np N trainer ...`; rank 0 prints and writes the outputs.\n"
@@ -64,6 +64,9 @@ const char *usageText() {
          "                     Chrome trace, the format of fsdpc --timeline, with the\n"
          "                     arena's high-water marks at the first step's unit\n"
          "                     boundaries\n"
+         "  --no-cuda-graph    CUDA: call the step for every step instead of replaying\n"
+         "                     the second step's work as a CUDA graph (the CPU always\n"
+         "                     calls it)\n"
          "  --print-manifest   print the embedded manifest and exit\n"
          "  --version          print the backend and its libraries (BLAS kernels, CUDA,\n"
          "                     NCCL) and exit\n"
@@ -223,6 +226,9 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
       options.traceStatePath = path();
     } else if (flag == "--trace") {
       options.tracePath = path();
+    } else if (flag == "--no-cuda-graph") {
+      noValue();
+      options.noCudaGraph = true;
     } else if (flag == "--print-manifest") {
       noValue();
       options.printManifest = true;

@@ -4,8 +4,8 @@
 //           [--eval-data FILE [--eval-every K] [--eval-batches N]]
 //           [--log-every K] [--log-json FILE] [--init-from FILE] [--export FILE]
 //           [--save DIR [--save-every K] [--keep N]] [--resume DIR]
-//           [--trace-state FILE] [--trace FILE] [--print-manifest] [--version]
-//           [--help]
+//           [--trace-state FILE] [--trace FILE] [--no-cuda-graph]
+//           [--print-manifest] [--version] [--help]
 //
 // (docs/Runtime.md, section 5). A value follows its flag as the next argument
 // or after `=`. A bad flag or value is fatal and names the flag.
@@ -59,6 +59,7 @@ struct TrainerOptions {
   std::string resumeDir;     // empty: start from step 1
   std::string traceStatePath; // empty: no trace
   std::string tracePath;      // --trace: the last step as it ran
+  bool noCudaGraph = false;   // CUDA: call the step every time, no graph replay
   bool printManifest = false;
   bool version = false;
   bool help = false;

@@ -43,4 +43,16 @@ void checkGemmBatch(const char *what, const GemmShape &gemm, int64_t batch, int6
   checkStride(what, strideC, gemm.m * gemm.ldc, "stride_c");
 }
 
+void checkBias(const char *what, const GemmShape &gemm, const void *bias) {
+  if (gemm.empty())
+    return;
+  if (!bias)
+    fatal(std::string(what) + ": bias is NULL, but the product has n = " +
+          std::to_string(gemm.n) + " columns to add it to");
+  // cuBLASLt, which adds the bias on a GPU, does not define a product
+  // without a sum; the compiler never emits one.
+  if (gemm.k == 0)
+    fatal(std::string(what) + ": k = 0: a product with a bias needs a sum (k > 0)");
+}
+
 } // namespace fsdprt

@@ -1,6 +1,7 @@
 //===- GemmArguments.h - Checks of a matrix product's arguments -*- C++ -*-===//
 //
-// fsdprt_sgemm, fsdprt_sgemm_batched and fsdprt_gemm_bf16 (fsdprt.h) go to
+// fsdprt_sgemm, fsdprt_sgemm_batched, fsdprt_gemm_bf16 and their bias
+// epilogue forms (fsdprt.h) go to
 // OpenBLAS on the CPU backend and to cuBLAS on the CUDA backend. Their
 // arguments are checked here first, the same way for both, so that a code
 // generation bug shows up as a clear error instead of a BLAS's own message
@@ -36,6 +37,11 @@ void checkGemm(const char *what, const GemmShape &gemm, int64_t limit);
 /// stride_a, stride_b and stride_c elements apart, each in its own slice.
 void checkGemmBatch(const char *what, const GemmShape &gemm, int64_t batch, int64_t strideA,
                     int64_t strideB, int64_t strideC, int64_t limit);
+
+/// Checks the bias of a product with an epilogue (fsdprt_sgemm_bias,
+/// fsdprt_gemm_bf16_bias): a product with elements needs one, and a sum
+/// (k > 0).
+void checkBias(const char *what, const GemmShape &gemm, const void *bias);
 
 } // namespace fsdprt
 

@@ -607,6 +607,19 @@ static void checkDisjointRegions(std::vector<Region> regions, const char *where)
   }
 }
 
+/// device_scalars: {"offset": N}, 16 bytes of the persistent part. The i64
+/// step at offset + 8 needs 8-byte alignment (fsdpc places the scalars at a
+/// multiple of 64).
+static void readDeviceScalars(const Node &root, Manifest &manifest) {
+  if (!root.has("device_scalars"))
+    return;
+  Node offsetNode = root.field("device_scalars").field("offset");
+  DeviceScalarsSpec scalars;
+  scalars.offset = offsetNode.integer(0);
+  checkPersistent(offsetNode, manifest, scalars.offset, DeviceScalarsSpec::kBytes, 8);
+  manifest.deviceScalars = scalars;
+}
+
 static void checkDisjoint(const Manifest &manifest) {
   std::vector<Region> device, host;
   for (const UnitSpec &unit : manifest.units) {
@@ -628,6 +641,8 @@ static void checkDisjoint(const Manifest &manifest) {
   }
   for (const InputSpec &input : manifest.inputs)
     device.push_back({input.offset, input.bytes, "input " + std::to_string(input.index)});
+  if (manifest.deviceScalars)
+    device.push_back({manifest.deviceScalars->offset, DeviceScalarsSpec::kBytes, "device scalars"});
   checkDisjointRegions(std::move(device), "");
   checkDisjointRegions(std::move(host), " in the host arena");
 }
@@ -673,6 +688,7 @@ Manifest parseManifest(std::string_view text) {
   readUnits(root, manifest);
   readParams(root, manifest);
   readInputs(root, manifest);
+  readDeviceScalars(root, manifest);
   checkDisjoint(manifest);
   return manifest;
 }
@@ -695,6 +711,11 @@ std::string persistentLayoutDifference(const Manifest &a, const Manifest &b) {
     return "the persistent part of the arena";
   if (a.batch != b.batch || a.localBatch != b.localBatch || a.grid != b.grid)
     return "the batch or the grid";
+  auto scalarsAt = [](const Manifest &m) {
+    return m.deviceScalars ? m.deviceScalars->offset : int64_t(-1);
+  };
+  if (scalarsAt(a) != scalarsAt(b))
+    return "the device scalars";
   if (a.units.size() != b.units.size() || a.inputs.size() != b.inputs.size())
     return "the number of units or inputs";
   for (size_t u = 0; u < a.units.size(); ++u) {

@@ -13,6 +13,7 @@
 #include "DType.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -115,6 +116,18 @@ struct InputSpec {
   int64_t sampleBytes() const;
 };
 
+/// Where a step that runs from a recording (a CUDA graph, which replays its
+/// kernels with the arguments they were captured with) finds what changes
+/// from step to step, and leaves its loss: 16 bytes of the persistent part
+/// (device_scalars, docs/Runtime.md, section 2).
+struct DeviceScalarsSpec {
+  int64_t offset = 0;
+  static constexpr int64_t kBytes = 16;
+  static constexpr int64_t kLr = 0;   // f32, written by the runtime before each step
+  static constexpr int64_t kLoss = 4; // f32, written by the step
+  static constexpr int64_t kStep = 8; // i64, written by the runtime before each step
+};
+
 struct Manifest {
   int64_t version = 0;
   int64_t arenaBytes = 0;
@@ -134,6 +147,10 @@ struct Manifest {
   /// Whether fp32 products may use TF32 tensor cores (allow_tf32, optional):
   /// on a GPU, faster products whose inputs keep 10 bits of mantissa.
   bool allowTf32 = false;
+  /// device_scalars (CUDA trainers): the step reads lr and step from the
+  /// arena and leaves its loss there, and its return value is not the loss.
+  /// Absent, the step's return value is the loss.
+  std::optional<DeviceScalarsSpec> deviceScalars;
   std::vector<UnitSpec> units;
   std::vector<ParamSpec> params;
   std::vector<InputSpec> inputs;
@@ -147,8 +164,9 @@ struct Manifest {
 Manifest parseManifest(std::string_view text);
 
 /// Empty when `a` and `b` keep the same things at the same places of the
-/// arena from step to step (units, inputs, the persistent part, the host
-/// arena, the batch and the grid), else what differs first.
+/// arena from step to step (units, inputs, the device scalars, the
+/// persistent part, the host arena, the batch and the grid), else what
+/// differs first.
 std::string persistentLayoutDifference(const Manifest &a, const Manifest &b);
 
 /// Formats a shape as `[2, 3]` for messages.

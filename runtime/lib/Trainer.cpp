@@ -6,9 +6,10 @@
 #include "Checkpoint.h"
 #include "Collectives.h"
 #include "DataFile.h"
-#include "Evaluation.h"
 #include "Device.h"
+#include "DeviceScalars.h"
 #include "Error.h"
+#include "Evaluation.h"
 #include "Flags.h"
 #include "HeapUsage.h"
 #include "HighWater.h"
@@ -31,6 +32,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace fsdprt {
@@ -379,41 +381,92 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
       intervalSteps = 0;
     }
   };
-  for (int64_t step = firstStep; step <= options.steps; ++step) {
-    float lr = static_cast<float>(position.schedule.at(step));
-    Clock::time_point stepStart = Clock::now();
-    loadBatch(*batches, step, manifest, arena);
-    startStepEvents();
-    timeline.beginStep(step);
-    float localLoss = callStep(trainStep, arena.stepData(), hostArena.data(), step, lr);
-    timeline.endStep();
-    if (int pending = pendingCollectives())
-      fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +
-            " not waited for (every *_start needs its fsdprt_wait)");
-    finishStep();
-    if (stepTrace && step == unitMarks.step)
-      unitMarks.endOfStep = highWaterMark(manifest, arena);
+  // A CUDA graph replays the step's device work as captured: only a step
+  // that reads lr and step from the arena, and runs no host code in its
+  // middle (offload's update), can run from one.
+  bool replayable = manifest.deviceScalars && manifest.hostArenaBytes == 0 && !options.noCudaGraph;
+  bool runAhead = stepsRunAhead();
+  // A step whose work is enqueued, and whose loss is not read yet.
+  struct EnqueuedStep {
+    int64_t step;
+    float lr;
+    Clock::time_point start;
+    float returned; // the loss, without device_scalars
+    int lossTicket; // with device_scalars (copyLossToHost)
+  };
+  std::optional<EnqueuedStep> unread;
+  // When the last loss was read: with the steps running ahead, a step's time
+  // runs from then (or from its own start, if later) to its loss.
+  Clock::time_point lastLossRead = Clock::time_point::min();
+  // The averaged loss of `enqueued` (its work done, or under way), checked.
+  auto lossOf = [&](const EnqueuedStep &enqueued, Clock::time_point &lossRead) {
+    float localLoss = manifest.deviceScalars ? takeLoss(enqueued.lossTicket) : enqueued.returned;
     // Each rank's loss covers local_batch rows: their mean is the loss of the
     // global batch.
     float loss = static_cast<float>(averageOverWorld(localLoss));
-    Clock::time_point stepEnd = Clock::now();
+    lossRead = Clock::now();
     if (!std::isfinite(loss)) {
       SameErrorOnEveryRank same;
-      fatal("step " + std::to_string(step) + ": the loss is " +
+      fatal("step " + std::to_string(enqueued.step) + ": the loss is " +
             (std::isnan(loss) ? "NaN" : "infinite") + " (training diverged)");
     }
-    if (tracing)
-      writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/true);
-    position.step = step;
+    return loss;
+  };
+  auto logLoss = [&](const EnqueuedStep &enqueued, float loss, Clock::time_point lossRead) {
+    position.step = enqueued.step;
     position.samplesSeen += manifest.batch;
     ++intervalSteps;
+    Clock::time_point from = std::max(enqueued.start, lastLossRead);
+    lastLossRead = lossRead;
     if (leader)
-      logStep(step, loss, lr, secondsBetween(stepStart, stepEnd), stepEnd);
+      logStep(enqueued.step, loss, enqueued.lr, secondsBetween(from, lossRead), lossRead);
+  };
+  for (int64_t step = firstStep; step <= options.steps; ++step) {
+    float lr = static_cast<float>(position.schedule.at(step));
+    Clock::time_point stepStart = Clock::now();
+    loadBatch(*batches, step, manifest, arena, {lr, step});
+    startStepEvents();
+    timeline.beginStep(step);
+    float returned = enqueueStep(
+        [&] { return callStep(trainStep, arena.stepData(), hostArena.data(), step, lr); },
+        replayable);
+    timeline.endStep();
+    EnqueuedStep enqueued{step, lr, stepStart, returned,
+                          manifest.deviceScalars ? copyLossToHost(deviceLoss(manifest, arena))
+                                                 : -1};
+    // The previous step's loss, now that this step keeps the device busy
+    // (and before this step's errors, as if each step had been waited for).
+    if (unread) {
+      Clock::time_point lossRead;
+      float loss = lossOf(*unread, lossRead);
+      logLoss(*unread, loss, lossRead);
+      unread.reset();
+    }
+    if (int pending = pendingCollectives())
+      fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +
+            " not waited for (every *_start needs its fsdprt_wait)");
+    // What needs this step's state on the host, or its loss now, waits for
+    // all of its work and logs it first.
+    bool saving = options.saveEvery != 0 && step % options.saveEvery == 0;
+    bool evaluatingNow = options.evalEvery != 0 && step % options.evalEvery == 0;
+    bool probing = stepTrace && step == unitMarks.step;
+    if (runAhead && !tracing && !saving && !evaluatingNow && !probing && step != options.steps) {
+      unread = enqueued;
+      continue;
+    }
+    finishStep();
+    if (probing)
+      unitMarks.endOfStep = highWaterMark(manifest, arena);
+    Clock::time_point lossRead;
+    float loss = lossOf(enqueued, lossRead);
+    if (tracing)
+      writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/true);
+    logLoss(enqueued, loss, lossRead);
     // Saves and evaluations are not part of the step's rate.
     Clock::time_point asideStart = Clock::now();
-    if (options.saveEvery != 0 && step % options.saveEvery == 0)
+    if (saving)
       save();
-    if (options.evalEvery != 0 && step % options.evalEvery == 0)
+    if (evaluatingNow)
       evaluate(step);
     intervalStart += Clock::now() - asideStart;
   }

@@ -3,9 +3,9 @@
 // The fake cuBLAS and cuBLASLt (FakeCuda.h) multiply column-major matrices as
 // their documentation says; fsdprt.h's products are row-major. These tests
 // check the mapping between the two (operands, dimensions and strides
-// swapped) against plain row-major products, and how the bf16 products use
-// cuBLASLt: descriptors, workspace, stream, and one heuristic query per
-// distinct product.
+// swapped) against plain row-major products, and how the bf16 products and
+// the products with a bias use cuBLASLt: descriptors, epilogue, workspace,
+// stream, and one heuristic query per distinct product.
 //
 //===----------------------------------------------------------------------===//
 
@@ -351,6 +351,285 @@ TEST_F(CublasGemm, ClosingDestroysThePlans) {
   EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulAlgoGetHeuristic").size(), 1u);
 }
 
+/// `bias` (n elements) added to each row of the row-major m x n matrix C.
+template <typename T, typename Add>
+void addBias(int64_t m, int64_t n, T *c, int64_t ldc, const T *bias, Add add) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] = add(c[i * ldc + j], bias[j]);
+}
+
+float addFloat(float x, float y) { return x + y; }
+
+TEST_F(CublasGemm, SgemmBiasIsTheRowMajorProductPlusBias) {
+  const int64_t m = 5, n = 4, k = 3;
+  std::vector<float> bias = matrix(1, n, n, 4);
+  for (int ta = 0; ta <= 1; ++ta)
+    for (int tb = 0; tb <= 1; ++tb) {
+      int64_t aRows = ta ? k : m, aCols = ta ? m : k;
+      int64_t bRows = tb ? n : k, bCols = tb ? k : n;
+      int64_t lda = aCols + 2, ldb = bCols + 1, ldc = n + 3;
+      std::vector<float> a = matrix(aRows, aCols, lda, 1), b = matrix(bRows, bCols, ldb, 2);
+      std::vector<float> c = matrix(m, n, ldc, 3), expected = c;
+      rowMajorProduct(ta, tb, m, n, k, 2.0f, a.data(), lda, b.data(), ldb, 0.5f, expected.data(),
+                      ldc);
+      addBias(m, n, expected.data(), ldc, bias.data(), addFloat);
+      fsdprt_sgemm_bias(ta, tb, m, n, k, 2.0f, a.data(), lda, b.data(), ldb, 0.5f, c.data(), ldc,
+                        bias.data());
+      EXPECT_EQ(c, expected) << "trans_a " << ta << " trans_b " << tb;
+    }
+  EXPECT_TRUE(fake_cuda::callsTo("cublasSgemm").empty()) << "cuBLASLt, for its epilogue";
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmul(").size(), 4u);
+  // f32 layouts, B's before A's: trans_a 0, trans_b 0 has B 3 x 4 (ldb 5),
+  // A 5 x 3 (lda 5), C 5 x 4 (ldc 7).
+  EXPECT_THAT(
+      fake_cuda::callsTo("cublasLtMatrixLayoutCreate"),
+      testing::IsSupersetOf({testing::StartsWith("cublasLtMatrixLayoutCreate(f32, 4, 3, 5)"),
+                             testing::StartsWith("cublasLtMatrixLayoutCreate(f32, 3, 5, 5)"),
+                             testing::StartsWith("cublasLtMatrixLayoutCreate(f32, 4, 5, 7)")}));
+}
+
+/// C = alpha op(A) op(B) + beta C + bias, row-major, in double, rounded to
+/// bf16 once (bf16Reference with a bias).
+void bf16BiasReference(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
+                       const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, double beta,
+                       uint16_t *c, int64_t ldc, const uint16_t *bias) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t p = 0; p < k; ++p)
+        sum += bf16ToDouble(ta ? a[p * lda + i] : a[i * lda + p]) *
+               bf16ToDouble(tb ? b[j * ldb + p] : b[p * ldb + j]);
+      double value = alpha * sum + bf16ToDouble(bias[j]);
+      if (beta != 0)
+        value += beta * bf16ToDouble(c[i * ldc + j]);
+      c[i * ldc + j] = roundToBF16(value);
+    }
+}
+
+TEST_F(CublasGemm, Bf16BiasIsTheRowMajorProductPlusBiasRoundedOnce) {
+  const Bf16Case cases[] = {
+      {5, 3, 7, 1.0f, 0.0f}, {3, 7, 13, 0.5f, -1.5f}, {7, 1, 5, -1.0f, 0.25f}};
+  int rounded = 0;
+  for (const Bf16Case &t : cases)
+    for (int ta = 0; ta <= 1; ++ta)
+      for (int tb = 0; tb <= 1; ++tb) {
+        int64_t aCols = ta ? t.m : t.k, bCols = tb ? t.k : t.n;
+        int64_t lda = aCols + 3, ldb = bCols + 1, ldc = t.n + 2;
+        std::vector<uint16_t> a = bf16Matrix(ta ? t.k : t.m, aCols, lda, 1);
+        std::vector<uint16_t> b = bf16Matrix(tb ? t.n : t.k, bCols, ldb, 2);
+        std::vector<uint16_t> c = bf16Matrix(t.m, t.n, ldc, 3), expected = c;
+        std::vector<uint16_t> bias = bf16Matrix(1, t.n, t.n, 9);
+        bf16BiasReference(ta, tb, t.m, t.n, t.k, t.alpha, a.data(), lda, b.data(), ldb, t.beta,
+                          expected.data(), ldc, bias.data());
+        fsdprt_gemm_bf16_bias(ta, tb, t.m, t.n, t.k, t.alpha, a.data(), lda, b.data(), ldb, t.beta,
+                              c.data(), ldc, bias.data());
+        EXPECT_TRUE(sameBits(c, expected))
+            << t.m << " x " << t.n << " x " << t.k << ", trans_a " << ta << ", trans_b " << tb;
+        for (uint16_t value : expected)
+          rounded += std::fabs(bf16ToDouble(value)) > 256;
+      }
+  EXPECT_GT(rounded, 0) << "results beyond 256 lose bits to the rounding";
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmul(").size(), 12u);
+
+  // A B = 1 * 1 + 2^-8 * 1 = 1 + 2^-8, half-way between bf16's 1 and
+  // 1 + 2^-7: rounded alone, to even, it is 1, and 1 + 2^-16 is 1 again. The
+  // bias 2^-16 added to the fp32 sum before the one rounding tips it up.
+  const uint16_t a[] = {roundToBF16(1), roundToBF16(std::ldexp(1.0, -8))};
+  const uint16_t b[] = {roundToBF16(1), roundToBF16(1)};
+  const uint16_t bias[] = {roundToBF16(std::ldexp(1.0, -16))};
+  uint16_t c = kBf16NaN;
+  fsdprt_gemm_bf16_bias(0, 0, 1, 1, 2, 1.0f, a, 2, b, 1, 0.0f, &c, 1, bias);
+  EXPECT_EQ(c, roundToBF16(1 + std::ldexp(1.0, -7)));
+  EXPECT_EQ(roundToBF16(1 + std::ldexp(1.0, -8)), roundToBF16(1)) << "rounded first: 1";
+}
+
+// The plan's descriptor has the bias epilogue and a bias pointer; each call
+// sets its own bias before cublasLtMatmul, so that a product of the same
+// shape (another layer's) reuses the plan with its bias.
+TEST_F(CublasGemm, BiasProductsSetTheEpilogueAndTheirBias) {
+  const int64_t m = 3, n = 4, k = 2;
+  std::vector<float> a = matrix(m, k, k, 1), b = matrix(k, n, n, 2);
+  // Two biases in device memory (named by the fake), both 256-byte aligned.
+  void *device = nullptr;
+  ASSERT_EQ(cudaMalloc(&device, 512), cudaSuccess);
+  auto *bias1 = static_cast<float *>(device), *bias2 = bias1 + 64;
+  std::vector<float> values1 = matrix(1, n, n, 3), values2 = matrix(1, n, n, 4);
+  std::memcpy(bias1, values1.data(), n * sizeof(float));
+  std::memcpy(bias2, values2.data(), n * sizeof(float));
+  fake_cuda::reset();
+  // Outputs as aligned as each other: the same plan.
+  alignas(256) float c1[m * n], c2[m * n];
+  std::vector<float> expected1(m * n), expected2(m * n);
+  rowMajorProduct(0, 0, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, expected1.data(), n);
+  expected2 = expected1;
+  addBias(m, n, expected1.data(), n, values1.data(), addFloat);
+  addBias(m, n, expected2.data(), n, values2.data(), addFloat);
+  fsdprt_sgemm_bias(0, 0, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c1, n, bias1);
+  fsdprt_sgemm_bias(0, 0, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c2, n, bias2);
+  EXPECT_EQ(std::vector<float>(c1, c1 + m * n), expected1);
+  EXPECT_EQ(std::vector<float>(c2, c2 + m * n), expected2) << "the second bias";
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulAlgoGetHeuristic").size(), 1u) << "one plan";
+  std::string matmul = fake_cuda::results("cublasLtMatmulDescCreate").at(0);
+  EXPECT_THAT(
+      fake_cuda::callsTo("cublasLtMatmulDesc"),
+      ElementsAre("cublasLtMatmulDescCreate(fp32, f32) -> " + matmul,
+                  "cublasLtMatmulDescSetAttribute(" + matmul + ", transa, N)",
+                  "cublasLtMatmulDescSetAttribute(" + matmul + ", transb, N)",
+                  "cublasLtMatmulDescSetAttribute(" + matmul + ", epilogue, bias)",
+                  "cublasLtMatmulDescSetAttribute(" + matmul + ", bias pointer, device2+0)",
+                  "cublasLtMatmulDescSetAttribute(" + matmul + ", bias pointer, device2+0)",
+                  "cublasLtMatmulDescSetAttribute(" + matmul + ", bias pointer, device2+256)"));
+  // Each product's bias is set just before it.
+  const std::vector<std::string> &log = fake_cuda::calls();
+  int products = 0;
+  for (size_t i = 1; i < log.size(); ++i)
+    if (log[i].rfind("cublasLtMatmul(", 0) == 0) {
+      EXPECT_THAT(log[i - 1], testing::EndsWith(products ? "device2+256)" : "device2+0)"));
+      ++products;
+    }
+  EXPECT_EQ(products, 2);
+  cudaFree(device);
+}
+
+// cuBLASLt's heuristic reads the bias pointer for the alignment it may
+// assume (the fake's algorithms then refuse a less aligned bias): a bias
+// less aligned than the plan's first one has a plan of its own.
+TEST_F(CublasGemm, BiasPlansFollowTheBiasAlignment) {
+  alignas(256) uint16_t bias[16];
+  for (int i = 0; i < 16; ++i)
+    bias[i] = roundToBF16(i - 8);
+  std::vector<uint16_t> a = bf16Matrix(2, 3, 3, 1), b = bf16Matrix(3, 4, 4, 2);
+  // One output: its alignment does not change the plan.
+  alignas(256) uint16_t c[8];
+  for (const uint16_t *offset : {bias, bias + 1, bias + 5, bias + 16 - 4}) {
+    std::vector<uint16_t> expected(8);
+    bf16BiasReference(0, 0, 2, 4, 3, 1.0, a.data(), 3, b.data(), 4, 0.0, expected.data(), 4,
+                      offset);
+    fsdprt_gemm_bf16_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c, 4, offset);
+    EXPECT_EQ(std::vector<uint16_t>(c, c + 8), expected) << "bias + " << offset - bias;
+  }
+  // 256, 2, 2 (the plan of bias + 1) and 8 bytes.
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulAlgoGetHeuristic").size(), 3u);
+}
+
+// The manifest's allow_tf32 covers the f32 products with a bias (a compute
+// type on cuBLASLt) as it does fsdprt_sgemm (cuBLAS's math mode); the bf16
+// ones stay fp32.
+TEST_F(CublasGemm, SgemmBiasComputesInTf32OnlyWhenAllowed) {
+  std::vector<float> a = matrix(2, 3, 3, 1), b = matrix(3, 4, 4, 2), bias = matrix(1, 4, 4, 3);
+  std::vector<float> c(8), expected(8);
+  rowMajorProduct(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, expected.data(), 4);
+  addBias(2, 4, expected.data(), 4, bias.data(), addFloat);
+  std::vector<uint16_t> h(16);
+  auto products = [&] {
+    fsdprt_sgemm_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c.data(), 4,
+                      bias.data());
+    EXPECT_EQ(c, expected);
+    fsdprt_gemm_bf16_bias(0, 0, 2, 4, 3, 1.0f, h.data(), 3, h.data(), 4, 0.0f, h.data(), 4,
+                          h.data());
+  };
+  setAllowTf32(true);
+  products();
+  EXPECT_THAT(fake_cuda::callsTo("cublasLtMatmulDescCreate"),
+              ElementsAre(HasSubstr("(fast-tf32, f32)"), HasSubstr("(fp32, f32)")));
+  fake_cuda::reset();
+  setAllowTf32(false);
+  products();
+  EXPECT_THAT(fake_cuda::callsTo("cublasLtMatmulDescCreate"), ElementsAre(HasSubstr("(fp32, f32)")))
+      << "a plan of its own, the others kept";
+}
+
+// k = 0: cuBLASLt does not define a product without a sum, and the compiler
+// never emits one with a bias: an error, as on the CPU (checkBias).
+TEST_F(CublasGemm, BiasWithoutASumIsAnError) {
+  std::vector<float> c(4), bias(2);
+  EXPECT_EXIT(fsdprt_sgemm_bias(0, 0, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.0f, c.data(), 2,
+                                bias.data()),
+              ExitedWithCode(1),
+              HasSubstr("fsdprt_sgemm_bias: k = 0: a product with a bias needs a sum (k > 0)"));
+}
+
+TEST_F(CublasGemm, BiasProductsWithoutAnAlgorithmAreFatalNamingThem) {
+  std::vector<uint16_t> a(64), b(64), c(64);
+  fake_cuda::setHeuristicAlgorithms(0);
+  EXPECT_EXIT(fsdprt_gemm_bf16_bias(0, 1, 3, 5, 7, 1.0f, a.data(), 7, b.data(), 7, 0.0f, c.data(),
+                                    5, a.data()),
+              ExitedWithCode(1),
+              HasSubstr("trainer: error: fsdprt_gemm_bf16_bias: cuBLASLt has no algorithm for the "
+                        "bf16 product with a bias m = 3, n = 5, k = 7, trans_a = 0, trans_b = 1, "
+                        "lda = 7, ldb = 7, ldc = 5 (cublasLtMatmulAlgoGetHeuristic found none)\n"));
+  std::vector<float> f(64);
+  EXPECT_EXIT(
+      fsdprt_sgemm_bias(1, 0, 2, 3, 4, 1.0f, f.data(), 2, f.data(), 3, 0.0f, f.data(), 3, f.data()),
+      ExitedWithCode(1),
+      HasSubstr("trainer: error: fsdprt_sgemm_bias: cuBLASLt has no algorithm for the f32 "
+                "product with a bias m = 2, n = 3, k = 4, trans_a = 1, trans_b = 0, "
+                "lda = 2, ldb = 3, ldc = 3 (cublasLtMatmulAlgoGetHeuristic found none)\n"));
+}
+
+// What the fake's cuBLASLt refuses, as cuBLASLt would: an epilogue it does
+// not model, the bias epilogue without a bias, and a bias less aligned than
+// the one the heuristic saw.
+TEST_F(CublasGemm, FakeCublasLtRefusesWhatItDoesNotModel) {
+  cublasLtHandle_t lt = nullptr;
+  ASSERT_EQ(cublasLtCreate(&lt), CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulDesc_t desc = nullptr;
+  ASSERT_EQ(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+  uint32_t relu = CUBLASLT_EPILOGUE_RELU, bias = CUBLASLT_EPILOGUE_BIAS;
+  EXPECT_EQ(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &relu, sizeof(relu)),
+      CUBLAS_STATUS_NOT_SUPPORTED);
+  ASSERT_EQ(
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &bias, sizeof(bias)),
+      CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixLayout_t layout = nullptr;
+  ASSERT_EQ(cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, 1, 1, 1), CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulPreference_t preference = nullptr;
+  ASSERT_EQ(cublasLtMatmulPreferenceCreate(&preference), CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulHeuristicResult_t result = {};
+  int found = 0;
+  ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(lt, desc, layout, layout, layout, layout, preference, 1,
+                                           &result, &found),
+            CUBLAS_STATUS_SUCCESS);
+  alignas(256) float x[2] = {1, 2};
+  float alpha = 1, beta = 0;
+  auto matmul = [&] {
+    return cublasLtMatmul(lt, desc, &alpha, x, layout, x, layout, &beta, x, layout, x, layout,
+                          &result.algo, nullptr, 0, nullptr);
+  };
+  EXPECT_EQ(matmul(), CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_THAT(fake_cuda::calls(), testing::Contains(std::string(
+                                      "cublasLtMatmul: the bias epilogue has no bias pointer")));
+  EXPECT_THAT(fake_cuda::calls(),
+              testing::Contains(HasSubstr("epilogue, " + std::to_string(relu) + ")")));
+  // An algorithm chosen for a 256-byte aligned bias, then given x + 1.
+  const float *biasPointer = x;
+  ASSERT_EQ(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPointer,
+                                           sizeof(biasPointer)),
+            CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasLtMatmulAlgoGetHeuristic(lt, desc, layout, layout, layout, layout, preference, 1,
+                                           &result, &found),
+            CUBLAS_STATUS_SUCCESS);
+  biasPointer = x + 1;
+  ASSERT_EQ(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPointer,
+                                           sizeof(biasPointer)),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(matmul(), CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_EQ(fake_cuda::calls().back(),
+            "cublasLtMatmul: the bias is less aligned than the 256 bytes the algorithm needs");
+  biasPointer = x;
+  ASSERT_EQ(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &biasPointer,
+                                           sizeof(biasPointer)),
+            CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(matmul(), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(x[0], 2) << "1 x 1 + the bias 1";
+  cublasLtMatmulPreferenceDestroy(preference);
+  cublasLtMatrixLayoutDestroy(layout);
+  cublasLtMatmulDescDestroy(desc);
+  cublasLtDestroy(lt);
+}
+
 TEST_F(CublasGemm, EmptyProductsMakeNoCall) {
   float c = 5;
   fsdprt_sgemm(0, 0, 0, 1, 3, 1.0f, nullptr, 3, nullptr, 1, 0.0f, &c, 1);
@@ -358,6 +637,9 @@ TEST_F(CublasGemm, EmptyProductsMakeNoCall) {
   uint16_t h = 5;
   fsdprt_gemm_bf16(0, 0, 1, 0, 3, 1.0f, nullptr, 3, nullptr, 1, 0.0f, &h, 1);
   fsdprt_gemm_bf16_batched(0, 0, 0, 1, 1, 1, 1.0f, nullptr, 1, 1, nullptr, 1, 1, 0.0f, &h, 1, 1);
+  // With nothing to add it to, the bias may be NULL.
+  fsdprt_sgemm_bias(0, 0, 1, 0, 3, 1.0f, nullptr, 3, nullptr, 1, 0.0f, &c, 1, nullptr);
+  fsdprt_gemm_bf16_bias(0, 0, 0, 1, 3, 1.0f, nullptr, 3, nullptr, 1, 0.0f, &h, 1, &h);
   EXPECT_TRUE(fake_cuda::calls().empty());
 }
 
@@ -371,6 +653,22 @@ TEST_F(CublasGemm, ArgumentsAreCheckedAsOnTheCpu) {
                            0.0f, &x, 1),
               ExitedWithCode(1),
               HasSubstr("fsdprt_sgemm: k = 2147483648 is negative or too large for BLAS"));
+  // The products with a bias: the product's arguments, then the bias.
+  EXPECT_EXIT(
+      fsdprt_sgemm_bias(0, 0, 2, 2, 3, 1.0f, a.data(), 2, b.data(), 2, 0.0f, c.data(), 2, nullptr),
+      ExitedWithCode(1),
+      HasSubstr("trainer: error: fsdprt_sgemm_bias: lda = 2 is smaller than the row "
+                "length 3"));
+  EXPECT_EXIT(
+      fsdprt_sgemm_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c.data(), 4, nullptr),
+      ExitedWithCode(1),
+      HasSubstr("trainer: error: fsdprt_sgemm_bias: bias is NULL, but the product has "
+                "n = 4 columns to add it to\n"));
+  EXPECT_EXIT(fsdprt_gemm_bf16_bias(0, 0, 2, 4, 0, 1.0f, nullptr, 1, nullptr, 4, 0.0f, c.data(), 4,
+                                    nullptr),
+              ExitedWithCode(1),
+              HasSubstr("trainer: error: fsdprt_gemm_bf16_bias: bias is NULL, but the product has "
+                        "n = 4 columns to add it to\n"));
 }
 
 } // namespace

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -90,6 +91,16 @@ TEST_F(CudaDevice, OpensFourNonBlockingStreamsAndCublasOnCompute) {
   // cuBLASLt for the bf16 products, with its workspace of 32 MiB.
   EXPECT_EQ(fake_cuda::results("cublasLtCreate").size(), 1u);
   EXPECT_THAT(fake_cuda::callsTo("cudaMalloc"), ElementsAre("cudaMalloc(33554432) -> device1+0"));
+  // cuBLAS's products share it: cuBLAS would otherwise allocate its own at a
+  // first product, inside a CUDA graph's capture. After cublasSetStream,
+  // which puts the handle back on cuBLAS's own pool.
+  std::vector<std::string> all = fake_cuda::calls();
+  auto workspace = std::find(all.begin(), all.end(),
+                             "cublasSetWorkspace(" + cublas[0] + ", device1+0, 33554432)");
+  ASSERT_NE(workspace, all.end());
+  EXPECT_GT(workspace - std::find(all.begin(), all.end(),
+                                  "cublasSetStream(" + cublas[0] + ", " + streams[0] + ")"),
+            0);
   void *compute = fsdprt_stream(FSDPRT_STREAM_COMPUTE);
   void *allGather = fsdprt_stream(FSDPRT_STREAM_ALL_GATHER);
   void *reduceScatter = fsdprt_stream(FSDPRT_STREAM_REDUCE_SCATTER);
@@ -165,8 +176,8 @@ TEST_F(CudaDevice, ClosingReleasesWhatOpeningCreated) {
   EXPECT_THAT(
       fake_cuda::calls(),
       ElementsAre("cudaDeviceSynchronize()", "cudaEventDestroy(" + events.at(0) + ")",
-                  "cudaFree(device1+0)", "cublasLtDestroy(" + lt.at(0) + ")",
-                  "cublasDestroy(" + cublas.at(0) + ")", "cudaStreamDestroy(" + streams[0] + ")",
+                  "cublasLtDestroy(" + lt.at(0) + ")", "cublasDestroy(" + cublas.at(0) + ")",
+                  "cudaFree(device1+0)", "cudaStreamDestroy(" + streams[0] + ")",
                   "cudaStreamDestroy(" + streams[1] + ")", "cudaStreamDestroy(" + streams[2] + ")",
                   "cudaStreamDestroy(" + streams[3] + ")"));
   fake_cuda::reset();
@@ -318,12 +329,19 @@ protected:
   Manifest manifest;
 };
 
-TEST_F(CudaUploads, EachStepsInputsAreAsyncCopiesFromPinnedMemory) {
+// A step's inputs go through one staging buffer, the two buffers taking
+// turns step by step: the host refills one only after the copies of the
+// step before the previous one, which are long done (a step's inputs split
+// over both would make its last upload wait for the previous step's copies,
+// which come after the previous step's work on the stream).
+TEST_F(CudaUploads, EachStepsInputsAreAsyncCopiesFromOneStagingBuffer) {
   Arena arena(1024);
   Numbered source(manifest);
   fake_cuda::reset();
-  loadBatch(source, 1, manifest, arena);
-  EXPECT_TRUE(holdsBatch(arena, 1));
+  for (int64_t step = 1; step <= 3; ++step) {
+    loadBatch(source, step, manifest, arena);
+    EXPECT_TRUE(holdsBatch(arena, step));
+  }
   std::vector<std::string> events = fake_cuda::results("cudaEventCreateWithFlags");
   ASSERT_EQ(events.size(), 2u) << "one event per staging buffer";
   const std::string &compute = stream(FSDPRT_STREAM_COMPUTE);
@@ -334,35 +352,58 @@ TEST_F(CudaUploads, EachStepsInputsAreAsyncCopiesFromPinnedMemory) {
   auto record = [&](const std::string &event) {
     return "cudaEventRecord(" + event + ", " + compute + ")";
   };
-  EXPECT_THAT(fake_cuda::calls(),
-              ElementsAre("cudaHostAlloc(100, 0) -> pinned1+0", copy("device2+0", "pinned1+0", 100),
-                          "cudaEventCreateWithFlags(no timing) -> " + events[0], record(events[0]),
-                          "cudaHostAlloc(64, 0) -> pinned2+0", copy("device2+256", "pinned2+0", 64),
-                          "cudaEventCreateWithFlags(no timing) -> " + events[1], record(events[1]),
-                          // The first buffer again: once the copy from it is done.
-                          "cudaEventSynchronize(" + events[0] + ")",
-                          copy("device2+512", "pinned1+0", 32), record(events[0])));
-
-  // The next step: the host waits for nothing but a staging buffer's last
-  // copy, and only when it reuses the buffer.
+  auto inputs = [&](const std::string &pinned) {
+    return std::vector<std::string>{copy("device2+0", pinned + "+0", 100),
+                                    copy("device2+256", pinned + "+100", 64),
+                                    copy("device2+512", pinned + "+164", 32)};
+  };
+  std::vector<std::string> expected = {"cudaHostAlloc(196, 0) -> pinned1+0"};
+  for (const std::string &call : inputs("pinned1"))
+    expected.push_back(call);
+  expected.push_back("cudaEventCreateWithFlags(no timing) -> " + events[0]);
+  expected.push_back(record(events[0]));
+  expected.push_back("cudaHostAlloc(196, 0) -> pinned2+0");
+  for (const std::string &call : inputs("pinned2"))
+    expected.push_back(call);
+  expected.push_back("cudaEventCreateWithFlags(no timing) -> " + events[1]);
+  expected.push_back(record(events[1]));
+  // Step 3 takes the first buffer again, once step 1's copies from it are done.
+  expected.push_back("cudaEventSynchronize(" + events[0] + ")");
+  for (const std::string &call : inputs("pinned1"))
+    expected.push_back(call);
+  expected.push_back(record(events[0]));
+  EXPECT_THAT(fake_cuda::calls(), testing::ElementsAreArray(expected));
   finishStep();
+  EXPECT_THAT(fake_cuda::callsTo("race"), IsEmpty());
+}
+
+// With device_scalars, the step's lr and step (and a NaN where it leaves its
+// loss) go with its inputs, in the same buffer; ranges adjacent in the arena
+// are one copy.
+TEST_F(CudaUploads, TheDeviceScalarsGoWithTheInputs) {
+  manifest.deviceScalars = DeviceScalarsSpec{544}; // right after the third input
+  Arena arena(1024);
+  Numbered source(manifest);
   fake_cuda::reset();
-  loadBatch(source, 2, manifest, arena);
-  EXPECT_TRUE(holdsBatch(arena, 2));
-  for (const std::string &call : fake_cuda::calls()) {
-    EXPECT_THAT(call, testing::Not(HasSubstr("Synchronize(" + compute)));
-    EXPECT_THAT(call, testing::Not(HasSubstr("cudaDeviceSynchronize")));
-  }
-  EXPECT_THAT(fake_cuda::callsTo("cudaEventSynchronize"),
-              ElementsAre("cudaEventSynchronize(" + events[1] + ")",
-                          "cudaEventSynchronize(" + events[0] + ")",
-                          "cudaEventSynchronize(" + events[1] + ")"));
-  // pinned2 grows from 64 bytes to the first input's 100 (doubling: 128).
-  EXPECT_THAT(fake_cuda::callsTo("cudaFreeHost"), ElementsAre("cudaFreeHost(pinned2+0)"));
-  for (const std::string &call : fake_cuda::callsTo("cudaMemcpyAsync")) {
-    EXPECT_THAT(call, HasSubstr(" <- pinned"));
-    EXPECT_THAT(call, testing::EndsWith(", host to device, " + compute + ")"));
-  }
+  loadBatch(source, 1, manifest, arena, {0.25f, 7});
+  EXPECT_TRUE(holdsBatch(arena, 1));
+  const std::string &compute = stream(FSDPRT_STREAM_COMPUTE);
+  EXPECT_THAT(
+      fake_cuda::callsTo("cudaMemcpyAsync"),
+      ElementsAre(
+          "cudaMemcpyAsync(device2+0 <- pinned1+0, 100, host to device, " + compute + ")",
+          "cudaMemcpyAsync(device2+256 <- pinned1+100, 64, host to device, " + compute + ")",
+          "cudaMemcpyAsync(device2+512 <- pinned1+164, 48, host to device, " + compute + ")"));
+  const uint8_t *scalars = static_cast<const uint8_t *>(arena.stepData()) + 544;
+  float lr, loss;
+  int64_t step;
+  std::memcpy(&lr, scalars + DeviceScalarsSpec::kLr, sizeof(lr));
+  std::memcpy(&loss, scalars + DeviceScalarsSpec::kLoss, sizeof(loss));
+  std::memcpy(&step, scalars + DeviceScalarsSpec::kStep, sizeof(step));
+  EXPECT_EQ(lr, 0.25f);
+  EXPECT_TRUE(std::isnan(loss)) << "a step that leaves no loss stops the run";
+  EXPECT_EQ(step, 7);
+  EXPECT_EQ(deviceLoss(manifest, arena), scalars + 4);
   finishStep();
   EXPECT_THAT(fake_cuda::callsTo("race"), IsEmpty());
 }
@@ -421,6 +462,7 @@ TEST_F(CudaUploads, TheStagingBuffersGoWithTheArena) {
     Arena arena(1024);
     Numbered source(manifest);
     loadBatch(source, 1, manifest, arena);
+    loadBatch(source, 2, manifest, arena);
     fake_cuda::reset();
   }
   std::vector<std::string> freed = fake_cuda::callsTo("cudaFreeHost");

@@ -1,6 +1,7 @@
-//===- CudaStreamsTest.cpp - Streams and events on the fake runtime -------===//
+//===- CudaStreamsTest.cpp - Streams, events and loss copies on the fake runtime -===//
 
 #include "Arena.h"
+#include "Device.h"
 #include "FakeCuda.h"
 #include "OpenCudaDevice.h"
 #include "StreamEvents.h"
@@ -15,6 +16,7 @@ using namespace fsdprt;
 using testing::ElementsAre;
 using testing::ExitedWithCode;
 using testing::HasSubstr;
+using testing::IsEmpty;
 
 namespace {
 
@@ -52,16 +54,64 @@ TEST_F(CudaStreams, AWaitOnAnEventNotRecordedInThisStepIsAnError) {
               HasSubstr("trainer: error: fsdprt_event_record: unknown stream 7"));
 }
 
-TEST_F(CudaStreams, ReadF32WaitsForTheComputeStream) {
+// Each step's loss goes to a page-locked slot of its own, the two slots in
+// turn, and reading it waits for that copy's event alone: the device goes on
+// with the next step.
+TEST_F(CudaStreams, LossesAreCopiedToPageLockedSlotsInTurn) {
   Arena arena(64);
-  float loss = 0.625f;
-  std::memcpy(arena.stepData(), &loss, sizeof(loss)); // device memory is host memory here
+  auto *device = static_cast<float *>(arena.stepData()); // device memory is host memory here
+  device[1] = 0.625f;
   fake_cuda::reset();
-  EXPECT_EQ(fsdprt_read_f32(static_cast<const float *>(arena.stepData())), 0.625f);
+  int first = copyLossToHost(device + 1);
+  device[1] = 1.5f; // the next step's loss
+  int second = copyLossToHost(device + 1);
+  std::vector<std::string> events = fake_cuda::results("cudaEventCreateWithFlags");
+  ASSERT_EQ(events.size(), 2u);
+  const std::string &compute = stream(FSDPRT_STREAM_COMPUTE);
+  auto copy = [&](const std::string &slot) {
+    return "cudaMemcpyAsync(" + slot + " <- device2+4, 4, device to host, " + compute + ")";
+  };
   EXPECT_THAT(fake_cuda::calls(),
-              ElementsAre("cudaMemcpyAsync(host <- device2+0, 4, device to host, " +
-                              stream(FSDPRT_STREAM_COMPUTE) + ")",
-                          "cudaStreamSynchronize(" + stream(FSDPRT_STREAM_COMPUTE) + ")"));
+              ElementsAre("cudaHostAlloc(8, 0) -> pinned1+0", copy("pinned1+0"),
+                          "cudaEventCreateWithFlags(no timing) -> " + events[0],
+                          "cudaEventRecord(" + events[0] + ", " + compute + ")", copy("pinned1+4"),
+                          "cudaEventCreateWithFlags(no timing) -> " + events[1],
+                          "cudaEventRecord(" + events[1] + ", " + compute + ")"));
+  fake_cuda::reset();
+  EXPECT_EQ(takeLoss(first), 0.625f);
+  EXPECT_THAT(fake_cuda::calls(), ElementsAre("cudaEventSynchronize(" + events[0] + ")"));
+  device[1] = 2.25f;
+  int third = copyLossToHost(device + 1);
+  EXPECT_EQ(third, first) << "the slot read comes round again";
+  EXPECT_EQ(takeLoss(second), 1.5f) << "not overwritten by the third copy";
+  EXPECT_EQ(takeLoss(third), 2.25f);
+  EXPECT_THAT(fake_cuda::callsTo("cudaStreamSynchronize"), IsEmpty());
+  EXPECT_THAT(fake_cuda::callsTo("cudaDeviceSynchronize"), IsEmpty());
+}
+
+TEST_F(CudaStreams, ALossIsNotCopiedOverBeforeItIsRead) {
+  Arena arena(64);
+  const auto *loss = static_cast<const float *>(arena.stepData());
+  copyLossToHost(loss);
+  copyLossToHost(loss);
+  EXPECT_EXIT(copyLossToHost(loss), ExitedWithCode(1),
+              HasSubstr("trainer: error: copyLossToHost: a step's loss was copied over before it "
+                        "was read"));
+}
+
+// The slots and their events go with the device.
+TEST_F(CudaStreams, ClosingTheDeviceFreesTheLossSlots) {
+  {
+    Arena arena(64);
+    takeLoss(copyLossToHost(arena.stepData()));
+  }
+  std::vector<std::string> events = fake_cuda::results("cudaEventCreateWithFlags");
+  ASSERT_EQ(events.size(), 1u);
+  fake_cuda::reset();
+  closeDevice();
+  EXPECT_THAT(fake_cuda::callsTo("cudaFreeHost"), ElementsAre("cudaFreeHost(pinned1+0)"));
+  EXPECT_THAT(fake_cuda::callsTo("cudaEventDestroy"),
+              testing::Contains("cudaEventDestroy(" + events[0] + ")"));
 }
 
 } // namespace

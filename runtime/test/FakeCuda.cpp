@@ -10,7 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace fake_cuda {
@@ -38,6 +41,8 @@ struct LtOperation {
   cublasComputeType_t compute;
   cudaDataType_t scale;
   int32_t transA = CUBLAS_OP_N, transB = CUBLAS_OP_N;
+  uint32_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  const void *bias = nullptr;
 };
 
 struct LtLayout {
@@ -54,11 +59,29 @@ struct LtPreference {
   uint32_t alignment[4] = {256, 256, 256, 256}; // A, B, C, D
 };
 
-/// What the heuristic chose an algorithm for, and what the algorithm needs.
+/// What the heuristic chose an algorithm for, and what the algorithm needs
+/// (the bias's alignment is that of the bias pointer the heuristic saw).
 struct LtAlgorithm {
   std::string problem;
   uint32_t alignment[4];
   size_t workspace;
+  uint64_t biasAlignment;
+};
+
+/// A stream capture under way (cudaStreamBeginCapture): the work enqueued on
+/// its streams, to run at each launch of the graph it becomes.
+struct Capture {
+  const void *origin = nullptr;
+  /// The origin and the streams that joined it (a wait for an event recorded
+  /// in the capture), with the operations captured on each so far (a join
+  /// counts as one).
+  std::map<const void *, int64_t> operations;
+  /// For each joined stream, its operations the origin has waited for.
+  std::map<const void *, int64_t> joinedBack;
+  /// Events recorded in the capture: the stream and its operations then.
+  std::map<const void *, std::pair<const void *, int64_t>> events;
+  std::vector<std::function<void()>> work;
+  bool invalidated = false;
 };
 
 struct State {
@@ -85,6 +108,15 @@ struct State {
   std::map<const void *, LtPreference> ltPreferences;
   std::vector<LtAlgorithm> ltAlgorithms;
   int heuristicAlgorithms = 1;
+  // cuBLAS handles: the stream their products run on, and whether they have
+  // a workspace of the caller's (cublasSetWorkspace).
+  std::map<const void *, cudaStream_t> cublasStreams;
+  std::set<const void *> cublasWorkspaces;
+  std::optional<Capture> capture;
+  /// Events whose last recording was inside a capture: CUDA cannot wait for
+  /// them.
+  std::set<const void *> recordedInCapture;
+  std::map<const void *, std::vector<std::function<void()>>> graphs, graphExecs;
 };
 
 State &state() {
@@ -159,6 +191,34 @@ template <typename Done> void complete(Done done) {
   }
 }
 
+bool captured(const void *stream) {
+  return state().capture && state().capture->operations.count(stream);
+}
+
+/// Runs `work` now, or, while `stream` is captured, adds it to the capture:
+/// each launch of the graph runs it then, on the bytes of that moment.
+template <typename Work> void enqueue(const void *stream, Work work) {
+  if (!captured(stream)) {
+    work();
+    return;
+  }
+  Capture &capture = *state().capture;
+  capture.work.emplace_back(std::move(work));
+  ++capture.operations[stream];
+}
+
+/// A call that CUDA refuses while a capture is under way (it waits for the
+/// device, or allocates behind the capture's back), logged as a line
+/// `capture: ...`; the capture is invalidated, as CUDA does.
+bool refusedInCapture(const std::string &call) {
+  State &s = state();
+  if (!s.capture)
+    return false;
+  s.log.push_back("capture: " + call + " while " + name(s.capture->origin) + " is captured");
+  s.capture->invalidated = true;
+  return true;
+}
+
 const char *operation(cublasOperation_t op) { return op == CUBLAS_OP_N ? "N" : "T"; }
 
 /// Element (row, column) of op(X), X column-major with leading dimension ld.
@@ -189,6 +249,19 @@ float loadBF16(uint16_t bits) { return static_cast<float>(fsdprt::bf16ToDouble(b
 
 uint16_t storeBF16(float value) { return fsdprt::roundToBF16(value); }
 
+size_t typeBytes(cudaDataType type) { return type == CUDA_R_32F ? 4 : 2; }
+
+const char *computeName(cublasComputeType_t compute) {
+  switch (compute) {
+  case CUBLAS_COMPUTE_32F:
+    return "fp32";
+  case CUBLAS_COMPUTE_32F_FAST_TF32:
+    return "fast-tf32";
+  default:
+    return "other compute";
+  }
+}
+
 const char *typeName(cudaDataType type) {
   switch (type) {
   case CUDA_R_16BF:
@@ -218,11 +291,17 @@ std::string ltProblem(const void *operationDesc, const void *aDesc, const void *
   if (op == s.ltOperations.end())
     return "!unknown matmul descriptor";
   const LtLayout &a = *layouts[0], &b = *layouts[1], &c = *layouts[2], &d = *layouts[3];
-  if (op->second.compute != CUBLAS_COMPUTE_32F || op->second.scale != CUDA_R_32F)
-    return "!not fp32 compute and scale";
+  // All bf16 with fp32 compute, or all f32 with fp32 or TF32 compute; alpha
+  // and beta fp32.
   for (const LtLayout *layout : layouts)
-    if (layout->type != CUDA_R_16BF)
-      return "!not bf16 matrices";
+    if (layout->type != a.type || (a.type != CUDA_R_16BF && a.type != CUDA_R_32F))
+      return "!not all bf16 or all f32 matrices";
+  cublasComputeType_t compute = op->second.compute;
+  if (op->second.scale != CUDA_R_32F ||
+      (compute != CUBLAS_COMPUTE_32F &&
+       (a.type != CUDA_R_32F || compute != CUBLAS_COMPUTE_32F_FAST_TF32)))
+    return std::string("!") + computeName(compute) + " compute and " + typeName(op->second.scale) +
+           " scale for " + typeName(a.type) + " matrices";
   for (const LtLayout *layout : layouts)
     if (layout->ld < static_cast<int64_t>(layout->rows) || layout->ld < 1)
       return "!ld smaller than the rows";
@@ -237,7 +316,8 @@ std::string ltProblem(const void *operationDesc, const void *aDesc, const void *
     return "!batch counts differ";
   std::ostringstream text;
   text << operation(cublasOperation_t(op->second.transA))
-       << operation(cublasOperation_t(op->second.transB));
+       << operation(cublasOperation_t(op->second.transB)) << " " << typeName(a.type) << " "
+       << computeName(compute) << (op->second.epilogue == CUBLASLT_EPILOGUE_BIAS ? " bias" : "");
   for (const LtLayout *layout : layouts)
     text << " " << layout->rows << "x" << layout->cols << "/" << layout->ld << "*" << layout->batch
          << "/" << layout->stride;
@@ -281,6 +361,7 @@ void reset() {
   s.countStatus = cudaSuccess;
   s.count = 1;
   s.heuristicAlgorithms = 1;
+  s.capture.reset();
   // Device pointers are named from device1 again once none is left.
   if (s.allocations.empty())
     s.allocated = 0;
@@ -302,6 +383,23 @@ void setHeuristicAlgorithms(int count) { state().heuristicAlgorithms = count; }
 } // namespace fake_cuda
 
 using namespace fake_cuda;
+
+/// A cuBLAS product on `handle`'s stream. Without a workspace of the
+/// caller's, cuBLAS allocates one for the stream at its first product there,
+/// which a capture must not contain.
+template <typename Work>
+static void enqueueProduct(const void *handle, const char *call, Work work) {
+  State &s = state();
+  auto stream = s.cublasStreams.find(handle);
+  const void *on = stream == s.cublasStreams.end() ? nullptr : stream->second;
+  if (captured(on) && !s.cublasWorkspaces.count(handle)) {
+    s.log.push_back(std::string("capture: ") + call + " on " + name(handle) +
+                    ", which has no workspace set (cublasSetWorkspace), allocates one while " +
+                    name(s.capture->origin) + " is captured");
+    s.capture->invalidated = true;
+  }
+  enqueue(on, std::move(work));
+}
 
 #define FAIL_IF_PLANNED(type, function)                                                          \
   if (int status = plannedFailure(function))                                                     \
@@ -329,6 +427,8 @@ cudaError_t __wrap_cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, 
 
 cudaError_t __wrap_cudaDeviceSynchronize() {
   log("cudaDeviceSynchronize");
+  if (refusedInCapture("cudaDeviceSynchronize()"))
+    return cudaErrorStreamCaptureUnsupported;
   complete([](const InFlight &) { return true; });
   return cudaSuccess;
 }
@@ -363,12 +463,34 @@ cudaError_t __wrap_cudaStreamDestroy(cudaStream_t stream) {
 
 cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t stream) {
   log("cudaStreamSynchronize", name(stream));
+  if (refusedInCapture("cudaStreamSynchronize(" + name(stream) + ")"))
+    return cudaErrorStreamCaptureUnsupported;
   complete([stream](const InFlight &copy) { return copy.stream == stream; });
   return cudaSuccess;
 }
 
+/// A wait for an event recorded in a capture takes the stream into it (or,
+/// for the origin, joins back the stream the event was recorded on, up to
+/// that point); a captured stream cannot wait for an event recorded outside.
 cudaError_t __wrap_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
   log("cudaStreamWaitEvent", name(stream), name(event));
+  State &s = state();
+  if (!s.capture)
+    return cudaSuccess;
+  Capture &capture = *s.capture;
+  auto recorded = capture.events.find(event);
+  if (recorded == capture.events.end()) {
+    if (!captured(stream))
+      return cudaSuccess;
+    s.log.push_back("capture: " + name(stream) + " waits for " + name(event) +
+                    ", recorded outside the capture");
+    capture.invalidated = true;
+    return cudaErrorStreamCaptureIsolation;
+  }
+  ++capture.operations[stream];
+  auto [from, operations] = recorded->second;
+  if (stream == capture.origin)
+    capture.joinedBack[from] = std::max(capture.joinedBack[from], operations);
   return cudaSuccess;
 }
 
@@ -381,17 +503,36 @@ cudaError_t __wrap_cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags) 
 
 cudaError_t __wrap_cudaEventDestroy(cudaEvent_t event) {
   log("cudaEventDestroy", name(event));
+  state().recordedInCapture.erase(event);
+  if (state().capture)
+    state().capture->events.erase(event);
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   log("cudaEventRecord", name(event), name(stream));
-  state().recorded[event] = {stream, state().enqueued};
+  State &s = state();
+  if (captured(stream)) {
+    s.capture->events[event] = {stream, s.capture->operations[stream]};
+    s.recordedInCapture.insert(event);
+    return cudaSuccess;
+  }
+  if (s.capture)
+    s.capture->events.erase(event);
+  s.recordedInCapture.erase(event);
+  s.recorded[event] = {stream, s.enqueued};
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
   log("cudaEventSynchronize", name(event));
+  if (refusedInCapture("cudaEventSynchronize(" + name(event) + ")"))
+    return cudaErrorStreamCaptureUnsupported;
+  if (state().recordedInCapture.count(event)) {
+    state().log.push_back("capture: cudaEventSynchronize(" + name(event) +
+                          ") of an event last recorded in a capture");
+    return cudaErrorStreamCaptureUnsupported;
+  }
   auto found = state().recorded.find(event);
   if (found != state().recorded.end()) {
     auto [stream, order] = found->second;
@@ -440,6 +581,8 @@ cudaError_t __wrap_cudaFreeHost(void *pointer) {
 cudaError_t __wrap_cudaMalloc(void **pointer, size_t size) {
   log("cudaMalloc", size);
   FAIL_IF_PLANNED(cudaError_t, "cudaMalloc");
+  if (refusedInCapture("cudaMalloc(" + std::to_string(size) + ")"))
+    return cudaErrorStreamCaptureUnsupported;
   // Device memory is 256-byte aligned.
   size_t rounded = (size + 255) / 256 * 256;
   auto *base = static_cast<uint8_t *>(std::aligned_alloc(256, rounded));
@@ -469,13 +612,17 @@ cudaError_t __wrap_cudaMemset(void *pointer, int value, size_t count) {
 
 cudaError_t __wrap_cudaMemsetAsync(void *pointer, int value, size_t count, cudaStream_t stream) {
   log("cudaMemsetAsync", where(pointer), value, count, name(stream));
-  ++state().enqueued;
-  std::memset(pointer, value, count);
+  enqueue(stream, [=] {
+    ++state().enqueued;
+    std::memset(pointer, value, count);
+  });
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaMemcpy(void *to, const void *from, size_t count, cudaMemcpyKind) {
   log("cudaMemcpy", where(to) + " <- " + where(from), count);
+  if (refusedInCapture("cudaMemcpy(" + where(to) + " <- " + where(from) + ")"))
+    return cudaErrorStreamCaptureUnsupported;
   std::memcpy(to, from, count);
   return cudaSuccess;
 }
@@ -486,15 +633,17 @@ cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t count, cud
                                        "device to device", "default"};
   log("cudaMemcpyAsync", where(to) + " <- " + where(from), count,
       kind >= 0 && kind <= 4 ? kKinds[kind] : "?", name(stream));
-  std::memcpy(to, from, count);
-  int64_t order = ++state().enqueued;
-  // Only from page-locked memory is a copy asynchronous: CUDA stages one
-  // from pageable memory before it returns.
-  if (kind == cudaMemcpyHostToDevice && isPinned(from)) {
-    auto *source = static_cast<const uint8_t *>(from);
-    state().inFlight.push_back(
-        {source, std::vector<uint8_t>(source, source + count), stream, order});
-  }
+  enqueue(stream, [=] {
+    std::memcpy(to, from, count);
+    int64_t order = ++state().enqueued;
+    // Only from page-locked memory is a copy asynchronous: CUDA stages one
+    // from pageable memory before it returns.
+    if (kind == cudaMemcpyHostToDevice && isPinned(from)) {
+      auto *source = static_cast<const uint8_t *>(from);
+      state().inFlight.push_back(
+          {source, std::vector<uint8_t>(source, source + count), stream, order});
+    }
+  });
   return cudaSuccess;
 }
 
@@ -536,7 +685,96 @@ cudaError_t __wrap_cudaLaunchKernel(const void *function, dim3 grid, dim3 block,
   log("cudaLaunchKernel", name(function), "grid " + dims(grid), "block " + dims(block),
       "smem " + std::to_string(smem), name(stream));
   state().lastParams = params;
+  // A launch does nothing here; in a capture it is still one of the stream's
+  // operations.
+  enqueue(stream, [] {});
   return cudaSuccess;
+}
+
+cudaError_t __wrap_cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  log("cudaStreamBeginCapture", name(stream),
+      mode == cudaStreamCaptureModeThreadLocal ? "thread-local"
+      : mode == cudaStreamCaptureModeGlobal    ? "global"
+                                               : "relaxed");
+  FAIL_IF_PLANNED(cudaError_t, "cudaStreamBeginCapture");
+  State &s = state();
+  if (s.capture) {
+    s.log.push_back("capture: a capture began while " + name(s.capture->origin) + " is captured");
+    return cudaErrorIllegalState;
+  }
+  s.capture.emplace();
+  s.capture->origin = stream;
+  s.capture->operations[stream] = 0;
+  return cudaSuccess;
+}
+
+/// The captured work as a graph, once every stream that joined the capture
+/// has joined back into its origin.
+cudaError_t __wrap_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
+  log("cudaStreamEndCapture", name(stream));
+  State &s = state();
+  if (int status = plannedFailure("cudaStreamEndCapture")) {
+    s.capture.reset();
+    return static_cast<cudaError_t>(status);
+  }
+  if (!s.capture || s.capture->origin != stream) {
+    s.log.push_back("capture: " + name(stream) + " is not the origin of a capture");
+    return cudaErrorIllegalState;
+  }
+  Capture capture = std::move(*s.capture);
+  s.capture.reset();
+  *graph = nullptr;
+  cudaError_t status = capture.invalidated ? cudaErrorStreamCaptureInvalidated : cudaSuccess;
+  for (auto [joined, operations] : capture.operations)
+    if (joined != stream && capture.joinedBack[joined] != operations) {
+      s.log.push_back("capture: " + name(joined) + " was not joined back into " + name(stream) +
+                      " when the capture ended");
+      status = cudaErrorStreamCaptureUnjoined;
+    }
+  if (status != cudaSuccess)
+    return status;
+  *graph = static_cast<cudaGraph_t>(newHandle("graph"));
+  s.graphs[*graph] = std::move(capture.work);
+  logResult(name(*graph));
+  return cudaSuccess;
+}
+
+cudaError_t __wrap_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                        unsigned long long flags) {
+  log("cudaGraphInstantiate", name(graph), flags);
+  FAIL_IF_PLANNED(cudaError_t, "cudaGraphInstantiate");
+  State &s = state();
+  auto found = s.graphs.find(graph);
+  if (found == s.graphs.end())
+    return cudaErrorInvalidValue;
+  *exec = static_cast<cudaGraphExec_t>(newHandle("graphExec"));
+  s.graphExecs[*exec] = found->second;
+  logResult(name(*exec));
+  return cudaSuccess;
+}
+
+/// The graph's work, in the order it was captured, on the bytes of now.
+cudaError_t __wrap_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  log("cudaGraphLaunch", name(exec), name(stream));
+  FAIL_IF_PLANNED(cudaError_t, "cudaGraphLaunch");
+  auto found = state().graphExecs.find(exec);
+  if (found == state().graphExecs.end())
+    return cudaErrorInvalidValue;
+  // A copy: the work may log, and a launch inside a capture is not modelled.
+  std::vector<std::function<void()>> work = found->second;
+  for (const std::function<void()> &item : work)
+    item();
+  return cudaSuccess;
+}
+
+cudaError_t __wrap_cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  log("cudaGraphExecDestroy", name(exec));
+  return state().graphExecs.erase(exec) ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t __wrap_cudaGraphDestroy(cudaGraph_t graph) {
+  log("cudaGraphDestroy", name(graph));
+  return state().graphs.erase(graph) ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 cublasStatus_t __wrap_cublasCreate_v2(cublasHandle_t *handle) {
@@ -554,6 +792,18 @@ cublasStatus_t __wrap_cublasDestroy_v2(cublasHandle_t handle) {
 
 cublasStatus_t __wrap_cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
   log("cublasSetStream", name(handle), name(stream));
+  state().cublasStreams[handle] = stream;
+  // As cuBLAS does: back to its own workspace pool.
+  state().cublasWorkspaces.erase(handle);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t __wrap_cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace, size_t bytes) {
+  log("cublasSetWorkspace", name(handle), where(workspace), bytes);
+  if (workspace && bytes > 0)
+    state().cublasWorkspaces.insert(handle);
+  else
+    state().cublasWorkspaces.erase(handle);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -567,8 +817,10 @@ cublasStatus_t __wrap_cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t tr
                                      const float *alpha, const float *a, int lda, const float *b,
                                      int ldb, const float *beta, float *c, int ldc) {
   log("cublasSgemm", name(handle), operation(transa), operation(transb), m, n, k, lda, ldb, ldc);
-  auto same = [](float x) { return x; };
-  columnMajorGemm(transa, transb, m, n, k, *alpha, a, lda, b, ldb, *beta, c, ldc, same, same);
+  enqueueProduct(handle, "cublasSgemm", [=, alpha = *alpha, beta = *beta] {
+    auto same = [](float x) { return x; };
+    columnMajorGemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, same, same);
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -580,10 +832,12 @@ cublasStatus_t __wrap_cublasSgemmStridedBatched(cublasHandle_t handle, cublasOpe
                                                 int ldc, long long strideC, int batch) {
   log("cublasSgemmStridedBatched", name(handle), operation(transa), operation(transb), m, n, k,
       lda, strideA, ldb, strideB, ldc, strideC, batch);
-  auto same = [](float x) { return x; };
-  for (int i = 0; i < batch; ++i)
-    columnMajorGemm(transa, transb, m, n, k, *alpha, a + i * strideA, lda, b + i * strideB, ldb,
-                    *beta, c + i * strideC, ldc, same, same);
+  enqueueProduct(handle, "cublasSgemmStridedBatched", [=, alpha = *alpha, beta = *beta] {
+    auto same = [](float x) { return x; };
+    for (int i = 0; i < batch; ++i)
+      columnMajorGemm(transa, transb, m, n, k, alpha, a + i * strideA, lda, b + i * strideB, ldb,
+                      beta, c + i * strideC, ldc, same, same);
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -598,10 +852,13 @@ cublasStatus_t __wrap_cublasGemmEx(cublasHandle_t handle, cublasOperation_t tran
       bf16 ? "bf16" : "other types", compute == CUBLAS_COMPUTE_32F ? "fp32" : "other compute");
   if (!bf16 || compute != CUBLAS_COMPUTE_32F)
     return CUBLAS_STATUS_NOT_SUPPORTED;
-  columnMajorGemm(transa, transb, m, n, k, *static_cast<const float *>(alpha),
-                  static_cast<const uint16_t *>(a), lda, static_cast<const uint16_t *>(b), ldb,
-                  *static_cast<const float *>(beta), static_cast<uint16_t *>(c), ldc, loadBF16,
-                  storeBF16);
+  float alphaValue = *static_cast<const float *>(alpha);
+  float betaValue = *static_cast<const float *>(beta);
+  enqueueProduct(handle, "cublasGemmEx", [=] {
+    columnMajorGemm(transa, transb, m, n, k, alphaValue, static_cast<const uint16_t *>(a), lda,
+                    static_cast<const uint16_t *>(b), ldb, betaValue, static_cast<uint16_t *>(c),
+                    ldc, loadBF16, storeBF16);
+  });
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -620,8 +877,7 @@ cublasStatus_t __wrap_cublasLtDestroy(cublasLtHandle_t handle) {
 
 cublasStatus_t __wrap_cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
                                                cublasComputeType_t compute, cudaDataType_t scale) {
-  log("cublasLtMatmulDescCreate", compute == CUBLAS_COMPUTE_32F ? "fp32" : "other compute",
-      typeName(scale));
+  log("cublasLtMatmulDescCreate", computeName(compute), typeName(scale));
   *desc = static_cast<cublasLtMatmulDesc_t>(newHandle("matmul"));
   state().ltOperations[*desc] = {compute, scale};
   logResult(name(*desc));
@@ -632,6 +888,31 @@ cublasStatus_t __wrap_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                                      cublasLtMatmulDescAttributes_t attribute,
                                                      const void *value, size_t size) {
   auto found = state().ltOperations.find(desc);
+  if (attribute == CUBLASLT_MATMUL_DESC_EPILOGUE && size == sizeof(uint32_t)) {
+    uint32_t epilogue;
+    std::memcpy(&epilogue, value, size);
+    // Only the bias epilogue is modelled: another would go unchecked.
+    bool modelled = epilogue == CUBLASLT_EPILOGUE_DEFAULT || epilogue == CUBLASLT_EPILOGUE_BIAS;
+    log("cublasLtMatmulDescSetAttribute", name(desc), "epilogue",
+        epilogue == CUBLASLT_EPILOGUE_DEFAULT ? std::string("default")
+        : epilogue == CUBLASLT_EPILOGUE_BIAS  ? std::string("bias")
+                                              : std::to_string(epilogue));
+    if (!modelled)
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (found == state().ltOperations.end())
+      return CUBLAS_STATUS_INVALID_VALUE;
+    found->second.epilogue = epilogue;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (attribute == CUBLASLT_MATMUL_DESC_BIAS_POINTER && size == sizeof(const void *)) {
+    const void *bias;
+    std::memcpy(&bias, value, size);
+    log("cublasLtMatmulDescSetAttribute", name(desc), "bias pointer", bias ? where(bias) : "null");
+    if (found == state().ltOperations.end())
+      return CUBLAS_STATUS_INVALID_VALUE;
+    found->second.bias = bias;
+    return CUBLAS_STATUS_SUCCESS;
+  }
   if (attribute != CUBLASLT_MATMUL_DESC_TRANSA && attribute != CUBLASLT_MATMUL_DESC_TRANSB) {
     // What the fake does not model would go unchecked.
     log("cublasLtMatmulDescSetAttribute", name(desc), static_cast<int>(attribute));
@@ -766,7 +1047,11 @@ __wrap_cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDes
     return CUBLAS_STATUS_SUCCESS;
   }
   const LtPreference &p = found->second;
-  LtAlgorithm algorithm{problem, {}, p.maxWorkspace};
+  // cuBLASLt reads the bias pointer (not its data) for the alignment it may
+  // assume, up to what it assumes of the matrices by default.
+  const void *bias = s.ltOperations[operationDesc].bias;
+  LtAlgorithm algorithm{
+      problem, {}, p.maxWorkspace, bias ? std::min<uint64_t>(256, alignmentOf(bias, 1, 0)) : 0};
   std::copy(std::begin(p.alignment), std::end(p.alignment), std::begin(algorithm.alignment));
   s.ltAlgorithms.push_back(algorithm);
   results[0] = {};
@@ -779,9 +1064,11 @@ __wrap_cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDes
   return CUBLAS_STATUS_SUCCESS;
 }
 
-/// D = alpha op(A) op(B) + beta C, column-major, each batch at its stride:
-/// bf16 in, fp32 sums, one rounding to bf16 (to nearest even) of
-/// alpha sum + beta C; C is not read when beta is 0.
+/// D = alpha op(A) op(B) + beta C (+ bias, one element per row of D, with
+/// the bias epilogue), column-major, each batch at its stride: bf16 or f32
+/// in, fp32 sums (TF32 compute is not rounded to TF32 here), and for bf16 one
+/// rounding (to nearest even) of alpha sum + beta C + bias; C is not read
+/// when beta is 0.
 cublasStatus_t __wrap_cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t operationDesc,
                                      const void *alpha, const void *a, cublasLtMatrixLayout_t aDesc,
                                      const void *b, cublasLtMatrixLayout_t bDesc, const void *beta,
@@ -814,33 +1101,52 @@ cublasStatus_t __wrap_cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
                  &ld = s.ltLayouts[dDesc];
   const void *pointers[] = {a, b, c, d};
   const LtLayout *layouts[] = {&la, &lb, &lc, &ld};
+  size_t bytes = typeBytes(lc.type);
   for (int i = 0; i < 4; ++i)
-    if (alignmentOf(pointers[i], layouts[i]->batch, layouts[i]->stride * 2) <
+    if (alignmentOf(pointers[i], layouts[i]->batch, layouts[i]->stride * int64_t(bytes)) <
         algorithm.alignment[i])
       return invalid(std::string("matrix ") + "ABCD"[i] + " is less aligned than the " +
                      std::to_string(algorithm.alignment[i]) + " bytes the algorithm needs");
+  const void *bias = op.epilogue == CUBLASLT_EPILOGUE_BIAS ? op.bias : nullptr;
+  if (op.epilogue == CUBLASLT_EPILOGUE_BIAS && !bias)
+    return invalid("the bias epilogue has no bias pointer");
+  if (bias && alignmentOf(bias, 1, 0) < algorithm.biasAlignment)
+    return invalid("the bias is less aligned than the " + std::to_string(algorithm.biasAlignment) +
+                   " bytes the algorithm needs");
   auto transA = cublasOperation_t(op.transA), transB = cublasOperation_t(op.transB);
   int m = int(lc.rows), n = int(lc.cols), k = int(transA == CUBLAS_OP_N ? la.cols : la.rows);
   float alphaValue = *static_cast<const float *>(alpha);
   float betaValue = *static_cast<const float *>(beta);
-  for (int32_t i = 0; i < lc.batch; ++i) {
-    auto *ai = static_cast<const uint16_t *>(a) + i * la.stride;
-    auto *bi = static_cast<const uint16_t *>(b) + i * lb.stride;
-    auto *ci = static_cast<const uint16_t *>(c) + i * lc.stride;
-    auto *di = static_cast<uint16_t *>(d) + i * ld.stride;
-    for (int64_t col = 0; col < n; ++col)
-      for (int64_t row = 0; row < m; ++row) {
-        float sum = 0.0f;
-        for (int64_t p = 0; p < k; ++p)
-          sum += loadBF16(at(ai, transA, int(la.ld), row, p)) *
-                 loadBF16(at(bi, transB, int(lb.ld), p, col));
-        float value = alphaValue * sum;
-        if (betaValue != 0.0f)
-          value += betaValue * loadBF16(ci[row + col * lc.ld]);
-        di[row + col * ld.ld] = storeBF16(value);
-      }
+  // The bias's batch stride is 0 (the default): one bias for the batch.
+  auto product = [=, la = la, lb = lb, lc = lc, ld = ld](auto element, auto load, auto store) {
+    using T = decltype(element);
+    for (int32_t i = 0; i < lc.batch; ++i) {
+      auto *ai = static_cast<const T *>(a) + i * la.stride;
+      auto *bi = static_cast<const T *>(b) + i * lb.stride;
+      auto *ci = static_cast<const T *>(c) + i * lc.stride;
+      auto *di = static_cast<T *>(d) + i * ld.stride;
+      for (int64_t col = 0; col < n; ++col)
+        for (int64_t row = 0; row < m; ++row) {
+          float sum = 0.0f;
+          for (int64_t p = 0; p < k; ++p)
+            sum +=
+                load(at(ai, transA, int(la.ld), row, p)) * load(at(bi, transB, int(lb.ld), p, col));
+          float value = alphaValue * sum;
+          if (betaValue != 0.0f)
+            value += betaValue * load(ci[row + col * lc.ld]);
+          if (bias)
+            value += load(static_cast<const T *>(bias)[row]);
+          di[row + col * ld.ld] = store(value);
+        }
+    }
+    ++state().enqueued;
+  };
+  if (lc.type == CUDA_R_32F) {
+    auto same = [](float x) { return x; };
+    enqueue(stream, [=] { product(0.0f, same, same); });
+  } else {
+    enqueue(stream, [=] { product(uint16_t(0), loadBF16, storeBF16); });
   }
-  ++s.enqueued;
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -4,10 +4,15 @@
 // with FakeCuda.cpp and `-Wl,--wrap=<function>` for each CUDA runtime, cuBLAS
 // and cuBLASLt function the backend calls (test/CMakeLists.txt) get these
 // instead. Device memory is host memory, streams run in program order (a copy
-// or a product happens when it is enqueued), and the products follow cuBLAS's
-// and cuBLASLt's documented column-major semantics, so that the backend's
-// row-major mapping is checked against a plain product. NCCL is not faked: a
-// run of more than one rank needs a GPU.
+// or a product happens when it is enqueued, outside a capture), and the
+// products follow cuBLAS's and cuBLASLt's documented column-major semantics,
+// so that the backend's row-major mapping is checked against a plain
+// product. cuBLASLt's products are all-bf16 (fp32 compute) or all-f32 (fp32
+// or TF32 compute, computed in fp32 here: a GPU rounds the inputs to TF32),
+// and of its epilogues only the bias is modelled (another is refused with
+// CUBLAS_STATUS_NOT_SUPPORTED, so that it cannot go unchecked); an algorithm
+// needs the alignment of the bias pointer the heuristic saw. NCCL is not
+// faked: a run of more than one rank needs a GPU.
 //
 // Every call is logged, one line each (`cudaSetDevice(1)`, `cudaEventRecord(
 // event1, stream2)`): handles are named after what created them, device
@@ -20,6 +25,22 @@
 // copied, and when the host synchronises checks that they are still there.
 // Bytes the host changed meanwhile (a staging buffer reused too early) are
 // logged as a line `race: ...`, as is freeing such memory before then.
+//
+// Stream capture (cudaStreamBeginCapture) records instead of doing: while a
+// stream is captured, the work enqueued on it (copies, fills, launches,
+// cuBLAS and cuBLASLt products), and on every stream that joined the capture
+// by waiting for an event recorded in it, is kept in enqueue order, and each
+// cudaGraphLaunch of the graph it becomes runs it in that order, on the
+// bytes of that moment. cudaStreamEndCapture fails, as CUDA's does, when a
+// stream that joined has work the origin stream did not wait for
+// (cudaErrorStreamCaptureUnjoined) or when the capture was invalidated. What
+// CUDA refuses during a capture is logged as a line `capture: ...`, and
+// invalidates it: a synchronising call (cudaDeviceSynchronize,
+// cudaStreamSynchronize, cudaEventSynchronize, cudaMemcpy), cudaMalloc, a
+// captured stream waiting for an event recorded outside the capture, and a
+// cuBLAS product on a handle without a workspace of the caller's
+// (cublasSetWorkspace: cuBLAS would allocate one); so is waiting, later, for
+// an event last recorded inside a capture.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,7 +64,8 @@ std::vector<std::string> callsTo(const std::string &prefix);
 /// after their ` -> `), in order.
 std::vector<std::string> results(const std::string &prefix);
 
-/// Forgets the log and any failure still planned; one device from now on.
+/// Forgets the log, any failure still planned and a capture under way; one
+/// device from now on.
 /// Allocations are numbered from 1 again when none is left.
 void reset();
 
@@ -51,7 +73,8 @@ void reset();
 void setDevices(cudaError_t status, int count);
 
 /// Makes the next call of `function` (as linked, e.g. `cublasCreate_v2`)
-/// return `status`, a cudaError_t or cublasStatus_t value, and do nothing.
+/// return `status`, a cudaError_t or cublasStatus_t value, and do nothing
+/// (cudaStreamEndCapture still ends the capture).
 void failNext(const std::string &function, int status);
 
 /// The `params` of the last cudaLaunchKernel.

@@ -39,6 +39,7 @@ TEST(Flags, Defaults) {
   EXPECT_EQ(options.evalBatches, 0);
   EXPECT_FALSE(options.tokenDType.has_value());
   EXPECT_EQ(options.traceStatePath, "");
+  EXPECT_FALSE(options.noCudaGraph);
   EXPECT_FALSE(options.printManifest);
   EXPECT_FALSE(options.version);
   EXPECT_FALSE(options.help);
@@ -52,7 +53,7 @@ TEST(Flags, EveryFlag) {
              "--save-every", "5", "--keep", "2", "--resume", "old", "--warmup-steps", "10",
              "--lr-decay", "cosine", "--decay-steps", "90", "--min-lr", "3e-5", "--eval-data",
              "val.bin", "--eval-every", "50", "--eval-batches", "4", "--token-dtype", "uint32",
-             "--trace-state", "t.bin", "--print-manifest", "--version"});
+             "--trace-state", "t.bin", "--no-cuda-graph", "--print-manifest", "--version"});
   EXPECT_EQ(options.steps, 7);
   EXPECT_EQ(options.seed, 18446744073709551615ULL);
   EXPECT_EQ(options.dataPath, "train.bin");
@@ -75,6 +76,7 @@ TEST(Flags, EveryFlag) {
   EXPECT_EQ(options.evalBatches, 4);
   EXPECT_EQ(options.tokenDType, TokenDType::U32);
   EXPECT_EQ(options.traceStatePath, "t.bin");
+  EXPECT_TRUE(options.noCudaGraph);
   EXPECT_TRUE(options.printManifest);
   EXPECT_TRUE(options.version);
 }
@@ -102,7 +104,7 @@ TEST(Flags, UsageNamesEveryFlag) {
                            "--resume DIR", "--warmup-steps N", "--lr-decay none|cosine|linear",
                            "--decay-steps N", "--min-lr X", "--trace-state FILE",
                            "--eval-data FILE", "--eval-every K", "--eval-batches N",
-                           "--token-dtype T",
+                           "--token-dtype T", "--no-cuda-graph",
                            "--print-manifest", "--version", "--help"})
     EXPECT_THAT(usage, HasSubstr(flag));
 }
@@ -167,6 +169,7 @@ const FlagErrorCase kFlagErrors[] = {
     {"MinLrEmpty", {"--min-lr="}, "--min-lr: '' is not a non-negative finite number"},
     {"PrintManifestValue", {"--print-manifest=yes"}, "--print-manifest takes no value"},
     {"VersionValue", {"--version=2"}, "--version takes no value"},
+    {"NoCudaGraphValue", {"--no-cuda-graph=1"}, "--no-cuda-graph takes no value"},
     {"TraceStateEmpty", {"--trace-state="}, "--trace-state needs a file name"},
     {"HelpValue", {"--help=1"}, "--help takes no value"},
     {"ErrorBeforeHelp", {"--steps", "x", "--help"}, "--steps: 'x' is not a non-negative integer"},

@@ -111,6 +111,16 @@ TEST(Manifest, PersistentLayoutDifference) {
   EXPECT_EQ(persistentLayoutDifference(parseManifest(train.dump()),
                                        parseManifest(test::shardedClassifierManifest().dump())),
             "the batch or the grid");
+  // The evaluation step writes its loss where the training step does.
+  train["device_scalars"] = {{"offset", 464}};
+  EXPECT_EQ(persistentLayoutDifference(parseManifest(train.dump()), parseManifest(eval.dump())),
+            "the device scalars");
+  eval["device_scalars"] = {{"offset", 472}};
+  EXPECT_EQ(persistentLayoutDifference(parseManifest(train.dump()), parseManifest(eval.dump())),
+            "the device scalars");
+  eval["device_scalars"]["offset"] = 464;
+  EXPECT_EQ(persistentLayoutDifference(parseManifest(train.dump()), parseManifest(eval.dump())),
+            "");
 }
 
 TEST(Manifest, ParsesFrozenUnitsAndOtherStrategies) {
@@ -231,6 +241,20 @@ TEST(Manifest, AllowTf32) {
   EXPECT_TRUE(parseManifest(m.dump()).allowTf32);
   m["allow_tf32"] = false;
   EXPECT_FALSE(parseManifest(m.dump()).allowTf32);
+}
+
+// A CUDA trainer's step reads lr and step from the arena and leaves its loss
+// there; without the field the step's return value is the loss.
+TEST(Manifest, DeviceScalars) {
+  json m = classifierManifest();
+  EXPECT_FALSE(parseManifest(m.dump()).deviceScalars.has_value());
+  // The 16 free bytes between the classes and exp_avg_sq.
+  m["device_scalars"] = {{"offset", 464}};
+  Manifest manifest = parseManifest(m.dump());
+  ASSERT_TRUE(manifest.deviceScalars.has_value());
+  EXPECT_EQ(manifest.deviceScalars->offset, 464);
+  m["device_scalars"]["offset"] = 432; // 8-byte aligned, just before the classes
+  EXPECT_EQ(parseManifest(m.dump()).deviceScalars->offset, 432);
 }
 
 TEST(Manifest, HybridGrid) {
@@ -404,6 +428,22 @@ const ErrorCase kErrorCases[] = {
      "allow_tf32: expected true or false, got \"true\""},
     {"AllowTf32Null", [](json &m) { m["allow_tf32"] = nullptr; },
      "allow_tf32: expected true or false, got null"},
+    {"DeviceScalarsNotObject", [](json &m) { m["device_scalars"] = 464; },
+     "device_scalars: expected an object, got 464"},
+    {"DeviceScalarsWithoutOffset", [](json &m) { m["device_scalars"] = json::object(); },
+     "device_scalars: missing field 'offset'"},
+    {"DeviceScalarsNegative", [](json &m) { m["device_scalars"] = {{"offset", -16}}; },
+     "device_scalars.offset: must be at least 0, got -16"},
+    {"DeviceScalarsMisaligned", [](json &m) { m["device_scalars"] = {{"offset", 468}}; },
+     "device_scalars.offset: offset 468 is not a multiple of the element size 8"},
+    {"DeviceScalarsPastThePersistentPart", [](json &m) { m["device_scalars"] = {{"offset", 632}}; },
+     "device_scalars.offset: bytes [632, 648) lie outside the persistent region of 640 bytes"},
+    {"DeviceScalarsOverAnInput", [](json &m) { m["device_scalars"] = {{"offset", 424}}; },
+     "input 0 [384, 432) and device scalars [424, 440) overlap"},
+    {"DeviceScalarsOverTheClasses", [](json &m) { m["device_scalars"] = {{"offset", 456}}; },
+     "input 1 [448, 464) and device scalars [456, 472) overlap"},
+    {"DeviceScalarsOverState", [](json &m) { m["device_scalars"] = {{"offset", 504}}; },
+     "device scalars [504, 520) and state 'exp_avg_sq' of unit 'fc' [512, 640) overlap"},
     {"UnitsNotArray", [](json &m) { m["units"] = json::object(); },
      "units: expected an array, got {}"},
     {"UnitNotObject", [](json &m) { unit(m) = 3; }, "units[0]: expected an object, got 3"},

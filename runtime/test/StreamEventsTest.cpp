@@ -36,11 +36,6 @@ TEST(StreamEvents, AWaitFollowsARecordOfTheSameStep) {
   fsdprt_stream_wait_event(FSDPRT_STREAM_COMPUTE, kMaxEvents - 1);
 }
 
-TEST(StreamEvents, ReadF32ReadsTheFloat) {
-  float loss = 2.5f;
-  EXPECT_EQ(fsdprt_read_f32(&loss), 2.5f);
-}
-
 TEST(StreamEventsError, WaitWithoutRecord) {
   startStepEvents();
   EXPECT_EXIT(fsdprt_stream_wait_event(FSDPRT_STREAM_COMPUTE, 3), ExitedWithCode(1),

@@ -90,6 +90,64 @@ TEST(Trainer, MarksTheTransientPartAndMeasuresItsHighWaterMark) {
                              "on every rank\n"));
 }
 
+/// What fsdpc's CUDA step does with device_scalars, on the CPU's arena: it
+/// reads lr and step there, leaves its loss there (lr x step), and returns
+/// NaN.
+struct ScalarCall {
+  int64_t step;
+  float lr;
+  float scalarLr;
+  int64_t scalarStep;
+};
+std::vector<ScalarCall> scalarCalls;
+
+float scalarStep(void *arena, int64_t step, float lr) {
+  auto *scalars = static_cast<uint8_t *>(arena) + 464;
+  ScalarCall call{step, lr, 0.0f, 0};
+  std::memcpy(&call.scalarLr, scalars, sizeof(float));
+  std::memcpy(&call.scalarStep, scalars + 8, sizeof(int64_t));
+  scalarCalls.push_back(call);
+  float loss = call.scalarLr * static_cast<float>(call.scalarStep);
+  std::memcpy(scalars + 4, &loss, sizeof(loss));
+  return NAN;
+}
+
+// The CPU backend honours device_scalars too (the arena is host memory), and
+// accepts --no-cuda-graph, which changes nothing there.
+TEST(Trainer, DeviceScalarsOnTheCpu) {
+  json manifest = test::classifierManifest();
+  manifest["device_scalars"] = {{"offset", 464}};
+  for (bool graphless : {false, true}) {
+    scalarCalls.clear();
+    testing::internal::CaptureStdout();
+    std::vector<const char *> args = {"--steps", "3",   "--log-every",    "1",
+                                      "--lr",    "0.5", "--warmup-steps", "2"};
+    if (graphless)
+      args.push_back("--no-cuda-graph");
+    EXPECT_EQ(run(args, manifest.dump(), scalarStep), 0);
+    std::string out = testing::internal::GetCapturedStdout();
+    ASSERT_EQ(scalarCalls.size(), 3u);
+    for (const ScalarCall &call : scalarCalls) {
+      EXPECT_EQ(call.scalarLr, call.lr);
+      EXPECT_EQ(call.scalarStep, call.step);
+    }
+    // lr x step: 0.25 x 1, 0.5 x 2, 0.5 x 3.
+    EXPECT_THAT(out, HasSubstr("step 1 | loss 0.250000 | lr 2.500e-01"));
+    EXPECT_THAT(out, HasSubstr("step 2 | loss 1.000000 | lr 5.000e-01"));
+    EXPECT_THAT(out, HasSubstr("step 3 | loss 1.500000 | lr 5.000e-01"));
+  }
+}
+
+float silentScalarStep(void *, int64_t, float) { return 1.0f; }
+
+// A step that leaves no loss there, whatever it returns, has a NaN loss.
+TEST(TrainerError, DeviceScalarsWithoutALoss) {
+  json manifest = test::classifierManifest();
+  manifest["device_scalars"] = {{"offset", 464}};
+  EXPECT_EXIT(run({"--steps", "2"}, manifest.dump(), silentScalarStep), ExitedWithCode(1),
+              HasSubstr("trainer: error: step 1: the loss is NaN (training diverged)"));
+}
+
 TEST(Trainer, ZeroStepsNeverCallsTheStep) {
   calls.clear();
   EXPECT_EQ(run({"--steps", "0"}, test::classifierManifest().dump()), 0);

@@ -152,7 +152,7 @@ def help(trainer, tmp):
     for flag in ["--steps", "--seed", "--data", "--lr", "--warmup-steps", "--lr-decay",
                  "--decay-steps", "--min-lr", "--log-every", "--log-json", "--init-from", "--export",
                  "--export-dtype", "--save", "--save-every", "--keep", "--resume", "--trace-state",
-                 "--trace", "--print-manifest", "--version", "--help"]:
+                 "--trace", "--no-cuda-graph", "--print-manifest", "--version", "--help"]:
         expect(flag in result.stdout, f"--help does not mention {flag}")
     expect(result.stderr == "", result.stderr)
 

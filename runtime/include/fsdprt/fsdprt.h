@@ -50,6 +50,17 @@ void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64_t batch, i
                               const void *b, int64_t ldb, int64_t stride_b, float beta, void *c,
                               int64_t ldc, int64_t stride_c);
 
+/* fsdprt_sgemm's and fsdprt_gemm_bf16's products with a bias epilogue (what
+ * the CUDA target calls for a linear layer's product and bias): `bias` is a
+ * row vector of n elements of C's type, added to every row of alpha * sum +
+ * beta * C before it is stored; in bf16 the f32 value is rounded once. */
+void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                       float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+                       float beta, float *c, int64_t ldc, const float *bias);
+void fsdprt_gemm_bf16_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                           float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                           float beta, void *c, int64_t ldc, const void *bias);
+
 /* Collectives (docs/Runtime.md, section 6). The world's ranks form a grid of
  * `replicas` x `shard_ranks` (manifest): the shard group of a rank is the
  * `shard_ranks` consecutive ranks holding the shards of one copy of the model
@@ -129,10 +140,6 @@ void fsdprt_event_record(int32_t event, int32_t stream);
 /* Later work on `stream` waits for the last recording of `event` in this step. */
 void fsdprt_stream_wait_event(int32_t stream, int32_t event);
 
-/* The float at `address` in the arena, once the compute stream's work so far
- * is done (the step's loss: the device value copied to the host). */
-float fsdprt_read_f32(const float *address);
-
 /*--- Provided by the CUDA archive only --------------------------------------*/
 
 /* What MLIR's gpu.launch_func translation calls (docs/Runtime.md, section 7).
@@ -161,7 +168,16 @@ extern const char fsdp_manifest[];
  * `arena` (manifest.arena_bytes bytes, 64-byte aligned; in device memory on
  * the CUDA target) and returns this rank's loss on its part of the batch,
  * before the update (the runtime averages it over the ranks). `step` counts
- * from 1. */
+ * from 1.
+ *
+ * With manifest.device_scalars (the CUDA target's manifests) the step reads
+ * `lr` (f32, at offset + 0) and `step` (i64, at offset + 8) from the arena,
+ * where the runtime writes them before each step on the compute stream, and
+ * leaves its loss as the f32 at offset + 4, which the runtime reads once the
+ * step's work on the compute stream is done; the arguments are still passed
+ * (for host code), and the return value is not the loss (fsdpc's step
+ * returns NaN). The runtime may replay the step's device work as a CUDA
+ * graph without calling it (docs/Runtime.md, section 7). */
 float fsdp_train_step(void *arena, int64_t step, float lr);
 
 /* With offload = optimizer (manifest.host_arena_bytes > 0) the same symbol
@@ -172,8 +188,9 @@ typedef float (*fsdp_offloaded_train_step)(void *arena, void *host_arena, int64_
 
 /* The held-out evaluation step fsdpc links beside the training step
  * (docs/Runtime.md, section 1): the forward pass alone, on the batch at the
- * inputs' offsets, returning this rank's loss; it changes nothing the
- * training step keeps (`step` and `lr` are not read). Its manifest has the
+ * inputs' offsets, returning this rank's loss (or, with device_scalars,
+ * leaving it at offset + 4); it changes nothing the training step keeps
+ * (`step` and `lr` are not read). Its manifest has the
  * training step's persistent layout and its own arena_bytes. With offload =
  * optimizer it has the type fsdp_offloaded_train_step. A trainer linked from
  * an object without them (weak references) cannot evaluate. */

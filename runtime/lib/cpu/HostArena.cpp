@@ -45,6 +45,8 @@ HostArena::~HostArena() { std::free(memory); }
 
 void Arena::upload(int64_t, int64_t) {}
 
+void Arena::upload(const std::vector<ByteRange> &) {}
+
 void Arena::download(int64_t, int64_t) {}
 
 void Arena::fill(int64_t offset, int64_t count, uint8_t value) {

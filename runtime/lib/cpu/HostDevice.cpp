@@ -2,9 +2,11 @@
 //
 // The CPU backend's side of Device.h and of fsdprt.h's streams and events:
 // the step runs on the calling thread, in program order, and its collectives
-// complete in fsdprt_wait. There is no device to choose or wait for, streams
-// are NULL, and events only have their use checked (StreamEvents.h), so that
-// a step that would be wrong on the GPU fails on the CPU too.
+// complete in fsdprt_wait. There is no device to choose or wait for, nothing
+// to record or replay (steps do not run ahead: each is done when its call
+// returns, and its loss can be read at once), streams are NULL, and events
+// only have their use checked (StreamEvents.h), so that a step that would be
+// wrong on the GPU fails on the CPU too.
 //
 // f32 and bf16 products run on oneDNN or, where it has no kernel of ours
 // for the CPU, on OpenBLAS (Sgemm.h, Bf16Gemm.h): `--version` says which,
@@ -23,6 +25,7 @@
 #include <cblas.h>
 
 #include <cstdio>
+#include <cstring>
 
 namespace fsdprt {
 
@@ -61,6 +64,27 @@ void finishStep() {
 // The arena is the host view: an upload or a fill is done when it returns.
 void finishUploads() {}
 
+bool stepsRunAhead() { return false; }
+
+// The step runs in program order on this thread: there is nothing to record
+// or replay.
+float enqueueStep(const std::function<float()> &call, bool) { return call(); }
+
+namespace {
+// The copies of the loss, done when they are made (the arena is host memory).
+float lossCopies[2];
+int nextLossCopy = 0;
+} // namespace
+
+int copyLossToHost(const void *address) {
+  int ticket = nextLossCopy;
+  nextLossCopy = 1 - nextLossCopy;
+  std::memcpy(&lossCopies[ticket], address, sizeof(float));
+  return ticket;
+}
+
+float takeLoss(int ticket) { return lossCopies[ticket]; }
+
 void closeDevice() {}
 
 } // namespace fsdprt
@@ -79,5 +103,3 @@ extern "C" void fsdprt_event_record(int32_t event, int32_t stream) {
 extern "C" void fsdprt_stream_wait_event(int32_t stream, int32_t event) {
   checkStreamWaitEvent(stream, event);
 }
-
-extern "C" float fsdprt_read_f32(const float *address) { return *address; }

@@ -84,3 +84,20 @@ extern "C" void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t b
   checkGemm("fsdprt_sgemm", gemm, kBlasLimit);
   sgemm(GemmBatch{gemm, batch, stride_a, stride_b, stride_c}, alpha, a, b, beta, c);
 }
+
+extern "C" void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
+                                  float alpha, const float *a, int64_t lda, const float *b,
+                                  int64_t ldb, float beta, float *c, int64_t ldc,
+                                  const float *bias) {
+  ProductSpan span("sgemm_bias", 2.0 * static_cast<double>(m) * static_cast<double>(n) *
+                                    static_cast<double>(k));
+  GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
+  checkGemm("fsdprt_sgemm_bias", gemm, kBlasLimit);
+  checkBias("fsdprt_sgemm_bias", gemm, bias);
+  sgemm(GemmBatch{gemm, 1, 0, 0, 0}, alpha, a, b, beta, c);
+  // The f32 sums are f32 already: adding the bias to the stored C is what
+  // cuBLASLt's epilogue does before it stores them.
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      c[i * ldc + j] += bias[j];
+}

@@ -17,11 +17,20 @@
 // passed, which by then is long done except within one burst of uploads
 // (the start-up's shards, pipelined a chunk at a time).
 //
+// A step's inputs and device scalars go as one upload through one staging
+// buffer (BatchSource.cpp): with the two buffers taking turns step by step,
+// the host refills a buffer only after a copy enqueued before the step two
+// steps back, which the trainer has already waited for (it reads a step's
+// loss once the next step is enqueued). Split over both buffers, the next
+// step's last upload would wait for the previous step's whole work.
+//
 // What orders the uploads before their readers:
-// - the step's inputs (BatchSource.cpp, each step and each evaluation batch)
-//   are read by the step's compute-stream work only, enqueued after the
-//   copies; the step before has finished (finishStep), so no stream still
-//   reads or writes them;
+// - the step's inputs and scalars (each step and each evaluation batch) are
+//   read by the step's work, which starts after the copies: every stream of
+//   the step waits for an event the step records on the compute stream
+//   first (enqueueStep, lib/cuda/StepGraph.cpp), and the step before joined
+//   back into the compute stream, before the copies, so none of its streams
+//   still reads or writes those bytes;
 // - the start-up's uploads (parameter shards, a resumed run's state) and the
 //   marker fill of the transient part (HighWater.cpp) are also touched by
 //   the collective streams (the all-gathers read the shards and write the
@@ -31,6 +40,7 @@
 // - a download (for --export, --save, --trace-state and the high-water mark)
 //   is on the compute stream, after every upload and fill, and the host
 //   waits for it; after a step, finishStep has waited for every stream.
+//   (The step's loss goes through a ring of its own: lib/cuda/LossCopies.cpp.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -168,6 +178,46 @@ void Arena::upload(int64_t offset, int64_t count) {
     recordEvent(buffer.copied, compute);
     done += chunk;
   }
+}
+
+void Arena::upload(const std::vector<ByteRange> &ranges) {
+  size_t total = 0;
+  for (const ByteRange &range : ranges)
+    total += static_cast<size_t>(range.count);
+  if (total > kStagingChunkBytes) {
+    for (const ByteRange &range : ranges)
+      upload(range.offset, range.count);
+    return;
+  }
+  if (total == 0)
+    return;
+  cudaStream_t compute = computeStream("the arena's upload");
+  if (!staging)
+    staging = new Staging;
+  Staging::Buffer &buffer = takeStaging(*staging, total);
+  // The ranges lie back to back in the buffer: one copy for each run of
+  // ranges that are adjacent in the arena too.
+  size_t packed = 0, runStart = 0;
+  int64_t runOffset = 0;
+  auto copyRun = [&] {
+    if (packed > runStart)
+      FSDPRT_CUDA_CHECK(cudaMemcpyAsync(static_cast<uint8_t *>(step) + runOffset,
+                                        buffer.memory + runStart, packed - runStart,
+                                        cudaMemcpyHostToDevice, compute));
+  };
+  for (const ByteRange &range : ranges) {
+    if (range.count == 0)
+      continue;
+    if (runOffset + static_cast<int64_t>(packed - runStart) != range.offset) {
+      copyRun();
+      runStart = packed;
+      runOffset = range.offset;
+    }
+    std::memcpy(buffer.memory + packed, hostView + range.offset, static_cast<size_t>(range.count));
+    packed += static_cast<size_t>(range.count);
+  }
+  copyRun();
+  recordEvent(buffer.copied, compute);
 }
 
 void Arena::download(int64_t offset, int64_t count) {

@@ -147,6 +147,8 @@ void closeDevice() {
   if (!opened)
     return;
   FSDPRT_CUDA_CHECK(cudaDeviceSynchronize());
+  releaseStepGraph();
+  releaseLossCopies();
   closeNccl();
   destroyEvents();
   unloadModules();

@@ -71,6 +71,13 @@ void destroyEventTable(cudaEvent_t *table, size_t size);
 /// their next use.
 void unloadModules();
 
+/// The step's fork and join events and its CUDA graph (StepGraph.cpp): the
+/// next run's first replayable step runs eagerly again.
+void releaseStepGraph();
+
+/// The page-locked slots and events of the losses' copies (LossCopies.cpp).
+void releaseLossCopies();
+
 } // namespace fsdprt
 
 #endif // FSDPRT_CUDA_CUDADEVICE_H

@@ -1,9 +1,9 @@
 //===- CudaStreams.cpp - The step's streams and events on the GPU ---------===//
 //
-// fsdprt_stream, fsdprt_event_record, fsdprt_stream_wait_event and
-// fsdprt_read_f32 (fsdprt.h; docs/Runtime.md, section 7). Events are created
-// at their first recording (without timing, which they do not need) and
-// reused; StreamEvents.h checks every call first.
+// fsdprt_stream, fsdprt_event_record and fsdprt_stream_wait_event (fsdprt.h;
+// docs/Runtime.md, section 7). Events are created at their first recording
+// (without timing, which they do not need) and reused; StreamEvents.h checks
+// every call first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,13 +33,4 @@ extern "C" void fsdprt_stream_wait_event(int32_t stream, int32_t event) {
   checkStreamWaitEvent(stream, event);
   FSDPRT_CUDA_CHECK(
       cudaStreamWaitEvent(deviceStream("fsdprt_stream_wait_event", stream), events[event], 0));
-}
-
-extern "C" float fsdprt_read_f32(const float *address) {
-  cudaStream_t compute = deviceStream("fsdprt_read_f32", FSDPRT_STREAM_COMPUTE);
-  float value = 0.0f;
-  FSDPRT_CUDA_CHECK(
-      cudaMemcpyAsync(&value, address, sizeof(value), cudaMemcpyDeviceToHost, compute));
-  FSDPRT_CUDA_CHECK(cudaStreamSynchronize(compute));
-  return value;
 }
