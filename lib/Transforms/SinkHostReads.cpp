@@ -16,6 +16,7 @@
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -106,6 +107,14 @@ struct FSDPSinkHostReadsPass
         Block *block = use.getOwner()->getBlock();
         if (block == &body)
           continue; // another device op, itself recomputed where read
+        // Only a linalg body becomes a kernel; any other region (a host
+        // loop's) runs on the host.
+        if (!use.getOwner()->getParentOfType<linalg::LinalgOp>()) {
+          InFlightDiagnostic diag = use.getOwner()->emitOpError(
+              "is host code reading a device value, which the host cannot read");
+          diag.attachNote(op->getLoc()) << "the device value";
+          return signalPassFailure();
+        }
         BlockCopies &copies = copiesIn.try_emplace(block, block).first->second;
         use.set(recompute(use.get(), copies.at, *device, copies.copies));
       }

@@ -108,3 +108,22 @@ func.func @fsdp_train_step(%arena: memref<8192xi8>, %step: i64, %lr: f32) -> f32
   call @fsdprt_host_parallel(%x) : (f32) -> ()
   return %lr : f32
 }
+
+// -----
+
+// A host loop's body runs on the host.
+func.func private @fsdprt_host_parallel(f32)
+
+func.func @fsdp_train_step(%arena: memref<8192xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %buffer = memref.view %arena[%c0][] : memref<8192xi8> to memref<f32>
+  // expected-note @below {{the device value}}
+  %x = memref.load %buffer[] : memref<f32>
+  scf.for %i = %c0 to %c4 step %c1 {
+    // expected-error @below {{'func.call' op is host code reading a device value, which the host cannot read}}
+    func.call @fsdprt_host_parallel(%x) : (f32) -> ()
+  }
+  return %lr : f32
+}
