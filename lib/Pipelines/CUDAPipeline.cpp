@@ -32,6 +32,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
@@ -55,6 +56,10 @@ void mlir::fsdp::buildCUDAKernelLoweringPipeline(OpPassManager &pm,
   pm.addPass(createFSDPFormKernelsPass(FSDPFormKernelsPassOptions{options.blockSize}));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  // Kernels take each memref as a bare pointer (one parameter, not a
+  // descriptor): a view a host loop offsets is made in the kernel instead
+  // (here, so that the kernels run on the CPU do it too).
+  pm.addPass(createFSDPSinkKernelViewsPass());
   // What runs on the host (offload's update tasks) as host loops.
   pm.addPass(createConvertLinalgToLoopsPass());
 }
@@ -66,6 +71,15 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createFSDPBundleKernelsPass());
+  // What the buffer plan knows of the kernels' pointers (alignment, which
+  // overlap) and of their index values (the ranges that fit 32 bits), read
+  // while the launches still show the arena's views and the host loops.
+  pm.addPass(createFSDPAnnotateKernelArgumentsPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createLowerAffinePass());
+  pm.addPass(createFSDPNarrowKernelIndicesPass());
+  // Views in kernels (a key block's) as address arithmetic, which
+  // convert-gpu-to-nvvm lowers at the kernels' index width.
+  pm.addNestedPass<gpu::GPUModuleOp>(memref::createExpandStridedMetadataPass());
   // The host side of each launch in a function of its own, as on the CPU.
   if (options.outlineKernels) {
     pm.addPass(createFSDPOutlineKernelsPass());
@@ -81,13 +95,19 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
     target.optLevel = 3;
     pm.addPass(createGpuNVVMAttachTarget(target));
   }
-  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  // Bare pointers for memrefs on both sides of each launch (static shapes:
+  // fsdp-sink-kernel-views).
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.useBarePtrCallConv = true;
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps(nvvm));
   pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
   pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
 
   buildHostLLVMPipeline(pm);
-  pm.addPass(createGpuToLLVMConversionPass());
+  GpuToLLVMConversionPassOptions toLLVM;
+  toLLVM.kernelBarePtrCallConv = true;
+  pm.addPass(createGpuToLLVMConversionPass(toLLVM));
   pm.addPass(createReconcileUnrealizedCastsPass());
 
   GpuModuleToBinaryPassOptions binary;

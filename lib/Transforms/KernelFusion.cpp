@@ -14,6 +14,7 @@
 
 #include "FormKernels.h"
 
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -22,6 +23,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OperationSupport.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
@@ -132,14 +134,28 @@ void collectParameters(Operation *op, llvm::SetVector<Value> &parameters) {
   });
 }
 
-/// The bytes of a kernel's parameters: a memref is its descriptor (two
-/// pointers, the offset, then sizes and strides), anything else 8 bytes.
+/// The bytes a kernel parameter takes: a static memref is one pointer (the
+/// CUDA pipeline passes memrefs to kernels as bare pointers); another view
+/// is made in the kernel from what makes it (fsdp-sink-kernel-views), a
+/// memref of nothing known is a descriptor (two pointers, the offset, then
+/// sizes and strides); anything else 8 bytes.
+int64_t parameterBytes(Value value) {
+  auto memref = dyn_cast<MemRefType>(value.getType());
+  if (!memref || LLVMTypeConverter::canConvertToBarePtr(memref))
+    return 8;
+  Operation *def = value.getDefiningOp();
+  if (!isa_and_present<ViewLikeOpInterface>(def))
+    return (3 + 2 * memref.getRank()) * 8;
+  int64_t bytes = 0;
+  for (Value operand : def->getOperands())
+    bytes += parameterBytes(operand);
+  return bytes;
+}
+
 int64_t parameterBytes(const llvm::SetVector<Value> &parameters) {
   int64_t bytes = 0;
-  for (Value value : parameters) {
-    auto memref = dyn_cast<MemRefType>(value.getType());
-    bytes += memref ? (3 + 2 * memref.getRank()) * 8 : 8;
-  }
+  for (Value value : parameters)
+    bytes += parameterBytes(value);
   return bytes;
 }
 

@@ -782,4 +782,112 @@ def FSDPPackFatbinPass : Pass<"fsdp-pack-fatbin", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def FSDPSinkKernelViewsPass : Pass<"fsdp-sink-kernel-views", "::mlir::ModuleOp"> {
+  let summary = "Makes each view a kernel cannot take as a bare pointer inside the kernel";
+  let description = [{
+    The CUDA pipeline passes each memref to a kernel as a bare pointer
+    (`convert-gpu-to-nvvm`'s `use-bare-ptr-memref-call-conv` and
+    `gpu-to-llvm`'s `use-bare-pointers-for-kernels`): one 8-byte parameter
+    instead of a descriptor of two pointers, the offset, the sizes and the
+    strides. The kernel knows the rest from the memref's type, which must
+    then be static. Every buffer of the plan is a static view of the arena;
+    a view made from one at an offset a host loop computes (the attention's
+    key block) is not. Before outlining, this pass clones each such view
+    (a side-effect-free view-like op: subview, reshape, cast) into the
+    `gpu.launch` that uses it, until the launch takes only static memrefs:
+    the kernel gets the view's source and the loop's index instead. A launch
+    that would still take another memref is an error.
+
+    ```mlir
+    scf.for %kb = %c0 to %c32 step %c16 {
+      %blk = memref.subview %buf[0, %kb, 0] [16, 16, 16] [1, 1, 1]
+          : memref<16x32x16xf32> to memref<16x16x16xf32, strided<[512, 16, 1], offset: ?>>
+      gpu.launch ... {
+        memref.store %v, %blk[%i, %j, %k] : memref<16x16x16xf32, strided<[512, 16, 1], offset: ?>>
+      }
+    }
+    // becomes
+    scf.for %kb = %c0 to %c32 step %c16 {
+      gpu.launch ... {
+        %blk = memref.subview %buf[0, %kb, 0] [16, 16, 16] [1, 1, 1] : ...
+        memref.store %v, %blk[%i, %j, %k] : ...
+      }
+    }
+    ```
+  }];
+}
+
+def FSDPAnnotateKernelArgumentsPass
+    : Pass<"fsdp-annotate-kernel-arguments", "::mlir::ModuleOp"> {
+  let summary = "Alignment and noalias of the kernels' pointer parameters, from the buffer plan";
+  let description = [{
+    After `fsdp-bundle-kernels`, and before `fsdp-outline-kernels` hides
+    where the launches' memrefs come from: every memref a kernel takes is a
+    static view of the step's arena (its first argument), 64-byte aligned,
+    at a byte offset the buffer plan chose (or a reshape, cast or subview of
+    one: the same pointer). For each parameter of each `gpu.func`, over every
+    `gpu.launch_func` of it (identical kernels of identical blocks are one):
+
+    - `llvm.align`: the largest power of two up to 64 dividing the byte
+      offset of what every launch passes;
+    - `llvm.noalias`: when no launch passes it bytes of the arena another of
+      its memref parameters also gets (two views of one buffer, an update
+      in place, are not noalias; nor is anything this pass cannot trace to a
+      static view of the arena).
+
+    With them the NVPTX backend loads the buffers a kernel only reads
+    through the read-only data cache (`ld.global.nc`) and merges accesses to
+    adjacent elements into vector ones where the alignment allows.
+
+    ```mlir
+    gpu.launch_func @fsdp_kernels::@k blocks in (...) threads in (...)
+        args(%x : memref<64xf32>, %y : memref<64xf32>)   // views at bytes 256 and 320
+    gpu.func @k(%arg0: memref<64xf32>, %arg1: memref<64xf32>) kernel
+    // becomes
+    gpu.func @k(%arg0: memref<64xf32> {llvm.align = 64 : i64, llvm.noalias},
+                %arg1: memref<64xf32> {llvm.align = 64 : i64, llvm.noalias}) kernel
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def FSDPNarrowKernelIndicesPass : Pass<"fsdp-narrow-kernel-indices", "::mlir::ModuleOp"> {
+  let summary = "32-bit index arithmetic in GPU modules whose index values all fit";
+  let description = [{
+    `convert-gpu-to-nvvm` makes `index` as wide as the GPU module's data
+    layout says, 64 bits by default. This pass gives a `gpu.module` a 32-bit
+    index (`dlti.dl_spec = #dlti.dl_spec<index = 32 : i64>`) when every index
+    value of every kernel in it provably fits a signed 32-bit integer, by
+    upstream's integer range analysis: from the known block and grid sizes
+    of each kernel, and for a parameter of type index from the ranges of what
+    every `gpu.launch_func` passes (the same analysis of the host code, a
+    host loop's bounds). Besides, an unsigned operation must see no negative
+    index, and the largest element offset of each memref type in the module
+    must fit (accesses are in bounds). Otherwise the module stays 64-bit.
+    Run after `fsdp-bundle-kernels` with affine ops lowered in the kernels,
+    before the host's launches are outlined and before structured control
+    flow is lowered (loop bounds bound the induction variables).
+
+    Addresses stay 64-bit: kernels get bare pointers (the arena of a large
+    model is far beyond 2^31 bytes) and add each access's element offset to
+    them sign-extended. The kernels must take memrefs as bare pointers: a
+    descriptor's offset, sizes and strides are index values, which the host
+    passes at 64 bits. A kernel's index parameters become `i32`, and each
+    launch passes `arith.index_cast` of its value to `i32`, so that both
+    sides agree.
+
+    ```mlir
+    gpu.module @fsdp_kernels {
+      gpu.func @k(%arg0: memref<4x32xf32>, %arg1: index) kernel ...
+    }
+    // becomes
+    gpu.module @fsdp_kernels attributes {dlti.dl_spec = #dlti.dl_spec<index = 32 : i64>} {
+      gpu.func @k(%arg0: memref<4x32xf32>, %arg1: i32) kernel {
+        %0 = arith.index_cast %arg1 : i32 to index
+        ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 #endif // FSDP_TRANSFORMS_PASSES_TD
