@@ -35,7 +35,7 @@
 using namespace mlir;
 
 void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory,
-                                         bool forwardOnly, std::optional<bool> biasEpilogues) {
+                                         bool forwardOnly) {
   // fsdp: the sharded step, bound to the runtime's arena, then compute in
   // linalg.
   pm.addPass(createFSDPFormUnitsPass());
@@ -66,8 +66,8 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory,
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createCSEPass());
   // A GPU adds a linear layer's bias in cuBLASLt's epilogue of its product.
-  pm.addPass(createFSDPLowerGemmsPass(FSDPLowerGemmsPassOptions{
-      /*fuseBias=*/biasEpilogues.value_or(memory == ArenaMemory::Device)}));
+  pm.addPass(createFSDPLowerGemmsPass(
+      FSDPLowerGemmsPassOptions{/*fuseBias=*/memory == ArenaMemory::Device}));
   if (memory == ArenaMemory::Device)
     pm.addPass(createFSDPSinkHostReadsPass());
   // Every buffer in the arena at a planned offset: nothing to deallocate.

@@ -99,9 +99,12 @@ linalg::FillOp zeroFillBefore(linalg::LinalgOp op) {
   return nullptr;
 }
 
-/// `out = product + bias`, the bias a row vector added to every row of a
-/// product no one else reads: the product's epilogue (cuBLASLt adds it to
-/// the f32 sums before they are stored, one kernel fewer).
+/// `out = product + bias` in f32, the bias a row vector added to every row
+/// of a product no one else reads: the product's epilogue (cuBLASLt adds it
+/// to the f32 sums before they are stored, one kernel fewer, the same
+/// numbers). Not in bf16: the epilogue adds the bias before the one
+/// rounding, where the bf16 step rounds the product and then the sum
+/// (docs/MixedPrecision.md).
 struct BiasEpilogue {
   linalg::GenericOp add;
   Value bias;
@@ -109,25 +112,15 @@ struct BiasEpilogue {
   memref::ExpandShapeOp expand;
 };
 
-/// `value`, a block argument of `add`'s body, or its extension to f32.
-BlockArgument argumentRead(Value value) {
-  if (auto ext = value.getDefiningOp<arith::ExtFOp>())
-    value = ext.getIn();
-  return llvm::dyn_cast<BlockArgument>(value);
-}
-
-/// Whether `add`'s body adds its two inputs (in f32 for bf16 elements) and
-/// yields the sum.
+/// Whether `add`'s body yields the sum of its two inputs, and nothing else.
 bool addsItsInputs(linalg::GenericOp add) {
   Block &body = add.getRegion().front();
   auto yield = cast<linalg::YieldOp>(body.getTerminator());
-  Value result = yield.getValues()[0];
-  if (auto trunc = result.getDefiningOp<arith::TruncFOp>())
-    result = trunc.getIn();
-  auto sum = result.getDefiningOp<arith::AddFOp>();
-  if (!sum || body.getOperations().size() > 6)
+  auto sum = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+  if (!sum || body.getOperations().size() != 2)
     return false;
-  BlockArgument lhs = argumentRead(sum.getLhs()), rhs = argumentRead(sum.getRhs());
+  auto lhs = llvm::dyn_cast<BlockArgument>(sum.getLhs());
+  auto rhs = llvm::dyn_cast<BlockArgument>(sum.getRhs());
   return lhs && rhs && lhs.getOwner() == &body && rhs.getOwner() == &body &&
          lhs.getArgNumber() + rhs.getArgNumber() == 1;
 }
@@ -170,6 +163,7 @@ std::optional<BiasEpilogue> matchBiasEpilogue(linalg::LinalgOp op, linalg::FillO
   if (!outType || !biasType || outType.getShape() != productType.getShape() ||
       !outType.getLayout().isIdentity() || biasType.getRank() != 1 ||
       !isBlasOperand(epilogue.bias) ||
+      !productType.getElementType().isF32() ||
       outType.getElementType() != productType.getElementType() ||
       biasType.getElementType() != productType.getElementType())
     return std::nullopt;
@@ -235,7 +229,7 @@ void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp modu
   auto type = FunctionType::get(b.getContext(), ValueRange(args).getTypes(), {});
   // bf16 operands: summed in f32 and rounded once (fsdprt_gemm_bf16).
   bool bf16 = cType.getElementType().isBF16();
-  StringRef name = epilogue ? (bf16 ? kGemmBF16Bias : kGemmBias)
+  StringRef name = epilogue ? kGemmBias
                    : bf16   ? (batched ? kBatchedGemmBF16 : kGemmBF16)
                             : (batched ? kBatchedGemm : kGemm);
   func::FuncOp callee = declareRuntimeFunction(module, name, type);

@@ -38,9 +38,8 @@ void checkGemm(const char *what, const GemmShape &gemm, int64_t limit);
 void checkGemmBatch(const char *what, const GemmShape &gemm, int64_t batch, int64_t strideA,
                     int64_t strideB, int64_t strideC, int64_t limit);
 
-/// Checks the bias of a product with an epilogue (fsdprt_sgemm_bias,
-/// fsdprt_gemm_bf16_bias): a product with elements needs one, and a sum
-/// (k > 0).
+/// Checks the bias of a product with an epilogue (fsdprt_sgemm_bias): a
+/// product with elements needs one, and a sum (k > 0).
 void checkBias(const char *what, const GemmShape &gemm, const void *bias);
 
 } // namespace fsdprt

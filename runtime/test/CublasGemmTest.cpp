@@ -389,61 +389,6 @@ TEST_F(CublasGemm, SgemmBiasIsTheRowMajorProductPlusBias) {
                              testing::StartsWith("cublasLtMatrixLayoutCreate(f32, 4, 5, 7)")}));
 }
 
-/// C = alpha op(A) op(B) + beta C + bias, row-major, in double, rounded to
-/// bf16 once (bf16Reference with a bias).
-void bf16BiasReference(int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha,
-                       const uint16_t *a, int64_t lda, const uint16_t *b, int64_t ldb, double beta,
-                       uint16_t *c, int64_t ldc, const uint16_t *bias) {
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      double sum = 0;
-      for (int64_t p = 0; p < k; ++p)
-        sum += bf16ToDouble(ta ? a[p * lda + i] : a[i * lda + p]) *
-               bf16ToDouble(tb ? b[j * ldb + p] : b[p * ldb + j]);
-      double value = alpha * sum + bf16ToDouble(bias[j]);
-      if (beta != 0)
-        value += beta * bf16ToDouble(c[i * ldc + j]);
-      c[i * ldc + j] = roundToBF16(value);
-    }
-}
-
-TEST_F(CublasGemm, Bf16BiasIsTheRowMajorProductPlusBiasRoundedOnce) {
-  const Bf16Case cases[] = {
-      {5, 3, 7, 1.0f, 0.0f}, {3, 7, 13, 0.5f, -1.5f}, {7, 1, 5, -1.0f, 0.25f}};
-  int rounded = 0;
-  for (const Bf16Case &t : cases)
-    for (int ta = 0; ta <= 1; ++ta)
-      for (int tb = 0; tb <= 1; ++tb) {
-        int64_t aCols = ta ? t.m : t.k, bCols = tb ? t.k : t.n;
-        int64_t lda = aCols + 3, ldb = bCols + 1, ldc = t.n + 2;
-        std::vector<uint16_t> a = bf16Matrix(ta ? t.k : t.m, aCols, lda, 1);
-        std::vector<uint16_t> b = bf16Matrix(tb ? t.n : t.k, bCols, ldb, 2);
-        std::vector<uint16_t> c = bf16Matrix(t.m, t.n, ldc, 3), expected = c;
-        std::vector<uint16_t> bias = bf16Matrix(1, t.n, t.n, 9);
-        bf16BiasReference(ta, tb, t.m, t.n, t.k, t.alpha, a.data(), lda, b.data(), ldb, t.beta,
-                          expected.data(), ldc, bias.data());
-        fsdprt_gemm_bf16_bias(ta, tb, t.m, t.n, t.k, t.alpha, a.data(), lda, b.data(), ldb, t.beta,
-                              c.data(), ldc, bias.data());
-        EXPECT_TRUE(sameBits(c, expected))
-            << t.m << " x " << t.n << " x " << t.k << ", trans_a " << ta << ", trans_b " << tb;
-        for (uint16_t value : expected)
-          rounded += std::fabs(bf16ToDouble(value)) > 256;
-      }
-  EXPECT_GT(rounded, 0) << "results beyond 256 lose bits to the rounding";
-  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmul(").size(), 12u);
-
-  // A B = 1 * 1 + 2^-8 * 1 = 1 + 2^-8, half-way between bf16's 1 and
-  // 1 + 2^-7: rounded alone, to even, it is 1, and 1 + 2^-16 is 1 again. The
-  // bias 2^-16 added to the fp32 sum before the one rounding tips it up.
-  const uint16_t a[] = {roundToBF16(1), roundToBF16(std::ldexp(1.0, -8))};
-  const uint16_t b[] = {roundToBF16(1), roundToBF16(1)};
-  const uint16_t bias[] = {roundToBF16(std::ldexp(1.0, -16))};
-  uint16_t c = kBf16NaN;
-  fsdprt_gemm_bf16_bias(0, 0, 1, 1, 2, 1.0f, a, 2, b, 1, 0.0f, &c, 1, bias);
-  EXPECT_EQ(c, roundToBF16(1 + std::ldexp(1.0, -7)));
-  EXPECT_EQ(roundToBF16(1 + std::ldexp(1.0, -8)), roundToBF16(1)) << "rounded first: 1";
-}
-
 // The plan's descriptor has the bias epilogue and a bias pointer; each call
 // sets its own bias before cublasLtMatmul, so that a product of the same
 // shape (another layer's) reuses the plan with its bias.
@@ -496,48 +441,44 @@ TEST_F(CublasGemm, BiasProductsSetTheEpilogueAndTheirBias) {
 // assume (the fake's algorithms then refuse a less aligned bias): a bias
 // less aligned than the plan's first one has a plan of its own.
 TEST_F(CublasGemm, BiasPlansFollowTheBiasAlignment) {
-  alignas(256) uint16_t bias[16];
+  alignas(256) float bias[16];
   for (int i = 0; i < 16; ++i)
-    bias[i] = roundToBF16(i - 8);
-  std::vector<uint16_t> a = bf16Matrix(2, 3, 3, 1), b = bf16Matrix(3, 4, 4, 2);
+    bias[i] = static_cast<float>(i - 8);
+  std::vector<float> a = matrix(2, 3, 3, 1), b = matrix(3, 4, 4, 2);
   // One output: its alignment does not change the plan.
-  alignas(256) uint16_t c[8];
-  for (const uint16_t *offset : {bias, bias + 1, bias + 5, bias + 16 - 4}) {
-    std::vector<uint16_t> expected(8);
-    bf16BiasReference(0, 0, 2, 4, 3, 1.0, a.data(), 3, b.data(), 4, 0.0, expected.data(), 4,
-                      offset);
-    fsdprt_gemm_bf16_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c, 4, offset);
-    EXPECT_EQ(std::vector<uint16_t>(c, c + 8), expected) << "bias + " << offset - bias;
+  alignas(256) float c[8];
+  for (const float *offset : {bias, bias + 1, bias + 5, bias + 16 - 4}) {
+    std::vector<float> expected(8);
+    rowMajorProduct(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, expected.data(), 4);
+    addBias(2, 4, expected.data(), 4, offset, addFloat);
+    fsdprt_sgemm_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c, 4, offset);
+    EXPECT_EQ(std::vector<float>(c, c + 8), expected) << "bias + " << offset - bias;
   }
-  // 256, 2, 2 (the plan of bias + 1) and 8 bytes.
+  // 256, 4, 4 (the plan of bias + 1) and 16 bytes.
   EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulAlgoGetHeuristic").size(), 3u);
 }
 
-// The manifest's allow_tf32 covers the f32 products with a bias (a compute
-// type on cuBLASLt) as it does fsdprt_sgemm (cuBLAS's math mode); the bf16
-// ones stay fp32.
+// The manifest's allow_tf32 covers the products with a bias (a compute type
+// on cuBLASLt) as it does fsdprt_sgemm (cuBLAS's math mode).
 TEST_F(CublasGemm, SgemmBiasComputesInTf32OnlyWhenAllowed) {
   std::vector<float> a = matrix(2, 3, 3, 1), b = matrix(3, 4, 4, 2), bias = matrix(1, 4, 4, 3);
   std::vector<float> c(8), expected(8);
   rowMajorProduct(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, expected.data(), 4);
   addBias(2, 4, expected.data(), 4, bias.data(), addFloat);
-  std::vector<uint16_t> h(16);
-  auto products = [&] {
+  auto product = [&] {
     fsdprt_sgemm_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c.data(), 4,
                       bias.data());
     EXPECT_EQ(c, expected);
-    fsdprt_gemm_bf16_bias(0, 0, 2, 4, 3, 1.0f, h.data(), 3, h.data(), 4, 0.0f, h.data(), 4,
-                          h.data());
   };
   setAllowTf32(true);
-  products();
+  product();
   EXPECT_THAT(fake_cuda::callsTo("cublasLtMatmulDescCreate"),
-              ElementsAre(HasSubstr("(fast-tf32, f32)"), HasSubstr("(fp32, f32)")));
+              ElementsAre(HasSubstr("(fast-tf32, f32)")));
   fake_cuda::reset();
   setAllowTf32(false);
-  products();
+  product();
   EXPECT_THAT(fake_cuda::callsTo("cublasLtMatmulDescCreate"), ElementsAre(HasSubstr("(fp32, f32)")))
-      << "a plan of its own, the others kept";
+      << "a plan of its own";
 }
 
 // k = 0: cuBLASLt does not define a product without a sum, and the compiler
@@ -551,14 +492,7 @@ TEST_F(CublasGemm, BiasWithoutASumIsAnError) {
 }
 
 TEST_F(CublasGemm, BiasProductsWithoutAnAlgorithmAreFatalNamingThem) {
-  std::vector<uint16_t> a(64), b(64), c(64);
   fake_cuda::setHeuristicAlgorithms(0);
-  EXPECT_EXIT(fsdprt_gemm_bf16_bias(0, 1, 3, 5, 7, 1.0f, a.data(), 7, b.data(), 7, 0.0f, c.data(),
-                                    5, a.data()),
-              ExitedWithCode(1),
-              HasSubstr("trainer: error: fsdprt_gemm_bf16_bias: cuBLASLt has no algorithm for the "
-                        "bf16 product with a bias m = 3, n = 5, k = 7, trans_a = 0, trans_b = 1, "
-                        "lda = 7, ldb = 7, ldc = 5 (cublasLtMatmulAlgoGetHeuristic found none)\n"));
   std::vector<float> f(64);
   EXPECT_EXIT(
       fsdprt_sgemm_bias(1, 0, 2, 3, 4, 1.0f, f.data(), 2, f.data(), 3, 0.0f, f.data(), 3, f.data()),
@@ -639,7 +573,6 @@ TEST_F(CublasGemm, EmptyProductsMakeNoCall) {
   fsdprt_gemm_bf16_batched(0, 0, 0, 1, 1, 1, 1.0f, nullptr, 1, 1, nullptr, 1, 1, 0.0f, &h, 1, 1);
   // With nothing to add it to, the bias may be NULL.
   fsdprt_sgemm_bias(0, 0, 1, 0, 3, 1.0f, nullptr, 3, nullptr, 1, 0.0f, &c, 1, nullptr);
-  fsdprt_gemm_bf16_bias(0, 0, 0, 1, 3, 1.0f, nullptr, 3, nullptr, 1, 0.0f, &h, 1, &h);
   EXPECT_TRUE(fake_cuda::calls().empty());
 }
 
@@ -664,11 +597,6 @@ TEST_F(CublasGemm, ArgumentsAreCheckedAsOnTheCpu) {
       ExitedWithCode(1),
       HasSubstr("trainer: error: fsdprt_sgemm_bias: bias is NULL, but the product has "
                 "n = 4 columns to add it to\n"));
-  EXPECT_EXIT(fsdprt_gemm_bf16_bias(0, 0, 2, 4, 0, 1.0f, nullptr, 1, nullptr, 4, 0.0f, c.data(), 4,
-                                    nullptr),
-              ExitedWithCode(1),
-              HasSubstr("trainer: error: fsdprt_gemm_bf16_bias: bias is NULL, but the product has "
-                        "n = 4 columns to add it to\n"));
 }
 
 } // namespace

@@ -44,22 +44,40 @@ func.func @linear(%a: memref<128x64xf32>, %w: memref<64x256xf32>, %bias: memref<
   return %out : memref<4x32x256xf32>
 }
 
-// bf16: the bias first, widened to f32 and the sum rounded; the product
-// read directly (no expand_shape).
-// CHECK-LABEL: func.func @linear_bf16
-// CHECK:       call @fsdprt_gemm_bf16_bias({{.+}}) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64, !llvm.ptr) -> ()
+// The bias first, the product read directly (no expand_shape).
+// CHECK-LABEL: func.func @bias_first
+// CHECK:       call @fsdprt_sgemm_bias(
 // CHECK-NOT:   linalg
+func.func @bias_first(%a: memref<8x16xf32>, %w: memref<16x32xf32>, %bias: memref<32xf32>, %out: memref<8x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<8x32xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x32xf32>)
+  linalg.matmul ins(%a, %w : memref<8x16xf32>, memref<16x32xf32>) outs(%c : memref<8x32xf32>)
+  linalg.generic {indexing_maps = [#last2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%bias, %c : memref<32xf32>, memref<8x32xf32>) outs(%out : memref<8x32xf32>) {
+  ^bb0(%y: f32, %x: f32, %o: f32):
+    %s = arith.addf %y, %x : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// bf16 keeps its add: the epilogue would add the bias before the product's
+// one rounding, where the bf16 step rounds the product, then the sum.
+// CHECK-LABEL: func.func @linear_bf16
+// CHECK:       call @fsdprt_gemm_bf16(
+// CHECK:       linalg.generic
 func.func @linear_bf16(%a: memref<8x16xbf16>, %w: memref<16x32xbf16>, %bias: memref<32xbf16>, %out: memref<8x32xbf16>) {
   %zero = arith.constant 0.0 : bf16
   %c = memref.alloc() : memref<8x32xbf16>
   linalg.fill ins(%zero : bf16) outs(%c : memref<8x32xbf16>)
   linalg.matmul ins(%a, %w : memref<8x16xbf16>, memref<16x32xbf16>) outs(%c : memref<8x32xbf16>)
-  linalg.generic {indexing_maps = [#last2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
-      ins(%bias, %c : memref<32xbf16>, memref<8x32xbf16>) outs(%out : memref<8x32xbf16>) {
-  ^bb0(%y: bf16, %x: bf16, %o: bf16):
+  linalg.generic {indexing_maps = [#id2, #last2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : memref<8x32xbf16>, memref<32xbf16>) outs(%out : memref<8x32xbf16>) {
+  ^bb0(%x: bf16, %y: bf16, %o: bf16):
     %xf = arith.extf %x : bf16 to f32
     %yf = arith.extf %y : bf16 to f32
-    %s = arith.addf %yf, %xf : f32
+    %s = arith.addf %xf, %yf : f32
     %t = arith.truncf %s : f32 to bf16
     linalg.yield %t : bf16
   }

@@ -137,11 +137,6 @@ cl::opt<bool> kernelsOnCPU(
     cl::desc("Test only: compile --target=cuda's kernels as CPU loops and link with the "
              "CPU runtime, to check the kernels without a GPU"),
     cl::Hidden, cl::cat(fsdpcCategory));
-cl::opt<bool> biasEpilogues(
-    "test-bias-epilogues",
-    cl::desc("Test only: with --target=cpu, add a product's bias in the product's epilogue as "
-             "on a GPU (one rounding fewer in bf16), to compare with --test-kernels-on-cpu"),
-    cl::Hidden, cl::cat(fsdpcCategory));
 cl::opt<bool> launchSummary(
     "test-launch-summary",
     cl::desc("Test only: with --target=cuda, print the step's kernels, its launches and those "
@@ -358,11 +353,6 @@ fsdp::ArenaMemory arenaMemory() {
   return target == Target::CUDA ? fsdp::ArenaMemory::Device : fsdp::ArenaMemory::Host;
 }
 
-/// The target's choice of bias epilogues, unless --test-bias-epilogues.
-std::optional<bool> biasEpilogueChoice() {
-  return biasEpilogues ? std::optional<bool>(true) : std::nullopt;
-}
-
 /// The memory budget from --device-memory or the plan's device_memory, with
 /// the runtime's own memory from the profile or --runtime-memory.
 FailureOr<std::optional<fsdp::MemoryBudget>> memoryBudget(ModuleOp model,
@@ -520,8 +510,6 @@ LogicalResult compile() {
     return fail("--test-kernels-on-cpu needs --target=cuda");
   if (emit == Emit::PTX && (target != Target::CUDA || kernelsOnCPU))
     return fail("--emit=ptx needs --target=cuda (and no --test-kernels-on-cpu)");
-  if (biasEpilogues && target != Target::CPU)
-    return fail("--test-bias-epilogues needs --target=cpu (the CUDA target has them already)");
   if (launchSummary && (target != Target::CUDA || emit != Emit::MLIR))
     return fail("--test-launch-summary needs --target=cuda and --emit=mlir");
   if (!measuredTraceFile.empty() && memorySvgFile.empty())
@@ -597,8 +585,7 @@ LogicalResult compile() {
   FailureOr<std::unique_ptr<PassManager>> planPM = passManager();
   if (failed(budget) || failed(planPM))
     return failure();
-  fsdp::buildBufferPlanPipeline(**planPM, arenaMemory(), /*forwardOnly=*/false,
-                                biasEpilogueChoice());
+  fsdp::buildBufferPlanPipeline(**planPM, arenaMemory());
   if (failed((*planPM)->run(**module)))
     return failure();
   FailureOr<fsdp::PlanEvaluation> planned = fsdp::evaluateBufferPlan(**module, *profile);
@@ -654,8 +641,7 @@ LogicalResult compile() {
   // the training step's.
   OwningOpRef<ModuleOp> eval = model->clone();
   PassManager evalPM(&ctx);
-  fsdp::buildBufferPlanPipeline(evalPM, arenaMemory(), /*forwardOnly=*/true,
-                                biasEpilogueChoice());
+  fsdp::buildBufferPlanPipeline(evalPM, arenaMemory(), /*forwardOnly=*/true);
   addTargetPipeline(evalPM, cuda);
   if (failed(evalPM.run(*eval)))
     return failure();

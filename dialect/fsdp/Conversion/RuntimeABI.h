@@ -44,21 +44,19 @@ constexpr llvm::StringLiteral kGemm = "fsdprt_sgemm";
 constexpr llvm::StringLiteral kBatchedGemm = "fsdprt_sgemm_batched";
 constexpr llvm::StringLiteral kGemmBF16 = "fsdprt_gemm_bf16";
 constexpr llvm::StringLiteral kBatchedGemmBF16 = "fsdprt_gemm_bf16_batched";
-/// fsdprt_sgemm's and fsdprt_gemm_bf16's arguments (beta = 0) and then a
-/// row vector `bias` added to every row of C before it is stored (the CUDA
-/// target's bias epilogues).
+/// fsdprt_sgemm's arguments and then a row vector `bias` added to every row
+/// of C before it is stored (the CUDA target's bias epilogue).
 constexpr llvm::StringLiteral kGemmBias = "fsdprt_sgemm_bias";
-constexpr llvm::StringLiteral kGemmBF16Bias = "fsdprt_gemm_bf16_bias";
 
 /// Whether `callee` is one of the runtime's matrix products, which run on
 /// the compute stream; A and B are their first two pointers, C the third.
 inline bool isGemmCallee(llvm::StringRef callee) {
   return callee == kGemm || callee == kBatchedGemm || callee == kGemmBF16 ||
-         callee == kBatchedGemmBF16 || callee == kGemmBias || callee == kGemmBF16Bias;
+         callee == kBatchedGemmBF16 || callee == kGemmBias;
 }
 /// Whether the product `callee` is of bf16 matrices.
 inline bool isBF16GemmCallee(llvm::StringRef callee) {
-  return callee == kGemmBF16 || callee == kBatchedGemmBF16 || callee == kGemmBF16Bias;
+  return callee == kGemmBF16 || callee == kBatchedGemmBF16;
 }
 /// Whether the product `callee` is batched (its batch count after trans_b).
 inline bool isBatchedGemmCallee(llvm::StringRef callee) {

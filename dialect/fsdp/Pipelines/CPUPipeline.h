@@ -6,8 +6,6 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 
-#include <optional>
-
 namespace mlir::fsdp {
 
 /// Everything from a model file to the LLVM dialect for the CPU target: the
@@ -28,11 +26,8 @@ enum class ArenaMemory { Host, Device };
 /// every one placed in the arena (fsdp-assign-buffers), whose plan is then in
 /// the manifest. `fsdpc --report` stops there. `forwardOnly`: the held-out
 /// evaluation step instead (fsdp-autodiff{forward-only}), on the same
-/// persistent arena layout. `biasEpilogues`: whether a product's bias add
-/// becomes its epilogue (fsdp-lower-gemms{fuse-bias}); by default on a
-/// GPU only (cuBLASLt's epilogue; one rounding fewer in bf16).
-void buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory, bool forwardOnly = false,
-                             std::optional<bool> biasEpilogues = std::nullopt);
+/// persistent arena layout.
+void buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory, bool forwardOnly = false);
 
 /// Loops, arith, math, memrefs and the step's function to the LLVM dialect,
 /// for code that runs on the host (the whole CPU step, the CUDA step's host

@@ -409,13 +409,14 @@ def FSDPLowerGemmsPass : Pass<"fsdp-lower-gemms", "::mlir::ModuleOp"> {
     Other f32 products are left to the loop lowering; other bf16 ones are an
     error.
 
-    With `fuse-bias` (the CUDA target), a product into a fresh buffer whose
-    only reader adds a row vector to every row (`out = C + bias`, a linear
-    layer's bias) computes `out` itself: `fsdprt_sgemm_bias` or
-    `fsdprt_gemm_bf16_bias` (fsdprt_sgemm's arguments, then the bias), which
-    cuBLASLt's bias epilogue adds to the f32 sums before they are stored.
-    The add's kernel goes, and so does C. In bf16 the sum is rounded once
-    instead of twice (the product, then the add), as on the GPU:
+    With `fuse-bias` (the CUDA target), an f32 product into a fresh buffer
+    whose only reader adds a row vector to every row (`out = C + bias`, a
+    linear layer's bias) computes `out` itself: `fsdprt_sgemm_bias`
+    (fsdprt_sgemm's arguments, then the bias), which cuBLASLt's bias
+    epilogue adds to the f32 sums before they are stored, the same numbers
+    as the add. The add's kernel goes, and so does C. bf16 products keep
+    their add: the epilogue would add the bias before the product's one
+    rounding, where the bf16 step rounds the product, then the sum:
 
     ```mlir
     linalg.fill ins(%zero : f32) outs(%c : memref<128x256xf32>)

@@ -50,16 +50,13 @@ void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64_t batch, i
                               const void *b, int64_t ldb, int64_t stride_b, float beta, void *c,
                               int64_t ldc, int64_t stride_c);
 
-/* fsdprt_sgemm's and fsdprt_gemm_bf16's products with a bias epilogue (what
- * the CUDA target calls for a linear layer's product and bias): `bias` is a
- * row vector of n elements of C's type, added to every row of alpha * sum +
- * beta * C before it is stored; in bf16 the f32 value is rounded once. */
+/* fsdprt_sgemm's product with a bias epilogue (what the CUDA target calls for
+ * an f32 linear layer's product and bias): `bias` is a row vector of n
+ * floats, added to every row of alpha * sum + beta * C before it is stored.
+ * k must be positive. */
 void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
                        float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                        float beta, float *c, int64_t ldc, const float *bias);
-void fsdprt_gemm_bf16_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
-                           float alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
-                           float beta, void *c, int64_t ldc, const void *bias);
 
 /* Collectives (docs/Runtime.md, section 6). The world's ranks form a grid of
  * `replicas` x `shard_ranks` (manifest): the shard group of a rank is the

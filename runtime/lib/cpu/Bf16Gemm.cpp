@@ -48,11 +48,9 @@ void widen(const void *matrix, int64_t rows, int64_t cols, int64_t ld, std::vect
       out[i * cols + j] = bf16ToFloat(bits[i * ld + j]);
 }
 
-/// One product: A is m x k after op, B k x n after op; the row vector
-/// `bias` (n bf16 elements, or null) is added to the f32 sums before they
-/// are rounded, as cuBLASLt's bias epilogue does.
+/// One product: A is m x k after op, B k x n after op.
 void widenedProduct(const GemmShape &g, float alpha, const void *a, const void *b, float beta,
-                    void *c, const void *bias = nullptr) {
+                    void *c) {
   int64_t aRows = g.transA ? g.k : g.m, aCols = g.transA ? g.m : g.k;
   int64_t bRows = g.transB ? g.n : g.k, bCols = g.transB ? g.k : g.n;
   widen(a, aRows, aCols, g.lda, wideA);
@@ -68,11 +66,9 @@ void widenedProduct(const GemmShape &g, float alpha, const void *a, const void *
   openblasSgemm(GemmBatch{packed, 1, 0, 0, 0}, alpha, wideA.data(), wideB.data(), beta,
                 wideC.data());
   auto *out = static_cast<uint16_t *>(c);
-  const auto *biasBits = static_cast<const uint16_t *>(bias);
   for (int64_t i = 0; i < g.m; ++i)
     for (int64_t j = 0; j < g.n; ++j)
-      out[i * g.ldc + j] =
-          floatToBF16(wideC[i * g.n + j] + (biasBits ? bf16ToFloat(biasBits[j]) : 0.0f));
+      out[i * g.ldc + j] = floatToBF16(wideC[i * g.n + j]);
 }
 
 void gemmBF16(const GemmBatch &product, float alpha, const void *a, const void *b, float beta,
@@ -135,21 +131,4 @@ extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64
   checkGemmBatch(what, gemm, batch, stride_a, stride_b, stride_c, INT_MAX);
   checkGemm(what, gemm, INT_MAX);
   gemmBF16(GemmBatch{gemm, batch, stride_a, stride_b, stride_c}, alpha, a, b, beta, c);
-}
-
-extern "C" void fsdprt_gemm_bf16_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
-                                      int64_t k, float alpha, const void *a, int64_t lda,
-                                      const void *b, int64_t ldb, float beta, void *c,
-                                      int64_t ldc, const void *bias) {
-  ProductSpan span("gemm_bf16_bias", 2.0 * static_cast<double>(m) * static_cast<double>(n) *
-                                        static_cast<double>(k));
-  GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
-  checkGemm("fsdprt_gemm_bf16_bias", gemm, INT_MAX);
-  checkBias("fsdprt_gemm_bf16_bias", gemm, bias);
-  if (gemm.empty())
-    return;
-  productsRan.store(true, std::memory_order_relaxed);
-  // The CUDA target's epilogue, run here by its kernels' CPU emulation: the
-  // sums need to reach the bias in f32, which the widened product gives.
-  widenedProduct(gemm, alpha, a, b, beta, c, bias);
 }

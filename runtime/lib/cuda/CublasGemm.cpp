@@ -1,8 +1,7 @@
 //===- CublasGemm.cpp - The step's matrix products on cuBLAS and cuBLASLt -===//
 //
 // fsdprt_sgemm(_batched) on cuBLAS, and fsdprt_gemm_bf16(_batched) and the
-// products with a bias epilogue (fsdprt_sgemm_bias, fsdprt_gemm_bf16_bias) on
-// cuBLASLt (fsdprt.h), on the compute stream, with the arguments checked
+// f32 product with a bias epilogue (fsdprt_sgemm_bias) on cuBLASLt (fsdprt.h), on the compute stream, with the arguments checked
 // first (GemmArguments.h). fsdprt.h's matrices are row-major and cuBLAS's
 // column-major: a row-major M x N matrix C is the column-major N x M matrix
 // C^T, and C^T = op(B)^T op(A)^T, so every call passes B before A, and N
@@ -264,20 +263,6 @@ void ltGemm(const char *what, cudaDataType_t type, cublasComputeType_t compute, 
                                      kWorkspaceBytes, computeStream));
 }
 
-/// A product with a bias of checked arguments, f32 or bf16.
-void biasGemm(const char *what, cudaDataType_t type, const GemmShape &gemm, float alpha,
-              const void *a, const void *b, float beta, void *c, const void *bias) {
-  // (checkBias refused k = 0: cuBLASLt does not define a product without a
-  // sum.)
-  if (gemm.empty())
-    return;
-  // TF32 rounds the f32 inputs, as cuBLAS's math mode does for fsdprt_sgemm;
-  // bf16 inputs are exact in fp32.
-  cublasComputeType_t compute =
-      type == CUDA_R_32F && allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  ltGemm(what, type, compute, LtKind::Bias, gemm, 1, alpha, a, 0, b, 0, beta, c, 0, bias);
-}
-
 /// A bf16 product, batched or not (batch 1), of checked arguments.
 void bf16Gemm(const char *what, const GemmShape &gemm, int64_t batch, float alpha, const void *a,
               int64_t strideA, const void *b, int64_t strideB, float beta, void *c,
@@ -400,19 +385,12 @@ extern "C" void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, i
   const char *what = "fsdprt_sgemm_bias";
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   checkGemm(what, gemm, INT_MAX);
+  // (k = 0 is refused: cuBLASLt does not define a product without a sum.)
   checkBias(what, gemm, bias);
   openedDevice(what);
-  biasGemm(what, CUDA_R_32F, gemm, alpha, a, b, beta, c, bias);
-}
-
-extern "C" void fsdprt_gemm_bf16_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
-                                      int64_t k, float alpha, const void *a, int64_t lda,
-                                      const void *b, int64_t ldb, float beta, void *c, int64_t ldc,
-                                      const void *bias) {
-  const char *what = "fsdprt_gemm_bf16_bias";
-  GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
-  checkGemm(what, gemm, INT_MAX);
-  checkBias(what, gemm, bias);
-  openedDevice(what);
-  biasGemm(what, CUDA_R_16BF, gemm, alpha, a, b, beta, c, bias);
+  if (gemm.empty())
+    return;
+  // TF32 rounds the inputs, as cuBLAS's math mode does for fsdprt_sgemm.
+  ltGemm(what, CUDA_R_32F, allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+         LtKind::Bias, gemm, 1, alpha, a, 0, b, 0, beta, c, 0, bias);
 }
