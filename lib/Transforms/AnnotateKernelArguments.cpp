@@ -19,6 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FormKernels.h"
+#include "KernelLaunches.h"
 
 #include "fsdp/Conversion/RuntimeABI.h"
 #include "fsdp/Transforms/Passes.h"
@@ -98,12 +99,8 @@ struct FSDPAnnotateKernelArgumentsPass
     : public fsdp::impl::FSDPAnnotateKernelArgumentsPassBase<FSDPAnnotateKernelArgumentsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SymbolTableCollection symbols;
-    llvm::MapVector<gpu::GPUFuncOp, SmallVector<gpu::LaunchFuncOp>> launches;
-    module.walk([&](gpu::LaunchFuncOp launch) {
-      if (auto kernel = symbols.lookupNearestSymbolFrom<gpu::GPUFuncOp>(launch, launch.getKernel()))
-        launches[kernel].push_back(launch);
-    });
+    llvm::MapVector<gpu::GPUFuncOp, SmallVector<gpu::LaunchFuncOp>> launches =
+        launchesByKernel(module);
 
     Builder b(&getContext());
     for (auto &[kernel, sites] : launches) {

@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelLaunches.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/Analysis/DataFlow/IntegerRangeAnalysis.h"
@@ -183,12 +184,8 @@ struct FSDPNarrowKernelIndicesPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SymbolTableCollection symbols;
-    llvm::MapVector<gpu::GPUFuncOp, SmallVector<gpu::LaunchFuncOp>> launches;
-    module.walk([&](gpu::LaunchFuncOp launch) {
-      if (auto kernel = symbols.lookupNearestSymbolFrom<gpu::GPUFuncOp>(launch, launch.getKernel()))
-        launches[kernel].push_back(launch);
-    });
+    llvm::MapVector<gpu::GPUFuncOp, SmallVector<gpu::LaunchFuncOp>> launches =
+        launchesByKernel(module);
 
     // The host's index values, for what the launches pass.
     DataFlowSolver host;
