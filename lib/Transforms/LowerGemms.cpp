@@ -180,9 +180,10 @@ std::optional<BiasEpilogue> matchBiasEpilogue(linalg::LinalgOp op, linalg::FillO
   return epilogue;
 }
 
+/// `op` as a call of the runtime's product; `fill`, the zero fill of its
+/// output right before it (zeroFillBefore), or null.
 void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp module,
-                 std::optional<BiasEpilogue> epilogue) {
-  linalg::FillOp fill = zeroFillBefore(op);
+                 linalg::FillOp fill, std::optional<BiasEpilogue> epilogue) {
   bool overwrites = fill != nullptr;
   OpBuilder b(epilogue ? epilogue->add.getOperation() : op.getOperation());
   Location loc = op.getLoc();
@@ -265,10 +266,11 @@ struct FSDPLowerGemmsPass : public fsdp::impl::FSDPLowerGemmsPassBase<FSDPLowerG
                        [&](Type t) { return getElementTypeOrSelf(t) == element; }))
         form = matchForm(op, batched);
       if (form) {
+        linalg::FillOp fill = zeroFillBefore(op);
         std::optional<BiasEpilogue> epilogue;
         if (fuseBias && !batched)
-          epilogue = matchBiasEpilogue(op, zeroFillBefore(op));
-        lowerToCall(op, *form, batched, module, epilogue);
+          epilogue = matchBiasEpilogue(op, fill);
+        lowerToCall(op, *form, batched, module, fill, epilogue);
         continue;
       }
       // Loops would sum a bf16 product in bf16: never the f32 sum it stands for.

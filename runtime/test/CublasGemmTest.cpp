@@ -352,14 +352,11 @@ TEST_F(CublasGemm, ClosingDestroysThePlans) {
 }
 
 /// `bias` (n elements) added to each row of the row-major m x n matrix C.
-template <typename T, typename Add>
-void addBias(int64_t m, int64_t n, T *c, int64_t ldc, const T *bias, Add add) {
+void addBias(int64_t m, int64_t n, float *c, int64_t ldc, const float *bias) {
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j)
-      c[i * ldc + j] = add(c[i * ldc + j], bias[j]);
+      c[i * ldc + j] += bias[j];
 }
-
-float addFloat(float x, float y) { return x + y; }
 
 TEST_F(CublasGemm, SgemmBiasIsTheRowMajorProductPlusBias) {
   const int64_t m = 5, n = 4, k = 3;
@@ -373,7 +370,7 @@ TEST_F(CublasGemm, SgemmBiasIsTheRowMajorProductPlusBias) {
       std::vector<float> c = matrix(m, n, ldc, 3), expected = c;
       rowMajorProduct(ta, tb, m, n, k, 2.0f, a.data(), lda, b.data(), ldb, 0.5f, expected.data(),
                       ldc);
-      addBias(m, n, expected.data(), ldc, bias.data(), addFloat);
+      addBias(m, n, expected.data(), ldc, bias.data());
       fsdprt_sgemm_bias(ta, tb, m, n, k, 2.0f, a.data(), lda, b.data(), ldb, 0.5f, c.data(), ldc,
                         bias.data());
       EXPECT_EQ(c, expected) << "trans_a " << ta << " trans_b " << tb;
@@ -408,8 +405,8 @@ TEST_F(CublasGemm, BiasProductsSetTheEpilogueAndTheirBias) {
   std::vector<float> expected1(m * n), expected2(m * n);
   rowMajorProduct(0, 0, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, expected1.data(), n);
   expected2 = expected1;
-  addBias(m, n, expected1.data(), n, values1.data(), addFloat);
-  addBias(m, n, expected2.data(), n, values2.data(), addFloat);
+  addBias(m, n, expected1.data(), n, values1.data());
+  addBias(m, n, expected2.data(), n, values2.data());
   fsdprt_sgemm_bias(0, 0, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c1, n, bias1);
   fsdprt_sgemm_bias(0, 0, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c2, n, bias2);
   EXPECT_EQ(std::vector<float>(c1, c1 + m * n), expected1);
@@ -450,7 +447,7 @@ TEST_F(CublasGemm, BiasPlansFollowTheBiasAlignment) {
   for (const float *offset : {bias, bias + 1, bias + 5, bias + 16 - 4}) {
     std::vector<float> expected(8);
     rowMajorProduct(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, expected.data(), 4);
-    addBias(2, 4, expected.data(), 4, offset, addFloat);
+    addBias(2, 4, expected.data(), 4, offset);
     fsdprt_sgemm_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c, 4, offset);
     EXPECT_EQ(std::vector<float>(c, c + 8), expected) << "bias + " << offset - bias;
   }
@@ -464,7 +461,7 @@ TEST_F(CublasGemm, SgemmBiasComputesInTf32OnlyWhenAllowed) {
   std::vector<float> a = matrix(2, 3, 3, 1), b = matrix(3, 4, 4, 2), bias = matrix(1, 4, 4, 3);
   std::vector<float> c(8), expected(8);
   rowMajorProduct(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, expected.data(), 4);
-  addBias(2, 4, expected.data(), 4, bias.data(), addFloat);
+  addBias(2, 4, expected.data(), 4, bias.data());
   auto product = [&] {
     fsdprt_sgemm_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c.data(), 4,
                       bias.data());

@@ -25,17 +25,8 @@ using testing::HasSubstr;
 
 namespace {
 
-class CudaCollectives : public OpenCudaDevice {
+class CudaCollectives : public OneRankCudaDevice {
 protected:
-  void SetUp() override {
-    startMpi();
-    RankPlace place = setUpGroups(1);
-    ASSERT_EQ(place.worldSize, 1);
-    OpenCudaDevice::SetUp();
-    connectDevice(place);
-    fake_cuda::reset();
-  }
-
   float *deviceFloats(Arena &arena, int64_t offset) {
     return reinterpret_cast<float *>(static_cast<uint8_t *>(arena.stepData()) + offset);
   }

@@ -35,17 +35,8 @@ using testing::SizeIs;
 
 namespace {
 
-class CudaStepGraph : public OpenCudaDevice {
+class CudaStepGraph : public OneRankCudaDevice {
 protected:
-  void SetUp() override {
-    // The steps' collectives need the process groups (one rank).
-    startMpi();
-    RankPlace place = setUpGroups(1);
-    ASSERT_EQ(place.worldSize, 1);
-    OpenCudaDevice::SetUp();
-    connectDevice(place);
-    fake_cuda::reset();
-  }
   cudaStream_t cuda(int32_t id) { return static_cast<cudaStream_t>(fsdprt_stream(id)); }
   uint8_t *device(Arena &arena, int64_t offset) {
     return static_cast<uint8_t *>(arena.stepData()) + offset;

@@ -1,8 +1,8 @@
 //===- OpenCudaDevice.h - Tests with the CUDA device open -------*- C++ -*-===//
 //
-// A fixture for the CUDA backend's tests: the device is open on the fake CUDA
-// runtime (FakeCuda.h) for each test and closed after it, and the log starts
-// empty. Opening allocated cuBLASLt's workspace, device1: the test's first
+// Fixtures for the CUDA backend's tests: the device is open on the fake CUDA
+// runtime (FakeCuda.h) for each test and closed after it (and, for a step's
+// collectives, connected on one rank), and the log starts empty. Opening allocated cuBLASLt's workspace, device1: the test's first
 // allocation is device2.
 //
 //===----------------------------------------------------------------------===//
@@ -11,6 +11,7 @@
 #define FSDPRT_TEST_OPENCUDADEVICE_H
 
 #include "Device.h"
+#include "Ranks.h"
 #include "FakeCuda.h"
 #include "fsdprt/fsdprt.h"
 
@@ -35,6 +36,20 @@ protected:
   const std::string &stream(int32_t id) const { return streams[static_cast<size_t>(id)]; }
 
   std::vector<std::string> streams;
+};
+
+/// The device open on one rank with its process groups connected: what a
+/// step's collectives need.
+class OneRankCudaDevice : public OpenCudaDevice {
+protected:
+  void SetUp() override {
+    fsdprt::startMpi();
+    fsdprt::RankPlace place = fsdprt::setUpGroups(1);
+    ASSERT_EQ(place.worldSize, 1);
+    OpenCudaDevice::SetUp();
+    fsdprt::connectDevice(place);
+    fake_cuda::reset();
+  }
 };
 
 #endif // FSDPRT_TEST_OPENCUDADEVICE_H
