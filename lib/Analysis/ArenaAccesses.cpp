@@ -10,6 +10,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
@@ -74,6 +75,20 @@ void ArenaAccesses::add(SmallVector<ArenaAccess> &accesses, Value value, bool wr
     accesses.push_back(*access);
 }
 
+void mlir::fsdp::forEachMemRefAccess(Operation *op, function_ref<void(Value, bool)> fn) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return;
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  for (const MemoryEffects::EffectInstance &effect : instances) {
+    Value value = effect.getValue();
+    if (value && isa<MemRefType>(value.getType()) &&
+        isa<MemoryEffects::Read, MemoryEffects::Write>(effect.getEffect()))
+      fn(value, isa<MemoryEffects::Write>(effect.getEffect()));
+  }
+}
+
 /// What `op` (an op of the step's body) reads and writes, its nested ops
 /// included.
 SmallVector<ArenaAccess> ArenaAccesses::of(Operation *op) const {
@@ -112,10 +127,10 @@ SmallVector<ArenaAccess> ArenaAccesses::of(Operation *op) const {
     } else if (auto copy = dyn_cast<memref::CopyOp>(nested)) {
       add(accesses, copy.getSource(), false);
       add(accesses, copy.getTarget(), true);
-    } else if (auto load = dyn_cast<memref::LoadOp>(nested)) {
-      add(accesses, load.getMemRef(), false);
-    } else if (auto store = dyn_cast<memref::StoreOp>(nested)) {
-      add(accesses, store.getMemRef(), true);
+    } else {
+      // A load or a store, of an element or a vector (a GPU kernel's).
+      forEachMemRefAccess(nested,
+                          [&](Value memref, bool write) { add(accesses, memref, write); });
     }
   });
   return accesses;

@@ -39,10 +39,8 @@ using namespace mlir::fsdp;
 void mlir::fsdp::collectAccesses(Operation *op, SetVector<Value> &loaded,
                                  SetVector<Value> &stored) {
   op->walk([&](Operation *nested) {
-    if (auto load = dyn_cast<memref::LoadOp>(nested))
-      loaded.insert(load.getMemRef());
-    else if (auto store = dyn_cast<memref::StoreOp>(nested))
-      stored.insert(store.getMemRef());
+    forEachMemRefAccess(nested,
+                        [&](Value memref, bool write) { (write ? stored : loaded).insert(memref); });
   });
 }
 
@@ -125,10 +123,16 @@ FailureOr<linalg::LinalgOp> parallelDimsFirst(RewriterBase &rewriter, linalg::Li
   return cast<linalg::LinalgOp>(interchanged->getOperation());
 }
 
+/// How the kernels' threads are shaped: the pass's options.
+struct ThreadShape {
+  int64_t blockSize;
+  int64_t vectorBytes;
+};
+
 /// One linalg op as a top-level scf.parallel nest, returned; `inits` are the
 /// values its outputs start from (fills folded into a reduction), or null.
 FailureOr<scf::ParallelOp> lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op,
-                                           ArrayRef<Value> inits, int64_t blockSize) {
+                                           ArrayRef<Value> inits, ThreadShape shape) {
   if (!op.hasPureBufferSemantics())
     return op.emitOpError("expected buffers: the GPU kernels are formed after bufferization");
   FailureOr<linalg::LinalgOp> ordered = parallelDimsFirst(rewriter, op);
@@ -136,7 +140,7 @@ FailureOr<scf::ParallelOp> lowerToLoopNest(RewriterBase &rewriter, linalg::Linal
     return failure();
   op = *ordered;
   if (op.getNumReductionLoops() > 0)
-    return lowerReduction(rewriter, op, inits, blockSize);
+    return lowerReduction(rewriter, op, inits, shape.blockSize);
   rewriter.setInsertionPoint(op);
   if (op.getNumParallelLoops() == 0) {
     FailureOr<scf::ParallelOp> single = wrapInSingleIteration(rewriter, op);
@@ -152,7 +156,9 @@ FailureOr<scf::ParallelOp> lowerToLoopNest(RewriterBase &rewriter, linalg::Linal
   if (failed(loops) || loops->empty())
     return op.emitOpError("cannot be lowered to parallel loops");
   rewriter.eraseOp(op);
-  return cast<scf::ParallelOp>(loops->front());
+  auto nest = cast<scf::ParallelOp>(loops->front());
+  widenThreads(rewriter, nest, shape.vectorBytes);
+  return nest;
 }
 
 /// Splits a one-dimensional loop into blocks of `blockSize` threads (fewer
@@ -180,6 +186,11 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
     if (blockSize < 1 || blockSize > 1024) {
       module.emitError() << "fsdp-form-kernels: block-size " << blockSize
                          << " is not in [1, 1024], the threads a CUDA block can have";
+      return signalPassFailure();
+    }
+    if (vectorBytes < 1 || !llvm::isPowerOf2_64(vectorBytes)) {
+      module.emitError() << "fsdp-form-kernels: vector-bytes " << vectorBytes
+                         << " is not a power of two";
       return signalPassFailure();
     }
     // The step's block and the bodies of its loops (the attention's key
@@ -212,6 +223,8 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
       }
     }
   }
+
+  ThreadShape threadShape() const { return {blockSize, vectorBytes}; }
 
   /// Every piece of device work of `body` as one scf.parallel of one
   /// dimension; a loop of the host's is not device work itself.
@@ -247,7 +260,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         rewriter.eraseOp(op);
         return success();
       }
-      return lowerToLoopNest(rewriter, op, SmallVector<Value>(op.getNumDpsInits()), blockSize);
+      return lowerToLoopNest(rewriter, op, SmallVector<Value>(op.getNumDpsInits()), threadShape());
     };
     for (Operation *op : work) {
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
@@ -275,7 +288,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
       if (linalgOp) {
         SmallVector<Value> starts = inits.lookup(op);
         starts.resize(linalgOp.getNumDpsInits());
-        nest = lowerToLoopNest(rewriter, linalgOp, starts, blockSize);
+        nest = lowerToLoopNest(rewriter, linalgOp, starts, threadShape());
       } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
         nest = parallelizeScatter(rewriter, loop, arena);
         if (succeeded(nest) && !*nest && failed(wrapInSingleIteration(rewriter, op)))

@@ -4,7 +4,8 @@
 // (docs/CUDA.md, section 1), one idea a file: reductions
 // (ReductionKernels.cpp), scalar ops in the kernels around them
 // (ScalarKernels.cpp), the embedding gradient's scatter (ScatterKernels.cpp),
-// fewer launches (KernelFusion.cpp), and the pass itself (FormKernels.cpp).
+// vector accesses (WideThreads.cpp), fewer launches (KernelFusion.cpp), and
+// the pass itself (FormKernels.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,6 +106,20 @@ LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest, linalg
 /// not such a nest.
 FailureOr<scf::ParallelOp> parallelizeScatter(RewriterBase &rewriter, scf::ForOp outer,
                                               const ArenaAccesses &arena);
+
+//===----------------------------------------------------------------------===//
+// Vector accesses (WideThreads.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Gives each thread of the elementwise nest `nest` (an scf.parallel whose
+/// last loop goes from 0 by 1 to a static extent) the adjacent elements of
+/// its last loop that make `vectorBytes` bytes of the smallest element it
+/// accesses contiguously along that loop, as many as divide the extent: the
+/// last loop goes over runs of that many elements, the body is repeated for
+/// each element of a run, and each contiguous access's copies become one
+/// vector.load or vector.store. Returns the elements a thread takes (1:
+/// `nest` is unchanged). `vectorBytes` is a power of two.
+int64_t widenThreads(RewriterBase &rewriter, scf::ParallelOp nest, int64_t vectorBytes);
 
 //===----------------------------------------------------------------------===//
 // Fewer launches (KernelFusion.cpp)

@@ -1,6 +1,10 @@
 // RUN: fsdp-opt %s -split-input-file --fsdp-form-kernels | FileCheck %s
 // RUN: fsdp-opt %s -split-input-file --fsdp-form-kernels=block-size=64 | FileCheck %s --check-prefix=B64
+// RUN: fsdp-opt %s -split-input-file --fsdp-form-kernels=vector-bytes=4 | FileCheck %s --check-prefix=ONE
+// RUN: not fsdp-opt %s -split-input-file --fsdp-form-kernels=vector-bytes=12 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: fsdp-opt %s -split-input-file --pass-pipeline='builtin.module(fsdp-form-kernels,func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu))' | FileCheck %s --check-prefix=LAUNCH
+
+// BAD: error: fsdp-form-kernels: vector-bytes 12 is not a power of two
 
 // Every piece of device work of the step becomes a two-level scf.parallel
 // nest (blocks, then the threads of a block), which the upstream mapping
@@ -13,23 +17,52 @@
 #sc = affine_map<(d0) -> ()>
 #sc0 = affine_map<() -> ()>
 
-// 1000 elements: blocks of 256 threads, the last one partial and guarded.
+// 1000 f32 elements: each thread takes 4 adjacent ones (16 bytes), loaded
+// and stored as one vector, so 250 threads in one block.
 // CHECK-LABEL: func.func @fsdp_train_step
-// CHECK-DAG:  %[[C1000:.+]] = arith.constant 1000 : index
-// CHECK-DAG:  %[[C256:.+]] = arith.constant 256 : index
-// CHECK:      %[[STEP:.+]] = arith.muli %{{.+}}, %[[C256]] : index
-// CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C1000]]) step (%[[STEP]]) {
+// CHECK-DAG:  %[[C4:.+]] = arith.constant 4 : index
+// CHECK-DAG:  %[[C250:.+]] = arith.constant 250 : index
+// CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C250]]) step (%[[STEP:.+]]) {
 // CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
-// CHECK-NEXT:     %[[I:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
-// CHECK:          %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %[[C1000]] : index
-// CHECK:          scf.if
-// CHECK-NEXT:       memref.load %{{.+}}[%[[I]]] : memref<1000xf32>
-// CHECK-NEXT:       arith.mulf
-// CHECK-NEXT:       memref.store %{{.+}}, %{{.+}}[%[[I]]] : memref<1000xf32>
+// CHECK-NEXT:     %[[R:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
+// CHECK-NEXT:     %[[I:.+]] = arith.muli %[[R]], %[[C4]] overflow<nsw, nuw> : index
+// CHECK-NEXT:     %[[X:.+]] = vector.load %{{.+}}[%[[I]]] : memref<1000xf32>, vector<4xf32>
+// CHECK-NEXT:     %[[X0:.+]] = vector.extract %[[X]][0] : f32 from vector<4xf32>
+// CHECK-NEXT:     %[[X1:.+]] = vector.extract %[[X]][1] : f32 from vector<4xf32>
+// CHECK-NEXT:     %[[X2:.+]] = vector.extract %[[X]][2] : f32 from vector<4xf32>
+// CHECK-NEXT:     %[[X3:.+]] = vector.extract %[[X]][3] : f32 from vector<4xf32>
+// CHECK-NEXT:     %[[Y0:.+]] = arith.mulf %[[X0]], %{{.+}} : f32
+// CHECK-NEXT:     %[[Y1:.+]] = arith.mulf %[[X1]], %{{.+}} : f32
+// CHECK-NEXT:     %[[Y2:.+]] = arith.mulf %[[X2]], %{{.+}} : f32
+// CHECK-NEXT:     %[[Y3:.+]] = arith.mulf %[[X3]], %{{.+}} : f32
+// CHECK-NEXT:     %[[Y:.+]] = vector.from_elements %[[Y0]], %[[Y1]], %[[Y2]], %[[Y3]] : vector<4xf32>
+// CHECK-NEXT:     vector.store %[[Y]], %{{.+}}[%[[I]]] : memref<1000xf32>, vector<4xf32>
+// CHECK-NEXT:     scf.reduce
+// One element a thread (vector-bytes=4): blocks of 256 threads, the last one
+// partial and guarded.
+// ONE-LABEL: func.func @fsdp_train_step
+// ONE-DAG:  %[[C1000:.+]] = arith.constant 1000 : index
+// ONE-DAG:  %[[C256:.+]] = arith.constant 256 : index
+// ONE:      %[[STEP:.+]] = arith.muli %{{.+}}, %[[C256]] : index
+// ONE:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C1000]]) step (%[[STEP]]) {
+// ONE-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
+// ONE-NEXT:     %[[I:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
+// ONE:          %[[IN:.+]] = arith.cmpi ult, %{{.+}}, %[[C1000]] : index
+// ONE:          scf.if
+// ONE-NEXT:       memref.load %{{.+}}[%[[I]]] : memref<1000xf32>
+// ONE-NEXT:       arith.mulf
+// ONE-NEXT:       memref.store %{{.+}}, %{{.+}}[%[[I]]] : memref<1000xf32>
+// Blocks of 64 threads over the 250 runs: the last one partial and guarded.
 // B64-LABEL:  func.func @fsdp_train_step
-// B64:        %[[C64:.+]] = arith.constant 64 : index
+// B64-DAG:    %[[C64:.+]] = arith.constant 64 : index
+// B64-DAG:    %[[C250:.+]] = arith.constant 250 : index
 // B64:        %[[STEP:.+]] = arith.muli %{{.+}}, %[[C64]] : index
-// B64:        scf.parallel (%{{.+}}) = (%{{.+}}) to (%{{.+}}) step (%[[STEP]]) {
+// B64:        scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C250]]) step (%[[STEP]]) {
+// B64:          arith.cmpi ult, %{{.+}}, %[[C250]] : index
+// B64-NEXT:     arith.andi
+// B64-NEXT:     scf.if
+// B64-NEXT:       arith.muli
+// B64-NEXT:       vector.load
 // LAUNCH-LABEL: func.func @fsdp_train_step
 // LAUNCH-COUNT-1: gpu.launch blocks({{.+}}) in ({{.+}}) threads({{.+}}) in ({{.+}})
 // LAUNCH-NOT: gpu.launch
@@ -42,6 +75,161 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
       ins(%a : memref<1000xf32>) outs(%b : memref<1000xf32>) {
   ^bb0(%in: f32, %out: f32):
     %s = arith.mulf %in, %lr : f32
+    linalg.yield %s : f32
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// A thread takes 4 adjacent elements of a row. What is contiguous along the
+// row is one vector access (the input, the bias, the output); a value of the
+// row's (the row scale) and a transposed input, 10 elements apart, are loaded
+// per element.
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK:      %[[C160:.+]] = arith.constant 160 : index
+// CHECK:      scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C160]]) step (%{{.+}}) {
+// CHECK:          %[[ROW:.+]] = arith.divsi %{{.+}}, %{{.+}} : index
+// CHECK:          %[[J:.+]] = arith.muli %{{.+}}, %{{.+}} overflow<nsw, nuw> : index
+// CHECK:          vector.load %{{.+}}[%[[ROW]], %[[J]]] : memref<10x64xf32>, vector<4xf32>
+// CHECK:          memref.load %{{.+}}[%[[ROW]]] : memref<10xf32>
+// CHECK:          vector.load %{{.+}}[%[[J]]] : memref<64xf32>, vector<4xf32>
+// CHECK:          memref.load %{{.+}}[%[[J]], %[[ROW]]] : memref<64x10xf32>
+// CHECK-COUNT-3:  memref.load %{{.+}}[%{{.+}}, %[[ROW]]] : memref<64x10xf32>
+// CHECK:          vector.store %{{.+}}, %{{.+}}[%[[ROW]], %[[J]]] : memref<10x64xf32>, vector<4xf32>
+// CHECK-NOT:      memref.store
+// B64-LABEL: func.func @fsdp_train_step
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-1: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c2560 = arith.constant 2560 : index
+  %c5120 = arith.constant 5120 : index
+  %c5184 = arith.constant 5184 : index
+  %c5440 = arith.constant 5440 : index
+  %a = memref.view %arena[%c0][] : memref<16384xi8> to memref<10x64xf32>
+  %out = memref.view %arena[%c2560][] : memref<16384xi8> to memref<10x64xf32>
+  %scale = memref.view %arena[%c5120][] : memref<16384xi8> to memref<10xf32>
+  %bias = memref.view %arena[%c5184][] : memref<16384xi8> to memref<64xf32>
+  %t = memref.view %arena[%c5440][] : memref<16384xi8> to memref<64x10xf32>
+  linalg.generic {indexing_maps = [#id2, #row, #col, #tr, #id2],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a, %scale, %bias, %t : memref<10x64xf32>, memref<10xf32>, memref<64xf32>, memref<64x10xf32>)
+      outs(%out : memref<10x64xf32>) {
+  ^bb0(%x: f32, %s: f32, %b: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x, %s : f32
+    %p = arith.addf %m, %b : f32
+    %q = arith.addf %p, %y : f32
+    linalg.yield %q : f32
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// Rows of 6 f32: 4 do not divide them, 2 do (8 bytes a thread).
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK:      %[[C30:.+]] = arith.constant 30 : index
+// CHECK:      scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C30]]) step (%{{.+}}) {
+// CHECK:          %[[X:.+]] = vector.load %{{.+}}[%{{.+}}, %{{.+}}] : memref<10x6xf32>, vector<2xf32>
+// CHECK-COUNT-2:  math.exp
+// CHECK:          vector.store %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}] : memref<10x6xf32>, vector<2xf32>
+// B64-LABEL: func.func @fsdp_train_step
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-1: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c256 = arith.constant 256 : index
+  %a = memref.view %arena[%c0][] : memref<16384xi8> to memref<10x6xf32>
+  %b = memref.view %arena[%c256][] : memref<16384xi8> to memref<10x6xf32>
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<10x6xf32>) outs(%b : memref<10x6xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// f32 rounded to bf16: 16 bytes of the smaller element are 8 elements, so a
+// thread reads 32 bytes of f32 and writes 16 of bf16.
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK:      %[[C64:.+]] = arith.constant 64 : index
+// CHECK:      scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C64]]) step (%{{.+}}) {
+// CHECK:          vector.load %{{.+}}[%{{.+}}] : memref<512xf32>, vector<8xf32>
+// CHECK-COUNT-8:  arith.truncf %{{.+}} : f32 to bf16
+// CHECK:          vector.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<512xbf16>, vector<8xbf16>
+// B64-LABEL: func.func @fsdp_train_step
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-1: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c2048 = arith.constant 2048 : index
+  %a = memref.view %arena[%c0][] : memref<16384xi8> to memref<512xf32>
+  %b = memref.view %arena[%c2048][] : memref<16384xi8> to memref<512xbf16>
+  linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a : memref<512xf32>) outs(%b : memref<512xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %t = arith.truncf %x : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id1 = affine_map<(d0) -> (d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+
+// 999 elements (odd): one a thread, scalar accesses.
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK:      %[[C999:.+]] = arith.constant 999 : index
+// CHECK:      scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C999]]) step (%{{.+}}) {
+// CHECK:          memref.load %{{.+}}[%{{.+}}] : memref<999xf32>
+// CHECK:          memref.store %{{.+}}, %{{.+}}[%{{.+}}] : memref<999xf32>
+// B64-LABEL: func.func @fsdp_train_step
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-1: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c4096 = arith.constant 4096 : index
+  %a = memref.view %arena[%c0][] : memref<16384xi8> to memref<999xf32>
+  %b = memref.view %arena[%c4096][] : memref<16384xi8> to memref<999xf32>
+  linalg.generic {indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}
+      ins(%a : memref<999xf32>) outs(%b : memref<999xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.mulf %x, %lr : f32
     linalg.yield %s : f32
   }
   %r = arith.constant 0.0 : f32
@@ -177,8 +365,9 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 // CHECK-NEXT:       %[[ZERO:.+]] = arith.cmpi eq, %{{.+}}, %{{.+}} : index
 // CHECK-NEXT:       scf.if %[[ZERO]] {
 // CHECK-NEXT:         memref.store %[[SCALE]], %[[FACTOR:.+]][] : memref<f32>
-// CHECK:            %[[X:.+]] = memref.load %{{.+}}[%{{.+}}] : memref<1000xf32>
-// CHECK-NEXT:       arith.mulf %[[X]], %[[SCALE]] : f32
+// CHECK:            %[[X:.+]] = vector.load %{{.+}}[%{{.+}}] : memref<1000xf32>, vector<4xf32>
+// CHECK-NEXT:       %[[X0:.+]] = vector.extract %[[X]][0] : f32 from vector<4xf32>
+// CHECK:            arith.mulf %[[X0]], %[[SCALE]] : f32
 // CHECK-NOT:  memref.load %[[FACTOR]]
 // LAUNCH-LABEL: func.func @fsdp_train_step
 // LAUNCH-COUNT-2: gpu.launch blocks
@@ -294,21 +483,24 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 // kernel of its own.
 // CHECK-LABEL: func.func @fsdp_train_step
 // CHECK:      call @fsdprt_sgemm
-// CHECK:      %[[C340:.+]] = arith.constant 340 : index
-// CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C340]]) step (%[[STEP:.+]]) {
+// (Runs of 4 elements: 25 and 60 threads.)
+// CHECK:      %[[C85:.+]] = arith.constant 85 : index
+// CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%[[C85]]) step (%[[STEP:.+]]) {
 // CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
 // CHECK-NEXT:     %[[I:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
-// CHECK:            %[[C100:.+]] = arith.constant 100 : index
-// CHECK-NEXT:       %[[FIRST:.+]] = arith.cmpi ult, %[[I]], %[[C100]] : index
+// CHECK:            %[[C25:.+]] = arith.constant 25 : index
+// CHECK-NEXT:       %[[FIRST:.+]] = arith.cmpi ult, %[[I]], %[[C25]] : index
 // CHECK-NEXT:       scf.if %[[FIRST]] {
-// CHECK-NEXT:         memref.load %{{.+}}[%[[I]]] : memref<100xf32>
+// CHECK-NEXT:         %[[A:.+]] = arith.muli %[[I]], %{{.+}} overflow<nsw, nuw> : index
+// CHECK-NEXT:         vector.load %{{.+}}[%[[A]]] : memref<100xf32>, vector<4xf32>
 // CHECK:            arith.cmpi uge, %[[I]], %{{.+}} : index
 // CHECK:            scf.if
-// CHECK-NEXT:         %[[START:.+]] = arith.constant 100 : index
+// CHECK-NEXT:         %[[START:.+]] = arith.constant 25 : index
 // CHECK-NEXT:         %[[J:.+]] = arith.subi %[[I]], %[[START]] : index
-// CHECK-NEXT:       memref.load %{{.+}}[%[[J]]] : memref<240xf32>
+// CHECK-NEXT:         %[[B:.+]] = arith.muli %[[J]], %{{.+}} overflow<nsw, nuw> : index
+// CHECK-NEXT:         vector.load %{{.+}}[%[[B]]] : memref<240xf32>, vector<4xf32>
 // CHECK:      scf.parallel
-// CHECK:          memref.load %{{.+}}[%{{.+}}] : memref<100xf32>
+// CHECK:          vector.load %{{.+}}[%{{.+}}] : memref<100xf32>, vector<4xf32>
 // LAUNCH-LABEL: func.func @fsdp_train_step
 // LAUNCH-COUNT-2: gpu.launch blocks
 // LAUNCH-NOT: gpu.launch

@@ -25,6 +25,10 @@ struct ArenaAccess {
   }
 };
 
+/// Calls `fn(memref, write)` for each memref `op` itself says it reads or
+/// writes (its memory effects): a scalar or vector load or store.
+void forEachMemRefAccess(Operation *op, function_ref<void(Value, bool)> fn);
+
 class ArenaAccesses {
 public:
   /// `step` is fsdp_train_step; its first argument is the arena.

@@ -674,6 +674,17 @@ def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
     - A `memref.copy` becomes a `linalg.copy`; the loops of a `linalg.generic`
       are interchanged so that its parallel dimensions come first.
     - An op without reductions is an `scf.parallel` over its dimensions.
+      Each thread takes the adjacent elements of the last dimension that make
+      `vector-bytes` bytes (16: a vector load or store) of the smallest
+      element it accesses contiguously along that dimension, as many as
+      divide it: the loop goes over runs of that many, the body is repeated
+      for each element of a run, and each buffer read or written contiguously
+      along the row is one `vector.load` (where the run's first element was
+      loaded) and one `vector.store` (where its last was stored). Other
+      accesses (a value of the row's, a transposed input) stay per element,
+      as does the arithmetic, so the results are the same bits. An aligned
+      vector access is one 16-byte instruction on the GPU (`.v4`); LLVM splits
+      one it cannot prove aligned.
     - A reduction keeps its running values in registers (`scf.for` with
       `iter_args`) and stores each output once; a `linalg.fill` just before
       it that only starts it becomes its first value, and no kernel of its
@@ -710,10 +721,13 @@ def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
 
     ```mlir
     linalg.generic {iterator_types = ["parallel"]} ins(%a : memref<1000xf32>) ...
-    // becomes
-    scf.parallel (%block) = (%c0) to (%c1000) step (%c256) {
-      scf.parallel (%thread) = (%c0) to (%c256) step (%c1) {
-        scf.if %in_bounds { ... }
+    // becomes 250 threads of 4 adjacent elements each
+    scf.parallel (%block) = (%c0) to (%c250) step (%c250) {
+      scf.parallel (%thread) = (%c0) to (%c250) step (%c1) {
+        %i = arith.muli (%block + %thread), %c4 : index
+        %x = vector.load %a[%i] : memref<1000xf32>, vector<4xf32>
+        ... 4 x (vector.extract, arith.mulf) ...
+        vector.store %y, %b[%i] : memref<1000xf32>, vector<4xf32>
       }
     }
     // and a sum of %a into memref<f32>
@@ -729,6 +743,10 @@ def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Threads per block">,
+    Option<"vectorBytes", "vector-bytes", "int64_t", /*default=*/"16",
+           "Bytes of adjacent elements a thread of an elementwise kernel "
+           "takes, for vector loads and stores (a power of two; 1 gives "
+           "every thread one element)">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
@@ -737,6 +755,7 @@ def FSDPFormKernelsPass : Pass<"fsdp-form-kernels", "::mlir::ModuleOp"> {
     "::mlir::linalg::LinalgDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 
