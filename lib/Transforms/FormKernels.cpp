@@ -184,12 +184,12 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
     if (!step || step.isExternal())
       return;
     if (blockSize < 1 || blockSize > 1024) {
-      module.emitError() << "fsdp-form-kernels: block-size " << blockSize
+      module.emitError() << "fsdp-form-kernels: block-size " << static_cast<int64_t>(blockSize)
                          << " is not in [1, 1024], the threads a CUDA block can have";
       return signalPassFailure();
     }
     if (vectorBytes < 1 || !llvm::isPowerOf2_64(vectorBytes)) {
-      module.emitError() << "fsdp-form-kernels: vector-bytes " << vectorBytes
+      module.emitError() << "fsdp-form-kernels: vector-bytes " << static_cast<int64_t>(vectorBytes)
                          << " is not a power of two";
       return signalPassFailure();
     }

@@ -2,9 +2,11 @@
 // RUN: fsdp-opt %s -split-input-file --fsdp-form-kernels=block-size=64 | FileCheck %s --check-prefix=B64
 // RUN: fsdp-opt %s -split-input-file --fsdp-form-kernels=vector-bytes=4 | FileCheck %s --check-prefix=ONE
 // RUN: not fsdp-opt %s -split-input-file --fsdp-form-kernels=vector-bytes=12 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not fsdp-opt %s -split-input-file --fsdp-form-kernels=block-size=2000 2>&1 | FileCheck %s --check-prefix=BAD-BLOCK
 // RUN: fsdp-opt %s -split-input-file --pass-pipeline='builtin.module(fsdp-form-kernels,func.func(gpu-map-parallel-loops,convert-parallel-loops-to-gpu))' | FileCheck %s --check-prefix=LAUNCH
 
 // BAD: error: fsdp-form-kernels: vector-bytes 12 is not a power of two
+// BAD-BLOCK: error: fsdp-form-kernels: block-size 2000 is not in [1, 1024]
 
 // Every piece of device work of the step becomes a two-level scf.parallel
 // nest (blocks, then the threads of a block), which the upstream mapping
