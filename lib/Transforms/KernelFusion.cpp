@@ -78,13 +78,24 @@ void fuseNests(RewriterBase &rewriter, ArrayRef<scf::ParallelOp> nests) {
     auto branch = scf::IfOp::create(rewriter, loc, inside, /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPoint(branch.thenBlock()->getTerminator());
+    // The nest's own index, clamped to its range (which the guard already
+    // ensures): the integer range analysis that narrows indices to 32 bits
+    // (fsdp-narrow-kernel-indices) does not read the guard, and would see
+    // every segment's index, and the offsets made from it, range over the
+    // whole fused kernel.
+    // (Signed: the analysis keeps indices 64-bit where an unsigned operation
+    // may see a negative operand.)
+    Value local = index;
+    if (start > 0)
+      local = arith::SubIOp::create(rewriter, loc, index,
+                                    arith::ConstantIndexOp::create(rewriter, loc, start));
+    local = arith::MinSIOp::create(rewriter, loc, local,
+                                   arith::ConstantIndexOp::create(rewriter, loc, end - start - 1));
+    if (start > 0)
+      local = arith::MaxSIOp::create(rewriter, loc, local,
+                                     arith::ConstantIndexOp::create(rewriter, loc, 0));
     IRMapping mapping;
-    mapping.map(nest.getInductionVars()[0],
-                start == 0
-                    ? index
-                    : arith::SubIOp::create(rewriter, loc, index,
-                                            arith::ConstantIndexOp::create(rewriter, loc, start))
-                          .getResult());
+    mapping.map(nest.getInductionVars()[0], local);
     for (Operation &op : nest.getBody()->without_terminator())
       rewriter.clone(op, mapping);
     start = end;

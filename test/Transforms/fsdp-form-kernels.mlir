@@ -493,13 +493,21 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 // CHECK:            %[[C25:.+]] = arith.constant 25 : index
 // CHECK-NEXT:       %[[FIRST:.+]] = arith.cmpi ult, %[[I]], %[[C25]] : index
 // CHECK-NEXT:       scf.if %[[FIRST]] {
-// CHECK-NEXT:         %[[A:.+]] = arith.muli %[[I]], %{{.+}} overflow<nsw, nuw> : index
+// CHECK-NEXT:         %[[LAST0:.+]] = arith.constant 24 : index
+// CHECK-NEXT:         %[[I0:.+]] = arith.minsi %[[I]], %[[LAST0]] : index
+// CHECK-NEXT:         %[[A:.+]] = arith.muli %[[I0]], %{{.+}} overflow<nsw, nuw> : index
 // CHECK-NEXT:         vector.load %{{.+}}[%[[A]]] : memref<100xf32>, vector<4xf32>
 // CHECK:            arith.cmpi uge, %[[I]], %{{.+}} : index
 // CHECK:            scf.if
 // CHECK-NEXT:         %[[START:.+]] = arith.constant 25 : index
 // CHECK-NEXT:         %[[J:.+]] = arith.subi %[[I]], %[[START]] : index
-// CHECK-NEXT:         %[[B:.+]] = arith.muli %[[J]], %{{.+}} overflow<nsw, nuw> : index
+// (Each index clamped to its nest's range, which the guard ensures, for the
+// integer range analysis of fsdp-narrow-kernel-indices.)
+// CHECK-NEXT:         %[[LAST1:.+]] = arith.constant 59 : index
+// CHECK-NEXT:         %[[J1:.+]] = arith.minsi %[[J]], %[[LAST1]] : index
+// CHECK-NEXT:         %[[ZERO:.+]] = arith.constant 0 : index
+// CHECK-NEXT:         %[[J2:.+]] = arith.maxsi %[[J1]], %[[ZERO]] : index
+// CHECK-NEXT:         %[[B:.+]] = arith.muli %[[J2]], %{{.+}} overflow<nsw, nuw> : index
 // CHECK-NEXT:         vector.load %{{.+}}[%[[B]]] : memref<240xf32>, vector<4xf32>
 // CHECK:      scf.parallel
 // CHECK:          vector.load %{{.+}}[%{{.+}}] : memref<100xf32>, vector<4xf32>
