@@ -81,10 +81,9 @@ void fuseNests(RewriterBase &rewriter, ArrayRef<scf::ParallelOp> nests) {
     // The nest's own index, clamped to its range (which the guard already
     // ensures): the integer range analysis that narrows indices to 32 bits
     // (fsdp-narrow-kernel-indices) does not read the guard, and would see
-    // every segment's index, and the offsets made from it, range over the
-    // whole fused kernel.
-    // (Signed: the analysis keeps indices 64-bit where an unsigned operation
-    // may see a negative operand.)
+    // each nest's index, and the offsets made from it, range over the whole
+    // fused kernel. Signed, as that analysis keeps a module 64-bit where an
+    // unsigned operation may see a negative operand.
     Value local = index;
     if (start > 0)
       local = arith::SubIOp::create(rewriter, loc, index,
