@@ -57,12 +57,13 @@ void mlir::fsdp::buildCUDAKernelLoweringPipeline(OpPassManager &pm,
   pm.addPass(createFSDPFormKernelsPass(FSDPFormKernelsPassOptions{options.blockSize}));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
-  // Kernels take each memref as a bare pointer (one parameter, not a
-  // descriptor): a view a host loop offsets is made in the kernel instead
-  // (here, so that the kernels run on the CPU do it too).
-  pm.addPass(createFSDPSinkKernelViewsPass());
   // What runs on the host (offload's update tasks) as host loops.
   pm.addPass(createConvertLinalgToLoopsPass());
+  // Kernels take each memref as a bare pointer (one parameter, not a
+  // descriptor): a view a host loop offsets is made in the kernel instead
+  // (here, so that the kernels run on the CPU do it too), and so are the
+  // constants a kernel uses (last: a pattern rewrite would hoist them out).
+  pm.addPass(createFSDPSinkKernelViewsPass());
 }
 
 void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,

@@ -6,6 +6,8 @@
 // is at (a dynamic offset) is made in the kernel, from its static source and
 // the loop's index; a view with a static layout (the second launch's) stays a
 // parameter, as does the static source of a chain of two dynamic views.
+// Each launch gets its own copy of the constants it uses (the f32 zero, the
+// index 0), so that they are not kernel parameters; the launch sizes stay.
 
 // CHECK-LABEL: func.func @key_blocks(
 // CHECK-SAME:    %[[ARENA:.+]]: memref<65536xi8>
@@ -15,15 +17,17 @@
 // CHECK:         scf.for %[[KB:.+]] = %{{.+}} to %{{.+}} step %{{.+}} {
 // CHECK-NEXT:      gpu.launch
 // CHECK-NEXT:        %[[BLOCK:.+]] = memref.subview %[[BUF]][0, %[[KB]], 0] [16, 16, 16] [1, 1, 1]
-// CHECK-NOT:         memref.subview
-// CHECK:             memref.store %{{.+}}, %[[BLOCK]]
+// CHECK-NEXT:        %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:        %[[C0:.+]] = arith.constant 0 : index
+// CHECK-NEXT:        memref.store %[[ZERO]], %[[BLOCK]][%{{.+}}, %{{.+}}, %[[C0]]]
 // CHECK:           gpu.launch
 // CHECK-NEXT:        %[[ROWS:.+]] = memref.subview %[[BUF]][0, %[[KB]], 0] [16, 8, 16] [1, 1, 1]
 // CHECK-NEXT:        %[[ROW:.+]] = memref.subview %[[ROWS]][%[[KB]], 0, 0] [1, 8, 16] [1, 1, 1]
-// CHECK:             memref.load %[[ROW]]
+// CHECK-NEXT:        %[[C0B:.+]] = arith.constant 0 : index
+// CHECK-NEXT:        memref.load %[[ROW]][%[[C0B]], %{{.+}}]
 // CHECK:             memref.store %{{.+}}, %[[FIXED]]
-// KERNEL:      gpu.func @key_blocks_kernel(%{{[^:]+}}: memref<16x32x16xf32>, %{{[^:]+}}: index, %{{[^:]+}}: f32, %{{[^:]+}}: index) kernel
-// KERNEL:      gpu.func @key_blocks_kernel(%{{[^:]+}}: memref<16x32x16xf32>, %{{[^:]+}}: index, %{{[^:]+}}: index, %{{[^:]+}}: memref<16x16x16xf32, strided<[512, 16, 1], offset: 256>>) kernel
+// KERNEL:      gpu.func @key_blocks_kernel(%{{[^:]+}}: memref<16x32x16xf32>, %{{[^:]+}}: index) kernel
+// KERNEL:      gpu.func @key_blocks_kernel(%{{[^:]+}}: memref<16x32x16xf32>, %{{[^:]+}}: index, %{{[^:]+}}: memref<16x16x16xf32, strided<[512, 16, 1], offset: 256>>) kernel
 func.func @key_blocks(%arena: memref<65536xi8>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index

@@ -803,7 +803,7 @@ def FSDPPackFatbinPass : Pass<"fsdp-pack-fatbin", "::mlir::ModuleOp"> {
 }
 
 def FSDPSinkKernelViewsPass : Pass<"fsdp-sink-kernel-views", "::mlir::ModuleOp"> {
-  let summary = "Makes each view a kernel cannot take as a bare pointer inside the kernel";
+  let summary = "Makes each view a kernel cannot take as a bare pointer, and each constant, inside the kernel";
   let description = [{
     The CUDA pipeline passes each memref to a kernel as a bare pointer
     (`convert-gpu-to-nvvm`'s `use-bare-ptr-memref-call-conv` and
@@ -817,6 +817,12 @@ def FSDPSinkKernelViewsPass : Pass<"fsdp-sink-kernel-views", "::mlir::ModuleOp">
     `gpu.launch` that uses it, until the launch takes only static memrefs:
     the kernel gets the view's source and the loop's index instead. A launch
     that would still take another memref is an error.
+
+    Each launch also gets its own copy of every constant it uses.
+    `gpu-launch-sink-index-computations` would do the same one launch at a
+    time, replacing a constant's uses in that launch by walking all of them:
+    the step's constants are shared by thousands of launches (Llama-2-70B's
+    CUDA step), which made that pass quadratic.
 
     ```mlir
     scf.for %kb = %c0 to %c32 step %c16 {
