@@ -28,6 +28,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::fsdp;
 
@@ -41,52 +43,30 @@ bool isColumn(Value index, Value column) {
   return index == column;
 }
 
-/// The memref a load or store accesses contiguously along `column` (its
-/// last index is `column`, no other index depends on it, and its last
-/// dimension has unit stride), or null.
-Value contiguousMemRef(Operation *op, Value column, const SetVector<Operation *> &dependents) {
-  Value memref;
-  ValueRange indices;
-  if (auto load = dyn_cast<memref::LoadOp>(op)) {
-    memref = load.getMemRef();
-    indices = load.getIndices();
-  } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
-    memref = store.getMemRef();
-    indices = store.getIndices();
-  } else {
-    return nullptr;
-  }
-  auto type = cast<MemRefType>(memref.getType());
-  if (indices.empty() || !isColumn(indices.back(), column) ||
-      !VectorType::isValidElementType(type.getElementType()) ||
+/// The memref a load or store accesses, and its indices; null otherwise.
+std::pair<Value, ValueRange> accessOf(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return {load.getMemRef(), load.getIndices()};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return {store.getMemRef(), store.getIndices()};
+  return {};
+}
+
+/// Whether `op` loads or stores contiguously along `column`: its last index
+/// is `column`, no other index is computed from it (`dependents`), and the
+/// memref's last dimension has unit stride.
+bool isContiguous(Operation *op, Value column, const SetVector<Operation *> &dependents) {
+  auto [memref, indices] = accessOf(op);
+  if (!memref || indices.empty() || !isColumn(indices.back(), column) ||
       llvm::any_of(indices.drop_back(), [&](Value index) {
         return index.getDefiningOp() && dependents.contains(index.getDefiningOp());
       }))
-    return nullptr;
+    return false;
+  auto type = cast<MemRefType>(memref.getType());
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
-    return nullptr;
-  return memref;
-}
-
-/// The ops of `body` computed from `column`.
-SetVector<Operation *> dependentsOf(Value column) {
-  SetVector<Operation *> dependents;
-  getForwardSlice(column, &dependents);
-  return dependents;
-}
-
-/// The smallest element `accesses` reach, in bytes, or 0 when they are none.
-int64_t smallestElement(ArrayRef<Operation *> accesses, Value column,
-                        const SetVector<Operation *> &dependents) {
-  int64_t smallest = 0;
-  for (Operation *op : accesses) {
-    auto type = cast<MemRefType>(contiguousMemRef(op, column, dependents).getType());
-    int64_t bytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-    smallest = smallest ? std::min(smallest, bytes) : bytes;
-  }
-  return smallest;
+  return VectorType::isValidElementType(type.getElementType()) &&
+         succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
 
 /// The loads (or stores) `copies` of one element's access, each the same
@@ -129,12 +109,18 @@ int64_t mlir::fsdp::widenThreads(RewriterBase &rewriter, scf::ParallelOp nest,
   // The body of one element; the accesses that become vector ones.
   SmallVector<Operation *> element =
       llvm::map_to_vector(body->without_terminator(), [](Operation &op) { return &op; });
-  SetVector<Operation *> dependents = dependentsOf(column);
+  SetVector<Operation *> dependents;
+  getForwardSlice(column, &dependents);
   SmallVector<Operation *> contiguous = llvm::filter_to_vector(
-      element, [&](Operation *op) { return contiguousMemRef(op, column, dependents) != nullptr; });
-  int64_t smallest = smallestElement(contiguous, column, dependents);
-  if (smallest == 0)
+      element, [&](Operation *op) { return isContiguous(op, column, dependents); });
+  if (contiguous.empty())
     return 1;
+  // The smallest element they access, in bytes.
+  int64_t smallest = std::numeric_limits<int64_t>::max();
+  for (Operation *op : contiguous) {
+    auto type = cast<MemRefType>(accessOf(op).first.getType());
+    smallest = std::min<int64_t>(smallest, llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+  }
   // The most elements that fit the vector and divide the row (no thread
   // goes past a row's end, so no access needs a guard of its own).
   int64_t width = std::max<int64_t>(vectorBytes / smallest, 1);
