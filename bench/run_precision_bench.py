@@ -12,7 +12,8 @@ In one run:
      per rank; step time = batch / samples_per_sec of each logged step (the trainer's own
      clock: batch write + fsdp_train_step + the loss's average over the ranks), the
      median of the N steps after the W warm-up steps;
-  3. runs the same model in PyTorch, one process with torch.set_num_threads(--threads):
+  3. runs the same model in PyTorch (bench/torch_llama.py), one process with
+     torch.set_num_threads(--threads):
      eager fp32 and bf16 autocast (torch.autocast("cpu", dtype=torch.bfloat16)), each with
      the attention as the model file writes it and with F.scaled_dot_product_attention
      (is_causal=True); AdamW with the plan's hyperparameters, clip_grad_norm 1.0; one step
@@ -54,10 +55,10 @@ sys.path.insert(0, HERE)
 from run_mlp_bench import (BenchError, OtherLoad, cpu_busy, find_sgemm_bench,  # noqa: E402
                            machine_info, read_log, run)
 
-# The plan generate_llama.py writes (AdamW; beta1 and eps are the dialect's defaults).
-ADAMW = {"lr": 3.0e-4, "beta1": 0.9, "beta2": 0.95, "eps": 1.0e-8, "weight_decay": 0.1}
-CLIP_GRAD_NORM = 1.0
-RMS_EPS = 1.0e-5  # fsdp.rms_norm's default eps
+# The plan generate_llama.py writes (AdamW; beta1 and eps are the dialect's defaults), and
+# the model in PyTorch: bench/torch_llama.py (imports without torch).
+import torch_llama  # noqa: E402
+from torch_llama import ADAMW, CLIP_GRAD_NORM  # noqa: E402,F401
 
 TORCH_VARIANTS = [
     # name, dtype, attention
@@ -270,7 +271,6 @@ def torch_worker(spec_path, out_path):
     with open(spec_path) as f:
         spec = json.load(f)
     import torch
-    import torch.nn.functional as F
 
     torch.set_num_threads(spec["threads"])
     out = {"torch": torch.__version__, "threads": torch.get_num_threads(),
@@ -284,93 +284,21 @@ def torch_worker(spec_path, out_path):
             json.dump(out, f)
         return 0
 
+    # The model, the optimizer and the step: bench/torch_llama.py.
     cfg = spec["model"]
-    B, T, C, H, KV, FF, V, L = (cfg[x] for x in ("batch", "seq", "dim", "heads", "kv_heads",
-                                                   "ffn", "vocab", "layers"))
-    D, G, CKV = C // H, H // KV, KV * (C // H)
-
-    def rms_norm(x, w):
-        if hasattr(F, "rms_norm"):
-            return F.rms_norm(x, (C,), w, RMS_EPS)
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + RMS_EPS) * w
-
-    class Llama(torch.nn.Module):
-        """examples/generate_llama.py's model: weights stored [in, out] and used as x @ W;
-        the frozen rotary matrix and tables with the file's initial values (R = 0,
-        cos = 1, sin = 0), still computed: q' = q * cos + (q @ R) * sin."""
-
-        def __init__(self, attention):
-            super().__init__()
-            self.attention = attention
-            normal = lambda *s: torch.nn.Parameter(torch.randn(*s) * 0.02)  # noqa: E731
-            ones = lambda *s: torch.nn.Parameter(torch.ones(*s))  # noqa: E731
-            self.tok_embeddings = normal(V, C)
-            self.register_buffer("rot", torch.zeros(D, D))
-            self.register_buffer("cos4", torch.ones(T, 1, D))
-            self.register_buffer("sin4", torch.zeros(T, 1, D))
-            self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool).triu(1))
-            self.layers = torch.nn.ModuleList()
-            for _ in range(L):
-                blk = torch.nn.Module()
-                blk.attention_norm, blk.ffn_norm = ones(C), ones(C)
-                blk.wq, blk.wk, blk.wv, blk.wo = normal(C, C), normal(C, CKV), normal(C, CKV), normal(C, C)
-                blk.w1, blk.w3, blk.w2 = normal(C, FF), normal(C, FF), normal(FF, C)
-                self.layers.append(blk)
-            self.norm, self.output = ones(C), normal(C, V)
-
-        def rope(self, x4):
-            return x4 * self.cos4 + (x4 @ self.rot) * self.sin4
-
-        def forward(self, tokens, targets):
-            x = F.embedding(tokens, self.tok_embeddings)
-            for blk in self.layers:
-                h = rms_norm(x, blk.attention_norm)
-                q, k, v = h @ blk.wq, h @ blk.wk, h @ blk.wv
-                qp = self.rope(q.reshape(B, T, H, D))
-                k4 = k.reshape(B, T, KV, 1, D).expand(B, T, KV, G, D).reshape(B, T, H, D)
-                v4 = v.reshape(B, T, KV, 1, D).expand(B, T, KV, G, D).reshape(B, T, H, D)
-                kp = self.rope(k4)
-                qh, kh, vh = qp.transpose(1, 2), kp.transpose(1, 2), v4.transpose(1, 2)
-                if self.attention == "sdpa":
-                    o = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)
-                else:
-                    s = (qh @ kh.transpose(-1, -2)) * (1.0 / D ** 0.5)
-                    s = s.masked_fill(self.mask, float("-inf"))
-                    o = torch.softmax(s, dim=3) @ vh
-                x1 = x + o.transpose(1, 2).reshape(B, T, C) @ blk.wo
-                f = rms_norm(x1, blk.ffn_norm)
-                x = x1 + (F.silu(f @ blk.w1) * (f @ blk.w3)) @ blk.w2
-            logits = rms_norm(x, self.norm) @ self.output
-            return F.cross_entropy(logits.reshape(B * T, V).float(), targets.reshape(B * T))
-
     for name, dtype, attention in spec["variants"]:
-        torch.manual_seed(0)
-        model = Llama(attention)
-        kwargs = {}
-        if spec["adamw_impl"] == "foreach":
-            kwargs["foreach"] = True
-        elif spec["adamw_impl"] == "fused":
-            kwargs["fused"] = True
-        opt = torch.optim.AdamW(model.parameters(), lr=ADAMW["lr"],
-                                betas=(ADAMW["beta1"], ADAMW["beta2"]), eps=ADAMW["eps"],
-                                weight_decay=ADAMW["weight_decay"], **kwargs)
-        gen = torch.Generator().manual_seed(1)
-        batches = [(torch.randint(0, V, (B, T), generator=gen),
-                    torch.randint(0, V, (B, T), generator=gen)) for _ in range(4)]
+        model = torch_llama.build_llama(torch, cfg, attention=attention, seed=0)
+        opt = torch_llama.make_optimizer(
+            torch, model, fused=True if spec["adamw_impl"] == "fused" else None,
+            foreach=True if spec["adamw_impl"] == "foreach" else None)
+        batches = torch_llama.random_batches(torch, cfg, count=4, seed=1)
         times, losses = [], []
         try:
             for step in range(spec["warmup"] + spec["steps"]):
                 tokens, targets = batches[step % len(batches)]
                 start = time.perf_counter()
-                opt.zero_grad(set_to_none=True)
-                if dtype == "bf16":
-                    with torch.autocast("cpu", dtype=torch.bfloat16):
-                        loss = model(tokens, targets)
-                else:
-                    loss = model(tokens, targets)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP_GRAD_NORM)
-                opt.step()
+                loss = torch_llama.train_step(torch, model, opt, tokens, targets,
+                                              autocast="cpu" if dtype == "bf16" else None)
                 value = loss.item()
                 elapsed = time.perf_counter() - start
                 losses.append(value)
