@@ -417,6 +417,7 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
                                footprint});
     cost.matmulSeconds += time.matmul;
     cost.otherComputeSeconds += time.other;
+    cost.matmulFlops += work.flops;
     durations.push_back(seconds);
     now += seconds;
   }

@@ -144,8 +144,10 @@ def main():
         flops = 3 * 2 * per_rank * sum(i * o for i, o in layers) - 2 * per_rank * 784 * 256
         predicted = (products if ranks == 1 else report(
             args.fsdpc, args.model, ranks, f"{args.work}/products.json"))["predicted"]
-        check(f"products only, {ranks} rank(s)", close(predicted["step_seconds"], flops / rate),
-              f"step {predicted['step_seconds']:.9f} s, {flops} FLOPs / {rate:g} = {flops / rate:.9f} s")
+        check(f"products only, {ranks} rank(s)", close(predicted["step_seconds"], flops / rate)
+              and predicted["matmul_flops"] == flops,
+              f"step {predicted['step_seconds']:.9f} s, {predicted['matmul_flops']:.0f} FLOPs "
+              f"counted, {flops} by hand / {rate:g} = {flops / rate:.9f} s")
 
     bandwidth = 1e6
     links = report(args.fsdpc, args.model, 2, profile(f"{args.work}/links.json", bandwidth=bandwidth))

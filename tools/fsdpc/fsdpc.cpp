@@ -437,6 +437,7 @@ std::string costJson(const fsdp::PlanEvaluation &planned, const fsdp::DeviceProf
   llvm::json::Object object{{"profile", profile.name},
                             {"step_seconds", cost.stepSeconds},
                             {"matmul_seconds", cost.matmulSeconds},
+                            {"matmul_flops", cost.matmulFlops},
                             {"other_compute_seconds", cost.otherComputeSeconds},
                             {"communication_seconds", cost.communicationSeconds},
                             {"exposed_communication_seconds", cost.exposedCommunicationSeconds},

@@ -57,6 +57,9 @@ struct StepCost {
   double stepSeconds = 0;
   /// Busy time of the compute stream: products, and everything else.
   double matmulSeconds = 0, otherComputeSeconds = 0;
+  /// The matrix-product FLOPs of the step's device work (recomputed products
+  /// included): the numerator of a measured step's model FLOP utilisation.
+  double matmulFlops = 0;
   /// Busy time of the communication streams, and the part of it the compute
   /// stream spends waiting (what prefetch and overlap failed to hide).
   double communicationSeconds = 0, exposedCommunicationSeconds = 0;

@@ -1,0 +1,604 @@
+#!/usr/bin/env python3
+"""The GPU check: proves the bundle's CUDA trainers on this node, in one command.
+
+    check.sh OUTDIR [--models NAME,...] [--deadline SECONDS] [--work DIR]
+
+Writes OUTDIR/report.md, OUTDIR/report.json (both rewritten after every part, so a killed
+check leaves what it had) and OUTDIR/check.log (every command and the end of its output).
+Parts, in order (bundle.json says which model gets which; docs/CUDA.md section 5):
+
+  environment   nvidia-smi, where CUDA's libraries were found, `trainer --version`
+  correctness   per model: --trace-state checked step by step by reference/teacher.py
+                (float64, the CPU's bounds); --export equal to the trace's last
+                parameters and read back by --init-from; graph-replayed steps equal to
+                --no-cuda-graph's, bit for bit; planned arena = measured high-water mark;
+                a checkpoint resumed to the same losses
+  sanitize      compute-sanitizer memcheck, racecheck, synccheck on two eager steps
+  speed         median step time, tokens/s and MFU (model FLOPs against the card's dense
+                bf16 peak); PyTorch on the identical model (bench/gpu/torch_llama_step.py)
+  kernels       the ten kernels that take most of a step (ncu)
+
+A failing part is recorded and the check goes on; a part that would start after the
+deadline is recorded as skipped. The last line printed is a one-line summary. Exit
+status: 0 every part passed, 1 a part failed, 2 no usable GPU (the report says why).
+"""
+
+import argparse
+import csv
+import io
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+KIT = os.path.dirname(os.path.abspath(__file__))
+BUNDLE = os.path.dirname(KIT)
+REFERENCE = os.path.join(BUNDLE, "reference")
+sys.path.insert(0, KIT)
+import libraries  # noqa: E402
+
+NO_DEVICE = "no usable CUDA device"
+LOG_TAIL = 4000  # characters of each command's output kept in check.log
+
+# Dense (no sparsity) bf16 tensor-core peaks, FLOP/s, by the name nvidia-smi prints.
+# NVIDIA's datasheets: H100 SXM5 and H200 989.4 TFLOP/s, H100 NVL 835, H100 PCIe 756,
+# A100 312, L40S 362.
+BF16_PEAKS = [(r"H200|GH200", 989.4e12), (r"H100.*(SXM|HBM3)", 989.4e12),
+              (r"H100.*NVL", 835e12), (r"H100.*PCIe", 756e12), (r"A100", 312e12),
+              (r"L40S", 362e12)]
+
+
+def bf16_peak(gpu_name):
+    for pattern, peak in BF16_PEAKS:
+        if re.search(pattern, gpu_name or ""):
+            return peak
+    return None
+
+
+class Report:
+    """The parts checked so far, written as report.json and report.md after each."""
+
+    def __init__(self, outdir):
+        self.outdir = outdir
+        self.data = {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "environment": {},
+                     "parts": [], "speed": [], "kernels": [], "summary": ""}
+
+    def part(self, section, model, name, status, detail="", **figures):
+        self.data["parts"].append({"section": section, "model": model, "name": name,
+                                   "status": status, "detail": detail, **figures})
+        print(f"[{status}] {section} {model} {name}: {detail}", flush=True)
+        self.write()
+
+    def counts(self):
+        statuses = [p["status"] for p in self.data["parts"]]
+        return {s: statuses.count(s) for s in ("PASS", "FAIL", "SKIP")}
+
+    def write(self):
+        with open(os.path.join(self.outdir, "report.json"), "w") as f:
+            json.dump(self.data, f, indent=1)
+        with open(os.path.join(self.outdir, "report.md"), "w") as f:
+            f.write(markdown(self.data))
+
+
+def markdown(data):
+    env = data["environment"]
+    lines = [f"# GPU check of bundle {env.get('bundle_commit', '?')}", "",
+             f"Started {data['started']}. {data['summary']}", "", "## Environment", ""]
+    for key in ("gpu", "driver", "bf16_peak_tflops", "python", "torch", "trainer_version"):
+        if key in env:
+            lines.append(f"- {key}: {env[key]}")
+    for soname, where in sorted(env.get("cuda_libraries", {}).items()):
+        lines.append(f"- {soname}: {where}")
+    if env.get("nvidia_smi"):
+        lines += ["", "```", env["nvidia_smi"].rstrip(), "```"]
+    lines += ["", "## Checks", "", "| section | model | check | status | detail |",
+              "|---|---|---|---|---|"]
+    for p in data["parts"]:
+        detail = p["detail"].replace("|", "\\|").replace("\n", " ")
+        lines.append(f"| {p['section']} | {p['model']} | {p['name']} | {p['status']} | "
+                     f"{detail[:300]} |")
+    if data["speed"]:
+        lines += ["", "## Speed (median step after warm-up)", "",
+                  "| model | runs | step ms | tokens/s | MFU | memory GiB |",
+                  "|---|---|---|---|---|---|"]
+        for s in data["speed"]:
+            mfu = f"{100 * s['mfu']:.1f}%" if s.get("mfu") is not None else "-"
+            memory = f"{s['memory_bytes'] / 2**30:.2f}" if s.get("memory_bytes") else "-"
+            lines.append(f"| {s['model']} | {s['runner']} | {s['step_ms']:.2f} | "
+                         f"{s['tokens_per_s']:,.0f} | {mfu} | {memory} |")
+    if data["kernels"]:
+        lines += ["", "## Kernels that take most of the step", "",
+                  "| model | kernel | launches | time ms | share | DRAM GB/s |",
+                  "|---|---|---|---|---|---|"]
+        for k in data["kernels"]:
+            lines.append(f"| {k['model']} | `{k['name'][:80]}` | {k['launches']} | "
+                         f"{k['ms']:.3f} | {100 * k['share']:.1f}% | {k['gb_per_s']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+class Deadline:
+    def __init__(self, seconds):
+        self.end = time.monotonic() + seconds
+
+    def left(self):
+        return self.end - time.monotonic()
+
+    def timeout(self, wanted):
+        """The time a command may take: `wanted`, or what is left if less."""
+        return max(1.0, min(wanted, self.left()))
+
+
+class Node:
+    """Runs the bundle's programs with the libraries this node provides."""
+
+    def __init__(self, outdir, work, deadline):
+        self.log = open(os.path.join(outdir, "check.log"), "w")
+        self.work, self.deadline = work, deadline
+        self.env = dict(os.environ)
+
+    def run(self, command, timeout, env=None, cwd=None):
+        """(exit status or None on timeout, stdout + stderr, seconds)."""
+        started = time.monotonic()
+        self.log.write(f"$ {' '.join(command)}\n")
+        self.log.flush()
+        try:
+            result = subprocess.run(command, capture_output=True, text=True, cwd=cwd,
+                                    timeout=self.deadline.timeout(timeout),
+                                    env=dict(self.env, **(env or {})), errors="replace")
+            status, output = result.returncode, result.stdout + result.stderr
+        except subprocess.TimeoutExpired as e:
+            status = None
+            output = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
+                             for x in (e.stdout, e.stderr)) + "\n(timed out)"
+        seconds = time.monotonic() - started
+        self.log.write(output[-LOG_TAIL:] + f"\n(exit {status}, {seconds:.1f} s)\n\n")
+        self.log.flush()
+        return status, output, seconds
+
+
+def find_tool(name):
+    """A CUDA toolkit program: on PATH or in the toolkit's bin."""
+    toolkit = os.environ.get("CUDA_HOME") or "/usr/local/cuda"
+    for path in (shutil.which(name), os.path.join(toolkit, "bin", name)):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def python_site_paths():
+    """The site-packages of this Python (PyTorch's nvidia packages live there)."""
+    import site
+    paths = list(getattr(site, "getsitepackages", lambda: [])())
+    paths.append(site.getusersitepackages())
+    return [p for p in paths + sys.path if p and os.path.isdir(p)]
+
+
+def describe_environment(report, node, bundle):
+    env = report.data["environment"]
+    env["bundle_commit"] = bundle.get("commit")
+    env["python"] = sys.version.split()[0]
+    smi = find_tool("nvidia-smi") or shutil.which("nvidia-smi")
+    if smi:
+        _, env["nvidia_smi"], _ = node.run([smi], 30)
+        status, out, _ = node.run([smi, "--query-gpu=name,driver_version,memory.total",
+                                   "--format=csv,noheader"], 30)
+        if status == 0 and out.strip():
+            name, driver, memory = (x.strip() for x in out.splitlines()[0].split(",")[:3])
+            env.update(gpu=name, driver=driver, gpu_memory=memory)
+            peak = bf16_peak(name)
+            env["bf16_peak_tflops"] = peak / 1e12 if peak else None
+    else:
+        env["nvidia_smi"] = "nvidia-smi: not found"
+    status, out, _ = node.run([sys.executable, "-c",
+                               "import torch; print(torch.__version__, torch.version.cuda)"], 60)
+    env["torch"] = out.strip().splitlines()[-1] if status == 0 else "not importable"
+
+    needs = libraries.outside_needs(BUNDLE)
+    found = libraries.find_outside(needs, python_site_paths())
+    env["cuda_libraries"] = {s: (f"{found[s][0]} ({found[s][1]})" if s in found
+                                 else "NOT FOUND") for s in needs}
+    directories = [os.path.join(BUNDLE, "lib")]
+    directories += sorted({os.path.dirname(path) for path, _ in found.values()})
+    node.env["LD_LIBRARY_PATH"] = ":".join(
+        directories + [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d])
+    missing = [s for s in needs if s not in found]
+    report.part("environment", "-", "libraries", "FAIL" if missing else "PASS",
+                f"not found: {', '.join(missing)}" if missing else
+                f"{', '.join(needs)} found; the rest in the bundle's lib/")
+    first = next(iter(bundle["models"].values()))
+    status, out, _ = node.run([os.path.join(BUNDLE, first["trainer"]), "--version"], 60)
+    env["trainer_version"] = out.strip().replace("\n", "; ")
+    return not missing
+
+
+def has_device(report, node, bundle):
+    """Whether a trainer finds a GPU: one step of the first model."""
+    name, model = next(iter(bundle["models"].items()))
+    status, out, _ = node.run([os.path.join(BUNDLE, model["trainer"]), "--steps", "1"], 120)
+    if status != 0 and NO_DEVICE in out:
+        line = next(l for l in out.splitlines() if NO_DEVICE in l)
+        report.part("environment", name, "device", "SKIP", f"no GPU: {line.strip()}")
+        return False
+    report.part("environment", name, "device", "PASS" if status == 0 else "FAIL",
+                "one step ran" if status == 0 else f"exit {status}: {out[-500:]}")
+    return True
+
+
+def read_records(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def losses(path):
+    return [r["loss"] for r in read_records(path) if "step" in r]
+
+
+class ModelCheck:
+    """The correctness checks of one model, each a few trainer runs in its work folder."""
+
+    def __init__(self, report, node, name, model):
+        self.report, self.node, self.name, self.model = report, node, name, model
+        self.trainer = os.path.join(BUNDLE, model["trainer"])
+        self.dir = os.path.join(node.work, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.data = []
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def train(self, *flags, timeout=180, env=None):
+        status, out, seconds = self.node.run([self.trainer, *self.data, *flags], timeout,
+                                             env=env)
+        return status, out
+
+    def record(self, check, ok, detail, **figures):
+        self.report.part("correctness", self.name, check, "PASS" if ok else "FAIL", detail,
+                         **figures)
+
+    def failed_run(self, check, status, out):
+        self.record(check, False, f"trainer exit {status}: {out.strip()[-600:]}")
+
+    def make_data(self):
+        if not self.model.get("reference"):
+            return True
+        data = self.path("data.bin")
+        status, out, _ = self.node.run(
+            [sys.executable, os.path.join(REFERENCE, "make_data.py"), "--model",
+             self.model["reference"], "--samples", str(4 * self.model["batch"]), "--seed",
+             "11", "--out", data], 300)
+        if status != 0:
+            self.record("data", False, f"make_data.py: {out.strip()[-600:]}")
+            return False
+        self.data = ["--data", data]
+        return True
+
+    def teacher_and_export(self, checks):
+        """--trace-state and --export of 3 steps; the teacher, the export, --init-from."""
+        steps, trace, export, log = 3, self.path("trace.bin"), self.path("e.safetensors"), \
+            self.path("teacher.json")
+        status, out = self.train("--steps", str(steps), "--trace-state", trace, "--export",
+                                 export, "--log-json", log)
+        if status != 0:
+            for check in ("teacher", "export"):
+                if check in checks:
+                    self.failed_run(check, status, out)
+            return
+        if "teacher" in checks:
+            self.teacher(trace, log)
+        if "export" in checks:
+            self.export(trace, export, steps)
+
+    def teacher(self, trace, log):
+        dtype = self.model["param_dtype"]
+        status, out, seconds = self.node.run(
+            [sys.executable, os.path.join(REFERENCE, "teacher.py"), "--model",
+             self.model["reference"], "--data", self.data[1], "--trace", trace, "--log", log,
+             "--param-dtype", dtype], 600)
+        summary = out.strip().splitlines()[-1] if out.strip() else ""
+        self.record("teacher", status == 0, f"{summary} ({seconds:.0f} s)"
+                    if status == 0 else out.strip()[-900:])
+
+    def export(self, trace, export, steps):
+        sys.path.insert(0, REFERENCE)
+        import numpy as np
+        import datafile
+        from params_file import manifest_params, read_params
+        params = manifest_params(self.trainer)
+
+        def stored(values):
+            out, start = [], 0
+            for _name, shape, dtype in params:
+                count = int(np.prod(shape))
+                out.append(datafile.to_storage(values[start:start + count], dtype).tobytes())
+                start += count
+            return b"".join(out)
+
+        def record_start(path, records, k):
+            with open(path, "rb") as f:
+                f.seek(os.path.getsize(path) // records * k)
+                return f.read(len(wanted))
+
+        try:
+            wanted = stored(read_params(export, params, dtype=np.float32))
+        except ValueError as e:
+            self.record("export", False, f"--export: {e}")
+            return
+        if record_start(trace, steps + 1, steps) != wanted:
+            self.record("export", False, "--export differs from the trace's last parameters")
+            return
+        # Read back: the parameters a run started --init-from holds before its first step.
+        again = self.path("init-trace.bin")
+        status, out = self.train("--steps", "1", "--init-from", export, "--trace-state", again)
+        if status != 0:
+            self.failed_run("export", status, out)
+            return
+        same = record_start(again, 2, 0) == wanted
+        self.record("export", same, "--export equals the trace's last parameters; --init-from "
+                    "starts from them bit for bit" if same else
+                    "--init-from did not start from the exported parameters")
+
+    def graph_arena_checkpoint(self, checks):
+        steps, every = 6, 3
+        graph, eager = self.path("graph.json"), self.path("eager.json")
+        save = self.path("checkpoints")
+        flags = ["--save", save, "--save-every", str(every)] if "checkpoint" in checks else []
+        status, out = self.train("--steps", str(steps), "--log-json", graph, *flags)
+        if status != 0:
+            for check in ("graph", "arena", "checkpoint"):
+                if check in checks:
+                    self.failed_run(check, status, out)
+            return
+        replayed = losses(graph)
+        if "arena" in checks:
+            self.arena(graph)
+        if "graph" in checks:
+            status, out = self.train("--steps", str(steps), "--no-cuda-graph", "--log-json",
+                                     eager)
+            if status != 0:
+                self.failed_run("graph", status, out)
+            else:
+                called = losses(eager)
+                same = called == replayed and len(called) == steps
+                self.record("graph", same, f"{steps} steps: replayed losses {replayed} "
+                            + ("equal" if same else f"differ from --no-cuda-graph's {called}"))
+        if "checkpoint" in checks:
+            resumed = self.path("resumed.json")
+            status, out = self.train("--steps", str(steps), "--resume",
+                                     os.path.join(save, f"step-{every:08d}"), "--log-json",
+                                     resumed)
+            if status != 0:
+                self.failed_run("checkpoint", status, out)
+            else:
+                again = losses(resumed)
+                same = again == replayed[every:]
+                self.record("checkpoint", same, f"resumed at step {every}: steps "
+                            f"{every + 1}..{steps} " + ("equal the uninterrupted run's" if same
+                                                        else f"{again} vs {replayed[every:]}"))
+
+    def arena(self, log):
+        records = read_records(log)
+        arena = records[-1] if records and "planned_peak_bytes" in records[-1] else None
+        if arena is None:
+            self.record("arena", False, "no arena record at the end of --log-json")
+            return
+        peak, marks = arena["planned_peak_bytes"], arena["high_water_bytes"]
+        self.record("arena", marks == [peak], f"planned {peak:,} B, measured {marks}",
+                    planned_bytes=peak)
+
+
+def correctness(report, node, name, model):
+    check = ModelCheck(report, node, name, model)
+    checks = model["checks"]
+    if not check.make_data():
+        return
+    if "teacher" in checks or "export" in checks:
+        check.teacher_and_export(checks)
+    if any(c in checks for c in ("graph", "arena", "checkpoint")):
+        check.graph_arena_checkpoint(checks)
+
+
+def sanitize(report, node, name, model):
+    tool = find_tool("compute-sanitizer")
+    check = ModelCheck(report, node, name, model)
+    for kind in ("memcheck", "racecheck", "synccheck"):
+        if tool is None:
+            report.part("sanitize", name, kind, "FAIL", "compute-sanitizer not found")
+            continue
+        if node.deadline.left() < 30:
+            report.part("sanitize", name, kind, "SKIP", "out of time")
+            continue
+        if not check.data and not check.make_data():
+            return
+        status, out, seconds = node.run(
+            [tool, "--tool", kind, "--error-exitcode", "97", "--print-limit", "20",
+             check.trainer, *check.data, "--steps", "2", "--no-cuda-graph"], 300,
+            env={"CUDA_LAUNCH_BLOCKING": "1"})
+        summary = [l for l in out.splitlines() if "SUMMARY" in l]
+        ok = status == 0
+        report.part("sanitize", name, kind, "PASS" if ok else "FAIL",
+                    (summary[-1].strip() if summary else f"exit {status}") +
+                    f" ({seconds:.0f} s)" + ("" if ok else ": " + out.strip()[-900:]))
+
+
+def speed(report, node, name, model, peak):
+    warmup, timed = (3, 10) if model["tokens_per_step"] > 100000 else (5, 30)
+    check = ModelCheck(report, node, name, model)
+    log = check.path("speed.json")
+    if not check.data and not check.make_data():
+        return
+    status, out = check.train("--steps", str(warmup + timed), "--log-json", log,
+                              "--log-every", "1000", timeout=300)
+    if status != 0:
+        report.part("speed", name, "ours", "FAIL", f"trainer exit {status}: {out[-600:]}")
+        return
+    steps = [r for r in read_records(log) if "step" in r][warmup:]
+    seconds = statistics.median(model["batch"] / r["samples_per_sec"] for r in steps)
+    add_speed(report, name, "ours", seconds, model, peak)
+
+
+def add_speed(report, name, runner, seconds, model, peak, memory=None):
+    flops = model["model_flops_per_step"]
+    row = {"model": name, "runner": runner, "step_ms": 1e3 * seconds,
+           "tokens_per_s": model["tokens_per_step"] / seconds,
+           "mfu": flops / seconds / peak if peak and flops else None,
+           "memory_bytes": memory}
+    report.data["speed"].append(row)
+    mfu = f", MFU {100 * row['mfu']:.1f}%" if row["mfu"] is not None else ""
+    report.part("speed", name, runner, "PASS",
+                f"{row['step_ms']:.2f} ms/step, {row['tokens_per_s']:,.0f} tokens/s{mfu}")
+
+
+def torch_speed(report, node, name, model, peak):
+    """PyTorch on the identical Llama: bf16 autocast with SDPA, eager and torch.compile,
+    each mode in a process of its own with a time limit (bench/gpu/torch_llama_step.py)."""
+    check = ModelCheck(report, node, name, model)
+    out_json = check.path("torch.json")
+    script = os.path.join(BUNDLE, "bench", "gpu", "torch_llama_step.py")
+    big = model["tokens_per_step"] > 100000
+    per_mode = max(30, min(240, node.deadline.left() / 2 - 10))
+    flags = ["--peak-tflops", str(peak / 1e12)] if peak else []
+    status, out, _ = node.run(
+        [sys.executable, script, "--config", json.dumps(model["llama"]), "--modes",
+         "eager,compile", "--warmup", "3", "--steps", "5" if big else "20",
+         "--timeout-per-mode", f"{per_mode:.0f}", "--json", out_json, *flags],
+        2 * per_mode + 30)
+    if status != 0 or not os.path.exists(out_json):
+        report.part("speed", name, "pytorch", "FAIL", f"exit {status}: {out.strip()[-600:]}")
+        return
+    with open(out_json) as f:
+        results = json.load(f)
+    report.data["environment"].setdefault("torch_bench", results.get("torch"))
+    for mode, result in results.get("modes", {}).items():
+        runner = f"pytorch {mode}"
+        if not result.get("ok"):
+            report.part("speed", name, runner, "FAIL",
+                        f"{result.get('phase')}: {str(result.get('error'))[:600]}")
+        else:
+            add_speed(report, name, runner, result["median_step_ms"] / 1e3, model, peak,
+                      result.get("max_memory_allocated_bytes"))
+
+
+NCU_METRICS = ["gpu__time_duration.sum", "dram__bytes_read.sum", "dram__bytes_write.sum"]
+
+
+def kernels(report, node, name, model):
+    """ncu over one eager step: each kernel's time and DRAM bytes, by kernel name."""
+    ncu = find_tool("ncu")
+    if ncu is None:
+        report.part("kernels", name, "ncu", "FAIL", "ncu not found")
+        return
+    check = ModelCheck(report, node, name, model)
+    if not check.data and not check.make_data():
+        return
+    status, out, seconds = node.run(
+        [ncu, "--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none",
+         "--metrics", ",".join(NCU_METRICS), check.trainer, *check.data, "--steps", "1",
+         "--no-cuda-graph"], 240)
+    rows = parse_ncu(out)
+    if status != 0 or not rows:
+        report.part("kernels", name, "ncu", "FAIL", f"exit {status}: {out.strip()[-600:]}")
+        return
+    total = sum(r["ns"] for r in rows.values())
+    top = sorted(rows.items(), key=lambda item: -item[1]["ns"])[:10]
+    for kernel, r in top:
+        report.data["kernels"].append({
+            "model": name, "name": kernel, "launches": r["launches"], "ms": r["ns"] / 1e6,
+            "share": r["ns"] / total, "gb_per_s": r["bytes"] / r["ns"] if r["ns"] else 0.0})
+    report.part("kernels", name, "ncu", "PASS",
+                f"{sum(r['launches'] for r in rows.values())} launches, {len(rows)} kernels, "
+                f"{total / 1e6:.1f} ms of kernels in the step ({seconds:.0f} s)")
+
+
+def parse_ncu(output):
+    """{kernel name: {launches, ns, bytes}} from `ncu --csv --page raw` output."""
+    start = output.find('"ID"')
+    if start < 0:
+        return {}
+    table = list(csv.DictReader(io.StringIO(output[start:])))
+    rows = {}
+    for row in table:
+        try:
+            ns = float(row["gpu__time_duration.sum"])
+            moved = float(row["dram__bytes_read.sum"]) + float(row["dram__bytes_write.sum"])
+        except (KeyError, ValueError):
+            continue  # the units row
+        entry = rows.setdefault(row.get("Kernel Name", "?"), {"launches": 0, "ns": 0.0,
+                                                              "bytes": 0.0})
+        entry["launches"] += 1
+        entry["ns"] += ns
+        entry["bytes"] += moved
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("outdir")
+    parser.add_argument("--models", default="", help="comma-separated; default: all")
+    parser.add_argument("--deadline", type=float, default=450.0,
+                        help="seconds after which no part starts (default 450)")
+    parser.add_argument("--work", default="", help="scratch folder (default: a new one "
+                        "under $TMPDIR)")
+    args = parser.parse_args()
+    os.makedirs(args.outdir, exist_ok=True)
+    with open(os.path.join(BUNDLE, "bundle.json")) as f:
+        bundle = json.load(f)
+    if args.models:
+        wanted = args.models.split(",")
+        unknown = [m for m in wanted if m not in bundle["models"]]
+        if unknown:
+            sys.exit(f"check: --models: not in this bundle: {', '.join(unknown)}")
+        bundle["models"] = {m: bundle["models"][m] for m in wanted}
+    deadline = Deadline(args.deadline)
+    report = Report(args.outdir)
+    node = Node(args.outdir, args.work or tempfile.mkdtemp(prefix="fsdp-gpu-check-"), deadline)
+
+    status = run_parts(report, node, bundle, deadline)
+    counts = report.counts()
+    env = report.data["environment"]
+    where = env.get("gpu") or "no GPU"
+    report.data["summary"] = (
+        f"gpu-check on {where}: {counts['PASS']} passed, {counts['FAIL']} failed, "
+        f"{counts['SKIP']} skipped" + (" (no usable GPU)" if status == 2 else ""))
+    report.write()
+    print(f"report: {os.path.join(args.outdir, 'report.md')}")
+    print(report.data["summary"])
+    return status
+
+
+def run_parts(report, node, bundle, deadline):
+    if not describe_environment(report, node, bundle):
+        return 1
+    if not has_device(report, node, bundle):
+        return 2
+    peak = (report.data["environment"].get("bf16_peak_tflops") or 0) * 1e12 or None
+    models = bundle["models"]
+    plan = [("correctness", correctness, lambda m: True),
+            ("sanitize", sanitize, lambda m: "sanitize" in m["checks"]),
+            ("speed", lambda r, n, name, m: speed(r, n, name, m, peak),
+             lambda m: "speed" in m["checks"]),
+            ("speed", lambda r, n, name, m: torch_speed(r, n, name, m, peak),
+             lambda m: "torch" in m["checks"]),
+            ("kernels", kernels, lambda m: "kernels" in m["checks"])]
+    for section, part, applies in plan:
+        for name, model in models.items():
+            if not applies(model):
+                continue
+            if deadline.left() < 20:
+                report.part(section, name, "-", "SKIP", "out of time (--deadline)")
+                continue
+            try:
+                part(report, node, name, model)
+            except Exception as e:  # noqa: BLE001 - recorded, the check goes on
+                report.part(section, name, "-", "FAIL", f"{type(e).__name__}: {e}")
+    return 1 if report.counts()["FAIL"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

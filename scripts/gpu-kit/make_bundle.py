@@ -1,0 +1,243 @@
+#!/usr/bin/env python3
+"""Builds the GPU check kit's bundle: CUDA trainers of the check models, what they need
+that a bare GPU node lacks, the float64 reference and the check script.
+
+    make_bundle.py --fsdpc FSDPC --out DIR [--models NAME,...] [--gpu-arch sm_90]
+                   [--max-mib 48] [--jobs 2]
+
+Called by scripts/gpu-bundle.sh (which finds fsdpc); docs/CUDA.md section 5 says how the
+bundle is used. What goes into DIR:
+
+  bin/<model>        one-rank CUDA trainers (grid [1]: one GPU, started without mpirun)
+  lib/               every shared library they need but the CUDA libraries and the C/C++
+                     runtime (MPI's libraries: a trainer started without a launcher never
+                     initialises MPI, but the loader needs them), checked by
+                     kit/libraries.py
+  models/<model>.mlir  the compiled model files, as compiled
+  kit/               check.py (the check), libraries.py, elf.py
+  reference/         test/reference: the NumPy float64 teacher
+  bench/             the PyTorch version of the timing models (bench only)
+  bundle.json        what check.py checks of each model
+  check.sh           the one command to run on the GPU node
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import libraries  # noqa: E402
+
+GENERATE_LLAMA = os.path.join(ROOT, "examples", "generate_llama.py")
+
+# generate_llama.py's shape flags, by the names the reference's model names use.
+LLAMA_FIELDS = ("layers", "dim", "heads", "kv_heads", "ffn", "vocab", "seq", "batch")
+
+
+def llama(layers, dim, heads, kv_heads, ffn, vocab, seq, batch, param_dtype, attention,
+          key_block=None):
+    """A model of examples/generate_llama.py: its command line, and its reference name
+    (test/reference/models.py's `llama:` syntax)."""
+    config = dict(layers=layers, dim=dim, heads=heads, kv_heads=kv_heads, ffn=ffn,
+                  vocab=vocab, seq=seq, batch=batch)
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in config.items()]
+    flags += ["--grid=1", f"--param-dtype={param_dtype}", f"--attention={attention}"]
+    fields = dict(config, attention=attention)
+    if key_block:
+        flags.append(f"--key-block={key_block}")
+        fields["key_block"] = key_block
+    name = "llama:" + ",".join(f"{k}={v}" for k, v in fields.items())
+    return {"generate": flags, "reference": name, "llama": config,
+            "param_dtype": param_dtype}
+
+
+def example(path, reference, plan=""):
+    """A model file of the repository, with `plan` fields added to its #fsdp.plan<...>."""
+    return {"file": path, "reference": reference, "plan": plan}
+
+
+# The check models (issue 31). checks: what check.py runs on each (docs/CUDA.md, 5).
+#   teacher     --trace-state checked step by step by reference/teacher.py
+#   graph       graph-replayed steps give the losses of --no-cuda-graph, bit for bit
+#   arena       the planned arena equals the measured device high-water mark
+#   checkpoint  a checkpoint saved on the GPU resumes there to the same losses
+#   export      --export read back by --init-from gives the same parameters
+#   sanitize    compute-sanitizer memcheck, racecheck and synccheck on two steps
+#   speed       median step time, tokens/s, MFU; torch: beside PyTorch on the same model
+#   kernels     the ten kernels that take most of the step (ncu)
+CORRECTNESS = ["teacher", "graph", "arena", "checkpoint", "export"]
+MODELS = {
+    "mlp": dict(example("examples/mlp.mlir", "mlp"), checks=CORRECTNESS + ["speed"]),
+    "gpt": dict(example("examples/gpt.mlir", "gpt"),
+                checks=CORRECTNESS + ["sanitize", "speed"]),
+    "gpt-bf16": dict(example("examples/gpt.mlir", "gpt", "param_dtype = bf16"),
+                     checks=CORRECTNESS + ["speed"], param_dtype="bf16"),
+    "odd-sizes": dict(example("test/e2e/Inputs/odd-sizes.mlir", "odd-sizes"),
+                      checks=CORRECTNESS + ["speed"]),
+    # Recompute and micro-batches change no value: the float32 reference is the whole
+    # batch's step.
+    "gpt-remat-micro": dict(example("examples/gpt.mlir", "gpt",
+                                    "remat = unit, micro_batches = 2"),
+                            checks=CORRECTNESS + ["speed"]),
+    # The update on the host: never replayed as a graph (host code mid-step).
+    "gpt-offload": dict(example("examples/gpt.mlir", "gpt", "offload = optimizer"),
+                        checks=["teacher", "arena", "checkpoint", "export", "speed"]),
+    # The small Llama of bench/README.md, in f32 with the explicit attention, and in bf16
+    # with grouped-query attention and fsdp.attention.
+    "llama-small-f32": dict(llama(4, 512, 8, 8, 1408, 4096, 256, 8, "f32", "explicit"),
+                            checks=CORRECTNESS + ["speed", "torch"]),
+    "llama-small-bf16": dict(llama(4, 512, 8, 2, 1408, 4096, 256, 8, "bf16", "flash", 64),
+                             checks=CORRECTNESS + ["sanitize", "speed", "torch"]),
+    # About a billion parameters (TinyLlama-1.1B's shapes), bf16, sequence 2048: timing.
+    # Its reference would take minutes a step in float64: checked by the graph and the
+    # arena; the batch is one whose plan fits an 80 GB card (fsdpc --device-memory).
+    "llama-1b": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512),
+                     checks=["graph", "arena", "speed", "torch", "kernels"],
+                     device_memory="80GB"),
+}
+
+
+def run(command, **kwargs):
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"gpu-bundle: {' '.join(command)} failed ({result.returncode}):\n"
+                 f"{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def with_plan_fields(text, fields):
+    """The model text with `fields` (e.g. "remat = unit") first in its #fsdp.plan<...>."""
+    if not fields:
+        return text
+    for name in re.findall(r"(\w+)\s*=", fields):
+        if re.search(rf"#fsdp\.plan<[^>]*\b{name}\s*=", text, re.S):
+            sys.exit(f"gpu-bundle: the plan already sets {name}")
+    text, count = re.subn(r"#fsdp\.plan<", f"#fsdp.plan<{fields}, ", text, count=1)
+    if count != 1:
+        sys.exit("gpu-bundle: no #fsdp.plan<...> in the model")
+    return text
+
+
+def model_text(spec):
+    if "generate" in spec:
+        return run([sys.executable, GENERATE_LLAMA, *spec["generate"]])
+    with open(os.path.join(ROOT, spec["file"])) as f:
+        return with_plan_fields(f.read(), spec.get("plan", ""))
+
+
+def compile_model(fsdpc, out, name, spec, arch):
+    source = os.path.join(out, "models", f"{name}.mlir")
+    with open(source, "w") as f:
+        f.write(model_text(spec))
+    trainer = os.path.join(out, "bin", name)
+    memory = [f"--device-memory={spec['device_memory']}"] if "device_memory" in spec else []
+    run([fsdpc, source, "--grid=1", "--target=cuda", f"--gpu-arch={arch}", *memory,
+         "-o", trainer])
+    manifest = json.loads(run([trainer, "--print-manifest"]))
+    return name, {
+        "trainer": os.path.relpath(trainer, out),
+        "source": os.path.relpath(source, out),
+        "reference": spec.get("reference"),
+        "param_dtype": spec.get("param_dtype", "f32"),
+        "checks": spec["checks"],
+        "llama": spec.get("llama"),
+        "batch": manifest["batch"],
+        "tokens_per_step": tokens_per_step(manifest),
+        "model_flops_per_step": model_flops(fsdpc, source),
+    }
+
+
+def tokens_per_step(manifest):
+    """Tokens of one step at grid 1: the elements of the token input (batch x sequence),
+    else the batch's samples (the MLP's rows of features)."""
+    for tensor in manifest["inputs"]:
+        if tensor["role"] == "tokens":
+            count = 1
+            for d in tensor["shape"]:
+                count *= d
+            return count
+    return manifest["batch"]
+
+
+def model_flops(fsdpc, source):
+    """The matrix-product FLOPs of one training step of the model at grid 1, without
+    recompute (`fsdpc --report=json`: the step's products less the recomputed ones): the
+    MFU numerator, the same for our trainer and PyTorch's."""
+    report = json.loads(run([fsdpc, source, "--grid=1", "--target=cuda", "--report=json"]))
+    recompute = report["per_rank_bytes"]["arena"].get("recompute") or {}
+    return report["predicted"]["matmul_flops"] - recompute.get("product_flops", 0)
+
+
+def copy_tree_files(source, destination, pattern=r".*\.(py|md)$"):
+    os.makedirs(destination, exist_ok=True)
+    for name in sorted(os.listdir(source)):
+        path = os.path.join(source, name)
+        if os.path.isfile(path) and re.match(pattern, name):
+            shutil.copy2(path, destination)
+
+
+def tree_bytes(path):
+    return sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(path)
+               for f in files)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--fsdpc", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help="comma-separated, of: " + ", ".join(MODELS))
+    parser.add_argument("--gpu-arch", default="sm_90")
+    parser.add_argument("--max-mib", type=float, default=48.0)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+    names = [n for n in args.models.split(",") if n]
+    unknown = [n for n in names if n not in MODELS]
+    if unknown or not names:
+        sys.exit(f"gpu-bundle: --models: unknown {unknown or 'empty list'}; "
+                 f"known: {', '.join(MODELS)}")
+    out = os.path.abspath(args.out)
+    if os.path.exists(out) and os.listdir(out):
+        sys.exit(f"gpu-bundle: {out} exists and is not empty")
+    for folder in ("bin", "lib", "models", "kit", "reference", "bench/gpu"):
+        os.makedirs(os.path.join(out, folder), exist_ok=True)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        built = dict(pool.map(lambda n: compile_model(args.fsdpc, out, n, MODELS[n],
+                                                      args.gpu_arch), names))
+
+    trainers = [os.path.join(out, built[n]["trainer"]) for n in names]
+    copied = libraries.copy_closure(trainers, os.path.join(out, "lib"))
+    for name in ("check.py", "libraries.py", "elf.py"):
+        shutil.copy2(os.path.join(HERE, name), os.path.join(out, "kit"))
+    shutil.copy2(os.path.join(HERE, "check.sh"), out)
+    shutil.copy2(os.path.join(HERE, "README.md"), out)
+    copy_tree_files(os.path.join(ROOT, "test", "reference"), os.path.join(out, "reference"))
+    shutil.copy2(os.path.join(ROOT, "bench", "torch_llama.py"), os.path.join(out, "bench"))
+    shutil.copy2(os.path.join(ROOT, "bench", "gpu", "torch_llama_step.py"),
+                 os.path.join(out, "bench", "gpu"))
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    with open(os.path.join(out, "bundle.json"), "w") as f:
+        json.dump({"commit": commit, "gpu_arch": args.gpu_arch, "models": built,
+                   "libraries": copied}, f, indent=1)
+
+    problems = libraries.missing_from_bundle(out)
+    if problems:
+        sys.exit("gpu-bundle: the bundle is not self-contained:\n" + "\n".join(problems))
+    size = tree_bytes(out)
+    print(f"gpu-bundle: {out}: {len(names)} trainers ({', '.join(names)}), "
+          f"{len(copied)} libraries, {size / 2**20:.1f} MiB")
+    if size > args.max_mib * 2**20:
+        sys.exit(f"gpu-bundle: {size / 2**20:.1f} MiB is over the limit of {args.max_mib} MiB")
+
+
+if __name__ == "__main__":
+    main()
