@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The GPU check: proves the bundle's CUDA trainers on this node, in one command.
 
-    check.sh OUTDIR [--models NAME,...] [--deadline SECONDS] [--work DIR]
+    check.sh OUTDIR [--models NAME,...] [--parts PART,...] [--deadline SECONDS] [--work DIR]
 
 Writes OUTDIR/report.md, OUTDIR/report.json (both rewritten after every part, so a killed
 check leaves what it had) and OUTDIR/check.log (every command and the end of its output).
@@ -269,6 +269,9 @@ class ModelCheck:
         if not self.model.get("reference"):
             return True
         data = self.path("data.bin")
+        if os.path.exists(data):
+            self.data = ["--data", data]
+            return True
         status, out, _ = self.node.run(
             [sys.executable, os.path.join(REFERENCE, "make_data.py"), "--model",
              self.model["reference"], "--samples", str(4 * self.model["batch"]), "--seed",
@@ -366,8 +369,9 @@ class ModelCheck:
             else:
                 called = losses(eager)
                 same = called == replayed and len(called) == steps
-                self.record("graph", same, f"{steps} steps: replayed losses {replayed} "
-                            + ("equal" if same else f"differ from --no-cuda-graph's {called}"))
+                self.record("graph", same, f"{steps} steps: the replayed losses " +
+                            ("equal --no-cuda-graph's" if same else
+                             f"{replayed} differ from --no-cuda-graph's {called}"))
         if "checkpoint" in checks:
             resumed = self.path("resumed.json")
             status, out = self.train("--steps", str(steps), "--resume",
@@ -541,6 +545,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("outdir")
     parser.add_argument("--models", default="", help="comma-separated; default: all")
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help="comma-separated, of " + ", ".join(PARTS) + " (default: all; "
+                        "the environment is always checked)")
     parser.add_argument("--deadline", type=float, default=450.0,
                         help="seconds after which no part starts (default 450)")
     parser.add_argument("--work", default="", help="scratch folder (default: a new one "
@@ -555,14 +562,17 @@ def main():
         if unknown:
             sys.exit(f"check: --models: not in this bundle: {', '.join(unknown)}")
         bundle["models"] = {m: bundle["models"][m] for m in wanted}
+    parts = args.parts.split(",")
+    if not parts or any(p not in PARTS for p in parts):
+        sys.exit(f"check: --parts: expected some of {', '.join(PARTS)}")
     deadline = Deadline(args.deadline)
     report = Report(args.outdir)
     node = Node(args.outdir, args.work or tempfile.mkdtemp(prefix="fsdp-gpu-check-"), deadline)
 
-    status = run_parts(report, node, bundle, deadline)
+    status = run_parts(report, node, bundle, deadline, parts)
     counts = report.counts()
     env = report.data["environment"]
-    where = env.get("gpu") or "no GPU"
+    where = env.get("gpu") or "a machine without nvidia-smi"
     report.data["summary"] = (
         f"gpu-check on {where}: {counts['PASS']} passed, {counts['FAIL']} failed, "
         f"{counts['SKIP']} skipped" + (" (no usable GPU)" if status == 2 else ""))
@@ -572,13 +582,15 @@ def main():
     return status
 
 
-def run_parts(report, node, bundle, deadline):
+PARTS = ("correctness", "sanitize", "speed", "kernels")
+
+
+def run_parts(report, node, bundle, deadline, parts):
     if not describe_environment(report, node, bundle):
         return 1
     if not has_device(report, node, bundle):
         return 2
     peak = (report.data["environment"].get("bf16_peak_tflops") or 0) * 1e12 or None
-    models = bundle["models"]
     plan = [("correctness", correctness, lambda m: True),
             ("sanitize", sanitize, lambda m: "sanitize" in m["checks"]),
             ("speed", lambda r, n, name, m: speed(r, n, name, m, peak),
@@ -587,7 +599,9 @@ def run_parts(report, node, bundle, deadline):
              lambda m: "torch" in m["checks"]),
             ("kernels", kernels, lambda m: "kernels" in m["checks"])]
     for section, part, applies in plan:
-        for name, model in models.items():
+        if section not in parts:
+            continue
+        for name, model in bundle["models"].items():
             if not applies(model):
                 continue
             if deadline.left() < 20:

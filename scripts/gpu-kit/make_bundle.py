@@ -3,7 +3,7 @@
 that a bare GPU node lacks, the float64 reference and the check script.
 
     make_bundle.py --fsdpc FSDPC --out DIR [--models NAME,...] [--gpu-arch sm_90]
-                   [--max-mib 48] [--jobs 2]
+                   [--max-mib 48] [--jobs 2] [--test-kernels-on-cpu]
 
 Called by scripts/gpu-bundle.sh (which finds fsdpc); docs/CUDA.md section 5 says how the
 bundle is used. What goes into DIR:
@@ -19,6 +19,11 @@ bundle is used. What goes into DIR:
   bench/             the PyTorch version of the timing models (bench only)
   bundle.json        what check.py checks of each model
   check.sh           the one command to run on the GPU node
+
+--test-kernels-on-cpu (tests only) builds the same trainers with their kernels run as CPU
+loops on the CPU runtime (fsdpc --test-kernels-on-cpu): a bundle for this machine, whose
+libraries stay where they are, that runs check.sh's correctness and speed parts without
+a GPU (test/e2e/gpu-check-on-cpu.test).
 """
 
 import argparse
@@ -34,6 +39,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import libraries  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import torch_llama  # noqa: E402  (pure Python: the Llama's FLOPs)
 
 GENERATE_LLAMA = os.path.join(ROOT, "examples", "generate_llama.py")
 
@@ -132,14 +139,14 @@ def model_text(spec):
         return with_plan_fields(f.read(), spec.get("plan", ""))
 
 
-def compile_model(fsdpc, out, name, spec, arch):
+def compile_model(fsdpc, out, name, spec, arch, on_cpu):
     source = os.path.join(out, "models", f"{name}.mlir")
     with open(source, "w") as f:
         f.write(model_text(spec))
     trainer = os.path.join(out, "bin", name)
     memory = [f"--device-memory={spec['device_memory']}"] if "device_memory" in spec else []
-    run([fsdpc, source, "--grid=1", "--target=cuda", f"--gpu-arch={arch}", *memory,
-         "-o", trainer])
+    target = ["--test-kernels-on-cpu"] if on_cpu else [f"--gpu-arch={arch}"]
+    run([fsdpc, source, "--grid=1", "--target=cuda", *target, *memory, "-o", trainer])
     manifest = json.loads(run([trainer, "--print-manifest"]))
     return name, {
         "trainer": os.path.relpath(trainer, out),
@@ -150,7 +157,7 @@ def compile_model(fsdpc, out, name, spec, arch):
         "llama": spec.get("llama"),
         "batch": manifest["batch"],
         "tokens_per_step": tokens_per_step(manifest),
-        "model_flops_per_step": model_flops(fsdpc, source),
+        "model_flops_per_step": model_flops(fsdpc, spec),
     }
 
 
@@ -166,13 +173,19 @@ def tokens_per_step(manifest):
     return manifest["batch"]
 
 
-def model_flops(fsdpc, source):
-    """The matrix-product FLOPs of one training step of the model at grid 1, without
-    recompute (`fsdpc --report=json`: the step's products less the recomputed ones): the
-    MFU numerator, the same for our trainer and PyTorch's."""
-    report = json.loads(run([fsdpc, source, "--grid=1", "--target=cuda", "--report=json"]))
-    recompute = report["per_rank_bytes"]["arena"].get("recompute") or {}
-    return report["predicted"]["matmul_flops"] - recompute.get("product_flops", 0)
+def model_flops(fsdpc, spec):
+    """The model FLOPs of one training step (the MFU numerator, the same for our trainer
+    and PyTorch's). A Llama: bench/torch_llama.py's convention (6 x matrix parameters x
+    tokens + the causal half of the attention's products), what MFU figures elsewhere
+    count. Another model: the products its step computes (`fsdpc --report=json`'s
+    matmul_flops) without the kit's plan changes, so without recompute."""
+    if "llama" in spec:
+        return torch_llama.llama_step_flops(spec["llama"])
+    report = json.loads(run([fsdpc, os.path.join(ROOT, spec["file"]), "--grid=1",
+                             "--target=cuda", "--report=json"]))
+    if report["per_rank_bytes"]["arena"].get("recompute"):
+        sys.exit(f"gpu-bundle: {spec['file']} recomputes: its step's FLOPs are not the model's")
+    return int(report["predicted"]["matmul_flops"])
 
 
 def copy_tree_files(source, destination, pattern=r".*\.(py|md)$"):
@@ -197,6 +210,8 @@ def main():
     parser.add_argument("--gpu-arch", default="sm_90")
     parser.add_argument("--max-mib", type=float, default=48.0)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--test-kernels-on-cpu", action="store_true",
+                        help="tests only: kernels as CPU loops, libraries left in place")
     args = parser.parse_args()
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in MODELS]
@@ -211,10 +226,12 @@ def main():
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         built = dict(pool.map(lambda n: compile_model(args.fsdpc, out, n, MODELS[n],
-                                                      args.gpu_arch), names))
+                                                      args.gpu_arch, args.test_kernels_on_cpu),
+                              names))
 
     trainers = [os.path.join(out, built[n]["trainer"]) for n in names]
-    copied = libraries.copy_closure(trainers, os.path.join(out, "lib"))
+    copied = ([] if args.test_kernels_on_cpu else
+              libraries.copy_closure(trainers, os.path.join(out, "lib")))
     for name in ("check.py", "libraries.py", "elf.py"):
         shutil.copy2(os.path.join(HERE, name), os.path.join(out, "kit"))
     shutil.copy2(os.path.join(HERE, "check.sh"), out)
@@ -227,9 +244,10 @@ def main():
                             capture_output=True, text=True).stdout.strip() or "unknown"
     with open(os.path.join(out, "bundle.json"), "w") as f:
         json.dump({"commit": commit, "gpu_arch": args.gpu_arch, "models": built,
-                   "libraries": copied}, f, indent=1)
+                   "kernels_on_cpu": args.test_kernels_on_cpu, "libraries": copied}, f,
+                  indent=1)
 
-    problems = libraries.missing_from_bundle(out)
+    problems = [] if args.test_kernels_on_cpu else libraries.missing_from_bundle(out)
     if problems:
         sys.exit("gpu-bundle: the bundle is not self-contained:\n" + "\n".join(problems))
     size = tree_bytes(out)

@@ -2,6 +2,7 @@
 """The GPU check kit on a machine without a GPU (docs/CUDA.md, section 5).
 
     gpu_bundle_check.py --fsdpc FSDPC --work DIR [--models mlp,gpt]
+    gpu_bundle_check.py --fsdpc FSDPC --work DIR --kernels-on-cpu [--models ...]
 
 1. scripts/gpu-bundle.sh builds a bundle of the given models with this fsdpc; it is
    under 48 MiB;
@@ -14,6 +15,12 @@
 4. check.sh runs to its "no GPU" report: exit status 2, report.md and report.json
    written, the summary as its last line. (Not in the namespace: Python itself needs
    some of the masked libraries, zlib's for one.)
+
+With --kernels-on-cpu, the check's own logic without a GPU: a bundle of trainers whose
+kernels run as CPU loops on the CPU runtime (gpu-bundle.sh --test-kernels-on-cpu), on which
+check.sh --parts correctness,speed passes every check of every model; then, with one
+trainer rebuilt from a plan whose learning rate is not the reference's, the teacher check
+of that model fails, the check goes on to the others, and exits with status 1.
 
 Prints one line per check and exits with 1 on the first failure.
 """
@@ -45,10 +52,10 @@ def bundle_size(path):
                for f in files)
 
 
-def build(fsdpc, bundle, models):
+def build(fsdpc, bundle, models, *flags):
     env = dict(os.environ, FSDPC=shlex.split(fsdpc)[0])
     result = run([os.path.join(ROOT, "scripts", "gpu-bundle.sh"), bundle, "--models", models,
-                  "--jobs", "2"], env=env)
+                  "--jobs", "2", *flags], env=env)
     if result.returncode != 0:
         fail(f"gpu-bundle.sh exited with {result.returncode}:\n{result.stdout}{result.stderr}")
     size = bundle_size(bundle)
@@ -121,9 +128,7 @@ def trainers_load_from_bundle(bundle):
 
 def no_gpu_report(bundle, work):
     out = os.path.join(work, "report")
-    # The tests' Python has NumPy, whatever python3 is first on lit's PATH.
-    result = run([os.path.join(bundle, "check.sh"), out],
-                 env=dict(os.environ, PYTHON=sys.executable))
+    result, report = check_sh(bundle, out)
     lines = result.stdout.strip().splitlines()
     written = all(os.path.exists(os.path.join(out, n)) for n in ("report.md", "report.json"))
     summary = lines[-1] if lines else ""
@@ -132,10 +137,50 @@ def no_gpu_report(bundle, work):
           f"last line '{summary}': {'PASS' if ok else 'FAIL'}")
     if not ok:
         fail(f"{result.stdout}{result.stderr}")
-    with open(os.path.join(out, "report.json")) as f:
-        report = json.load(f)
     for part in report["parts"]:
         print(f"report: {part['section']} {part['name']} {part['status']}: {part['detail']}")
+
+
+def check_sh(bundle, out, *flags):
+    """check.sh's exit status and report.json; the tests' Python has NumPy, whatever
+    python3 is first on lit's PATH."""
+    result = run([os.path.join(bundle, "check.sh"), out, *flags],
+                 env=dict(os.environ, PYTHON=sys.executable))
+    with open(os.path.join(out, "report.json")) as f:
+        return result, json.load(f)
+
+
+def checks_on_cpu(fsdpc, bundle, work, models):
+    """check.sh's correctness and speed parts on trainers whose kernels run on the CPU."""
+    build(fsdpc, bundle, models, "--test-kernels-on-cpu")
+    result, report = check_sh(bundle, os.path.join(work, "good"), "--parts",
+                              "correctness,speed")
+    for part in report["parts"]:
+        print(f"good: {part['section']} {part['model']} {part['name']}: {part['status']}")
+    if result.returncode != 0:
+        fail(f"check.sh exited with {result.returncode}:\n{result.stdout}{result.stderr}")
+    print(f"good: {result.stdout.strip().splitlines()[-1]}")
+
+    # A trainer whose plan is not the model the reference checks: lr 10 times higher.
+    with open(os.path.join(bundle, "bundle.json")) as f:
+        gpt = json.load(f)["models"]["gpt"]
+    source = os.path.join(bundle, gpt["source"])
+    with open(source) as f:
+        text = f.read().replace("lr = 3.0e-4", "lr = 3.0e-3", 1)
+    if "lr = 3.0e-3" not in text:
+        fail("examples/gpt.mlir no longer has lr = 3.0e-4")
+    wrong = os.path.join(work, "gpt-wrong-lr.mlir")
+    with open(wrong, "w") as f:
+        f.write(text)
+    compiled = run([*shlex.split(fsdpc), wrong, "--grid=1", "--target=cuda",
+                    "--test-kernels-on-cpu", "-o", os.path.join(bundle, gpt["trainer"])])
+    if compiled.returncode != 0:
+        fail(compiled.stderr)
+    result, report = check_sh(bundle, os.path.join(work, "bad"), "--parts", "correctness")
+    for part in report["parts"]:
+        if part["status"] != "PASS":
+            print(f"bad: {part['section']} {part['model']} {part['name']}: {part['status']}")
+    print(f"bad: exit {result.returncode}: {result.stdout.strip().splitlines()[-1]}")
 
 
 def main():
@@ -143,10 +188,14 @@ def main():
     parser.add_argument("--fsdpc", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--models", default="mlp,gpt")
+    parser.add_argument("--kernels-on-cpu", action="store_true")
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     bundle = os.path.join(args.work, "bundle")
+    if args.kernels_on_cpu:
+        checks_on_cpu(args.fsdpc, bundle, args.work, args.models)
+        return
     build(args.fsdpc, bundle, args.models)
     libraries_check(bundle, args.work)
     trainers_load_from_bundle(bundle)
