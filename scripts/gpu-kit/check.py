@@ -89,7 +89,8 @@ def markdown(data):
     env = data["environment"]
     lines = [f"# GPU check of bundle {env.get('bundle_commit', '?')}", "",
              f"Started {data['started']}. {data['summary']}", "", "## Environment", ""]
-    for key in ("gpu", "driver", "bf16_peak_tflops", "python", "torch", "trainer_version"):
+    for key in ("gpu", "driver", "gpu_memory", "bf16_peak_tflops", "glibc", "python", "torch",
+                "trainer_version"):
         if key in env:
             lines.append(f"- {key}: {env[key]}")
     for soname, where in sorted(env.get("cuda_libraries", {}).items()):
@@ -206,6 +207,11 @@ def describe_environment(report, node, bundle):
     directories += sorted({os.path.dirname(path) for path, _ in found.values()})
     node.env["LD_LIBRARY_PATH"] = ":".join(
         directories + [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d])
+    # Not needed by today's trainers; where the node has it, for the attention's cuDNN.
+    for soname, (path, source) in libraries.find_outside(
+            ["libcudnn.so.9"], python_site_paths()).items():
+        env["cuda_libraries"][soname] = f"{path} ({source}; not needed by these trainers)"
+    env["glibc"] = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else "?"
     missing = [s for s in needs if s not in found]
     report.part("environment", "-", "libraries", "FAIL" if missing else "PASS",
                 f"not found: {', '.join(missing)}" if missing else
@@ -501,11 +507,16 @@ def kernels(report, node, name, model):
     check = ModelCheck(report, node, name, model)
     if not check.data and not check.make_data():
         return
+    # ncu's own output in a file of its own, apart from the trainer's.
+    table = check.path("ncu.csv")
     status, out, seconds = node.run(
         [ncu, "--csv", "--page", "raw", "--print-units", "base", "--clock-control", "none",
-         "--metrics", ",".join(NCU_METRICS), check.trainer, *check.data, "--steps", "1",
-         "--no-cuda-graph"], 240)
-    rows = parse_ncu(out)
+         "--log-file", table, "--metrics", ",".join(NCU_METRICS), check.trainer, *check.data,
+         "--steps", "1", "--no-cuda-graph"], 240)
+    rows = {}
+    if os.path.exists(table):
+        with open(table, errors="replace") as f:
+            rows = parse_ncu(f.read())
     if status != 0 or not rows:
         report.part("kernels", name, "ncu", "FAIL", f"exit {status}: {out.strip()[-600:]}")
         return
@@ -529,10 +540,10 @@ def parse_ncu(output):
     rows = {}
     for row in table:
         try:
-            ns = float(row["gpu__time_duration.sum"])
-            moved = float(row["dram__bytes_read.sum"]) + float(row["dram__bytes_write.sum"])
-        except (KeyError, ValueError):
+            ns, read, written = (float(row[m].replace(",", "")) for m in NCU_METRICS)
+        except (KeyError, ValueError, AttributeError):
             continue  # the units row
+        moved = read + written
         entry = rows.setdefault(row.get("Kernel Name", "?"), {"launches": 0, "ns": 0.0,
                                                               "bytes": 0.0})
         entry["launches"] += 1
