@@ -179,43 +179,62 @@ def python_site_paths():
     return [p for p in paths + sys.path if p and os.path.isdir(p)]
 
 
-def describe_environment(report, node, bundle):
-    env = report.data["environment"]
-    env["bundle_commit"] = bundle.get("commit")
-    env["python"] = sys.version.split()[0]
-    smi = find_tool("nvidia-smi") or shutil.which("nvidia-smi")
-    if smi:
-        _, env["nvidia_smi"], _ = node.run([smi], 30)
-        status, out, _ = node.run([smi, "--query-gpu=name,driver_version,memory.total",
-                                   "--format=csv,noheader"], 30)
-        if status == 0 and out.strip():
-            name, driver, memory = (x.strip() for x in out.splitlines()[0].split(",")[:3])
-            env.update(gpu=name, driver=driver, gpu_memory=memory)
-            peak = bf16_peak(name)
-            env["bf16_peak_tflops"] = peak / 1e12 if peak else None
-    else:
-        env["nvidia_smi"] = "nvidia-smi: not found"
-    status, out, _ = node.run([sys.executable, "-c",
-                               "import torch; print(torch.__version__, torch.version.cuda)"], 60)
-    env["torch"] = out.strip().splitlines()[-1] if status == 0 else "not importable"
+def version(text):
+    return tuple(int(x) for x in re.findall(r"\d+", text))
 
+
+def describe_gpu(env, node):
+    """nvidia-smi's view: the card's name (and so its bf16 peak), driver and memory."""
+    smi = find_tool("nvidia-smi")
+    if not smi:
+        env["nvidia_smi"] = "nvidia-smi: not found"
+        return
+    _, env["nvidia_smi"], _ = node.run([smi], 30)
+    status, out, _ = node.run([smi, "--query-gpu=name,driver_version,memory.total",
+                               "--format=csv,noheader"], 30)
+    if status == 0 and out.strip():
+        name, driver, memory = (x.strip() for x in out.splitlines()[0].split(",")[:3])
+        peak = bf16_peak(name)
+        env.update(gpu=name, driver=driver, gpu_memory=memory,
+                   bf16_peak_tflops=peak / 1e12 if peak else None)
+
+
+def locate_libraries(env, node):
+    """Finds the CUDA libraries the trainers need, puts them and the bundle's lib/ on the
+    trainers' LD_LIBRARY_PATH; returns the sonames not found."""
     needs = libraries.outside_needs(BUNDLE)
     found = libraries.find_outside(needs, python_site_paths())
     env["cuda_libraries"] = {s: (f"{found[s][0]} ({found[s][1]})" if s in found
                                  else "NOT FOUND") for s in needs}
-    directories = [os.path.join(BUNDLE, "lib")]
-    directories += sorted({os.path.dirname(path) for path, _ in found.values()})
-    node.env["LD_LIBRARY_PATH"] = ":".join(
-        directories + [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d])
     # Not needed by today's trainers; where the node has it, for the attention's cuDNN.
     for soname, (path, source) in libraries.find_outside(
             ["libcudnn.so.9"], python_site_paths()).items():
         env["cuda_libraries"][soname] = f"{path} ({source}; not needed by these trainers)"
-    env["glibc"] = os.confstr("CS_GNU_LIBC_VERSION") if hasattr(os, "confstr") else "?"
-    missing = [s for s in needs if s not in found]
+    directories = [os.path.join(BUNDLE, "lib")]
+    directories += sorted({os.path.dirname(path) for path, _ in found.values()})
+    node.env["LD_LIBRARY_PATH"] = ":".join(
+        directories + [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d])
+    return [s for s in needs if s not in found]
+
+
+def describe_environment(report, node, bundle):
+    """The node as the check found it; False when the trainers' libraries are missing."""
+    env = report.data["environment"]
+    env.update(bundle_commit=bundle.get("commit"), python=sys.version.split()[0],
+               glibc=os.confstr("CS_GNU_LIBC_VERSION"))
+    describe_gpu(env, node)
+    status, out, _ = node.run([sys.executable, "-c",
+                               "import torch; print(torch.__version__, torch.version.cuda)"], 60)
+    env["torch"] = out.strip().splitlines()[-1] if status == 0 else "not importable"
+    missing = locate_libraries(env, node)
+    wanted, have = libraries.glibc_needed(BUNDLE), os.confstr("CS_GNU_LIBC_VERSION").split()[-1]
+    if wanted and version(have) < version(wanted):
+        missing.append(f"glibc {wanted} (this node has {have}: build the bundle on an older "
+                       "distribution)")
     report.part("environment", "-", "libraries", "FAIL" if missing else "PASS",
                 f"not found: {', '.join(missing)}" if missing else
-                f"{', '.join(needs)} found; the rest in the bundle's lib/")
+                f"the CUDA libraries found; the rest in the bundle's lib/; glibc {have} >= "
+                f"{wanted}, which the bundle needs")
     first = next(iter(bundle["models"].values()))
     status, out, _ = node.run([os.path.join(BUNDLE, first["trainer"]), "--version"], 60)
     env["trainer_version"] = out.strip().replace("\n", "; ")

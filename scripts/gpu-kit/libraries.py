@@ -86,6 +86,17 @@ def outside_needs(bundle):
                    if CUDA.match(soname)})
 
 
+def glibc_needed(bundle):
+    """The newest glibc symbol version a binary of the bundle asks for ("2.34"): the
+    GLIBC_x.y names of the version-needed entries, which sit in each file's string table."""
+    versions = set()
+    for path in bundle_binaries(bundle):
+        with open(path, "rb") as f:
+            versions.update(re.findall(rb"GLIBC_(2\.\d+)\0", f.read()))
+    return max((v.decode() for v in versions), key=lambda v: tuple(map(int, v.split("."))),
+               default=None)
+
+
 def search_directories(python_paths=()):
     """Where a GPU node keeps CUDA's libraries, in the order they are tried, each with
     where it comes from: LD_LIBRARY_PATH, the CUDA toolkit, the nvidia packages of the
