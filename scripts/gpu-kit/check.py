@@ -97,29 +97,31 @@ def markdown(data):
         lines.append(f"- {soname}: {where}")
     if env.get("nvidia_smi"):
         lines += ["", "```", env["nvidia_smi"].rstrip(), "```"]
-    lines += ["", "## Checks", "", "| section | model | check | status | detail |",
-              "|---|---|---|---|---|"]
-    for p in data["parts"]:
-        detail = p["detail"].replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {p['section']} | {p['model']} | {p['name']} | {p['status']} | "
-                     f"{detail[:300]} |")
-    if data["speed"]:
-        lines += ["", "## Speed (median step after warm-up)", "",
-                  "| model | runs | step ms | tokens/s | MFU | memory GiB |",
-                  "|---|---|---|---|---|---|"]
-        for s in data["speed"]:
-            mfu = f"{100 * s['mfu']:.1f}%" if s.get("mfu") is not None else "-"
-            memory = f"{s['memory_bytes'] / 2**30:.2f}" if s.get("memory_bytes") else "-"
-            lines.append(f"| {s['model']} | {s['runner']} | {s['step_ms']:.2f} | "
-                         f"{s['tokens_per_s']:,.0f} | {mfu} | {memory} |")
-    if data["kernels"]:
-        lines += ["", "## Kernels that take most of the step", "",
-                  "| model | kernel | launches | time ms | share | DRAM GB/s |",
-                  "|---|---|---|---|---|---|"]
-        for k in data["kernels"]:
-            lines.append(f"| {k['model']} | `{k['name'][:80]}` | {k['launches']} | "
-                         f"{k['ms']:.3f} | {100 * k['share']:.1f}% | {k['gb_per_s']:.0f} |")
+    lines += table("Checks", ["section", "model", "check", "status", "detail"],
+                   [[p["section"], p["model"], p["name"], p["status"],
+                     p["detail"].replace("|", "\\|").replace("\n", " ")[:300]]
+                    for p in data["parts"]])
+    lines += table("Speed (median step after warm-up)",
+                   ["model", "runs", "step ms", "tokens/s", "MFU", "memory GiB"],
+                   [[s["model"], s["runner"], f"{s['step_ms']:.2f}", f"{s['tokens_per_s']:,.0f}",
+                     f"{100 * s['mfu']:.1f}%" if s.get("mfu") is not None else "-",
+                     f"{s['memory_bytes'] / 2**30:.2f}" if s.get("memory_bytes") else "-"]
+                    for s in data["speed"]])
+    lines += table("Kernels that take most of the step",
+                   ["model", "kernel", "launches", "time ms", "share", "DRAM GB/s"],
+                   [[k["model"], f"`{k['name'][:80]}`", k["launches"], f"{k['ms']:.3f}",
+                     f"{100 * k['share']:.1f}%", f"{k['gb_per_s']:.0f}"]
+                    for k in data["kernels"]])
     return "\n".join(lines) + "\n"
+
+
+def table(title, header, rows):
+    """A markdown section with one table, or nothing without rows."""
+    if not rows:
+        return []
+    return (["", f"## {title}", "", "| " + " | ".join(header) + " |",
+             "|" + "---|" * len(header)] +
+            ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows])
 
 
 class Deadline:
