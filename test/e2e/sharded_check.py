@@ -4,16 +4,27 @@ after every step (--trace-state), and checks every step of every case from the t
 own state against the independent NumPy float64 reference (teacher forcing,
 test/reference/teacher.py), on one data file.
 
-    sharded_check.py --fsdpc FSDPC --model mlp|gpt --work DIR [--steps 20]
+    sharded_check.py --fsdpc FSDPC --model MODEL --work DIR [--steps 20]
                      [--cases CASE[,CASE...]] [--data-seed S] [--jobs J]
                      [--param-dtype f32|bf16] [--reduce-dtype f32|bf16]
                      [--micro-batches K] [--accumulate reduce_scatter|no_sync]
                      [--offload]
 
+MODEL is a name of test/reference/models.py (models.get): mlp or gpt (the file
+examples/<model>.mlir), odd-sizes (test/e2e/Inputs/odd-sizes.mlir), or a Llama named by
+examples/generate_llama.py's flags, e.g.
+llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=flash,key_block=8
+(the file is written by that script with those flags, f32 dtypes and grid 1; the plan's
+dtypes and grid then come from the options below). The Llama's frozen rotary tables
+would be an identity rotation (R = 0, cos = 1, sin = 0), which leaves the rotary's ops
+unchecked: every case starts from --init-from of the parameters' own initialisation
+(philox) with a real rotation (R = rotate_half as a matrix, cos and sin of RoPE's
+angles), and the trace must keep them.
+
 A case is STRATEGY:N (full_shard, shard_grad_op or no_shard on a grid [N]) or
 hybrid_shard:RxS (grid [R, S] on R*S ranks); by default every strategy with N = 1, 2
-and 4, and hybrid_shard:2x2. The strategy is set by editing the plan of a copy of
-examples/<model>.mlir, the grid with fsdpc --grid. For each case:
+and 4, and hybrid_shard:2x2. The strategy is set by editing the plan of a copy of the
+model's file, the grid with fsdpc --grid. For each case:
 
   - every step's loss, gradients (gathered from the shards), optimizer state and
     parameters pass teacher.check: float32-level bounds against float64 from the same
@@ -50,8 +61,10 @@ import numpy as np
 from trainer_checks import (ROOT, fsdpc_command, make_data, mpi_environment, mpirun_command,
                             read_log, run, teacher_forced)
 import datafile  # noqa: E402  (test/reference, put on the path by trainer_checks)
+import models  # noqa: E402
+import philox  # noqa: E402
 import precision  # noqa: E402
-from params_file import manifest_params, read_params  # noqa: E402
+from params_file import manifest_params, read_params, write_params  # noqa: E402
 
 STRATEGIES = ["full_shard", "shard_grad_op", "no_shard"]
 DEFAULT_CASES = [f"{s}:{n}" for s in STRATEGIES for n in (1, 2, 4)] + ["hybrid_shard:2x2"]
@@ -84,7 +97,40 @@ def with_strategy(text, strategy, grid, dtypes=""):
     return text
 
 
-def check_case(args, label, strategy, grid, trainer, data):
+def model_text(model):
+    """The .mlir text of a model name: the example's file, odd-sizes' input file, or what
+    examples/generate_llama.py writes for a llama name (f32, grid 1: the plan's dtypes and
+    grid are this script's options)."""
+    if model.startswith("llama:"):
+        return run([sys.executable, os.path.join(ROOT, "examples", "generate_llama.py"),
+                    *models.generate_llama_flags(model), "--grid", "1",
+                    "--param-dtype", "f32", "--reduce-dtype", "f32"]).stdout
+    path = (os.path.join(ROOT, "test", "e2e", "Inputs", "odd-sizes.mlir")
+            if model == "odd-sizes" else os.path.join(ROOT, "examples", f"{model}.mlir"))
+    with open(path) as f:
+        return f.read()
+
+
+def file_tag(model):
+    """A model name as part of a file name (a llama name has ':', ',' and '=')."""
+    return re.sub(r"[^\w.-]+", "-", model)
+
+
+def write_initial_params(model, path):
+    """A --init-from file for a llama: every parameter as its initializer gives it (seed 0),
+    the frozen rotary tables a real rotation (models.rotary_tables). None for other models
+    (they start from the trainer's own initialisation)."""
+    if not model.startswith("llama:"):
+        return None
+    m = models.get(model)
+    values = {name: philox.init_param(0, name, shape, dtype, init)
+              for name, shape, dtype, _unit, init in m["params"]}
+    values.update(models.rotary_tables(m["config"]))
+    write_params(path, m["params"], values)
+    return path
+
+
+def check_case(args, label, strategy, grid, trainer, data, init_from=None):
     """Runs one case and checks it: (summary text, failures)."""
     tag = re.sub(r"[^\w]+", "-", label)
     ranks = int(np.prod(grid))
@@ -94,7 +140,8 @@ def check_case(args, label, strategy, grid, trainer, data):
         if os.path.exists(stale):
             os.remove(stale)
     command = mpirun_command(ranks, trainer, "--steps", str(args.steps), "--data", data,
-                             "--log-json", log, "--export", dump, "--trace-state", trace)
+                             "--log-json", log, "--export", dump, "--trace-state", trace,
+                             *(["--init-from", init_from] if init_from else []))
     result = subprocess.run(command, capture_output=True, text=True, timeout=MPI_TIMEOUT,
                             env=mpi_environment())
     if result.returncode != 0:
@@ -148,7 +195,8 @@ def check_case(args, label, strategy, grid, trainer, data):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--fsdpc", required=True)
-    parser.add_argument("--model", choices=["mlp", "gpt"], required=True)
+    parser.add_argument("--model", type=models.argument, required=True,
+                        help="; ".join(models.names()))
     parser.add_argument("--work", required=True)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--cases", default=",".join(DEFAULT_CASES))
@@ -171,8 +219,7 @@ def main():
     started = time.time()
 
     # One model per case; cases with the same text and grid share a trainer.
-    with open(os.path.join(ROOT, "examples", f"{args.model}.mlir")) as f:
-        text = f.read()
+    text = model_text(args.model)
     jobs, trainers = {}, {}
     for strategy, grid in cases:
         dtypes = "".join(f"{field} = {value}, " for field, value in (
@@ -186,7 +233,7 @@ def main():
         copy = with_strategy(text, strategy, grid, dtypes)
         tag = f"{strategy}-{'x'.join(map(str, grid))}"
         if (copy, tuple(grid)) not in jobs:
-            source = path(f"{args.model}-{tag}.mlir")
+            source = path(f"{file_tag(args.model)}-{tag}.mlir")
             with open(source, "w") as f:
                 f.write(copy)
             jobs[(copy, tuple(grid))] = (source, path("trainer-" + tag))
@@ -203,6 +250,7 @@ def main():
 
     data = path("data.bin")
     make_data(args.model, args.data_seed, data)
+    init_from = write_initial_params(args.model, path("initial.safetensors"))
     print(f"{'case':<22} {'loss rel.err':>13} {'grad rel.L2':>11} {'worst ulps':>10} "
           f"{'slopes':>6}  arena")
     failures = []
@@ -211,7 +259,7 @@ def main():
         label = f"{strategy} N={ranks}" + (f" ({'x'.join(map(str, grid))})" if len(grid) > 1
                                            else "")
         summary, case_failures = check_case(args, label, strategy, grid,
-                                            trainers[(strategy, tuple(grid))], data)
+                                            trainers[(strategy, tuple(grid))], data, init_from)
         print(f"{label:<22} {summary}", flush=True)
         failures += [f"{label}: {f}" for f in case_failures]
 

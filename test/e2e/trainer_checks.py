@@ -96,7 +96,7 @@ def read_log(path):
 def teacher_forced(model, data, trace, losses, optimizer=None, lr=None, prec=None):
     """teacher.check of a trainer's trace: (per-step rows, failures). prec: the trainer's
     precision.Precision (mixed precision: dtypes, grid, strategy); float32 by default."""
-    m = models.MODELS[model]
+    m = models.get(model)
     optimizer = optimizer or m["optimizer"]
     specs, arrays = datafile.read(data)
     datafile.check(data, specs, arrays, m["inputs"])

@@ -1,6 +1,8 @@
 """Writes an FSDPDATA file of valid inputs for an example model.
 
-    python3 make_data.py --model mlp|gpt --samples N --seed S --out FILE [--synthetic]
+    python3 make_data.py --model MODEL --samples N --seed S --out FILE [--synthetic]
+
+MODEL: any name models.get knows (mlp, gpt, odd-sizes, llama:layers=...,...; teacher.py).
 
 Default: NumPy random data seeded by S: features (and regression targets) standard
 normal, classes uniform in [0, bound); a tokens input is a uniform random sequence and a
@@ -88,7 +90,8 @@ def synthetic_data(inputs, n, seed):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, choices=sorted(models.MODELS))
+    ap.add_argument("--model", required=True, type=models.argument,
+                    help="; ".join(models.names()))
     ap.add_argument("--samples", type=int, required=True)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
@@ -96,7 +99,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.samples < 1:
         ap.error("--samples must be >= 1")
-    inputs = models.MODELS[a.model]["inputs"]
+    inputs = models.get(a.model)["inputs"]
     make = synthetic_data if a.synthetic else random_data
     arrays = make(inputs, a.samples, a.seed)
     datafile.write(a.out, [(inp[1], arr) for inp, arr in zip(inputs, arrays)])

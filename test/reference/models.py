@@ -1,7 +1,21 @@
 """The example models, written by hand with ops.py.
 
-MODELS[name] mirrors examples/<name>.mlir: parameter table (declaration order = manifest
-order), inputs, optimizer, clip_grad_norm, and loss_and_grads(params, inputs).
+get(name) is the model `name` (every caller looks models up through it):
+
+    mlp, gpt     examples/mlp.mlir, examples/gpt.mlir
+    odd-sizes    test/e2e/Inputs/odd-sizes.mlir (every compute op kind at sizes that are
+                 not multiples of a GPU block)
+    llama:layers=L,dim=C,heads=H,kv_heads=KV,ffn=F,vocab=V,seq=T,batch=B,attention=A[,key_block=K]
+                 the model examples/generate_llama.py writes with those flags (A explicit
+                 or flash; key_block, flash only, is its --key-block); every field but
+                 key_block is required, so that the name states the model.
+                 generate_llama_flags(name) gives the script's flags.
+
+Each model mirrors its .mlir file op by op: parameter table (declaration order = manifest
+order), `frozen` (parameters the trainer never updates: in the trace's parameters, not in
+its gradients and optimizer state), inputs, optimizer, clip_grad_norm,
+loss_and_grads(params, inputs) (the gradients of the trainable parameters), and `bounds`
+(its longest chain of float32 roundings per stage and its depth, teacher.py).
 A small tape records each op's vjp so that the backward pass is the exact reverse of the
 forward; every vjp itself is hand-written in ops.py.
 
@@ -67,17 +81,19 @@ class Tape:
                 for n, v in self.used.items()}
 
 
-def _finish(tape, loss, params):
+def _finish(tape, loss, params, frozen=frozenset()):
+    """(loss, {name: gradient}) of every trainable parameter (not in `frozen`)."""
     grads = tape.backward(loss)
     # Parameters never read get a zero gradient (the trainer still updates them).
-    return float(loss.data), {n: grads.get(n, np.zeros_like(params[n])) for n in params}
+    return float(loss.data), {n: grads.get(n, np.zeros_like(params[n])) for n in params
+                              if n not in frozen}
 
 
-def _loss_and_grads(forward):
+def _loss_and_grads(forward, frozen=frozenset()):
     """loss_and_grads(params, inputs, prec=EXACT, **kw) of a model's forward(tape, inputs)."""
     def loss_and_grads(params, inputs, prec=EXACT, **kwargs):
         t = Tape(params, prec)
-        return _finish(t, forward(t, inputs, **kwargs), params)
+        return _finish(t, forward(t, inputs, **kwargs), params, frozen)
     return loss_and_grads
 
 
@@ -192,9 +208,286 @@ def gpt_forward(t, inputs):
 gpt_loss_and_grads = _loss_and_grads(gpt_forward)
 
 
+# ---------------------------------------------------------------- test/e2e/Inputs/odd-sizes.mlir
+
+# Vocabulary 37, context 7, width 13, hidden 29, batch 6: no size is a multiple of a block.
+ODD_V, ODD_T, ODD_D, ODD_F = 37, 7, 13, 29
+
+ODD_PARAMS = [
+    ("wte", (ODD_V, ODD_D), "f32", "embed", normal(0.3)),
+    ("wpe", (ODD_T, ODD_D), "f32", "embed", normal(0.1)),
+    ("rms.g", (ODD_D,), "f32", "block", ONES),
+    ("wq", (ODD_D, ODD_D), "f32", "block", normal(0.2)),
+    ("wk", (ODD_D, ODD_D), "f32", "block", normal(0.2)),
+    ("wv", (ODD_D, ODD_D), "f32", "block", normal(0.2)),
+    ("ln.g", (ODD_D,), "f32", "block", ONES),
+    ("ln.b", (ODD_D,), "f32", "block", ZEROS),
+    ("w1", (ODD_D, ODD_F), "f32", "block", FAN_IN_UNIFORM),
+    ("b1", (ODD_F,), "f32", "block", ZEROS),
+    ("w2", (ODD_F, ODD_D), "f32", "block", FAN_IN_UNIFORM),
+    ("lm_head", (ODD_D, ODD_V), "f32", "head", normal(0.2)),
+]
+
+
+def odd_sizes_forward(t, inputs):
+    """The loss on tape t, op by op as the file writes it."""
+    tokens, targets = inputs  # [6, 7] i32 each
+    x0 = t(ops.add, t(ops.embedding, t.use("wte"), tokens), t.use("wpe"))
+    # Attention with one head: scores, causal mask, softmax.
+    a = t(ops.rms_norm, x0, t.use("rms.g"))
+    q = t(ops.matmul, a, t.use("wq"))
+    k = t(ops.matmul, a, t.use("wk"))
+    v = t(ops.matmul, a, t.use("wv"))
+    s = t(ops.batch_matmul, q, k, transpose_rhs=True)               # [6, 7, 7]
+    ss = t(ops.scale, s, factor=0.277)
+    m = t(ops.causal_mask, ss)
+    p = t(ops.softmax, m, dim=2)
+    o = t(ops.batch_matmul, p, v)
+    x1 = t(ops.add, x0, o, point="add:residual")
+    # MLP with a SiLU-gated tanh, through a transpose and back.
+    n = t(ops.layer_norm, x1, t.use("ln.g"), t.use("ln.b"))
+    h = t(ops.matmul, n, t.use("w1"))
+    hb = t(ops.add, h, t.use("b1"))
+    act = t(ops.silu, hb)
+    th = t(ops.tanh, hb)
+    gated = t(ops.mul, act, th)
+    ht = t(ops.transpose, gated, (0, 2, 1))
+    hback = t(ops.transpose, ht, (0, 2, 1))
+    y = t(ops.matmul, hback, t.use("w2"))
+    x2 = t(ops.add, x1, y, point="add:residual")
+    logits = t(ops.matmul, x2, t.use("lm_head"))
+    return t(ops.cross_entropy, logits, targets)
+
+
+odd_sizes_loss_and_grads = _loss_and_grads(odd_sizes_forward)
+
+
+# ---------------------------------------------------------------- examples/generate_llama.py
+
+# The fields of a llama name, in canonical order: generate_llama.py's flags (with _ for -)
+# that fix the model. key_block only with attention=flash. grid, param_dtype and
+# reduce_dtype are the plan's, not the model's: teacher.py and sharded_check.py take them
+# as options of their own.
+LLAMA_FIELDS = ("layers", "dim", "heads", "kv_heads", "ffn", "vocab", "seq", "batch",
+                "attention", "key_block")
+LLAMA_ATTENTION = ("explicit", "flash")
+
+
+def parse_llama(name):
+    """{field: value} of a name 'llama:layers=2,dim=64,...' (ValueError if it does not
+    state a model generate_llama.py writes: a field missing, unknown or repeated, a
+    value that is not a positive integer, shapes that do not divide)."""
+    if not name.startswith("llama:"):
+        raise ValueError("%r: a llama name starts with 'llama:'" % name)
+    cfg = {}
+    for item in name[len("llama:"):].split(","):
+        key, eq, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not eq or key not in LLAMA_FIELDS:
+            raise ValueError("%r: %r is not FIELD=VALUE with FIELD one of %s"
+                             % (name, item, ", ".join(LLAMA_FIELDS)))
+        if key in cfg:
+            raise ValueError("%r: %s given twice" % (name, key))
+        value = value.strip()
+        if key == "attention":
+            if value not in LLAMA_ATTENTION:
+                raise ValueError("%r: attention is explicit or flash" % name)
+            cfg[key] = value
+            continue
+        if not value.isdigit() or int(value) < 1:
+            raise ValueError("%r: %s must be a positive integer" % (name, key))
+        cfg[key] = int(value)
+    missing = [f for f in LLAMA_FIELDS[:-1] if f not in cfg]
+    if missing:
+        raise ValueError("%r: missing %s (every field but key_block is required, so that "
+                         "the name states the model)" % (name, ", ".join(missing)))
+    if cfg["attention"] == "flash" and "key_block" not in cfg:
+        raise ValueError("%r: attention=flash needs key_block" % name)
+    if cfg["attention"] == "explicit" and "key_block" in cfg:
+        raise ValueError("%r: key_block is fsdp.attention's (attention=flash)" % name)
+    if cfg["dim"] % cfg["heads"] or cfg["heads"] % cfg["kv_heads"]:
+        raise ValueError("%r: dim must be a multiple of heads, heads of kv_heads" % name)
+    return cfg
+
+
+def llama_name(cfg):
+    """The canonical name of a llama configuration (fields in LLAMA_FIELDS order)."""
+    return "llama:" + ",".join("%s=%s" % (f, cfg[f]) for f in LLAMA_FIELDS if f in cfg)
+
+
+def generate_llama_flags(name):
+    """examples/generate_llama.py's flags for the model of a llama name (the plan's
+    --grid, --param-dtype and --reduce-dtype are the caller's to add)."""
+    cfg = parse_llama(name)
+    return [a for f in LLAMA_FIELDS if f in cfg
+            for a in ("--" + f.replace("_", "-"), str(cfg[f]))]
+
+
+def llama_params(cfg):
+    """The parameter table in declaration (= manifest) order: the embedding, the frozen
+    rotary tables, each block's, the final norm and the untied head."""
+    L, C, H, KV, F, V, T = (cfg[f] for f in ("layers", "dim", "heads", "kv_heads", "ffn",
+                                             "vocab", "seq"))
+    D = C // H
+    std = normal(0.02)
+    table = [("tok_embeddings", (V, C), "f32", "embed", std),
+             ("rope.rotate", (D, D), "f32", "rope", ZEROS),
+             ("rope.cos", (T, D), "f32", "rope", ONES),
+             ("rope.sin", (T, D), "f32", "rope", ZEROS)]
+    for i in range(L):
+        p, u = "layers.%d." % i, "layers.%d" % i
+        table += [(p + "attention_norm", (C,), "f32", u, ONES),
+                  (p + "attention.wq", (C, C), "f32", u, std),
+                  (p + "attention.wk", (C, KV * D), "f32", u, std),
+                  (p + "attention.wv", (C, KV * D), "f32", u, std),
+                  (p + "attention.wo", (C, C), "f32", u, std),
+                  (p + "ffn_norm", (C,), "f32", u, ONES),
+                  (p + "feed_forward.w1", (C, F), "f32", u, std),
+                  (p + "feed_forward.w3", (C, F), "f32", u, std),
+                  (p + "feed_forward.w2", (F, C), "f32", u, std)]
+    return table + [("norm", (C,), "f32", "head", ONES),
+                    ("output", (C, V), "f32", "head", std)]
+
+
+LLAMA_FROZEN = frozenset({"rope.rotate", "rope.cos", "rope.sin"})
+
+
+def rotary_tables(cfg, base=10000.0):
+    """Real values for the frozen rotary parameters (the file starts them as the identity:
+    R = 0, cos = 1, sin = 0): R is rotate_half ([x1, x2] -> [-x2, x1]) as a matrix, cos
+    and sin [T, D] of RoPE's angles t / base^(2i / D), repeated for both halves; float32
+    values, as the trainer holds them."""
+    T, D = cfg["seq"], cfg["dim"] // cfg["heads"]
+    half = D // 2
+    angles = np.outer(np.arange(T), base ** (-np.arange(half) / half))
+    rotate = np.zeros((D, D))
+    rotate[np.arange(half) + half, np.arange(half)] = -1.0
+    rotate[np.arange(half), np.arange(half) + half] = 1.0
+    f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
+    return {"rope.rotate": rotate, "rope.cos": f32(np.tile(np.cos(angles), 2)),
+            "rope.sin": f32(np.tile(np.sin(angles), 2))}
+
+
+def rope(t, x4, rot, cos4, sin4):
+    """Rotary embedding as the file writes it: x * cos + (x @ R) * sin, with R the frozen
+    rotation (rotate_half as a matrix) and cos, sin the frozen [T, 1, D] tables."""
+    xr = t(ops.matmul, x4, rot)
+    xc = t(ops.mul, x4, cos4)
+    xs = t(ops.mul, xr, sin4)
+    return t(ops.add, xc, xs, point="add:rope")
+
+
+def grouped_heads(t, x, b, cfg):
+    """Key or value [B, T, KV * D] as attention reads it: fsdp.attention takes the KV
+    heads as they are ([B, T, KV, D]); the explicit form broadcasts each to the G query
+    heads it serves ([B, T, KV, 1, D] -> [B, T, KV, G, D] -> [B, T, H, D]: query head h
+    reads key head h // G)."""
+    T, H, KV = cfg["seq"], cfg["heads"], cfg["kv_heads"]
+    D, G = cfg["dim"] // H, H // KV
+    if cfg["attention"] == "flash":
+        return t(ops.reshape, x, (b, T, KV, D))
+    x5 = t(ops.reshape, x, (b, T, KV, 1, D))
+    xg = t(ops.broadcast, x5, (b, T, KV, G, D))
+    return t(ops.reshape, xg, (b, T, H, D))
+
+
+def llama_attention(t, qh, kh, vh, cfg):
+    """Causal attention of [B, H, T, D] queries: fsdp.attention in key blocks (flash), or
+    scores, scale, causal_mask, softmax, product with the values (explicit)."""
+    if cfg["attention"] == "flash":
+        return t(ops.attention, qh, kh, vh, causal=True, key_block=cfg["key_block"])
+    D = cfg["dim"] // cfg["heads"]
+    s = t(ops.batch_matmul, qh, kh, transpose_rhs=True)
+    ss = t(ops.scale, s, factor=1.0 / D ** 0.5)
+    m = t(ops.causal_mask, ss)
+    pr = t(ops.softmax, m, dim=3)
+    return t(ops.batch_matmul, pr, vh)
+
+
+def llama_block(t, x, i, rot, cos4, sin4, cfg):
+    """Block i: x + attention(rms_norm(x)), then + SwiGLU(rms_norm(.))."""
+    p = "layers.%d." % i
+    b, T, C, H = x.data.shape[0], cfg["seq"], cfg["dim"], cfg["heads"]
+    D = C // H
+    h = t(ops.rms_norm, x, t.use(p + "attention_norm"))
+    q = t(ops.matmul, h, t.use(p + "attention.wq"))
+    k = t(ops.matmul, h, t.use(p + "attention.wk"))
+    v = t(ops.matmul, h, t.use(p + "attention.wv"))
+    qp = rope(t, t(ops.reshape, q, (b, T, H, D)), rot, cos4, sin4)
+    k4 = grouped_heads(t, k, b, cfg)
+    v4 = grouped_heads(t, v, b, cfg)
+    kp = rope(t, k4, rot, cos4, sin4)
+    qh = t(ops.transpose, qp, (0, 2, 1, 3))
+    kh = t(ops.transpose, kp, (0, 2, 1, 3))
+    vh = t(ops.transpose, v4, (0, 2, 1, 3))
+    o = llama_attention(t, qh, kh, vh, cfg)
+    oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, C))
+    x1 = t(ops.add, x, t(ops.matmul, oc, t.use(p + "attention.wo")), point="add:residual")
+    f = t(ops.rms_norm, x1, t.use(p + "ffn_norm"))
+    g = t(ops.matmul, f, t.use(p + "feed_forward.w1"))
+    u = t(ops.matmul, f, t.use(p + "feed_forward.w3"))
+    gu = t(ops.mul, t(ops.silu, g), u)
+    d = t(ops.matmul, gu, t.use(p + "feed_forward.w2"))
+    return t(ops.add, x1, d, point="add:residual")
+
+
+def llama_forward(cfg):
+    """forward(tape, inputs) of the llama `cfg`."""
+    T, D = cfg["seq"], cfg["dim"] // cfg["heads"]
+
+    def forward(t, inputs):
+        tokens, targets = inputs  # [B, T] i32 each
+        x = t(ops.embedding, t.use("tok_embeddings"), tokens)
+        rot = t.use("rope.rotate")
+        cos4 = t(ops.reshape, t.use("rope.cos"), (T, 1, D))
+        sin4 = t(ops.reshape, t.use("rope.sin"), (T, 1, D))
+        for i in range(cfg["layers"]):
+            x = llama_block(t, x, i, rot, cos4, sin4, cfg)
+        xf = t(ops.rms_norm, x, t.use("norm"))
+        logits = t(ops.matmul, xf, t.use("output"))
+        return t(ops.cross_entropy, logits, targets)
+    return forward
+
+
+def llama_stage_roundings(cfg):
+    """The float32 roundings of the longest path through one stage (teacher.py, bounds):
+    a block forward chains rms_norm (C), the query projection (C), the rotation (D), the
+    scores (D), the softmax's sum and the product with the values (T each), the output
+    projection (C), rms_norm (C), w1 (C) and w2 (F); backward the transposed products
+    sum the other dimension, the same total. The head: rms_norm (C), the LM head (C),
+    cross-entropy's sum (V); the weight gradients and the loss's mean sum B T rows."""
+    C, F, V, T, B = (cfg[f] for f in ("dim", "ffn", "vocab", "seq", "batch"))
+    D = C // cfg["heads"]
+    return max(5 * C + F + 2 * D + 2 * T, 2 * C + V, B * T)
+
+
+def llama(name):
+    """The model entry of a llama name (see get)."""
+    cfg = parse_llama(name)
+    forward = llama_forward(cfg)
+    return {
+        "name": llama_name(cfg),
+        "config": cfg,
+        "params": llama_params(cfg),
+        "frozen": LLAMA_FROZEN,
+        "inputs": [((cfg["batch"], cfg["seq"]), "i32", "tokens", cfg["vocab"]),
+                   ((cfg["batch"], cfg["seq"]), "i32", "classes", cfg["vocab"])],
+        # generate_llama.py's plan: beta1 and eps are the dialect's defaults.
+        "optimizer": {"kind": "adamw", "lr": 3e-4, "beta1": 0.9, "beta2": 0.95,
+                      "eps": 1e-8, "weight_decay": 0.1},
+        "clip_grad_norm": 1.0,
+        "forward": forward,
+        "loss_and_grads": _loss_and_grads(forward, LLAMA_FROZEN),
+        # Stages: the blocks and the head.
+        "bounds": {"reduction": llama_stage_roundings(cfg), "depth": cfg["layers"] + 1},
+    }
+
+
 # ---------------------------------------------------------------- registry
 
 # inputs: (global shape, dtype, role, bound)
+# bounds (teacher.py): `reduction`, the float32 roundings of the longest path through one
+# stage (a layer, a residual block, the head); `depth`, the number of stages.
 MODELS = {
     "mlp": {
         "params": MLP_PARAMS,
@@ -205,6 +498,8 @@ MODELS = {
         "forward": mlp_forward,
         "loss_and_grads": mlp_loss_and_grads,
         "relu_inputs": mlp_relu_inputs,
+        # Three layers; the longest is fc1's product of 784.
+        "bounds": {"reduction": 784, "depth": 3},
     },
     "gpt": {
         "params": GPT_PARAMS,
@@ -214,17 +509,79 @@ MODELS = {
         "clip_grad_norm": 1.0,
         "forward": gpt_forward,
         "loss_and_grads": gpt_loss_and_grads,
+        # Two blocks and the head. A block chains layer_norm (64), q (64), scores (16),
+        # softmax and values (32 each), wo (64), layer_norm (64), w1 (64), w2 (256): 656
+        # roundings; the head 64 + 64 + 256 (cross-entropy's sum); 256 rows. The MLP's
+        # 784 is kept (the bound both examples have always had).
+        "bounds": {"reduction": 784, "depth": 3},
+    },
+    "odd-sizes": {
+        "params": ODD_PARAMS,
+        "inputs": [((6, ODD_T), "i32", "tokens", ODD_V), ((6, ODD_T), "i32", "classes", ODD_V)],
+        # The file's plan: AdamW lr 1e-2, weight decay 0.1, the dialect's other defaults.
+        "optimizer": {"kind": "adamw", "lr": 1e-2, "beta1": 0.9, "beta2": 0.999,
+                      "eps": 1e-8, "weight_decay": 0.1},
+        "clip_grad_norm": 1.0,
+        "forward": odd_sizes_forward,
+        "loss_and_grads": odd_sizes_loss_and_grads,
+        # One block and the head. The block chains rms_norm (13), q (13), scores (13),
+        # softmax and values (7 each), layer_norm (13), w1 (13), w2 (29): 108 roundings
+        # (backward: w2^T 13, w1^T 29, layer_norm 13, scores 13 + 7 + 7, q^T 13, rms_norm
+        # 13: the same); the head 13 + 37 (cross-entropy's sum); 42 rows.
+        "bounds": {"reduction": 108, "depth": 2},
     },
 }
+for _name, _entry in MODELS.items():
+    _entry.setdefault("name", _name)
+    _entry.setdefault("frozen", frozenset())
+
+
+def names():
+    """The fixed model names, and the form of the parametrised one (for --help)."""
+    return sorted(MODELS) + ["llama:" + ",".join(f + "=N" for f in LLAMA_FIELDS[:-2])
+                             + ",attention=explicit|flash[,key_block=N]"]
+
+
+_LLAMAS = {}
+
+
+def get(name):
+    """The model entry of `name` (module docstring); KeyError if there is none, ValueError
+    for a llama name that does not state a model."""
+    if name in MODELS:
+        return MODELS[name]
+    if name.startswith("llama:"):
+        canonical = llama_name(parse_llama(name))
+        if canonical not in _LLAMAS:
+            _LLAMAS[canonical] = llama(canonical)
+        return _LLAMAS[canonical]
+    raise KeyError("unknown model %r (models: %s)" % (name, ", ".join(names())))
+
+
+def argument(name):
+    """argparse type of a --model option: the name, checked by get."""
+    import argparse
+    try:
+        get(name)
+    except (KeyError, ValueError) as e:
+        raise argparse.ArgumentTypeError(str(e).strip('"'))
+    return name
+
+
+def trainable(model):
+    """[(name, shape, dtype)] of the parameters the trainer updates, in manifest order:
+    those of the trace's gradients and optimizer state."""
+    m = get(model)
+    return [(n, s, d) for n, s, d, _u, _i in m["params"] if n not in m["frozen"]]
 
 
 def batch_size(model):
-    return MODELS[model]["inputs"][0][0][0]
+    return get(model)["inputs"][0][0][0]
 
 
 def loss_and_grads(model, params, inputs):
-    """(loss, {name: gradient}) of MODELS[model] on one batch."""
-    return MODELS[model]["loss_and_grads"](params, inputs)
+    """(loss, {name: gradient}) of get(model) on one batch."""
+    return get(model)["loss_and_grads"](params, inputs)
 
 
 class Step:
@@ -237,7 +594,7 @@ class Step:
 
 
 def step(model, params, inputs, prec=EXACT, slopes=None):
-    """The Step of MODELS[model] on one global batch, computed as `prec` says.
+    """The Step of get(model) on one global batch, computed as `prec` says.
 
     float32 mode: loss_and_grads on the whole batch and no slack (its gradient is the mean
     of the ranks' gradients, so the number of ranks only changes float32 sums); with a
@@ -251,10 +608,11 @@ def step(model, params, inputs, prec=EXACT, slopes=None):
     the reference's where float32 moved a rounding: cross-entropy changes by at most
     2 max|dz| per row, so loss_slack = 4 u mean(max |z| per row).
     slopes: ReLU slopes of the whole batch (MLP), split like the rows."""
-    forward = MODELS[model]["forward"]
+    entry = get(model)
+    forward = entry["forward"]
     if not prec.bf16 and (prec.reduce_dtype == "f32" or prec.ranks == 1):
         kwargs = {"slopes": slopes} if slopes else {}
-        loss, grads = MODELS[model]["loss_and_grads"](params, inputs, **kwargs)
+        loss, grads = entry["loss_and_grads"](params, inputs, **kwargs)
         return Step(loss, grads, {n: np.zeros_like(g) for n, g in grads.items()}, 0.0)
     ranks, k = prec.ranks, prec.micro_batches
     runs, loss_slack = [], 0.0
@@ -266,7 +624,7 @@ def step(model, params, inputs, prec=EXACT, slopes=None):
             kwargs = {"slopes": {n: precision.split_rows([v], k)[m][0]
                                  for n, v in rank_slopes.items()}} if slopes else {}
             t = Tape(params, prec)
-            loss, grads = _finish(t, forward(t, micro_rows, **kwargs), params)
+            loss, grads = _finish(t, forward(t, micro_rows, **kwargs), params, entry["frozen"])
             if prec.bf16:
                 z = np.abs(t.loss_input().astype(np.float64))
                 loss_slack += 4 * precision.U_BF16 * np.mean(
@@ -279,3 +637,15 @@ def step(model, params, inputs, prec=EXACT, slopes=None):
             [[np.asarray(g[name], np.float64) for _l, g in micro] for micro in runs])
     losses = [loss for micro in runs for loss, _g in micro]
     return Step(float(np.mean(losses)), grads, slack, loss_slack / len(losses))
+
+
+if __name__ == "__main__":
+    # `python3 models.py --generate-llama-flags NAME`: the flags of examples/generate_llama.py
+    # for a llama name, one line (for shell scripts that write the model file).
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] != "--generate-llama-flags":
+        sys.exit("usage: models.py --generate-llama-flags llama:...")
+    try:
+        print(" ".join(generate_llama_flags(sys.argv[2])))
+    except ValueError as e:
+        sys.exit("models.py: %s" % e)

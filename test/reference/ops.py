@@ -296,6 +296,12 @@ def reshape(x, shape, prec=EXACT):
     return x.reshape(shape), lambda d: (d.reshape(x.shape),)
 
 
+def broadcast(x, shape, prec=EXACT):
+    """NumPy's broadcast_to: new leading dimensions and dimensions of size 1 repeated
+    (exact). Its gradient sums them back: one reduce_sum, rounded."""
+    return np.broadcast_to(x, shape).copy(), lambda d: (_unbroadcast(d, x.shape, prec),)
+
+
 def transpose(x, permutation, prec=EXACT):
     """Result dim i is input dim permutation[i]."""
     inv = np.argsort(permutation)

@@ -4,7 +4,7 @@ them: one flat array of every parameter in manifest order.
 A safetensors file names its tensors, and neither the trainer nor the `safetensors`
 package keeps them in manifest order, so the tests' flat arrays are cut and joined by
 the parameter table: `params` is a list whose items start with (name, shape), in
-manifest order (manifest_params(trainer), models.MODELS[m]["params"], a test's own
+manifest order (manifest_params(trainer), models.get(m)["params"], a test's own
 table). Reading is strict as --init-from is: the file must hold exactly these
 parameters, each with its shape, so that the file of another model or a parameter
 exported with another shape fails rather than comparing the wrong values.

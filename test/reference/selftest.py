@@ -4,16 +4,19 @@
 
 1. Philox4x32-10 known-answer vectors, FNV-1a, bf16/f32 rounding, init statistics.
 2. Every op's hand-written vjp against central finite differences (float64).
-3. Both models' gradients against finite differences of the loss (a few elements each).
+3. Every model's gradients against finite differences of the loss (a few elements each):
+   the examples, odd-sizes and a small Llama in both attention forms (which must agree).
 4. Optimizers against hand-computed steps; data file round trip and step -> sample map;
    parameter files (params_file.py): round trip in manifest order, wrong tensors refused.
 5. A short training of both models (train.py CLI) on which the loss must fall.
 6. The teacher-forced checker (teacher.py) on a trainer simulated in float32: it accepts
-   correct steps and rejects each kind of wrong one (loss, gradient, clip, state, update).
+   correct steps and rejects each kind of wrong one (loss, gradient, clip, state, update,
+   a frozen parameter changed), for every model.
 7. bf16 mixed precision: rounding, the ops' split gradients, and teacher.py's bf16 mode on
    trainers simulated in float32 with bf16 rounding points (1, 2 and 4 ranks, hybrid,
    reduce_dtype f32 and bf16): correct ones pass, ones with a rounding point moved fail;
-   each line shows the margins (worst measured error / bound).
+   each line shows the margins (worst measured error / bound). The examples, and the
+   small Llama with grouped-query flash attention on fewer plans.
 """
 import contextlib
 import io
@@ -44,6 +47,27 @@ import precision  # noqa: E402
 import teacher  # noqa: E402
 
 FAILURES = []
+
+# A small Llama in both attention forms (grouped-query: 4 query heads on 2 key heads; key
+# blocks of 3 that do not divide the 8 positions), as test/e2e uses larger ones.
+LLAMA = "llama:layers=2,dim=16,heads=4,kv_heads=2,ffn=24,vocab=11,seq=8,batch=8,attention="
+LLAMA_FLASH, LLAMA_EXPLICIT = LLAMA + "flash,key_block=3", LLAMA + "explicit"
+LABELS = {LLAMA_FLASH: "llama flash", LLAMA_EXPLICIT: "llama explicit"}
+ALL_MODELS = ("mlp", "gpt", "odd-sizes", LLAMA_FLASH, LLAMA_EXPLICIT)
+
+
+def model_label(model):
+    return LABELS.get(model, model)
+
+
+def initial_params(model, seed=0):
+    """The model's initial parameters; a Llama's rotary tables a real rotation (the
+    identity would leave the rotary's ops untested)."""
+    m = models.get(model)
+    params = {n: philox.init_param(seed, n, s, d, i) for n, s, d, _u, i in m["params"]}
+    if m["frozen"]:
+        params.update(models.rotary_tables(m["config"]))
+    return params
 
 
 def report(name, ok, detail=""):
@@ -123,6 +147,9 @@ def test_ops():
         ("reduce_sum all", ops.reduce_sum, (r((2, 3)),), {"dims": (0, 1)}),
         ("reduce_mean", ops.reduce_mean, (r((2, 3, 4)),), {"dims": (1,)}),
         ("mse", ops.mse, (r((4, 3)), r((4, 3))), {}),
+        # Draws of their own: the cases above keep theirs.
+        ("broadcast", ops.broadcast, (np.random.default_rng(5).standard_normal((2, 1, 3)),),
+         {"shape": (4, 2, 5, 3)}),
     ]
     for name, op, args, kw in cases:
         err = ops.check_vjp(op, args, range(len(args)), kw)
@@ -160,16 +187,22 @@ def test_ops():
 
 def test_model_grads():
     rng = np.random.default_rng(2)
-    for model in ("mlp", "gpt"):
-        m = models.MODELS[model]
-        params = {n: philox.init_param(0, n, s, d, i) for n, s, d, _u, i in m["params"]}
+    losses = {}
+    for model in ALL_MODELS:
+        m = models.get(model)
+        params = initial_params(model)
+        # Both Llamas with the same draws (they must compute the same function).
+        rng = np.random.default_rng(7) if model in LABELS else rng
         # Perturb norms/biases away from 1/0 so every gradient path is non-trivial.
         for n in params:
             params[n] = params[n] + 0.05 * rng.standard_normal(params[n].shape)
         inputs = make_data.random_data(m["inputs"], models.batch_size(model), 5)
         loss, grads = m["loss_and_grads"](params, inputs)
+        losses[model] = loss, grads
+        if sorted(grads) != sorted(n for n, _s, _d in models.trainable(model)):
+            report("%s: a gradient of every trainable parameter only" % model_label(model), False)
         worst, h = 0.0, 1e-5
-        for n in params:
+        for n in grads:
             for j in rng.choice(params[n].size, 3, replace=False):
                 x0 = params[n].flat[j]
                 params[n].flat[j] = x0 + h
@@ -179,8 +212,24 @@ def test_model_grads():
                 params[n].flat[j] = x0
                 num, ana = (fp - fm) / (2 * h), grads[n].flat[j]
                 worst = max(worst, abs(num - ana) / max(1e-3, abs(num), abs(ana)))
-        report("%s gradients vs finite differences" % model, worst < 1e-5,
+        report("%s gradients vs finite differences" % model_label(model), worst < 1e-5,
                "loss %.4f, max rel err %.1e" % (loss, worst))
+    # Both attention forms are the same function.
+    (flash, gf), (explicit, ge) = losses[LLAMA_FLASH], losses[LLAMA_EXPLICIT]
+    worst = max(np.max(np.abs(gf[n] - ge[n])) / np.max(np.abs(ge[n])) for n in ge)
+    report("llama: flash attention = explicit form (loss, gradients)",
+           abs(flash - explicit) < 1e-12 and worst < 1e-10, "max rel diff %.1e" % worst)
+    for bad in ("llama:layers=2", LLAMA + "flash", LLAMA + "explicit,key_block=4",
+                LLAMA_FLASH + ",layers=3", LLAMA_FLASH.replace("kv_heads=2", "kv_heads=3")):
+        try:
+            models.get(bad)
+            report("model name %s refused" % bad, False)
+        except ValueError:
+            pass
+    report("llama names: flags of generate_llama.py, partial or inconsistent names refused",
+           models.generate_llama_flags(LLAMA_FLASH)[-4:] == ["--attention", "flash",
+                                                             "--key-block", "3"]
+           and models.get(LLAMA_FLASH.replace("kv_heads", "kv-heads")) is models.get(LLAMA_FLASH))
 
 
 # ---------------------------------------------------------------- 4. optimizers, data
@@ -293,21 +342,23 @@ def simulated_trace(model, arrays, steps, path, mutate=None, sim=None):
     (optim.py) from the float32 state, every result rounded to float32. `mutate(step, what,
     value)` may change a value ("loss", "grads", "coef", "lr", "beta2") to simulate a bug.
     sim: a SimulatedTrainer computing the loss and gradients (bf16 mode)."""
-    m = models.MODELS[model]
+    m = models.get(model)
     cfg = dict(m["optimizer"])
     mutate = mutate or (lambda step, what, value: value)
     f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
     names = [n for n, *_ in m["params"]]
-    params = {n: philox.init_param(0, n, s, d, i) for n, s, d, _u, i in m["params"]}
+    trained = [n for n, _s, _d in models.trainable(model)]
+    params = initial_params(model)
     opt = optim.make(cfg)
     zeros = {n: np.zeros_like(params[n]) for n in names}
     losses = []
     with open(path, "wb") as f:
         def write(grads):
+            # Every parameter, then the trainable ones' gradients and state (Runtime.md).
             parts = [params, grads] + [getattr(opt, {"exp_avg": "m", "exp_avg_sq": "v"}[s])
                                        for s in teacher.slot_names(cfg)]
-            for part in parts:
-                for n in names:
+            for i, part in enumerate(parts):
+                for n in names if i == 0 else trained:
                     f.write(np.asarray(part.get(n, zeros[n]), dtype="<f4").tobytes())
         write(zeros)
         for step, inputs in datafile.batches(arrays, models.batch_size(model), steps):
@@ -328,20 +379,22 @@ def simulated_trace(model, arrays, steps, path, mutate=None, sim=None):
             opt.m = {n: f32(v) for n, v in opt.m.items()}
             opt.v = {n: f32(v) for n, v in opt.v.items()}
             params = {n: f32(v) for n, v in params.items()}
+            params = mutate(step, "params", params)
             write(grads)
     return losses
 
 
 def teacher_case(d, model):
     """(data file, trace file, arrays) of a small data set for `model` in directory d."""
-    data, trace = os.path.join(d, model + ".bin"), os.path.join(d, model + ".trace")
+    tag = model_label(model).replace(" ", "-")
+    data, trace = os.path.join(d, tag + ".bin"), os.path.join(d, tag + ".trace")
     make_data.main(["--model", model, "--samples", "64", "--seed", "3", "--out", data])
     return data, trace, datafile.read(data)[1]
 
 
 def check_trace(model, arrays, trace, losses, prec=precision.EXACT, margins=None):
     """teacher.check of a simulated trace with the example's optimizer, lr and clip."""
-    m = models.MODELS[model]
+    m = models.get(model)
     cfg = m["optimizer"]
     return teacher.check(model, arrays, teacher.Trace(trace, model, cfg), losses,
                          float(np.float32(cfg["lr"])), cfg, m["clip_grad_norm"], prec, margins)
@@ -356,24 +409,28 @@ def test_teacher():
         "exp_avg_sq": at(3, lambda w, x: 0.99 if w == "beta2" else x),
         "params": at(1, lambda w, x: x * 1.001 if w == "lr" else x),
         "clip coefficient": at(2, lambda w, x: x * 0.99 if w == "coef" else x),
+        "frozen parameter": at(2, lambda w, x: {n: v * (1 + 2.0 ** -20) if n == "rope.cos"
+                                                else v for n, v in x.items()}
+                               if w == "params" else x),
     }
     with tempfile.TemporaryDirectory() as d:
-        for model in ("mlp", "gpt"):
+        for model in ALL_MODELS:
             _data, trace, arrays = teacher_case(d, model)
-            clip = models.MODELS[model]["clip_grad_norm"]
+            clip = models.get(model)["clip_grad_norm"]
 
             def check(mutate=None):
                 return check_trace(model, arrays, trace,
                                    simulated_trace(model, arrays, steps, trace, mutate))
 
             rows, failures = check()
-            report("teacher: %s, float32 steps pass" % model, not failures and len(rows) == steps,
-                   "; ".join(failures[:2]))
+            report("teacher: %s, float32 steps pass" % model_label(model),
+                   not failures and len(rows) == steps, "; ".join(failures[:2]))
             for what, bug in bugs.items():
-                if what == "clip coefficient" and not clip:
+                if (what == "clip coefficient" and not clip) or (
+                        what == "frozen parameter" and not models.get(model)["frozen"]):
                     continue
                 _rows, failures = check(bug)
-                report("teacher: %s, a wrong %s fails" % (model, what),
+                report("teacher: %s, a wrong %s fails" % (model_label(model), what),
                        any(what in f for f in failures), "; ".join(failures[:2]) or "no failure")
 
 
@@ -462,15 +519,15 @@ def test_bf16_ops():
         err = ops.check_vjp(op, args, range(len(args)), kw)
         report("vjp %s as compiled (unrounded)" % name, err < 1e-7, "max rel err %.1e" % err)
     # Every op result of a bf16 step is a bf16 value, and the gradients too.
-    for model in ("mlp", "gpt"):
-        m = models.MODELS[model]
-        params = {n: philox.init_param(0, n, s, d, i) for n, s, d, _u, i in m["params"]}
+    for model in ALL_MODELS:
+        m = models.get(model)
+        params = initial_params(model)
         inputs = make_data.random_data(m["inputs"], models.batch_size(model), 5)
         t = models.Tape(params, precision.Precision("bf16"))
         loss = m["forward"](t, inputs)
         grads = models._finish(t, loss, params)[1]
         values = [v.data for v, _a, _f in t.nodes[:-1]] + list(grads.values())
-        report("%s bf16 step: every op result and gradient is a bf16 value" % model,
+        report("%s bf16 step: every op result and gradient is a bf16 value" % model_label(model),
                all(np.array_equal(precision.round_bf16(v), v) for v in values))
 
 
@@ -486,8 +543,9 @@ def test_teacher_bf16():
                ("2 micro-batches no_sync, 2x2 reduce bf16", "bf16", (2, 2), "hybrid_shard",
                 "bf16", 2, "no_sync")]
     with tempfile.TemporaryDirectory() as d:
-        for model in ("mlp", "gpt"):
+        for model in ("mlp", "gpt", LLAMA_FLASH):
             data, trace, arrays = teacher_case(d, model)
+            name = model_label(model)
 
             def check(plan, sim, steps, mutate=None):
                 losses = simulated_trace(model, arrays, steps, trace, mutate, sim)
@@ -501,7 +559,7 @@ def test_teacher_bf16():
                 plans[label] = plan = precision.Precision(param, reduce, grid, strategy,
                                                           np.float64, *micro)
                 failures, margins = check(plan, SimulatedTrainer(plan), 3)
-                report("teacher bf16: %s, %s, steps pass" % (model, label), not failures,
+                report("teacher bf16: %s, %s, steps pass" % (name, label), not failures,
                        "; ".join(failures[:2]) or margins)
             one, pair = plans["1 rank"], plans["2 ranks reduce f32"]
             bugs = [("forward matmul results not rounded", one,
@@ -513,7 +571,12 @@ def test_teacher_bf16():
                      plans["2 micro-batches, 2 ranks reduce bf16"],
                      SimulatedTrainer(plans["2 micro-batches, 2 ranks reduce bf16"],
                                       accumulate="no_sync"))]
-            if model == "gpt":
+            if model == LLAMA_FLASH:
+                bugs += [("rotary add kept in f32", one,
+                          SimulatedTrainer(one, skip=lambda p: p == "add:rope")),
+                         ("silu result not rounded", one,
+                          SimulatedTrainer(one, skip=lambda p: p == "silu"))]
+            if model != "mlp":
                 bugs += [("attention's log-sum-exp rounded", one,
                           SimulatedTrainer(one, inner=["attention.lse"])),
                          ("residual add kept in f32", one,
@@ -528,7 +591,7 @@ def test_teacher_bf16():
                 caught = ", ".join(kind for kind, key in (
                     ("all parameters", "(all parameters)"), ("one parameter", "|excess|"),
                     ("not bf16 values", "not bf16")) if any(key in f for f in failures))
-                report("teacher bf16: %s, %s fails" % (model, what), bool(failures),
+                report("teacher bf16: %s, %s fails" % (name, what), bool(failures),
                        "%s; caught by %s: %s" % (margins, caught, failures[0]) if failures
                        else margins)
             # Wrong values, as in float32 mode (the loss bound is bf16's: 1e-2 off).
@@ -536,13 +599,13 @@ def test_teacher_bf16():
                                  ("gradient", lambda step, w, x: x * 1.01 if w == "grads"
                                   else x)):
                 failures, margins = check(one, SimulatedTrainer(one), 2, mutate)
-                report("teacher bf16: %s, a wrong %s fails" % (model, what),
+                report("teacher bf16: %s, a wrong %s fails" % (name, what),
                        any(what in f for f in failures),
                        "%s: %s" % (margins, failures[0]) if failures else margins)
             # The command line, as the end-to-end tests run it.
             plan = plans["2 ranks reduce bf16"]
             losses = simulated_trace(model, arrays, 2, trace, sim=SimulatedTrainer(plan))
-            log = os.path.join(d, model + ".log")
+            log = os.path.join(d, "trainer.log")
             with open(log, "w") as f:
                 f.writelines(json.dumps({"step": k, "loss": x}) + "\n"
                              for k, x in enumerate(losses, 1))
@@ -551,7 +614,7 @@ def test_teacher_bf16():
                 rc = teacher.main(["--model", model, "--data", data, "--trace", trace,
                                    "--log", log, "--param-dtype", "bf16", "--reduce-dtype",
                                    "bf16", "--grid", "2", "--strategy", "full_shard"])
-            report("teacher.py --param-dtype bf16 --reduce-dtype bf16 --grid 2: %s" % model,
+            report("teacher.py --param-dtype bf16 --reduce-dtype bf16 --grid 2: %s" % name,
                    rc == 0 and "PASS" in out.getvalue(), out.getvalue().splitlines()[-1])
 
 

@@ -7,8 +7,9 @@ trainer's own state after step k-1 (docs/Runtime.md, --trace-state), with bounds
 follow from float32 arithmetic, so a wrong step fails where it happens on any machine:
 
 - loss: the reference loss of step k's batch from the trainer's parameters, relative
-  error at most LOSS_RTOL;
-- gradients: per parameter, |g - g_ref|_2 <= GRAD_RTOL |g_ref|_2. A ReLU input within
+  error at most loss_rtol (LOSS_RTOL for the MLP and GPT; each model's own from its
+  longest chain of roundings and its depth, see "Bounds" below);
+- gradients: per parameter, |g - g_ref|_2 <= grad_rtol |g_ref|_2. A ReLU input within
   float32 rounding error of 0 may fall on either side of the kink, and its slope (0 or 1)
   changes a whole sample's gradient: when the check fails, the reference takes, at each
   such input, the slope that brings it closest to the trainer (fit_relu_slopes), and the
@@ -18,16 +19,31 @@ follow from float32 arithmetic, so a wrong step fails where it happens on any ma
   error at most gamma(N) / 2 + gamma(4) (the square root of a float32 sum of N squares);
 - optimizer state and parameters: elementwise, the optimizer's formula applied in float64
   to the trainer's values of step k-1 and its gradient (the parameters: to its new state)
-  must be within ELEMENT_ULPS units of float32 roundoff of the magnitudes of the terms.
+  must be within ELEMENT_ULPS units of float32 roundoff of the magnitudes of the terms;
+- frozen parameters (the Llama's rotary tables): unchanged, bit for bit. The trace holds
+  them with the parameters, not with the gradients and optimizer state.
 
 bf16 mixed precision (--param-dtype bf16, docs/MixedPrecision.md): the reference rounds
 where the compiled step does (precision.py), each rank on its rows, and reduces as the
 plan says; the loss and gradient bounds change (check_bf16_grads, README.md), the clip and
 optimizer checks do not (they start from the trainer's own f32 gradient).
 
-    python3 teacher.py --model mlp|gpt --data FILE --trace FILE --log FILE [--lr X]
+    python3 teacher.py --model MODEL --data FILE --trace FILE --log FILE [--lr X]
                        [--optimizer JSON] [--param-dtype f32|bf16] [--reduce-dtype f32|bf16]
                        [--grid N|RxS] [--strategy S]
+
+MODEL (models.get): mlp, gpt (examples/), odd-sizes (test/e2e/Inputs/odd-sizes.mlir), or
+the Llama examples/generate_llama.py writes, named by its flags, all but key_block
+required:
+
+    llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=flash,key_block=8
+    llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=explicit
+
+The plan's dtypes and grid are not part of the name: a file written with
+`generate_llama.py $(python3 models.py --generate-llama-flags NAME) --grid 2
+--param-dtype bf16 --reduce-dtype f32` is checked with `--model NAME --param-dtype bf16
+--reduce-dtype f32 --grid 2` (and `make_data.py --model NAME` writes its data). Its
+rotary tables may hold any values (--init-from): the reference reads them from the trace.
 """
 import argparse
 import json
@@ -53,17 +69,46 @@ def gamma(n):
     return n * U / (1.0 - n * U)
 
 
-# The longest reduction of either model is 784 (the MLP's first product; GPT's longest is
-# 256). A float32 dot product of that length is within gamma(784) = 4.7e-5 of the exact one
-# relative to the sum of the magnitudes of its terms; the loss composes a few such sums
-# with Lipschitz-1 maps (ReLU, log-softmax, mean), so its relative error is a small
-# multiple of gamma(784) on a loss of order 1: bound 2 gamma(784).
-LOSS_RTOL = 2 * gamma(784)
-# A gradient is a product of the backward chain: each factor carries gamma(784) relative
-# to its magnitudes, and cancellation within a tensor raises the normwise error; 8 factors
-# of gamma(784) cover the depth of both models (3 products in the MLP, 2 blocks of 5 in GPT
-# whose residual stream keeps the magnitudes of order 1).
-GRAD_RTOL = 8 * gamma(784)
+# Bounds. A float32 dot product of length n is within gamma(n) of the exact one relative
+# to the sum of the magnitudes of its terms, and so is every other float32 sum (a norm's
+# statistics, a softmax's denominator); a chain of such reductions adds their errors
+# (first order), so it is within gamma of the total number of roundings it chains. A
+# model is a chain of stages (a layer of the MLP; a residual block, or the head: final
+# norm, LM head and cross-entropy, of the transformers), and the error of each stage's
+# output, relative to the magnitudes of its terms, is at most gamma(n) with n the
+# roundings of the longest path through one stage (the model's `bounds`: `reduction`,
+# models.py counts them; the MLP's 784 is one product, fc1's; GPT's blocks chain 656,
+# kept at the MLP's 784; the Llama's block 5 C + F + 2 D + 2 T, the head 2 C + V, the
+# weight gradients B T rows: the largest of these). The loss composes the stages with
+# Lipschitz-1 maps (ReLU, residual adds, norms of O(1) inputs, log-softmax, mean) and a
+# gradient passes through every stage forward and backward, so both errors grow with the
+# number of stages (`depth`), linearly: per stage, 2/3 gamma(n) of the loss (on a loss of
+# order 1) and 8/3 gamma(n) of a gradient (normwise: cancellation within a tensor raises
+# it). These are the constants the MLP (3 layers) and GPT (2 blocks and the head) have
+# always been checked with: 2 gamma(784) = 9.3e-5 and 8 gamma(784) = 3.7e-4, measured
+# 1e-7 to 1e-6.
+
+
+def loss_rtol(reduction, depth):
+    """The loss's relative error bound of a model of `depth` stages of `reduction`
+    roundings each."""
+    return 2 * depth / 3 * gamma(reduction)
+
+
+def grad_rtol(reduction, depth):
+    """A gradient's relative L2 error bound (as loss_rtol)."""
+    return 8 * depth / 3 * gamma(reduction)
+
+
+def bounds(model):
+    """(loss_rtol, grad_rtol) of a model (models.get(model)["bounds"])."""
+    b = models.get(model)["bounds"]
+    return loss_rtol(b["reduction"], b["depth"]), grad_rtol(b["reduction"], b["depth"])
+
+
+# The MLP's and GPT's (eval_check.py reads LOSS_RTOL).
+LOSS_RTOL = loss_rtol(784, 3)
+GRAD_RTOL = grad_rtol(784, 3)
 # A ReLU input z = h w + b computed in float32 is within gamma(784) (|h| |w| + |b|) of the
 # exact one: closer to 0 than that, its sign (so its slope) may differ. The slopes fitted to
 # the trainer are at most MAX_FITTED_SLOPES of the inputs closest to 0.
@@ -111,15 +156,16 @@ def slot_names(optimizer):
 
 class Trace:
     """The records of a --trace-state file: record k is the state after step k (0: before
-    the first), each {"params", "grads", slot name: {param name: float64 array}}. Every
-    parameter of the example models is trainable, so every part has all of them."""
+    the first), each {"params", "grads", slot name: {param name: float64 array}}: "params"
+    has every parameter, the other parts the trainable ones (docs/Runtime.md), each in
+    manifest order."""
 
     def __init__(self, path, model, optimizer):
         self.table = [(name, shape, dtype) for name, shape, dtype, _u, _i
-                      in models.MODELS[model]["params"]]
+                      in models.get(model)["params"]]
+        self.trainable = models.trainable(model)
         self.parts = ["params", "grads"] + slot_names(optimizer)
-        self.record_bytes = sum(int(np.prod(shape)) * np.dtype(datafile.NP_DTYPES[dtype]).itemsize
-                                for _n, shape, dtype in self.table) * len(self.parts)
+        self.record_bytes = sum(self.part_bytes(part) for part in self.parts)
         size = os.path.getsize(path)
         if size % self.record_bytes:
             raise ValueError("%s: %d bytes is not a whole number of %d-byte records"
@@ -127,12 +173,19 @@ class Trace:
         self.records = size // self.record_bytes
         self.data = np.memmap(path, dtype=np.uint8, mode="r")
 
+    def part_table(self, part):
+        return self.table if part == "params" else self.trainable
+
+    def part_bytes(self, part):
+        return sum(int(np.prod(shape)) * np.dtype(datafile.NP_DTYPES[dtype]).itemsize
+                   for _n, shape, dtype in self.part_table(part))
+
     def record(self, k):
         offset = k * self.record_bytes
         out = {}
         for part in self.parts:
             values = {}
-            for name, shape, dtype in self.table:
+            for name, shape, dtype in self.part_table(part):
                 count = int(np.prod(shape))
                 size = count * np.dtype(datafile.NP_DTYPES[dtype]).itemsize
                 raw = np.asarray(self.data[offset:offset + size]).view(datafile.NP_DTYPES[dtype])
@@ -252,14 +305,15 @@ def not_bf16(grads, prec):
         if not np.array_equal(precision.round_bf16(g), g)]
 
 
-def grad_misfit(grads, want, slack=None):
+def grad_misfit(grads, want, slack=None, rtol=GRAD_RTOL):
     """(worst |g - g_ref| / allowed over the parameters, failures); `slack`: elementwise
-    allowance of a bf16 reduction (f32 parameters, --reduce-dtype bf16), subtracted."""
+    allowance of a bf16 reduction (f32 parameters, --reduce-dtype bf16), subtracted;
+    `rtol`: the model's grad_rtol."""
     worst, failures = 0.0, []
     for name, ref in want.items():
         diff = np.abs(grads[name] - ref)
         err = np.linalg.norm(diff if slack is None else np.maximum(diff - slack[name], 0.0))
-        allowed = GRAD_RTOL * np.linalg.norm(ref) + TINY
+        allowed = rtol * np.linalg.norm(ref) + TINY
         worst = max(worst, err / allowed)
         if err > allowed:
             failures.append("gradient of %s: |g - g_ref| %.3g > %.3g (rel.L2 %.1e)"
@@ -271,7 +325,7 @@ def fit_relu_slopes(model, params, inputs, grads, ref, prec=EXACT):
     """The reference Step `ref` with the ReLU slopes of the inputs within rounding error
     of 0 (KINK_ERROR, bf16: KINK_ERROR_BF16) flipped where that brings its gradients closer
     to the trainer's `grads` (greedily, closest to 0 first), and the number flipped."""
-    relu_inputs = models.MODELS[model].get("relu_inputs")
+    relu_inputs = models.get(model).get("relu_inputs")
     if relu_inputs is None:
         return ref, 0
     kink = KINK_ERROR_BF16 if prec.bf16 else KINK_ERROR
@@ -310,7 +364,10 @@ def check(model, arrays, trace, losses, lr, optimizer, clip, prec=EXACT, margins
     if len(losses) != steps:
         failures.append("%d losses logged, the trace has %d steps" % (len(losses), steps))
     batch = models.batch_size(model)
-    numel = sum(int(np.prod(s)) for _n, s, _d in trace.table)
+    loss_bound, grad_bound = bounds(model)
+    # The clip norm sums the squares of every trainable parameter's gradient.
+    numel = sum(int(np.prod(s)) for _n, s, _d in trace.trainable)
+    frozen = models.get(model)["frozen"]
     after = trace.record(0)
     # Record 0 is the state before the first step: no gradient yet (docs/Runtime.md).
     for name, g in after["grads"].items():
@@ -319,11 +376,14 @@ def check(model, arrays, trace, losses, lr, optimizer, clip, prec=EXACT, margins
     for step, inputs in datafile.batches(arrays, batch, min(steps, len(losses))):
         before, after = after, trace.record(step)
         fail = lambda what: failures.append("step %d: %s" % (step, what))  # noqa: E731
+        for name in sorted(frozen):
+            if not np.array_equal(after["params"][name], before["params"][name]):
+                fail("frozen parameter %s changed" % name)
 
         ref = models.step(model, before["params"], inputs, prec)
         loss = ref.loss
         # bf16: the loss reads bf16 logits (Step.loss_slack), then float32 as above.
-        allowed = LOSS_RTOL + ref.loss_slack / abs(loss)
+        allowed = loss_bound + ref.loss_slack / abs(loss)
         loss_err = abs(losses[step - 1] - loss) / abs(loss)
         if loss_err > allowed:
             fail("loss %.9g, reference %.9g (rel.err %.1e > %.1e)"
@@ -337,7 +397,7 @@ def check(model, arrays, trace, losses, lr, optimizer, clip, prec=EXACT, margins
             misfit = lambda r: check_bf16_grads(grads, r, cals, margin)  # noqa: E731
         else:
             def misfit(r):
-                margin["gradient"], found = grad_misfit(grads, r.grads, r.slack)
+                margin["gradient"], found = grad_misfit(grads, r.grads, r.slack, grad_bound)
                 return found
         grad_failures, flipped = misfit(ref), 0
         if grad_failures:
@@ -390,7 +450,8 @@ def read_losses(path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, choices=sorted(models.MODELS))
+    ap.add_argument("--model", required=True, type=models.argument,
+                    help="; ".join(models.names()))
     ap.add_argument("--data", required=True)
     ap.add_argument("--trace", required=True, help="the trainer's --trace-state file")
     ap.add_argument("--log", required=True, help="the trainer's --log-json file")
@@ -411,7 +472,7 @@ def main(argv=None):
                                    [int(n) for n in a.grid.split("x")], a.strategy)
     except ValueError as e:
         ap.error("--grid %s --strategy %s: %s" % (a.grid, a.strategy, e))
-    m = models.MODELS[a.model]
+    m = models.get(a.model)
     optimizer = json.loads(a.optimizer) if a.optimizer else m["optimizer"]
     # The trainer's learning rate is a float32.
     lr = float(np.float32(a.lr if a.lr is not None else optimizer["lr"]))

@@ -1,6 +1,6 @@
 """Reference trainer: float64 training of an example model on an FSDPDATA file.
 
-    python3 train.py --model mlp|gpt --data FILE [--steps 20] [--seed 0] [--lr X]
+    python3 train.py --model MODEL --data FILE [--steps 20] [--seed 0] [--lr X]
                      [--optimizer JSON] [--out losses.json] [--export FILE]
                      [--round-params]
 
@@ -33,13 +33,13 @@ import philox
 
 def init_params(model, seed):
     return {name: philox.init_param(seed, name, shape, dtype, init)
-            for name, shape, dtype, _unit, init in models.MODELS[model]["params"]}
+            for name, shape, dtype, _unit, init in models.get(model)["params"]}
 
 
 def train(model, arrays, steps, seed, lr=None, round_params=False, params=None,
           optimizer=None):
     """Returns (losses, params). arrays: the data file's [N, ...] arrays."""
-    m = models.MODELS[model]
+    m = models.get(model)
     params = init_params(model, seed) if params is None else params
     dtypes = {name: dtype for name, _s, dtype, _u, _i in m["params"]}
     optimizer = optimizer or m["optimizer"]
@@ -63,14 +63,15 @@ def train(model, arrays, steps, seed, lr=None, round_params=False, params=None,
 def export_params(model, params, path):
     """What the trainer's --export writes (f32): every parameter rounded to its dtype (as
     the trainer stores it), then widened to float32, which is exact."""
-    table = models.MODELS[model]["params"]
+    table = models.get(model)["params"]
     params_file.write_params(path, table, {name: philox.round_to(params[name], dtype)
                                            for name, _shape, dtype, _unit, _init in table})
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, choices=sorted(models.MODELS))
+    ap.add_argument("--model", required=True, type=models.argument,
+                    help="; ".join(models.names()))
     ap.add_argument("--data", required=True)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
@@ -84,7 +85,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if a.seed < 0 or a.seed >= 2 ** 64:
         ap.error("--seed must be in [0, 2^64)")
-    m = models.MODELS[a.model]
+    m = models.get(a.model)
     optimizer = json.loads(a.optimizer) if a.optimizer else m["optimizer"]
     try:
         specs, arrays = datafile.read(a.data)

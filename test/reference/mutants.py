@@ -1,0 +1,125 @@
+"""Runs a checker with one op of the reference broken, to show that its check fails.
+
+    python3 mutants.py MUTANT SCRIPT [ARGS...]
+
+SCRIPT (test/e2e/sharded_check.py, teacher.py, ...) runs in this process, as
+`python3 SCRIPT ARGS...` would, with the reference's ops or models patched as MUTANT says;
+nothing on disk changes. A check that passes the real reference must fail each mutant
+that changes what its model computes (test/e2e/llama-reference.test and
+odd-sizes-reference.test run some). The mutants:
+
+    silu-as-gelu          fsdp.silu computed as GELU
+    rms-norm-without-eps  rms_norm's eps (1e-5) dropped
+    layer-norm-without-eps
+    kv-heads-interleaved  grouped-query attention with query head h reading key head
+                          h % KV instead of h // (H / KV) (both attention forms)
+    rotary-sin-negated    x * cos - (x @ R) * sin instead of + (the rotation inverted)
+    softmax-scale-rounded odd-sizes' score scale 0.277 taken as 0.28
+    bf16-rotary-unrounded bf16 mode: the rotary's add (x * cos + (x @ R) * sin) kept in f32
+    bf16-silu-unrounded   bf16 mode: silu's result kept in f32
+"""
+import os
+import runpy
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import models  # noqa: E402
+import ops  # noqa: E402
+import precision  # noqa: E402
+
+
+def silu_as_gelu():
+    ops.silu = ops.gelu
+
+
+def without_eps(name):
+    real = getattr(ops, name)
+
+    def patched(*args, **kwargs):
+        kwargs["eps"] = 0.0
+        return real(*args, **kwargs)
+    return lambda: setattr(ops, name, patched)
+
+
+def kv_heads_interleaved():
+    """Query head h reads key head h % KV: fsdp.attention's queries permuted so that ops'
+    grouping (h // G) lands there; the explicit form's broadcast on the other axis."""
+    real_attention = ops.attention
+
+    def attention(q, k, v, **kwargs):
+        hq, hkv = q.shape[1], k.shape[1]
+        heads = np.arange(hq)
+        slot = (heads % hkv) * (hq // hkv) + heads // hkv  # reads key head h % KV
+        permuted = np.empty_like(q)
+        permuted[:, slot] = q
+        out, vjp = real_attention(permuted, k, v, **kwargs)
+
+        def permuted_vjp(d):
+            spread = np.empty_like(d)
+            spread[:, slot] = d
+            dq, dk, dv = vjp(spread)
+            return dq[:, slot], dk, dv
+        return out[:, slot], permuted_vjp
+
+    def grouped_heads(t, x, b, cfg):
+        T, H, KV = cfg["seq"], cfg["heads"], cfg["kv_heads"]
+        D, G = cfg["dim"] // H, H // KV
+        if cfg["attention"] == "flash":
+            return t(ops.reshape, x, (b, T, KV, D))
+        x5 = t(ops.reshape, x, (b, T, 1, KV, D))
+        return t(ops.reshape, t(ops.broadcast, x5, (b, T, G, KV, D)), (b, T, H, D))
+
+    ops.attention = attention
+    models.grouped_heads = grouped_heads
+
+
+def rotary_sin_negated():
+    def rope(t, x4, rot, cos4, sin4):
+        xc = t(ops.mul, x4, cos4)
+        xs = t(ops.mul, t(ops.matmul, x4, rot), sin4)
+        return t(ops.sub, xc, xs, point="add:rope")
+    models.rope = rope
+
+
+def softmax_scale_rounded():
+    real = ops.scale
+    ops.scale = lambda x, factor, **kw: real(x, 0.28 if factor == 0.277 else factor, **kw)
+
+
+def bf16_unrounded(point):
+    real = precision.Precision.round
+
+    def patched(self, x, where):
+        return x if where == point else real(self, x, where)
+    return lambda: setattr(precision.Precision, "round", patched)
+
+
+MUTANTS = {
+    "silu-as-gelu": silu_as_gelu,
+    "rms-norm-without-eps": without_eps("rms_norm"),
+    "layer-norm-without-eps": without_eps("layer_norm"),
+    "kv-heads-interleaved": kv_heads_interleaved,
+    "rotary-sin-negated": rotary_sin_negated,
+    "softmax-scale-rounded": softmax_scale_rounded,
+    "bf16-rotary-unrounded": bf16_unrounded("add:rope"),
+    "bf16-silu-unrounded": bf16_unrounded("silu"),
+}
+
+
+def main():
+    if len(sys.argv) < 3 or sys.argv[1] not in MUTANTS:
+        sys.exit("usage: mutants.py {%s} SCRIPT [ARGS...]" % "|".join(MUTANTS))
+    MUTANTS[sys.argv[1]]()
+    print("mutant: %s" % sys.argv[1], flush=True)
+    script = sys.argv[2]
+    sys.argv = sys.argv[2:]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
