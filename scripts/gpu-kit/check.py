@@ -24,6 +24,7 @@ status: 0 every part passed, 1 a part failed, 2 no usable GPU (the report says w
 """
 
 import argparse
+import concurrent.futures
 import csv
 import io
 import json
@@ -34,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 KIT = os.path.dirname(os.path.abspath(__file__))
@@ -137,18 +139,20 @@ class Deadline:
 
 
 class Node:
-    """Runs the bundle's programs with the libraries this node provides."""
+    """Runs the bundle's programs with the libraries this node provides; the reference's
+    checks (CPU only) in the background, beside the GPU's work."""
 
     def __init__(self, outdir, work, deadline):
         self.log = open(os.path.join(outdir, "check.log"), "w")
+        self.lock = threading.Lock()
         self.work, self.deadline = work, deadline
         self.env = dict(os.environ)
+        self.background = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+        self.pending_teachers = []
 
     def run(self, command, timeout, env=None, cwd=None):
         """(exit status or None on timeout, stdout + stderr, seconds)."""
         started = time.monotonic()
-        self.log.write(f"$ {' '.join(command)}\n")
-        self.log.flush()
         try:
             result = subprocess.run(command, capture_output=True, text=True, cwd=cwd,
                                     timeout=self.deadline.timeout(timeout),
@@ -159,9 +163,15 @@ class Node:
             output = "".join(x.decode(errors="replace") if isinstance(x, bytes) else (x or "")
                              for x in (e.stdout, e.stderr)) + "\n(timed out)"
         seconds = time.monotonic() - started
-        self.log.write(output[-LOG_TAIL:] + f"\n(exit {status}, {seconds:.1f} s)\n\n")
-        self.log.flush()
+        with self.lock:
+            self.log.write(f"$ {' '.join(command)}\n{output[-LOG_TAIL:]}\n"
+                           f"(exit {status}, {seconds:.1f} s)\n\n")
+            self.log.flush()
         return status, output, seconds
+
+    def run_in_background(self, command, timeout, env=None):
+        """A future of run(...)'s result, one command at a time."""
+        return self.background.submit(self.run, command, timeout, env)
 
 
 def find_tool(name):
@@ -310,9 +320,11 @@ class ModelCheck:
         return True
 
     def teacher_and_export(self, checks):
-        """--trace-state and --export of 3 steps; the teacher, the export, --init-from."""
-        steps, trace, export, log = 3, self.path("trace.bin"), self.path("e.safetensors"), \
-            self.path("teacher.json")
+        """--trace-state and --export of 3 steps (2 for a Llama: its bf16 reference takes
+        a minute or two a step); the teacher, the export, --init-from."""
+        steps = 2 if self.model["tokens_per_step"] >= 1024 else 3
+        trace, export = self.path("trace.bin"), self.path("e.safetensors")
+        log = self.path("teacher.json")
         status, out = self.train("--steps", str(steps), "--trace-state", trace, "--export",
                                  export, "--log-json", log)
         if status != 0:
@@ -326,14 +338,20 @@ class ModelCheck:
             self.export(trace, export, steps)
 
     def teacher(self, trace, log):
-        dtype = self.model["param_dtype"]
-        status, out, seconds = self.node.run(
+        """reference/teacher.py on the trace, in the background: a float64 Llama takes
+        minutes of CPU, which the GPU's other checks need not wait for. Its BLAS gets half
+        the node's cores (f32); the trainers, one each, the rest. Recorded by
+        finish_teachers."""
+        # One thread for bf16: its bounds come from float32 calibrations, computed as the
+        # tests compute them (a BLAS thread count is a summation order).
+        threads = "1" if self.model["param_dtype"] == "bf16" else str(
+            max(1, (os.cpu_count() or 2) // 2))
+        future = self.node.run_in_background(
             [sys.executable, os.path.join(REFERENCE, "teacher.py"), "--model",
              self.model["reference"], "--data", self.data[1], "--trace", trace, "--log", log,
-             "--param-dtype", dtype], 600)
-        summary = out.strip().splitlines()[-1] if out.strip() else ""
-        self.record("teacher", status == 0, f"{summary} ({seconds:.0f} s)"
-                    if status == 0 else out.strip()[-900:])
+             "--param-dtype", self.model["param_dtype"]], 900,
+            env={"OPENBLAS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads})
+        self.node.pending_teachers.append((self.name, future))
 
     def export(self, trace, export, steps):
         sys.path.insert(0, REFERENCE)
@@ -422,6 +440,16 @@ class ModelCheck:
         peak, marks = arena["planned_peak_bytes"], arena["high_water_bytes"]
         self.record("arena", marks == [peak], f"planned {peak:,} B, measured {marks}",
                     planned_bytes=peak)
+
+
+def finish_teachers(report, node):
+    """Records the background teachers' verdicts (each within the deadline)."""
+    for name, future in node.pending_teachers:
+        status, out, seconds = future.result()
+        summary = out.strip().splitlines()[-1] if out.strip() else ""
+        report.part("correctness", name, "teacher", "PASS" if status == 0 else "FAIL",
+                    f"{summary} ({seconds:.0f} s)" if status == 0 else out.strip()[-900:])
+    node.pending_teachers = []
 
 
 def correctness(report, node, name, model):
@@ -636,6 +664,9 @@ def run_parts(report, node, bundle, deadline, parts):
     for section, part, applies in plan:
         if section not in parts:
             continue
+        if section in ("speed", "kernels"):
+            # No reference computing beside the timed runs.
+            finish_teachers(report, node)
         # The PyTorch comparison, the slowest part, of the largest (timing) model first.
         models = sorted(bundle["models"].items(), key=lambda item: -item[1]["tokens_per_step"]
                         if part is torch_part else 0)
@@ -649,6 +680,7 @@ def run_parts(report, node, bundle, deadline, parts):
                 part(report, node, name, model)
             except Exception as e:  # noqa: BLE001 - recorded, the check goes on
                 report.part(section, name, "-", "FAIL", f"{type(e).__name__}: {e}")
+    finish_teachers(report, node)
     return 1 if report.counts()["FAIL"] else 0
 
 

@@ -22,10 +22,12 @@ import argparse
 import os
 import sys
 
-import numpy as np
-
+# trainer_checks first: the reference pins NumPy's BLAS to one thread before NumPy
+# loads, so that its float32 calibrations (bf16 bounds) are the same computation
+# whatever the machine's core count, as in teacher.py run on its own.
 from trainer_checks import (ROOT, Checks, fsdpc_command, mpi_environment, mpirun_command,
                             read_records, run, tokenize_docs)
+import numpy as np  # noqa: E402
 import models  # noqa: E402  (test/reference, put on the path by trainer_checks)
 import teacher  # noqa: E402
 from params_file import read_params  # noqa: E402

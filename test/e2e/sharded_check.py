@@ -56,10 +56,12 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-
+# trainer_checks first: the reference pins NumPy's BLAS to one thread before NumPy
+# loads, so that its float32 calibrations (bf16 bounds) are the same computation
+# whatever the machine's core count, as in teacher.py run on its own.
 from trainer_checks import (ROOT, fsdpc_command, make_data, mpi_environment, mpirun_command,
                             read_log, run, teacher_forced)
+import numpy as np  # noqa: E402
 import datafile  # noqa: E402  (test/reference, put on the path by trainer_checks)
 import models  # noqa: E402
 import philox  # noqa: E402

@@ -33,11 +33,13 @@ import subprocess
 import sys
 import time
 
-import numpy as np
-import safetensors.numpy
-
+# trainer_checks first: the reference pins NumPy's BLAS to one thread before NumPy
+# loads, so that its float32 calibrations (bf16 bounds) are the same computation
+# whatever the machine's core count, as in teacher.py run on its own.
 from trainer_checks import (ROOT, Checks, fsdpc_command, mpi_environment, mpirun_command,
                             read_records, run, tokenize_docs)
+import numpy as np  # noqa: E402
+import safetensors.numpy  # noqa: E402
 
 SCHEDULE = ["--lr", "3e-3", "--warmup-steps", "20", "--lr-decay", "cosine", "--decay-steps", "300"]
 checks = Checks()

@@ -14,9 +14,11 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 REFERENCE = os.path.join(ROOT, "test", "reference")
 sys.path.insert(0, REFERENCE)
 
+# teacher first: it pins NumPy's BLAS to one thread before NumPy loads (its float32
+# calibrations must not depend on the core count).
+import teacher  # noqa: E402
 import datafile  # noqa: E402
 import models  # noqa: E402
-import teacher  # noqa: E402
 
 
 def run(command, **kwargs):

@@ -22,10 +22,12 @@ import os
 import re
 import sys
 
-import numpy as np
-
+# trainer_checks first: the reference pins NumPy's BLAS to one thread before NumPy
+# loads, so that its float32 calibrations (bf16 bounds) are the same computation
+# whatever the machine's core count, as in teacher.py run on its own.
 from trainer_checks import (REFERENCE, ROOT, fsdpc_command, make_data, mpi_environment,
                             mpirun_command, read_log, run)
+import numpy as np  # noqa: E402
 from params_file import manifest_params, read_params  # noqa: E402  (test/reference)
 
 OPTIMIZER = {"kind": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 0.0}
