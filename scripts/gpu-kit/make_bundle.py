@@ -44,10 +44,6 @@ import torch_llama  # noqa: E402  (pure Python: the Llama's FLOPs)
 
 GENERATE_LLAMA = os.path.join(ROOT, "examples", "generate_llama.py")
 
-# generate_llama.py's shape flags, by the names the reference's model names use.
-LLAMA_FIELDS = ("layers", "dim", "heads", "kv_heads", "ffn", "vocab", "seq", "batch")
-
-
 def llama(layers, dim, heads, kv_heads, ffn, vocab, seq, batch, param_dtype, attention,
           key_block=None):
     """A model of examples/generate_llama.py: its command line, and its reference name
