@@ -263,6 +263,11 @@ def has_device(report, node, bundle):
         return False
     report.part("environment", name, "device", "PASS" if status == 0 else "FAIL",
                 "one step ran" if status == 0 else f"exit {status}: {out[-500:]}")
+    # Said, not skipped silently: what one rank cannot show.
+    report.part("environment", "-", "ranks", "SKIP",
+                "one rank per trainer: NCCL's collectives across GPUs, their overlap with "
+                "compute and the streams' events under real concurrency need two or more "
+                "GPUs and a launcher (docs/CUDA.md, section 6)")
     return True
 
 

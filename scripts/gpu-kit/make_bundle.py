@@ -83,7 +83,7 @@ MODELS = {
     "gpt-bf16": dict(example("examples/gpt.mlir", "gpt", "param_dtype = bf16"),
                      checks=CORRECTNESS + ["speed"], param_dtype="bf16"),
     "odd-sizes": dict(example("test/e2e/Inputs/odd-sizes.mlir", "odd-sizes"),
-                      checks=CORRECTNESS + ["speed"]),
+                      checks=CORRECTNESS + ["sanitize", "speed"]),
     # Recompute and micro-batches change no value: the float32 reference is the whole
     # batch's step.
     "gpt-remat-micro": dict(example("examples/gpt.mlir", "gpt",
