@@ -450,7 +450,11 @@ class ModelCheck:
 def finish_teachers(report, node):
     """Records the background teachers' verdicts (each within the deadline)."""
     for name, future in node.pending_teachers:
-        status, out, seconds = future.result()
+        try:
+            status, out, seconds = future.result()
+        except Exception as e:  # noqa: BLE001 - recorded, the check goes on
+            report.part("correctness", name, "teacher", "FAIL", f"{type(e).__name__}: {e}")
+            continue
         summary = out.strip().splitlines()[-1] if out.strip() else ""
         report.part("correctness", name, "teacher", "PASS" if status == 0 else "FAIL",
                     f"{summary} ({seconds:.0f} s)" if status == 0 else out.strip()[-900:])
