@@ -360,30 +360,14 @@ class ModelCheck:
 
     def export(self, trace, export, steps):
         sys.path.insert(0, REFERENCE)
-        import numpy as np
-        import datafile
-        from params_file import manifest_params, read_params
+        from params_file import exported_bytes, manifest_params, trace_record_start
         params = manifest_params(self.trainer)
-
-        def stored(values):
-            out, start = [], 0
-            for _name, shape, dtype in params:
-                count = int(np.prod(shape))
-                out.append(datafile.to_storage(values[start:start + count], dtype).tobytes())
-                start += count
-            return b"".join(out)
-
-        def record_start(path, records, k):
-            with open(path, "rb") as f:
-                f.seek(os.path.getsize(path) // records * k)
-                return f.read(len(wanted))
-
         try:
-            wanted = stored(read_params(export, params, dtype=np.float32))
+            wanted = exported_bytes(export, params)
         except ValueError as e:
             self.record("export", False, f"--export: {e}")
             return
-        if record_start(trace, steps + 1, steps) != wanted:
+        if trace_record_start(trace, steps + 1, steps, len(wanted)) != wanted:
             self.record("export", False, "--export differs from the trace's last parameters")
             return
         # Read back: the parameters a run started --init-from holds before its first step.
@@ -392,7 +376,7 @@ class ModelCheck:
         if status != 0:
             self.failed_run("export", status, out)
             return
-        same = record_start(again, 2, 0) == wanted
+        same = trace_record_start(again, 2, 0, len(wanted)) == wanted
         self.record("export", same, "--export equals the trace's last parameters; --init-from "
                     "starts from them bit for bit" if same else
                     "--init-from did not start from the exported parameters")

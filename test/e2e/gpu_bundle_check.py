@@ -86,9 +86,9 @@ def libraries_check(bundle, work):
     shutil.rmtree(broken)
 
 
-def masked_namespace_script(bundle, command):
-    """A shell script that, run by `unshare -m`, makes this machine's copy of every bundled
-    library unreadable (a bind mount of /dev/null), then runs `command`."""
+def masking_mounts(bundle):
+    """Shell commands that, run by `unshare -m`, make this machine's copy of every bundled
+    library unreadable (a bind mount of /dev/null)."""
     with open(os.path.join(bundle, "bundle.json")) as f:
         sonames = json.load(f)["libraries"]
     trainer = os.path.join(bundle, "bin", sorted(os.listdir(os.path.join(bundle, "bin")))[0])
@@ -101,23 +101,22 @@ def masked_namespace_script(bundle, command):
     if len(paths) != len(sonames):
         fail(f"found {len(paths)} system copies of the {len(sonames)} bundled libraries")
     mounts = "".join(f"mount --bind /dev/null {shlex.quote(p)} && " for p in sorted(paths))
-    return f"mount --make-rprivate / && {mounts}{command}"
-
-
-def in_namespace(bundle, command):
-    return run(["unshare", "-m", "sh", "-c", masked_namespace_script(bundle, command)])
+    return f"mount --make-rprivate / && {mounts}"
 
 
 def trainers_load_from_bundle(bundle):
     """In the masked namespace, each trainer starts with the bundle's lib/ (to the no-GPU
     error), and not without it (so the masking bites)."""
-    lib = os.path.join(bundle, "lib")
+    mounts, lib = masking_mounts(bundle), os.path.join(bundle, "lib")
+
+    def in_namespace(command):
+        return run(["unshare", "-m", "sh", "-c", mounts + command])
+
     for name in sorted(os.listdir(os.path.join(bundle, "bin"))):
         trainer = shlex.quote(os.path.join(bundle, "bin", name))
-        bare = in_namespace(bundle, f"env LD_LIBRARY_PATH= {trainer} --version")
+        bare = in_namespace(f"env LD_LIBRARY_PATH= {trainer} --version")
         masked = bare.returncode == 127 and "error while loading shared libraries" in bare.stderr
-        loaded = in_namespace(bundle, f"env LD_LIBRARY_PATH={shlex.quote(lib)} {trainer} "
-                                      "--steps 1")
+        loaded = in_namespace(f"env LD_LIBRARY_PATH={shlex.quote(lib)} {trainer} --steps 1")
         starts = loaded.returncode == 1 and NO_DEVICE in loaded.stderr
         print(f"namespace: {name}: without the bundle's lib/ it cannot start: "
               f"{'PASS' if masked else 'FAIL'}; with it, it runs to the no-GPU error: "

@@ -62,11 +62,11 @@ import time
 from trainer_checks import (ROOT, fsdpc_command, make_data, mpi_environment, mpirun_command,
                             read_log, run, teacher_forced)
 import numpy as np  # noqa: E402
-import datafile  # noqa: E402  (test/reference, put on the path by trainer_checks)
 import models  # noqa: E402
 import philox  # noqa: E402
 import precision  # noqa: E402
-from params_file import manifest_params, read_params, write_params  # noqa: E402
+from params_file import (exported_bytes, manifest_params,  # noqa: E402  (test/reference)
+                         trace_record_start, write_params)
 
 STRATEGIES = ["full_shard", "shard_grad_op", "no_shard"]
 DEFAULT_CASES = [f"{s}:{n}" for s in STRATEGIES for n in (1, 2, 4)] + ["hybrid_shard:2x2"]
@@ -161,17 +161,9 @@ def check_case(args, label, strategy, grid, trainer, data, init_from=None):
     # bf16 is exact for values that were bf16) it is the last record's start.
     params = manifest_params(trainer)
     try:
-        values, exported, start = read_params(dump, params, dtype=np.float32), [], 0
-        for _name, shape, dtype in params:
-            count = int(np.prod(shape))
-            exported.append(datafile.to_storage(values[start:start + count], dtype).tobytes())
-            start += count
-        exported = b"".join(exported)
-        with open(trace, "rb") as f:
-            f.seek(os.path.getsize(trace) // (args.steps + 1) * args.steps)
-            if f.read(len(exported)) != exported:
-                failures.append("--export differs from the parameters of the trace's last "
-                                "record")
+        exported = exported_bytes(dump, params)
+        if trace_record_start(trace, args.steps + 1, args.steps, len(exported)) != exported:
+            failures.append("--export differs from the parameters of the trace's last record")
     except ValueError as e:
         failures.append(f"--export: {e}")
     os.remove(trace)  # tens of megabytes per case

@@ -15,6 +15,7 @@ exported with another shape fails rather than comparing the wrong values.
 """
 
 import json
+import os
 import subprocess
 
 import numpy as np
@@ -82,3 +83,24 @@ def read_params(path, params, dtype=np.float64):
         raise ValueError("%s: not the model's parameters: %s" % (path, "; ".join(problems)))
     return np.concatenate([tensors[name].astype(dtype).ravel() for name, _ in table]
                           or [np.zeros(0, dtype)])
+
+
+def exported_bytes(path, params):
+    """The parameters of the safetensors file `path` as a --trace-state record stores them:
+    manifest order, each in its own dtype (f32 to bf16 is exact for values that were bf16).
+    Raises ValueError as read_params does."""
+    import datafile
+    values, out, start = read_params(path, params, dtype=np.float32), [], 0
+    for _name, shape, dtype in params:
+        count = int(np.prod(shape))
+        out.append(datafile.to_storage(values[start:start + count], dtype).tobytes())
+        start += count
+    return b"".join(out)
+
+
+def trace_record_start(path, records, k, size):
+    """The first `size` bytes of record k of a --trace-state file of `records` records
+    (before the first step, then after each): the parameters come first."""
+    with open(path, "rb") as f:
+        f.seek(os.path.getsize(path) // records * k)
+        return f.read(size)
