@@ -1,17 +1,12 @@
-//===- HostParallel.cpp - offload's update on the host's cores ------------===//
+//===- HostParallel.cpp - Elementwise work on the host's cores ------------===//
 //
-// fsdprt_host_parallel (fsdprt.h; docs/Offload.md): the step hands the runtime
-// one of its generated update functions and the number of elements of the
-// shard; the runtime runs it on chunks of the range from a pool of threads
-// (the calling thread among them) and returns when every chunk is done. The
-// update is elementwise, so the chunks are independent and the result does not
-// depend on how the range is cut.
-//
-// Threads: FSDPRT_HOST_THREADS, else the machine's hardware threads shared
-// out among the ranks on this node (MPI launchers say how many:
-// OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS, SLURM_NTASKS_PER_NODE).
+// The pool of HostParallel.h, and fsdprt_host_parallel (fsdprt.h;
+// docs/Offload.md) on it: the step hands the runtime one of its generated
+// update functions and the number of elements of the shard.
 //
 //===----------------------------------------------------------------------===//
+
+#include "HostParallel.h"
 
 #include "Error.h"
 #include "fsdprt/fsdprt.h"
@@ -56,11 +51,6 @@ int64_t defaultThreads() {
   return std::max<int64_t>(1, hardware / ranksOnNode);
 }
 
-/// Elements per chunk at least (a few hundred KiB of each operand: the
-/// per-chunk work dwarfs taking a chunk), and a multiple of 64 so that each
-/// chunk's vector loop starts aligned as the shard does.
-constexpr int64_t kMinChunk = 1 << 16;
-
 class HostThreads {
 public:
   explicit HostThreads(int64_t count) {
@@ -71,13 +61,14 @@ public:
 
   int64_t size() const { return static_cast<int64_t>(workers.size()) + 1; }
 
-  void run(fsdprt_host_task task, void *hostArena, float lr, int64_t step, float coefficient,
-           int64_t count) {
-    int64_t chunk = std::max(kMinChunk, (count + 4 * size() - 1) / (4 * size()));
+  void run(int64_t count, int64_t minChunk, const std::function<void(int64_t, int64_t)> &body) {
+    int64_t chunk = std::max(minChunk, (count + 4 * size() - 1) / (4 * size()));
     chunk = (chunk + 63) / 64 * 64;
+    // One job at a time: the pool's callers (the trainer's thread) never overlap.
+    std::lock_guard<std::mutex> one(running);
     {
       std::lock_guard<std::mutex> lock(mutex);
-      job = Job{task, hostArena, lr, step, coefficient, count, chunk};
+      job = Job{&body, count, chunk};
       next.store(0);
       unfinished = (count + chunk - 1) / chunk;
       ++generation;
@@ -90,11 +81,7 @@ public:
 
 private:
   struct Job {
-    fsdprt_host_task task = nullptr;
-    void *hostArena = nullptr;
-    float lr = 0;
-    int64_t step = 0;
-    float coefficient = 1;
+    const std::function<void(int64_t, int64_t)> *body = nullptr;
     int64_t count = 0, chunk = 1;
   };
 
@@ -110,8 +97,7 @@ private:
       int64_t begin = next.fetch_add(current.chunk);
       if (begin >= current.count)
         break;
-      int64_t end = std::min(current.count, begin + current.chunk);
-      current.task(current.hostArena, current.lr, current.step, current.coefficient, begin, end);
+      (*current.body)(begin, std::min(current.count, begin + current.chunk));
       ++done;
     }
     if (done == 0)
@@ -135,7 +121,7 @@ private:
   }
 
   std::vector<std::thread> workers;
-  std::mutex mutex;
+  std::mutex running, mutex;
   std::condition_variable wake, finished;
   Job job;
   std::atomic<int64_t> next{0};
@@ -145,14 +131,30 @@ private:
 
 } // namespace
 
+void fsdprt::parallelChunks(int64_t count, int64_t minChunk,
+                            const std::function<void(int64_t, int64_t)> &body) {
+  // Made at the first call, small or not: a wrong FSDPRT_HOST_THREADS is an
+  // error whatever the range.
+  static HostThreads *pool = new HostThreads(defaultThreads());
+  if (count <= 0)
+    return;
+  if (count <= minChunk) {
+    body(0, count);
+    return;
+  }
+  pool->run(count, minChunk, body);
+}
+
+/// Elements per chunk of an update at least: a few hundred KiB of each operand.
+constexpr int64_t kMinUpdateChunk = 1 << 16;
+
 extern "C" void fsdprt_host_parallel(fsdprt_host_task task, void *host_arena, float lr,
                                      int64_t step, float coefficient, int64_t count) {
   if (!task)
     fsdprt::fatal("fsdprt_host_parallel: no task");
   if (count < 0)
     fsdprt::fatal("fsdprt_host_parallel: negative size " + std::to_string(count));
-  if (count == 0)
-    return;
-  static HostThreads *pool = new HostThreads(defaultThreads());
-  pool->run(task, host_arena, lr, step, coefficient, count);
+  fsdprt::parallelChunks(count, kMinUpdateChunk, [&](int64_t begin, int64_t end) {
+    task(host_arena, lr, step, coefficient, begin, end);
+  });
 }

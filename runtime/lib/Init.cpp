@@ -3,6 +3,7 @@
 #include "Init.h"
 
 #include "DType.h"
+#include "HostParallel.h"
 #include "Philox.h"
 
 #include <algorithm>
@@ -44,15 +45,23 @@ double initialValue(const InitSpec &init, double fanIn, uint64_t seed, uint64_t 
   return 0.0;
 }
 
+/// Elements per chunk of initial values at least: a Philox block and a normal
+/// sample cost tens of nanoseconds, so a chunk is about a millisecond of work.
+constexpr int64_t kMinInitChunk = 1 << 14;
+
 void initializeRange(const ParamSpec &param, uint64_t seed, int64_t begin, int64_t end,
                      void *dst) {
   uint64_t paramId = fnv1a64(param.name);
   double paramFanIn = fanIn(param.shape);
   size_t elementSize = dtypeSize(param.dtype);
-  auto *out = static_cast<uint8_t *>(dst);
-  for (int64_t i = begin; i < end; ++i, out += elementSize)
-    storeReal(initialValue(param.init, paramFanIn, seed, paramId, static_cast<uint64_t>(i)),
-              param.dtype, out);
+  // Each element's value depends on its index alone, so the host's cores share
+  // the range: a billion parameters took 73 s on one core of an H100 node.
+  parallelChunks(end - begin, kMinInitChunk, [&](int64_t from, int64_t to) {
+    auto *out = static_cast<uint8_t *>(dst) + from * elementSize;
+    for (int64_t i = begin + from; i < begin + to; ++i, out += elementSize)
+      storeReal(initialValue(param.init, paramFanIn, seed, paramId, static_cast<uint64_t>(i)),
+                param.dtype, out);
+  });
 }
 
 ShardRange ownedRange(const UnitSpec &unit, int64_t shardIndex) {

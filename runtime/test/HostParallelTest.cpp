@@ -1,13 +1,15 @@
-//===- HostParallelTest.cpp - offload's update on the host's threads -----===//
+//===- HostParallelTest.cpp - Elementwise work on the host's threads -----===//
 //
-// fsdprt_host_parallel (lib/HostParallel.cpp) runs the compiler's update task
-// on chunks of [0, count): every element exactly once, chunks starting on a
-// multiple of 64 elements, on several threads when it has them. Each test runs
+// parallelChunks (lib/HostParallel.h), and fsdprt_host_parallel on it, which
+// runs the compiler's update task, cover [0, count) in chunks: every element
+// exactly once, chunks starting on a multiple of 64 elements, on several
+// threads when it has them. Each test runs
 // in a process of its own (gtest_discover_tests), so FSDPRT_HOST_THREADS set at
 // its start sizes the pool it creates.
 //
 //===----------------------------------------------------------------------===//
 
+#include "HostParallel.h"
 #include "fsdprt/fsdprt.h"
 
 #include <gmock/gmock.h>
@@ -82,6 +84,33 @@ TEST(HostParallel, CoversTheRangeOnceInChunksOnSeveralThreads) {
   fsdprt_host_parallel(recordingTask, &calls, 0.25f, 8, 1.0f, 100);
   EXPECT_TRUE(coverOnce(calls.ranges, 100));
   EXPECT_EQ(calls.ranges.size(), 1u) << "a small shard is one chunk";
+}
+
+TEST(HostParallel, ChunksOfTheGenericPoolAreAtLeastTheMinimum) {
+  setenv("FSDPRT_HOST_THREADS", "3", 1);
+  std::mutex mutex;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  std::set<std::thread::id> threads;
+  auto record = [&](int64_t begin, int64_t end) {
+    std::lock_guard<std::mutex> lock(mutex);
+    ranges.emplace_back(begin, end);
+    threads.insert(std::this_thread::get_id());
+  };
+  int64_t count = 10000, minChunk = 1000;
+  fsdprt::parallelChunks(count, minChunk, [&](int64_t begin, int64_t end) {
+    record(begin, end);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
+  EXPECT_TRUE(coverOnce(ranges, count));
+  for (auto [begin, end] : ranges)
+    EXPECT_TRUE(end - begin >= minChunk || end == count) << begin << ".." << end;
+  EXPECT_GT(threads.size(), 1u);
+  // A range of at most one chunk runs on the calling thread.
+  ranges.clear();
+  threads.clear();
+  fsdprt::parallelChunks(minChunk, minChunk, record);
+  EXPECT_EQ(ranges, (std::vector<std::pair<int64_t, int64_t>>{{0, minChunk}}));
+  EXPECT_EQ(threads, std::set<std::thread::id>{std::this_thread::get_id()});
 }
 
 TEST(HostParallel, NothingToDo) {

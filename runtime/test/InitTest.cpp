@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -160,6 +162,22 @@ TEST(Init, ElementAloneEqualsBulkFill) {
     initializeRange(param, 77, 0, split, pieces.data());
     initializeRange(param, 77, split, param.numElements(), pieces.data() + split);
     EXPECT_EQ(pieces, bulk) << "split at " << split;
+  }
+}
+
+TEST(Init, ThreadsShareALargeRangeWithoutChangingIt) {
+  // A range of many chunks (HostParallel.h), from an odd start, filled by four
+  // threads: every element is still the one computed alone.
+  setenv("FSDPRT_HOST_THREADS", "4", 1);
+  ParamSpec param = makeParam("blocks.0.mlp.w1", {96, 4099}, normal(0, 0.02), DType::BF16);
+  int64_t begin = 333, end = param.numElements() - 5;
+  std::vector<uint16_t> filled(static_cast<size_t>(end - begin), 0xffff);
+  initializeRange(param, 5, begin, end, filled.data());
+  uint64_t id = fnv1a64(param.name);
+  for (int64_t i = begin; i < end; ++i) {
+    uint16_t alone;
+    storeReal(initialValue(param.init, 96, 5, id, static_cast<uint64_t>(i)), DType::BF16, &alone);
+    ASSERT_EQ(filled[i - begin], alone) << "element " << i;
   }
 }
 
