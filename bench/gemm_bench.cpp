@@ -42,9 +42,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Bf16Gemm.h"
-#include "DType.h"
-#include "Sgemm.h"
+#include "abi/DType.h"
+#include "cpu/Bf16Gemm.h"
+#include "cpu/Sgemm.h"
 
 #include <cblas.h>
 #include <omp.h>

@@ -252,7 +252,7 @@ class Machine:
                                "(cmake --build build --target fsdp-bench-gemm) or pass "
                                "--gemm-bench PATH")
         self.env = dict(os.environ)
-        # Open MPI refuses to start as root unless told (as test/e2e/trainer_checks.py).
+        # Open MPI refuses to start as root unless told (as test/e2e/checks/trainer_checks.py).
         # One thread per rank, as a trainer runs on a node with a rank per core: oneDNN's
         # OpenMP threads follow OpenBLAS's count (OnednnMatmul.cpp), set both anyway.
         self.env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",

@@ -203,7 +203,7 @@ def llama_args(cfg):
 
 def mpi_env(threads):
     env = dict(os.environ)
-    # Open MPI refuses to start as root unless told (as test/e2e/trainer_checks.py).
+    # Open MPI refuses to start as root unless told (as test/e2e/checks/trainer_checks.py).
     env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads))
     return env

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns text into the token files a trainer reads with --data (lib/TokenFile.h):
+"""Turns text into the token files a trainer reads with --data (lib/io/TokenFile.h):
 
     tokenize_text.py TEXT... --out-dir DIR [--tokenizer bytes|gpt2] [--val-fraction 0.1]
                 [--header]

@@ -37,7 +37,7 @@ using namespace mlir::fsdp;
 namespace {
 
 /// The arena, and so every buffer of the plan, is 64-byte aligned
-/// (runtime/lib/Arena.h, fsdp-assign-buffers): the most a pointer into it
+/// (runtime/lib/abi/Arena.h, fsdp-assign-buffers): the most a pointer into it
 /// is known to be.
 constexpr int64_t kArenaAlignment = 64;
 

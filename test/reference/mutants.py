@@ -2,7 +2,7 @@
 
     python3 mutants.py MUTANT SCRIPT [ARGS...]
 
-SCRIPT (test/e2e/sharded_check.py, teacher.py, ...) runs in this process, as
+SCRIPT (test/e2e/checks/sharded_check.py, teacher.py, ...) runs in this process, as
 `python3 SCRIPT ARGS...` would, with the reference's ops or models patched as MUTANT says;
 nothing on disk changes. A check that passes the real reference must fail each mutant
 that changes what its model computes (test/e2e/llama-reference.test and

@@ -13,14 +13,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Bf16Gemm.h"
+#include "cpu/Bf16Gemm.h"
 
 #include "fsdprt/fsdprt.h"
 
-#include "DType.h"
-#include "GemmArguments.h"
-#include "Sgemm.h"
-#include "StepTimeline.h"
+#include "abi/DType.h"
+#include "abi/GemmArguments.h"
+#include "cpu/Sgemm.h"
+#include "trace/StepTimeline.h"
 
 #include <algorithm>
 #include <atomic>

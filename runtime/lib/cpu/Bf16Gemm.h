@@ -11,7 +11,7 @@
 #ifndef FSDPRT_CPU_BF16GEMM_H
 #define FSDPRT_CPU_BF16GEMM_H
 
-#include "OnednnMatmul.h"
+#include "cpu/OnednnMatmul.h"
 
 #include <string>
 

@@ -5,9 +5,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Arena.h"
+#include "abi/Arena.h"
 
-#include "Error.h"
+#include "abi/Error.h"
 
 #include <cstdlib>
 #include <cstring>

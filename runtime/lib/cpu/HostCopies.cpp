@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Collectives.h"
+#include "abi/Collectives.h"
 #include "fsdprt/fsdprt.h"
 
 #include <cstring>

@@ -15,12 +15,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Bf16Gemm.h"
-#include "Device.h"
-#include "Ranks.h"
-#include "Sgemm.h"
-#include "StreamEvents.h"
+#include "abi/Device.h"
+#include "abi/StreamEvents.h"
+#include "cpu/Bf16Gemm.h"
+#include "cpu/Sgemm.h"
 #include "fsdprt/fsdprt.h"
+#include "trainer/Ranks.h"
 
 #include <cblas.h>
 

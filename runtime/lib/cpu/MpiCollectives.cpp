@@ -8,12 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Collectives.h"
-#include "DType.h"
-#include "Error.h"
-#include "Ranks.h"
-#include "StepTimeline.h"
+#include "abi/Collectives.h"
+#include "abi/DType.h"
+#include "abi/Error.h"
 #include "fsdprt/fsdprt.h"
+#include "trace/StepTimeline.h"
+#include "trainer/Ranks.h"
 
 #include <chrono>
 #include <climits>

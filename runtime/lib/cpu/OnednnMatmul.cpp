@@ -15,9 +15,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "OnednnMatmul.h"
+#include "cpu/OnednnMatmul.h"
 
-#include "Error.h"
+#include "abi/Error.h"
 
 #include <cblas.h>
 #include <dnnl.hpp>

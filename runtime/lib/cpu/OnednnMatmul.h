@@ -15,7 +15,7 @@
 #ifndef FSDPRT_CPU_ONEDNNMATMUL_H
 #define FSDPRT_CPU_ONEDNNMATMUL_H
 
-#include "GemmArguments.h"
+#include "abi/GemmArguments.h"
 
 #include <optional>
 #include <string>

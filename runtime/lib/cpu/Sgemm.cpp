@@ -10,12 +10,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Sgemm.h"
+#include "cpu/Sgemm.h"
 
 #include "fsdprt/fsdprt.h"
 
-#include "GemmArguments.h"
-#include "StepTimeline.h"
+#include "abi/GemmArguments.h"
+#include "trace/StepTimeline.h"
 
 #include <cblas.h>
 

@@ -24,11 +24,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaCheck.h"
-#include "CudaDevice.h"
-#include "Device.h"
-#include "Error.h"
-#include "GemmArguments.h"
+#include "abi/Device.h"
+#include "abi/Error.h"
+#include "abi/GemmArguments.h"
+#include "cuda/CudaCheck.h"
+#include "cuda/CudaDevice.h"
 #include "fsdprt/fsdprt.h"
 
 #include <cublasLt.h>

@@ -44,11 +44,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Arena.h"
+#include "abi/Arena.h"
 
-#include "CudaCheck.h"
-#include "CudaDevice.h"
-#include "Error.h"
+#include "abi/Error.h"
+#include "cuda/CudaCheck.h"
+#include "cuda/CudaDevice.h"
 #include "fsdprt/fsdprt.h"
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 //===- CudaCheck.cpp - Every CUDA, cuBLAS and NCCL call, checked ----------===//
 
-#include "CudaCheck.h"
+#include "cuda/CudaCheck.h"
 
-#include "Error.h"
+#include "abi/Error.h"
 
 #include <string>
 

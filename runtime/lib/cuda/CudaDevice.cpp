@@ -7,11 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaDevice.h"
+#include "cuda/CudaDevice.h"
 
-#include "CudaCheck.h"
-#include "Device.h"
-#include "Error.h"
+#include "abi/Device.h"
+#include "abi/Error.h"
+#include "cuda/CudaCheck.h"
 #include "fsdprt/fsdprt.h"
 
 #include <cublas_v2.h>

@@ -9,8 +9,8 @@
 #ifndef FSDPRT_CUDA_CUDADEVICE_H
 #define FSDPRT_CUDA_CUDADEVICE_H
 
-#include "Ranks.h"
-#include "StreamEvents.h"
+#include "abi/StreamEvents.h"
+#include "trainer/Ranks.h"
 
 #include <cuda_runtime_api.h>
 

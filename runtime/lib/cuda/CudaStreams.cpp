@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaCheck.h"
-#include "CudaDevice.h"
-#include "StreamEvents.h"
+#include "abi/StreamEvents.h"
+#include "cuda/CudaCheck.h"
+#include "cuda/CudaDevice.h"
 #include "fsdprt/fsdprt.h"
 
 namespace fsdprt {

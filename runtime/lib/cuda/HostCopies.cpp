@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Collectives.h"
-#include "CudaCheck.h"
-#include "CudaDevice.h"
+#include "abi/Collectives.h"
+#include "cuda/CudaCheck.h"
+#include "cuda/CudaDevice.h"
 #include "fsdprt/fsdprt.h"
 
 using namespace fsdprt;

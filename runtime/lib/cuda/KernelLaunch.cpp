@@ -15,9 +15,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaCheck.h"
-#include "CudaDevice.h"
-#include "Error.h"
+#include "abi/Error.h"
+#include "cuda/CudaCheck.h"
+#include "cuda/CudaDevice.h"
 #include "fsdprt/fsdprt.h"
 
 #include <map>

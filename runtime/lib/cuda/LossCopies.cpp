@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CudaCheck.h"
-#include "CudaDevice.h"
-#include "Device.h"
-#include "Error.h"
+#include "abi/Device.h"
+#include "abi/Error.h"
+#include "cuda/CudaCheck.h"
+#include "cuda/CudaDevice.h"
 #include "fsdprt/fsdprt.h"
 
 namespace fsdprt {

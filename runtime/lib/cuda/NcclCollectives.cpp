@@ -13,10 +13,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Collectives.h"
-#include "CudaCheck.h"
-#include "CudaDevice.h"
-#include "Error.h"
+#include "abi/Collectives.h"
+#include "abi/Error.h"
+#include "cuda/CudaCheck.h"
+#include "cuda/CudaDevice.h"
 #include "fsdprt/fsdprt.h"
 
 #include <string>

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the fake model linked with the CUDA archives, without a GPU.
+
+    cuda_trainer_test.py --trainer T1 --trainer-2 T2 --mpiexec MPIEXEC [--np-flag -n]
+                         [--mpiexec-flags=F1;F2] CASE
+
+T1 is FakeModel.c linked with libfsdprt_cuda_main and libfsdprt_cuda, T2 the
+same for grid [2]. Here they can only start: --help, --print-manifest and flag
+errors work without a GPU, and a run stops at once with one clear error. On a
+machine with a GPU the no-device cases are skipped (exit status 77); the fake
+model's step reads the arena from the host, so it cannot run on a GPU anyway.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+# The fake trainer's end-to-end tests, whose helpers these share, live with the trainer's.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "trainer"))
+import trainer_test  # noqa: E402
+from trainer_test import expect, expect_error, mpi_command, run  # noqa: E402
+
+NO_DEVICE = (r"^trainer: error: no usable CUDA device: cudaGetDeviceCount: .+ \(this trainer "
+             r"was compiled with fsdpc --target=cuda; compile with --target=cpu to train on "
+             r"CPUs\)$")
+SKIPPED = 77
+# Every rank stops at rank 0's MPI_Abort, well before the 10 s the others
+# give rank 0 to report an error they all meet.
+PROMPT_SECONDS = 8
+
+CASES = {}
+
+
+def cuda_case(function):
+    CASES[function.__name__] = function
+    return function
+
+
+for name in ["help", "print_manifest", "unknown_flag", "bad_value"]:
+    CASES[name] = trainer_test.CASES[name]
+
+
+class Skip(Exception):
+    pass
+
+
+def require_no_gpu():
+    if os.path.exists("/dev/nvidiactl"):
+        raise Skip("this machine has a GPU")
+
+
+@cuda_case
+def version(trainer, tmp):
+    # The libraries' versions need no device.
+    result = run(trainer, "--version")
+    expect(result.returncode == 0, result.stderr)
+    expect(re.fullmatch(r"backend: cuda\ncuda runtime: \d+\.\d+\.0\ncublas: \d+\.\d+\.\d+\n"
+                        r"nccl: \d+\.\d+\.\d+\n", result.stdout), result.stdout)
+
+
+@cuda_case
+def no_device(trainer, tmp):
+    require_no_gpu()
+    started = time.monotonic()
+    result = run(trainer, "--steps", 2)
+    elapsed = time.monotonic() - started
+    expect_error(result, NO_DEVICE)
+    expect(result.stdout == "", f"the trainer printed:\n{result.stdout}")
+    expect(elapsed < PROMPT_SECONDS, f"took {elapsed:.1f} s to stop")
+
+
+@cuda_case
+def mpi_no_device(trainer, tmp):
+    require_no_gpu()
+    started = time.monotonic()
+    result = subprocess.run(
+        mpi_command(2, trainer_test.OPTIONS.trainer_2, "--steps", 2), capture_output=True,
+        text=True, timeout=trainer_test.MPI_TIMEOUT, env=trainer_test.mpi_environment())
+    elapsed = time.monotonic() - started
+    expect(result.returncode != 0, f"exit status 0:\n{result.stderr}")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("trainer: error:")]
+    expect(len(errors) == 1 and re.match(NO_DEVICE, errors[0]),
+           f"expected rank 0's one error line, got:\n{result.stderr}")
+    expect(result.stdout == "", f"the trainer printed:\n{result.stdout}")
+    expect(elapsed < PROMPT_SECONDS, f"took {elapsed:.1f} s to stop")
+
+
+def main():
+    trainer_test.CASES.clear()
+    trainer_test.CASES.update(CASES)
+    try:
+        return trainer_test.main()
+    except Skip as skip:
+        print(f"SKIP: {skip}")
+        return SKIPPED
+
+
+if __name__ == "__main__":
+    sys.exit(main())
