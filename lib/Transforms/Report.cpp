@@ -9,6 +9,7 @@
 #include "fsdp/Analysis/ArenaFigures.h"
 #include "fsdp/Analysis/ShardingLayout.h"
 #include "fsdp/Transforms/Passes.h"
+#include "fsdp/Utils/ByteCounts.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -210,8 +211,7 @@ Report account(const ShardingLayout &layout) {
 std::string bytesText(int64_t bytes) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << llvm::format("%18lld  %10.3f GiB", static_cast<long long>(bytes),
-                     static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  os << llvm::format("%18lld  %10.3f GiB", static_cast<long long>(bytes), gibibytes(bytes));
   return text;
 }
 

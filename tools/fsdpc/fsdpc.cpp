@@ -21,6 +21,7 @@
 #include "fsdp/Pipelines/CUDAPipeline.h"
 #include "fsdp/Planning/FitSearch.h"
 #include "fsdp/Planning/Pictures.h"
+#include "fsdp/Utils/ByteCounts.h"
 #include "fsdp/Transforms/Passes.h"
 #include "TestPasses.h"
 
@@ -387,10 +388,6 @@ FailureOr<std::optional<fsdp::MemoryBudget>> memoryBudget(ModuleOp model,
   return std::optional<fsdp::MemoryBudget>(budget);
 }
 
-std::string gib(int64_t bytes) {
-  return llvm::formatv("{0:F2} GiB", static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
-}
-
 /// --timeline and --memory-svg (with --measured-trace's marks), of the plan
 /// compiled.
 LogicalResult writePictures(const fsdp::PlanEvaluation &planned,
@@ -470,9 +467,10 @@ FailureOr<fsdp::PlanFix> handleOverBudget(ModuleOp model, const fsdp::PlanEvalua
   std::string text;
   llvm::raw_string_ostream os(text);
   int64_t needed = budget.needed(planned);
+  int64_t over = needed - budget.deviceBytes;
   os << "the plan needs " << fsdp::groupedBytes(needed) << " B per rank, "
-     << fsdp::groupedBytes(needed - budget.deviceBytes) << " B (" << gib(needed - budget.deviceBytes)
-     << ") more than " << budget.origin << "\n";
+     << fsdp::groupedBytes(over) << " B (" << fsdp::gibText(over) << ") more than "
+     << budget.origin << "\n";
   fsdp::printMemoryBreakdown(os, planned, budget);
   double baseSeconds = planned.cost.stepSeconds;
   if (search.fits.empty()) {

@@ -28,9 +28,6 @@ struct MemoryBudget {
   bool fits(const PlanEvaluation &plan) const { return needed(plan) <= deviceBytes; }
 };
 
-/// `1,234,567` for people reading byte counts.
-std::string groupedBytes(int64_t bytes);
-
 /// One line per category of what a rank needs, the total, and the budget.
 void printMemoryBreakdown(llvm::raw_ostream &os, const PlanEvaluation &plan,
                           const MemoryBudget &budget);
