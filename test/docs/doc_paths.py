@@ -1,0 +1,66 @@
+"""Every file or folder of the repository that the Markdown documents name in backticks
+exists: `lib/Transforms/Remat.cpp`, `runtime/lib/{cpu,cuda}/HostCopies.cpp` (braces
+expanded), `lib/abi/Device.h` in runtime/README.md (relative to the document's folder, or
+to the repository's root). A name with a wildcard, a placeholder (`<build>`) or a build
+output is not a source path and is left alone.
+
+    doc_paths.py ROOT    prints each missing path with the document and line; exit 1 if any
+"""
+
+import glob
+import itertools
+import os
+import re
+import sys
+
+TOP = ("lib", "dialect", "runtime", "test", "tools", "scripts", "docs", "examples", "bench",
+       "include", "cmake", ".ci")
+TICKED = re.compile(r"`([^`\s]+)`")
+
+
+def expand(path):
+    """`a/{b,c}/d{.h,.cpp}` -> every combination."""
+    parts = re.split(r"(\{[^{}]*\})", path)
+    choices = [p[1:-1].split(",") if p.startswith("{") else [p] for p in parts]
+    return ["".join(c) for c in itertools.product(*choices)]
+
+
+def candidates(text):
+    for token in TICKED.findall(text):
+        token = token.rstrip(".,:;)")
+        if any(c in token for c in "*<>$%") or "://" in token or token.startswith("-"):
+            continue
+        head = token.split("/")[0]
+        if "/" not in token or head not in TOP:
+            continue
+        yield token
+
+
+def main():
+    root = os.path.abspath(sys.argv[1])
+    documents = [os.path.join(root, "README.md")] + sorted(
+        glob.glob(os.path.join(root, "docs", "*.md")) +
+        glob.glob(os.path.join(root, "*", "README.md")) +
+        glob.glob(os.path.join(root, "*", "*", "README.md")) +
+        glob.glob(os.path.join(root, "scripts", "gpu-kit", "README.md")))
+    missing = 0
+    checked = 0
+    for document in documents:
+        if "/build" in document[len(root):]:
+            continue
+        here = os.path.dirname(document)
+        with open(document) as f:
+            for number, line in enumerate(f, 1):
+                for token in candidates(line):
+                    for path in expand(token):
+                        checked += 1
+                        if not any(os.path.exists(os.path.join(base, path))
+                                   for base in (here, root)):
+                            missing += 1
+                            print(f"{os.path.relpath(document, root)}:{number}: no {path}")
+    print(f"doc-paths: {checked} paths named, {missing} missing")
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
