@@ -42,7 +42,8 @@ int64_t defaultThreads() {
   if (int64_t threads = positiveFromEnvironment("FSDPRT_HOST_THREADS", true))
     return threads;
   int64_t ranksOnNode = 1;
-  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+  for (const char *name :
+       {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
     if (int64_t ranks = positiveFromEnvironment(name, false)) {
       ranksOnNode = ranks;
       break;

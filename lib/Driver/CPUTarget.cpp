@@ -2,6 +2,8 @@
 
 #include "CPUTarget.h"
 
+#include "Diagnostics.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/MC/MCSubtargetInfo.h"
@@ -15,11 +17,6 @@
 using namespace mlir;
 
 namespace fsdpc {
-
-static LogicalResult fail(const llvm::Twine &message) {
-  llvm::errs() << "fsdpc: error: " << message << "\n";
-  return failure();
-}
 
 FailureOr<std::unique_ptr<llvm::TargetMachine>> createCPUTargetMachine(const CPUTarget &target) {
   llvm::InitializeNativeTarget();
@@ -65,9 +62,9 @@ FailureOr<std::unique_ptr<llvm::TargetMachine>> createCPUTargetMachine(const CPU
     features.AddFeature(entry);
   }
 
-  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
-      triple, cpu, features.getString(), llvm::TargetOptions(), llvm::Reloc::PIC_, std::nullopt,
-      target.optLevel));
+  std::unique_ptr<llvm::TargetMachine> machine(
+      llvmTarget->createTargetMachine(triple, cpu, features.getString(), llvm::TargetOptions(),
+                                      llvm::Reloc::PIC_, std::nullopt, target.optLevel));
   return machine;
 }
 

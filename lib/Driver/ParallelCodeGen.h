@@ -22,8 +22,7 @@ namespace fsdpc {
 
 /// Runs LLVM's optimisation pipeline of level `optLevel` (0-3) on `module`
 /// for `machine`.
-mlir::LogicalResult optimise(llvm::Module &module, llvm::TargetMachine &machine,
-                             unsigned optLevel);
+mlir::LogicalResult optimise(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLevel);
 
 /// Writes `module`'s object file to `path`.
 mlir::LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
@@ -33,9 +32,9 @@ mlir::LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machi
 /// `parts` object files, temporary files the caller links and removes: the
 /// parts at once, on as many threads. One part is the module as it is. Errors
 /// are printed as `fsdpc: error: ...`.
-mlir::FailureOr<llvm::SmallVector<std::string>>
-compileInParts(std::unique_ptr<llvm::Module> module, const CPUTarget &target,
-               unsigned optLevel, unsigned parts);
+mlir::FailureOr<llvm::SmallVector<std::string>> compileInParts(std::unique_ptr<llvm::Module> module,
+                                                               const CPUTarget &target,
+                                                               unsigned optLevel, unsigned parts);
 
 } // namespace fsdpc
 

@@ -31,8 +31,8 @@ struct CPUTarget {
 
 /// The target machine for `target`, or a failure after printing
 /// `fsdpc: error: --cpu...: ...` for a CPU or feature LLVM does not know.
-mlir::FailureOr<std::unique_ptr<llvm::TargetMachine>> createCPUTargetMachine(
-    const CPUTarget &target);
+mlir::FailureOr<std::unique_ptr<llvm::TargetMachine>>
+createCPUTargetMachine(const CPUTarget &target);
 
 } // namespace fsdpc
 

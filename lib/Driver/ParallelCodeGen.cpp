@@ -2,6 +2,8 @@
 
 #include "ParallelCodeGen.h"
 
+#include "Diagnostics.h"
+
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
@@ -18,11 +20,6 @@ using namespace mlir;
 
 namespace fsdpc {
 
-static LogicalResult fail(const llvm::Twine &message) {
-  llvm::errs() << "fsdpc: error: " << message << "\n";
-  return failure();
-}
-
 LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
                           llvm::StringRef path) {
   std::error_code ec;
@@ -30,8 +27,7 @@ LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
   if (ec)
     return fail("cannot write " + path + ": " + ec.message());
   llvm::legacy::PassManager codegen;
-  if (machine.addPassesToEmitFile(codegen, out.os(), nullptr,
-                                  llvm::CodeGenFileType::ObjectFile))
+  if (machine.addPassesToEmitFile(codegen, out.os(), nullptr, llvm::CodeGenFileType::ObjectFile))
     return fail("the target cannot emit object files");
   codegen.run(module);
   out.keep();
@@ -41,8 +37,7 @@ LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
 LogicalResult optimise(llvm::Module &module, llvm::TargetMachine &machine, unsigned optLevel) {
   module.setDataLayout(machine.createDataLayout());
   module.setTargetTriple(machine.getTargetTriple());
-  if (llvm::Error error =
-          makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, &machine)(&module))
+  if (llvm::Error error = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, &machine)(&module))
     return fail("LLVM optimisation failed: " + llvm::toString(std::move(error)));
   return success();
 }
@@ -64,17 +59,17 @@ static void compilePart(Part &part, unsigned optLevel) {
       llvm::MemoryBufferRef(llvm::StringRef(part.bitcode.data(), part.bitcode.size()), "part"),
       context);
   if (!module) {
-    part.failed = failed(fail("reading a part of the module back: " +
-                              llvm::toString(module.takeError())));
+    part.failed =
+        failed(fail("reading a part of the module back: " + llvm::toString(module.takeError())));
     return;
   }
   part.failed = failed(optimise(**module, *part.machine, optLevel)) ||
                 failed(writeObject(**module, *part.machine, part.object));
 }
 
-FailureOr<llvm::SmallVector<std::string>>
-compileInParts(std::unique_ptr<llvm::Module> module, const CPUTarget &target, unsigned optLevel,
-               unsigned parts) {
+FailureOr<llvm::SmallVector<std::string>> compileInParts(std::unique_ptr<llvm::Module> module,
+                                                         const CPUTarget &target, unsigned optLevel,
+                                                         unsigned parts) {
   std::vector<Part> work;
   if (parts <= 1) {
     work.emplace_back();

@@ -1,0 +1,85 @@
+//===- Driver.h - fsdpc as a library ----------------------------*- C++ -*-===//
+//
+// What fsdpc does, behind a thin tools/fsdpc (as mlir-opt's MlirOptMain is
+// behind mlir-opt.cpp): its options as a struct, read from the command line
+// or filled by a program, and one call that compiles a model file into a
+// trainer (or the MLIR, LLVM IR, object or PTX on the way, or the report),
+// checking the plan's memory against the budget first (--fit: the best plan
+// that fits). docs/UserGuide.md describes the flags.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_DRIVER_DRIVER_H
+#define FSDP_DRIVER_DRIVER_H
+
+#include "mlir/Support/LLVM.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fsdpc {
+
+enum class Emit { MLIR, LLVM, Object, Executable, PTX };
+enum class Target { CPU, CUDA };
+
+/// fsdpc's flags (docs/UserGuide.md), with their defaults.
+struct CompilerOptions {
+  std::string inputFile;
+  std::string outputFile = "trainer";
+  Target target = Target::CPU;
+  Emit emit = Emit::Executable;
+  /// --grid: N or R,S; empty keeps the plan's.
+  std::string grid;
+  /// --report[=table|json]: the format, empty for the table; nullopt compiles.
+  std::optional<std::string> report;
+  std::string deviceMemory;
+  bool fit = false;
+  std::string deviceProfile;
+  std::string runtimeMemory;
+  std::string timelineFile;
+  std::string memorySvgFile;
+  std::string measuredTraceFile;
+  std::vector<std::string> gpuArchs;
+  /// The CUDA toolkit; empty: the one the runtime was built with.
+  std::string cudaPath;
+  int64_t gpuBlockSize = 256;
+  bool kernelsOnCPU = false;
+  bool launchSummary = false;
+  bool outlineKernels = true;
+  std::string cpu = "native";
+  std::string cpuFeatures;
+  /// Parts compiled at once (-j).
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  unsigned optLevel = 3;
+};
+
+/// Where the runtime's archives are and what a trainer links with besides
+/// them: the tool's build knows (tools/fsdpc, RuntimeLinkage.h).
+struct RuntimeLinkage {
+  std::string mainLibrary, library, linkFlags;
+  bool cudaAvailable = false;
+  /// Why the CUDA backend was not built, when it was not.
+  std::string cudaMissing;
+  std::string cudaMainLibrary, cudaLibrary, cudaLinkFlags;
+  /// The CUDA toolkit the runtime was built with (--cuda-path's default).
+  std::string cudaToolkit;
+};
+
+/// Registers fsdpc's flags with LLVM's command line, and the passes and
+/// pipelines --mlir-print-ir-* may name; before cl::ParseCommandLineOptions.
+void registerCompilerCLOptions();
+
+/// The flags as the command line gave them.
+CompilerOptions compilerOptionsFromCL();
+
+/// Compiles `options.inputFile` as the options say. Errors are printed
+/// (`fsdpc: error: ...`, or located at the model) before failure returns.
+mlir::LogicalResult compile(const CompilerOptions &options, const RuntimeLinkage &runtime);
+
+} // namespace fsdpc
+
+#endif // FSDP_DRIVER_DRIVER_H

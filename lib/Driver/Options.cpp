@@ -1,0 +1,187 @@
+//===- Options.cpp - fsdpc's flags on LLVM's command line ------------------===//
+//
+// The flags live in one object made by registerCompilerCLOptions (so that a
+// program that never parses a command line registers none), and are copied
+// into a CompilerOptions once parsed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Driver/Driver.h"
+
+#include "TestPasses.h"
+#include "fsdp/Pipelines/CPUPipeline.h"
+#include "fsdp/Pipelines/CUDAPipeline.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <algorithm>
+#include <thread>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+
+using fsdpc::Emit;
+using fsdpc::Target;
+
+struct CommandLine {
+  cl::OptionCategory category{"fsdpc options"};
+  cl::opt<std::string> inputFile{cl::Positional, cl::desc("<model.mlir>"), cl::Required,
+                                 cl::cat(category)};
+  cl::opt<std::string> outputFile{"o", cl::desc("Output file (default: trainer)"),
+                                  cl::value_desc("file"), cl::init("trainer"), cl::cat(category)};
+  cl::opt<Target> target{
+      "target", cl::desc("Where the trainer runs"),
+      cl::values(clEnumValN(Target::CPU, "cpu", "CPUs, MPI between ranks"),
+                 clEnumValN(Target::CUDA, "cuda", "NVIDIA GPUs, NCCL between ranks")),
+      cl::init(Target::CPU), cl::cat(category)};
+  cl::opt<Emit> emit{
+      "emit", cl::desc("What to write"),
+      cl::values(
+          clEnumValN(Emit::MLIR, "mlir", "the lowered MLIR"),
+          clEnumValN(Emit::LLVM, "llvm", "the optimised LLVM IR"),
+          clEnumValN(Emit::Object, "obj", "the object file"),
+          clEnumValN(Emit::Executable, "exe", "the trainer"),
+          clEnumValN(Emit::PTX, "ptx", "the kernels' PTX, each architecture's (--target=cuda)")),
+      cl::init(Emit::Executable), cl::cat(category)};
+  cl::opt<std::string> gridOverride{
+      "grid", cl::desc("Compile for this device grid instead of the plan's: N or R,S"),
+      cl::value_desc("N|R,S"), cl::cat(category)};
+  cl::opt<std::string> report{
+      "report", cl::desc("Print each rank's memory and traffic (table or json) and stop"),
+      cl::value_desc("table|json"), cl::ValueOptional, cl::cat(category)};
+  cl::opt<std::string> deviceMemory{
+      "device-memory",
+      cl::desc("Memory of one rank's device (a GPU; for --target=cpu the host memory a rank may "
+               "use), e.g. 80GB or 79.5GiB: a plan that needs more is an error listing the "
+               "changes that fit (default: the plan's device_memory)"),
+      cl::value_desc("size"), cl::cat(category)};
+  cl::opt<bool> fitPlan{"fit",
+                        cl::desc("Over the memory budget, compile the best plan that fits "
+                                 "instead, and say which"),
+                        cl::cat(category)};
+  cl::opt<std::string> deviceProfile{
+      "device-profile",
+      cl::desc("The device the step time is predicted for: h100-sxm, cpu or a profile file "
+               "(default: h100-sxm for --target=cuda, cpu for --target=cpu)"),
+      cl::value_desc("name|file"), cl::cat(category)};
+  cl::opt<std::string> runtimeMemory{
+      "runtime-memory",
+      cl::desc("Memory the runtime allocates per rank beside the arena (default: the device "
+               "profile's: CUDA context, NCCL buffers, cuBLAS workspace)"),
+      cl::value_desc("size"), cl::cat(category)};
+  cl::opt<std::string> timelineFile{
+      "timeline",
+      cl::desc("Write the predicted step of a rank (its streams, and its memory as counters) as "
+               "a Chrome trace: open it in Perfetto or chrome://tracing"),
+      cl::value_desc("file.json"), cl::cat(category)};
+  cl::opt<std::string> memorySvgFile{
+      "memory-svg",
+      cl::desc("Draw a rank's memory over the predicted step (by kind, with the planned arena "
+               "and the budget) as an SVG"),
+      cl::value_desc("file.svg"), cl::cat(category)};
+  cl::opt<std::string> measuredTraceFile{
+      "measured-trace",
+      cl::desc("With --memory-svg: also draw the planned arena's high-water mark and the marks "
+               "the trainer measured at the step's unit boundaries, read from its --trace file "
+               "(the same compiled step)"),
+      cl::value_desc("file.json"), cl::cat(category)};
+  cl::list<std::string> gpuArchs{
+      "gpu-arch", cl::desc("GPU architectures of --target=cuda (default sm_80,sm_90)"),
+      cl::value_desc("sm_XY,..."), cl::CommaSeparated, cl::cat(category)};
+  cl::opt<std::string> cudaPath{"cuda-path",
+                                cl::desc("The CUDA toolkit (ptxas, fatbinary, libdevice)"),
+                                cl::value_desc("dir"), cl::cat(category)};
+  cl::opt<int64_t> gpuBlockSize{"gpu-block-size",
+                                cl::desc("Threads per block of the generated kernels (1-1024)"),
+                                cl::init(256), cl::Hidden, cl::cat(category)};
+  cl::opt<bool> kernelsOnCPU{
+      "test-kernels-on-cpu",
+      cl::desc("Test only: compile --target=cuda's kernels as CPU loops and link with the "
+               "CPU runtime, to check the kernels without a GPU"),
+      cl::Hidden, cl::cat(category)};
+  cl::opt<bool> launchSummary{
+      "test-launch-summary",
+      cl::desc("Test only: with --target=cuda, print the step's kernels, its launches and those "
+               "on a single thread, and stop"),
+      cl::Hidden, cl::cat(category)};
+  cl::opt<bool> outlineKernels{
+      "outline-kernels",
+      cl::desc("Each compute op of the step in a function of its own, identical ones shared "
+               "(default); =false compiles the step as one function, only to compare "
+               "(LLVM's time then grows with the square of the model's depth)"),
+      cl::init(true), cl::Hidden, cl::cat(category)};
+  cl::opt<std::string> cpu{
+      "cpu",
+      cl::desc("The x86-64 CPU the trainer is built for: native (this machine, the default) "
+               "or any CPU LLVM knows, e.g. generic, x86-64-v2, x86-64-v3, sapphirerapids"),
+      cl::value_desc("name"), cl::init("native"), cl::cat(category)};
+  cl::opt<std::string> cpuFeatures{
+      "cpu-features", cl::desc("CPU features added to or removed from --cpu's, e.g. -avx512f"),
+      cl::value_desc("+f,-g,..."), cl::cat(category)};
+  cl::opt<unsigned> jobs{
+      "j",
+      cl::desc("Optimise and generate code in N parts at once, on N threads (default: the "
+               "machine's hardware threads)"),
+      cl::value_desc("N"),
+      cl::Prefix,
+      cl::init(std::max(1u, std::thread::hardware_concurrency())),
+      cl::cat(category)};
+  cl::opt<unsigned> optLevel{"O", cl::desc("LLVM optimisation level (0-3, default 3)"), cl::Prefix,
+                             cl::init(3), cl::cat(category)};
+};
+
+CommandLine *commandLine = nullptr;
+
+} // namespace
+
+void fsdpc::registerCompilerCLOptions() {
+  // --mlir-print-ir-after=<pass> and friends show any stage of the pipeline;
+  // the passes must be registered before the options that name them.
+  fsdp::registerCPUPipeline();
+  fsdp::registerCUDAPipeline();
+  fsdp::test::registerTestLaunchToLoopsPass();
+  fsdp::test::registerTestLaunchSummaryPass();
+  registerPassManagerCLOptions();
+  registerDefaultTimingManagerCLOptions();
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  static CommandLine flags;
+  commandLine = &flags;
+}
+
+fsdpc::CompilerOptions fsdpc::compilerOptionsFromCL() {
+  const CommandLine &flags = *commandLine;
+  CompilerOptions options;
+  options.inputFile = flags.inputFile;
+  options.outputFile = flags.outputFile;
+  options.target = flags.target;
+  options.emit = flags.emit;
+  options.grid = flags.gridOverride;
+  if (flags.report.getNumOccurrences())
+    options.report = flags.report.getValue();
+  options.deviceMemory = flags.deviceMemory;
+  options.fit = flags.fitPlan;
+  options.deviceProfile = flags.deviceProfile;
+  options.runtimeMemory = flags.runtimeMemory;
+  options.timelineFile = flags.timelineFile;
+  options.memorySvgFile = flags.memorySvgFile;
+  options.measuredTraceFile = flags.measuredTraceFile;
+  options.gpuArchs.assign(flags.gpuArchs.begin(), flags.gpuArchs.end());
+  options.cudaPath = flags.cudaPath;
+  options.gpuBlockSize = flags.gpuBlockSize;
+  options.kernelsOnCPU = flags.kernelsOnCPU;
+  options.launchSummary = flags.launchSummary;
+  options.outlineKernels = flags.outlineKernels;
+  options.cpu = flags.cpu;
+  options.cpuFeatures = flags.cpuFeatures;
+  options.jobs = flags.jobs;
+  options.optLevel = flags.optLevel;
+  return options;
+}

@@ -1,0 +1,136 @@
+//===- TargetChoice.cpp - What the flags say of the target ----------------===//
+
+#include "TargetChoice.h"
+
+#include "Diagnostics.h"
+#include "TestPasses.h"
+#include "fsdp/IR/FSDPOps.h"
+
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+
+namespace {
+
+/// Whether the model computes, stores or reduces anything in bf16.
+bool usesBF16(ModuleOp module) {
+  auto plan = module->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
+  if (plan &&
+      (plan.getParamDtype() == fsdp::DType::BF16 || plan.getReduceDtype() == fsdp::DType::BF16))
+    return true;
+  return llvm::any_of(module.getOps<fsdp::ParamOp>(), [](fsdp::ParamOp param) {
+    return param.getTensorType().getElementType().isBF16();
+  });
+}
+
+/// Whether `chip` reads as an NVIDIA architecture: sm_ and a number, with
+/// an `a` or `f` suffix allowed.
+bool isArchitecture(StringRef chip) {
+  StringRef version = chip;
+  return version.consume_front("sm_") && !version.empty() &&
+         llvm::all_of(version.rtrim("af"), llvm::isDigit) && llvm::isDigit(version.front());
+}
+
+} // namespace
+
+FailureOr<SmallVector<int64_t>> fsdpc::parseGrid(const CompilerOptions &options) {
+  SmallVector<int64_t> grid;
+  for (StringRef size : llvm::split(options.grid, ',')) {
+    int64_t value;
+    if (size.trim().getAsInteger(10, value) || value < 1) {
+      (void)fail("--grid=" + options.grid + ": expected N or R,S with positive sizes");
+      return failure();
+    }
+    grid.push_back(value);
+  }
+  return grid;
+}
+
+fsdpc::CPUTarget fsdpc::cpuTarget(const CompilerOptions &options) {
+  CPUTarget machine;
+  machine.cpu = options.cpu;
+  machine.features = options.cpuFeatures;
+  machine.optLevel = options.optLevel == 0   ? llvm::CodeGenOptLevel::None
+                     : options.optLevel == 1 ? llvm::CodeGenOptLevel::Less
+                     : options.optLevel == 2 ? llvm::CodeGenOptLevel::Default
+                                             : llvm::CodeGenOptLevel::Aggressive;
+  return machine;
+}
+
+fsdp::ArenaMemory fsdpc::arenaMemory(const CompilerOptions &options) {
+  return options.target == Target::CUDA ? fsdp::ArenaMemory::Device : fsdp::ArenaMemory::Host;
+}
+
+FailureOr<fsdp::CUDAPipelineOptions> fsdpc::cudaOptions(const CompilerOptions &options,
+                                                        const RuntimeLinkage &runtime) {
+  fsdp::CUDAPipelineOptions cuda;
+  if (!options.gpuArchs.empty())
+    cuda.chips.assign(options.gpuArchs.begin(), options.gpuArchs.end());
+  for (const std::string &chip : cuda.chips)
+    if (!isArchitecture(chip)) {
+      (void)fail("--gpu-arch=" + chip +
+                 ": expected an NVIDIA architecture such as sm_80 or "
+                 "sm_90a");
+      return failure();
+    }
+  if (options.gpuBlockSize < 1 || options.gpuBlockSize > 1024) {
+    (void)fail("--gpu-block-size=" + llvm::Twine(options.gpuBlockSize) +
+               ": a CUDA block has 1 to 1024 threads");
+    return failure();
+  }
+  cuda.blockSize = options.gpuBlockSize;
+  cuda.outlineKernels = options.outlineKernels;
+  cuda.toolkit = options.cudaPath.empty() ? runtime.cudaToolkit : options.cudaPath;
+  cuda.ptx = options.emit == Emit::PTX;
+  // Neither runs the toolkit.
+  if (options.kernelsOnCPU || options.launchSummary)
+    return cuda;
+  for (const char *tool : {"ptxas", "fatbinary"}) {
+    SmallString<128> path(cuda.toolkit);
+    llvm::sys::path::append(path, "bin", tool);
+    if (!llvm::sys::fs::can_execute(path)) {
+      (void)fail("--target=cuda needs the CUDA toolkit's " + llvm::Twine(tool) + ", not found at " +
+                 path + " (set --cuda-path)");
+      return failure();
+    }
+  }
+  return cuda;
+}
+
+LogicalResult fsdpc::checkBF16Archs(ModuleOp module, ArrayRef<std::string> chips) {
+  if (!usesBF16(module))
+    return success();
+  for (StringRef chip : chips) {
+    unsigned version = 0;
+    if (!chip.drop_front(3).take_while(llvm::isDigit).getAsInteger(10, version) && version < 80)
+      return mlir::emitError(module.getLoc(),
+                             "the plan computes in bf16, which --target=cuda supports on "
+                             "sm_80 or newer; --gpu-arch lists ")
+             << chip;
+  }
+  return success();
+}
+
+void fsdpc::addTargetPipeline(PassManager &pm, const CompilerOptions &options,
+                              const std::optional<fsdp::CUDAPipelineOptions> &cuda) {
+  if (!cuda) {
+    fsdp::buildCPULoweringPipeline(pm, options.outlineKernels);
+    return;
+  }
+  fsdp::buildCUDAKernelLoweringPipeline(pm, *cuda);
+  if (options.launchSummary) {
+    // Sizes folded to constants.
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(fsdp::test::createTestLaunchSummaryPass());
+    return;
+  }
+  if (!options.kernelsOnCPU) {
+    fsdp::buildCUDADevicePipeline(pm, *cuda);
+    return;
+  }
+  pm.addPass(fsdp::test::createTestLaunchToLoopsPass());
+  fsdp::buildHostLLVMPipeline(pm);
+}

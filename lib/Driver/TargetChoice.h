@@ -1,0 +1,48 @@
+//===- TargetChoice.h - What the flags say of the target --------*- C++ -*-===//
+//
+// The grid, the CPU, the CUDA pipeline's options and the passes after the
+// buffer plan, from fsdpc's flags, each checked with an error naming its flag.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_DRIVER_TARGETCHOICE_H
+#define FSDP_DRIVER_TARGETCHOICE_H
+
+#include "CPUTarget.h"
+#include "fsdp/Driver/Driver.h"
+#include "fsdp/Pipelines/CPUPipeline.h"
+#include "fsdp/Pipelines/CUDAPipeline.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+
+#include <optional>
+
+namespace fsdpc {
+
+/// The sizes of --grid=N or --grid=R,S.
+mlir::FailureOr<llvm::SmallVector<int64_t>> parseGrid(const CompilerOptions &options);
+
+/// The machine --cpu, --cpu-features and -O describe.
+CPUTarget cpuTarget(const CompilerOptions &options);
+
+/// Where the arena lives: the device's memory for CUDA, the host's for the CPU.
+mlir::fsdp::ArenaMemory arenaMemory(const CompilerOptions &options);
+
+/// The CUDA pipeline's options from the flags, checked (the toolkit's
+/// programs too, unless nothing will run them).
+mlir::FailureOr<mlir::fsdp::CUDAPipelineOptions> cudaOptions(const CompilerOptions &options,
+                                                             const RuntimeLinkage &runtime);
+
+/// bf16 arithmetic (conversions, cuBLAS products) needs sm_80 or newer: an
+/// older architecture is refused here rather than by ptxas.
+mlir::LogicalResult checkBF16Archs(mlir::ModuleOp module, llvm::ArrayRef<std::string> chips);
+
+/// The passes after the buffer plan, from the step on buffers to the LLVM
+/// dialect, for the target (`cuda`: its checked options).
+void addTargetPipeline(mlir::PassManager &pm, const CompilerOptions &options,
+                       const std::optional<mlir::fsdp::CUDAPipelineOptions> &cuda);
+
+} // namespace fsdpc
+
+#endif // FSDP_DRIVER_TARGETCHOICE_H
