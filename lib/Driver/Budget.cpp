@@ -3,7 +3,6 @@
 #include "Budget.h"
 
 #include "Diagnostics.h"
-#include "TargetChoice.h"
 #include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Utils/ByteCounts.h"
 
@@ -74,10 +73,11 @@ std::string fsdpc::costJson(const fsdp::PlanEvaluation &planned, const fsdp::Dev
 FailureOr<fsdp::PlanFix> fsdpc::handleOverBudget(const CompilerOptions &flags, ModuleOp model,
                                                  const fsdp::PlanEvaluation &planned,
                                                  const fsdp::MemoryBudget &budget,
-                                                 const fsdp::DeviceProfile &profile) {
+                                                 const fsdp::DeviceProfile &profile,
+                                                 const fsdp::PipelineTarget &target) {
   fsdp::FitOptions options;
   options.budget = budget;
-  options.memory = arenaMemory(flags);
+  options.target = &target;
   options.profile = &profile;
   fsdp::FitSearchResult search = fsdp::searchFits(model, planned, options);
   if (flags.fit && !search.fits.empty())
@@ -94,7 +94,7 @@ FailureOr<fsdp::PlanFix> fsdpc::handleOverBudget(const CompilerOptions &flags, M
   double baseSeconds = planned.cost.stepSeconds;
   if (search.fits.empty()) {
     os << "no plan within 3 changes of recompute, micro-batches, prefetch, ranks, sharding"
-       << (flags.target == Target::CUDA ? ", precision and offload" : " and precision") << " fits ("
+       << (target.hasDeviceArena() ? ", precision and offload" : " and precision") << " fits ("
        << search.evaluated << " compiled, " << search.skipped << " skipped)";
   } else {
     os << "changes that fit, best first (predicted on " << profile.name

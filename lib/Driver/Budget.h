@@ -28,12 +28,14 @@ memoryBudget(const CompilerOptions &options, mlir::ModuleOp model,
              const mlir::fsdp::DeviceProfile &profile);
 
 /// Over budget: the located error with the figures by category and the
-/// changes that fit; with --fit, the best of them (its evaluation returned).
+/// changes that fit for `target`; with --fit, the best of them (its
+/// evaluation returned).
 mlir::FailureOr<mlir::fsdp::PlanFix> handleOverBudget(const CompilerOptions &options,
                                                       mlir::ModuleOp model,
                                                       const mlir::fsdp::PlanEvaluation &planned,
                                                       const mlir::fsdp::MemoryBudget &budget,
-                                                      const mlir::fsdp::DeviceProfile &profile);
+                                                      const mlir::fsdp::DeviceProfile &profile,
+                                                      const mlir::fsdp::PipelineTarget &target);
 
 /// The predicted step and the budget, for fsdp-report's `cost`.
 std::string costJson(const mlir::fsdp::PlanEvaluation &planned,

@@ -152,6 +152,7 @@ private:
       auto plan = (*step)->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
       cuda->approximateMath = plan && plan.getApproximateMath();
     }
+    target = pipelineTarget(options, cuda);
     StringRef name = !options.deviceProfile.empty()   ? StringRef(options.deviceProfile)
                      : options.target == Target::CUDA ? "h100-sxm"
                                                       : "cpu";
@@ -172,7 +173,7 @@ private:
       return failure();
     budget = *found;
     planPM = std::move(*pm);
-    fsdp::buildBufferPlanPipeline(*planPM, arenaMemory(options));
+    fsdp::buildBufferPlanPipeline(*planPM, *target);
     if (failed(planPM->run(*step)))
       return failure();
     FailureOr<fsdp::PlanEvaluation> evaluated = fsdp::evaluateBufferPlan(*step, *profile);
@@ -192,7 +193,8 @@ private:
   /// Over budget: an error, or with --fit the step planned again with the
   /// best change that fits.
   LogicalResult replanToFit() {
-    FailureOr<fsdp::PlanFix> fix = handleOverBudget(options, *model, *planned, **budget, *profile);
+    FailureOr<fsdp::PlanFix> fix =
+        handleOverBudget(options, *model, *planned, **budget, *profile, *target);
     if (failed(fix))
       return failure();
     llvm::errs() << "fsdpc: --fit: " << fix->changes << " (needs "
@@ -232,13 +234,13 @@ private:
     FailureOr<std::unique_ptr<PassManager>> pm = passManager();
     if (failed(pm))
       return failure();
-    addTargetPipeline(**pm, options, cuda);
+    target->addLowering(**pm);
     if (failed((*pm)->run(*step)))
       return failure();
     eval = model->clone();
     PassManager evalPM(&ctx);
-    fsdp::buildBufferPlanPipeline(evalPM, arenaMemory(options), /*forwardOnly=*/true);
-    addTargetPipeline(evalPM, options, cuda);
+    fsdp::buildBufferPlanPipeline(evalPM, *target, /*forwardOnly=*/true);
+    target->addLowering(evalPM);
     return evalPM.run(*eval);
   }
 
@@ -299,6 +301,7 @@ private:
   TimingScope &timing;
   OwningOpRef<ModuleOp> model, step, eval;
   std::optional<fsdp::CUDAPipelineOptions> cuda;
+  std::unique_ptr<fsdp::PipelineTarget> target;
   std::optional<fsdp::DeviceProfile> profile;
   std::optional<std::optional<fsdp::MemoryBudget>> budget;
   std::optional<fsdp::PlanEvaluation> planned;

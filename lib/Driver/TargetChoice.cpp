@@ -34,6 +34,28 @@ bool isArchitecture(StringRef chip) {
          llvm::all_of(version.rtrim("af"), llvm::isDigit) && llvm::isDigit(version.front());
 }
 
+/// --test-launch-summary: the step's kernels and launches printed, with sizes
+/// folded to constants, instead of the device code.
+class LaunchSummaryTarget : public fsdp::CUDAPipelineTarget {
+public:
+  using CUDAPipelineTarget::CUDAPipelineTarget;
+  void addDeviceCode(OpPassManager &pm) const override {
+    pm.addPass(mlir::createCanonicalizerPass());
+    pm.addPass(fsdp::test::createTestLaunchSummaryPass());
+  }
+};
+
+/// --test-kernels-on-cpu: each launch run as loops over its blocks and
+/// threads, on the host, to check the kernels without a GPU.
+class KernelsOnCPUTarget : public fsdp::CUDAPipelineTarget {
+public:
+  using CUDAPipelineTarget::CUDAPipelineTarget;
+  void addDeviceCode(OpPassManager &pm) const override {
+    pm.addPass(fsdp::test::createTestLaunchToLoopsPass());
+    fsdp::buildHostLLVMPipeline(pm);
+  }
+};
+
 } // namespace
 
 FailureOr<SmallVector<int64_t>> fsdpc::parseGrid(const CompilerOptions &options) {
@@ -58,10 +80,6 @@ fsdpc::CPUTarget fsdpc::cpuTarget(const CompilerOptions &options) {
                      : options.optLevel == 2 ? llvm::CodeGenOptLevel::Default
                                              : llvm::CodeGenOptLevel::Aggressive;
   return machine;
-}
-
-fsdp::ArenaMemory fsdpc::arenaMemory(const CompilerOptions &options) {
-  return options.target == Target::CUDA ? fsdp::ArenaMemory::Device : fsdp::ArenaMemory::Host;
 }
 
 FailureOr<fsdp::CUDAPipelineOptions> fsdpc::cudaOptions(const CompilerOptions &options,
@@ -114,23 +132,15 @@ LogicalResult fsdpc::checkBF16Archs(ModuleOp module, ArrayRef<std::string> chips
   return success();
 }
 
-void fsdpc::addTargetPipeline(PassManager &pm, const CompilerOptions &options,
-                              const std::optional<fsdp::CUDAPipelineOptions> &cuda) {
-  if (!cuda) {
-    fsdp::buildCPULoweringPipeline(pm, options.outlineKernels);
-    return;
-  }
-  fsdp::buildCUDAKernelLoweringPipeline(pm, *cuda);
-  if (options.launchSummary) {
-    // Sizes folded to constants.
-    pm.addPass(mlir::createCanonicalizerPass());
-    pm.addPass(fsdp::test::createTestLaunchSummaryPass());
-    return;
-  }
-  if (!options.kernelsOnCPU) {
-    fsdp::buildCUDADevicePipeline(pm, *cuda);
-    return;
-  }
-  pm.addPass(fsdp::test::createTestLaunchToLoopsPass());
-  fsdp::buildHostLLVMPipeline(pm);
+std::unique_ptr<fsdp::PipelineTarget>
+fsdpc::pipelineTarget(const CompilerOptions &options,
+                      const std::optional<fsdp::CUDAPipelineOptions> &cuda) {
+  if (options.target == Target::CPU)
+    return std::make_unique<fsdp::CPUPipelineTarget>(options.outlineKernels);
+  fsdp::CUDAPipelineOptions chosen = cuda.value_or(fsdp::CUDAPipelineOptions());
+  if (options.launchSummary)
+    return std::make_unique<LaunchSummaryTarget>(chosen);
+  if (options.kernelsOnCPU)
+    return std::make_unique<KernelsOnCPUTarget>(chosen);
+  return std::make_unique<fsdp::CUDAPipelineTarget>(chosen);
 }

@@ -1,7 +1,7 @@
 //===- TargetChoice.h - What the flags say of the target --------*- C++ -*-===//
 //
-// The grid, the CPU, the CUDA pipeline's options and the passes after the
-// buffer plan, from fsdpc's flags, each checked with an error naming its flag.
+// The grid, the CPU, the CUDA pipeline's options and the pipeline's target,
+// from fsdpc's flags, each checked with an error naming its flag.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +16,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
+#include <memory>
 #include <optional>
 
 namespace fsdpc {
@@ -26,9 +27,6 @@ mlir::FailureOr<llvm::SmallVector<int64_t>> parseGrid(const CompilerOptions &opt
 /// The machine --cpu, --cpu-features and -O describe.
 CPUTarget cpuTarget(const CompilerOptions &options);
 
-/// Where the arena lives: the device's memory for CUDA, the host's for the CPU.
-mlir::fsdp::ArenaMemory arenaMemory(const CompilerOptions &options);
-
 /// The CUDA pipeline's options from the flags, checked (the toolkit's
 /// programs too, unless nothing will run them).
 mlir::FailureOr<mlir::fsdp::CUDAPipelineOptions> cudaOptions(const CompilerOptions &options,
@@ -38,10 +36,13 @@ mlir::FailureOr<mlir::fsdp::CUDAPipelineOptions> cudaOptions(const CompilerOptio
 /// older architecture is refused here rather than by ptxas.
 mlir::LogicalResult checkBF16Archs(mlir::ModuleOp module, llvm::ArrayRef<std::string> chips);
 
-/// The passes after the buffer plan, from the step on buffers to the LLVM
-/// dialect, for the target (`cuda`: its checked options).
-void addTargetPipeline(mlir::PassManager &pm, const CompilerOptions &options,
-                       const std::optional<mlir::fsdp::CUDAPipelineOptions> &cuda);
+/// The target the step is compiled for: the CPU, or CUDA with `cuda`'s
+/// options (the defaults where only the buffer plan is compiled: --report),
+/// or one of the tests' CUDA targets (--test-launch-summary,
+/// --test-kernels-on-cpu).
+std::unique_ptr<mlir::fsdp::PipelineTarget>
+pipelineTarget(const CompilerOptions &options,
+               const std::optional<mlir::fsdp::CUDAPipelineOptions> &cuda);
 
 } // namespace fsdpc
 

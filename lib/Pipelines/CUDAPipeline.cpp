@@ -1,6 +1,6 @@
 //===- CUDAPipeline.cpp - model file to LLVM dialect for NVIDIA GPUs ------===//
 //
-// The CPU pipeline up to the buffer plan, then the upstream GPU path: parallel
+// The shared pipeline up to the buffer plan, then the upstream GPU path: parallel
 // loops mapped to blocks and threads, outlined, lowered to NVVM and compiled
 // by the toolkit's ptxas; GEMMs stay cuBLAS calls of the runtime, collectives
 // NCCL calls on their own streams, ordered by events from the buffer plan.
@@ -42,14 +42,16 @@
 
 using namespace mlir;
 
-void mlir::fsdp::buildCUDAKernelPipeline(OpPassManager &pm,
-                                         const CUDAPipelineOptions &options) {
-  buildBufferPlanPipeline(pm, ArenaMemory::Device);
-  buildCUDAKernelLoweringPipeline(pm, options);
+void mlir::fsdp::CUDAPipelineTarget::addTensorPasses(OpPassManager &pm) const {
+  // A GPU sums a large tensor in chunks, one block each.
+  pm.addPass(createFSDPSplitReductionsPass());
 }
 
-void mlir::fsdp::buildCUDAKernelLoweringPipeline(OpPassManager &pm,
-                                                 const CUDAPipelineOptions &options) {
+void mlir::fsdp::CUDAPipelineTarget::addBufferPasses(OpPassManager &pm) const {
+  pm.addPass(createFSDPSinkHostReadsPass());
+}
+
+void mlir::fsdp::CUDAPipelineTarget::addLowering(OpPassManager &pm) const {
   pm.addPass(createFSDPInsertStreamEventsPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Folds the buffers loops carry (a scatter's), so the loops stand alone.
@@ -64,10 +66,10 @@ void mlir::fsdp::buildCUDAKernelLoweringPipeline(OpPassManager &pm,
   // (here, so that the kernels run on the CPU do it too), and so are the
   // constants a kernel uses (last: a pattern rewrite would hoist them out).
   pm.addPass(createFSDPSinkKernelViewsPass());
+  addDeviceCode(pm);
 }
 
-void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
-                                         const CUDAPipelineOptions &options) {
+void mlir::fsdp::CUDAPipelineTarget::addDeviceCode(OpPassManager &pm) const {
   // Sizes, strides and the index arithmetic on them go into the kernels as
   // constants (no 64-bit division by a kernel argument).
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
@@ -92,10 +94,10 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
   if (!options.approximateMath)
     pm.addPass(createFSDPPreciseGpuMathPass());
   for (const std::string &chip : options.chips) {
-    GpuNVVMAttachTargetOptions target;
-    target.chip = chip;
-    target.optLevel = 3;
-    pm.addPass(createGpuNVVMAttachTarget(target));
+    GpuNVVMAttachTargetOptions attach;
+    attach.chip = chip;
+    attach.optLevel = 3;
+    pm.addPass(createGpuNVVMAttachTarget(attach));
   }
   // Bare pointers for memrefs on both sides of each launch (static shapes:
   // fsdp-sink-kernel-views).
@@ -118,11 +120,6 @@ void mlir::fsdp::buildCUDADevicePipeline(OpPassManager &pm,
   pm.addPass(createGpuModuleToBinaryPass(binary));
   if (!options.ptx)
     pm.addPass(createFSDPPackFatbinPass(FSDPPackFatbinPassOptions{options.toolkit}));
-}
-
-void mlir::fsdp::buildCUDAPipeline(OpPassManager &pm, const CUDAPipelineOptions &options) {
-  buildCUDAKernelPipeline(pm, options);
-  buildCUDADevicePipeline(pm, options);
 }
 
 namespace {
@@ -160,7 +157,7 @@ void mlir::fsdp::registerCUDAPipeline() {
       "fsdp-cuda-pipeline",
       "Lowers a model file to the LLVM dialect of a CUDA trainer's training step",
       [](OpPassManager &pm, const CUDAPipelineCLOptions &options) {
-        buildCUDAPipeline(pm, options.get());
+        buildTrainingStepPipeline(pm, CUDAPipelineTarget(options.get()));
       });
 }
 

@@ -40,8 +40,8 @@ std::string gridText(ArrayRef<int64_t> grid) {
 }
 
 /// The single changes that can lower a plan's memory, from the plan as given,
-/// for a target whose arena is in `memory`.
-SmallVector<Change> changesFrom(const PlanFields &plan, ArenaMemory memory) {
+/// for `target`.
+SmallVector<Change> changesFrom(const PlanFields &plan, const PipelineTarget &target) {
   SmallVector<Change> changes;
   bool partialRemat =
       plan.remat != RematPolicy::None && (plan.rematEvery != 1 || plan.rematUnits);
@@ -96,7 +96,7 @@ SmallVector<Change> changesFrom(const PlanFields &plan, ArenaMemory memory) {
     changes.push_back({Accumulate, "accumulate = reduce_scatter",
                        [](PlanFields &p) { p.accumulate = Accumulation::ReduceScatter; }});
   // Only a GPU's memory is spared by moving the optimizer to the host.
-  if (plan.offload == Offload::None && memory == ArenaMemory::Device)
+  if (plan.offload == Offload::None && target.hasDeviceArena())
     changes.push_back({OffloadAxis, "offload = optimizer",
                        [](PlanFields &p) { p.offload = Offload::Optimizer; }});
   return changes;
@@ -191,7 +191,7 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
   CandidateErrors::Capture capture(context);
   const MemoryBudget &budget = options.budget;
   PlanFields baseFields = base.plan.getFields();
-  SmallVector<Change> changes = changesFrom(baseFields, options.memory);
+  SmallVector<Change> changes = changesFrom(baseFields, *options.target);
   int64_t baseNeeded = budget.needed(base);
   double baseSeconds = PlanFix{"", 0, base}.deviceSeconds();
 
@@ -302,7 +302,7 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
     onThreads(context, compiles.size(), [&](size_t i) {
       Trial &trial = *compiles[i];
       CandidateErrors errors(trial.error);
-      trial.evaluation = evaluatePlan(model, trial.plan, options.memory, *options.profile,
+      trial.evaluation = evaluatePlan(model, trial.plan, *options.target, *options.profile,
                                       /*verifyEachPass=*/false);
     });
     for (Trial &trial : trials) {

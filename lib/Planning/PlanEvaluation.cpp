@@ -135,7 +135,7 @@ FailureOr<PlanEvaluation> mlir::fsdp::evaluateBufferPlan(ModuleOp planned,
 }
 
 FailureOr<PlanEvaluation> mlir::fsdp::evaluatePlan(ModuleOp model, PlanAttr plan,
-                                                   ArenaMemory memory,
+                                                   const PipelineTarget &target,
                                                    const DeviceProfile &profile,
                                                    bool verifyEachPass) {
   OwningOpRef<ModuleOp> copy = model.clone();
@@ -143,7 +143,7 @@ FailureOr<PlanEvaluation> mlir::fsdp::evaluatePlan(ModuleOp model, PlanAttr plan
     (*copy)->setAttr(FSDPDialect::getPlanAttrName(), plan);
   PassManager pm(model.getContext());
   pm.enableVerifier(verifyEachPass);
-  buildBufferPlanPipeline(pm, memory);
+  buildBufferPlanPipeline(pm, target);
   if (failed(pm.run(*copy)) || (!verifyEachPass && failed(verify(*copy))))
     return failure();
   FailureOr<PlanEvaluation> evaluation = evaluateBufferPlan(*copy, profile);

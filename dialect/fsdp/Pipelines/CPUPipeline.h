@@ -3,36 +3,27 @@
 #ifndef FSDP_PIPELINES_CPUPIPELINE_H
 #define FSDP_PIPELINES_CPUPIPELINE_H
 
+#include "fsdp/Pipelines/TrainingStepPipeline.h"
+
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/Pass/PassManager.h"
 
 namespace mlir::fsdp {
 
-/// Everything from a model file to the LLVM dialect for the CPU target: the
-/// training step, its arena binding, linalg, fusion, bufferization, BLAS
-/// calls, each compute op in a function of its own (fsdp-outline-kernels;
+/// The CPU target: the arena in host memory, and after the buffer plan each
+/// compute op in a function of its own (fsdp-outline-kernels;
 /// `outlineKernels = false` leaves the step one function, only to compare),
-/// loops and the LLVM dialect.
-void buildCPUPipeline(OpPassManager &pm, bool outlineKernels = true);
+/// BLAS calls, loops and the LLVM dialect.
+class CPUPipelineTarget : public PipelineTarget {
+public:
+  explicit CPUPipelineTarget(bool outlineKernels = true) : outlineKernels(outlineKernels) {}
 
-/// The CPU pipeline after buildBufferPlanPipeline: what fsdpc runs once it
-/// has checked the buffer plan against the memory budget.
-void buildCPULoweringPipeline(OpPassManager &pm, bool outlineKernels = true);
+  bool hasDeviceArena() const override { return false; }
+  bool fusesBias() const override { return false; }
+  void addLowering(OpPassManager &pm) const override;
 
-/// Where the arena lives: host code may read it directly only on the CPU.
-enum class ArenaMemory { Host, Device };
-
-/// The first half of every target's pipeline: up to the step on buffers,
-/// every one placed in the arena (fsdp-assign-buffers), whose plan is then in
-/// the manifest. `fsdpc --report` stops there. `forwardOnly`: the held-out
-/// evaluation step instead (fsdp-autodiff{forward-only}), on the same
-/// persistent arena layout.
-void buildBufferPlanPipeline(OpPassManager &pm, ArenaMemory memory, bool forwardOnly = false);
-
-/// Loops, arith, math, memrefs and the step's function to the LLVM dialect,
-/// for code that runs on the host (the whole CPU step, the CUDA step's host
-/// side).
-void buildHostLLVMPipeline(OpPassManager &pm);
+private:
+  bool outlineKernels;
+};
 
 /// Registers `fsdp-cpu-pipeline` and each of its passes with the pass registry.
 void registerCPUPipeline();

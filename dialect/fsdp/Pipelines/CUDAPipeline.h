@@ -3,10 +3,12 @@
 #ifndef FSDP_PIPELINES_CUDAPIPELINE_H
 #define FSDP_PIPELINES_CUDAPIPELINE_H
 
+#include "fsdp/Pipelines/TrainingStepPipeline.h"
+
 #include "mlir/IR/DialectRegistry.h"
-#include "mlir/Pass/PassManager.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir::fsdp {
@@ -28,22 +30,30 @@ struct CUDAPipelineOptions {
   bool ptx = false;
 };
 
-/// Model file to gpu.launch ops: the step on buffers in the arena (device
-/// memory), cross-stream events from the buffer plan, and every piece of
-/// compute mapped to blocks and threads by the upstream GPU passes.
-void buildCUDAKernelPipeline(OpPassManager &pm, const CUDAPipelineOptions &options);
+/// The CUDA target: the arena in device memory; large sums split into a
+/// block's chunks before bufferization; biases in cuBLASLt's epilogues; the
+/// host's reads of lr and step sunk into the kernels; after the buffer plan,
+/// cross-stream events from it and every piece of compute mapped to blocks and
+/// threads by the upstream GPU passes (gpu.launch ops), then the device code.
+class CUDAPipelineTarget : public PipelineTarget {
+public:
+  explicit CUDAPipelineTarget(CUDAPipelineOptions options) : options(std::move(options)) {}
 
-/// buildCUDAKernelPipeline after buildBufferPlanPipeline: what fsdpc runs
-/// once it has checked the buffer plan against the memory budget.
-void buildCUDAKernelLoweringPipeline(OpPassManager &pm, const CUDAPipelineOptions &options);
+  bool hasDeviceArena() const override { return true; }
+  bool fusesBias() const override { return true; }
+  void addTensorPasses(OpPassManager &pm) const override;
+  void addBufferPasses(OpPassManager &pm) const override;
+  void addLowering(OpPassManager &pm) const override;
 
-/// The launches outlined into one GPU module compiled to a fat binary for
-/// every chip, and the host side lowered to the LLVM dialect with calls to the
-/// GPU runtime entry points.
-void buildCUDADevicePipeline(OpPassManager &pm, const CUDAPipelineOptions &options);
+  /// After the launches are formed: the launches outlined into one GPU module
+  /// compiled to a fat binary for every chip, and the host side lowered to the
+  /// LLVM dialect with calls to the GPU runtime's entry points. The tests'
+  /// targets run the launches as CPU loops, or summarise them, instead.
+  virtual void addDeviceCode(OpPassManager &pm) const;
 
-/// Both: model file to the LLVM dialect of a CUDA trainer's step.
-void buildCUDAPipeline(OpPassManager &pm, const CUDAPipelineOptions &options);
+protected:
+  CUDAPipelineOptions options;
+};
 
 /// Registers `fsdp-cuda-pipeline` and the passes it adds to the CPU's.
 void registerCUDAPipeline();

@@ -26,7 +26,8 @@ namespace mlir::fsdp {
 
 struct FitOptions {
   MemoryBudget budget;
-  ArenaMemory memory = ArenaMemory::Host;
+  /// The target the candidates are compiled for (its buffer plan).
+  const PipelineTarget *target = nullptr;
   const DeviceProfile *profile = nullptr;
   /// The fits reported, best first.
   unsigned maxResults = 5;

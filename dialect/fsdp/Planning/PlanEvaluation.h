@@ -12,7 +12,7 @@
 #include "fsdp/Analysis/ArenaFigures.h"
 #include "fsdp/Analysis/StepCost.h"
 #include "fsdp/IR/FSDPAttrs.h"
-#include "fsdp/Pipelines/CPUPipeline.h"
+#include "fsdp/Pipelines/TrainingStepPipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -92,7 +92,8 @@ FailureOr<PlanEvaluation> evaluateBufferPlan(ModuleOp planned, const DeviceProfi
 /// (the fit search's candidates: the pipeline is the one the user's plan
 /// went through verified, and verifying a deep step after each of a dozen
 /// passes is a tenth of its compile).
-FailureOr<PlanEvaluation> evaluatePlan(ModuleOp model, PlanAttr plan, ArenaMemory memory,
+FailureOr<PlanEvaluation> evaluatePlan(ModuleOp model, PlanAttr plan,
+                                       const PipelineTarget &target,
                                        const DeviceProfile &profile, bool verifyEachPass = true);
 
 } // namespace mlir::fsdp

@@ -1,0 +1,56 @@
+//===- TrainingStepPipeline.h - model file to a step, any target -*- C++ -*-===//
+//
+// One pipeline core for every target: the model-level passes, linalg,
+// bufferization and the buffer plan are the same for the CPU and CUDA; a
+// target (a PipelineTarget) adds its passes at the few points where they
+// differ, and its lowering after the buffer plan. No builder here asks which
+// target it builds for.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_PIPELINES_TRAININGSTEPPIPELINE_H
+#define FSDP_PIPELINES_TRAININGSTEPPIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::fsdp {
+
+/// What a target adds to the shared pipeline.
+class PipelineTarget {
+public:
+  virtual ~PipelineTarget() = default;
+
+  /// Whether the arena lives in device memory, where host code may not read
+  /// it (convert-fsdp-to-runtime{device-arena}); offload is possible there.
+  virtual bool hasDeviceArena() const = 0;
+  /// Whether a linear layer's bias is added in its product's epilogue
+  /// (fsdp-lower-gemms{fuse-bias}).
+  virtual bool fusesBias() const = 0;
+  /// Passes on the step's tensors just before bufferization.
+  virtual void addTensorPasses(OpPassManager &pm) const {}
+  /// Passes on the step's buffers before they are placed in the arena.
+  virtual void addBufferPasses(OpPassManager &pm) const {}
+  /// Everything after the buffer plan, to the LLVM dialect.
+  virtual void addLowering(OpPassManager &pm) const = 0;
+};
+
+/// The first half of every target's pipeline: up to the step on buffers,
+/// every one placed in the arena (fsdp-assign-buffers), whose plan is then in
+/// the manifest. `fsdpc --report` stops there. `forwardOnly`: the held-out
+/// evaluation step instead (fsdp-autodiff{forward-only}), on the same
+/// persistent arena layout.
+void buildBufferPlanPipeline(OpPassManager &pm, const PipelineTarget &target,
+                             bool forwardOnly = false);
+
+/// The whole pipeline: a model file to the LLVM dialect of the target's
+/// training step.
+void buildTrainingStepPipeline(OpPassManager &pm, const PipelineTarget &target);
+
+/// Loops, arith, math, memrefs and the step's function to the LLVM dialect,
+/// for code that runs on the host (the whole CPU step, the CUDA step's host
+/// side).
+void buildHostLLVMPipeline(OpPassManager &pm);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_PIPELINES_TRAININGSTEPPIPELINE_H
