@@ -96,7 +96,8 @@ struct CommandLine {
       "gpu-arch", cl::desc("GPU architectures of --target=cuda (default sm_80,sm_90)"),
       cl::value_desc("sm_XY,..."), cl::CommaSeparated, cl::cat(category)};
   cl::opt<std::string> cudaPath{"cuda-path",
-                                cl::desc("The CUDA toolkit (ptxas, fatbinary, libdevice)"),
+                                cl::desc("The CUDA toolkit (ptxas, fatbinary, libdevice; default: "
+                                         "the one the runtime was built with)"),
                                 cl::value_desc("dir"), cl::cat(category)};
   cl::opt<int64_t> gpuBlockSize{"gpu-block-size",
                                 cl::desc("Threads per block of the generated kernels (1-1024)"),
