@@ -41,11 +41,6 @@
 using namespace mlir;
 using namespace fsdpc;
 
-LogicalResult fsdpc::fail(const llvm::Twine &message) {
-  llvm::errs() << "fsdpc: error: " << message << "\n";
-  return failure();
-}
-
 namespace {
 
 /// Flags that contradict each other or this build, refused before the model
@@ -56,11 +51,9 @@ LogicalResult checkFlags(const CompilerOptions &options, const RuntimeLinkage &r
   if (cuda && !runtime.cudaAvailable && !options.kernelsOnCPU && options.emit == Emit::Executable &&
       !options.report)
     return fail("--target=cuda cannot link a trainer: this fsdpc was built without the "
-                "runtime's CUDA backend (" +
-                runtime.cudaMissing +
-                "); install the CUDA "
-                "toolkit and NCCL and rebuild, or use --target=cpu (--emit=obj still compiles "
-                "for CUDA)");
+                "runtime's CUDA backend (" + runtime.cudaMissing +
+                "); install the CUDA toolkit and NCCL and rebuild, or use --target=cpu "
+                "(--emit=obj still compiles for CUDA)");
   if (options.kernelsOnCPU && !cuda)
     return fail("--test-kernels-on-cpu needs --target=cuda");
   if (options.emit == Emit::PTX && (!cuda || options.kernelsOnCPU))
@@ -108,7 +101,7 @@ public:
     step = std::move(parsed);
     if (failed(applyGrid()) || failed(chooseTarget()) || failed(planMemory()))
       return failure();
-    if (failed(writePictures(options, *planned, *profile, *budget)))
+    if (failed(writePictures(options, *planned, *profile, budget)))
       return failure();
     if (options.report)
       return writeReport();
@@ -181,11 +174,11 @@ private:
       return failure();
     planned = std::move(*evaluated);
     planned->plan = (*model)->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
-    if (*budget && !(*budget)->fits(*planned))
+    if (budget && !budget->fits(*planned))
       return replanToFit();
-    if (*budget && options.fit)
+    if (budget && options.fit)
       llvm::errs() << "fsdpc: --fit: the plan fits as it is ("
-                   << fsdp::groupedBytes((*budget)->deviceBytes - (*budget)->needed(*planned))
+                   << fsdp::groupedBytes(budget->deviceBytes - budget->needed(*planned))
                    << " B spare)\n";
     return success();
   }
@@ -194,12 +187,12 @@ private:
   /// best change that fits.
   LogicalResult replanToFit() {
     FailureOr<fsdp::PlanFix> fix =
-        handleOverBudget(options, *model, *planned, **budget, *profile, *target);
+        handleOverBudget(options, *model, *planned, *budget, *profile, *target);
     if (failed(fix))
       return failure();
     llvm::errs() << "fsdpc: --fit: " << fix->changes << " (needs "
-                 << fsdp::groupedBytes((*budget)->needed(fix->evaluation)) << " B of "
-                 << fsdp::groupedBytes((*budget)->deviceBytes) << ", step "
+                 << fsdp::groupedBytes(budget->needed(fix->evaluation)) << " B of "
+                 << fsdp::groupedBytes(budget->deviceBytes) << ", step "
                  << llvm::formatv("{0:F3}", fix->evaluation.cost.stepSeconds) << " s predicted on "
                  << profile->name << "): " << fix->evaluation.plan << "\n";
     (*model)->setAttr(fsdp::FSDPDialect::getPlanAttrName(), fix->evaluation.plan);
@@ -221,7 +214,7 @@ private:
     fsdp::FSDPReportPassOptions report;
     report.format = options.report->empty() ? "table" : *options.report;
     report.arena = planned->manifest;
-    report.cost = costJson(*planned, *profile, *budget);
+    report.cost = costJson(*planned, *profile, budget);
     reportPM.addPass(fsdp::createFSDPReportPass(report));
     return reportPM.run(*model);
   }
@@ -303,7 +296,7 @@ private:
   std::optional<fsdp::CUDAPipelineOptions> cuda;
   std::unique_ptr<fsdp::PipelineTarget> target;
   std::optional<fsdp::DeviceProfile> profile;
-  std::optional<std::optional<fsdp::MemoryBudget>> budget;
+  std::optional<fsdp::MemoryBudget> budget;
   std::optional<fsdp::PlanEvaluation> planned;
   std::unique_ptr<PassManager> planPM;
 };

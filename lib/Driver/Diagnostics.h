@@ -5,12 +5,16 @@
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/Twine.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace fsdpc {
 
 /// Prints `fsdpc: error: <message>` (a flag's or a file's error: the IR's own
 /// are located) and returns failure.
-mlir::LogicalResult fail(const llvm::Twine &message);
+inline mlir::LogicalResult fail(const llvm::Twine &message) {
+  llvm::errs() << "fsdpc: error: " << message << "\n";
+  return mlir::failure();
+}
 
 } // namespace fsdpc
 

@@ -1,8 +1,9 @@
 //===- Options.cpp - fsdpc's flags on LLVM's command line ------------------===//
 //
 // The flags live in one object made by registerCompilerCLOptions (so that a
-// program that never parses a command line registers none), and are copied
-// into a CompilerOptions once parsed.
+// program that never parses a command line registers none), each stored in
+// the field of a CompilerOptions it sets (cl::location), whose defaults are
+// the flags' defaults.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,9 +20,6 @@
 
 #include "llvm/Support/CommandLine.h"
 
-#include <algorithm>
-#include <thread>
-
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -31,17 +29,20 @@ using fsdpc::Emit;
 using fsdpc::Target;
 
 struct CommandLine {
+  /// Where the flags are stored: their defaults are CompilerOptions's.
+  fsdpc::CompilerOptions values;
   cl::OptionCategory category{"fsdpc options"};
-  cl::opt<std::string> inputFile{cl::Positional, cl::desc("<model.mlir>"), cl::Required,
-                                 cl::cat(category)};
-  cl::opt<std::string> outputFile{"o", cl::desc("Output file (default: trainer)"),
-                                  cl::value_desc("file"), cl::init("trainer"), cl::cat(category)};
-  cl::opt<Target> target{
+  cl::opt<std::string, true> inputFile{cl::Positional, cl::desc("<model.mlir>"), cl::Required,
+                                       cl::location(values.inputFile), cl::cat(category)};
+  cl::opt<std::string, true> outputFile{"o", cl::desc("Output file (default: trainer)"),
+                                        cl::value_desc("file"), cl::location(values.outputFile),
+                                        cl::cat(category)};
+  cl::opt<Target, true> target{
       "target", cl::desc("Where the trainer runs"),
       cl::values(clEnumValN(Target::CPU, "cpu", "CPUs, MPI between ranks"),
                  clEnumValN(Target::CUDA, "cuda", "NVIDIA GPUs, NCCL between ranks")),
-      cl::init(Target::CPU), cl::cat(category)};
-  cl::opt<Emit> emit{
+      cl::location(values.target), cl::cat(category)};
+  cl::opt<Emit, true> emit{
       "emit", cl::desc("What to write"),
       cl::values(
           clEnumValN(Emit::MLIR, "mlir", "the lowered MLIR"),
@@ -49,93 +50,98 @@ struct CommandLine {
           clEnumValN(Emit::Object, "obj", "the object file"),
           clEnumValN(Emit::Executable, "exe", "the trainer"),
           clEnumValN(Emit::PTX, "ptx", "the kernels' PTX, each architecture's (--target=cuda)")),
-      cl::init(Emit::Executable), cl::cat(category)};
-  cl::opt<std::string> gridOverride{
+      cl::location(values.emit), cl::cat(category)};
+  cl::opt<std::string, true> grid{
       "grid", cl::desc("Compile for this device grid instead of the plan's: N or R,S"),
-      cl::value_desc("N|R,S"), cl::cat(category)};
+      cl::value_desc("N|R,S"), cl::location(values.grid), cl::cat(category)};
   cl::opt<std::string> report{
       "report", cl::desc("Print each rank's memory and traffic (table or json) and stop"),
       cl::value_desc("table|json"), cl::ValueOptional, cl::cat(category)};
-  cl::opt<std::string> deviceMemory{
+  cl::opt<std::string, true> deviceMemory{
       "device-memory",
       cl::desc("Memory of one rank's device (a GPU; for --target=cpu the host memory a rank may "
                "use), e.g. 80GB or 79.5GiB: a plan that needs more is an error listing the "
                "changes that fit (default: the plan's device_memory)"),
-      cl::value_desc("size"), cl::cat(category)};
-  cl::opt<bool> fitPlan{"fit",
-                        cl::desc("Over the memory budget, compile the best plan that fits "
-                                 "instead, and say which"),
-                        cl::cat(category)};
-  cl::opt<std::string> deviceProfile{
+      cl::value_desc("size"), cl::location(values.deviceMemory), cl::cat(category)};
+  cl::opt<bool, true> fit{"fit",
+                              cl::desc("Over the memory budget, compile the best plan that fits "
+                                       "instead, and say which"),
+                              cl::location(values.fit), cl::cat(category)};
+  cl::opt<std::string, true> deviceProfile{
       "device-profile",
       cl::desc("The device the step time is predicted for: h100-sxm, cpu or a profile file "
                "(default: h100-sxm for --target=cuda, cpu for --target=cpu)"),
-      cl::value_desc("name|file"), cl::cat(category)};
-  cl::opt<std::string> runtimeMemory{
+      cl::value_desc("name|file"), cl::location(values.deviceProfile), cl::cat(category)};
+  cl::opt<std::string, true> runtimeMemory{
       "runtime-memory",
       cl::desc("Memory the runtime allocates per rank beside the arena (default: the device "
                "profile's: CUDA context, NCCL buffers, cuBLAS workspace)"),
-      cl::value_desc("size"), cl::cat(category)};
-  cl::opt<std::string> timelineFile{
+      cl::value_desc("size"), cl::location(values.runtimeMemory), cl::cat(category)};
+  cl::opt<std::string, true> timelineFile{
       "timeline",
       cl::desc("Write the predicted step of a rank (its streams, and its memory as counters) as "
                "a Chrome trace: open it in Perfetto or chrome://tracing"),
-      cl::value_desc("file.json"), cl::cat(category)};
-  cl::opt<std::string> memorySvgFile{
+      cl::value_desc("file.json"), cl::location(values.timelineFile), cl::cat(category)};
+  cl::opt<std::string, true> memorySvgFile{
       "memory-svg",
       cl::desc("Draw a rank's memory over the predicted step (by kind, with the planned arena "
                "and the budget) as an SVG"),
-      cl::value_desc("file.svg"), cl::cat(category)};
-  cl::opt<std::string> measuredTraceFile{
+      cl::value_desc("file.svg"), cl::location(values.memorySvgFile), cl::cat(category)};
+  cl::opt<std::string, true> measuredTraceFile{
       "measured-trace",
       cl::desc("With --memory-svg: also draw the planned arena's high-water mark and the marks "
                "the trainer measured at the step's unit boundaries, read from its --trace file "
                "(the same compiled step)"),
-      cl::value_desc("file.json"), cl::cat(category)};
-  cl::list<std::string> gpuArchs{
-      "gpu-arch", cl::desc("GPU architectures of --target=cuda (default sm_80,sm_90)"),
-      cl::value_desc("sm_XY,..."), cl::CommaSeparated, cl::cat(category)};
-  cl::opt<std::string> cudaPath{"cuda-path",
-                                cl::desc("The CUDA toolkit (ptxas, fatbinary, libdevice; default: "
-                                         "the one the runtime was built with)"),
-                                cl::value_desc("dir"), cl::cat(category)};
-  cl::opt<int64_t> gpuBlockSize{"gpu-block-size",
-                                cl::desc("Threads per block of the generated kernels (1-1024)"),
-                                cl::init(256), cl::Hidden, cl::cat(category)};
-  cl::opt<bool> kernelsOnCPU{
+      cl::value_desc("file.json"), cl::location(values.measuredTraceFile), cl::cat(category)};
+  cl::list<std::string, std::vector<std::string>> gpuArchs{
+      "gpu-arch",
+      cl::desc("GPU architectures of --target=cuda (default sm_80,sm_90)"),
+      cl::value_desc("sm_XY,..."),
+      cl::CommaSeparated,
+      cl::location(values.gpuArchs),
+      cl::cat(category)};
+  cl::opt<std::string, true> cudaPath{
+      "cuda-path",
+      cl::desc("The CUDA toolkit (ptxas, fatbinary, libdevice; default: "
+               "the one the runtime was built with)"),
+      cl::value_desc("dir"), cl::location(values.cudaPath), cl::cat(category)};
+  cl::opt<int64_t, true> gpuBlockSize{
+      "gpu-block-size", cl::desc("Threads per block of the generated kernels (1-1024)"), cl::Hidden,
+      cl::location(values.gpuBlockSize), cl::cat(category)};
+  cl::opt<bool, true> kernelsOnCPU{
       "test-kernels-on-cpu",
       cl::desc("Test only: compile --target=cuda's kernels as CPU loops and link with the "
                "CPU runtime, to check the kernels without a GPU"),
-      cl::Hidden, cl::cat(category)};
-  cl::opt<bool> launchSummary{
+      cl::Hidden, cl::location(values.kernelsOnCPU), cl::cat(category)};
+  cl::opt<bool, true> launchSummary{
       "test-launch-summary",
       cl::desc("Test only: with --target=cuda, print the step's kernels, its launches and those "
                "on a single thread, and stop"),
-      cl::Hidden, cl::cat(category)};
-  cl::opt<bool> outlineKernels{
+      cl::Hidden, cl::location(values.launchSummary), cl::cat(category)};
+  cl::opt<bool, true> outlineKernels{
       "outline-kernels",
       cl::desc("Each compute op of the step in a function of its own, identical ones shared "
                "(default); =false compiles the step as one function, only to compare "
                "(LLVM's time then grows with the square of the model's depth)"),
-      cl::init(true), cl::Hidden, cl::cat(category)};
-  cl::opt<std::string> cpu{
+      cl::Hidden, cl::location(values.outlineKernels), cl::cat(category)};
+  cl::opt<std::string, true> cpu{
       "cpu",
       cl::desc("The x86-64 CPU the trainer is built for: native (this machine, the default) "
                "or any CPU LLVM knows, e.g. generic, x86-64-v2, x86-64-v3, sapphirerapids"),
-      cl::value_desc("name"), cl::init("native"), cl::cat(category)};
-  cl::opt<std::string> cpuFeatures{
+      cl::value_desc("name"), cl::location(values.cpu), cl::cat(category)};
+  cl::opt<std::string, true> cpuFeatures{
       "cpu-features", cl::desc("CPU features added to or removed from --cpu's, e.g. -avx512f"),
-      cl::value_desc("+f,-g,..."), cl::cat(category)};
-  cl::opt<unsigned> jobs{
+      cl::value_desc("+f,-g,..."), cl::location(values.cpuFeatures), cl::cat(category)};
+  cl::opt<unsigned, true> jobs{
       "j",
       cl::desc("Optimise and generate code in N parts at once, on N threads (default: the "
                "machine's hardware threads)"),
       cl::value_desc("N"),
       cl::Prefix,
-      cl::init(std::max(1u, std::thread::hardware_concurrency())),
+      cl::location(values.jobs),
       cl::cat(category)};
-  cl::opt<unsigned> optLevel{"O", cl::desc("LLVM optimisation level (0-3, default 3)"), cl::Prefix,
-                             cl::init(3), cl::cat(category)};
+  cl::opt<unsigned, true> optLevel{"O", cl::desc("LLVM optimisation level (0-3, default 3)"),
+                                   cl::Prefix, cl::location(values.optLevel), cl::cat(category)};
 };
 
 CommandLine *commandLine = nullptr;
@@ -158,31 +164,8 @@ void fsdpc::registerCompilerCLOptions() {
 }
 
 fsdpc::CompilerOptions fsdpc::compilerOptionsFromCL() {
-  const CommandLine &flags = *commandLine;
-  CompilerOptions options;
-  options.inputFile = flags.inputFile;
-  options.outputFile = flags.outputFile;
-  options.target = flags.target;
-  options.emit = flags.emit;
-  options.grid = flags.gridOverride;
-  if (flags.report.getNumOccurrences())
-    options.report = flags.report.getValue();
-  options.deviceMemory = flags.deviceMemory;
-  options.fit = flags.fitPlan;
-  options.deviceProfile = flags.deviceProfile;
-  options.runtimeMemory = flags.runtimeMemory;
-  options.timelineFile = flags.timelineFile;
-  options.memorySvgFile = flags.memorySvgFile;
-  options.measuredTraceFile = flags.measuredTraceFile;
-  options.gpuArchs.assign(flags.gpuArchs.begin(), flags.gpuArchs.end());
-  options.cudaPath = flags.cudaPath;
-  options.gpuBlockSize = flags.gpuBlockSize;
-  options.kernelsOnCPU = flags.kernelsOnCPU;
-  options.launchSummary = flags.launchSummary;
-  options.outlineKernels = flags.outlineKernels;
-  options.cpu = flags.cpu;
-  options.cpuFeatures = flags.cpuFeatures;
-  options.jobs = flags.jobs;
-  options.optLevel = flags.optLevel;
+  CompilerOptions options = commandLine->values;
+  if (commandLine->report.getNumOccurrences())
+    options.report = commandLine->report.getValue();
   return options;
 }

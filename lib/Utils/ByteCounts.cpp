@@ -19,8 +19,8 @@ double mlir::fsdp::gibibytes(int64_t bytes) {
   return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0);
 }
 
-std::string mlir::fsdp::gibText(int64_t bytes, int decimals) {
+std::string mlir::fsdp::gibText(int64_t bytes) {
   std::string text;
-  llvm::raw_string_ostream(text) << llvm::format("%.*f GiB", decimals, gibibytes(bytes));
+  llvm::raw_string_ostream(text) << llvm::format("%.2f GiB", gibibytes(bytes));
   return text;
 }

@@ -475,7 +475,8 @@ def sanitize(report, node, name, model):
         if not check.data and not check.make_data():
             return
         # racecheck watches every shared-memory access: one step of the small Llama's
-        # attention under it took over 90 s on an H100 (2026-11-27), so it gets one step.
+        # attention under it ran past 80 s on an H100 (2026-11-27), so it gets one step,
+        # of the tiny Llama (make_bundle.py).
         steps = "1" if kind == "racecheck" else "2"
         status, out, seconds = node.run(
             [tool, "--tool", kind, "--error-exitcode", "97", "--print-limit", "20",

@@ -46,6 +46,7 @@ The plan's dtypes and grid are not part of the name: a file written with
 rotary tables may hold any values (--init-from): the reference reads them from the trace.
 """
 import argparse
+import collections
 import json
 import os
 import sys
@@ -195,6 +196,17 @@ class Trace:
                 offset += size
             out[part] = values
         return out
+
+
+def clip_sum_chain(model, ranks):
+    """The longest chain of roundings in the trainer's sum of squares for the clip norm
+    (fsdp-insert-collectives): one per square, a rank's sum over its shard of a unit's flat
+    gradient (at most the unit's elements), the sum over the units, then the ranks'
+    all-reduce. No path through that sum, in any order the trainer takes, is longer."""
+    units = collections.Counter()
+    for _name, shape, _dtype, unit, _init in models.get(model)["params"]:
+        units[unit] += int(np.prod(shape))
+    return 1 + max(units.values()) + len(units) + ranks
 
 
 def clip_coefficient(grads, max_norm):
@@ -367,11 +379,7 @@ def check(model, arrays, trace, losses, lr, optimizer, clip, prec=EXACT, margins
         failures.append("%d losses logged, the trace has %d steps" % (len(losses), steps))
     batch = models.batch_size(model)
     loss_bound, grad_bound = bounds(model)
-    # The clip norm squares every trainable gradient element (one rounding), sums each
-    # parameter's squares (on a rank, its shard's), adds those sums, then the ranks'
-    # totals: no path through that sum, in any order the trainer takes, is longer.
-    chain = 1 + max(int(np.prod(s)) for _n, s, _d in trace.trainable) + \
-        len(trace.trainable) + prec.ranks
+    chain = clip_sum_chain(model, prec.ranks)
     frozen = models.get(model)["frozen"]
     after = trace.record(0)
     # Record 0 is the state before the first step: no gradient yet (docs/Runtime.md).

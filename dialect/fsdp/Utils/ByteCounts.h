@@ -20,8 +20,8 @@ std::string groupedBytes(int64_t bytes);
 /// `bytes` in GiB.
 double gibibytes(int64_t bytes);
 
-/// `bytes` in GiB with `decimals` digits after the point: `73.89 GiB`.
-std::string gibText(int64_t bytes, int decimals = 2);
+/// `bytes` in GiB, to two decimals: `73.89 GiB`.
+std::string gibText(int64_t bytes);
 
 } // namespace mlir::fsdp
 
