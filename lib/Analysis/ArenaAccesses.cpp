@@ -2,7 +2,7 @@
 
 #include "fsdp/Analysis/ArenaAccesses.h"
 
-#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/ABI/RuntimeABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -44,7 +44,7 @@ DeviceProfile h100Sxm() {
   profile.matmulFlopsBF16 = 700e12; // dense BF16 tensor cores: 989 TFLOP/s peak
   profile.vectorFlops = 50e12;
   profile.vectorDivides = 6e12;     // MUFU reciprocals and roots: 1/8 of the FMA pipes
-  // fsdp-form-kernels gives every row of a reduction a thread of its own:
+  // fsdp-cuda-form-kernels gives every row of a reduction a thread of its own:
   // no chain holds the device.
   profile.scalarFlops = profile.vectorFlops;
   profile.dependentFlops = std::numeric_limits<double>::infinity();

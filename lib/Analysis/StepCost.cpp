@@ -4,8 +4,8 @@
 
 #include "fsdp/Analysis/ArenaAccesses.h"
 
-#include "fsdp/Conversion/BufferKinds.h"
-#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/ABI/BufferKinds.h"
+#include "fsdp/ABI/RuntimeABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

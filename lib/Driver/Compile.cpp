@@ -19,6 +19,7 @@
 #include "TargetChoice.h"
 #include "fsdp/Driver/Driver.h"
 #include "fsdp/IR/FSDPOps.h"
+#include "fsdp/Planning/Passes.h"
 #include "fsdp/Transforms/Passes.h"
 #include "fsdp/Utils/ByteCounts.h"
 

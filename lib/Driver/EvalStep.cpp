@@ -2,7 +2,7 @@
 
 #include "EvalStep.h"
 
-#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/ABI/RuntimeABI.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"

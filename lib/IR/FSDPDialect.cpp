@@ -2,7 +2,7 @@
 
 #include "fsdp/IR/FSDPDialect.h"
 
-#include "fsdp/Conversion/BufferKinds.h"
+#include "fsdp/ABI/BufferKinds.h"
 #include "fsdp/IR/FSDPAttrs.h"
 #include "fsdp/IR/FSDPOps.h"
 
@@ -25,7 +25,7 @@ void FSDPDialect::initialize() {
 LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
-  // The lowering's tag on the step's buffers (fsdp/Conversion/BufferKinds.h),
+  // The lowering's tag on the step's buffers (fsdp/ABI/BufferKinds.h),
   // internal to the compiler: models never carry it.
   if (name == kBufferKindAttr || name == kGradientOfAttr) {
     // fsdp-assign-buffers moves the kind to the arena view replacing the buffer.

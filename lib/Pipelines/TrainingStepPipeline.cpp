@@ -3,6 +3,7 @@
 #include "fsdp/Pipelines/TrainingStepPipeline.h"
 
 #include "fsdp/Conversion/Passes.h"
+#include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"

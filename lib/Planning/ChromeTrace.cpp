@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Planning/Pictures.h"
 
 #include "llvm/Support/JSON.h"

@@ -3,8 +3,8 @@
 #include "fsdp/Planning/PlanEvaluation.h"
 
 #include "fsdp/Analysis/BufferLiveness.h"
-#include "fsdp/Conversion/BufferKinds.h"
-#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/ABI/BufferKinds.h"
+#include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/IR/FSDPDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -13,6 +13,7 @@
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_FSDPLOWERPRECISIONPASS

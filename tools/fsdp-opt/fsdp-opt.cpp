@@ -9,7 +9,7 @@
 #include "fsdp/IR/FSDPDialect.h"
 #include "fsdp/Pipelines/CPUPipeline.h"
 #include "fsdp/Pipelines/CUDAPipeline.h"
-#include "fsdp/Transforms/Passes.h"
+#include "fsdp/Planning/Passes.h"
 #include "TestPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -38,6 +38,7 @@ int main(int argc, char **argv) {
 
   mlir::fsdp::registerCPUPipeline();
   mlir::fsdp::registerCUDAPipeline();
+  mlir::fsdp::registerFSDPPlanningPasses();
   mlir::fsdp::test::registerTestLaunchToLoopsPass();
   mlir::fsdp::test::registerTestLaunchSummaryPass();
   mlir::fsdp::test::registerTestCheckStreamOrderPass();

@@ -23,7 +23,7 @@ struct CUDAPipelineOptions {
   /// (fsdp-outline-kernels); false only to compare with one step function.
   bool outlineKernels = true;
   /// The plan's approximate_math: the kernels keep libdevice's approximate
-  /// square roots instead of correctly rounded ones (fsdp-precise-gpu-math).
+  /// square roots instead of correctly rounded ones (fsdp-cuda-precise-math).
   bool approximateMath = false;
   /// Stop at PTX: each gpu.binary holds every architecture's PTX text (fsdpc
   /// --emit=ptx), and no fat binary is packed.

@@ -1,19 +1,11 @@
-//===- Passes.h - fsdp passes -----------------------------------*- C++ -*-===//
+//===- Passes.h - model-level passes ----------------------------*- C++ -*-===//
 
 #ifndef FSDP_TRANSFORMS_PASSES_H
 #define FSDP_TRANSFORMS_PASSES_H
 
 #include "fsdp/IR/FSDPOps.h"
-
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::fsdp {

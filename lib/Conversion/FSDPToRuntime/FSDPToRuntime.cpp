@@ -16,7 +16,7 @@
 #include "StepLowering.h"
 
 #include "fsdp/Conversion/Passes.h"
-#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/IR/FSDPOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

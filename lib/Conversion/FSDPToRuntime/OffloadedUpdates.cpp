@@ -13,8 +13,8 @@
 
 #include "OptimizerUpdate.h"
 
-#include "fsdp/Conversion/BufferKinds.h"
-#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/ABI/BufferKinds.h"
+#include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -10,8 +10,8 @@
 
 #include "OptimizerUpdate.h"
 
-#include "fsdp/Conversion/BufferKinds.h"
-#include "fsdp/Conversion/RuntimeABI.h"
+#include "fsdp/ABI/BufferKinds.h"
+#include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -260,7 +260,7 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
   operands.step = stepNumber;
   operands.lr = learningRate;
   // On the device, read where the runtime wrote them before the step
-  // (fsdp-sink-host-reads moves these loads into the kernels).
+  // (fsdp-cuda-sink-host-reads moves these loads into the kernels).
   if (std::optional<ArenaRegion> scalars = layout.deviceScalars) {
     operands.step = memref::LoadOp::create(
         b, loc, view(loc, arena, scalars->offset + ArenaLayout::kStepOffset, {}, b.getI64Type()));

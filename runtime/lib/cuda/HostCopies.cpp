@@ -7,7 +7,7 @@
 // goes on. Each records its handle's event; fsdprt_wait (NcclCollectives.cpp)
 // blocks the host on a copy to the host, whose bytes the host's update reads.
 // The step orders the copy stream after the work that wrote a copy's source
-// with the compiler's events (fsdp-insert-stream-events).
+// with the compiler's events (fsdp-cuda-insert-stream-events).
 //
 //===----------------------------------------------------------------------===//
 

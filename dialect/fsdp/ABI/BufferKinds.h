@@ -1,0 +1,47 @@
+//===- BufferKinds.h - what a transient buffer of the step holds -*- C++ -*-===//
+//
+// convert-fsdp-to-runtime tags the buffers it creates for collectives, so
+// that fsdp-assign-buffers can account for them by kind; every other buffer
+// of the step comes from bufferization: activations and temporaries.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_ABI_BUFFERKINDS_H
+#define FSDP_ABI_BUFFERKINDS_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::fsdp {
+
+/// The attribute on a `memref.alloc` naming its kind.
+constexpr llvm::StringLiteral kBufferKindAttr = "fsdp.buffer";
+/// A unit's parameters, all-gathered.
+constexpr llvm::StringLiteral kGatheredKind = "gathered";
+/// A unit's flat gradient before its reduce-scatter.
+constexpr llvm::StringLiteral kGradientKind = "gradient";
+/// The operand of an all-reduce that has no buffer of its own.
+constexpr llvm::StringLiteral kCollectiveKind = "collective";
+/// A unit's gradient shard, from its reduction to its update at the end of
+/// the step; `kGradientOfAttr` names the unit, and fsdp-assign-buffers writes
+/// where it lies into the manifest (the trainer reads it after the step).
+constexpr llvm::StringLiteral kGradientShardKind = "gradient_shard";
+constexpr llvm::StringLiteral kGradientOfAttr = "fsdp.gradient_of";
+
+/// What fsdp-assign-buffers leaves on the arena view that replaces a
+/// transient buffer: its kind (the kinds above, or `kActivationKind` for
+/// every buffer bufferization made), for analyses of the planned step (the
+/// memory over the step, `fsdpc --memory-svg`).
+constexpr llvm::StringLiteral kActivationKind = "activation";
+
+/// The unit a collective's start call moves, on the call (`fsdpc --timeline`
+/// names its events by it).
+constexpr llvm::StringLiteral kCollectiveUnitAttr = "fsdp.unit";
+
+/// On a read of the host arena in the step of a GPU target (offload's
+/// clipping coefficient): fsdp-cuda-form-kernels and fsdp-cuda-sink-host-reads leave it
+/// to the host.
+constexpr llvm::StringLiteral kOnHostAttr = "fsdp.on_host";
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_ABI_BUFFERKINDS_H

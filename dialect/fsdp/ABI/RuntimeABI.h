@@ -1,0 +1,88 @@
+//===- RuntimeABI.h - symbols shared with the runtime -----------*- C++ -*-===//
+//
+// The names of runtime/include/fsdprt/fsdprt.h that the compiler emits or
+// calls. docs/Runtime.md is the contract.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_ABI_RUNTIMEABI_H
+#define FSDP_ABI_RUNTIMEABI_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::fsdp {
+
+/// `float fsdp_train_step(void *arena, int64_t step, float lr)`; with
+/// `offload = optimizer`, `float fsdp_train_step(void *arena, void *host_arena,
+/// int64_t step, float lr)`.
+constexpr llvm::StringLiteral kStepFunction = "fsdp_train_step";
+/// `const char fsdp_manifest[]`: the JSON manifest, NUL-terminated.
+constexpr llvm::StringLiteral kManifestGlobal = "fsdp_manifest";
+/// The held-out evaluation step fsdpc links beside the training step: the
+/// same signature (its step number and rate are not read), the loss of the
+/// batch at the inputs' offsets, nothing updated; and its manifest (the same
+/// persistent layout, its own arena_bytes).
+constexpr llvm::StringLiteral kEvalStepFunction = "fsdp_eval_step";
+constexpr llvm::StringLiteral kEvalManifestGlobal = "fsdp_eval_manifest";
+
+constexpr llvm::StringLiteral kAllGatherStart = "fsdprt_all_gather_start";
+constexpr llvm::StringLiteral kReduceScatterStart = "fsdprt_reduce_scatter_start";
+constexpr llvm::StringLiteral kAllReduceStart = "fsdprt_all_reduce_start";
+constexpr llvm::StringLiteral kWait = "fsdprt_wait";
+/// `int32_t fsdprt_copy_to_host_start(void *host, const void *device, int64_t
+/// bytes)` and `fsdprt_copy_to_device_start(void *device, const void *host,
+/// int64_t bytes)`: offload's copies on the copy stream, waited for with
+/// fsdprt_wait (which blocks the host until a copy to the host is done).
+constexpr llvm::StringLiteral kCopyToHostStart = "fsdprt_copy_to_host_start";
+constexpr llvm::StringLiteral kCopyToDeviceStart = "fsdprt_copy_to_device_start";
+/// `void fsdprt_host_parallel(fsdprt_host_task task, void *host_arena, float
+/// lr, int64_t step, float coefficient, int64_t count)`: offload's update,
+/// `task(host_arena, lr, step, coefficient, begin, end)` on chunks of [0,
+/// count) on the host's threads.
+constexpr llvm::StringLiteral kHostParallel = "fsdprt_host_parallel";
+constexpr llvm::StringLiteral kGemm = "fsdprt_sgemm";
+constexpr llvm::StringLiteral kBatchedGemm = "fsdprt_sgemm_batched";
+constexpr llvm::StringLiteral kGemmBF16 = "fsdprt_gemm_bf16";
+constexpr llvm::StringLiteral kBatchedGemmBF16 = "fsdprt_gemm_bf16_batched";
+/// fsdprt_sgemm's arguments and then a row vector `bias` added to every row
+/// of C before it is stored (the CUDA target's bias epilogue).
+constexpr llvm::StringLiteral kGemmBias = "fsdprt_sgemm_bias";
+
+/// Whether `callee` is one of the runtime's matrix products, which run on
+/// the compute stream; A and B are their first two pointers, C the third.
+inline bool isGemmCallee(llvm::StringRef callee) {
+  return callee == kGemm || callee == kBatchedGemm || callee == kGemmBF16 ||
+         callee == kBatchedGemmBF16 || callee == kGemmBias;
+}
+/// Whether the product `callee` is of bf16 matrices.
+inline bool isBF16GemmCallee(llvm::StringRef callee) {
+  return callee == kGemmBF16 || callee == kBatchedGemmBF16;
+}
+/// Whether the product `callee` is batched (its batch count after trans_b).
+inline bool isBatchedGemmCallee(llvm::StringRef callee) {
+  return callee == kBatchedGemm || callee == kBatchedGemmBF16;
+}
+
+/// FSDPRT_DTYPE_*: the element type of a reduction.
+enum class RuntimeDType : int32_t { F32 = 0, BF16 = 1 };
+
+// The CUDA target's host code (docs/Runtime.md, section 7).
+
+/// `void *fsdprt_stream(int32_t stream)`: the cudaStream_t of a stream.
+constexpr llvm::StringLiteral kStream = "fsdprt_stream";
+/// `void fsdprt_event_record(int32_t event, int32_t stream)`.
+constexpr llvm::StringLiteral kEventRecord = "fsdprt_event_record";
+/// `void fsdprt_stream_wait_event(int32_t stream, int32_t event)`.
+constexpr llvm::StringLiteral kStreamWaitEvent = "fsdprt_stream_wait_event";
+
+/// FSDPRT_STREAM_*: kernels and GEMMs run on the compute stream, all-gathers
+/// on their own, reduce-scatters and all-reduces on a third, offload's copies
+/// between host and device on a fourth.
+enum class RuntimeStream : int32_t { Compute = 0, AllGather = 1, ReduceScatter = 2, Copy = 3 };
+constexpr int kNumRuntimeStreams = 4;
+/// Event ids are in [0, kMaxRuntimeEvents).
+constexpr int kMaxRuntimeEvents = 65536;
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_ABI_RUNTIMEABI_H

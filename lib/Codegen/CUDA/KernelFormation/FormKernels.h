@@ -1,0 +1,156 @@
+//===- FormKernels.h - the pieces of fsdp-cuda-form-kernels ---------*- C++ -*-===//
+//
+// How fsdp-cuda-form-kernels shapes the step's device work into GPU kernels
+// (docs/CUDA.md, section 1), one idea a file: reductions
+// (ReductionKernels.cpp), scalar ops in the kernels around them
+// (ScalarKernels.cpp), the embedding gradient's scatter (ScatterKernels.cpp),
+// vector accesses (WideThreads.cpp), fewer launches (KernelFusion.cpp), and
+// the pass itself (FormKernels.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_TRANSFORMS_FORMKERNELS_H
+#define FSDP_TRANSFORMS_FORMKERNELS_H
+
+#include "fsdp/Analysis/ArenaAccesses.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::fsdp {
+
+//===----------------------------------------------------------------------===//
+// Reductions (ReductionKernels.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The attribute that marks the block loop of a nest whose threads reduce
+/// together: it is already shaped as blocks of threads, and is not tiled.
+inline constexpr llvm::StringLiteral kCooperativeNestAttr = "fsdp.cooperative";
+
+/// Reductions of at least this many elements per output, along contiguous
+/// memory, are summed by a block's threads together rather than by one.
+inline constexpr int64_t kCooperativeMinElements = 64;
+
+/// The values that fill each output of `op` just before it (a linalg.fill of
+/// the same buffer, with nothing in between that touches memory), or null:
+/// such fills are folded into the reduction, which starts from the value
+/// instead of reading the buffer, and the fill kernel goes away.
+SmallVector<Value> takeFusableFills(linalg::LinalgOp op);
+
+/// Lowers `op`, on buffers with its parallel loops first and at least one
+/// reduction loop, to a top-level scf.parallel nest. `inits` (one per output,
+/// from takeFusableFills) gives the value an output starts from, or null to
+/// read it. Each output point's accumulators stay in registers and are
+/// stored once. A single-output reduction whose combiner is a known one
+/// (addf, mulf, maximumf, minimumf, maxnumf, minnumf) and that either has no
+/// parallel loop or reduces at least kCooperativeMinElements contiguous
+/// elements per output is a cooperative nest: a block per output point,
+/// whose threads each fold a strided slice, then combine in a gpu.all_reduce
+/// (a fixed tree: the same order every run), and thread 0 stores. Anything
+/// else gets a thread per output point.
+FailureOr<scf::ParallelOp> lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
+                                          ArrayRef<Value> inits, int64_t blockSize);
+
+/// Runs the elementwise linalg op `op`, which follows the reduction `nest`
+/// with only side-effect-free ops in between, in `nest` after the
+/// reduction: in a block reduction, block b's threads, which all have row
+/// b's result, then stride through row b of `op` (a normalisation after a
+/// row's mean or sum); with a thread per output, the thread that made the
+/// row goes through it (rows of at most kCooperativeMinElements). `op` reads
+/// the result where it would have loaded it. Fails, changing nothing,
+/// unless `op`'s leading loops are the reduction's rows, it reads the
+/// result only at its own row, touches no other byte of it and writes no
+/// byte the reduction reads (by `arena`), and every thread has the result
+/// (the reduction started from a value, not from memory).
+LogicalResult fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelOp nest, linalg::LinalgOp op,
+                              const ArenaAccesses &arena);
+
+/// The values the scalar (rank-0) linalg op `op` yields when its outputs
+/// hold `outs`, computed at the insertion point.
+SmallVector<Value> inlineScalarOp(OpBuilder &b, Location loc, linalg::LinalgOp op, ValueRange outs);
+
+/// Whether `nest` is a cooperative nest of a single block (a full
+/// reduction), whose thread 0 ends by storing the result.
+bool isFullReductionNest(scf::ParallelOp nest);
+
+/// Moves the scalar (rank-0) linalg op `op`, which follows the full
+/// reduction `nest` with only side-effect-free ops in between, to the end of
+/// what `nest`'s thread 0 does: the step's scalar arithmetic (the loss's
+/// mean, the gradient norm's running sum) runs where its input was just
+/// made rather than in a kernel of one thread.
+void appendToFullReduction(RewriterBase &rewriter, scf::ParallelOp nest, linalg::LinalgOp op);
+
+//===----------------------------------------------------------------------===//
+// Scalar ops in other kernels (ScalarKernels.cpp), the scatter
+// (ScatterKernels.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Makes every thread of `nest` compute the scalar (rank-0) linalg op
+/// `scalar` first and use the values instead of loading them (in a block
+/// reduction, thread 0 where it stores the result); with `store`, the nest's
+/// first thread also stores them, for whatever reads them later.
+/// Fails (changing nothing) when the nest reaches the scalar's results other
+/// than by loading them whole, or writes what the scalar reads.
+LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest, linalg::LinalgOp scalar,
+                            bool store, const ArenaAccesses &arena);
+
+/// A sequential scatter nest (an embedding gradient's
+/// `table[ids[n], d] += grad[n, d]`: rows in order, because two positions may
+/// name the same row) as an scf.parallel over its inner loop: each column d
+/// is its own thread, which adds the rows in the same order. Legal when every
+/// access to a buffer the inner loop writes is at column d (its last index is
+/// the inner induction variable, the others are fixed before the inner loop)
+/// and those bytes are read through no other buffer. Null when `outer` is
+/// not such a nest.
+FailureOr<scf::ParallelOp> parallelizeScatter(RewriterBase &rewriter, scf::ForOp outer,
+                                              const ArenaAccesses &arena);
+
+//===----------------------------------------------------------------------===//
+// Vector accesses (WideThreads.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Gives each thread of the elementwise nest `nest` (an scf.parallel whose
+/// last loop goes from 0 by 1 to a static extent) the adjacent elements of
+/// its last loop that make `vectorBytes` bytes of the smallest element it
+/// accesses contiguously along that loop, as many as divide the extent: the
+/// last loop goes over runs of that many elements, the body is repeated for
+/// each element of a run, and each contiguous access's copies become one
+/// vector.load or vector.store. Returns the elements a thread takes (1:
+/// `nest` is unchanged). `vectorBytes` is a power of two.
+int64_t widenThreads(RewriterBase &rewriter, scf::ParallelOp nest, int64_t vectorBytes);
+
+//===----------------------------------------------------------------------===//
+// Fewer launches (KernelFusion.cpp)
+//===----------------------------------------------------------------------===//
+
+/// Fuses each run of consecutive independent kernel nests of `body` into one
+/// kernel: a launch costs microseconds, and the runs are frequent (a unit's
+/// gradients copied into its flat gradient one after the other, the fills
+/// that start the attention's accumulators).
+void fuseIndependentNests(RewriterBase &rewriter, Block &body, const ArenaAccesses &arena);
+
+/// Merges consecutive block reductions of the same shape that touch no byte
+/// the other writes (a norm's backward reduces two products of each row), or
+/// single blocks whose folds do not read what the earlier one writes: one
+/// kernel whose threads do one, then the other.
+void fuseSiblingReductions(RewriterBase &rewriter, Block &body, const ArenaAccesses &arena);
+
+//===----------------------------------------------------------------------===//
+// Shared (FormKernels.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The memrefs `op` and its nested ops load from and store to.
+void collectAccesses(Operation *op, SetVector<Value> &loaded, SetVector<Value> &stored);
+
+/// Whether two byte ranges of the arena overlap (an unknown range overlaps
+/// everything).
+bool overlap(const std::optional<ArenaAccess> &a, const std::optional<ArenaAccess> &b);
+
+/// Whether nothing between `first` and `second` touches memory.
+bool onlyPureOpsBetween(Operation *first, Operation *second);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_TRANSFORMS_FORMKERNELS_H
