@@ -74,12 +74,14 @@ std::optional<int64_t> constantInt(Value value) {
 }
 
 /// The arithmetic one scalar op stands for: exp, log and tanh become
-/// polynomials of a few dozen ops (fsdp-approximate-math, NVVM's libdevice);
-/// divisions and square roots go to the divider.
+/// polynomials of a few dozen ops (fsdp-approximate-math, NVVM's libdevice), and
+/// so do fsdp.rope's exp2, cosine and sine (libm, libdevice); divisions and
+/// square roots go to the divider.
 Work arithmeticOf(Operation *op) {
   if (isa<arith::DivFOp, math::SqrtOp, math::RsqrtOp>(op))
     return {0, 0, 0, 1};
-  if (isa<math::ExpOp, math::LogOp, math::TanhOp, math::PowFOp, math::ErfOp>(op))
+  if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::TanhOp, math::PowFOp, math::ErfOp,
+          math::CosOp, math::SinOp>(op))
     return {0, 0, 20, 0};
   if (isa<arith::ConstantOp, arith::IndexCastOp, arith::IndexCastUIOp>(op))
     return {};

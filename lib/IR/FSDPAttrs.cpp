@@ -375,6 +375,27 @@ int64_t PlanAttr::getWorldSize() const {
 }
 
 //===----------------------------------------------------------------------===//
+// Rotary embeddings
+//===----------------------------------------------------------------------===//
+
+LogicalResult Llama3RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                            APFloat factor, APFloat lowFreqFactor,
+                                            APFloat highFreqFactor,
+                                            int64_t originalMaxPositions) {
+  double f = factor.convertToDouble(), low = lowFreqFactor.convertToDouble(),
+         high = highFreqFactor.convertToDouble();
+  if (!std::isfinite(f) || !(f >= 1.0))
+    return emitError() << "llama3_rope factor must be at least 1, got " << f;
+  if (!std::isfinite(low) || !std::isfinite(high) || !(low > 0.0) || !(high > low))
+    return emitError() << "llama3_rope needs 0 < low_freq_factor < high_freq_factor, got "
+                       << low << " and " << high;
+  if (originalMaxPositions < 1)
+    return emitError() << "llama3_rope original_max_positions must be positive, got "
+                       << originalMaxPositions;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//
 

@@ -231,6 +231,14 @@ void CausalMaskOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   operandGrads.push_back(CausalMaskGradOp::create(b, getLoc(), resultGrads[0]));
 }
 
+// A rotation's transpose is its inverse: the gradient rotates back.
+void RopeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                            SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(RopeOp::create(b, getLoc(), resultGrads[0], getPositionsAttr(),
+                                        getThetaAttr(), getRotaryDimAttr(), getScalingAttr(),
+                                        getInverse() ? UnitAttr() : b.getUnitAttr()));
+}
+
 //===----------------------------------------------------------------------===//
 // Lookup and layout
 //===----------------------------------------------------------------------===//

@@ -389,6 +389,31 @@ LogicalResult CausalMaskGradOp::verify() {
   return verifySquareTrailingMatrix(*this, getType());
 }
 
+int64_t RopeOp::getRotaryDimValue() {
+  return getRotaryDim().value_or(getType().getShape().back());
+}
+
+LogicalResult RopeOp::verify() {
+  ArrayRef<int64_t> shape = getType().getShape();
+  if (shape.size() < 2)
+    return emitOpError("needs positions and features: rank 2 or more, got ") << shape.size();
+  int64_t rank = static_cast<int64_t>(shape.size());
+  if (getPositions() >= rank - 1)
+    return emitOpError("positions must be a dimension before the last (the features), got ")
+           << getPositions() << " of rank " << rank;
+  double theta = getTheta().convertToDouble();
+  if (!std::isfinite(theta) || !(theta > 1.0))
+    return emitOpError("theta must be finite and above 1, got ") << theta;
+  int64_t rotary = getRotaryDimValue();
+  if (rotary > shape.back() || rotary % 2 != 0)
+    return emitOpError("rotates an even number of features, at most the ")
+           << shape.back() << " of the last dimension; got " << rotary;
+  // Positions are f32 in the angle: exact only below 2^24.
+  if (shape[getPositions()] > (int64_t{1} << 24))
+    return emitOpError("positions must be at most 2^24, got ") << shape[getPositions()];
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Lookup and layout
 //===----------------------------------------------------------------------===//

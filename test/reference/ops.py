@@ -207,6 +207,43 @@ def causal_mask(x, prec=EXACT, point="causal_mask"):
     return prec.round(np.where(keep, x, -np.inf), point), lambda d: (np.where(keep, d, 0.0),)
 
 
+def rope_frequencies(rotary_dim, theta, scaling=None):
+    """fsdp.rope's frequencies theta^(-2i / r), i < r / 2, with Llama 3's scaling when
+    `scaling` = (factor, low_freq_factor, high_freq_factor, original_max_positions)
+    (Hugging Face's _compute_llama3_parameters), rounded to float32 as the spec says."""
+    f = theta ** (-2.0 * np.arange(rotary_dim // 2) / rotary_dim)
+    if scaling is not None:
+        factor, low, high, context = scaling
+        wavelength = 2.0 * np.pi / f
+        smooth = (context / wavelength - low) / (high - low)
+        mid = (1.0 - smooth) * f / factor + smooth * f
+        f = np.where(wavelength < context / high, f,
+                     np.where(wavelength > context / low, f / factor, mid))
+    return f.astype(np.float32)
+
+
+def rope(x, positions, theta, rotary_dim=None, scaling=None, inverse=False, prec=EXACT,
+         point="rope"):
+    """Rotary embedding of the last dimension (rotate-half pairs i, i + r/2) by the angle
+    p f_i at position p (the index along `positions`): the angle is the float32 product
+    of p and f_i (as the spec and Hugging Face compute it), its cosine and sine exact.
+    `inverse` rotates by -angle, which is also the vjp."""
+    r = x.shape[-1] if rotary_dim is None else rotary_dim
+    f = rope_frequencies(r, theta, scaling)
+    p = np.arange(x.shape[positions], dtype=np.float32)
+    angle = (p[:, None] * f[None, :]).astype(np.float64)      # [T, r/2], float32 products
+    shape = [1] * x.ndim
+    shape[positions], shape[-1] = x.shape[positions], r // 2
+    cos, sin = np.cos(angle).reshape(shape), np.sin(angle).reshape(shape)
+
+    def turn(v, sign):
+        a, b, rest = v[..., :r // 2], v[..., r // 2:r], v[..., r:]
+        return np.concatenate([a * cos - sign * b * sin, b * cos + sign * a * sin, rest],
+                              axis=-1)
+    sign = -1.0 if inverse else 1.0
+    return prec.round(turn(x, sign), point), lambda d: (prec.round(turn(d, -sign), point),)
+
+
 def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
               point="attention"):
     """fsdp.attention's output: softmax(scale q k^T [+ causal mask]) v per head, with

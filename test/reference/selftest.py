@@ -150,6 +150,12 @@ def test_ops():
         # Draws of their own: the cases above keep theirs.
         ("broadcast", ops.broadcast, (np.random.default_rng(5).standard_normal((2, 1, 3)),),
          {"shape": (4, 2, 5, 3)}),
+        ("rope", ops.rope, (np.random.default_rng(6).standard_normal((2, 5, 3, 8)),),
+         {"positions": 1, "theta": 10000.0}),
+        ("rope partial, scaled, inverse", ops.rope,
+         (np.random.default_rng(6).standard_normal((2, 3, 6, 10)),),
+         {"positions": 2, "theta": 500.0, "rotary_dim": 6, "scaling": (4.0, 1.0, 4.0, 8),
+          "inverse": True}),
     ]
     for name, op, args, kw in cases:
         err = ops.check_vjp(op, args, range(len(args)), kw)
@@ -175,12 +181,44 @@ def test_ops():
     report("attention = explicit form (grouped, causal)", np.allclose(o, explicit, atol=1e-13))
     ob, _ = ops.attention(q, k, v, causal=True, key_block=2)
     report("attention in key blocks of 2 = one block", np.allclose(ob, o, atol=1e-13))
+    test_rope_forward()
     g, _ = ops.gelu(np.array([1.0]))
     report("gelu(1) tanh form", abs(g[0] - 0.8411919906082768) < 1e-12)
     ce, _ = ops.cross_entropy(np.zeros((4, 10)), np.arange(4))
     report("cross_entropy uniform = ln C", abs(ce - np.log(10)) < 1e-12)
     y, _ = ops.layer_norm(np.array([[1.0, 2.0, 3.0, 4.0]]), np.ones(4), np.zeros(4))
     report("layer_norm biased variance", np.allclose(y, (np.arange(4) - 1.5) / np.sqrt(1.25 + 1e-5)))
+
+
+def test_rope_forward():
+    """fsdp.rope against Hugging Face's form of it: x cos + rotate_half(x) sin, with
+    rotate_half([x1, x2]) = [-x2, x1] and cos, sin tables [T, D] of the angles repeated
+    for both halves; and Llama 3's scaling at its three kinds of frequency."""
+    x = np.random.default_rng(8).standard_normal((2, 7, 3, 8))
+    f = ops.rope_frequencies(8, 10000.0).astype(np.float64)
+    report("rope frequencies theta^(-2i/D)",
+           np.allclose(f, 10000.0 ** (-np.arange(4) / 4), rtol=2 ** -24, atol=0))
+    angles = np.float32(np.arange(7)[:, None]) * np.float32(f)[None, :]
+    cos = np.tile(np.cos(angles.astype(np.float64)), 2)[None, :, None, :]
+    sin = np.tile(np.sin(angles.astype(np.float64)), 2)[None, :, None, :]
+    half = np.concatenate([-x[..., 4:], x[..., :4]], axis=-1)
+    y, _ = ops.rope(x, 1, 10000.0)
+    report("rope = x cos + rotate_half(x) sin", np.allclose(y, x * cos + half * sin, atol=1e-14))
+    y0, _ = ops.rope(x[:, :1], 1, 10000.0)
+    report("rope at position 0 is the identity", np.array_equal(y0, x[:, :1]))
+    # Llama 3.1: theta 500000, factor 8, frequencies bounds 1 and 4 of an 8192 context.
+    base = 500000.0 ** (-np.arange(64) / 64)
+    scaled = ops.rope_frequencies(128, 500000.0, (8.0, 1.0, 4.0, 8192)).astype(np.float64)
+    wavelength = 2 * np.pi / base
+    high, low = wavelength < 8192 / 4, wavelength > 8192 / 1
+    mid = ~high & ~low
+    smooth = (8192 / wavelength[mid] - 1.0) / 3.0
+    report("llama3 scaling: short wavelengths kept, long ones / 8, the others between",
+           high.any() and low.any() and mid.any()
+           and np.allclose(scaled[high], base[high], rtol=2 ** -24, atol=0)
+           and np.allclose(scaled[low], base[low] / 8, rtol=2 ** -24, atol=0)
+           and np.allclose(scaled[mid], (1 - smooth) * base[mid] / 8 + smooth * base[mid],
+                           rtol=2 ** -24, atol=0))
 
 
 # ---------------------------------------------------------------- 3. models

@@ -104,7 +104,7 @@ INIT_REPLACEMENTS = [
 ]
 OP_GROUPS = [
     ["matmul", "batch_matmul", "add", "sub", "mul", "div", "cross_entropy", "mse", "embedding"],
-    ["relu", "gelu", "silu", "tanh", "exp", "causal_mask", "scale", "softmax"],
+    ["relu", "gelu", "silu", "tanh", "exp", "causal_mask", "scale", "softmax", "rope"],
     ["layer_norm", "rms_norm"],
     ["transpose", "reduce_sum", "reduce_mean", "reshape"],
     ["use", "param"],

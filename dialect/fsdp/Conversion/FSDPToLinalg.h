@@ -15,6 +15,8 @@ void populateFSDPMatmulToLinalgPatterns(RewritePatternSet &patterns);
 void populateFSDPElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 /// Reductions, softmax, normalisations and losses, with their gradients.
 void populateFSDPReductionToLinalgPatterns(RewritePatternSet &patterns);
+/// fsdp.rope, computed where its angles are used.
+void populateFSDPRotaryToLinalgPatterns(RewritePatternSet &patterns);
 /// Reshape, transpose and embedding lookups, with their gradients.
 void populateFSDPLayoutToLinalgPatterns(RewritePatternSet &patterns);
 

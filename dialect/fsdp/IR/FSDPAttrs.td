@@ -339,4 +339,33 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Rotary embeddings
+//===----------------------------------------------------------------------===//
+
+def FSDP_Llama3RopeScalingAttr : FSDP_Attr<"Llama3RopeScaling", "llama3_rope"> {
+  let summary = "Llama-3 scaling of rotary frequencies for long contexts";
+  let description = [{
+    What Llama 3.1 and later call `rope_type = "llama3"`: with `L` the
+    original context (`original_max_positions`), a frequency whose wavelength
+    `2 pi / f` is longer than `L / low_freq_factor` is divided by `factor`,
+    one shorter than `L / high_freq_factor` is kept, and one between is
+    interpolated: `(1 - s) f / factor + s f` with
+    `s = (L / wavelength - low_freq_factor) / (high_freq_factor - low_freq_factor)`.
+
+    ```mlir
+    %y = fsdp.rope %x positions 1 theta 500000.0
+        llama3_scaling <factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0,
+                        original_max_positions = 8192>
+        : tensor<2x16x8x64xf32>
+    ```
+  }];
+  let parameters = (ins F64Parameter<"divisor of the low frequencies">:$factor,
+                        F64Parameter<"the low frequencies' bound">:$low_freq_factor,
+                        F64Parameter<"the high frequencies' bound">:$high_freq_factor,
+                        "int64_t":$original_max_positions);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // FSDP_ATTRS_TD

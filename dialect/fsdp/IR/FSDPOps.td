@@ -285,6 +285,51 @@ def FSDP_CausalMaskOp : FSDP_Op<"causal_mask", [Pure, FSDP_Differentiable, SameO
   let hasVerifier = 1;
 }
 
+def FSDP_RopeOp : FSDP_Op<"rope", [Pure, FSDP_Differentiable, SameOperandsAndResultType]> {
+  let summary = "Rotary position embedding";
+  let description = [{
+    Rotates pairs of the last dimension (a head's features, `D`) by angles
+    proportional to the position, the index along dimension `positions`
+    (from 0). The first `rotary_dim` features (default `D`, even) rotate in
+    the rotate-half convention of Llama and GPT-NeoX: feature `i` pairs with
+    `i + rotary_dim / 2`, at frequency `f_i = theta^(-2i / rotary_dim)`
+    (with `llama3_scaling`, Llama 3's: `#fsdp.llama3_rope`), and with
+    `a = p * f_i` at position `p`:
+
+        y[i]        = x[i] cos a - x[i + r/2] sin a
+        y[i + r/2]  = x[i + r/2] cos a + x[i] sin a
+
+    Features from `rotary_dim` on pass unchanged. As in Hugging Face's
+    models, `f_i` is rounded to f32 and the angle is the f32 product of the
+    position and `f_i`, whose cosine and sine are taken in f32; the tables
+    are never stored. `inverse` rotates by `-a`: the gradient, which a
+    rotation's transpose is.
+
+    ```mlir
+    %q_rot = fsdp.rope %q positions 1 theta 10000.0 : tensor<2x16x8x64xf32>
+    %k_rot = fsdp.rope %k positions 2 theta 10000.0 rotary_dim 32 : tensor<2x4x16x64xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$positions,
+                       F64Attr:$theta,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$rotary_dim,
+                       OptionalAttr<FSDP_Llama3RopeScalingAttr>:$scaling,
+                       UnitAttr:$inverse);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $input `positions` $positions `theta` custom<F64>($theta)
+    (`rotary_dim` $rotary_dim^)? (`llama3_scaling` $scaling^)? (`inverse` $inverse^)?
+    attr-dict
+    `:` type($input)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The rotated features: the attribute, else the whole last dimension.
+    int64_t getRotaryDimValue();
+  }];
+}
+
 def FSDP_AttentionOp : FSDP_Op<"attention", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
   let summary = "Scaled dot-product attention that never holds the score matrix";
   let description = [{

@@ -19,6 +19,7 @@ void mlir::fsdp::populateFSDPToLinalgPatterns(RewritePatternSet &patterns) {
   populateFSDPMatmulToLinalgPatterns(patterns);
   populateFSDPElementwiseToLinalgPatterns(patterns);
   populateFSDPReductionToLinalgPatterns(patterns);
+  populateFSDPRotaryToLinalgPatterns(patterns);
   populateFSDPLayoutToLinalgPatterns(patterns);
 }
 

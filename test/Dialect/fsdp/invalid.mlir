@@ -630,6 +630,87 @@ func.func @f(%x: tensor<8xf32>) {
   return
 }
 
+// -----
+
+// rope: a rank-1 input has no positions.
+func.func @f(%x: tensor<8xf32>) {
+  // expected-error@+1 {{'fsdp.rope' op needs positions and features: rank 2 or more, got 1}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 : tensor<8xf32>
+  return
+}
+
+// -----
+
+// rope: the positions cannot be the features.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.rope' op positions must be a dimension before the last (the features), got 1 of rank 2}}
+  %0 = fsdp.rope %x positions 1 theta 10000.0 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: theta above 1.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.rope' op theta must be finite and above 1, got 1}}
+  %0 = fsdp.rope %x positions 0 theta 1.0 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: an odd number of features cannot pair.
+func.func @f(%x: tensor<4x7xf32>) {
+  // expected-error@+1 {{'fsdp.rope' op rotates an even number of features, at most the 7 of the last dimension; got 7}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 : tensor<4x7xf32>
+  return
+}
+
+// -----
+
+// rope: rotary_dim within the features.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.rope' op rotates an even number of features, at most the 8 of the last dimension; got 10}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 rotary_dim 10 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: llama3 scaling never raises a frequency.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{llama3_rope factor must be at least 1, got 5.000000e-01}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 llama3_scaling <factor = 0.5, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192> : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: llama3 bounds in order.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{llama3_rope needs 0 < low_freq_factor < high_freq_factor, got 4.000000e+00 and 1.000000e+00}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 llama3_scaling <factor = 8.0, low_freq_factor = 4.0, high_freq_factor = 1.0, original_max_positions = 8192> : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: positions are f32 in the angle, exact up to 2^24.
+func.func @f(%x: tensor<16777217x2xf32>) {
+  // expected-error@+1 {{'fsdp.rope' op positions must be at most 2^24, got 16777217}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 : tensor<16777217x2xf32>
+  return
+}
+
+// -----
+
+// rope: llama3 needs the original context.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{llama3_rope original_max_positions must be positive, got 0}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 llama3_scaling <factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 0> : tensor<4x8xf32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // fsdp.embedding, fsdp.reshape, fsdp.transpose
 //===----------------------------------------------------------------------===//

@@ -16,6 +16,11 @@ An element passes when |num - ana| <= RTOL * max(|num|, |ana|) + ATOL. Each
 parameter must also have a checked element whose gradient is well above ATOL, so
 that a sign error or a missing factor could not hide in the tolerance.
 
+A gradient only checks the forward values it differentiates: an op whose forward
+the difference cannot see (rope's angles: a wrong frequency is differentiated just
+as well) also has a `reference`, the float64 loss of P0 from test/reference/ops.py,
+which the trainer's step-1 loss must match within REF_RTOL.
+
     gradcheck.py --fsdpc FSDPC --work DIR [--only NAME[,NAME...]] [--jobs N] [--list]
                  [--verbose] [--mutate F]
 
@@ -41,12 +46,15 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "reference"))
 import datafile  # noqa: E402
+import ops  # noqa: E402
 from params_file import read_params, write_params  # noqa: E402
 
 H = 1e-2              # finite-difference step
 RTOL = 1e-2           # relative tolerance
 ATOL = 2e-4           # absolute tolerance: f32 loss rounding / 2h is ~3e-6 * loss
 MIN_GRAD = 1e-2       # each parameter needs a checked |gradient| at least this large
+REF_RTOL = 1e-5       # step-1 loss against a case's float64 reference (f32: a few
+                      # roundings per element, then the mean of at most a few hundred)
 CHECKS_PER_PARAM = 6  # elements checked per parameter (all of them if fewer)
 
 PLAN = "#fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 1.0>>"
@@ -125,11 +133,12 @@ class Case:
     """params: [(name, shape, generator)]; inputs: [(name, shape, dtype, role, generator)];
     body: MLIR lines computing %l; picks: {param: [flat indices]} overrides."""
 
-    def __init__(self, name, params, inputs, body, picks=None, result="%l"):
+    def __init__(self, name, params, inputs, body, picks=None, result="%l", reference=None):
         self.name = name
         self.params = params
         self.inputs = inputs
         self.picks = picks or {}
+        self.reference = reference  # (params {name: array}, inputs [array]) -> loss
         decl = [(n, s, gen.init) for n, s, gen in params]
         args = [(n, s, d) for n, s, d, _, _ in inputs]
         self.mlir = module(decl, args, body, result)
@@ -290,6 +299,35 @@ case("rms_norm",
      [target([2, 3, 6])],
      ["%y = fsdp.rms_norm %x, %g : tensor<2x3x6xf32>, tensor<6xf32>",
       mse("%y", "%t", [2, 3, 6])])
+
+# ---------------------------------------------------------------- rotary embeddings
+
+def rope_case(name, shape, attrs, **kwargs):
+    """loss = mse(rope(x), t), its forward checked against ops.rope as well."""
+    text = ("positions %d theta %r" % (kwargs["positions"], kwargs["theta"])
+            + (" rotary_dim %d" % kwargs["rotary_dim"] if "rotary_dim" in kwargs else "")
+            + attrs + (" inverse" if kwargs.get("inverse") else ""))
+    if "scaling" in kwargs:
+        factor, low, high, context = kwargs["scaling"]
+        text = text.replace("SCALING", "llama3_scaling <factor = %r, "
+                            "low_freq_factor = %r, high_freq_factor = %r, "
+                            "original_max_positions = %d>" % (factor, low, high, context))
+
+    def reference(params, inputs):
+        y, _ = ops.rope(params["x"], **kwargs)
+        return ops.mse(y, inputs[0])[0]
+    case(name, [("x", shape, normal(1.0))], [target(shape, 2.0)],
+         ["%%y = fsdp.rope %%x %s : %s" % (text, ty(shape)), mse("%y", "%t", shape)],
+         reference=reference)
+
+
+# [B, T, H, D], positions along T: every feature turns.
+rope_case("rope", [2, 5, 3, 8], "", positions=1, theta=10000.0)
+# Positions along the last but one dimension, 6 of 10 features turning, Llama 3's
+# scaling with a frequency of each kind (kept, between the bounds, divided).
+rope_case("rope_partial_scaled", [1, 3, 6, 10], " SCALING", positions=2, theta=500.0,
+          rotary_dim=6, scaling=(4.0, 1.0, 4.0, 64))
+rope_case("rope_inverse", [3, 7, 4], "", positions=1, theta=100.0, inverse=True)
 
 # ---------------------------------------------------------------- attention
 
@@ -551,6 +589,18 @@ def check_case(c, fsdpc, work, mutate=None, verbose=False):
         grad *= mutate
 
     lines, ok, checks = [], True, 0
+    if c.reference is not None:
+        with open(p("p1.json")) as f:
+            loss = [json.loads(line)["loss"] for line in f if '"step"' in line][0]
+        want = c.reference({n: a.astype(np.float64) for (n, _, _), a in zip(c.params, p0)},
+                           [values for _, values in tensors])
+        checks += 1
+        within = abs(loss - want) <= REF_RTOL * abs(want)
+        ok = ok and within
+        if not within or verbose:
+            lines.append("  step-1 loss %.9g, reference %.9g: relative %.2g %s %g"
+                         % (loss, want, abs(loss - want) / abs(want), "<=" if within else ">",
+                            REF_RTOL))
     worst = 0.0
     worst_ratio = 0.0
     offset = 0

@@ -1,0 +1,164 @@
+//===- RotaryPatterns.cpp - fsdp.rope to linalg ---------------------------===//
+//
+// A rotary embedding is elementwise work on pairs of features, each element's
+// angle computed where it is used: no table is stored, no D x D product. When
+// every feature turns they are viewed as [..., 2, D/2], so that a feature's
+// partner is the same index of the other half (an affine map, 1 - h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilders.h"
+
+#include "fsdp/Conversion/FSDPToLinalg.h"
+#include "fsdp/IR/FSDPOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// Frequency `j` of `op` (i64) in f64: theta^(-2j / r), then Llama 3's scaling
+/// (Hugging Face's _compute_llama3_parameters: kept above the high bound,
+/// divided below the low one, smooth between).
+Value frequency(OpBuilder &b, Location loc, RopeOp op, Value j) {
+  Type f64 = b.getF64Type();
+  auto constant = [&](double value) { return constantFloat(b, loc, f64, value); };
+  double rotary = static_cast<double>(op.getRotaryDimValue());
+  double exponent = -2.0 * std::log2(op.getTheta().convertToDouble()) / rotary;
+  Value jf = arith::SIToFPOp::create(b, loc, f64, j);
+  Value f = math::Exp2Op::create(b, loc, arith::MulFOp::create(b, loc, jf, constant(exponent)));
+  Llama3RopeScalingAttr scaling = op.getScalingAttr();
+  if (!scaling)
+    return f;
+  ScalarMath m(b, loc);
+  double factor = scaling.getFactor().convertToDouble();
+  double low = scaling.getLowFreqFactor().convertToDouble();
+  double high = scaling.getHighFreqFactor().convertToDouble();
+  double context = static_cast<double>(scaling.getOriginalMaxPositions());
+  Value wavelength = m.div(constant(2.0 * llvm::numbers::pi), f);
+  // (1 - s) f / factor + s f, with s = (context / wavelength - low) / (high - low).
+  Value s = m.div(m.sub(m.div(constant(context), wavelength), constant(low)), constant(high - low));
+  Value scaled = m.div(f, constant(factor));
+  Value smooth = m.add(m.mul(m.sub(constant(1.0), s), scaled), m.mul(s, f));
+  Value mid = m.select(m.greater(wavelength, constant(context / low)), scaled, smooth);
+  return m.select(m.greater(constant(context / high), wavelength), f, mid);
+}
+
+/// Where an element is in its rotation: which half of the pair (i64, 0 or 1),
+/// which frequency (i64) and its position (i64).
+struct PairIndex {
+  Value half, frequency, position;
+};
+
+/// An element of the rotated features from itself and its partner (f32).
+Value rotate(OpBuilder &b, Location loc, RopeOp op, Value x, Value partner, PairIndex at) {
+  ScalarMath m(b, loc);
+  Type f32 = b.getF32Type();
+  Value f = arith::TruncFOp::create(b, loc, f32, frequency(b, loc, op, at.frequency));
+  Value position = arith::SIToFPOp::create(b, loc, f32, at.position);
+  Value angle = arith::MulFOp::create(b, loc, position, f);
+  Value cos = math::CosOp::create(b, loc, angle), sin = math::SinOp::create(b, loc, angle);
+  // The first half takes -partner sin, the second +partner sin; the inverse
+  // rotation the opposite.
+  Value second = arith::SIToFPOp::create(b, loc, f32, at.half);
+  Value sign = m.sub(m.mul(m.constant(second, 2.0), second), m.constant(second, 1.0));
+  if (op.getInverse())
+    sign = m.sub(m.constant(sign, 0.0), sign);
+  return m.add(m.mul(x, cos), m.mul(m.mul(sign, partner), sin));
+}
+
+/// [..., D] -> [..., 2, D/2]: the last dimension split into its halves.
+SmallVector<ReassociationIndices> halvesReassociation(int64_t rank) {
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t dim = 0; dim + 1 < rank; ++dim)
+    groups.push_back({dim});
+  groups.push_back({rank - 1, rank});
+  return groups;
+}
+
+/// Every feature turns: over [..., 2, D/2], a feature's partner is the same
+/// index of the other half, an affine map (1 - h).
+Value rotateAll(OpBuilder &b, Location loc, RopeOp op) {
+  RankedTensorType type = op.getType();
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> shape(type.getShape().drop_back());
+  shape.append({2, type.getShape().back() / 2});
+  RankedTensorType halvesType = type.clone(shape);
+  Value halves =
+      tensor::ExpandShapeOp::create(b, loc, halvesType, op.getInput(), halvesReassociation(rank));
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = b.getMultiDimIdentityMap(rank + 1);
+  SmallVector<AffineExpr> partnerExprs(identity.getResults());
+  partnerExprs[rank - 1] = 1 - getAffineDimExpr(rank - 1, ctx);
+  AffineMap partner = AffineMap::get(rank + 1, 0, partnerExprs, ctx);
+  Value rotated =
+      buildParallel(b, loc, halvesType, {halves, halves}, {identity, partner},
+                    [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                      ScalarMath m(nb, nloc);
+                      PairIndex at{m.index(rank - 1), m.index(rank), m.index(op.getPositions())};
+                      return rotate(nb, nloc, op, args[0], args[1], at);
+                    });
+  return tensor::CollapseShapeOp::create(b, loc, rotated, halvesReassociation(rank));
+}
+
+/// The first `rotary_dim` features turn, the others pass: over [..., D], the
+/// partner of feature i < r is read at i + r/2 or i - r/2 (a gather, as an
+/// embedding's rows are), so that one generic writes the whole result (slices
+/// of it written in place would leave strided copies to the buffers).
+Value rotateFirst(OpBuilder &b, Location loc, RopeOp op) {
+  RankedTensorType type = op.getType();
+  int64_t rank = type.getRank(), rotary = op.getRotaryDimValue();
+  Value input = op.getInput();
+  return buildElementwise(b, loc, type, input, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+    ScalarMath m(nb, nloc);
+    auto constant = [&](int64_t value) {
+      return arith::ConstantIntOp::create(nb, nloc, nb.getI64Type(), value);
+    };
+    auto less = [&](Value x, Value y) {
+      return arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::slt, x, y);
+    };
+    Value feature = m.index(rank - 1);
+    Value first = less(feature, constant(rotary / 2));
+    Value turns = less(feature, constant(rotary));
+    Value shift =
+        arith::SelectOp::create(nb, nloc, first, constant(rotary / 2), constant(-rotary / 2));
+    Value partnerFeature = arith::SelectOp::create(
+        nb, nloc, turns, arith::AddIOp::create(nb, nloc, feature, shift), feature);
+    SmallVector<Value> coordinates;
+    for (int64_t dim = 0; dim + 1 < rank; ++dim)
+      coordinates.push_back(linalg::IndexOp::create(nb, nloc, dim));
+    coordinates.push_back(m.toIndex(partnerFeature));
+    Value partner = tensor::ExtractOp::create(nb, nloc, input, coordinates);
+    if (partner.getType() != args[0].getType())
+      partner = arith::ExtFOp::create(nb, nloc, args[0].getType(), partner);
+    Value second = arith::SelectOp::create(nb, nloc, first, constant(0), constant(1));
+    Value frequency = arith::SelectOp::create(
+        nb, nloc, first, feature, arith::SubIOp::create(nb, nloc, feature, constant(rotary / 2)));
+    PairIndex at{second, frequency, m.index(op.getPositions())};
+    return m.select(turns, rotate(nb, nloc, op, args[0], partner, at), args[0]);
+  });
+}
+
+struct RopeLowering : OpRewritePattern<RopeOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RopeOp op, PatternRewriter &rewriter) const override {
+    bool all = op.getRotaryDimValue() == op.getType().getShape().back();
+    rewriter.replaceOp(op, all ? rotateAll(rewriter, op.getLoc(), op)
+                               : rotateFirst(rewriter, op.getLoc(), op));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fsdp::populateFSDPRotaryToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<RopeLowering>(patterns.getContext());
+}
