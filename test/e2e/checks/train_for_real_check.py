@@ -58,6 +58,33 @@ def mpi(ranks, *command):
     return run(mpirun_command(ranks, *map(str, command)), env=mpi_environment(), timeout=600)
 
 
+def session_processes(sid):
+    """The live processes of session `sid` (zombies excluded: they are gone already)."""
+    pids = []
+    for name in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                # pid (comm) state ppid pgrp session ...
+                state, _ppid, _pgrp, session = f.read().rsplit(")", 1)[1].split()[:4]
+        except (OSError, ValueError):
+            continue
+        if name.isdigit() and int(session) == sid and state != "Z":
+            pids.append(int(name))
+    return pids
+
+
+def kill_session(sid):
+    """SIGKILL every process of mpirun's session: mpirun puts each rank in a process group
+    of its own, so killing its group would leave the ranks training (and saving) on."""
+    while pids := session_processes(sid):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fsdpc", required=True)
@@ -148,7 +175,7 @@ def main():
                 os.path.isdir(directory) and any(n.startswith("step-") for n in os.listdir(directory))):
             time.sleep(0.01)
         time.sleep(rng.uniform(0.0, 0.5))
-        os.killpg(process.pid, signal.SIGKILL)
+        kill_session(process.pid)
         process.wait()
         steps = sorted(int(n[5:]) for n in os.listdir(directory) if n.startswith("step-")) \
             if os.path.isdir(directory) else []
