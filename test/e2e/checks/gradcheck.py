@@ -524,6 +524,11 @@ def seeded(name, *salt):
 def step1_loss(trainer, data, params_path, log_path):
     run([trainer, "--steps", "1", "--lr", "1", "--data", data, "--init-from", params_path,
          "--log-json", log_path, "--log-every", "1000"])
+    return logged_step1_loss(log_path)
+
+
+def logged_step1_loss(log_path):
+    """The loss of the one step a --log-json file records."""
     with open(log_path) as f:
         records = [json.loads(line) for line in f if line.strip()]
     records = [r for r in records if "step" in r]
@@ -590,8 +595,7 @@ def check_case(c, fsdpc, work, mutate=None, verbose=False):
 
     lines, ok, checks = [], True, 0
     if c.reference is not None:
-        with open(p("p1.json")) as f:
-            loss = [json.loads(line)["loss"] for line in f if '"step"' in line][0]
+        loss = logged_step1_loss(p("p1.json"))
         want = c.reference({n: a.astype(np.float64) for (n, _, _), a in zip(c.params, p0)},
                            [values for _, values in tensors])
         checks += 1
