@@ -83,13 +83,13 @@ TORCH_LABELS = {
 # op(B), op(A) M x K, op(B) K x N; a batched product is `batch` such GEMMs). A matmul
 # Y[M x N] = X[M x K] . W[K x N] is, forward (N,N, M,N,K); backward dX = dY . W^T
 # (N,T, M,K,N) and, for a trained W, dW = X^T . dY (T,N, K,N,M). Every activation needs
-# its dX (even block 0's: it comes from the trained embedding); the rotary matrix is
-# frozen (no dW). Per block, with BT = batch*seq rows:
+# its dX (even block 0's: it comes from the trained embedding). Per block, with
+# BT = batch*seq rows:
 #   q (C x C), k and v (C x KV*D), wo (C x C), w1 and w3 (C x F), w2 (F x C);
-#   rotary q@R and k@R: (BT*H) x D x D, after k's broadcast to H heads;
 #   scores S = Q K^T: batch*H x (T,T,D) N,T; dQ = dS K (T,D,T) N,N; dK = dS^T Q (T,D,T) T,N;
 #   O = P V: (T,D,T) N,N; dP = dO V^T (T,T,D) N,T; dV = P^T dO (T,D,T) T,N;
-# and the head (C x V). The embedding is a gather, not a GEMM.
+# and the head (C x V). The embedding is a gather and the rotary embedding of q and k
+# (fsdp.rope) elementwise: neither is a GEMM.
 
 
 def model_gemms(cfg):
@@ -110,7 +110,6 @@ def model_gemms(cfg):
         matmul(name, BT, C, n, L)
     for name, k, n in (("w1", C, F), ("w3", C, F), ("w2", F, C)):
         matmul(name, BT, k, n, L)
-    matmul("rope", BT * H, D, D, 2 * L, trained=False)
     bh = B * H
     raw += [
         ("QK^T fwd", 0, 1, bh, T, T, D, L), ("QK^T dQ", 0, 0, bh, T, D, T, L),

@@ -9,10 +9,13 @@ The model is the one the file writes, op for op:
   - weights stored [in, out] and used as `x @ W` (tok_embeddings [V, C], wq [C, C],
     wk / wv [C, KV*D], wo [C, C], w1 / w3 [C, F], w2 [F, C], the untied head [C, V]),
     initialised N(0, 0.02); the RMSNorm weights ones;
-  - per block: h = rms_norm(x) (eps 1e-5); q, k, v = h @ wq, h @ wk, h @ wv; rotary
-    `y * cos + (y @ R) * sin` with the frozen R, cos, sin at the file's initial values
-    (R = 0, cos = 1, sin = 0: an identity rotation, still computed); grouped-query attention
-    with each key/value head broadcast to the H / KV query heads it serves; causal softmax
+  - per block: h = rms_norm(x) (eps 1e-5); q, k, v = h @ wq, h @ wk, h @ wv; the rotary
+    embedding of q and k (`fsdp.rope ... positions 1 theta 10000.0`, Hugging Face's
+    LlamaRotaryEmbedding, rotate-half convention): `y * cos + rotate_half(y) * sin` with
+    rotate_half(y) = cat(-y[..., D/2:], y[..., :D/2]) and cos, sin [T, D] of the angles
+    float32(p * f_i), p the position 0..T-1, f_i = theta^(-2i/D) (i < D/2, computed in
+    float64, rounded to float32), repeated over both halves; grouped-query attention with
+    each key/value head broadcast to the H / KV query heads it serves; causal softmax
     attention with scale 1/sqrt(D); x1 = x + o @ wo; x + (silu(f @ w1) * (f @ w3)) @ w2 with
     f = rms_norm(x1); then rms_norm, the head and the mean cross-entropy;
   - attention "explicit" (scores, causal mask, softmax, as `--attention explicit` writes
@@ -28,6 +31,7 @@ clipping to a global norm of 1.0.
 ADAMW = {"lr": 3.0e-4, "beta1": 0.9, "beta2": 0.95, "eps": 1.0e-8, "weight_decay": 0.1}
 CLIP_GRAD_NORM = 1.0
 RMS_EPS = 1.0e-5  # fsdp.rms_norm's default eps
+ROPE_THETA = 10000.0  # the `theta` of the file's fsdp.rope
 CONFIG_KEYS = ("layers", "dim", "heads", "kv_heads", "ffn", "vocab", "seq", "batch")
 
 FLOP_CONVENTION = (
@@ -35,7 +39,7 @@ FLOP_CONVENTION = (
     "2 x forward: dX and dW of every weight product, dQ/dK and dP/dV of the attention's); "
     "2*m*n*k per product; counted: every x @ W (q, k, v, o, w1, w3, w2 of each block) and "
     "the head, and the attention's Q K^T and P V for the causal half (exactly half of the "
-    "full T x T products); not counted: the rotary's frozen D x D products (y @ R), the "
+    "full T x T products); not counted: the rotary embedding (elementwise), the "
     "embedding gather, norms, softmax, SwiGLU's elementwise ops, cross-entropy, clipping, "
     "AdamW. = 6 * (matrix parameters) * tokens + 6 * layers * batch * seq^2 * dim")
 
@@ -66,8 +70,8 @@ def _shape(cfg):
 def llama_forward_flops(cfg):
     """The forward's matrix-product FLOPs (2*m*n*k each) by part, all layers:
     linear (q, k, v, o, w1, w3, w2), attention_causal (Q K^T and P V, half of the T x T
-    products), attention_full (both halves), head, rope (the frozen y @ R of q and of k,
-    with k at H heads as rope_k="heads" does), rope_kv (the same with k at KV heads)."""
+    products), attention_full (both halves), head. (The rotary embedding is elementwise:
+    no products.)"""
     B, T, C, H, KV, F, V, L = _shape(cfg)
     D = C // H
     BT = B * T
@@ -77,8 +81,6 @@ def llama_forward_flops(cfg):
         "attention_causal": full // 2,
         "attention_full": full,
         "head": 2 * BT * C * V,
-        "rope": 2 * BT * D * D * (H + H) * L,
-        "rope_kv": 2 * BT * D * D * (H + KV) * L,
     }
 
 
@@ -86,13 +88,13 @@ def llama_step_flops(cfg):
     """Model FLOPs of one training step (see FLOP_CONVENTION): 3 x (every x @ W, the
     attention's Q K^T and P V for the causal half, the head) of the forward. Pure Python.
 
-    torch.utils.flop_counter.FlopCounterMode counts more. On the explicit-attention model:
-    the full (masked) T x T products, and the rotary's y @ R forward and dX (R is frozen:
-    no dW), so there counted = llama_step_flops + 3 * attention_causal + 2 * rope (exactly;
-    `python3 bench/torch_llama.py --flop-counter` checks it). With SDPA it counts the
-    fused attention's backward as 2.5 x its (full) forward (FlashAttention's 5 products,
-    Q K^T recomputed): counted = llama_step_flops + 4 * attention_causal + 2 * rope
-    (rope_kv with rope_k="kv")."""
+    torch.utils.flop_counter.FlopCounterMode counts more: on the explicit-attention model
+    the full (masked) T x T products, so there counted = llama_step_flops +
+    3 * attention_causal (exactly; `python3 bench/torch_llama.py --flop-counter` checks
+    it). With SDPA it counts the fused attention's backward as 2.5 x its (full) forward
+    (FlashAttention's 5 products, Q K^T recomputed): counted = llama_step_flops +
+    4 * attention_causal. The rotary embedding (elementwise) it does not count, whichever
+    rope_k."""
     f = llama_forward_flops(cfg)
     return 3 * (f["linear"] + f["attention_causal"] + f["head"])
 
@@ -104,7 +106,7 @@ def llama_tokens_per_step(cfg):
 
 
 def llama_param_count(cfg):
-    """Trained parameters (embedding, blocks, norms, head; not the frozen rotary tables)."""
+    """Trained parameters (embedding, blocks, norms, head; the rotary embedding has none)."""
     B, T, C, H, KV, F, V, L = _shape(cfg)
     CKV = KV * (C // H)
     return V * C + L * (2 * C + 2 * C * C + 2 * C * CKV + 3 * C * F) + C + C * V
@@ -138,9 +140,19 @@ def _llama_class(torch):
             normal = lambda *s: torch.nn.Parameter(torch.randn(*s, **kw) * 0.02)  # noqa: E731
             ones = lambda *s: torch.nn.Parameter(torch.ones(*s, **kw))  # noqa: E731
             self.tok_embeddings = normal(V, C)
-            self.register_buffer("rot", torch.zeros(D, D, **kw))
-            self.register_buffer("cos4", torch.ones(T, 1, D, **kw))
-            self.register_buffer("sin4", torch.zeros(T, 1, D, **kw))
+            # The rotary's cos and sin [T, 1, D] (broadcast over the heads of [B, T, *, D]):
+            # non-trainable buffers, computed once in float32 as Hugging Face's
+            # LlamaRotaryEmbedding does (the angles float32 products p * inv_freq, their
+            # cos and sin repeated over both halves). inv_freq as fsdp.rope specifies it:
+            # theta^(-2i/D) in float64, rounded to float32 (Hugging Face's float32 power
+            # differs from that by 1 ulp in some entries).
+            inv_freq = (ROPE_THETA ** (-2.0 * torch.arange(D // 2, dtype=torch.float64) / D)
+                        ).to(torch.float32)
+            pos = torch.arange(T, dtype=torch.float32)
+            angle = torch.outer(pos, inv_freq)
+            emb = torch.cat((angle, angle), dim=-1).reshape(T, 1, D)
+            self.register_buffer("cos4", emb.cos().to(**kw), persistent=False)
+            self.register_buffer("sin4", emb.sin().to(**kw), persistent=False)
             self.register_buffer("mask", torch.ones(T, T, dtype=torch.bool, device=device).triu(1))
             self.layers = torch.nn.ModuleList()
             for _ in range(L):
@@ -157,7 +169,10 @@ def _llama_class(torch):
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + RMS_EPS) * w
 
         def rope(self, x4):
-            return x4 * self.cos4 + (x4 @ self.rot) * self.sin4
+            """fsdp.rope of [B, T, heads, D] (any head count): x * cos + rotate_half(x) * sin."""
+            half = self.D // 2
+            rotated = torch.cat((-x4[..., half:], x4[..., :half]), dim=-1)
+            return x4 * self.cos4 + rotated * self.sin4
 
         def heads(self, y):
             """[B, T, KV*D] or [B, T, KV, D] -> [B, T, H, D]: each KV head broadcast to G."""
@@ -259,7 +274,7 @@ def train_step(torch, model, optimizer, tokens, targets, autocast=None, params=N
 
 def flop_counter_check(torch, cfg):
     """[(what, counted by FlopCounterMode, expected from llama_forward_flops)] of one
-    forward + backward, f32 on the CPU: the explicit-attention model, and SDPA with
+    forward + backward, f32 on the CPU: the explicit-attention model and SDPA, each with
     rope_k "heads" and "kv"."""
     from torch.utils.flop_counter import FlopCounterMode
 
@@ -267,9 +282,10 @@ def flop_counter_check(torch, cfg):
     step = llama_step_flops(cfg)
     rows = []
     for attention, rope_k, expected in (
-            ("explicit", "heads", step + 3 * f["attention_causal"] + 2 * f["rope"]),
-            ("sdpa", "heads", step + 4 * f["attention_causal"] + 2 * f["rope"]),
-            ("sdpa", "kv", step + 4 * f["attention_causal"] + 2 * f["rope_kv"])):
+            ("explicit", "heads", step + 3 * f["attention_causal"]),
+            ("explicit", "kv", step + 3 * f["attention_causal"]),
+            ("sdpa", "heads", step + 4 * f["attention_causal"]),
+            ("sdpa", "kv", step + 4 * f["attention_causal"])):
         model = build_llama(torch, cfg, attention=attention, device="cpu", rope_k=rope_k)
         tokens, targets = random_batches(torch, cfg, count=1)[0]
         counter = FlopCounterMode(display=False)

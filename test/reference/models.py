@@ -5,10 +5,11 @@ get(name) is the model `name` (every caller looks models up through it):
     mlp, gpt     examples/mlp.mlir, examples/gpt.mlir
     odd-sizes    test/e2e/Inputs/odd-sizes.mlir (every compute op kind at sizes that are
                  not multiples of a GPU block)
-    llama:layers=L,dim=C,heads=H,kv_heads=KV,ffn=F,vocab=V,seq=T,batch=B,attention=A[,key_block=K]
+    llama:layers=L,dim=C,heads=H,kv_heads=KV,ffn=F,vocab=V,seq=T,batch=B,attention=A
+          [,key_block=K][,rope_theta=R][,freeze=NAME+NAME...]
                  the model examples/generate_llama.py writes with those flags (A explicit
-                 or flash; key_block, flash only, is its --key-block); every field but
-                 key_block is required, so that the name states the model.
+                 or flash; key_block, flash only, is its --key-block; freeze its --freeze);
+                 the first nine fields are required, so that the name states the model.
                  generate_llama_flags(name) gives the script's flags.
 
 Each model mirrors its .mlir file op by op: parameter table (declaration order = manifest
@@ -265,12 +266,16 @@ odd_sizes_loss_and_grads = _loss_and_grads(odd_sizes_forward)
 # ---------------------------------------------------------------- examples/generate_llama.py
 
 # The fields of a llama name, in canonical order: generate_llama.py's flags (with _ for -)
-# that fix the model. key_block only with attention=flash. grid, param_dtype and
-# reduce_dtype are the plan's, not the model's: teacher.py and sharded_check.py take them
-# as options of their own.
-LLAMA_FIELDS = ("layers", "dim", "heads", "kv_heads", "ffn", "vocab", "seq", "batch",
-                "attention", "key_block")
+# that fix the model. The first nine are required; key_block only with attention=flash;
+# rope_theta (a positive integer, 10000 when absent) and freeze (parameter names joined by
+# '+', generate_llama.py's --freeze) are optional. grid, param_dtype and reduce_dtype are
+# the plan's, not the model's: teacher.py and sharded_check.py take them as options of
+# their own.
+LLAMA_REQUIRED = ("layers", "dim", "heads", "kv_heads", "ffn", "vocab", "seq", "batch",
+                  "attention")
+LLAMA_FIELDS = LLAMA_REQUIRED + ("key_block", "rope_theta", "freeze")
 LLAMA_ATTENTION = ("explicit", "flash")
+LLAMA_ROPE_THETA = 10000
 
 
 def parse_llama(name):
@@ -294,25 +299,41 @@ def parse_llama(name):
                 raise ValueError("%r: attention is explicit or flash" % name)
             cfg[key] = value
             continue
+        if key == "freeze":
+            cfg[key] = tuple(value.split("+"))
+            continue
         if not value.isdigit() or int(value) < 1:
             raise ValueError("%r: %s must be a positive integer" % (name, key))
         cfg[key] = int(value)
-    missing = [f for f in LLAMA_FIELDS[:-1] if f not in cfg]
+    missing = [f for f in LLAMA_REQUIRED if f not in cfg]
     if missing:
-        raise ValueError("%r: missing %s (every field but key_block is required, so that "
-                         "the name states the model)" % (name, ", ".join(missing)))
+        raise ValueError("%r: missing %s (every field of %s is required, so that the name "
+                         "states the model)" % (name, ", ".join(missing),
+                                                ", ".join(LLAMA_REQUIRED)))
     if cfg["attention"] == "flash" and "key_block" not in cfg:
         raise ValueError("%r: attention=flash needs key_block" % name)
     if cfg["attention"] == "explicit" and "key_block" in cfg:
         raise ValueError("%r: key_block is fsdp.attention's (attention=flash)" % name)
     if cfg["dim"] % cfg["heads"] or cfg["heads"] % cfg["kv_heads"]:
         raise ValueError("%r: dim must be a multiple of heads, heads of kv_heads" % name)
+    if (cfg["dim"] // cfg["heads"]) % 2:
+        raise ValueError("%r: the rotary embedding pairs features: dim / heads must be "
+                         "even" % name)
+    declared = {n for n, *_rest in llama_params(cfg)}
+    unknown = [n for n in cfg.get("freeze", ()) if n not in declared]
+    if unknown:
+        raise ValueError("%r: freeze: no parameter named %s" % (name, ", ".join(unknown)))
     return cfg
+
+
+def _field_text(field, value):
+    return "+".join(value) if field == "freeze" else str(value)
 
 
 def llama_name(cfg):
     """The canonical name of a llama configuration (fields in LLAMA_FIELDS order)."""
-    return "llama:" + ",".join("%s=%s" % (f, cfg[f]) for f in LLAMA_FIELDS if f in cfg)
+    return "llama:" + ",".join("%s=%s" % (f, _field_text(f, cfg[f]))
+                               for f in LLAMA_FIELDS if f in cfg)
 
 
 def generate_llama_flags(name):
@@ -320,20 +341,18 @@ def generate_llama_flags(name):
     --grid, --param-dtype and --reduce-dtype are the caller's to add)."""
     cfg = parse_llama(name)
     return [a for f in LLAMA_FIELDS if f in cfg
-            for a in ("--" + f.replace("_", "-"), str(cfg[f]))]
+            for a in ("--" + f.replace("_", "-"),
+                      ",".join(cfg[f]) if f == "freeze" else str(cfg[f]))]
 
 
 def llama_params(cfg):
-    """The parameter table in declaration (= manifest) order: the embedding, the frozen
-    rotary tables, each block's, the final norm and the untied head."""
-    L, C, H, KV, F, V, T = (cfg[f] for f in ("layers", "dim", "heads", "kv_heads", "ffn",
-                                             "vocab", "seq"))
+    """The parameter table in declaration (= manifest) order: the embedding, each
+    block's, the final norm and the untied head."""
+    L, C, H, KV, F, V = (cfg[f] for f in ("layers", "dim", "heads", "kv_heads", "ffn",
+                                          "vocab"))
     D = C // H
     std = normal(0.02)
-    table = [("tok_embeddings", (V, C), "f32", "embed", std),
-             ("rope.rotate", (D, D), "f32", "rope", ZEROS),
-             ("rope.cos", (T, D), "f32", "rope", ONES),
-             ("rope.sin", (T, D), "f32", "rope", ZEROS)]
+    table = [("tok_embeddings", (V, C), "f32", "embed", std)]
     for i in range(L):
         p, u = "layers.%d." % i, "layers.%d" % i
         table += [(p + "attention_norm", (C,), "f32", u, ONES),
@@ -349,32 +368,10 @@ def llama_params(cfg):
                     ("output", (C, V), "f32", "head", std)]
 
 
-LLAMA_FROZEN = frozenset({"rope.rotate", "rope.cos", "rope.sin"})
-
-
-def rotary_tables(cfg, base=10000.0):
-    """Real values for the frozen rotary parameters (the file starts them as the identity:
-    R = 0, cos = 1, sin = 0): R is rotate_half ([x1, x2] -> [-x2, x1]) as a matrix, cos
-    and sin [T, D] of RoPE's angles t / base^(2i / D), repeated for both halves; float32
-    values, as the trainer holds them."""
-    T, D = cfg["seq"], cfg["dim"] // cfg["heads"]
-    half = D // 2
-    angles = np.outer(np.arange(T), base ** (-np.arange(half) / half))
-    rotate = np.zeros((D, D))
-    rotate[np.arange(half) + half, np.arange(half)] = -1.0
-    rotate[np.arange(half), np.arange(half) + half] = 1.0
-    f32 = lambda a: a.astype(np.float32).astype(np.float64)  # noqa: E731
-    return {"rope.rotate": rotate, "rope.cos": f32(np.tile(np.cos(angles), 2)),
-            "rope.sin": f32(np.tile(np.sin(angles), 2))}
-
-
-def rope(t, x4, rot, cos4, sin4):
-    """Rotary embedding as the file writes it: x * cos + (x @ R) * sin, with R the frozen
-    rotation (rotate_half as a matrix) and cos, sin the frozen [T, 1, D] tables."""
-    xr = t(ops.matmul, x4, rot)
-    xc = t(ops.mul, x4, cos4)
-    xs = t(ops.mul, xr, sin4)
-    return t(ops.add, xc, xs, point="add:rope")
+def llama_rope(t, x4, cfg):
+    """fsdp.rope of queries or keys [B, T, heads, D]: positions along dim 1, base
+    rope_theta."""
+    return t(ops.rope, x4, positions=1, theta=float(cfg.get("rope_theta", LLAMA_ROPE_THETA)))
 
 
 def grouped_heads(t, x, b, cfg):
@@ -404,7 +401,7 @@ def llama_attention(t, qh, kh, vh, cfg):
     return t(ops.batch_matmul, pr, vh)
 
 
-def llama_block(t, x, i, rot, cos4, sin4, cfg):
+def llama_block(t, x, i, cfg):
     """Block i: x + attention(rms_norm(x)), then + SwiGLU(rms_norm(.))."""
     p = "layers.%d." % i
     b, T, C, H = x.data.shape[0], cfg["seq"], cfg["dim"], cfg["heads"]
@@ -413,10 +410,10 @@ def llama_block(t, x, i, rot, cos4, sin4, cfg):
     q = t(ops.matmul, h, t.use(p + "attention.wq"))
     k = t(ops.matmul, h, t.use(p + "attention.wk"))
     v = t(ops.matmul, h, t.use(p + "attention.wv"))
-    qp = rope(t, t(ops.reshape, q, (b, T, H, D)), rot, cos4, sin4)
+    qp = llama_rope(t, t(ops.reshape, q, (b, T, H, D)), cfg)
     k4 = grouped_heads(t, k, b, cfg)
     v4 = grouped_heads(t, v, b, cfg)
-    kp = rope(t, k4, rot, cos4, sin4)
+    kp = llama_rope(t, k4, cfg)
     qh = t(ops.transpose, qp, (0, 2, 1, 3))
     kh = t(ops.transpose, kp, (0, 2, 1, 3))
     vh = t(ops.transpose, v4, (0, 2, 1, 3))
@@ -433,16 +430,11 @@ def llama_block(t, x, i, rot, cos4, sin4, cfg):
 
 def llama_forward(cfg):
     """forward(tape, inputs) of the llama `cfg`."""
-    T, D = cfg["seq"], cfg["dim"] // cfg["heads"]
-
     def forward(t, inputs):
         tokens, targets = inputs  # [B, T] i32 each
         x = t(ops.embedding, t.use("tok_embeddings"), tokens)
-        rot = t.use("rope.rotate")
-        cos4 = t(ops.reshape, t.use("rope.cos"), (T, 1, D))
-        sin4 = t(ops.reshape, t.use("rope.sin"), (T, 1, D))
         for i in range(cfg["layers"]):
-            x = llama_block(t, x, i, rot, cos4, sin4, cfg)
+            x = llama_block(t, x, i, cfg)
         xf = t(ops.rms_norm, x, t.use("norm"))
         logits = t(ops.matmul, xf, t.use("output"))
         return t(ops.cross_entropy, logits, targets)
@@ -451,25 +443,27 @@ def llama_forward(cfg):
 
 def llama_stage_roundings(cfg):
     """The float32 roundings of the longest path through one stage (teacher.py, bounds):
-    a block forward chains rms_norm (C), the query projection (C), the rotation (D), the
-    scores (D), the softmax's sum and the product with the values (T each), the output
-    projection (C), rms_norm (C), w1 (C) and w2 (F); backward the transposed products
-    sum the other dimension, the same total. The head: rms_norm (C), the LM head (C),
-    cross-entropy's sum (V); the weight gradients and the loss's mean sum B T rows."""
+    a block forward chains rms_norm (C), the query projection (C), the rotation (4: its
+    cosine and sine, each within an ulp or so of the float32 angle's, two products and a
+    sum), the scores (D), the softmax's sum and the product with the values (T each), the
+    output projection (C), rms_norm (C), w1 (C) and w2 (F); backward the transposed
+    products sum the other dimension, the same total. The head: rms_norm (C), the LM head
+    (C), cross-entropy's sum (V); the weight gradients and the loss's mean sum B T rows."""
     C, F, V, T, B = (cfg[f] for f in ("dim", "ffn", "vocab", "seq", "batch"))
     D = C // cfg["heads"]
-    return max(5 * C + F + 2 * D + 2 * T, 2 * C + V, B * T)
+    return max(5 * C + F + D + 4 + 2 * T, 2 * C + V, B * T)
 
 
 def llama(name):
     """The model entry of a llama name (see get)."""
     cfg = parse_llama(name)
     forward = llama_forward(cfg)
+    frozen = frozenset(cfg.get("freeze", ()))
     return {
         "name": llama_name(cfg),
         "config": cfg,
         "params": llama_params(cfg),
-        "frozen": LLAMA_FROZEN,
+        "frozen": frozen,
         "inputs": [((cfg["batch"], cfg["seq"]), "i32", "tokens", cfg["vocab"]),
                    ((cfg["batch"], cfg["seq"]), "i32", "classes", cfg["vocab"])],
         # generate_llama.py's plan: beta1 and eps are the dialect's defaults.
@@ -477,7 +471,7 @@ def llama(name):
                       "eps": 1e-8, "weight_decay": 0.1},
         "clip_grad_norm": 1.0,
         "forward": forward,
-        "loss_and_grads": _loss_and_grads(forward, LLAMA_FROZEN),
+        "loss_and_grads": _loss_and_grads(forward, frozen),
         # Stages: the blocks and the head.
         "bounds": {"reduction": llama_stage_roundings(cfg), "depth": cfg["layers"] + 1},
     }

@@ -13,9 +13,12 @@ odd-sizes-reference.test run some). The mutants:
     layer-norm-without-eps
     kv-heads-interleaved  grouped-query attention with query head h reading key head
                           h % KV instead of h // (H / KV) (both attention forms)
-    rotary-sin-negated    x * cos - (x @ R) * sin instead of + (the rotation inverted)
+    rotary-inverted       fsdp.rope turning by -angle (the inverse rotation)
+    rotary-pairs-interleaved
+                          fsdp.rope pairing features (2i, 2i + 1), as GPT-J and Meta's
+                          original checkpoints do, instead of rotate-half's (i, i + D/2)
     softmax-scale-rounded odd-sizes' score scale 0.277 taken as 0.28
-    bf16-rotary-unrounded bf16 mode: the rotary's add (x * cos + (x @ R) * sin) kept in f32
+    bf16-rotary-unrounded bf16 mode: fsdp.rope's result kept in f32
     bf16-silu-unrounded   bf16 mode: silu's result kept in f32
 """
 import os
@@ -77,12 +80,25 @@ def kv_heads_interleaved():
     models.grouped_heads = grouped_heads
 
 
-def rotary_sin_negated():
-    def rope(t, x4, rot, cos4, sin4):
-        xc = t(ops.mul, x4, cos4)
-        xs = t(ops.mul, t(ops.matmul, x4, rot), sin4)
-        return t(ops.sub, xc, xs, point="add:rope")
-    models.rope = rope
+def rotary_inverted():
+    real = ops.rope
+    ops.rope = lambda *args, inverse=False, **kwargs: real(*args, inverse=not inverse, **kwargs)
+
+
+def rotary_pairs_interleaved():
+    """Rotate-half on the features gathered evens first: pairs (2i, 2i + 1) turn."""
+    real = ops.rope
+
+    def rope(x, *args, **kwargs):
+        evens_first = np.concatenate([np.arange(0, x.shape[-1], 2), np.arange(1, x.shape[-1], 2)])
+        out, vjp = real(x[..., evens_first], *args, **kwargs)
+
+        def scatter(y):
+            back = np.empty_like(y)
+            back[..., evens_first] = y
+            return back
+        return scatter(out), lambda d: (scatter(vjp(d[..., evens_first])[0]),)
+    ops.rope = rope
 
 
 def softmax_scale_rounded():
@@ -103,9 +119,10 @@ MUTANTS = {
     "rms-norm-without-eps": without_eps("rms_norm"),
     "layer-norm-without-eps": without_eps("layer_norm"),
     "kv-heads-interleaved": kv_heads_interleaved,
-    "rotary-sin-negated": rotary_sin_negated,
+    "rotary-inverted": rotary_inverted,
+    "rotary-pairs-interleaved": rotary_pairs_interleaved,
     "softmax-scale-rounded": softmax_scale_rounded,
-    "bf16-rotary-unrounded": bf16_unrounded("add:rope"),
+    "bf16-rotary-unrounded": bf16_unrounded("rope"),
     "bf16-silu-unrounded": bf16_unrounded("silu"),
 }
 

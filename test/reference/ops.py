@@ -231,10 +231,13 @@ def rope(x, positions, theta, rotary_dim=None, scaling=None, inverse=False, prec
     r = x.shape[-1] if rotary_dim is None else rotary_dim
     f = rope_frequencies(r, theta, scaling)
     p = np.arange(x.shape[positions], dtype=np.float32)
-    angle = (p[:, None] * f[None, :]).astype(np.float64)      # [T, r/2], float32 products
+    # [T, r/2], float32 products; their cosine and sine in the dtype the ops compute in
+    # (float32 in a calibration, within the trainer's error there).
+    angle = (p[:, None] * f[None, :]).astype(prec.dtype)
     shape = [1] * x.ndim
     shape[positions], shape[-1] = x.shape[positions], r // 2
-    cos, sin = np.cos(angle).reshape(shape), np.sin(angle).reshape(shape)
+    cos = prec.math("cos", angle).reshape(shape)
+    sin = prec.math("sin", angle).reshape(shape)
 
     def turn(v, sign):
         a, b, rest = v[..., :r // 2], v[..., r // 2:r], v[..., r:]

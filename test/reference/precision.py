@@ -62,8 +62,8 @@ class Precision:
         """The same step in float32 arithmetic (teacher.py: how far float32 moves bf16
         roundings). Order k sums the products in one of three orders, by k mod 3: NumPy's
         (BLAS), the reduced dimension reversed, its second half first; orders 3 to 5 also
-        add every other sum as a loop does (sum) and move every exp, log and tanh within
-        the trainer's approximation error (math)."""
+        add every other sum as a loop does (sum) and move every exp, log, tanh, cos and
+        sin within the trainer's approximation error (math)."""
         twin = Precision(self.param_dtype, self.reduce_dtype, self.grid, self.strategy,
                          np.float32, self.micro_batches, self.accumulate)
         twin.order = order
@@ -76,7 +76,9 @@ class Precision:
     # The compiled CPU step's exp, log and tanh are upstream MLIR's polynomial
     # approximations (fsdp-approximate-math), not correctly rounded: measured over 2^20
     # arguments each, at most 1.0, 0.8 and 4.5 float32 ulps off (mean 0.27, 0.25, 0.75).
-    MATH_ULPS = {"exp": 1.0, "log": 1.0, "tanh": 4.5}
+    # cos and sin (fsdp.rope) are libm's cosf and sinf on the CPU (glibc: under 1 ulp)
+    # and CUDA's cosf and sinf on a GPU (at most 2 ulps, CUDA's programming guide).
+    MATH_ULPS = {"exp": 1.0, "log": 1.0, "tanh": 4.5, "cos": 2.0, "sin": 2.0}
 
     def matmul(self, a, b):
         """The products of matmul and batch_matmul, [..., M, K] x [..., K, N]."""
@@ -115,8 +117,8 @@ class Precision:
         return self.sum(x, axis, keepdims) / np.asarray(n, dtype=np.asarray(x).dtype)
 
     def math(self, name, x):
-        """np.exp, np.log or np.tanh of x; from calibration 3 on, each float32 result
-        moved by a random amount within MATH_ULPS[name] ulps."""
+        """np.exp, np.log, np.tanh, np.cos or np.sin of x; from calibration 3 on, each
+        float32 result moved by a random amount within MATH_ULPS[name] ulps."""
         y = getattr(np, name)(x)
         if self.dither is None or np.asarray(y).dtype != np.float32:
             return y

@@ -20,7 +20,7 @@ follow from float32 arithmetic, so a wrong step fails where it happens on any ma
 - optimizer state and parameters: elementwise, the optimizer's formula applied in float64
   to the trainer's values of step k-1 and its gradient (the parameters: to its new state)
   must be within ELEMENT_ULPS units of float32 roundoff of the magnitudes of the terms;
-- frozen parameters (the Llama's rotary tables): unchanged, bit for bit. The trace holds
+- frozen parameters (a Llama's `freeze` field): unchanged, bit for bit. The trace holds
   them with the parameters, not with the gradients and optimizer state.
 
 bf16 mixed precision (--param-dtype bf16, docs/MixedPrecision.md): the reference rounds
@@ -33,17 +33,18 @@ optimizer checks do not (they start from the trainer's own f32 gradient).
                        [--grid N|RxS] [--strategy S]
 
 MODEL (models.get): mlp, gpt (examples/), odd-sizes (test/e2e/Inputs/odd-sizes.mlir), or
-the Llama examples/generate_llama.py writes, named by its flags, all but key_block
-required:
+the Llama examples/generate_llama.py writes, named by its flags (models.py says which
+are required):
 
     llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=flash,key_block=8
-    llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=explicit
+    llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=explicit,freeze=tok_embeddings
 
 The plan's dtypes and grid are not part of the name: a file written with
 `generate_llama.py $(python3 models.py --generate-llama-flags NAME) --grid 2
 --param-dtype bf16 --reduce-dtype f32` is checked with `--model NAME --param-dtype bf16
 --reduce-dtype f32 --grid 2` (and `make_data.py --model NAME` writes its data). Its
-rotary tables may hold any values (--init-from): the reference reads them from the trace.
+parameters may start from any values (--init-from): the reference reads them from the
+trace.
 """
 import argparse
 import collections

@@ -299,10 +299,11 @@ def FSDP_RopeOp : FSDP_Op<"rope", [Pure, FSDP_Differentiable, SameOperandsAndRes
         y[i]        = x[i] cos a - x[i + r/2] sin a
         y[i + r/2]  = x[i + r/2] cos a + x[i] sin a
 
-    Features from `rotary_dim` on pass unchanged. As in Hugging Face's
-    models, `f_i` is rounded to f32 and the angle is the f32 product of the
-    position and `f_i`, whose cosine and sine are taken in f32; the tables
-    are never stored. `inverse` rotates by `-a`: the gradient, which a
+    Features from `rotary_dim` on pass unchanged. `f_i` is rounded to f32
+    (Hugging Face computes it in f32 arithmetic, which can leave it an ulp
+    from that) and the angle is the f32 product of the position and `f_i`,
+    whose cosine and sine are taken in f32, as in Hugging Face's models; the
+    tables are never stored. `inverse` rotates by `-a`: the gradient, which a
     rotation's transpose is.
 
     ```mlir

@@ -15,8 +15,12 @@ their instructions in all), then checks that
   - the number of kernels and the largest kernel do not change with depth (identical
     blocks share their kernels), and
   - neither the largest function nor the largest of the step grows with depth (at most
-    5% more from the second deepest file to the deepest): a deeper model adds calls and
-    parts of the step, not larger functions.
+    25% more in the deepest file than in the shallowest): a deeper model adds calls and
+    parts of the step, not larger functions. A part holds at most a fixed number of ops
+    (fsdp-split-step), but how many instructions those take depends on which ops fall
+    into it, which moves with the model's ops per block (a part's size varied by 9%
+    between 8 and 12 blocks of the Llama); a function growing with depth grows in
+    proportion, 200% from 4 blocks to 12.
 
 Exit status 1 with the reason when a check fails.
 """
@@ -84,10 +88,10 @@ def main(argv=None):
     for key, what in (("all", "function"), ("step", "function of the step")):
         if len(rows) < 2:
             break
-        before, last = rows[-2][key][1][0], rows[-1][key][1][0]
-        if last > 1.05 * before:
-            failures.append(f"the largest {what} grows with depth: {before} instructions at "
-                            f"{rows[-2]['blocks']} blocks, {last} at {rows[-1]['blocks']}")
+        first, last = rows[0][key][1][0], rows[-1][key][1][0]
+        if last > 1.25 * first:
+            failures.append(f"the largest {what} grows with depth: {first} instructions at "
+                            f"{rows[0]['blocks']} blocks, {last} at {rows[-1]['blocks']}")
     for failure in failures:
         print(f"FAIL: {failure}")
     if failures:

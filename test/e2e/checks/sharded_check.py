@@ -15,11 +15,7 @@ examples/<model>.mlir), odd-sizes (test/e2e/Inputs/odd-sizes.mlir), or a Llama n
 examples/generate_llama.py's flags, e.g.
 llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=flash,key_block=8
 (the file is written by that script with those flags, f32 dtypes and grid 1; the plan's
-dtypes and grid then come from the options below). The Llama's frozen rotary tables
-would be an identity rotation (R = 0, cos = 1, sin = 0), which leaves the rotary's ops
-unchecked: every case starts from --init-from of the parameters' own initialisation
-(philox) with a real rotation (R = rotate_half as a matrix, cos and sin of RoPE's
-angles), and the trace must keep them.
+dtypes and grid then come from the options below).
 
 A case is STRATEGY:N (full_shard, shard_grad_op or no_shard on a grid [N]) or
 hybrid_shard:RxS (grid [R, S] on R*S ranks); by default every strategy with N = 1, 2
@@ -63,10 +59,9 @@ from trainer_checks import (ROOT, fsdpc_command, make_data, mpi_environment, mpi
                             read_log, run, teacher_forced)
 import numpy as np  # noqa: E402
 import models  # noqa: E402
-import philox  # noqa: E402
 import precision  # noqa: E402
 from params_file import (exported_bytes, manifest_params,  # noqa: E402  (test/reference)
-                         trace_record_start, write_params)
+                         trace_record_start)
 
 STRATEGIES = ["full_shard", "shard_grad_op", "no_shard"]
 DEFAULT_CASES = [f"{s}:{n}" for s in STRATEGIES for n in (1, 2, 4)] + ["hybrid_shard:2x2"]
@@ -118,21 +113,7 @@ def file_tag(model):
     return re.sub(r"[^\w.-]+", "-", model)
 
 
-def write_initial_params(model, path):
-    """A --init-from file for a llama: every parameter as its initializer gives it (seed 0),
-    the frozen rotary tables a real rotation (models.rotary_tables). None for other models
-    (they start from the trainer's own initialisation)."""
-    if not model.startswith("llama:"):
-        return None
-    m = models.get(model)
-    values = {name: philox.init_param(0, name, shape, dtype, init)
-              for name, shape, dtype, _unit, init in m["params"]}
-    values.update(models.rotary_tables(m["config"]))
-    write_params(path, m["params"], values)
-    return path
-
-
-def check_case(args, label, strategy, grid, trainer, data, init_from=None):
+def check_case(args, label, strategy, grid, trainer, data):
     """Runs one case and checks it: (summary text, failures)."""
     tag = re.sub(r"[^\w]+", "-", label)
     ranks = int(np.prod(grid))
@@ -142,8 +123,7 @@ def check_case(args, label, strategy, grid, trainer, data, init_from=None):
         if os.path.exists(stale):
             os.remove(stale)
     command = mpirun_command(ranks, trainer, "--steps", str(args.steps), "--data", data,
-                             "--log-json", log, "--export", dump, "--trace-state", trace,
-                             *(["--init-from", init_from] if init_from else []))
+                             "--log-json", log, "--export", dump, "--trace-state", trace)
     result = subprocess.run(command, capture_output=True, text=True, timeout=MPI_TIMEOUT,
                             env=mpi_environment())
     if result.returncode != 0:
@@ -244,7 +224,6 @@ def main():
 
     data = path("data.bin")
     make_data(args.model, args.data_seed, data)
-    init_from = write_initial_params(args.model, path("initial.safetensors"))
     print(f"{'case':<22} {'loss rel.err':>13} {'grad rel.L2':>11} {'worst ulps':>10} "
           f"{'slopes':>6}  arena")
     failures = []
@@ -253,7 +232,7 @@ def main():
         label = f"{strategy} N={ranks}" + (f" ({'x'.join(map(str, grid))})" if len(grid) > 1
                                            else "")
         summary, case_failures = check_case(args, label, strategy, grid,
-                                            trainers[(strategy, tuple(grid))], data, init_from)
+                                            trainers[(strategy, tuple(grid))], data)
         print(f"{label:<22} {summary}", flush=True)
         failures += [f"{label}: {f}" for f in case_failures]
 
