@@ -1,0 +1,159 @@
+"""A Llama-family decoder (Llama, Mistral, Qwen2) written in the fsdp dialect with Hugging
+Face's parameter names and layouts: every projection's weight `[out, in]` as a
+`torch.nn.Linear` holds it, applied with `fsdp.matmul ... transpose_rhs`, so a checkpoint's
+tensors are the model's parameters as they are, and an export is a copy.
+
+One FSDP unit for the token embedding, one per decoder layer, one for the final norm and
+the head (a tied head reads the embedding's unit again).
+"""
+from .plan import mlir_float
+
+
+def tensor(*dims, e="f32"):
+    return "tensor<" + "x".join(map(str, dims)) + "x" + e + ">"
+
+
+def parameters(spec):
+    """[(name, shape, unit, initializer)] in declaration order, as Hugging Face names
+    them; initializers as its _init_weights: normal(0, initializer_range) for weights and
+    embeddings, zeros for biases, ones for norms."""
+    C, F, V, D = spec.dim, spec.ffn, spec.vocab, spec.head_dim
+    Q, KV = spec.heads * D, spec.kv_heads * D
+    normal = f"#fsdp.normal<std = {mlir_float(spec.init_std)}>"
+    table = [("model.embed_tokens.weight", (V, C), "embed", normal)]
+    for i in range(spec.layers):
+        p, u = f"model.layers.{i}.", f"layers.{i}"
+        table.append((p + "input_layernorm.weight", (C,), u, "#fsdp.ones"))
+        for proj, out, bias in (("q_proj", Q, spec.qkv_bias), ("k_proj", KV, spec.qkv_bias),
+                                ("v_proj", KV, spec.qkv_bias), ("o_proj", C, spec.o_bias)):
+            table.append((p + f"self_attn.{proj}.weight", (out, Q if proj == "o_proj" else C),
+                          u, normal))
+            if bias:
+                table.append((p + f"self_attn.{proj}.bias", (out,), u, "#fsdp.zeros"))
+        table.append((p + "post_attention_layernorm.weight", (C,), u, "#fsdp.ones"))
+        for proj, out, inp in (("gate_proj", F, C), ("up_proj", F, C), ("down_proj", C, F)):
+            table.append((p + f"mlp.{proj}.weight", (out, inp), u, normal))
+            if spec.mlp_bias:
+                table.append((p + f"mlp.{proj}.bias", (out,), u, "#fsdp.zeros"))
+    table.append(("model.norm.weight", (C,), "head", "#fsdp.ones"))
+    if not spec.tied:
+        table.append(("lm_head.weight", (V, C), "head", normal))
+    return table
+
+
+class _Writer:
+    def __init__(self, spec, batch, seq, key_block):
+        self.spec, self.B, self.T, self.key_block = spec, batch, seq, key_block
+        self.lines, self.names = [], set(n for n, *_ in parameters(spec))
+
+    def w(self, line):
+        self.lines.append("    " + line)
+
+    def use(self, name, shape, value=None):
+        value = value or "%" + name.replace(".", "_")
+        self.w(f"{value} = fsdp.use @{name} : {tensor(*shape)}")
+        return value
+
+    def linear(self, out, x, prefix, n_in, n_out):
+        """x [B, T, n_in] @ W^T (+ b): Hugging Face's Linear."""
+        B, T = self.B, self.T
+        w = self.use(prefix + ".weight", (n_out, n_in))
+        y = out if prefix + ".bias" not in self.names else out + "_nb"
+        self.w(f"{y} = fsdp.matmul {x}, {w} transpose_rhs : {tensor(B, T, n_in)}, "
+               f"{tensor(n_out, n_in)} -> {tensor(B, T, n_out)}")
+        if y != out:
+            b = self.use(prefix + ".bias", (n_out,))
+            self.w(f"{out} = fsdp.add {y}, {b} : {tensor(B, T, n_out)}, {tensor(n_out)} "
+                   f"-> {tensor(B, T, n_out)}")
+        return out
+
+    def rms_norm(self, out, x, weight):
+        X = tensor(self.B, self.T, self.spec.dim)
+        g = self.use(weight, (self.spec.dim,))
+        self.w(f"{out} = fsdp.rms_norm {x}, {g} eps {mlir_float(self.spec.rms_eps)} : {X}, "
+               f"{tensor(self.spec.dim)}")
+        return out
+
+    def rope(self, out, x, heads):
+        s = self.spec
+        scaling = ""
+        if s.llama3_scaling:
+            factor, low, high, context = s.llama3_scaling
+            scaling = (f" llama3_scaling <factor = {mlir_float(factor)}, "
+                       f"low_freq_factor = {mlir_float(low)}, "
+                       f"high_freq_factor = {mlir_float(high)}, "
+                       f"original_max_positions = {context}>")
+        self.w(f"{out} = fsdp.rope {x} positions 1 theta {mlir_float(s.rope_theta)}{scaling} : "
+               f"{tensor(self.B, self.T, heads, s.head_dim)}")
+        return out
+
+    def layer(self, i, x):
+        s, B, T, C, D = self.spec, self.B, self.T, self.spec.dim, self.spec.head_dim
+        H, KV = s.heads, s.kv_heads
+        p, v = f"model.layers.{i}.", f"%l{i}_"
+        X = tensor(B, T, C)
+        self.lines.append(f"    // layer {i}")
+        h = self.rms_norm(v + "h", x, p + "input_layernorm.weight")
+        heads = {}
+        for name, n in (("q", H), ("k", KV), ("v", KV)):
+            flat = self.linear(v + name, h, p + f"self_attn.{name}_proj", C, n * D)
+            self.w(f"{v}{name}4 = fsdp.reshape {flat} : {tensor(B, T, n * D)} -> "
+                   f"{tensor(B, T, n, D)}")
+            heads[name] = f"{v}{name}4"
+        heads["q"] = self.rope(v + "qr", heads["q"], H)
+        heads["k"] = self.rope(v + "kr", heads["k"], KV)
+        for name, n in (("q", H), ("k", KV), ("v", KV)):
+            self.w(f"{v}{name}h = fsdp.transpose {heads[name]} [0, 2, 1, 3] : "
+                   f"{tensor(B, T, n, D)} -> {tensor(B, n, T, D)}")
+        self.w(f"{v}o, {v}lse = fsdp.attention {v}qh, {v}kh, {v}vh causal key_block "
+               f"{self.key_block} : {tensor(B, H, T, D)}, {tensor(B, KV, T, D)}, "
+               f"{tensor(B, KV, T, D)} -> {tensor(B, H, T, D)}, {tensor(B, H, T)}")
+        self.w(f"{v}ot = fsdp.transpose {v}o [0, 2, 1, 3] : {tensor(B, H, T, D)} -> "
+               f"{tensor(B, T, H, D)}")
+        self.w(f"{v}oc = fsdp.reshape {v}ot : {tensor(B, T, H, D)} -> {tensor(B, T, H * D)}")
+        attn = self.linear(v + "attn", v + "oc", p + "self_attn.o_proj", H * D, C)
+        self.w(f"{v}x1 = fsdp.add {x}, {attn} : {X}, {X} -> {X}")
+        f = self.rms_norm(v + "f", v + "x1", p + "post_attention_layernorm.weight")
+        FF = tensor(B, T, s.ffn)
+        gate = self.linear(v + "gate", f, p + "mlp.gate_proj", C, s.ffn)
+        up = self.linear(v + "up", f, p + "mlp.up_proj", C, s.ffn)
+        self.w(f"{v}act = fsdp.silu {gate} : {FF}")
+        self.w(f"{v}gu = fsdp.mul {v}act, {up} : {FF}, {FF} -> {FF}")
+        down = self.linear(v + "down", v + "gu", p + "mlp.down_proj", s.ffn, C)
+        self.w(f"{v}out = fsdp.add {v}x1, {down} : {X}, {X} -> {X}")
+        return v + "out"
+
+
+def write(spec, batch, seq, plan, key_block=None, header=()):
+    """The .mlir text of `spec` for global batches of `batch` sequences of `seq` tokens
+    (inputs `tokens` and `targets`, [batch, seq] i32; the loss their mean cross-entropy)
+    under `plan` (plan.Plan); `header`: comment lines to begin with."""
+    key_block = key_block or min(512, seq)
+    out = [f"// {line}" for line in header]
+    out.append(f"module attributes {{fsdp.plan = {plan.attribute()}}} {{")
+    for name, shape, unit, init in parameters(spec):
+        out.append(f'  fsdp.param @{name} unit "{unit}" : {tensor(*shape)} = {init}')
+    out.append("")
+    I = tensor(batch, seq, e="i32")
+    out.append(f"  func.func @loss(%tokens: {I}, %targets: {I}) -> tensor<f32> {{")
+    wr = _Writer(spec, batch, seq, key_block)
+    V, C = spec.vocab, spec.dim
+    X = tensor(batch, seq, C)
+    emb = wr.use("model.embed_tokens.weight", (V, C))
+    wr.w(f"%x0 = fsdp.embedding {emb}[%tokens] : {tensor(V, C)}, {I} -> {X}")
+    x = "%x0"
+    for i in range(spec.layers):
+        x = wr.layer(i, x)
+    xf = wr.rms_norm("%xf", x, "model.norm.weight")
+    # A tied head reads the embedding again where it is needed (its unit gathered a
+    # second time), rather than keeping it gathered through every layer.
+    head = (wr.use("model.embed_tokens.weight", (V, C), "%tied_head") if spec.tied
+            else wr.use("lm_head.weight", (V, C)))
+    wr.w(f"%logits = fsdp.matmul {xf}, {head} transpose_rhs : {X}, {tensor(V, C)} -> "
+         f"{tensor(batch, seq, V)}")
+    wr.w(f"%loss = fsdp.cross_entropy %logits, %targets : {tensor(batch, seq, V)}, {I} -> "
+         "tensor<f32>")
+    wr.w("return %loss : tensor<f32>")
+    out += wr.lines
+    out += ["  }", "}"]
+    return "\n".join(out) + "\n"

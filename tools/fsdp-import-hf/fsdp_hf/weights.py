@@ -1,0 +1,44 @@
+"""A checkpoint's tensors converted into the trainer's --init-from file, tensor by tensor.
+
+The imported model's parameters carry Hugging Face's names and layouts (llama.py), so
+each tensor is copied as it is: F32 and BF16 stay (the trainer widens bf16 exactly), F16
+becomes F32 (exactly), F64 F32 (rounded).
+"""
+from . import HfError
+from .safetensors_io import Writer, checkpoint_tensors
+
+# Buffers some checkpoints store that the model recomputes: fsdp.rope's angles.
+RECOMPUTED = (".rotary_emb.inv_freq",)
+OUT_DTYPE = {"F32": "F32", "BF16": "BF16", "F16": "F32", "F64": "F32"}
+
+
+def convert(model_dir, params, out_path, tied_head=None):
+    """Writes `out_path` with every parameter of `params` ([(name, shape, ...)]) from the
+    checkpoint in `model_dir`. `tied_head`: the name of a stored head that a tied model
+    does not have (read from the embedding instead). Errors name the tensor."""
+    refs = checkpoint_tensors(model_dir)
+    wanted = {name: tuple(shape) for name, shape, *_ in params}
+    for name, ref in refs.items():
+        if name in wanted or name == tied_head or name.endswith(RECOMPUTED):
+            continue
+        raise HfError(f"{model_dir}: tensor '{name}' {list(ref.shape)} is not a parameter of "
+                      "the model its config.json states")
+    layout = []
+    for name, shape in wanted.items():
+        ref = refs.get(name)
+        if ref is None:
+            raise HfError(f"{model_dir}: the checkpoint has no tensor '{name}' "
+                          f"{list(shape)}")
+        if ref.shape != shape:
+            raise HfError(f"{model_dir}: tensor '{name}' is {list(ref.shape)} in the "
+                          f"checkpoint, {list(shape)} in the model its config.json states")
+        layout.append((name, OUT_DTYPE[ref.dtype], shape))
+    writer = Writer(out_path, layout, {"format": "pt", "source": "fsdp-import-hf"})
+    try:
+        for name, dtype, _shape in layout:
+            ref = refs[name]
+            writer.write(name, ref.read_raw() if dtype == ref.dtype
+                         else ref.read_f32().tobytes())
+    finally:
+        writer.file.close()
+    writer.close()
