@@ -59,7 +59,7 @@ if shutil.which("bible"):
 
 tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
 tools = ["fsdp-opt", ToolSubst("fsdpc", extra_args=[f"--cpu={fsdpc_cpu}"] if fsdpc_cpu else None),
-         "fsdp-import-hf", "llvm-nm", "llvm-objdump"]
+         "fsdp-import-hf", "fsdp-export-hf", "llvm-nm", "llvm-objdump"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The CUDA target. No test runs a GPU: "cuda-toolkit" compiles device code

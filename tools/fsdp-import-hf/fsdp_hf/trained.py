@@ -1,0 +1,83 @@
+"""A trainer's parameters as float32 tensors, one at a time: from its `--export` file
+(safetensors) or from a checkpoint directory (`--save`, docs/Runtime.md section 8), whose
+shard files hold each unit's flat parameter split into equal shards."""
+import json
+import os
+
+import numpy as np
+
+from . import HfError
+from .safetensors_io import read_header
+
+UNIT_DTYPES = {"f32": "<f4", "bf16": "<u2"}
+
+
+def _latest_step(directory):
+    steps = sorted(n for n in os.listdir(directory) if n.startswith("step-"))
+    if not steps:
+        raise HfError(f"{directory}: no metadata.json and no step-<k> checkpoint in it")
+    return os.path.join(directory, steps[-1])
+
+
+class Checkpoint:
+    """The parameters of a checkpoint directory (DIR/step-<k>, or DIR: its newest)."""
+
+    def __init__(self, directory):
+        if not os.path.exists(os.path.join(directory, "metadata.json")):
+            directory = _latest_step(directory)
+        self.directory = directory
+        with open(os.path.join(directory, "metadata.json")) as f:
+            meta = json.load(f)
+        if meta.get("format") != "fsdp-mlir checkpoint" or meta.get("version") != 1:
+            raise HfError(f"{directory}/metadata.json: not an fsdp-mlir checkpoint "
+                          "of version 1")
+        self.files = [os.path.join(directory, n) for n in meta["files"]]
+        self.units, self.params = meta["units"], meta["params"]
+        self.step = meta["step"]
+
+    def shapes(self):
+        return {p["name"]: tuple(p["shape"]) for p in self.params}
+
+    def read(self, name):
+        """The parameter `name` as float32: its elements gathered from the shards."""
+        param = next(p for p in self.params if p["name"] == name)
+        unit = self.units[param["unit"]]
+        storage = UNIT_DTYPES.get(unit["dtype"])
+        if storage is None:
+            raise HfError(f"{self.directory}: unit '{unit['name']}' is {unit['dtype']}")
+        size = np.dtype(storage).itemsize
+        count = int(np.prod(param["shape"], dtype=np.int64))
+        begin, chunks = param["unit_offset"], []
+        while count:
+            shard, within = divmod(begin, unit["shard_numel"])
+            take = min(count, unit["shard_numel"] - within)
+            with open(self.files[shard], "rb") as f:
+                f.seek(unit["regions"]["param"] + within * size)
+                chunks.append(np.frombuffer(f.read(take * size), dtype=storage))
+            begin, count = begin + take, count - take
+        flat = np.concatenate(chunks)
+        if unit["dtype"] == "bf16":
+            flat = (flat.astype(np.uint32) << 16).view(np.float32)
+        return flat.astype(np.float32).reshape(param["shape"])
+
+
+class Exported:
+    """The parameters of a trainer's --export file."""
+
+    def __init__(self, path):
+        self.refs = read_header(path)
+        self.step = None
+
+    def shapes(self):
+        return {name: ref.shape for name, ref in self.refs.items()}
+
+    def read(self, name):
+        return self.refs[name].read_f32()
+
+
+def open_trained(path):
+    if os.path.isdir(path):
+        return Checkpoint(path)
+    if not os.path.exists(path):
+        raise HfError(f"{path}: no such file or directory")
+    return Exported(path)
