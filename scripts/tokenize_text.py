@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Turns text into the token files a trainer reads with --data (lib/io/TokenFile.h):
 
-    tokenize_text.py TEXT... --out-dir DIR [--tokenizer bytes|gpt2] [--val-fraction 0.1]
-                [--header]
+    tokenize_text.py TEXT... --out-dir DIR [--tokenizer bytes|gpt2|hf] [--hf-model DIR]
+                [--val-fraction 0.1] [--header]
 
 The text files (UTF-8) are read and concatenated in order, then tokenized:
 
 - bytes: every byte of the UTF-8 text is a token (vocabulary 256, nothing to
   install): a character-level model of any text;
 - gpt2: the GPT-2 BPE of tiktoken (vocabulary 50257), as nanoGPT's
-  prepare.py scripts use it (pip install tiktoken).
+  prepare.py scripts use it (pip install tiktoken);
+- hf: the tokenizer of a Hugging Face model directory (--hf-model DIR, with
+  transformers' AutoTokenizer; no special tokens added), for fine-tuning a model
+  fsdp-import-hf imported (its vocabulary: the config's vocab_size).
 
 The token stream is split as nanoGPT splits it: DIR/train.bin gets the first
 int(n * (1 - val_fraction)) tokens, DIR/val.bin the rest (held-out data for
@@ -62,11 +65,27 @@ def read_text(paths):
     return b"".join(chunks)
 
 
-def tokenize_bytes(text):
+def tokenize_bytes(text, _args):
     return np.frombuffer(text, dtype=np.uint8).astype(np.uint32), 256
 
 
-def tokenize_gpt2(text):
+def tokenize_hf(text, args):
+    if not args.hf_model:
+        raise Error("--tokenizer hf needs --hf-model DIR (a Hugging Face model directory)")
+    try:
+        from transformers import AutoConfig, AutoTokenizer
+    except ImportError:
+        raise Error("--tokenizer hf needs transformers: pip install transformers")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(args.hf_model)
+        vocab_size = AutoConfig.from_pretrained(args.hf_model).vocab_size
+    except (OSError, ValueError) as e:
+        raise Error(f"--hf-model '{args.hf_model}': no tokenizer transformers can load: {e}")
+    tokens = tokenizer(text.decode("utf-8"), add_special_tokens=False)["input_ids"]
+    return np.asarray(tokens, dtype=np.uint32), vocab_size
+
+
+def tokenize_gpt2(text, _args):
     try:
         import tiktoken
     except ImportError:
@@ -80,7 +99,7 @@ def tokenize_gpt2(text):
     return np.asarray(tokens, dtype=np.uint32), encoding.n_vocab
 
 
-TOKENIZERS = {"bytes": tokenize_bytes, "gpt2": tokenize_gpt2}
+TOKENIZERS = {"bytes": tokenize_bytes, "gpt2": tokenize_gpt2, "hf": tokenize_hf}
 
 
 def token_dtype(vocab_size):
@@ -127,6 +146,7 @@ def main(argv):
     parser.add_argument("texts", nargs="*", metavar="TEXT", help="UTF-8 text files, in order")
     parser.add_argument("--out-dir", required=True, help="where train.bin and val.bin go")
     parser.add_argument("--tokenizer", choices=sorted(TOKENIZERS), default="bytes")
+    parser.add_argument("--hf-model", help="the model directory of --tokenizer hf")
     parser.add_argument("--val-fraction", type=fraction, default=0.1,
                         help="the share of tokens, at the end, that go to val.bin (default 0.1)")
     parser.add_argument("--header", action="store_true",
@@ -135,7 +155,7 @@ def main(argv):
     if not args.texts:
         raise Error("no input: name at least one text file")
 
-    tokens, vocab_size = TOKENIZERS[args.tokenizer](read_text(args.texts))
+    tokens, vocab_size = TOKENIZERS[args.tokenizer](read_text(args.texts), args)
     train, val = split(tokens, args.val_fraction)
     dtype = token_dtype(vocab_size)
     try:
