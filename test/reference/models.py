@@ -10,6 +10,9 @@ get(name) is the model `name` (every caller looks models up through it):
                  the model examples/generate_llama.py writes with those flags (A explicit
                  or flash; key_block, flash only, is its --key-block; freeze its --freeze);
                  the first nine fields are required, so that the name states the model.
+    hf:DIR[,batch=B][,seq=T]
+                 the model fsdp-import-hf writes for a Hugging Face directory (a path or
+                 a fixture of test/e2e/Inputs/hf), Hugging Face's names and layouts
                  generate_llama_flags(name) gives the script's flags.
 
 Each model mirrors its .mlir file op by op: parameter table (declaration order = manifest
@@ -27,6 +30,9 @@ and each `add` that sums the gradients of a value used twice, in the order fsdp-
 emits them (lib/Transforms/Autodiff.cpp: reverse op order, operands in order).
 `reduced_loss_and_grads` runs each rank on its rows and reduces (section 3).
 """
+import os
+import sys
+
 import numpy as np
 
 import ops
@@ -450,7 +456,12 @@ def llama_stage_roundings(cfg):
     products sum the other dimension, the same total. The head: rms_norm (C), the LM head
     (C), cross-entropy's sum (V); the weight gradients and the loss's mean sum B T rows."""
     C, F, V, T, B = (cfg[f] for f in ("dim", "ffn", "vocab", "seq", "batch"))
-    D = C // cfg["heads"]
+    return decoder_roundings(C, F, V, T, B, C // cfg["heads"])
+
+
+def decoder_roundings(C, F, V, T, B, D):
+    """llama_stage_roundings of a decoder of width C, MLP F, vocabulary V, head size D on
+    B sequences of T tokens."""
     return max(5 * C + F + D + 4 + 2 * T, 2 * C + V, B * T)
 
 
@@ -474,6 +485,121 @@ def llama(name):
         "loss_and_grads": _loss_and_grads(forward, frozen),
         # Stages: the blocks and the head.
         "bounds": {"reduction": llama_stage_roundings(cfg), "depth": cfg["layers"] + 1},
+    }
+
+
+# ---------------------------------------------------------------- fsdp-import-hf
+
+# hf:DIR[,batch=B][,seq=T]: the model fsdp-import-hf writes for the Hugging Face directory
+# DIR (a path, or a folder name of test/e2e/Inputs/hf) for batches of B sequences of T
+# tokens (4 and 16 unless given), with the importer's plan defaults. Its config.json is
+# read by the importer's own reader (fsdp_hf.config: which fields mean what, checked
+# against Hugging Face's loss by hf-import.test); the forward is written here, op by op.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HF_FIXTURES = os.path.join(_ROOT, "test", "e2e", "Inputs", "hf")
+HF_TOOLS = os.path.join(_ROOT, "tools", "fsdp-import-hf")
+
+
+def parse_hf(name):
+    """(directory, batch, seq) of an hf: name."""
+    directory, *fields = name[len("hf:"):].split(",")
+    sizes = {"batch": 4, "seq": 16}
+    for field in fields:
+        key, _, value = field.partition("=")
+        if key not in sizes or not value.isdigit() or int(value) < 1:
+            raise ValueError("%r: %r is not batch=N or seq=N" % (name, field))
+        sizes[key] = int(value)
+    if os.sep not in directory:
+        directory = os.path.join(HF_FIXTURES, directory)
+    return directory, sizes["batch"], sizes["seq"]
+
+
+def _fsdp_hf():
+    if HF_TOOLS not in sys.path:
+        sys.path.insert(0, HF_TOOLS)
+    import fsdp_hf.config
+    import fsdp_hf.llama
+    import fsdp_hf.plan
+    return fsdp_hf
+
+
+def hf_linear(t, x, prefix, names):
+    """Hugging Face's Linear: x W^T (+ b), W [out, in]."""
+    y = t(ops.matmul, x, t.use(prefix + ".weight"), transpose_rhs=True)
+    return t(ops.add, y, t.use(prefix + ".bias")) if prefix + ".bias" in names else y
+
+
+def hf_llama_forward(spec, names, key_block):
+    """forward(tape, inputs) of fsdp-import-hf's Llama-family model (fsdp_hf/llama.py)."""
+    H, KV, D = spec.heads, spec.kv_heads, spec.head_dim
+
+    def norm(t, x, name):
+        return t(ops.rms_norm, x, t.use(name), eps=spec.rms_eps)
+
+    def forward(t, inputs):
+        tokens, targets = inputs
+        b, T = tokens.shape
+        x = t(ops.embedding, t.use("model.embed_tokens.weight"), tokens)
+        for i in range(spec.layers):
+            p = "model.layers.%d." % i
+            h = norm(t, x, p + "input_layernorm.weight")
+            heads = {n: t(ops.reshape, hf_linear(t, h, p + "self_attn.%s_proj" % n, names),
+                          (b, T, count, D))
+                     for n, count in (("q", H), ("k", KV), ("v", KV))}
+            for n in ("q", "k"):
+                heads[n] = t(ops.rope, heads[n], positions=1, theta=spec.rope_theta,
+                             scaling=spec.llama3_scaling)
+            qh, kh, vh = (t(ops.transpose, heads[n], (0, 2, 1, 3)) for n in "qkv")
+            o = t(ops.attention, qh, kh, vh, causal=True, key_block=key_block)
+            oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, H * D))
+            x1 = t(ops.add, x, hf_linear(t, oc, p + "self_attn.o_proj", names),
+                   point="add:residual")
+            f = norm(t, x1, p + "post_attention_layernorm.weight")
+            gate = hf_linear(t, f, p + "mlp.gate_proj", names)
+            up = hf_linear(t, f, p + "mlp.up_proj", names)
+            down = hf_linear(t, t(ops.mul, t(ops.silu, gate), up), p + "mlp.down_proj", names)
+            x = t(ops.add, x1, down, point="add:residual")
+        xf = norm(t, x, "model.norm.weight")
+        head = t.use("model.embed_tokens.weight" if spec.tied else "lm_head.weight")
+        logits = t(ops.matmul, xf, head, transpose_rhs=True)
+        return t(ops.cross_entropy, logits, targets)
+    return forward
+
+
+def hf_initializer(text, spec):
+    return {"#fsdp.ones": ONES, "#fsdp.zeros": ZEROS}.get(text, normal(spec.init_std))
+
+
+def hf(name):
+    """The model entry of an hf: name (see get)."""
+    directory, batch, seq = parse_hf(name)
+    fsdp_hf = _fsdp_hf()
+    try:
+        spec = fsdp_hf.config.llama_spec(fsdp_hf.config.load(directory), seq)
+    except fsdp_hf.HfError as e:
+        raise ValueError("%r: %s" % (name, e)) from None
+    table = fsdp_hf.llama.parameters(spec)
+    names = {n for n, *_ in table}
+    key_block = min(512, seq)
+    forward = hf_llama_forward(spec, names, key_block)
+    plan = fsdp_hf.plan.Plan()
+    return {
+        "name": name,
+        "directory": directory,
+        "batch_seq": (batch, seq),
+        "params": [(n, tuple(shape), "f32", unit, hf_initializer(init, spec))
+                   for n, shape, unit, init in table],
+        "frozen": frozenset(),
+        "inputs": [((batch, seq), "i32", "tokens", spec.vocab),
+                   ((batch, seq), "i32", "classes", spec.vocab)],
+        "optimizer": {"kind": "adamw", "lr": plan.lr, "beta1": 0.9, "beta2": plan.beta2,
+                      "eps": 1e-8, "weight_decay": plan.weight_decay},
+        "clip_grad_norm": plan.clip_grad_norm,
+        "forward": forward,
+        "loss_and_grads": _loss_and_grads(forward),
+        "bounds": {"reduction": decoder_roundings(spec.dim, spec.ffn, spec.vocab, seq, batch,
+                                                  spec.head_dim),
+                   "depth": spec.layers + 1},
     }
 
 
@@ -532,8 +658,9 @@ for _name, _entry in MODELS.items():
 
 def names():
     """The fixed model names, and the form of the parametrised one (for --help)."""
-    return sorted(MODELS) + ["llama:" + ",".join(f + "=N" for f in LLAMA_FIELDS[:-2])
-                             + ",attention=explicit|flash[,key_block=N]"]
+    return sorted(MODELS) + ["llama:" + ",".join(f + "=N" for f in LLAMA_FIELDS[:-4])
+                             + ",attention=explicit|flash[,key_block=N][,rope_theta=N]"
+                             "[,freeze=NAME+...]", "hf:DIR[,batch=N][,seq=N]"]
 
 
 _LLAMAS = {}
@@ -549,6 +676,10 @@ def get(name):
         if canonical not in _LLAMAS:
             _LLAMAS[canonical] = llama(canonical)
         return _LLAMAS[canonical]
+    if name.startswith("hf:"):
+        if name not in _LLAMAS:
+            _LLAMAS[name] = hf(name)
+        return _LLAMAS[name]
     raise KeyError("unknown model %r (models: %s)" % (name, ", ".join(names())))
 
 

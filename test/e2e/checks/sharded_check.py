@@ -94,6 +94,19 @@ def with_strategy(text, strategy, grid, dtypes=""):
     return text
 
 
+def import_hf(model, work):
+    """(the .mlir text, the weights file) fsdp-import-hf writes for an hf: name (f32, grid
+    1), the trainer starting from the checkpoint's weights."""
+    m = models.get(model)
+    batch, seq = m["batch_seq"]
+    mlir, weights = os.path.join(work, "hf.mlir"), os.path.join(work, "hf-init.safetensors")
+    import fsdp_hf.import_hf  # models.get put tools/fsdp-import-hf on the path
+    fsdp_hf.import_hf.main([m["directory"], "--batch", str(batch), "--seq", str(seq),
+                            "-o", mlir, "--weights", weights])
+    with open(mlir) as f:
+        return f.read(), weights
+
+
 def model_text(model):
     """The .mlir text of a model name: the example's file, odd-sizes' input file, or what
     examples/generate_llama.py writes for a llama name (f32, grid 1: the plan's dtypes and
@@ -113,7 +126,7 @@ def file_tag(model):
     return re.sub(r"[^\w.-]+", "-", model)
 
 
-def check_case(args, label, strategy, grid, trainer, data):
+def check_case(args, label, strategy, grid, trainer, data, init_from=None):
     """Runs one case and checks it: (summary text, failures)."""
     tag = re.sub(r"[^\w]+", "-", label)
     ranks = int(np.prod(grid))
@@ -123,7 +136,8 @@ def check_case(args, label, strategy, grid, trainer, data):
         if os.path.exists(stale):
             os.remove(stale)
     command = mpirun_command(ranks, trainer, "--steps", str(args.steps), "--data", data,
-                             "--log-json", log, "--export", dump, "--trace-state", trace)
+                             "--log-json", log, "--export", dump, "--trace-state", trace,
+                             *(["--init-from", init_from] if init_from else []))
     result = subprocess.run(command, capture_output=True, text=True, timeout=MPI_TIMEOUT,
                             env=mpi_environment())
     if result.returncode != 0:
@@ -193,7 +207,10 @@ def main():
     started = time.time()
 
     # One model per case; cases with the same text and grid share a trainer.
-    text = model_text(args.model)
+    if args.model.startswith("hf:"):
+        text, init_from = import_hf(args.model, args.work)
+    else:
+        text, init_from = model_text(args.model), None
     jobs, trainers = {}, {}
     for strategy, grid in cases:
         dtypes = "".join(f"{field} = {value}, " for field, value in (
@@ -232,7 +249,7 @@ def main():
         label = f"{strategy} N={ranks}" + (f" ({'x'.join(map(str, grid))})" if len(grid) > 1
                                            else "")
         summary, case_failures = check_case(args, label, strategy, grid,
-                                            trainers[(strategy, tuple(grid))], data)
+                                            trainers[(strategy, tuple(grid))], data, init_from)
         print(f"{label:<22} {summary}", flush=True)
         failures += [f"{label}: {f}" for f in case_failures]
 
