@@ -16,6 +16,7 @@ Prints one JSON object. Exit status 1 when a loss differs by more than 1e-5 rela
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,7 @@ def main():
     subprocess.run([path("trainer"), "--steps", str(args.steps), "--init-from",
                     path("init.safetensors"), "--data", path("batch.bin"), "--export",
                     path("trained.safetensors")], check=True, capture_output=True)
+    shutil.rmtree(path("export"), ignore_errors=True)
     subprocess.run([tool("fsdp-export-hf"), path("trained.safetensors"), "--config-from",
                     args.model_dir, "-o", path("export")], check=True)
     exported = load(path("export"))

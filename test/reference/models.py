@@ -767,7 +767,6 @@ def step(model, params, inputs, prec=EXACT, slopes=None):
 if __name__ == "__main__":
     # `python3 models.py --generate-llama-flags NAME`: the flags of examples/generate_llama.py
     # for a llama name, one line (for shell scripts that write the model file).
-    import sys
     if len(sys.argv) != 3 or sys.argv[1] != "--generate-llama-flags":
         sys.exit("usage: models.py --generate-llama-flags llama:...")
     try:

@@ -19,13 +19,11 @@ practice); a weight left out, a bias dropped, a rotation or scaling wrong moves 
 import argparse
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 
-from trainer_checks import (ROOT, Checks, datafile, fsdpc_command, mpi_environment,
-                            mpirun_command, read_records, run)
+from trainer_checks import (ROOT, Checks, datafile, fsdpc_command, read_records, run,
+                            run_trainer)
 
 FIXTURES = os.path.join(ROOT, "test", "e2e", "Inputs", "hf")
 RTOL = 1e-5
@@ -47,14 +45,8 @@ def evaluate(args, name, ranks):
     data = os.path.join(work, "batch.bin")
     datafile.write(data, [("i32", tokens), ("i32", targets)])
     log = os.path.join(work, "log.json")
-    command = [trainer, "--steps", "0", "--init-from", weights, "--eval-data", data,
-               "--log-json", log]
-    if ranks > 1:
-        command = mpirun_command(ranks, *command)
-    result = subprocess.run(command, capture_output=True, text=True, env=mpi_environment(),
-                            timeout=300)
-    if result.returncode != 0:
-        sys.exit(f"FAILED: {' '.join(command)}\n{result.stdout}\n{result.stderr}")
+    run_trainer(ranks, trainer, "--steps", "0", "--init-from", weights, "--eval-data", data,
+                "--log-json", log)
     ours = [r["eval_loss"] for r in read_records(log) if "eval_loss" in r]
     with open(os.path.join(fixture, "expected.json")) as f:
         return ours[-1], json.load(f)["loss"]

@@ -16,11 +16,9 @@ and exported again, must be bit for bit what it was, and differ from the fixture
 """
 import argparse
 import os
-import subprocess
 import sys
 
-from trainer_checks import (ROOT, Checks, fsdpc_command, mpi_environment, mpirun_command,
-                            run)
+from trainer_checks import ROOT, Checks, fsdpc_command, run, run_trainer
 
 sys.path.insert(0, os.path.join(ROOT, "tools", "fsdp-import-hf"))
 from fsdp_hf.safetensors_io import checkpoint_tensors  # noqa: E402
@@ -42,14 +40,6 @@ def differences(a_dir, b_dir):
     return found
 
 
-def trainer_run(ranks, *command):
-    command = mpirun_command(ranks, *command) if ranks > 1 else list(command)
-    result = subprocess.run(command, capture_output=True, text=True, env=mpi_environment(),
-                            timeout=300)
-    if result.returncode != 0:
-        sys.exit(f"FAILED: {' '.join(command)}\n{result.stdout}\n{result.stderr}")
-
-
 def round_trip(args, checks, name):
     fixture = os.path.join(FIXTURES, name)
     work = os.path.join(args.work, name)
@@ -58,7 +48,7 @@ def round_trip(args, checks, name):
     run([*args.import_hf, fixture, "--batch", "2", "--seq", "16", "--grid", str(args.ranks),
          "-o", path("model.mlir"), "--weights", path("init.safetensors")])
     run([*fsdpc_command(args.fsdpc), path("model.mlir"), "-o", path("trainer")])
-    trainer_run(args.ranks, path("trainer"), "--steps", "0", "--init-from",
+    run_trainer(args.ranks, path("trainer"), "--steps", "0", "--init-from",
                 path("init.safetensors"), "--export", path("export.safetensors"), "--save",
                 path("checkpoints"))
     run([*args.export_hf, path("export.safetensors"), "--config-from", fixture, "-o",
@@ -72,7 +62,7 @@ def round_trip(args, checks, name):
                      f"{shards} safetensors file(s), " + ("the fixture's tensors bit for bit"
                                                           if not found else found[0]))
     # Trained values through import and export again.
-    trainer_run(args.ranks, path("trainer"), "--steps", "2", "--init-from",
+    run_trainer(args.ranks, path("trainer"), "--steps", "2", "--init-from",
                 path("init.safetensors"), "--export", path("trained.safetensors"))
     run([*args.export_hf, path("trained.safetensors"), "--config-from", fixture, "-o",
          path("hf-trained")])

@@ -79,6 +79,17 @@ def mpirun_command(ranks, *command):
     return [mpirun, "--oversubscribe", "-np", str(ranks), *command]
 
 
+def run_trainer(ranks, *command, timeout=300):
+    """A trainer's command on `ranks` ranks (under mpirun above 1); exits the check with
+    its output if it fails."""
+    command = mpirun_command(ranks, *command) if ranks > 1 else list(command)
+    result = subprocess.run(command, capture_output=True, text=True, env=mpi_environment(),
+                            timeout=timeout)
+    if result.returncode != 0:
+        sys.exit(f"FAILED: {' '.join(command)}\n{result.stdout}\n{result.stderr}")
+    return result
+
+
 def mpi_environment():
     env = dict(os.environ)
     # Open MPI refuses to start as root unless told (CI runs as root).

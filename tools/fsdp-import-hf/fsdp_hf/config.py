@@ -54,7 +54,6 @@ class LlamaSpec:
     o_bias: bool = False
     mlp_bias: bool = False
     init_std: float = 0.02
-    max_positions: int = None
 
 
 class Fields:
@@ -115,7 +114,7 @@ def load(model_dir):
     return Fields(path, data)
 
 
-def _rope(fields, spec_theta_default=10000.0):
+def _rope(fields, default_theta=10000.0):
     """(theta, llama3 scaling or None) from rope_theta/rope_scaling or rope_parameters."""
     if fields.has("rope_parameters"):
         params = fields.take("rope_parameters", kind=dict)
@@ -123,11 +122,11 @@ def _rope(fields, spec_theta_default=10000.0):
             raise fields.error("rope_scaling", "given beside rope_parameters, and different")
         fields.ignore("rope_scaling")
         where = "rope_parameters"
-        theta = params.get("rope_theta", fields.take("rope_theta", spec_theta_default))
+        theta = params.get("rope_theta", fields.take("rope_theta", default_theta))
     else:
         params = fields.take("rope_scaling", kind=dict) or {}
         where = "rope_scaling"
-        theta = fields.take("rope_theta", spec_theta_default)
+        theta = fields.take("rope_theta", default_theta)
     if not isinstance(theta, (int, float)) or isinstance(theta, bool) or theta <= 1:
         raise fields.error("rope_theta", "expected a number above 1")
     kind = params.get("rope_type", params.get("type", "default"))
@@ -192,9 +191,12 @@ def llama_spec(fields, seq):
     kv_heads = fields.take("num_key_value_heads", heads, int)
     if heads % kv_heads:
         raise fields.error("num_key_value_heads", f"must divide num_attention_heads ({heads})")
-    head_dim = fields.take("head_dim", None, int) or dim // heads
-    if not fields.has("head_dim") and dim % heads:
+    if fields.has("head_dim"):
+        head_dim = fields.required("head_dim")
+    elif dim % heads:
         raise fields.error("hidden_size", f"not a multiple of num_attention_heads ({heads})")
+    else:
+        head_dim = dim // heads
     if head_dim % 2:
         raise fields.error("head_dim", "the rotary embedding pairs features: must be even")
     fields.require_value("hidden_act", ("silu",), "only silu (SwiGLU) is supported", "silu")
@@ -220,8 +222,7 @@ def llama_spec(fields, seq):
         tied=bool(fields.take("tie_word_embeddings", False)),
         rope_theta=theta, llama3_scaling=scaling, qkv_bias=qkv_bias, o_bias=o_bias,
         mlp_bias=bool(fields.take("mlp_bias", False)),
-        init_std=float(fields.take("initializer_range", 0.02, (int, float))),
-        max_positions=max_positions)
+        init_std=float(fields.take("initializer_range", 0.02, (int, float))))
     leftover = fields.leftover()
     if leftover:
         raise fields.error(leftover[0], f"unknown to fsdp-import-hf for {family}: it may "

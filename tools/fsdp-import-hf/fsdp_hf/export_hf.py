@@ -86,15 +86,35 @@ def run(args):
     stored = hf_config.get("dtype", hf_config.get("torch_dtype", "float32"))
     dtype = {"f32": "F32", "bf16": "BF16"}[args.dtype] if args.dtype else \
         CONFIG_DTYPES.get(stored, "F32")
-    os.makedirs(args.output, exist_ok=True)
-    for name in os.listdir(args.config_from):
-        source = os.path.join(args.config_from, name)
+    out = args.output
+    if os.path.exists(out) and (not os.path.isdir(out) or os.listdir(out)):
+        raise HfError(f"-o {out}: exists and is not an empty directory")
+    # Written aside and renamed when whole: an error leaves no directory that looks like
+    # a model.
+    partial = out.rstrip("/") + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    os.makedirs(partial)
+    try:
+        write_directory(partial, args.config_from, trained, wanted, hf_config, dtype, limit)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    if os.path.isdir(out):
+        os.rmdir(out)
+    os.replace(partial, out)
+
+
+def write_directory(out, config_from, trained, wanted, hf_config, dtype, limit):
+    """The Hugging Face directory `out`: the non-weight files of `config_from`, its
+    config.json with the weights' dtype, and the weights, in shards under `limit` bytes."""
+    for name in os.listdir(config_from):
+        source = os.path.join(config_from, name)
         if os.path.isfile(source) and not WEIGHT_FILES.search(name) and name != "config.json":
-            shutil.copy2(source, os.path.join(args.output, name))
+            shutil.copy2(source, os.path.join(out, name))
     for key in ("dtype", "torch_dtype"):
         if key in hf_config:
             hf_config[key] = HF_DTYPE_NAMES[dtype]
-    with open(os.path.join(args.output, "config.json"), "w") as f:
+    with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(hf_config, f, indent=2, sort_keys=True)
         f.write("\n")
     layout = [(name, dtype, shape) for name, shape in wanted]
@@ -103,7 +123,7 @@ def run(args):
              [f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors" for i in range(len(groups))])
     weight_map, total = {}, 0
     for file_name, group in zip(names, groups):
-        writer = Writer(os.path.join(args.output, file_name), group, {"format": "pt"})
+        writer = Writer(os.path.join(out, file_name), group, {"format": "pt"})
         try:
             for name, _dtype, _shape in group:
                 raw = to_storage(trained.read(name), dtype)
@@ -114,7 +134,7 @@ def run(args):
             writer.file.close()
         writer.close()
     if len(groups) > 1:
-        with open(os.path.join(args.output, "model.safetensors.index.json"), "w") as f:
+        with open(os.path.join(out, "model.safetensors.index.json"), "w") as f:
             json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f,
                       indent=2)
 

@@ -4,6 +4,8 @@ The imported model's parameters carry Hugging Face's names and layouts (llama.py
 each tensor is copied as it is: F32 and BF16 stay (the trainer widens bf16 exactly), F16
 becomes F32 (exactly), F64 F32 (rounded).
 """
+import os
+
 from . import HfError
 from .safetensors_io import Writer, checkpoint_tensors
 
@@ -33,12 +35,17 @@ def convert(model_dir, params, out_path, tied_head=None):
             raise HfError(f"{model_dir}: tensor '{name}' is {list(ref.shape)} in the "
                           f"checkpoint, {list(shape)} in the model its config.json states")
         layout.append((name, OUT_DTYPE[ref.dtype], shape))
-    writer = Writer(out_path, layout, {"format": "pt", "source": "fsdp-import-hf"})
+    # Written aside and renamed when whole: an error leaves no file that looks complete.
+    partial = out_path + ".partial"
+    writer = Writer(partial, layout, {"format": "pt", "source": "fsdp-import-hf"})
     try:
         for name, dtype, _shape in layout:
             ref = refs[name]
             writer.write(name, ref.read_raw() if dtype == ref.dtype
                          else ref.read_f32().tobytes())
-    finally:
+        writer.close()
+    except BaseException:
         writer.file.close()
-    writer.close()
+        os.remove(partial)
+        raise
+    os.replace(partial, out_path)
