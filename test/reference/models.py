@@ -10,7 +10,7 @@ get(name) is the model `name` (every caller looks models up through it):
                  the model examples/generate_llama.py writes with those flags (A explicit
                  or flash; key_block, flash only, is its --key-block; freeze its --freeze);
                  the first nine fields are required, so that the name states the model.
-    hf:DIR[,batch=B][,seq=T]
+    hf:DIR[,batch=B][,seq=T][,freeze=GLOB+...]
                  the model fsdp-import-hf writes for a Hugging Face directory (a path or
                  a fixture of test/e2e/Inputs/hf), Hugging Face's names and layouts
                  generate_llama_flags(name) gives the script's flags.
@@ -490,9 +490,10 @@ def llama(name):
 
 # ---------------------------------------------------------------- fsdp-import-hf
 
-# hf:DIR[,batch=B][,seq=T]: the model fsdp-import-hf writes for the Hugging Face directory
-# DIR (a path, or a folder name of test/e2e/Inputs/hf) for batches of B sequences of T
-# tokens (4 and 16 unless given), with the importer's plan defaults. Its config.json is
+# hf:DIR[,batch=B][,seq=T][,freeze=GLOB+...]: the model fsdp-import-hf writes for the
+# Hugging Face directory DIR (a path, or a folder name of test/e2e/Inputs/hf) for batches
+# of B sequences of T tokens (4 and 16 unless given), with the importer's plan defaults
+# and its --freeze globs. Its config.json is
 # read by the importer's own reader (fsdp_hf.config: which fields mean what, checked
 # against Hugging Face's loss by hf-import.test); the forward is written here, op by op.
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -501,17 +502,20 @@ HF_TOOLS = os.path.join(_ROOT, "tools", "fsdp-import-hf")
 
 
 def parse_hf(name):
-    """(directory, batch, seq) of an hf: name."""
+    """(directory, batch, seq, freeze globs) of an hf: name."""
     directory, *fields = name[len("hf:"):].split(",")
-    sizes = {"batch": 4, "seq": 16}
+    sizes, freeze = {"batch": 4, "seq": 16}, []
     for field in fields:
         key, _, value = field.partition("=")
+        if key == "freeze" and value:
+            freeze = value.split("+")
+            continue
         if key not in sizes or not value.isdigit() or int(value) < 1:
-            raise ValueError("%r: %r is not batch=N or seq=N" % (name, field))
+            raise ValueError("%r: %r is not batch=N, seq=N or freeze=GLOB+..." % (name, field))
         sizes[key] = int(value)
     if os.sep not in directory:
         directory = os.path.join(HF_FIXTURES, directory)
-    return directory, sizes["batch"], sizes["seq"]
+    return directory, sizes["batch"], sizes["seq"], freeze
 
 
 def _fsdp_hf():
@@ -572,10 +576,11 @@ def hf_initializer(text, spec):
 
 def hf(name):
     """The model entry of an hf: name (see get)."""
-    directory, batch, seq = parse_hf(name)
+    directory, batch, seq, freeze = parse_hf(name)
     fsdp_hf = _fsdp_hf()
     try:
         spec = fsdp_hf.config.llama_spec(fsdp_hf.config.load(directory), seq)
+        frozen = frozenset(fsdp_hf.llama.frozen_names(spec, freeze))
     except fsdp_hf.HfError as e:
         raise ValueError("%r: %s" % (name, e)) from None
     table = fsdp_hf.llama.parameters(spec)
@@ -587,16 +592,17 @@ def hf(name):
         "name": name,
         "directory": directory,
         "batch_seq": (batch, seq),
+        "freeze": freeze,
         "params": [(n, tuple(shape), "f32", unit, hf_initializer(init, spec))
                    for n, shape, unit, init in table],
-        "frozen": frozenset(),
+        "frozen": frozen,
         "inputs": [((batch, seq), "i32", "tokens", spec.vocab),
                    ((batch, seq), "i32", "classes", spec.vocab)],
         "optimizer": {"kind": "adamw", "lr": plan.lr, "beta1": 0.9, "beta2": plan.beta2,
                       "eps": 1e-8, "weight_decay": plan.weight_decay},
         "clip_grad_norm": plan.clip_grad_norm,
         "forward": forward,
-        "loss_and_grads": _loss_and_grads(forward),
+        "loss_and_grads": _loss_and_grads(forward, frozen),
         "bounds": {"reduction": decoder_roundings(spec.dim, spec.ffn, spec.vocab, seq, batch,
                                                   spec.head_dim),
                    "depth": spec.layers + 1},
@@ -660,7 +666,7 @@ def names():
     """The fixed model names, and the form of the parametrised one (for --help)."""
     return sorted(MODELS) + ["llama:" + ",".join(f + "=N" for f in LLAMA_FIELDS[:-4])
                              + ",attention=explicit|flash[,key_block=N][,rope_theta=N]"
-                             "[,freeze=NAME+...]", "hf:DIR[,batch=N][,seq=N]"]
+                             "[,freeze=NAME+...]", "hf:DIR[,batch=N][,seq=N][,freeze=GLOB+...]"]
 
 
 _LLAMAS = {}

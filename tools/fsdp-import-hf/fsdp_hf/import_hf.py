@@ -2,7 +2,8 @@
 its weights as the trainer's --init-from file).
 
     fsdp-import-hf MODEL_DIR --batch B --seq T [--grid N | R,S] [--param-dtype bf16]
-                   [--remat unit] -o model.mlir [--weights init.safetensors]
+                   [--remat unit] [--freeze GLOB,...] -o model.mlir
+                   [--weights init.safetensors]
 
 MODEL_DIR holds config.json and, with --weights, the checkpoint (model.safetensors or
 shards with model.safetensors.index.json). Supported: LlamaForCausalLM (grouped- and
@@ -43,6 +44,9 @@ def arguments(argv):
     ap.add_argument("--lr", type=float, default=3e-5)
     ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--clip-grad-norm", type=float, default=1.0)
+    ap.add_argument("--freeze", default="", help="comma-separated parameter names or "
+                    "globs to declare frozen (never updated), e.g. 'model.embed_tokens.weight' "
+                    "or 'model.layers.[0-9].*'")
     ap.add_argument("-o", "--output", required=True, help="the model file to write")
     ap.add_argument("--weights", help="also write the checkpoint's tensors here, for the "
                     "trainer's --init-from")
@@ -61,7 +65,8 @@ def run(args):
                 clip_grad_norm=args.clip_grad_norm)
     header = [f"Imported from {os.path.abspath(args.model_dir)} ({spec.family}) by "
               "fsdp-import-hf: Hugging Face's parameter names and layouts."]
-    text = llama.write(spec, args.batch, args.seq, plan, args.key_block, header)
+    frozen = llama.frozen_names(spec, [p for p in args.freeze.split(",") if p])
+    text = llama.write(spec, args.batch, args.seq, plan, args.key_block, header, frozen)
     if args.weights:
         weights.convert(args.model_dir, llama.parameters(spec), args.weights,
                         tied_head="lm_head.weight" if spec.tied else None)

@@ -6,6 +6,9 @@ tensors are the model's parameters as they are, and an export is a copy.
 One FSDP unit for the token embedding, one per decoder layer, one for the final norm and
 the head (a tied head reads the embedding's unit again).
 """
+import fnmatch
+
+from . import HfError
 from .plan import mlir_float
 
 
@@ -124,15 +127,32 @@ class _Writer:
         return v + "out"
 
 
-def write(spec, batch, seq, plan, key_block=None, header=()):
+def frozen_names(spec, patterns):
+    """The parameters matching any of the glob `patterns` (fnmatch, e.g.
+    'model.embed_tokens.weight' or 'model.layers.0.*'); a pattern that matches none is
+    an error."""
+    names = [name for name, *_ in parameters(spec)]
+    frozen = set()
+    for pattern in patterns:
+        matched = fnmatch.filter(names, pattern)
+        if not matched:
+            raise HfError(f"--freeze {pattern}: matches no parameter of the model (e.g. "
+                          f"{names[0]}, {names[1]})")
+        frozen.update(matched)
+    return frozen
+
+
+def write(spec, batch, seq, plan, key_block=None, header=(), frozen=frozenset()):
     """The .mlir text of `spec` for global batches of `batch` sequences of `seq` tokens
     (inputs `tokens` and `targets`, [batch, seq] i32; the loss their mean cross-entropy)
-    under `plan` (plan.Plan); `header`: comment lines to begin with."""
+    under `plan` (plan.Plan), the parameters in `frozen` declared frozen (read, never
+    updated); `header`: comment lines to begin with."""
     key_block = key_block or min(512, seq)
     out = [f"// {line}" for line in header]
     out.append(f"module attributes {{fsdp.plan = {plan.attribute()}}} {{")
     for name, shape, unit, init in parameters(spec):
-        out.append(f'  fsdp.param @{name} unit "{unit}" : {tensor(*shape)} = {init}')
+        keyword = "fsdp.param frozen" if name in frozen else "fsdp.param"
+        out.append(f'  {keyword} @{name} unit "{unit}" : {tensor(*shape)} = {init}')
     out.append("")
     I = tensor(batch, seq, e="i32")
     out.append(f"  func.func @loss(%tokens: {I}, %targets: {I}) -> tensor<f32> {{")
