@@ -518,12 +518,16 @@ def parse_hf(name):
     return directory, sizes["batch"], sizes["seq"], freeze
 
 
-def _fsdp_hf():
+def fsdp_hf():
+    """The importer's package (tools/fsdp-import-hf/fsdp_hf), for the checks that run it
+    or read what it writes."""
     if HF_TOOLS not in sys.path:
         sys.path.insert(0, HF_TOOLS)
     import fsdp_hf.config
+    import fsdp_hf.import_hf
     import fsdp_hf.llama
     import fsdp_hf.plan
+    import fsdp_hf.safetensors_io
     return fsdp_hf
 
 
@@ -577,17 +581,17 @@ def hf_initializer(text, spec):
 def hf(name):
     """The model entry of an hf: name (see get)."""
     directory, batch, seq, freeze = parse_hf(name)
-    fsdp_hf = _fsdp_hf()
+    package = fsdp_hf()
     try:
-        spec = fsdp_hf.config.llama_spec(fsdp_hf.config.load(directory), seq)
-        frozen = frozenset(fsdp_hf.llama.frozen_names(spec, freeze))
-    except fsdp_hf.HfError as e:
+        spec = package.config.llama_spec(package.config.load(directory), seq)
+        frozen = frozenset(package.llama.frozen_names(spec, freeze))
+    except package.HfError as e:
         raise ValueError("%r: %s" % (name, e)) from None
-    table = fsdp_hf.llama.parameters(spec)
+    table = package.llama.parameters(spec)
     names = {n for n, *_ in table}
     key_block = min(512, seq)
     forward = hf_llama_forward(spec, names, key_block)
-    plan = fsdp_hf.plan.Plan()
+    plan = package.plan.Plan()
     return {
         "name": name,
         "directory": directory,

@@ -76,8 +76,9 @@ class Precision:
     # The compiled CPU step's exp, log and tanh are upstream MLIR's polynomial
     # approximations (fsdp-approximate-math), not correctly rounded: measured over 2^20
     # arguments each, at most 1.0, 0.8 and 4.5 float32 ulps off (mean 0.27, 0.25, 0.75).
-    # cos and sin (fsdp.rope) are libm's cosf and sinf on the CPU (glibc: under 1 ulp)
-    # and CUDA's cosf and sinf on a GPU (at most 2 ulps, CUDA's programming guide).
+    # cos and sin (fsdp.rope) are libm's cosf and sinf on the CPU (glibc's measured here
+    # within 0.56 ulps over 98,304 arguments in [0, 4096)) and CUDA's on a GPU (at most
+    # 2 ulps, CUDA's programming guide).
     MATH_ULPS = {"exp": 1.0, "log": 1.0, "tanh": 4.5, "cos": 2.0, "sin": 2.0}
 
     def matmul(self, a, b):

@@ -22,10 +22,10 @@ import os
 
 import numpy as np
 
-from trainer_checks import (ROOT, Checks, datafile, fsdpc_command, read_records, run,
-                            run_trainer)
+from trainer_checks import (Checks, datafile, fsdpc_command, import_and_compile, models,
+                            read_records, run_trainer)
 
-FIXTURES = os.path.join(ROOT, "test", "e2e", "Inputs", "hf")
+FIXTURES = models.HF_FIXTURES
 RTOL = 1e-5
 
 
@@ -35,13 +35,10 @@ def evaluate(args, name, ranks):
     fixture = name if os.sep in name else os.path.join(FIXTURES, name)
     work = os.path.join(args.work, f"{os.path.basename(name)}-{ranks}")
     os.makedirs(work, exist_ok=True)
-    model, weights = os.path.join(work, "model.mlir"), os.path.join(work, "init.safetensors")
     batch = np.load(os.path.join(fixture, "batch.npz"))
     tokens, targets = batch["input_ids"], batch["targets"]
-    run([*args.import_hf, fixture, "--batch", str(tokens.shape[0]), "--seq",
-         str(tokens.shape[1]), "--grid", str(ranks), "-o", model, "--weights", weights])
-    trainer = os.path.join(work, "trainer")
-    run([*fsdpc_command(args.fsdpc), model, "-o", trainer])
+    trainer, weights = import_and_compile(args.import_hf, fsdpc_command(args.fsdpc), fixture,
+                                          *tokens.shape, ranks, work)
     data = os.path.join(work, "batch.bin")
     datafile.write(data, [("i32", tokens), ("i32", targets)])
     log = os.path.join(work, "log.json")

@@ -16,14 +16,11 @@ and exported again, must be bit for bit what it was, and differ from the fixture
 """
 import argparse
 import os
-import sys
 
-from trainer_checks import ROOT, Checks, fsdpc_command, run, run_trainer
+from trainer_checks import (Checks, fsdpc_command, import_and_compile, models, run,
+                            run_trainer)
 
-sys.path.insert(0, os.path.join(ROOT, "tools", "fsdp-import-hf"))
-from fsdp_hf.safetensors_io import checkpoint_tensors  # noqa: E402
-
-FIXTURES = os.path.join(ROOT, "test", "e2e", "Inputs", "hf")
+checkpoint_tensors = models.fsdp_hf().safetensors_io.checkpoint_tensors
 
 
 def differences(a_dir, b_dir):
@@ -41,16 +38,14 @@ def differences(a_dir, b_dir):
 
 
 def round_trip(args, checks, name):
-    fixture = os.path.join(FIXTURES, name)
+    fixture = os.path.join(models.HF_FIXTURES, name)
     work = os.path.join(args.work, name)
     os.makedirs(work, exist_ok=True)
     path = lambda *parts: os.path.join(work, *parts)  # noqa: E731
-    run([*args.import_hf, fixture, "--batch", "2", "--seq", "16", "--grid", str(args.ranks),
-         "-o", path("model.mlir"), "--weights", path("init.safetensors")])
-    run([*fsdpc_command(args.fsdpc), path("model.mlir"), "-o", path("trainer")])
-    run_trainer(args.ranks, path("trainer"), "--steps", "0", "--init-from",
-                path("init.safetensors"), "--export", path("export.safetensors"), "--save",
-                path("checkpoints"))
+    trainer, weights = import_and_compile(args.import_hf, fsdpc_command(args.fsdpc), fixture,
+                                          2, 16, args.ranks, work)
+    run_trainer(args.ranks, trainer, "--steps", "0", "--init-from", weights, "--export",
+                path("export.safetensors"), "--save", path("checkpoints"))
     run([*args.export_hf, path("export.safetensors"), "--config-from", fixture, "-o",
          path("hf-export")])
     run([*args.export_hf, path("checkpoints"), "--config-from", fixture, "-o",
@@ -62,8 +57,8 @@ def round_trip(args, checks, name):
                      f"{shards} safetensors file(s), " + ("the fixture's tensors bit for bit"
                                                           if not found else found[0]))
     # Trained values through import and export again.
-    run_trainer(args.ranks, path("trainer"), "--steps", "2", "--init-from",
-                path("init.safetensors"), "--export", path("trained.safetensors"))
+    run_trainer(args.ranks, trainer, "--steps", "2", "--init-from", weights, "--export",
+                path("trained.safetensors"))
     run([*args.export_hf, path("trained.safetensors"), "--config-from", fixture, "-o",
          path("hf-trained")])
     run([*args.import_hf, path("hf-trained"), "--batch", "2", "--seq", "16", "-o",

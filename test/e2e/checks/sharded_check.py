@@ -100,10 +100,9 @@ def import_hf(model, work):
     m = models.get(model)
     batch, seq = m["batch_seq"]
     mlir, weights = os.path.join(work, "hf.mlir"), os.path.join(work, "hf-init.safetensors")
-    import fsdp_hf.import_hf  # models.get put tools/fsdp-import-hf on the path
-    fsdp_hf.import_hf.main([m["directory"], "--batch", str(batch), "--seq", str(seq),
-                            "--freeze", ",".join(m["freeze"]), "-o", mlir, "--weights",
-                            weights])
+    models.fsdp_hf().import_hf.main([m["directory"], "--batch", str(batch), "--seq",
+                                     str(seq), "--freeze", ",".join(m["freeze"]), "-o",
+                                     mlir, "--weights", weights])
     with open(mlir) as f:
         return f.read(), weights
 

@@ -79,6 +79,17 @@ def mpirun_command(ranks, *command):
     return [mpirun, "--oversubscribe", "-np", str(ranks), *command]
 
 
+def import_and_compile(import_hf, fsdpc, model_dir, batch, seq, ranks, work):
+    """(trainer, weights): fsdp-import-hf's model of `model_dir` for `ranks` ranks and its
+    weights, written in `work`, the model compiled. import_hf and fsdpc: commands (lists)."""
+    model, weights = os.path.join(work, "model.mlir"), os.path.join(work, "init.safetensors")
+    trainer = os.path.join(work, "trainer")
+    run([*import_hf, model_dir, "--batch", str(batch), "--seq", str(seq), "--grid", str(ranks),
+         "-o", model, "--weights", weights])
+    run([*fsdpc, model, "-o", trainer])
+    return trainer, weights
+
+
 def run_trainer(ranks, *command, timeout=300):
     """A trainer's command on `ranks` ranks (under mpirun above 1); exits the check with
     its output if it fails."""

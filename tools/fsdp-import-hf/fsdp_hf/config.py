@@ -114,7 +114,7 @@ def load(model_dir):
     return Fields(path, data)
 
 
-def _rope(fields, default_theta=10000.0):
+def _rope(fields):
     """(theta, llama3 scaling or None) from rope_theta/rope_scaling or rope_parameters."""
     if fields.has("rope_parameters"):
         params = fields.take("rope_parameters", kind=dict)
@@ -122,11 +122,11 @@ def _rope(fields, default_theta=10000.0):
             raise fields.error("rope_scaling", "given beside rope_parameters, and different")
         fields.ignore("rope_scaling")
         where = "rope_parameters"
-        theta = params.get("rope_theta", fields.take("rope_theta", default_theta))
+        theta = params.get("rope_theta", fields.take("rope_theta", 10000.0))
     else:
         params = fields.take("rope_scaling", kind=dict) or {}
         where = "rope_scaling"
-        theta = fields.take("rope_theta", default_theta)
+        theta = fields.take("rope_theta", 10000.0)
     if not isinstance(theta, (int, float)) or isinstance(theta, bool) or theta <= 1:
         raise fields.error("rope_theta", "expected a number above 1")
     kind = params.get("rope_type", params.get("type", "default"))

@@ -20,10 +20,8 @@ import re
 import shutil
 import sys
 
-import numpy as np
-
-from . import HfError, config, llama
-from .safetensors_io import Writer
+from . import HfError, run_tool, config, llama
+from .safetensors_io import Writer, byte_size, to_bytes
 from .trained import open_trained
 
 WEIGHT_FILES = re.compile(r"(\.safetensors|\.safetensors\.index\.json|\.bin|\.bin\.index\.json|"
@@ -40,21 +38,12 @@ def parse_size(text):
     return int(float(match.group(1)) * scale)
 
 
-def to_storage(values, dtype):
-    """float32 values as the bytes of `dtype` (BF16 rounded to nearest even)."""
-    if dtype == "F32":
-        return values.astype("<f4").tobytes()
-    bits = values.astype(np.float32).view(np.uint32).astype(np.uint64)
-    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
-    return rounded.astype("<u2").tobytes()
-
-
 def shards(layout, limit):
     """[[(name, dtype, shape)]]: consecutive tensors, each list under `limit` bytes (a
     tensor larger than it alone in its shard)."""
     groups, size = [[]], 0
     for entry in layout:
-        nbytes = (4 if entry[1] == "F32" else 2) * int(np.prod(entry[2], dtype=np.int64))
+        nbytes = byte_size(entry[1], entry[2])
         if groups[-1] and size + nbytes > limit:
             groups.append([])
             size = 0
@@ -126,7 +115,7 @@ def write_directory(out, config_from, trained, wanted, hf_config, dtype, limit):
         writer = Writer(os.path.join(out, file_name), group, {"format": "pt"})
         try:
             for name, _dtype, _shape in group:
-                raw = to_storage(trained.read(name), dtype)
+                raw = to_bytes(trained.read(name), dtype)
                 writer.write(name, raw)
                 weight_map[name] = file_name
                 total += len(raw)
@@ -149,9 +138,4 @@ def main(argv=None):
                     help="the weights' dtype (default: config.json's)")
     ap.add_argument("--max-shard-size", default="5GB")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
-    try:
-        run(args)
-    except HfError as e:
-        sys.exit(f"fsdp-export-hf: error: {e}")
-    except OSError as e:
-        sys.exit(f"fsdp-export-hf: error: {e.filename}: {e.strerror}")
+    run_tool("fsdp-export-hf", run, args)

@@ -16,7 +16,7 @@ import argparse
 import os
 import sys
 
-from . import HfError, config, llama, weights
+from . import HfError, run_tool, config, llama, weights
 from .plan import Plan
 
 
@@ -68,17 +68,11 @@ def run(args):
     frozen = llama.frozen_names(spec, [p for p in args.freeze.split(",") if p])
     text = llama.write(spec, args.batch, args.seq, plan, args.key_block, header, frozen)
     if args.weights:
-        weights.convert(args.model_dir, llama.parameters(spec), args.weights,
-                        tied_head="lm_head.weight" if spec.tied else None)
+        weights.convert(args.model_dir, llama.parameters(spec), args.weights)
     with open(args.output, "w") as f:
         f.write(text)
 
 
 def main(argv=None):
     args = arguments(sys.argv[1:] if argv is None else argv)
-    try:
-        run(args)
-    except HfError as e:
-        sys.exit(f"fsdp-import-hf: error: {e}")
-    except OSError as e:
-        sys.exit(f"fsdp-import-hf: error: {e.filename}: {e.strerror}")
+    run_tool("fsdp-import-hf", run, args)

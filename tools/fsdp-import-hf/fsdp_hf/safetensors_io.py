@@ -18,6 +18,23 @@ from . import HfError
 DTYPES = {"F32": (4, "<f4"), "BF16": (2, "<u2"), "F16": (2, "<f2"), "F64": (8, "<f8")}
 
 
+def byte_size(dtype, shape):
+    return DTYPES[dtype][0] * int(np.prod(shape, dtype=np.int64))
+
+
+def widen_bf16(bits):
+    """bf16 bit patterns (uint16) as float32, exactly."""
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+def to_bytes(values, dtype):
+    """float32 values as the bytes of F32 or BF16 (rounded to nearest even)."""
+    if dtype == "F32":
+        return np.asarray(values, dtype="<f4").tobytes()
+    bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype("<u2").tobytes()
+
+
 class TensorRef:
     """Where one tensor's bytes are: file, offset, dtype and shape."""
 
@@ -25,26 +42,20 @@ class TensorRef:
         self.name, self.path, self.offset = name, path, offset
         self.dtype, self.shape = dtype, tuple(shape)
 
-    @property
-    def nbytes(self):
-        return DTYPES[self.dtype][0] * int(np.prod(self.shape, dtype=np.int64))
+    def read_raw(self):
+        size = byte_size(self.dtype, self.shape)
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            raw = f.read(size)
+        if len(raw) != size:
+            raise HfError(f"{self.path}: tensor '{self.name}' is cut short")
+        return raw
 
     def read_f32(self):
         """The tensor as float32 (bf16 widened exactly, f16 exactly, f64 rounded)."""
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            raw = f.read(self.nbytes)
-        if len(raw) != self.nbytes:
-            raise HfError(f"{self.path}: tensor '{self.name}' is cut short")
-        storage = np.frombuffer(raw, dtype=DTYPES[self.dtype][1]).reshape(self.shape)
-        if self.dtype == "BF16":
-            return (storage.astype(np.uint32) << 16).view(np.float32)
-        return storage.astype(np.float32)
-
-    def read_raw(self):
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            return f.read(self.nbytes)
+        storage = np.frombuffer(self.read_raw(), dtype=DTYPES[self.dtype][1])
+        values = widen_bf16(storage) if self.dtype == "BF16" else storage.astype(np.float32)
+        return values.reshape(self.shape)
 
 
 def read_header(path):
@@ -98,18 +109,17 @@ class Writer:
     ([(name, dtype, shape)]), whose header is written first."""
 
     def __init__(self, path, layout, metadata=None):
-        header, offset = {}, 0
+        header, offset, self.expected = {}, 0, []
         for name, dtype, shape in layout:
-            size = DTYPES[dtype][0] * int(np.prod(shape, dtype=np.int64))
+            size = byte_size(dtype, shape)
             header[name] = {"dtype": dtype, "shape": list(shape),
                             "data_offsets": [offset, offset + size]}
+            self.expected.append((name, size))
             offset += size
         if metadata:
             header["__metadata__"] = metadata
         text = json.dumps(header, separators=(",", ":")).encode()
         text += b" " * (-len(text) % 8)
-        self.expected = [(name, header[name]["data_offsets"][1] - header[name]["data_offsets"][0])
-                         for name, _d, _s in layout]
         self.file = open(path, "wb")
         self.file.write(struct.pack("<Q", len(text)) + text)
 

@@ -7,7 +7,7 @@ import os
 import numpy as np
 
 from . import HfError
-from .safetensors_io import read_header
+from .safetensors_io import read_header, widen_bf16
 
 UNIT_DTYPES = {"f32": "<f4", "bf16": "<u2"}
 
@@ -32,15 +32,15 @@ class Checkpoint:
             raise HfError(f"{directory}/metadata.json: not an fsdp-mlir checkpoint "
                           "of version 1")
         self.files = [os.path.join(directory, n) for n in meta["files"]]
-        self.units, self.params = meta["units"], meta["params"]
-        self.step = meta["step"]
+        self.units = meta["units"]
+        self.params = {p["name"]: p for p in meta["params"]}
 
     def shapes(self):
-        return {p["name"]: tuple(p["shape"]) for p in self.params}
+        return {name: tuple(p["shape"]) for name, p in self.params.items()}
 
     def read(self, name):
         """The parameter `name` as float32: its elements gathered from the shards."""
-        param = next(p for p in self.params if p["name"] == name)
+        param = self.params[name]
         unit = self.units[param["unit"]]
         storage = UNIT_DTYPES.get(unit["dtype"])
         if storage is None:
@@ -56,9 +56,8 @@ class Checkpoint:
                 chunks.append(np.frombuffer(f.read(take * size), dtype=storage))
             begin, count = begin + take, count - take
         flat = np.concatenate(chunks)
-        if unit["dtype"] == "bf16":
-            flat = (flat.astype(np.uint32) << 16).view(np.float32)
-        return flat.astype(np.float32).reshape(param["shape"])
+        flat = widen_bf16(flat) if unit["dtype"] == "bf16" else flat.astype(np.float32)
+        return flat.reshape(param["shape"])
 
 
 class Exported:
@@ -66,7 +65,6 @@ class Exported:
 
     def __init__(self, path):
         self.refs = read_header(path)
-        self.step = None
 
     def shapes(self):
         return {name: ref.shape for name, ref in self.refs.items()}

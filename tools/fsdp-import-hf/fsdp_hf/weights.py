@@ -11,17 +11,19 @@ from .safetensors_io import Writer, checkpoint_tensors
 
 # Buffers some checkpoints store that the model recomputes: fsdp.rope's angles.
 RECOMPUTED = (".rotary_emb.inv_freq",)
+# A tied model's head is its embedding; some checkpoints store a copy anyway.
+HEAD = "lm_head.weight"
 OUT_DTYPE = {"F32": "F32", "BF16": "BF16", "F16": "F32", "F64": "F32"}
 
 
-def convert(model_dir, params, out_path, tied_head=None):
+def convert(model_dir, params, out_path):
     """Writes `out_path` with every parameter of `params` ([(name, shape, ...)]) from the
-    checkpoint in `model_dir`. `tied_head`: the name of a stored head that a tied model
-    does not have (read from the embedding instead). Errors name the tensor."""
+    checkpoint in `model_dir` (a stored head the model lacks is a tied head's copy, left
+    out). Errors name the tensor."""
     refs = checkpoint_tensors(model_dir)
     wanted = {name: tuple(shape) for name, shape, *_ in params}
     for name, ref in refs.items():
-        if name in wanted or name == tied_head or name.endswith(RECOMPUTED):
+        if name in wanted or name == HEAD or name.endswith(RECOMPUTED):
             continue
         raise HfError(f"{model_dir}: tensor '{name}' {list(ref.shape)} is not a parameter of "
                       "the model its config.json states")
