@@ -265,6 +265,12 @@ void TransposeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   operandGrads.push_back(TransposeOp::create(b, getLoc(), resultGrads[0], inverse));
 }
 
+void SliceOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                             SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(SliceGradOp::create(b, getLoc(), getInput().getType(),
+                                             resultGrads[0], getDim(), getOffset()));
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

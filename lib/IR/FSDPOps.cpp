@@ -488,6 +488,58 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// Why `part` is not the range [offset, offset + size) of dimension `dim` of
+/// `whole` (size: part's extent along dim), or "" when it is.
+static std::string sliceMismatch(RankedTensorType whole, RankedTensorType part, int64_t dim,
+                                 int64_t offset) {
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  if (dim < 0 || dim >= whole.getRank()) {
+    os << "dim " << dim << " is not a dimension of '" << whole << "'";
+    return why;
+  }
+  if (part.getRank() != whole.getRank()) {
+    os << "the slice '" << part << "' and the sliced '" << whole << "' differ in rank";
+    return why;
+  }
+  for (int64_t d = 0; d < whole.getRank(); ++d)
+    if (d != dim && part.getDimSize(d) != whole.getDimSize(d)) {
+      os << "the slice '" << part << "' and the sliced '" << whole << "' differ in dimension "
+         << d << ", which is not sliced";
+      return why;
+    }
+  int64_t size = part.getDimSize(dim);
+  if (offset < 0 || size < 1 || offset + size > whole.getDimSize(dim))
+    os << "the range [" << offset << ", " << offset + size << ") of dimension " << dim
+       << " is not within its " << whole.getDimSize(dim) << " entries";
+  return why;
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                        Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
+  auto input = llvm::cast<RankedTensorType>(adaptor.getInput().getType());
+  int64_t dim = adaptor.getDim();
+  if (dim < 0 || dim >= input.getRank())
+    return inferenceError(loc, SliceOp::getOperationName(), "dim ", dim,
+                          " is not a dimension of ", input);
+  SmallVector<int64_t> shape(input.getShape());
+  shape[dim] = adaptor.getSize();
+  auto result = input.clone(shape);
+  std::string why = sliceMismatch(input, result, dim, adaptor.getOffset());
+  if (!why.empty())
+    return inferenceError(loc, SliceOp::getOperationName(), why);
+  inferred.push_back(result);
+  return success();
+}
+
+LogicalResult SliceGradOp::verify() {
+  std::string why =
+      sliceMismatch(getType(), getGrad().getType(), getDim(), getOffset());
+  if (!why.empty())
+    return emitOpError(why);
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

@@ -80,6 +80,9 @@ LogicalResult BatchSplitter::retype(Operation &op) {
     return op.emitError("moves the batch dimension away from dimension 0; the batch "
                         "cannot be split across ")
            << across;
+  if (auto slice = dyn_cast<SliceOp>(op); slice && slice.getDim() == 0)
+    return op.emitError("slices the batch dimension; the batch cannot be split across ")
+           << across;
   if (auto infer = llvm::dyn_cast<InferTypeOpInterface>(op)) {
     SmallVector<Type> types;
     if (failed(infer.inferReturnTypes(op.getContext(), op.getLoc(), op.getOperands(),

@@ -476,6 +476,41 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 
 // -----
 
+// Slicing the batch dimension of a batched value would take other rows on each
+// rank.
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w unit "u" : tensor<4xf32> = #fsdp.ones
+  func.func @loss(%x: tensor<4x4xf32>) -> tensor<f32> {
+    // expected-error@+1 {{slices the batch dimension; the batch cannot be split across 2 ranks}}
+    %s = fsdp.slice %x dim 0 offset 0 size 2 : tensor<4x4xf32> -> tensor<2x4xf32>
+    %l = fsdp.reduce_mean %s dims [0, 1] : tensor<2x4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// A slice of another dimension keeps the rank's part of the batch; a slice of a
+// parameter's first dimension (a table's first rows) is not batched at all.
+// CHECK: fsdp.param @pos
+// CHECK: func.func @loss(%[[X:.+]]: tensor<2x4x6xf32>)
+// CHECK: %[[XS:.+]] = fsdp.slice %[[X]] dim 2 offset 2 size 4 : tensor<2x4x6xf32> -> tensor<2x4x4xf32>
+// CHECK: fsdp.slice %{{.+}} dim 0 offset 0 size 4 : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK: fsdp.add %[[XS]], %{{.+}} : tensor<2x4x4xf32>, tensor<4x4xf32> -> tensor<2x4x4xf32>
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @pos unit "u" : tensor<8x4xf32> = #fsdp.ones
+  func.func @loss(%x: tensor<4x4x6xf32>) -> tensor<f32> {
+    %xs = fsdp.slice %x dim 2 offset 2 size 4 : tensor<4x4x6xf32> -> tensor<4x4x4xf32>
+    %pos = fsdp.use @pos : tensor<8x4xf32>
+    %p = fsdp.slice %pos dim 0 offset 0 size 4 : tensor<8x4xf32> -> tensor<4x4xf32>
+    %s = fsdp.add %xs, %p : tensor<4x4x4xf32>, tensor<4x4xf32> -> tensor<4x4x4xf32>
+    %l = fsdp.reduce_mean %s dims [0, 1, 2] : tensor<4x4x4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
 // An op with no shape rule whose result is not its first operand's type.
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
   fsdp.param @w unit "u" : tensor<4xf32> = #fsdp.ones

@@ -348,6 +348,18 @@ def transpose(x, permutation, prec=EXACT):
     return x.transpose(permutation), lambda d: (d.transpose(inv),)
 
 
+def slice(x, dim, offset, size, prec=EXACT):
+    """fsdp.slice: entries [offset, offset + size) of dimension dim; the gradient is
+    placed there in zeros of x's shape (fsdp.slice_grad)."""
+    at = (np.s_[:],) * dim + (np.s_[offset:offset + size],)
+
+    def vjp(d):
+        g = np.zeros_like(x, dtype=d.dtype)
+        g[at] = d
+        return (g,)
+    return x[at].copy(), vjp
+
+
 def reduce_sum(x, dims, prec=EXACT, point="reduce_sum"):
     dims = tuple(dims)
     return prec.round(x.sum(axis=dims), point), lambda d: (

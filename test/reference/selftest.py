@@ -141,6 +141,7 @@ def test_ops():
         ("reshape", ops.reshape, (r((2, 3, 4)),), {"shape": (2, 3, 2, 2)}),
         ("transpose", ops.transpose, (r((2, 3, 4, 5)),), {"permutation": (0, 2, 1, 3)}),
         ("transpose 3-cycle", ops.transpose, (r((2, 3, 4)),), {"permutation": (2, 0, 1)}),
+        ("slice", ops.slice, (r((2, 6, 4)),), {"dim": 1, "offset": 2, "size": 3}),
         ("reduce_sum", ops.reduce_sum, (r((2, 3, 4)),), {"dims": (0, 2)}),
         ("reduce_sum all", ops.reduce_sum, (r((2, 3)),), {"dims": (0, 1)}),
         ("reduce_mean", ops.reduce_mean, (r((2, 3, 4)),), {"dims": (1,)}),

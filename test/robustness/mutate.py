@@ -106,7 +106,7 @@ OP_GROUPS = [
     ["matmul", "batch_matmul", "add", "sub", "mul", "div", "cross_entropy", "mse", "embedding"],
     ["relu", "gelu", "silu", "tanh", "exp", "causal_mask", "scale", "softmax", "rope"],
     ["layer_norm", "rms_norm"],
-    ["transpose", "reduce_sum", "reduce_mean", "reshape"],
+    ["transpose", "reduce_sum", "reduce_mean", "reshape", "slice"],
     ["use", "param"],
 ]
 ALL_OPS = sorted({op for group in OP_GROUPS for op in group})

@@ -19,6 +19,8 @@ void populateFSDPReductionToLinalgPatterns(RewritePatternSet &patterns);
 void populateFSDPRotaryToLinalgPatterns(RewritePatternSet &patterns);
 /// Reshape, transpose and embedding lookups, with their gradients.
 void populateFSDPLayoutToLinalgPatterns(RewritePatternSet &patterns);
+/// fsdp.slice and fsdp.slice_grad.
+void populateFSDPSliceToLinalgPatterns(RewritePatternSet &patterns);
 
 /// All of the above.
 void populateFSDPToLinalgPatterns(RewritePatternSet &patterns);

@@ -154,6 +154,25 @@ def FSDP_EmbeddingGradOp : FSDP_Op<"embedding_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
+def FSDP_SliceGradOp : FSDP_Op<"slice_grad", [Pure, AllElementTypesMatch<["grad", "result"]>]> {
+  let summary = "Gradient of fsdp.slice";
+  let description = [{
+    The incoming gradient placed at `offset` along dimension `dim` of the
+    forward input's shape (the result type), zeros elsewhere.
+
+    ```mlir
+    %dqkv = fsdp.slice_grad %dk dim 2 offset 64 : tensor<8x16x64xf32> -> tensor<8x16x192xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$grad, ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $grad `dim` $dim `offset` $offset attr-dict `:` type($grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def FSDP_CrossEntropyGradOp : FSDP_Op<"cross_entropy_grad",
     [Pure, AllTypesMatch<["logits", "result"]>]> {
   let summary = "Gradient of fsdp.cross_entropy with respect to the logits";

@@ -422,6 +422,29 @@ def FSDP_TransposeOp : FSDP_Op<"transpose", [Pure, FSDP_Differentiable, InferTyp
   let assemblyFormat = "$input $permutation attr-dict `:` type($input) `->` type($result)";
 }
 
+def FSDP_SliceOp : FSDP_Op<"slice", [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
+  let summary = "Takes a contiguous range of one dimension";
+  let description = [{
+    The `size` entries of dimension `dim` from `offset` on, the other
+    dimensions whole: GPT-2's query, key and value from its fused `[C, 3C]`
+    projection, or the first `T` rows of a table of learned positions. The
+    range must lie within the dimension. Slicing the batch dimension (0) of a
+    batched value is refused by `fsdp-partition`, which splits that dimension
+    across ranks.
+
+    ```mlir
+    %k = fsdp.slice %qkv dim 2 offset 64 size 64 : tensor<8x16x192xf32> -> tensor<8x16x64xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$dim,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$offset,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$size);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $input `dim` $dim `offset` $offset `size` $size attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Reductions
 //===----------------------------------------------------------------------===//

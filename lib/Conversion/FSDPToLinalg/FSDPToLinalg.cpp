@@ -21,6 +21,7 @@ void mlir::fsdp::populateFSDPToLinalgPatterns(RewritePatternSet &patterns) {
   populateFSDPReductionToLinalgPatterns(patterns);
   populateFSDPRotaryToLinalgPatterns(patterns);
   populateFSDPLayoutToLinalgPatterns(patterns);
+  populateFSDPSliceToLinalgPatterns(patterns);
 }
 
 namespace {

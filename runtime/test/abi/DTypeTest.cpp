@@ -70,6 +70,30 @@ TEST(BF16, SpecialValues) {
   EXPECT_EQ(roundToBF16(1e-300), 0x0000);
 }
 
+#if defined(__x86_64__)
+extern "C" float __truncsfbf2(float value);
+
+/// The bits of the bf16 that __truncsfbf2 returns in a float's low 16 bits.
+uint16_t truncsfbf2Bits(float value) {
+  float result = __truncsfbf2(value);
+  uint32_t bits;
+  std::memcpy(&bits, &result, sizeof(bits));
+  EXPECT_EQ(bits >> 16, 0u);
+  return static_cast<uint16_t>(bits);
+}
+
+// The compiler-runtime builtin LLVM calls where libgcc lacks it
+// (lib/abi/CompilerBuiltins.cpp): the same rounding as the trainer's stores.
+TEST(BF16, CompilerBuiltinRoundsAsStores) {
+  for (float value : {1.0f, -2.5f, 1.0f + 0x1p-8f, 1.0f + 0x1p-8f + 0x1p-20f, 1.0f + 0x3p-8f,
+                      std::numeric_limits<float>::infinity(), 1e-40f})
+    EXPECT_EQ(truncsfbf2Bits(value), floatToBF16(value)) << value;
+  EXPECT_EQ(truncsfbf2Bits(1.0f + 0x1p-8f), 0x3F80);  // a tie, to even
+  EXPECT_EQ(truncsfbf2Bits(1.0f + 0x3p-8f), 0x3F82);  // a tie, up to even
+  EXPECT_EQ(truncsfbf2Bits(std::numeric_limits<float>::quiet_NaN()) & 0x7FC0, 0x7FC0);
+}
+#endif
+
 TEST(Store, RealsAndIntegersRoundTrip) {
   unsigned char buffer[8];
   storeReal(0.1, DType::F32, buffer);

@@ -1614,3 +1614,60 @@ func.func @f(%x: memref<f32>, %v: f32) {
 // expected-error@+2 {{expected true or false}}
 // expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'allow_tf32' which is to be a `bool`}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, allow_tf32 = 1>} {}
+
+// -----
+
+// slice: the range must lie within the dimension.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+2 {{'fsdp.slice' op the range [6, 9) of dimension 1 is not within its 8 entries}}
+  // expected-error@+1 {{'fsdp.slice' op failed to infer returned types}}
+  %0 = fsdp.slice %x dim 1 offset 6 size 3 : tensor<4x8xf32> -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+// slice: dim names a dimension of the input.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+2 {{'fsdp.slice' op dim 2 is not a dimension of 'tensor<4x8xf32>'}}
+  // expected-error@+1 {{'fsdp.slice' op failed to infer returned types}}
+  %0 = fsdp.slice %x dim 2 offset 0 size 1 : tensor<4x8xf32> -> tensor<4x8x1xf32>
+  return
+}
+
+// -----
+
+// slice: the result type is the input's with the range's size.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+2 {{'fsdp.slice' op inferred type(s) 'tensor<4x3xf32>' are incompatible with return type(s) of operation 'tensor<4x2xf32>'}}
+  // expected-error@+1 {{'fsdp.slice' op failed to infer returned types}}
+  %0 = fsdp.slice %x dim 1 offset 0 size 3 : tensor<4x8xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+// slice: an empty range.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.slice' op attribute 'size' failed to satisfy constraint}}
+  %0 = fsdp.slice %x dim 1 offset 0 size 0 : tensor<4x8xf32> -> tensor<4x0xf32>
+  return
+}
+
+// -----
+
+// slice_grad: the gradient's range must lie within the forward input.
+func.func @f(%g: tensor<4x3xf32>) {
+  // expected-error@+1 {{'fsdp.slice_grad' op the range [6, 9) of dimension 1 is not within its 8 entries}}
+  %0 = fsdp.slice_grad %g dim 1 offset 6 : tensor<4x3xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// slice_grad: dimensions other than dim agree.
+func.func @f(%g: tensor<4x3xf32>) {
+  // expected-error@+1 {{'fsdp.slice_grad' op the slice 'tensor<4x3xf32>' and the sliced 'tensor<5x8xf32>' differ in dimension 0, which is not sliced}}
+  %0 = fsdp.slice_grad %g dim 1 offset 0 : tensor<4x3xf32> -> tensor<5x8xf32>
+  return
+}

@@ -98,6 +98,10 @@ module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_w
     %rn2 = fsdp.rms_norm %rn, %gamma eps 1.0e-6 : tensor<2x4x8x4xf32>, tensor<4xf32>
     // CHECK: fsdp.causal_mask %{{.+}} : tensor<2x4x8x8xf32>
     %cm = fsdp.causal_mask %s : tensor<2x4x8x8xf32>
+    // CHECK: fsdp.slice %{{.+}} dim 3 offset 1 size 2 : tensor<2x4x8x4xf32> -> tensor<2x4x8x2xf32>
+    %sl = fsdp.slice %q dim 3 offset 1 size 2 : tensor<2x4x8x4xf32> -> tensor<2x4x8x2xf32>
+    // CHECK: fsdp.slice_grad %{{.+}} dim 3 offset 1 : tensor<2x4x8x2xf32> -> tensor<2x4x8x4xf32>
+    %slg = fsdp.slice_grad %sl dim 3 offset 1 : tensor<2x4x8x2xf32> -> tensor<2x4x8x4xf32>
     // CHECK: fsdp.rope %{{.+}} positions 2 theta 1.0e+04 : tensor<2x4x8x4xf32>
     %rq = fsdp.rope %q positions 2 theta 10000.0 : tensor<2x4x8x4xf32>
     // CHECK: fsdp.rope %{{.+}} positions 1 theta 5.0e+05 rotary_dim 2 llama3_scaling <factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192> inverse : tensor<2x4x8x4xf32>

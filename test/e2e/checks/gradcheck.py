@@ -381,6 +381,31 @@ case("reshape",
       "%y = fsdp.mul %r, %x : tensor<4x2x3xf32>, tensor<4x2x3xf32> -> tensor<4x2x3xf32>",
       mse("%y", "%t", [4, 2, 3])])
 
+# Rows of a table (as GPT-2's learned positions), two overlapping column ranges of
+# them (as its fused query, key and value, whose gradients add in the overlap), and a
+# range of a batched activation's features. Picks include elements no slice reads
+# (rows 0-1, column 5): their gradient must be exactly 0.
+
+
+def slice_reference(params, inputs):
+    a, _ = ops.slice(params["w"], 0, 2, 4)
+    y = ops.slice(a, 1, 0, 4)[0] * ops.slice(a, 1, 1, 4)[0]
+    s, _ = ops.slice(inputs[0] * y, 2, 1, 2)
+    return ops.mse(s, inputs[1])[0]
+
+
+case("slice",
+     [("w", [6, 6], normal(1.0))],
+     [features("x", [3, 4, 4]), target([3, 4, 2])],
+     ["%a = fsdp.slice %w dim 0 offset 2 size 4 : tensor<6x6xf32> -> tensor<4x6xf32>",
+      "%b = fsdp.slice %a dim 1 offset 0 size 4 : tensor<4x6xf32> -> tensor<4x4xf32>",
+      "%c = fsdp.slice %a dim 1 offset 1 size 4 : tensor<4x6xf32> -> tensor<4x4xf32>",
+      "%y = fsdp.mul %b, %c : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>",
+      "%z = fsdp.mul %x, %y : tensor<3x4x4xf32>, tensor<4x4xf32> -> tensor<3x4x4xf32>",
+      "%s = fsdp.slice %z dim 2 offset 1 size 2 : tensor<3x4x4xf32> -> tensor<3x4x2xf32>",
+      mse("%s", "%t", [3, 4, 2])],
+     picks={"w": [0, 7, 12, 14, 20, 25, 29, 35]}, reference=slice_reference)
+
 case("transpose",
      [("p", [3, 4, 2], normal(1.0))],
      [features("x", [4, 2, 3]), target([4, 2, 3])],
