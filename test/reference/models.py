@@ -31,6 +31,7 @@ emits them (lib/Transforms/Autodiff.cpp: reverse op order, operands in order).
 `reduced_loss_and_grads` runs each rank on its rows and reduces (section 3).
 """
 import os
+import re
 import sys
 
 import numpy as np
@@ -524,8 +525,9 @@ def fsdp_hf():
     if HF_TOOLS not in sys.path:
         sys.path.insert(0, HF_TOOLS)
     import fsdp_hf.config
+    import fsdp_hf.family
     import fsdp_hf.import_hf
-    import fsdp_hf.llama
+    import fsdp_hf.mlir_text
     import fsdp_hf.plan
     import fsdp_hf.safetensors_io
     return fsdp_hf
@@ -574,8 +576,54 @@ def hf_llama_forward(spec, names, key_block):
     return forward
 
 
-def hf_initializer(text, spec):
-    return {"#fsdp.ones": ONES, "#fsdp.zeros": ZEROS}.get(text, normal(spec.init_std))
+def hf_gpt2_forward(spec, names, key_block):
+    """forward(tape, inputs) of fsdp-import-hf's GPT-2 model (fsdp_hf/gpt2.py)."""
+    H, D, C = spec.heads, spec.head_dim, spec.dim
+
+    def norm(t, x, prefix):
+        return t(ops.layer_norm, x, t.use(prefix + ".weight"), t.use(prefix + ".bias"),
+                 eps=spec.ln_eps)
+
+    def conv1d(t, x, prefix):
+        """Hugging Face's Conv1D: x W + b, W [in, out]."""
+        return t(ops.add, t(ops.matmul, x, t.use(prefix + ".weight")), t.use(prefix + ".bias"))
+
+    def forward(t, inputs):
+        tokens, targets = inputs
+        b, T = tokens.shape
+        positions = t.use("transformer.wpe.weight")
+        if T < spec.positions:
+            positions = t(ops.slice, positions, dim=0, offset=0, size=T)
+        x = t(ops.add, t(ops.embedding, t.use("transformer.wte.weight"), tokens), positions)
+        for i in range(spec.layers):
+            p = "transformer.h.%d." % i
+            qkv = conv1d(t, norm(t, x, p + "ln_1"), p + "attn.c_attn")
+            qh, kh, vh = (t(ops.transpose, t(ops.reshape, t(ops.slice, qkv, dim=2,
+                                                            offset=n * C, size=C),
+                                             (b, T, H, D)), (0, 2, 1, 3))
+                          for n in range(3))
+            o = t(ops.attention, qh, kh, vh, causal=True, scale=spec.attention_scale(i),
+                  key_block=key_block)
+            oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, C))
+            x1 = t(ops.add, x, conv1d(t, oc, p + "attn.c_proj"), point="add:residual")
+            f = t(ops.gelu, conv1d(t, norm(t, x1, p + "ln_2"), p + "mlp.c_fc"))
+            x = t(ops.add, x1, conv1d(t, f, p + "mlp.c_proj"), point="add:residual")
+        xf = norm(t, x, "transformer.ln_f")
+        head = t.use("transformer.wte.weight" if spec.tied else "lm_head.weight")
+        logits = t(ops.matmul, xf, head, transpose_rhs=True)
+        return t(ops.cross_entropy, logits, targets)
+    return forward
+
+
+def hf_initializer(text):
+    """The initializer of an imported parameter's declaration: ones, zeros or
+    #fsdp.normal<std = S>."""
+    if text in ("#fsdp.ones", "#fsdp.zeros"):
+        return {"#fsdp.ones": ONES, "#fsdp.zeros": ZEROS}[text]
+    std = re.fullmatch(r"#fsdp\.normal<std = ([0-9.e+-]+)>", text)
+    if not std:
+        raise ValueError("an imported model's initializer %r" % text)
+    return normal(float(std.group(1)))
 
 
 def hf(name):
@@ -583,21 +631,22 @@ def hf(name):
     directory, batch, seq, freeze = parse_hf(name)
     package = fsdp_hf()
     try:
-        spec = package.config.llama_spec(package.config.load(directory), seq)
-        frozen = frozenset(package.llama.frozen_names(spec, freeze))
+        spec = package.config.model_spec(package.config.load(directory), seq)
+        table = package.family.module(spec).parameters(spec)
+        frozen = frozenset(package.mlir_text.frozen_names(table, freeze))
     except package.HfError as e:
         raise ValueError("%r: %s" % (name, e)) from None
-    table = package.llama.parameters(spec)
     names = {n for n, *_ in table}
     key_block = min(512, seq)
-    forward = hf_llama_forward(spec, names, key_block)
+    gpt2 = spec.family == "gpt2"
+    forward = (hf_gpt2_forward if gpt2 else hf_llama_forward)(spec, names, key_block)
     plan = package.plan.Plan()
     return {
         "name": name,
         "directory": directory,
         "batch_seq": (batch, seq),
         "freeze": freeze,
-        "params": [(n, tuple(shape), "f32", unit, hf_initializer(init, spec))
+        "params": [(n, tuple(shape), "f32", unit, hf_initializer(init))
                    for n, shape, unit, init in table],
         "frozen": frozen,
         "inputs": [((batch, seq), "i32", "tokens", spec.vocab),

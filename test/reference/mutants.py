@@ -18,6 +18,8 @@ odd-sizes-reference.test run some). The mutants:
                           fsdp.rope pairing features (2i, 2i + 1), as GPT-J and Meta's
                           original checkpoints do, instead of rotate-half's (i, i + D/2)
     softmax-scale-rounded odd-sizes' score scale 0.277 taken as 0.28
+    qkv-split-swapped     a fused query-key-value product (a slice of a third of the last
+                          dimension) split with the queries and keys swapped
     bf16-rotary-unrounded bf16 mode: fsdp.rope's result kept in f32
     bf16-silu-unrounded   bf16 mode: silu's result kept in f32
 """
@@ -101,6 +103,16 @@ def rotary_pairs_interleaved():
     ops.rope = rope
 
 
+def qkv_split_swapped():
+    real = ops.slice
+
+    def patched(x, dim, offset, size, **kwargs):
+        if dim == x.ndim - 1 and x.shape[dim] == 3 * size and offset < 2 * size:
+            offset = size - offset
+        return real(x, dim, offset, size, **kwargs)
+    ops.slice = patched
+
+
 def softmax_scale_rounded():
     real = ops.scale
     ops.scale = lambda x, factor, **kw: real(x, 0.28 if factor == 0.277 else factor, **kw)
@@ -122,6 +134,7 @@ MUTANTS = {
     "rotary-inverted": rotary_inverted,
     "rotary-pairs-interleaved": rotary_pairs_interleaved,
     "softmax-scale-rounded": softmax_scale_rounded,
+    "qkv-split-swapped": qkv_split_swapped,
     "bf16-rotary-unrounded": bf16_unrounded("rope"),
     "bf16-silu-unrounded": bf16_unrounded("silu"),
 }

@@ -5,7 +5,7 @@ fsdp-export-hf of what the trainer wrote, must give the checkpoint's tensors bit
     hf_roundtrip_check.py --fsdpc FSDPC --import-hf CMD --export-hf CMD --work DIR
                           [--fixtures NAME,...] [--ranks N]
 
-For each fixture of test/e2e/Inputs/hf (the Llama family): import it with its weights
+For each fixture of test/e2e/Inputs/hf: import it with its weights
 for a grid of N ranks, compile, run the trainer for 0 steps from those weights with
 `--export` and `--save`, and export both to Hugging Face directories (the checkpoint's
 with a shard limit small enough for several shards and an index). Each directory must
@@ -79,7 +79,7 @@ def main():
     ap.add_argument("--import-hf", required=True)
     ap.add_argument("--export-hf", required=True)
     ap.add_argument("--work", required=True)
-    ap.add_argument("--fixtures", default="llama,llama3-scaled,mistral,qwen2")
+    ap.add_argument("--fixtures", default="llama,llama3-scaled,mistral,qwen2,gpt2")
     ap.add_argument("--ranks", type=int, default=2)
     args = ap.parse_args()
     args.import_hf, args.export_hf = fsdpc_command(args.import_hf), fsdpc_command(args.export_hf)

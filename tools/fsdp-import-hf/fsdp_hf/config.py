@@ -30,8 +30,12 @@ METADATA = {
     "pretraining_tp",
 }
 
-LLAMA_FAMILY = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                "qwen2": "Qwen2ForCausalLM"}
+ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                 "qwen2": "Qwen2ForCausalLM", "gpt2": "GPT2LMHeadModel"}
+# GPT-2's activation_function values that are the tanh form of GELU (fsdp.gelu).
+GPT2_GELU = ("gelu_new", "gelu_pytorch_tanh")
+GPT2_SUMMARY = ("summary_type", "summary_use_proj", "summary_activation",
+                "summary_proj_to_labels", "summary_first_dropout")
 
 
 @dataclasses.dataclass
@@ -54,6 +58,34 @@ class LlamaSpec:
     o_bias: bool = False
     mlp_bias: bool = False
     init_std: float = 0.02
+
+
+@dataclasses.dataclass
+class Gpt2Spec:
+    """GPT-2: learned positions, pre-norm LayerNorm blocks of multi-head attention with
+    one fused query-key-value product, a tanh-GELU MLP, Conv1D weights [in, out]."""
+    vocab: int
+    dim: int
+    layers: int
+    heads: int
+    ffn: int
+    positions: int
+    ln_eps: float
+    tied: bool = True
+    scale_attn_weights: bool = True
+    scale_by_layer: bool = False
+    init_std: float = 0.02
+    family: str = "gpt2"
+
+    @property
+    def head_dim(self):
+        return self.dim // self.heads
+
+    def attention_scale(self, layer):
+        """Layer `layer`'s score scale: 1/sqrt(D) (or 1), divided by layer + 1 when the
+        config scales by the inverse layer index."""
+        scale = self.head_dim ** -0.5 if self.scale_attn_weights else 1.0
+        return scale / (layer + 1) if self.scale_by_layer else scale
 
 
 class Fields:
@@ -177,16 +209,44 @@ def _sliding_window(fields, family, seq):
                                   "supported (a window at least --seq long is)")
 
 
-def llama_spec(fields, seq):
-    """The LlamaSpec of a Llama, Mistral or Qwen2 config for sequences of `seq`."""
+def _dropout(fields, names, no_dropout):
+    """Dropout probabilities: 0 is honoured; another is refused unless the user chose to
+    train without dropout (--no-dropout: Hugging Face's eval-mode function)."""
+    for field in names:
+        if fields.take(field, 0.0) != 0.0 and not no_dropout:
+            raise fields.error(field, "dropout is not supported (set it to 0.0, or pass "
+                                      "--no-dropout to train without it)")
+
+
+def _family(fields):
+    """The config's model_type, checked against its architectures."""
     family = fields.take("model_type")
-    if family not in LLAMA_FAMILY:
-        raise fields.error("model_type", "supported: " + ", ".join(
-            sorted(LLAMA_FAMILY)))
-    archs = fields.take("architectures", [LLAMA_FAMILY[family]])
-    if archs != [LLAMA_FAMILY[family]]:
-        raise fields.error("architectures", f"expected [\"{LLAMA_FAMILY[family]}\"] (a "
+    if family not in ARCHITECTURES:
+        raise fields.error("model_type", "supported: " + ", ".join(sorted(ARCHITECTURES)))
+    archs = fields.take("architectures", [ARCHITECTURES[family]])
+    if archs != [ARCHITECTURES[family]]:
+        raise fields.error("architectures", f"expected [\"{ARCHITECTURES[family]}\"] (a "
                                             "causal language model)")
+    return family
+
+
+def _refuse_leftover(fields, family):
+    leftover = fields.leftover()
+    if leftover:
+        raise fields.error(leftover[0], f"unknown to fsdp-import-hf for {family}: it may "
+                                        "change the model, so it is not ignored")
+
+
+def model_spec(fields, seq, no_dropout=False):
+    """The LlamaSpec or Gpt2Spec of a config for sequences of `seq`."""
+    family = _family(fields)
+    if family == "gpt2":
+        return _gpt2_spec(fields, seq, no_dropout)
+    return _llama_spec(fields, family, seq, no_dropout)
+
+
+def _llama_spec(fields, family, seq, no_dropout):
+    """The LlamaSpec of a Llama, Mistral or Qwen2 config."""
     dim, heads = fields.required("hidden_size"), fields.required("num_attention_heads")
     kv_heads = fields.take("num_key_value_heads", heads, int)
     if heads % kv_heads:
@@ -200,9 +260,8 @@ def llama_spec(fields, seq):
     if head_dim % 2:
         raise fields.error("head_dim", "the rotary embedding pairs features: must be even")
     fields.require_value("hidden_act", ("silu",), "only silu (SwiGLU) is supported", "silu")
-    for field in ("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop"):
-        if fields.take(field, 0.0) != 0.0:
-            raise fields.error(field, "dropout is not supported (set it to 0.0)")
+    _dropout(fields, ("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop"),
+             no_dropout)
     max_positions = fields.take("max_position_embeddings", None, int)
     if max_positions is not None and seq > max_positions:
         raise fields.error("max_position_embeddings", f"--seq {seq} is longer")
@@ -223,8 +282,38 @@ def llama_spec(fields, seq):
         rope_theta=theta, llama3_scaling=scaling, qkv_bias=qkv_bias, o_bias=o_bias,
         mlp_bias=bool(fields.take("mlp_bias", False)),
         init_std=float(fields.take("initializer_range", 0.02, (int, float))))
-    leftover = fields.leftover()
-    if leftover:
-        raise fields.error(leftover[0], f"unknown to fsdp-import-hf for {family}: it may "
-                                        "change the model, so it is not ignored")
+    _refuse_leftover(fields, family)
+    return spec
+
+
+def _gpt2_spec(fields, seq, no_dropout):
+    """The Gpt2Spec of a GPT-2 config."""
+    dim, heads = fields.required("n_embd"), fields.required("n_head")
+    if dim % heads:
+        raise fields.error("n_embd", f"not a multiple of n_head ({heads})")
+    positions = fields.required("n_positions")
+    if fields.has("n_ctx") and fields.take("n_ctx") != positions:
+        raise fields.error("n_ctx", f"differs from n_positions ({positions})")
+    fields.ignore("n_ctx")
+    if seq > positions:
+        raise fields.error("n_positions", f"--seq {seq} is longer")
+    fields.require_value("activation_function", GPT2_GELU,
+                         "only the tanh GELU (gelu_new, gelu_pytorch_tanh) is supported",
+                         "gelu_new")
+    _dropout(fields, ("resid_pdrop", "embd_pdrop", "attn_pdrop"), no_dropout)
+    # GPT2DoubleHeadsModel's classifier; the language model has none.
+    fields.ignore(*GPT2_SUMMARY)
+    # Scores in float32 with the scaling folded in another order: the same product,
+    # and fsdp.attention computes its scores in float32 whatever the model's dtype.
+    fields.take("reorder_and_upcast_attn", False)
+    ffn = fields.take("n_inner", 4 * dim, int)
+    spec = Gpt2Spec(
+        vocab=fields.required("vocab_size"), dim=dim, layers=fields.required("n_layer"),
+        heads=heads, ffn=ffn, positions=positions,
+        ln_eps=float(fields.take("layer_norm_epsilon", 1e-5, (int, float))),
+        tied=bool(fields.take("tie_word_embeddings", True)),
+        scale_attn_weights=bool(fields.take("scale_attn_weights", True)),
+        scale_by_layer=bool(fields.take("scale_attn_by_inverse_layer_idx", False)),
+        init_std=float(fields.take("initializer_range", 0.02, (int, float))))
+    _refuse_leftover(fields, "gpt2")
     return spec

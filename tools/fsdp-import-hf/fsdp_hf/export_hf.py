@@ -20,7 +20,7 @@ import re
 import shutil
 import sys
 
-from . import HfError, run_tool, config, llama
+from . import HfError, run_tool, config, family
 from .safetensors_io import Writer, byte_size, to_bytes
 from .trained import open_trained
 
@@ -55,8 +55,10 @@ def shards(layout, limit):
 def expected_tensors(model_dir):
     """[(name, shape)] the imported model of `model_dir` has (its config, any sequence)."""
     fields = config.load(model_dir)
-    spec = config.llama_spec(fields, seq=1)
-    return [(name, tuple(shape)) for name, shape, *_ in llama.parameters(spec)], fields.data
+    # The export holds the parameters, whatever dropout training used.
+    spec = config.model_spec(fields, seq=1, no_dropout=True)
+    table = family.module(spec).parameters(spec)
+    return [(name, tuple(shape)) for name, shape, *_ in table], fields.data
 
 
 def run(args):

@@ -2,21 +2,23 @@
 its weights as the trainer's --init-from file).
 
     fsdp-import-hf MODEL_DIR --batch B --seq T [--grid N | R,S] [--param-dtype bf16]
-                   [--remat unit] [--freeze GLOB,...] -o model.mlir
+                   [--remat unit] [--freeze GLOB,...] [--no-dropout] -o model.mlir
                    [--weights init.safetensors]
 
 MODEL_DIR holds config.json and, with --weights, the checkpoint (model.safetensors or
 shards with model.safetensors.index.json). Supported: LlamaForCausalLM (grouped- and
 multi-query attention, tied embeddings, Llama 3's rotary scaling, in the rope_scaling or
 rope_parameters spelling), MistralForCausalLM (a sliding window at least the sequence
-long), Qwen2ForCausalLM (q, k, v biases). Every config field is honoured, known to leave
-the training step's math alone, or refused with an error that names it.
+long), Qwen2ForCausalLM (q, k, v biases), GPT2LMHeadModel (learned positions, LayerNorm
+with biases, the tanh GELU, Conv1D weights, a tied head). Every config field is honoured,
+known to leave the training step's math alone, or refused with an error that names it.
 """
 import argparse
 import os
 import sys
 
-from . import HfError, run_tool, config, llama, weights
+from . import HfError, run_tool, config, family, weights
+from .mlir_text import frozen_names
 from .plan import Plan
 
 
@@ -47,6 +49,8 @@ def arguments(argv):
     ap.add_argument("--freeze", default="", help="comma-separated parameter names or "
                     "globs to declare frozen (never updated), e.g. 'model.embed_tokens.weight' "
                     "or 'model.layers.[0-9].*'")
+    ap.add_argument("--no-dropout", action="store_true", help="train without the "
+                    "config's dropout (otherwise a non-zero dropout is an error)")
     ap.add_argument("-o", "--output", required=True, help="the model file to write")
     ap.add_argument("--weights", help="also write the checkpoint's tensors here, for the "
                     "trainer's --init-from")
@@ -59,16 +63,18 @@ def run(args):
         if value < 1:
             raise HfError(f"{flag} {value}: expected a positive integer")
     grid = parse_grid(args.grid)
-    spec = config.llama_spec(config.load(args.model_dir), args.seq)
+    spec = config.model_spec(config.load(args.model_dir), args.seq, args.no_dropout)
+    model = family.module(spec)
     plan = Plan(grid=grid, param_dtype=args.param_dtype, reduce_dtype=args.reduce_dtype,
                 remat=args.remat, lr=args.lr, weight_decay=args.weight_decay,
                 clip_grad_norm=args.clip_grad_norm)
     header = [f"Imported from {os.path.abspath(args.model_dir)} ({spec.family}) by "
               "fsdp-import-hf: Hugging Face's parameter names and layouts."]
-    frozen = llama.frozen_names(spec, [p for p in args.freeze.split(",") if p])
-    text = llama.write(spec, args.batch, args.seq, plan, args.key_block, header, frozen)
+    table = model.parameters(spec)
+    frozen = frozen_names(table, [p for p in args.freeze.split(",") if p])
+    text = model.write(spec, args.batch, args.seq, plan, args.key_block, header, frozen)
     if args.weights:
-        weights.convert(args.model_dir, llama.parameters(spec), args.weights)
+        weights.convert(args.model_dir, model, table, args.weights)
     with open(args.output, "w") as f:
         f.write(text)
 

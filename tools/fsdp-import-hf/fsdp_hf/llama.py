@@ -6,14 +6,10 @@ tensors are the model's parameters as they are, and an export is a copy.
 One FSDP unit for the token embedding, one per decoder layer, one for the final norm and
 the head (a tied head reads the embedding's unit again).
 """
-import fnmatch
+from .mlir_text import Writer, mlir_float, module_text, tensor
 
-from . import HfError
-from .plan import mlir_float
-
-
-def tensor(*dims, e="f32"):
-    return "tensor<" + "x".join(map(str, dims)) + "x" + e + ">"
+# Buffers some checkpoints store that the model recomputes: fsdp.rope's angles.
+RECOMPUTED = (".rotary_emb.inv_freq",)
 
 
 def parameters(spec):
@@ -44,19 +40,12 @@ def parameters(spec):
     return table
 
 
-class _Writer:
-    def __init__(self, spec, batch, seq, key_block):
-        self.spec, self.B, self.T, self.key_block = spec, batch, seq, key_block
-        self.lines, self.names = [], set(n for n, *_ in parameters(spec))
+def checkpoint_name(name, wanted):
+    """A checkpoint tensor's name in the model: the same."""
+    return name
 
-    def w(self, line):
-        self.lines.append("    " + line)
 
-    def use(self, name, shape, value=None):
-        value = value or "%" + name.replace(".", "_")
-        self.w(f"{value} = fsdp.use @{name} : {tensor(*shape)}")
-        return value
-
+class _Writer(Writer):
     def linear(self, out, x, prefix, n_in, n_out):
         """x [B, T, n_in] @ W^T (+ b): Hugging Face's Linear."""
         B, T = self.B, self.T
@@ -105,15 +94,7 @@ class _Writer:
             heads[name] = f"{v}{name}4"
         heads["q"] = self.rope(v + "qr", heads["q"], H)
         heads["k"] = self.rope(v + "kr", heads["k"], KV)
-        for name, n in (("q", H), ("k", KV), ("v", KV)):
-            self.w(f"{v}{name}h = fsdp.transpose {heads[name]} [0, 2, 1, 3] : "
-                   f"{tensor(B, T, n, D)} -> {tensor(B, n, T, D)}")
-        self.w(f"{v}o, {v}lse = fsdp.attention {v}qh, {v}kh, {v}vh causal key_block "
-               f"{self.key_block} : {tensor(B, H, T, D)}, {tensor(B, KV, T, D)}, "
-               f"{tensor(B, KV, T, D)} -> {tensor(B, H, T, D)}, {tensor(B, H, T)}")
-        self.w(f"{v}ot = fsdp.transpose {v}o [0, 2, 1, 3] : {tensor(B, H, T, D)} -> "
-               f"{tensor(B, T, H, D)}")
-        self.w(f"{v}oc = fsdp.reshape {v}ot : {tensor(B, T, H, D)} -> {tensor(B, T, H * D)}")
+        self.heads_attention(v, heads["q"], heads["k"], heads["v"], H, KV)
         attn = self.linear(v + "attn", v + "oc", p + "self_attn.o_proj", H * D, C)
         self.w(f"{v}x1 = fsdp.add {x}, {attn} : {X}, {X} -> {X}")
         f = self.rms_norm(v + "f", v + "x1", p + "post_attention_layernorm.weight")
@@ -127,53 +108,20 @@ class _Writer:
         return v + "out"
 
 
-def frozen_names(spec, patterns):
-    """The parameters matching any of the glob `patterns` (fnmatch, e.g.
-    'model.embed_tokens.weight' or 'model.layers.0.*'); a pattern that matches none is
-    an error."""
-    names = [name for name, *_ in parameters(spec)]
-    frozen = set()
-    for pattern in patterns:
-        matched = fnmatch.filter(names, pattern)
-        if not matched:
-            raise HfError(f"--freeze {pattern}: matches no parameter of the model (e.g. "
-                          f"{names[0]}, {names[1]})")
-        frozen.update(matched)
-    return frozen
-
-
 def write(spec, batch, seq, plan, key_block=None, header=(), frozen=frozenset()):
     """The .mlir text of `spec` for global batches of `batch` sequences of `seq` tokens
     (inputs `tokens` and `targets`, [batch, seq] i32; the loss their mean cross-entropy)
     under `plan` (plan.Plan), the parameters in `frozen` declared frozen (read, never
     updated); `header`: comment lines to begin with."""
-    key_block = key_block or min(512, seq)
-    out = [f"// {line}" for line in header]
-    out.append(f"module attributes {{fsdp.plan = {plan.attribute()}}} {{")
-    for name, shape, unit, init in parameters(spec):
-        keyword = "fsdp.param frozen" if name in frozen else "fsdp.param"
-        out.append(f'  {keyword} @{name} unit "{unit}" : {tensor(*shape)} = {init}')
-    out.append("")
-    I = tensor(batch, seq, e="i32")
-    out.append(f"  func.func @loss(%tokens: {I}, %targets: {I}) -> tensor<f32> {{")
-    wr = _Writer(spec, batch, seq, key_block)
+    table = parameters(spec)
+    wr = _Writer(spec, batch, seq, key_block or min(512, seq), table)
     V, C = spec.vocab, spec.dim
-    X = tensor(batch, seq, C)
     emb = wr.use("model.embed_tokens.weight", (V, C))
-    wr.w(f"%x0 = fsdp.embedding {emb}[%tokens] : {tensor(V, C)}, {I} -> {X}")
+    wr.w(f"%x0 = fsdp.embedding {emb}[%tokens] : {tensor(V, C)}, "
+         f"{tensor(batch, seq, e='i32')} -> {tensor(batch, seq, C)}")
     x = "%x0"
     for i in range(spec.layers):
         x = wr.layer(i, x)
     xf = wr.rms_norm("%xf", x, "model.norm.weight")
-    # A tied head reads the embedding again where it is needed (its unit gathered a
-    # second time), rather than keeping it gathered through every layer.
-    head = (wr.use("model.embed_tokens.weight", (V, C), "%tied_head") if spec.tied
-            else wr.use("lm_head.weight", (V, C)))
-    wr.w(f"%logits = fsdp.matmul {xf}, {head} transpose_rhs : {X}, {tensor(V, C)} -> "
-         f"{tensor(batch, seq, V)}")
-    wr.w(f"%loss = fsdp.cross_entropy %logits, %targets : {tensor(batch, seq, V)}, {I} -> "
-         "tensor<f32>")
-    wr.w("return %loss : tensor<f32>")
-    out += wr.lines
-    out += ["  }", "}"]
-    return "\n".join(out) + "\n"
+    wr.head_and_loss(xf, "model.embed_tokens.weight" if spec.tied else "lm_head.weight")
+    return module_text(table, batch, seq, plan, wr, header, frozen)

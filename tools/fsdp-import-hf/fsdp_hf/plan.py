@@ -1,15 +1,7 @@
 """The plan attribute an imported model's module carries (docs/UserGuide.md, section 2)."""
 import dataclasses
 
-
-def mlir_float(x):
-    """A float as MLIR's parser reads it: shortest round trip, with a '.' in it
-    (MLIR takes 1.0e-05, not 1e-05)."""
-    text = repr(float(x))
-    mantissa, e, exponent = text.partition("e")
-    if "." not in mantissa:
-        mantissa += ".0"
-    return mantissa + e + exponent
+from .mlir_text import mlir_float
 
 
 @dataclasses.dataclass

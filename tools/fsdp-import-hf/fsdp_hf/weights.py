@@ -1,29 +1,28 @@
 """A checkpoint's tensors converted into the trainer's --init-from file, tensor by tensor.
 
-The imported model's parameters carry Hugging Face's names and layouts (llama.py), so
-each tensor is copied as it is: F32 and BF16 stay (the trainer widens bf16 exactly), F16
-becomes F32 (exactly), F64 F32 (rounded).
+The imported model's parameters carry Hugging Face's names and layouts (llama.py,
+gpt2.py), so each tensor is copied as it is: F32 and BF16 stay (the trainer widens bf16
+exactly), F16 becomes F32 (exactly), F64 F32 (rounded).
 """
 import os
 
 from . import HfError
 from .safetensors_io import Writer, checkpoint_tensors
 
-# Buffers some checkpoints store that the model recomputes: fsdp.rope's angles.
-RECOMPUTED = (".rotary_emb.inv_freq",)
 # A tied model's head is its embedding; some checkpoints store a copy anyway.
 HEAD = "lm_head.weight"
 OUT_DTYPE = {"F32": "F32", "BF16": "BF16", "F16": "F32", "F64": "F32"}
 
 
-def convert(model_dir, params, out_path):
+def convert(model_dir, family, params, out_path):
     """Writes `out_path` with every parameter of `params` ([(name, shape, ...)]) from the
-    checkpoint in `model_dir` (a stored head the model lacks is a tied head's copy, left
-    out). Errors name the tensor."""
-    refs = checkpoint_tensors(model_dir)
+    checkpoint in `model_dir`, named as `family` (family.module) names them (a stored
+    head the model lacks is a tied head's copy, left out). Errors name the tensor."""
     wanted = {name: tuple(shape) for name, shape, *_ in params}
+    refs = {family.checkpoint_name(name, wanted): ref
+            for name, ref in checkpoint_tensors(model_dir).items()}
     for name, ref in refs.items():
-        if name in wanted or name == HEAD or name.endswith(RECOMPUTED):
+        if name in wanted or name == HEAD or name.endswith(family.RECOMPUTED):
             continue
         raise HfError(f"{model_dir}: tensor '{name}' {list(ref.shape)} is not a parameter of "
                       "the model its config.json states")

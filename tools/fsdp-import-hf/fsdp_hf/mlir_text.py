@@ -1,0 +1,99 @@
+"""Pieces of the model files the families write (llama.py, gpt2.py): types, numbers,
+the parameter declarations and the loss function's lines."""
+import fnmatch
+
+from . import HfError
+
+
+def tensor(*dims, e="f32"):
+    return "tensor<" + "x".join(map(str, dims)) + "x" + e + ">"
+
+
+def mlir_float(x):
+    """A float as MLIR's parser reads it: shortest round trip, with a '.' in it
+    (MLIR takes 1.0e-05, not 1e-05)."""
+    text = repr(float(x))
+    mantissa, e, exponent = text.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + e + exponent
+
+
+def frozen_names(table, patterns):
+    """The parameters of `table` ([(name, ...)]) matching any of the glob `patterns`
+    (fnmatch, e.g. 'model.embed_tokens.weight' or 'model.layers.0.*'); a pattern that
+    matches none is an error."""
+    names = [name for name, *_ in table]
+    frozen = set()
+    for pattern in patterns:
+        matched = fnmatch.filter(names, pattern)
+        if not matched:
+            raise HfError(f"--freeze {pattern}: matches no parameter of the model (e.g. "
+                          f"{names[0]}, {names[1]})")
+        frozen.update(matched)
+    return frozen
+
+
+class Writer:
+    """The lines of a loss function's body, with the parameters' names at hand."""
+
+    def __init__(self, spec, batch, seq, key_block, table):
+        self.spec, self.B, self.T, self.key_block = spec, batch, seq, key_block
+        self.lines, self.names = [], set(n for n, *_ in table)
+
+    def w(self, line):
+        self.lines.append("    " + line)
+
+    def use(self, name, shape, value=None):
+        value = value or "%" + name.replace(".", "_")
+        self.w(f"{value} = fsdp.use @{name} : {tensor(*shape)}")
+        return value
+
+    def heads_attention(self, v, q, k, v_, heads, kv_heads, scale=None):
+        """Causal attention of [B, T, n * D] heads laid out [B, T, n, D] (q, k, v_):
+        transposed to [B, n, T, D] and back; the result [B, T, heads * D] is `v`oc."""
+        B, T, D = self.B, self.T, self.spec.head_dim
+        for name, value, n in (("q", q, heads), ("k", k, kv_heads), ("v", v_, kv_heads)):
+            self.w(f"{v}{name}h = fsdp.transpose {value} [0, 2, 1, 3] : "
+                   f"{tensor(B, T, n, D)} -> {tensor(B, n, T, D)}")
+        scaled = "" if scale is None else f" scale {mlir_float(scale)}"
+        self.w(f"{v}o, {v}lse = fsdp.attention {v}qh, {v}kh, {v}vh causal{scaled} key_block "
+               f"{self.key_block} : {tensor(B, heads, T, D)}, {tensor(B, kv_heads, T, D)}, "
+               f"{tensor(B, kv_heads, T, D)} -> {tensor(B, heads, T, D)}, "
+               f"{tensor(B, heads, T)}")
+        self.w(f"{v}ot = fsdp.transpose {v}o [0, 2, 1, 3] : {tensor(B, heads, T, D)} -> "
+               f"{tensor(B, T, heads, D)}")
+        self.w(f"{v}oc = fsdp.reshape {v}ot : {tensor(B, T, heads, D)} -> "
+               f"{tensor(B, T, heads * D)}")
+        return v + "oc"
+
+    def head_and_loss(self, xf, head_name):
+        """Logits from the final hidden state `xf` and the [V, C] head `head_name` (a
+        tied head reads the embedding again where it is needed, its unit gathered a
+        second time, rather than kept gathered through every layer), then the loss."""
+        B, T, V, C = self.B, self.T, self.spec.vocab, self.spec.dim
+        head = self.use(head_name, (V, C), "%tied_head" if self.spec.tied else None)
+        I = tensor(B, T, e="i32")
+        self.w(f"%logits = fsdp.matmul {xf}, {head} transpose_rhs : {tensor(B, T, C)}, "
+               f"{tensor(V, C)} -> {tensor(B, T, V)}")
+        self.w(f"%loss = fsdp.cross_entropy %logits, %targets : {tensor(B, T, V)}, {I} -> "
+               "tensor<f32>")
+        self.w("return %loss : tensor<f32>")
+
+
+def module_text(table, batch, seq, plan, writer, header, frozen):
+    """The .mlir text: `header` comment lines, the module with `plan`'s attribute, the
+    parameters of `table` ([(name, shape, unit, initializer)]; those in `frozen`
+    declared frozen) and the loss function of inputs `tokens` and `targets` ([batch,
+    seq] i32) whose body `writer` holds."""
+    out = [f"// {line}" for line in header]
+    out.append(f"module attributes {{fsdp.plan = {plan.attribute()}}} {{")
+    for name, shape, unit, init in table:
+        keyword = "fsdp.param frozen" if name in frozen else "fsdp.param"
+        out.append(f'  {keyword} @{name} unit "{unit}" : {tensor(*shape)} = {init}')
+    out.append("")
+    I = tensor(batch, seq, e="i32")
+    out.append(f"  func.func @loss(%tokens: {I}, %targets: {I}) -> tensor<f32> {{")
+    out += writer.lines
+    out += ["  }", "}"]
+    return "\n".join(out) + "\n"
