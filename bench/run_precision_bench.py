@@ -101,10 +101,11 @@ def model_gemms(cfg):
     raw = []
 
     def matmul(name, m, k, n, count=1, trained=True):
-        raw.append((f"{name} fwd", 0, 0, 1, m, n, k, count))
-        raw.append((f"{name} dX", 0, 1, 1, m, k, n, count))
+        """x [m, k] W^T, W [n, k] as Hugging Face stores it (fsdp.matmul transpose_rhs)."""
+        raw.append((f"{name} fwd", 0, 1, 1, m, n, k, count))
+        raw.append((f"{name} dX", 0, 0, 1, m, k, n, count))
         if trained:
-            raw.append((f"{name} dW", 1, 0, 1, k, n, m, count))
+            raw.append((f"{name} dW", 1, 0, 1, n, k, m, count))
 
     for name, n in (("wq", C), ("wk", KV * D), ("wv", KV * D), ("wo", C)):
         matmul(name, BT, C, n, L)

@@ -6,17 +6,18 @@ plain Python, so that a driver without PyTorch (the GPU check kit, our trainers'
 can compute the MFU of our trainer and of PyTorch alike.
 
 The model is the one the file writes, op for op:
-  - weights stored [in, out] and used as `x @ W` (tok_embeddings [V, C], wq [C, C],
-    wk / wv [C, KV*D], wo [C, C], w1 / w3 [C, F], w2 [F, C], the untied head [C, V]),
-    initialised N(0, 0.02); the RMSNorm weights ones;
-  - per block: h = rms_norm(x) (eps 1e-5); q, k, v = h @ wq, h @ wk, h @ wv; the rotary
+  - weights stored [out, in] as Hugging Face's (and torch.nn.Linear's) and used as
+    `F.linear(x, W)` = x W^T, as the file's `fsdp.matmul ... transpose_rhs` (the embedding
+    [V, C], wq [C, C], wk / wv [KV*D, C], wo [C, C], w1 / w3 (gate, up) [F, C], w2 (down)
+    [C, F], the untied head [V, C]), initialised N(0, 0.02); the RMSNorm weights ones;
+  - per block: h = rms_norm(x) (eps 1e-5); q, k, v = h wq^T, h wk^T, h wv^T; the rotary
     embedding of q and k (`fsdp.rope ... positions 1 theta 10000.0`, Hugging Face's
     LlamaRotaryEmbedding, rotate-half convention): `y * cos + rotate_half(y) * sin` with
     rotate_half(y) = cat(-y[..., D/2:], y[..., :D/2]) and cos, sin [T, D] of the angles
     float32(p * f_i), p the position 0..T-1, f_i = theta^(-2i/D) (i < D/2, computed in
     float64, rounded to float32), repeated over both halves; grouped-query attention with
     each key/value head broadcast to the H / KV query heads it serves; causal softmax
-    attention with scale 1/sqrt(D); x1 = x + o @ wo; x + (silu(f @ w1) * (f @ w3)) @ w2 with
+    attention with scale 1/sqrt(D); x1 = x + o wo^T; x + (silu(f w1^T) * (f w3^T)) w2^T with
     f = rms_norm(x1); then rms_norm, the head and the mean cross-entropy;
   - attention "explicit" (scores, causal mask, softmax, as `--attention explicit` writes
     it) or "sdpa" (F.scaled_dot_product_attention(is_causal=True), the fast path; the same
@@ -158,10 +159,10 @@ def _llama_class(torch):
             for _ in range(L):
                 blk = torch.nn.Module()
                 blk.attention_norm, blk.ffn_norm = ones(C), ones(C)
-                blk.wq, blk.wk, blk.wv, blk.wo = normal(C, C), normal(C, CKV), normal(C, CKV), normal(C, C)
-                blk.w1, blk.w3, blk.w2 = normal(C, FF), normal(C, FF), normal(FF, C)
+                blk.wq, blk.wk, blk.wv, blk.wo = normal(C, C), normal(CKV, C), normal(CKV, C), normal(C, C)
+                blk.w1, blk.w3, blk.w2 = normal(FF, C), normal(FF, C), normal(C, FF)
                 self.layers.append(blk)
-            self.norm, self.output = ones(C), normal(C, V)
+            self.norm, self.output = ones(C), normal(V, C)
 
         def rms_norm(self, x, w):
             if hasattr(F, "rms_norm"):
@@ -184,7 +185,7 @@ def _llama_class(torch):
             x = F.embedding(tokens, self.tok_embeddings)
             for blk in self.layers:
                 h = self.rms_norm(x, blk.attention_norm)
-                q, k, v = h @ blk.wq, h @ blk.wk, h @ blk.wv
+                q, k, v = F.linear(h, blk.wq), F.linear(h, blk.wk), F.linear(h, blk.wv)
                 qp = self.rope(q.reshape(B, T, H, D))
                 if self.rope_k == "kv":
                     kp = self.heads(self.rope(k.reshape(B, T, KV, D)))
@@ -200,10 +201,10 @@ def _llama_class(torch):
                     s = (qh @ kh.transpose(-1, -2)) * (1.0 / D ** 0.5)
                     s = s.masked_fill(self.mask, float("-inf"))
                     o = torch.softmax(s, dim=3) @ vh
-                x1 = x + o.transpose(1, 2).reshape(B, T, C) @ blk.wo
+                x1 = x + F.linear(o.transpose(1, 2).reshape(B, T, C), blk.wo)
                 f = self.rms_norm(x1, blk.ffn_norm)
-                x = x1 + (F.silu(f @ blk.w1) * (f @ blk.w3)) @ blk.w2
-            logits = self.rms_norm(x, self.norm) @ self.output
+                x = x1 + F.linear(F.silu(F.linear(f, blk.w1)) * F.linear(f, blk.w3), blk.w2)
+            logits = F.linear(self.rms_norm(x, self.norm), self.output)
             return F.cross_entropy(logits.reshape(B * T, V).float(), targets.reshape(B * T))
 
     _CLASSES[id(torch)] = Llama

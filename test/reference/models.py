@@ -273,7 +273,8 @@ odd_sizes_loss_and_grads = _loss_and_grads(odd_sizes_forward)
 # ---------------------------------------------------------------- examples/generate_llama.py
 
 # The fields of a llama name, in canonical order: generate_llama.py's flags (with _ for -)
-# that fix the model. The first nine are required; key_block only with attention=flash;
+# that fix the model (fsdp-import-hf's Llama for the Hugging Face config of those shapes,
+# with its parameter names). The first nine are required; key_block only with attention=flash;
 # rope_theta (a positive integer, 10000 when absent) and freeze (parameter names joined by
 # '+', generate_llama.py's --freeze) are optional. grid, param_dtype and reduce_dtype are
 # the plan's, not the model's: teacher.py and sharded_check.py take them as options of
@@ -352,100 +353,46 @@ def generate_llama_flags(name):
                       ",".join(cfg[f]) if f == "freeze" else str(cfg[f]))]
 
 
+def llama_spec(cfg):
+    """The fsdp_hf LlamaSpec generate_llama.py writes for the llama `cfg`."""
+    return fsdp_hf().config.LlamaSpec(
+        family="llama", vocab=cfg["vocab"], dim=cfg["dim"], layers=cfg["layers"],
+        heads=cfg["heads"], kv_heads=cfg["kv_heads"], head_dim=cfg["dim"] // cfg["heads"],
+        ffn=cfg["ffn"], rms_eps=1e-5, tied=False,
+        rope_theta=float(cfg.get("rope_theta", LLAMA_ROPE_THETA)))
+
+
 def llama_params(cfg):
-    """The parameter table in declaration (= manifest) order: the embedding, each
-    block's, the final norm and the untied head."""
-    L, C, H, KV, F, V = (cfg[f] for f in ("layers", "dim", "heads", "kv_heads", "ffn",
-                                          "vocab"))
-    D = C // H
-    std = normal(0.02)
-    table = [("tok_embeddings", (V, C), "f32", "embed", std)]
-    for i in range(L):
-        p, u = "layers.%d." % i, "layers.%d" % i
-        table += [(p + "attention_norm", (C,), "f32", u, ONES),
-                  (p + "attention.wq", (C, C), "f32", u, std),
-                  (p + "attention.wk", (C, KV * D), "f32", u, std),
-                  (p + "attention.wv", (C, KV * D), "f32", u, std),
-                  (p + "attention.wo", (C, C), "f32", u, std),
-                  (p + "ffn_norm", (C,), "f32", u, ONES),
-                  (p + "feed_forward.w1", (C, F), "f32", u, std),
-                  (p + "feed_forward.w3", (C, F), "f32", u, std),
-                  (p + "feed_forward.w2", (F, C), "f32", u, std)]
-    return table + [("norm", (C,), "f32", "head", ONES),
-                    ("output", (C, V), "f32", "head", std)]
+    """The parameter table in declaration (= manifest) order: fsdp-import-hf's for the
+    Hugging Face config of `cfg` (generate_llama.py writes that model)."""
+    spec = llama_spec(cfg)
+    return [(n, tuple(shape), "f32", unit, hf_initializer(init))
+            for n, shape, unit, init in fsdp_hf().llama.parameters(spec)]
 
 
-def llama_rope(t, x4, cfg):
-    """fsdp.rope of queries or keys [B, T, heads, D]: positions along dim 1, base
-    rope_theta."""
-    return t(ops.rope, x4, positions=1, theta=float(cfg.get("rope_theta", LLAMA_ROPE_THETA)))
-
-
-def grouped_heads(t, x, b, cfg):
+def grouped_heads(t, x, b, T, heads, kv_heads, D, explicit):
     """Key or value [B, T, KV * D] as attention reads it: fsdp.attention takes the KV
     heads as they are ([B, T, KV, D]); the explicit form broadcasts each to the G query
     heads it serves ([B, T, KV, 1, D] -> [B, T, KV, G, D] -> [B, T, H, D]: query head h
     reads key head h // G)."""
-    T, H, KV = cfg["seq"], cfg["heads"], cfg["kv_heads"]
-    D, G = cfg["dim"] // H, H // KV
-    if cfg["attention"] == "flash":
-        return t(ops.reshape, x, (b, T, KV, D))
-    x5 = t(ops.reshape, x, (b, T, KV, 1, D))
-    xg = t(ops.broadcast, x5, (b, T, KV, G, D))
-    return t(ops.reshape, xg, (b, T, H, D))
+    if not explicit:
+        return t(ops.reshape, x, (b, T, kv_heads, D))
+    G = heads // kv_heads
+    x5 = t(ops.reshape, x, (b, T, kv_heads, 1, D))
+    xg = t(ops.broadcast, x5, (b, T, kv_heads, G, D))
+    return t(ops.reshape, xg, (b, T, heads, D))
 
 
-def llama_attention(t, qh, kh, vh, cfg):
-    """Causal attention of [B, H, T, D] queries: fsdp.attention in key blocks (flash), or
-    scores, scale, causal_mask, softmax, product with the values (explicit)."""
-    if cfg["attention"] == "flash":
-        return t(ops.attention, qh, kh, vh, causal=True, key_block=cfg["key_block"])
-    D = cfg["dim"] // cfg["heads"]
+def causal_attention(t, qh, kh, vh, key_block, explicit):
+    """Causal attention of [B, H, T, D] queries: fsdp.attention in key blocks, or
+    (explicit) scores, scale, causal_mask, softmax, product with the values."""
+    if not explicit:
+        return t(ops.attention, qh, kh, vh, causal=True, key_block=key_block)
     s = t(ops.batch_matmul, qh, kh, transpose_rhs=True)
-    ss = t(ops.scale, s, factor=1.0 / D ** 0.5)
+    ss = t(ops.scale, s, factor=1.0 / qh.data.shape[-1] ** 0.5)
     m = t(ops.causal_mask, ss)
     pr = t(ops.softmax, m, dim=3)
     return t(ops.batch_matmul, pr, vh)
-
-
-def llama_block(t, x, i, cfg):
-    """Block i: x + attention(rms_norm(x)), then + SwiGLU(rms_norm(.))."""
-    p = "layers.%d." % i
-    b, T, C, H = x.data.shape[0], cfg["seq"], cfg["dim"], cfg["heads"]
-    D = C // H
-    h = t(ops.rms_norm, x, t.use(p + "attention_norm"))
-    q = t(ops.matmul, h, t.use(p + "attention.wq"))
-    k = t(ops.matmul, h, t.use(p + "attention.wk"))
-    v = t(ops.matmul, h, t.use(p + "attention.wv"))
-    qp = llama_rope(t, t(ops.reshape, q, (b, T, H, D)), cfg)
-    k4 = grouped_heads(t, k, b, cfg)
-    v4 = grouped_heads(t, v, b, cfg)
-    kp = llama_rope(t, k4, cfg)
-    qh = t(ops.transpose, qp, (0, 2, 1, 3))
-    kh = t(ops.transpose, kp, (0, 2, 1, 3))
-    vh = t(ops.transpose, v4, (0, 2, 1, 3))
-    o = llama_attention(t, qh, kh, vh, cfg)
-    oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, C))
-    x1 = t(ops.add, x, t(ops.matmul, oc, t.use(p + "attention.wo")), point="add:residual")
-    f = t(ops.rms_norm, x1, t.use(p + "ffn_norm"))
-    g = t(ops.matmul, f, t.use(p + "feed_forward.w1"))
-    u = t(ops.matmul, f, t.use(p + "feed_forward.w3"))
-    gu = t(ops.mul, t(ops.silu, g), u)
-    d = t(ops.matmul, gu, t.use(p + "feed_forward.w2"))
-    return t(ops.add, x1, d, point="add:residual")
-
-
-def llama_forward(cfg):
-    """forward(tape, inputs) of the llama `cfg`."""
-    def forward(t, inputs):
-        tokens, targets = inputs  # [B, T] i32 each
-        x = t(ops.embedding, t.use("tok_embeddings"), tokens)
-        for i in range(cfg["layers"]):
-            x = llama_block(t, x, i, cfg)
-        xf = t(ops.rms_norm, x, t.use("norm"))
-        logits = t(ops.matmul, xf, t.use("output"))
-        return t(ops.cross_entropy, logits, targets)
-    return forward
 
 
 def llama_stage_roundings(cfg):
@@ -469,12 +416,14 @@ def decoder_roundings(C, F, V, T, B, D):
 def llama(name):
     """The model entry of a llama name (see get)."""
     cfg = parse_llama(name)
-    forward = llama_forward(cfg)
+    params = llama_params(cfg)
+    forward = hf_llama_forward(llama_spec(cfg), {n for n, *_ in params},
+                               cfg.get("key_block"), cfg["attention"] == "explicit")
     frozen = frozenset(cfg.get("freeze", ()))
     return {
         "name": llama_name(cfg),
         "config": cfg,
-        "params": llama_params(cfg),
+        "params": params,
         "frozen": frozen,
         "inputs": [((cfg["batch"], cfg["seq"]), "i32", "tokens", cfg["vocab"]),
                    ((cfg["batch"], cfg["seq"]), "i32", "classes", cfg["vocab"])],
@@ -539,8 +488,9 @@ def hf_linear(t, x, prefix, names):
     return t(ops.add, y, t.use(prefix + ".bias")) if prefix + ".bias" in names else y
 
 
-def hf_llama_forward(spec, names, key_block):
-    """forward(tape, inputs) of fsdp-import-hf's Llama-family model (fsdp_hf/llama.py)."""
+def hf_llama_forward(spec, names, key_block, explicit=False):
+    """forward(tape, inputs) of fsdp-import-hf's Llama-family model (fsdp_hf/llama.py),
+    with fsdp.attention or (explicit) its definition written out."""
     H, KV, D = spec.heads, spec.kv_heads, spec.head_dim
 
     def norm(t, x, name):
@@ -553,14 +503,15 @@ def hf_llama_forward(spec, names, key_block):
         for i in range(spec.layers):
             p = "model.layers.%d." % i
             h = norm(t, x, p + "input_layernorm.weight")
-            heads = {n: t(ops.reshape, hf_linear(t, h, p + "self_attn.%s_proj" % n, names),
-                          (b, T, count, D))
-                     for n, count in (("q", H), ("k", KV), ("v", KV))}
+            heads = {n: hf_linear(t, h, p + "self_attn.%s_proj" % n, names) for n in "qkv"}
+            heads["q"] = t(ops.reshape, heads["q"], (b, T, H, D))
+            for n in "kv":
+                heads[n] = grouped_heads(t, heads[n], b, T, H, KV, D, explicit)
             for n in ("q", "k"):
                 heads[n] = t(ops.rope, heads[n], positions=1, theta=spec.rope_theta,
                              scaling=spec.llama3_scaling)
             qh, kh, vh = (t(ops.transpose, heads[n], (0, 2, 1, 3)) for n in "qkv")
-            o = t(ops.attention, qh, kh, vh, causal=True, key_block=key_block)
+            o = causal_attention(t, qh, kh, vh, key_block, explicit)
             oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, H * D))
             x1 = t(ops.add, x, hf_linear(t, oc, p + "self_attn.o_proj", names),
                    point="add:residual")

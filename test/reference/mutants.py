@@ -70,13 +70,11 @@ def kv_heads_interleaved():
             return dq[:, slot], dk, dv
         return out[:, slot], permuted_vjp
 
-    def grouped_heads(t, x, b, cfg):
-        T, H, KV = cfg["seq"], cfg["heads"], cfg["kv_heads"]
-        D, G = cfg["dim"] // H, H // KV
-        if cfg["attention"] == "flash":
+    def grouped_heads(t, x, b, T, H, KV, D, explicit):
+        if not explicit:
             return t(ops.reshape, x, (b, T, KV, D))
         x5 = t(ops.reshape, x, (b, T, 1, KV, D))
-        return t(ops.reshape, t(ops.broadcast, x5, (b, T, G, KV, D)), (b, T, H, D))
+        return t(ops.reshape, t(ops.broadcast, x5, (b, T, H // KV, KV, D)), (b, T, H, D))
 
     ops.attention = attention
     models.grouped_heads = grouped_heads

@@ -53,7 +53,7 @@ FAILURES = []
 # explicit one with its embedding frozen.
 LLAMA = "llama:layers=2,dim=16,heads=4,kv_heads=2,ffn=24,vocab=11,seq=8,batch=8,attention="
 LLAMA_FLASH = LLAMA + "flash,key_block=3"
-LLAMA_EXPLICIT = LLAMA + "explicit,freeze=tok_embeddings"
+LLAMA_EXPLICIT = LLAMA + "explicit,freeze=model.embed_tokens.weight"
 LABELS = {LLAMA_FLASH: "llama flash", LLAMA_EXPLICIT: "llama explicit"}
 ALL_MODELS = ("mlp", "gpt", "odd-sizes", LLAMA_FLASH, LLAMA_EXPLICIT)
 
@@ -258,7 +258,7 @@ def test_model_grads():
            abs(flash - explicit) < 1e-12 and worst < 1e-10, "max rel diff %.1e" % worst)
     for bad in ("llama:layers=2", LLAMA + "flash", LLAMA + "explicit,key_block=4",
                 LLAMA_FLASH + ",layers=3", LLAMA_FLASH.replace("kv_heads=2", "kv_heads=3"),
-                LLAMA_FLASH + ",freeze=tok_embeddings+rope.cos",
+                LLAMA_FLASH + ",freeze=model.embed_tokens.weight+rope.cos",
                 LLAMA_FLASH.replace("dim=16", "dim=12"), LLAMA_FLASH + ",rope_theta=0"):
         try:
             models.get(bad)
@@ -268,8 +268,8 @@ def test_model_grads():
     report("llama names: flags of generate_llama.py, partial or inconsistent names refused",
            models.generate_llama_flags(LLAMA_FLASH)[-4:] == ["--attention", "flash",
                                                              "--key-block", "3"]
-           and models.generate_llama_flags(LLAMA_EXPLICIT + "+norm")[-2:] == [
-               "--freeze", "tok_embeddings,norm"]
+           and models.generate_llama_flags(LLAMA_EXPLICIT + "+model.norm.weight")[-2:] == [
+               "--freeze", "model.embed_tokens.weight,model.norm.weight"]
            and models.get(LLAMA_FLASH.replace("kv_heads", "kv-heads")) is models.get(LLAMA_FLASH))
 
 
@@ -450,7 +450,7 @@ def test_teacher():
         "exp_avg_sq": at(3, lambda w, x: 0.99 if w == "beta2" else x),
         "params": at(1, lambda w, x: x * 1.001 if w == "lr" else x),
         "clip coefficient": at(2, lambda w, x: x * 0.99 if w == "coef" else x),
-        "frozen parameter": at(2, lambda w, x: {n: v * (1 + 2.0 ** -20) if n == "tok_embeddings"
+        "frozen parameter": at(2, lambda w, x: {n: v * (1 + 2.0 ** -20) if n == "model.embed_tokens.weight"
                                                 else v for n, v in x.items()}
                                if w == "params" else x),
     }

@@ -37,7 +37,7 @@ the Llama examples/generate_llama.py writes, named by its flags (models.py says 
 are required):
 
     llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=flash,key_block=8
-    llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=explicit,freeze=tok_embeddings
+    llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attention=explicit,freeze=model.embed_tokens.weight
 
 The plan's dtypes and grid are not part of the name: a file written with
 `generate_llama.py $(python3 models.py --generate-llama-flags NAME) --grid 2

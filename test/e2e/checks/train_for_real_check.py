@@ -217,17 +217,17 @@ def main():
         f.write(run([sys.executable, os.path.join(ROOT, "examples", "generate_llama.py"), "--layers", "1",
                      "--dim", "32", "--heads", "2", "--kv-heads", "2", "--ffn", "64", "--vocab", "64",
                      "--seq", "8", "--batch", "2", "--grid", "1", "--param-dtype", "f32",
-                     "--freeze", "tok_embeddings"]).stdout)
+                     "--freeze", "model.embed_tokens.weight"]).stdout)
     run([*fsdpc_command(a.fsdpc), llama, "-o", path("llama")])
     local(path("llama"), "--steps", 0, "--export", path("llama0.safetensors"))
     start = safetensors.numpy.load_file(path("llama0.safetensors"))
-    start["tok_embeddings"] = np.random.default_rng(5).standard_normal((64, 32)).astype(np.float32)
+    start["model.embed_tokens.weight"] = np.random.default_rng(5).standard_normal((64, 32)).astype(np.float32)
     safetensors.numpy.save_file(start, path("llama-embedding.safetensors"))
     local(path("llama"), "--steps", 3, "--init-from", path("llama-embedding.safetensors"), "--export",
           path("llama3.safetensors"))
     trained = safetensors.numpy.load_file(path("llama3.safetensors"))
-    frozen = np.array_equal(trained["tok_embeddings"], start["tok_embeddings"]) and \
-        not np.array_equal(trained["output"], start["output"])
+    frozen = np.array_equal(trained["model.embed_tokens.weight"], start["model.embed_tokens.weight"]) and \
+        not np.array_equal(trained["lm_head.weight"], start["lm_head.weight"])
     check("safetensors", named and bf16 and named_errors and frozen,
           f"{len(params)} tensors by name, bf16 round trip {'exact' if bf16 else 'wrong'}, "
           f"mismatches {'named' if named_errors else 'not named: ' + refused.stderr.strip()}, "

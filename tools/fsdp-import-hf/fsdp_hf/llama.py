@@ -46,6 +46,8 @@ def checkpoint_name(name, wanted):
 
 
 class _Writer(Writer):
+    explicit = False  # attention written out (write's `explicit`)
+
     def linear(self, out, x, prefix, n_in, n_out):
         """x [B, T, n_in] @ W^T (+ b): Hugging Face's Linear."""
         B, T = self.B, self.T
@@ -58,6 +60,23 @@ class _Writer(Writer):
             self.w(f"{out} = fsdp.add {y}, {b} : {tensor(B, T, n_out)}, {tensor(n_out)} "
                    f"-> {tensor(B, T, n_out)}")
         return out
+
+    def split_heads(self, out, flat, n, to):
+        """[B, T, n * D] -> [B, T, to, D]: n heads, each repeated to / n times
+        (grouped-query heads broadcast for the explicit attention)."""
+        B, T, D = self.B, self.T, self.spec.head_dim
+        if n == to:
+            self.w(f"{out}4 = fsdp.reshape {flat} : {tensor(B, T, n * D)} -> "
+                   f"{tensor(B, T, n, D)}")
+            return out + "4"
+        G = to // n
+        self.w(f"{out}5 = fsdp.reshape {flat} : {tensor(B, T, n * D)} -> "
+               f"{tensor(B, T, n, 1, D)}")
+        self.w(f"{out}g = fsdp.broadcast {out}5 : {tensor(B, T, n, 1, D)} -> "
+               f"{tensor(B, T, n, G, D)}")
+        self.w(f"{out}4 = fsdp.reshape {out}g : {tensor(B, T, n, G, D)} -> "
+               f"{tensor(B, T, to, D)}")
+        return out + "4"
 
     def rms_norm(self, out, x, weight):
         X = tensor(self.B, self.T, self.spec.dim)
@@ -87,14 +106,16 @@ class _Writer(Writer):
         self.lines.append(f"    // layer {i}")
         h = self.rms_norm(v + "h", x, p + "input_layernorm.weight")
         heads = {}
+        # fsdp.attention takes the key/value heads as they are (each serves H / KV
+        # query heads); the explicit form broadcasts them to all H first.
+        KH = H if self.explicit else KV
         for name, n in (("q", H), ("k", KV), ("v", KV)):
             flat = self.linear(v + name, h, p + f"self_attn.{name}_proj", C, n * D)
-            self.w(f"{v}{name}4 = fsdp.reshape {flat} : {tensor(B, T, n * D)} -> "
-                   f"{tensor(B, T, n, D)}")
-            heads[name] = f"{v}{name}4"
+            heads[name] = self.split_heads(v + name, flat, n, H if name == "q" else KH)
         heads["q"] = self.rope(v + "qr", heads["q"], H)
-        heads["k"] = self.rope(v + "kr", heads["k"], KV)
-        self.heads_attention(v, heads["q"], heads["k"], heads["v"], H, KV)
+        heads["k"] = self.rope(v + "kr", heads["k"], KH)
+        self.heads_attention(v, heads["q"], heads["k"], heads["v"], H, KH,
+                             explicit=self.explicit)
         attn = self.linear(v + "attn", v + "oc", p + "self_attn.o_proj", H * D, C)
         self.w(f"{v}x1 = fsdp.add {x}, {attn} : {X}, {X} -> {X}")
         f = self.rms_norm(v + "f", v + "x1", p + "post_attention_layernorm.weight")
@@ -108,13 +129,16 @@ class _Writer(Writer):
         return v + "out"
 
 
-def write(spec, batch, seq, plan, key_block=None, header=(), frozen=frozenset()):
+def write(spec, batch, seq, plan, key_block=None, header=(), frozen=frozenset(),
+          explicit=False):
     """The .mlir text of `spec` for global batches of `batch` sequences of `seq` tokens
     (inputs `tokens` and `targets`, [batch, seq] i32; the loss their mean cross-entropy)
     under `plan` (plan.Plan), the parameters in `frozen` declared frozen (read, never
-    updated); `header`: comment lines to begin with."""
+    updated); `header`: comment lines to begin with; `explicit`: attention written out
+    (Writer.heads_attention) rather than fsdp.attention."""
     table = parameters(spec)
     wr = _Writer(spec, batch, seq, key_block or min(512, seq), table)
+    wr.explicit = explicit
     V, C = spec.vocab, spec.dim
     emb = wr.use("model.embed_tokens.weight", (V, C))
     wr.w(f"%x0 = fsdp.embedding {emb}[%tokens] : {tensor(V, C)}, "

@@ -49,18 +49,29 @@ class Writer:
         self.w(f"{value} = fsdp.use @{name} : {tensor(*shape)}")
         return value
 
-    def heads_attention(self, v, q, k, v_, heads, kv_heads, scale=None):
-        """Causal attention of [B, T, n * D] heads laid out [B, T, n, D] (q, k, v_):
-        transposed to [B, n, T, D] and back; the result [B, T, heads * D] is `v`oc."""
+    def heads_attention(self, v, q, k, v_, heads, kv_heads, scale=None, explicit=False):
+        """Causal attention of heads laid out [B, T, n, D] (q, k, v_): transposed to
+        [B, n, T, D] and back; the result [B, T, heads * D] is `v`oc. fsdp.attention, or
+        with `explicit` its definition written out (scores, scale, causal_mask, softmax,
+        every T x T score matrix kept for backward; keys and values already broadcast to
+        every query head)."""
         B, T, D = self.B, self.T, self.spec.head_dim
         for name, value, n in (("q", q, heads), ("k", k, kv_heads), ("v", v_, kv_heads)):
             self.w(f"{v}{name}h = fsdp.transpose {value} [0, 2, 1, 3] : "
                    f"{tensor(B, T, n, D)} -> {tensor(B, n, T, D)}")
-        scaled = "" if scale is None else f" scale {mlir_float(scale)}"
-        self.w(f"{v}o, {v}lse = fsdp.attention {v}qh, {v}kh, {v}vh causal{scaled} key_block "
-               f"{self.key_block} : {tensor(B, heads, T, D)}, {tensor(B, kv_heads, T, D)}, "
-               f"{tensor(B, kv_heads, T, D)} -> {tensor(B, heads, T, D)}, "
-               f"{tensor(B, heads, T)}")
+        QH = tensor(B, heads, T, D)
+        if explicit:
+            S = tensor(B, heads, T, T)
+            self.w(f"{v}s = fsdp.batch_matmul {v}qh, {v}kh transpose_rhs : {QH}, {QH} -> {S}")
+            self.w(f"{v}ss = fsdp.scale {v}s by {mlir_float(scale or D ** -0.5)} : {S}")
+            self.w(f"{v}m = fsdp.causal_mask {v}ss : {S}")
+            self.w(f"{v}p = fsdp.softmax {v}m dim 3 : {S}")
+            self.w(f"{v}o = fsdp.batch_matmul {v}p, {v}vh : {S}, {QH} -> {QH}")
+        else:
+            scaled = "" if scale is None else f" scale {mlir_float(scale)}"
+            self.w(f"{v}o, {v}lse = fsdp.attention {v}qh, {v}kh, {v}vh causal{scaled} "
+                   f"key_block {self.key_block} : {QH}, {tensor(B, kv_heads, T, D)}, "
+                   f"{tensor(B, kv_heads, T, D)} -> {QH}, {tensor(B, heads, T)}")
         self.w(f"{v}ot = fsdp.transpose {v}o [0, 2, 1, 3] : {tensor(B, heads, T, D)} -> "
                f"{tensor(B, T, heads, D)}")
         self.w(f"{v}oc = fsdp.reshape {v}ot : {tensor(B, T, heads, D)} -> "
