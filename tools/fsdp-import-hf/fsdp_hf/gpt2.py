@@ -93,8 +93,8 @@ class _Writer(Writer):
         return "%x0"
 
     def layer(self, i, x):
-        s, B, T, C, D, H = self.spec, self.B, self.T, self.spec.dim, self.spec.head_dim, \
-            self.spec.heads
+        s, B, T = self.spec, self.B, self.T
+        C, D, H = s.dim, s.head_dim, s.heads
         p, v = f"transformer.h.{i}.", f"%h{i}_"
         X = tensor(B, T, C)
         self.lines.append(f"    // block {i}")
@@ -106,9 +106,9 @@ class _Writer(Writer):
                    f"{tensor(B, T, 3 * C)} -> {X}")
             self.w(f"{v}{name}4 = fsdp.reshape {v}{name} : {X} -> {tensor(B, T, H, D)}")
             heads.append(f"{v}{name}4")
+        # fsdp.attention's scale defaults to 1/sqrt(D): written only when it differs.
         scale = s.attention_scale(i)
-        oc = self.heads_attention(v, *heads, H, H,
-                                  None if scale == D ** -0.5 else scale)
+        oc = self.heads_attention(v, *heads, H, H, None if scale == D ** -0.5 else scale)
         attn = self.conv1d(v + "attn", oc, p + "attn.c_proj", C, C)
         self.w(f"{v}x1 = fsdp.add {x}, {attn} : {X}, {X} -> {X}")
         m = self.layer_norm(v + "ln2", v + "x1", p + "ln_2")
