@@ -23,7 +23,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "tools", "fsdp-import-hf"))
 from fsdp_hf import HfError, llama  # noqa: E402
-from fsdp_hf.config import LlamaSpec  # noqa: E402
+from fsdp_hf.config import llama2_spec  # noqa: E402
 from fsdp_hf.mlir_text import frozen_names  # noqa: E402
 from fsdp_hf.plan import Plan  # noqa: E402
 
@@ -56,9 +56,7 @@ def main():
     a = ap.parse_args()
     if a.dim % a.heads or a.heads % a.kv_heads:
         sys.exit("generate_llama.py: --heads must divide --dim, --kv-heads --heads")
-    spec = LlamaSpec(family="llama", vocab=a.vocab, dim=a.dim, layers=a.layers,
-                     heads=a.heads, kv_heads=a.kv_heads, head_dim=a.dim // a.heads,
-                     ffn=a.ffn, rms_eps=1e-5, tied=False, rope_theta=a.rope_theta)
+    spec = llama2_spec(a.vocab, a.dim, a.layers, a.heads, a.kv_heads, a.ffn, a.rope_theta)
     plan = Plan(grid=(a.grid,), param_dtype=a.param_dtype, reduce_dtype=a.reduce_dtype,
                 remat="unit", lr=3e-4, weight_decay=0.1)
     try:

@@ -355,11 +355,9 @@ def generate_llama_flags(name):
 
 def llama_spec(cfg):
     """The fsdp_hf LlamaSpec generate_llama.py writes for the llama `cfg`."""
-    return fsdp_hf().config.LlamaSpec(
-        family="llama", vocab=cfg["vocab"], dim=cfg["dim"], layers=cfg["layers"],
-        heads=cfg["heads"], kv_heads=cfg["kv_heads"], head_dim=cfg["dim"] // cfg["heads"],
-        ffn=cfg["ffn"], rms_eps=1e-5, tied=False,
-        rope_theta=float(cfg.get("rope_theta", LLAMA_ROPE_THETA)))
+    return fsdp_hf().config.llama2_spec(*(cfg[f] for f in ("vocab", "dim", "layers", "heads",
+                                                           "kv_heads", "ffn")),
+                                        cfg.get("rope_theta", LLAMA_ROPE_THETA))
 
 
 def llama_params(cfg):

@@ -42,6 +42,21 @@ Value mlir::fsdp::buildFilled(OpBuilder &b, Location loc, RankedTensorType type,
   return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
 }
 
+SmallVector<Value> mlir::fsdp::iterationIndices(OpBuilder &b, Location loc, int64_t rank) {
+  SmallVector<Value> indices;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    indices.push_back(linalg::IndexOp::create(b, loc, dim));
+  return indices;
+}
+
+Value mlir::fsdp::gatherElement(OpBuilder &b, Location loc, Value tensor, ValueRange indices) {
+  Value element = tensor::ExtractOp::create(b, loc, tensor, indices);
+  Type type = computeType(element.getType());
+  if (type == element.getType())
+    return element;
+  return arith::ExtFOp::create(b, loc, type, element);
+}
+
 Type mlir::fsdp::computeType(Type element) {
   return element.isBF16() ? Float32Type::get(element.getContext()) : element;
 }

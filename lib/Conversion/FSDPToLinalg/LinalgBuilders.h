@@ -75,6 +75,14 @@ Value expandLeading(OpBuilder &b, Location loc, Value value, RankedTensorType ty
 /// A floating-point constant of `type`.
 Value constantFloat(OpBuilder &b, Location loc, Type type, double value);
 
+/// The iteration indices of the enclosing generic (index values), one per
+/// dimension of its `rank`-dimensional space: where a gather starts from.
+SmallVector<Value> iterationIndices(OpBuilder &b, Location loc, int64_t rank);
+
+/// The element of `tensor` at `indices`, read inside a generic's body and
+/// widened to computeType as the body's block arguments are (bf16 exactly).
+Value gatherElement(OpBuilder &b, Location loc, Value tensor, ValueRange indices);
+
 /// All dimensions but the last: the leading dimensions of a normalisation.
 SmallVector<int64_t> leadingDims(int64_t rank);
 

@@ -131,13 +131,9 @@ Value rotateFirst(OpBuilder &b, Location loc, RopeOp op) {
         arith::SelectOp::create(nb, nloc, first, constant(rotary / 2), constant(-rotary / 2));
     Value partnerFeature = arith::SelectOp::create(
         nb, nloc, turns, arith::AddIOp::create(nb, nloc, feature, shift), feature);
-    SmallVector<Value> coordinates;
-    for (int64_t dim = 0; dim + 1 < rank; ++dim)
-      coordinates.push_back(linalg::IndexOp::create(nb, nloc, dim));
-    coordinates.push_back(m.toIndex(partnerFeature));
-    Value partner = tensor::ExtractOp::create(nb, nloc, input, coordinates);
-    if (partner.getType() != args[0].getType())
-      partner = arith::ExtFOp::create(nb, nloc, args[0].getType(), partner);
+    SmallVector<Value> coordinates = iterationIndices(nb, nloc, rank);
+    coordinates.back() = m.toIndex(partnerFeature);
+    Value partner = gatherElement(nb, nloc, input, coordinates);
     Value second = arith::SelectOp::create(nb, nloc, first, constant(0), constant(1));
     Value frequency = arith::SelectOp::create(
         nb, nloc, first, feature, arith::SubIOp::create(nb, nloc, feature, constant(rotary / 2)));

@@ -20,22 +20,6 @@ using namespace mlir::fsdp;
 
 namespace {
 
-/// The iteration indices of the enclosing generic, as index values.
-SmallVector<Value> iterationIndices(OpBuilder &b, Location loc, int64_t rank) {
-  SmallVector<Value> at;
-  for (int64_t d = 0; d < rank; ++d)
-    at.push_back(linalg::IndexOp::create(b, loc, d));
-  return at;
-}
-
-/// A gathered element in the f32 bodies compute in (bf16 widened exactly).
-Value widened(OpBuilder &b, Location loc, Value element) {
-  Type type = computeType(element.getType());
-  if (type == element.getType())
-    return element;
-  return arith::ExtFOp::create(b, loc, type, element);
-}
-
 Value constantIndex(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantIndexOp::create(b, loc, value);
 }
@@ -78,7 +62,7 @@ struct SliceGradLowering : OpRewritePattern<SliceGradOp> {
           Value inside =
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, shifted, index(size));
           at[dim] = arith::SelectOp::create(b, loc, inside, shifted, index(0));
-          Value value = widened(b, loc, tensor::ExtractOp::create(b, loc, grad, at));
+          Value value = gatherElement(b, loc, grad, at);
           Value zero = constantFloat(b, loc, value.getType(), 0.0);
           return arith::SelectOp::create(b, loc, inside, value, zero).getResult();
         });

@@ -60,6 +60,14 @@ class LlamaSpec:
     init_std: float = 0.02
 
 
+def llama2_spec(vocab, dim, layers, heads, kv_heads, ffn, rope_theta=10000.0):
+    """A Llama of Llama-2's form (RMSNorm eps 1e-5, no biases, an untied head) of these
+    sizes: examples/generate_llama.py's model, and the reference's llama: names."""
+    return LlamaSpec(family="llama", vocab=vocab, dim=dim, layers=layers, heads=heads,
+                     kv_heads=kv_heads, head_dim=dim // heads, ffn=ffn, rms_eps=1e-5,
+                     tied=False, rope_theta=float(rope_theta))
+
+
 @dataclasses.dataclass
 class Gpt2Spec:
     """GPT-2: learned positions, pre-norm LayerNorm blocks of multi-head attention with

@@ -14,15 +14,16 @@ HEAD = "lm_head.weight"
 OUT_DTYPE = {"F32": "F32", "BF16": "BF16", "F16": "F32", "F64": "F32"}
 
 
-def convert(model_dir, family, params, out_path):
+def convert(model_dir, model, params, out_path):
     """Writes `out_path` with every parameter of `params` ([(name, shape, ...)]) from the
-    checkpoint in `model_dir`, named as `family` (family.module) names them (a stored
-    head the model lacks is a tied head's copy, left out). Errors name the tensor."""
+    checkpoint in `model_dir`, named as the family's module `model` (family.module) names
+    them (a stored head the model lacks is a tied head's copy, left out). Errors name the
+    tensor."""
     wanted = {name: tuple(shape) for name, shape, *_ in params}
-    refs = {family.checkpoint_name(name, wanted): ref
+    refs = {model.checkpoint_name(name, wanted): ref
             for name, ref in checkpoint_tensors(model_dir).items()}
     for name, ref in refs.items():
-        if name in wanted or name == HEAD or name.endswith(family.RECOMPUTED):
+        if name in wanted or name == HEAD or name.endswith(model.RECOMPUTED):
             continue
         raise HfError(f"{model_dir}: tensor '{name}' {list(ref.shape)} is not a parameter of "
                       "the model its config.json states")
