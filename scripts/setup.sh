@@ -61,6 +61,11 @@ if [ -x "$CUDA_HOME/bin/nvcc" ] && have_nccl; then
      ! python3 -c 'import glob, sysconfig, sys; sys.exit(not glob.glob(sysconfig.get_paths()["purelib"] + "/nvidia/cu*/bin/cuobjdump"))'; then
     python3 -m pip install --quiet nvidia-cuda-cuobjdump
   fi
+  # The runtime describes cuDNN's fused attention with the cudnn-frontend, a
+  # header-only C++ library; its PyPI wheel carries the headers (site-packages/include).
+  if ! python3 -c 'import os, sysconfig, sys; sys.exit(not os.path.exists(sysconfig.get_paths()["purelib"] + "/include/cudnn_frontend.h"))'; then
+    python3 -m pip install --quiet nvidia-cudnn-frontend==1.32.0
+  fi
 else
   echo "setup: CUDA toolkit or NCCL not found under $CUDA_HOME: the CUDA target will be skipped"
 fi

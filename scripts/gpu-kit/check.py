@@ -650,7 +650,41 @@ def main():
     return status
 
 
-PARTS = ("correctness", "sanitize", "speed", "kernels")
+PARTS = ("correctness", "attention", "sanitize", "speed", "kernels")
+
+
+def attention(report, node):
+    """The runtime's fused attention (cuDNN) against float64 at small shapes, then timed at
+    the Llamas' (bench/gpu/attention_check.py driving bin/fsdp-attention-check)."""
+    driver = os.path.join(BUNDLE, "bin", "fsdp-attention-check")
+    if not os.path.exists(driver):
+        report.part("attention", "-", "fused attention", "SKIP", "not in this bundle")
+        return
+    script = os.path.join(BUNDLE, "bench", "gpu", "attention_check.py")
+    status, out, seconds = node.run([sys.executable, "-u", script, "--driver", driver,
+                                     "--work", os.path.join(node.work, "attention")], 300)
+    results = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    for r in results:
+        if isinstance(r.get("shape"), str):  # a speed case, named by its model
+            ok = "error" not in r and r.get("out_finite", False)
+            figures = {k: r[k] for k in ("forward_ms", "backward_ms", "forward_tflops",
+                                         "backward_tflops", "forward_workspace",
+                                         "backward_workspace", "backward_repeatable",
+                                         "forward_engine", "backward_engine") if k in r}
+            report.part("attention", r["shape"], "speed" + (" deterministic" if
+                        r["deterministic"] else ""), "PASS" if ok else "FAIL",
+                        r.get("error") or " ".join(f"{k}={v}" for k, v in figures.items()),
+                        **figures)
+        else:
+            report.part("attention", "x".join(map(str, r["shape"])),
+                        ("causal " if r["causal"] else "") +
+                        ("deterministic" if r["deterministic"] else "fused"),
+                        "PASS" if r["ok"] else "FAIL", r.get("error") or " ".join(
+                            f"{k}={v:.2e}" for k, v in r.get("errors", {}).items()),
+                        **r.get("errors", {}))
+    if status != 0 and not any(not r.get("ok", True) for r in results):
+        report.part("attention", "-", "fused attention", "FAIL",
+                    f"exit {status}: {out[-600:]}")
 
 
 def run_parts(report, node, bundle, deadline, parts):
@@ -669,6 +703,11 @@ def run_parts(report, node, bundle, deadline, parts):
              lambda m: "speed" in m["checks"]),
             ("speed", torch_part, lambda m: "torch" in m["checks"]),
             ("kernels", kernels, lambda m: "kernels" in m["checks"])]
+    if "attention" in parts and deadline.left() > 60:
+        try:
+            attention(report, node)
+        except Exception as e:  # noqa: BLE001 - recorded, the check goes on
+            report.part("attention", "-", "-", "FAIL", f"{type(e).__name__}: {e}")
     for section, part, applies in plan:
         if section not in parts:
             continue

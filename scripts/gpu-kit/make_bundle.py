@@ -230,6 +230,13 @@ def main():
                               names))
 
     trainers = [os.path.join(out, built[n]["trainer"]) for n in names]
+    # The runtime's fused attention alone, where the build has it (the CUDA backend).
+    attention_check = os.path.join(os.path.dirname(args.fsdpc), "fsdp-attention-check")
+    if not args.test_kernels_on_cpu and os.path.exists(attention_check):
+        shutil.copy2(attention_check, os.path.join(out, "bin"))
+        shutil.copy2(os.path.join(ROOT, "bench", "gpu", "attention_check.py"),
+                     os.path.join(out, "bench", "gpu"))
+        trainers.append(os.path.join(out, "bin", "fsdp-attention-check"))
     copied = ([] if args.test_kernels_on_cpu else
               libraries.copy_closure(trainers, os.path.join(out, "lib")))
     for name in ("check.py", "libraries.py", "elf.py"):

@@ -152,6 +152,7 @@ void closeDevice() {
   closeNccl();
   destroyEvents();
   unloadModules();
+  closeCudnn();
   closeCublas();
   for (cudaStream_t stream : device.streams)
     FSDPRT_CUDA_CHECK(cudaStreamDestroy(stream));

@@ -47,6 +47,9 @@ bool deviceOpen();
 /// The cuBLAS handle, working on the compute stream (CublasGemm.cpp).
 void openCublas(cudaStream_t compute);
 void closeCublas();
+/// The cuDNN handle and the fused attention's plans (CudnnAttention.cpp),
+/// created at the first attention.
+void closeCudnn();
 
 /// NCCL's communicators for the process groups (NcclCollectives.cpp).
 void connectNccl(const RankPlace &place);

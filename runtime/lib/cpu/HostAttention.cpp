@@ -1,0 +1,158 @@
+//===- HostAttention.cpp - bf16 attention in plain loops ------------------===//
+//
+// fsdprt_attention_bf16 and fsdprt_attention_grad_bf16 (fsdprt.h) on the CPU
+// backend: what cuDNN's fused attention computes on the CUDA backend, as the
+// textbook formulas with the whole row of scores at hand. It is what a CUDA
+// step whose kernels run on the CPU (fsdpc --test-kernels-on-cpu) calls, so
+// it follows the fused kernel's precision: bf16 operands widened exactly,
+// every product, sum, exponential and the softmax in f32 or wider, each
+// result rounded once to bf16. Sums are taken in double, so that its results
+// are the exact ones rounded once, whatever order a GPU adds in.
+//
+// The rows of a (batch, key head) pair are independent: pairs run in
+// parallel on the host's threads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "abi/AttentionArguments.h"
+#include "abi/DType.h"
+#include "fsdprt/fsdprt.h"
+#include "trainer/HostParallel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace fsdprt {
+namespace {
+
+/// The bf16 tensors of one call, widened to double.
+std::vector<double> widened(const void *data, int64_t count) {
+  const auto *bits = static_cast<const uint16_t *>(data);
+  std::vector<double> values(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i)
+    values[i] = bf16ToDouble(bits[i]);
+  return values;
+}
+
+void narrowed(const std::vector<double> &values, void *data) {
+  auto *bits = static_cast<uint16_t *>(data);
+  for (size_t i = 0; i < values.size(); ++i)
+    bits[i] = roundToBF16(values[i]);
+}
+
+/// Row `t` of head `h` of batch `b` in a [batch, heads, seq, headDim] tensor.
+int64_t rowOffset(const AttentionShape &s, int64_t heads, int64_t b, int64_t h, int64_t t) {
+  return ((b * heads + h) * s.seq + t) * s.headDim;
+}
+
+double dot(const double *x, const double *y, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += x[i] * y[i];
+  return sum;
+}
+
+/// Keys query `t` attends to: 0..t when causal, else all.
+int64_t keysSeen(const AttentionShape &s, int64_t t) { return s.causal ? t + 1 : s.seq; }
+
+/// The scaled scores of query row `t` of head `h` (batch `b`) against the keys it sees.
+void scores(const AttentionShape &s, const std::vector<double> &q, const std::vector<double> &k,
+            int64_t b, int64_t h, int64_t t, std::vector<double> &row) {
+  const double *query = &q[rowOffset(s, s.heads, b, h, t)];
+  int64_t kvHead = h / s.group();
+  row.resize(static_cast<size_t>(keysSeen(s, t)));
+  for (int64_t j = 0; j < keysSeen(s, t); ++j)
+    row[j] = s.scale * dot(query, &k[rowOffset(s, s.kvHeads, b, kvHead, j)], s.headDim);
+}
+
+double logSumExp(const std::vector<double> &row) {
+  double top = *std::max_element(row.begin(), row.end());
+  double sum = 0;
+  for (double x : row)
+    sum += std::exp(x - top);
+  return top + std::log(sum);
+}
+
+/// Calls body(b, kvHead) for every pair, pairs on the host's threads.
+template <typename Body> void forEachPair(const AttentionShape &s, Body body) {
+  parallelChunks(s.batch * s.kvHeads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t pair = begin; pair < end; ++pair)
+      body(pair / s.kvHeads, pair % s.kvHeads);
+  });
+}
+
+} // namespace
+} // namespace fsdprt
+
+using namespace fsdprt;
+
+
+extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
+                                      int64_t head_dim, int32_t causal, float scale,
+                                      const void *query, const void *key, const void *value,
+                                      void *out, float *lse, void * /*workspace*/,
+                                      int64_t /*workspace_bytes*/) {
+  AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale);
+  checkAttention("fsdprt_attention_bf16", s);
+  std::vector<double> q = widened(query, s.queryElements()), k = widened(key, s.keyElements()),
+                      v = widened(value, s.keyElements()), o(s.queryElements());
+  forEachPair(s, [&](int64_t b, int64_t kvHead) {
+    std::vector<double> row;
+    for (int64_t h = kvHead * s.group(); h < (kvHead + 1) * s.group(); ++h)
+      for (int64_t t = 0; t < s.seq; ++t) {
+        scores(s, q, k, b, h, t, row);
+        double total = logSumExp(row);
+        lse[(b * s.heads + h) * s.seq + t] = static_cast<float>(total);
+        double *result = &o[rowOffset(s, s.heads, b, h, t)];
+        for (int64_t j = 0; j < keysSeen(s, t); ++j) {
+          double p = std::exp(row[j] - total);
+          const double *v_j = &v[rowOffset(s, s.kvHeads, b, kvHead, j)];
+          for (int64_t d = 0; d < s.headDim; ++d)
+            result[d] += p * v_j[d];
+        }
+      }
+  });
+  narrowed(o, out);
+}
+
+extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads,
+                                           int64_t seq, int64_t head_dim, int32_t causal,
+                                           float scale, int32_t /*deterministic*/,
+                                           const void *query, const void *key, const void *value,
+                                           const void *out, const float *lse,
+                                           const void *out_grad, void *query_grad,
+                                           void *key_grad, void *value_grad,
+                                           void * /*workspace*/, int64_t /*workspace_bytes*/) {
+  AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale);
+  checkAttention("fsdprt_attention_grad_bf16", s);
+  std::vector<double> q = widened(query, s.queryElements()), k = widened(key, s.keyElements()),
+                      v = widened(value, s.keyElements()), o = widened(out, s.queryElements()),
+                      dO = widened(out_grad, s.queryElements()), dQ(s.queryElements()),
+                      dK(s.keyElements()), dV(s.keyElements());
+  // Each pair writes its own rows of dK and dV, and its group's rows of dQ.
+  forEachPair(s, [&](int64_t b, int64_t kvHead) {
+    std::vector<double> row;
+    for (int64_t h = kvHead * s.group(); h < (kvHead + 1) * s.group(); ++h)
+      for (int64_t t = 0; t < s.seq; ++t) {
+        scores(s, q, k, b, h, t, row);
+        int64_t at = rowOffset(s, s.heads, b, h, t);
+        double total = lse[(b * s.heads + h) * s.seq + t];
+        double rowTerm = dot(&dO[at], &o[at], s.headDim);
+        for (int64_t j = 0; j < keysSeen(s, t); ++j) {
+          int64_t kv = rowOffset(s, s.kvHeads, b, kvHead, j);
+          double p = std::exp(row[j] - total);
+          double dS = p * (dot(&dO[at], &v[kv], s.headDim) - rowTerm);
+          for (int64_t d = 0; d < s.headDim; ++d) {
+            dV[kv + d] += p * dO[at + d];
+            dQ[at + d] += s.scale * dS * k[kv + d];
+            dK[kv + d] += s.scale * dS * q[at + d];
+          }
+        }
+      }
+  });
+  narrowed(dQ, query_grad);
+  narrowed(dK, key_grad);
+  narrowed(dV, value_grad);
+}
