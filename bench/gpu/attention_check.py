@@ -13,9 +13,10 @@ bounds are 2u (the output: P, then the store) and 4u (the gradients: P or dS, th
 and the same through the other operand's path) on ||x - ref|| / ||ref||, and 1e-4 absolute
 on the log-sum-exp (f32 sums of exact bf16 products, |lse| < 20 here). A NaN fails: every
 output is poisoned before the call. Each correctness shape runs once deterministic too.
-`--rounded-once` is for the CPU runtime's loops (fsdp-attention-check-host), whose sums are
-exact but for the one rounding of each result: u/2 on every bf16 result, and 2^-24 |lse|
-(|lse| < 20) on the log-sum-exp.
+`--rounded-once` is for the CPU runtime's loops (fsdp-attention-check-host), which round
+where the fused kernel does (P and dS to bf16 before their products) with exact sums
+otherwise: against a reference that rounds P and dS there too, every bf16 result is within
+the one rounding of its store, u/2, and the log-sum-exp within 2^-24 |lse| (|lse| < 20).
 
 Speed: the 1B Llama's, Llama-2-70B's and Llama-3-8B's attention (batch, heads, kv heads,
 sequence, head dim as in sdpa_rate.py), causal, forward and backward, median of 20 calls,
@@ -60,9 +61,17 @@ def read(path, shape, dtype):
     return (from_bits(data) if dtype == np.uint16 else data.astype(np.float64)).reshape(shape)
 
 
-def reference(q, k, v, o, do, causal):
+def round_bf16(x):
+    """x (float64) rounded to the nearest bf16, ties to even, kept in float64."""
+    mantissa, exponent = np.frexp(x)
+    return np.ldexp(np.rint(np.ldexp(mantissa, 8)), exponent - 8)
+
+
+def reference(q, k, v, o, do, causal, rounding=False):
     """Output, log-sum-exp and the three gradients in float64, the whole score matrix at
-    once; the gradient reads the given bf16 output o, as the GPU's does."""
+    once; the gradient reads the given bf16 output o, as the GPU's does. `rounding`: P
+    and dS rounded to bf16 before their products, as the fused kernel does."""
+    operand = round_bf16 if rounding else (lambda x: x)
     b, h, t, d = q.shape
     g = h // k.shape[1]
     kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
@@ -70,10 +79,13 @@ def reference(q, k, v, o, do, causal):
     if causal:
         s = np.where(np.tril(np.ones((t, t), dtype=bool)), s, -np.inf)
     top = s.max(-1, keepdims=True)
-    lse = top + np.log(np.exp(s - top).sum(-1, keepdims=True))
+    unnormalised = np.exp(s - top)
+    total = unnormalised.sum(-1, keepdims=True)
+    lse = top + np.log(total)
+    out = operand(unnormalised) @ vv / total
     p = np.exp(s - lse)
-    out = p @ vv
-    ds = p * (do @ vv.swapaxes(-1, -2) - (do * o).sum(-1, keepdims=True)) / math.sqrt(d)
+    ds = operand(p * (do @ vv.swapaxes(-1, -2) - (do * o).sum(-1, keepdims=True)) / math.sqrt(d))
+    p = operand(p)
     dq = ds @ kk
     dk = (ds.swapaxes(-1, -2) @ q).reshape(b, k.shape[1], g, t, d).sum(2)
     dv = (p.swapaxes(-1, -2) @ do).reshape(b, k.shape[1], g, t, d).sum(2)
@@ -116,7 +128,7 @@ def correct_case(driver, case, deterministic, work, rng, rounded_once):
            "key_grad": read(os.path.join(work, "key_grad.bin"), (b, hkv, t, d), np.uint16),
            "value_grad": read(os.path.join(work, "value_grad.bin"), (b, hkv, t, d), np.uint16)}
     ref = dict(zip(("out", "lse", "query_grad", "key_grad", "value_grad"),
-                   reference(q, k, v, o, do, causal)))
+                   reference(q, k, v, o, do, causal, rounding=rounded_once)))
     errors = {name: (float(np.abs(got[name] - ref[name]).max()) if name == "lse"
                      else relative(got[name], ref[name])) for name in got}
     if rounded_once:

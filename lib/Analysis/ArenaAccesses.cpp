@@ -115,6 +115,12 @@ SmallVector<ArenaAccess> ArenaAccesses::of(Operation *op) const {
         add(accesses, pointers[2], true);
         if (pointers.size() == 4)
           add(accesses, pointers[3], false);
+      } else if (callee == kAttentionBF16 || callee == kAttentionGradBF16) {
+        // The operands read (3 forward, 6 backward), the results and the
+        // workspace written.
+        size_t reads = callee == kAttentionBF16 ? 3 : 6;
+        for (auto [i, pointer] : llvm::enumerate(pointers))
+          add(accesses, pointer, i >= reads);
       } else {
         for (Value pointer : pointers)
           add(accesses, pointer, true);

@@ -42,6 +42,11 @@ DeviceProfile h100Sxm() {
                         "InfiniBand per GPU between nodes";
   profile.matmulFlopsF32 = 50e12;   // FP32 without tensor cores: 67 TFLOP/s peak
   profile.matmulFlopsBF16 = 700e12; // dense BF16 tensor cores: 989 TFLOP/s peak
+  // cuDNN 9.19's fused attention at Llama-2-70B's shape (heads of 128,
+  // 4096 tokens, causal), through the runtime on an H200 (2026-11-28,
+  // docs/CUDA.md): 573 and 466 TFLOP/s. Heads of 64 run slower (383 and 312).
+  profile.attentionFlopsForward = 550e12;
+  profile.attentionFlopsBackward = 450e12;
   profile.vectorFlops = 50e12;
   profile.vectorDivides = 6e12;     // MUFU reciprocals and roots: 1/8 of the FMA pipes
   // fsdp-cuda-form-kernels gives every row of a reduction a thread of its own:
@@ -151,7 +156,8 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
              llvm::join(known, ", ") + ")");
   };
   onlyFields(object, "",
-             {"name", "description", "matmul_flops", "vector_flops", "vector_divides",
+             {"name", "description", "matmul_flops", "attention_flops", "vector_flops",
+              "vector_divides",
               "scalar_flops", "dependent_flops", "memory_bandwidth",
               "memory_bandwidth_by_footprint", "op_overhead", "ranks_per_node", "intra_node",
               "inter_node", "host_device_bandwidth", "host", "async_collectives",
@@ -167,6 +173,13 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
   const json::Object *flops = section("matmul_flops", {"f32", "bf16"}, "the product rates");
   number(flops, "f32", "matmul_flops.", profile.matmulFlopsF32, true);
   number(flops, "bf16", "matmul_flops.", profile.matmulFlopsBF16, true);
+  const json::Object *attention =
+      section("attention_flops", {"forward", "backward"}, "the fused attention's rates");
+  // Optional: a profile of a device without the fused attention has none.
+  if (attention) {
+    number(attention, "forward", "attention_flops.", profile.attentionFlopsForward, true);
+    number(attention, "backward", "attention_flops.", profile.attentionFlopsBackward, true);
+  }
   number(object, "vector_flops", "", profile.vectorFlops, true);
   number(object, "vector_divides", "", profile.vectorDivides, true);
   profile.scalarFlops = profile.vectorFlops;

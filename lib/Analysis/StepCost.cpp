@@ -105,6 +105,33 @@ Work gemmWork(func::CallOp call) {
   return {2 * batch * dm * dn * dk, batch * element * (dm * dk + dk * dn + dm * dn), 0};
 }
 
+/// A fused attention call (fsdprt_attention_bf16, or its gradient): the
+/// products it stands for, 2 forward and 5 backward of 2 T S D FLOPs per
+/// batch and head (the causal half when causal), and its operands and results
+/// moved once.
+Work attentionWork(func::CallOp call) {
+  bool backward = call.getCallee() == kAttentionGradBF16;
+  double shape[5];
+  for (unsigned i = 0; i < 5; ++i) {
+    std::optional<int64_t> size = constantInt(call.getOperand(i));
+    if (!size)
+      return {};
+    shape[i] = static_cast<double>(*size);
+  }
+  auto [batch, heads, kvHeads, seq, headDim] = shape;
+  bool causal = constantInt(call.getOperand(5)).value_or(0) != 0;
+  double product = 2 * batch * heads * seq * seq * headDim * (causal ? 0.5 : 1);
+  double queries = 2 * batch * heads * seq * headDim, keys = 2 * batch * kvHeads * seq * headDim;
+  double lse = 4 * batch * heads * seq;
+  if (backward)
+    return {5 * product, 3 * queries + 2 * keys + lse + 3 * queries + 2 * keys, 0};
+  return {2 * product, 2 * queries + 2 * keys + lse, 0};
+}
+
+bool isAttentionCallee(StringRef callee) {
+  return callee == kAttentionBF16 || callee == kAttentionGradBF16;
+}
+
 Work workOf(Operation *op);
 
 /// Iterations of a loop with constant bounds (1 where they are not).
@@ -146,8 +173,11 @@ Work payloadWork(Operation *op) {
 }
 
 Work workOf(Operation *op) {
-  if (auto call = dyn_cast<func::CallOp>(op))
+  if (auto call = dyn_cast<func::CallOp>(op)) {
+    if (isAttentionCallee(call.getCallee()))
+      return attentionWork(call);
     return isGemmCallee(call.getCallee()) ? gemmWork(call) : Work{};
+  }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
     // Every operand moved once; the payload once per point of the
     // iteration space (loads inside it move bytes of their own).
@@ -193,7 +223,8 @@ Work workOf(Operation *op) {
 /// other op's, the memrefs it or its body uses from outside.
 double footprintOf(Operation *op, const Work &work) {
   if (auto call = dyn_cast<func::CallOp>(op))
-    return isGemmCallee(call.getCallee()) ? work.bytes : 0;
+    return isGemmCallee(call.getCallee()) || isAttentionCallee(call.getCallee()) ? work.bytes
+                                                                                 : 0;
   llvm::DenseSet<Value> buffers;
   double bytes = 0;
   op->walk([&](Operation *nested) {
@@ -212,9 +243,19 @@ bool isComputeOp(Operation *op) {
   return isa<func::CallOp, linalg::LinalgOp, memref::CopyOp, scf::ForOp>(op);
 }
 
-/// The compute stream's time of a compute op: products, and everything else.
+/// The compute stream's time of a compute op: products, fused attention and
+/// everything else, and how much of it is launch overhead.
 struct ComputeTime {
-  double matmul = 0, other = 0;
+  double matmul = 0, attention = 0, other = 0, launches = 0;
+
+  ComputeTime &operator+=(const ComputeTime &t) {
+    matmul += t.matmul;
+    attention += t.attention;
+    other += t.other;
+    launches += t.launches;
+    return *this;
+  }
+  double total() const { return matmul + attention + other; }
 };
 
 /// A loop (the attention's key blocks) runs its body's ops one after the
@@ -229,21 +270,28 @@ ComputeTime computeTime(Operation *op, const Work &work, double footprint,
       if (!isComputeOp(&nested))
         continue;
       Work nestedWork = workOf(&nested);
-      ComputeTime time =
-          computeTime(&nested, nestedWork, footprintOf(&nested, nestedWork), profile);
-      body.matmul += time.matmul;
-      body.other += time.other;
+      body += computeTime(&nested, nestedWork, footprintOf(&nested, nestedWork), profile);
     }
     double trips = tripCount(loop);
-    return {body.matmul * trips, body.other * trips};
+    return {body.matmul * trips, body.attention * trips, body.other * trips,
+            body.launches * trips};
   }
   auto call = dyn_cast<func::CallOp>(op);
-  bool bf16 = call && isBF16GemmCallee(call.getCallee());
-  double seconds =
-      profile.opOverhead +
-      std::max(work.flops / (bf16 ? profile.matmulFlopsBF16 : profile.matmulFlopsF32),
-               work.seconds(profile, profile.memoryBandwidthAt(footprint)));
-  return work.flops > 0 ? ComputeTime{seconds, 0} : ComputeTime{0, seconds};
+  StringRef callee = call ? call.getCallee() : StringRef();
+  double rate = isBF16GemmCallee(callee) ? profile.matmulFlopsBF16 : profile.matmulFlopsF32;
+  if (isAttentionCallee(callee)) {
+    rate = callee == kAttentionBF16 ? profile.attentionFlopsForward
+                                    : profile.attentionFlopsBackward;
+    if (rate <= 0)
+      rate = profile.matmulFlopsBF16;
+  }
+  double seconds = profile.opOverhead +
+                   std::max(work.flops / rate,
+                            work.seconds(profile, profile.memoryBandwidthAt(footprint)));
+  if (isAttentionCallee(callee))
+    return {0, seconds, 0, profile.opOverhead};
+  return work.flops > 0 ? ComputeTime{seconds, 0, 0, profile.opOverhead}
+                        : ComputeTime{0, 0, seconds, profile.opOverhead};
 }
 
 
@@ -411,15 +459,17 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     now = std::max(now, hostNow);
     double footprint = footprintOf(&op, work);
     ComputeTime time = computeTime(&op, work, footprint, profile);
-    double seconds = time.matmul + time.other;
+    double seconds = time.total();
     std::string name = call ? callee.drop_front(callee.starts_with("fsdprt_") ? 7 : 0).str()
                             : op.getName().getStringRef().str();
     cost.ops.push_back(TimedOp{&op, static_cast<int>(RuntimeStream::Compute), now, now + seconds,
                                std::move(name), work.flops, work.bytes, "", now + seconds,
                                footprint});
     cost.matmulSeconds += time.matmul;
+    cost.attentionSeconds += time.attention;
     cost.otherComputeSeconds += time.other;
-    cost.matmulFlops += work.flops;
+    cost.launchSeconds += time.launches;
+    (isAttentionCallee(callee) ? cost.attentionFlops : cost.matmulFlops) += work.flops;
     durations.push_back(seconds);
     now += seconds;
   }

@@ -138,13 +138,18 @@ private:
   /// The target's flags, checked before anything is compiled (a report needs
   /// no toolkit), and the device the step time is predicted for.
   LogicalResult chooseTarget() {
-    if (options.target == Target::CUDA && !options.report) {
-      FailureOr<fsdp::CUDAPipelineOptions> checked = cudaOptions(options, runtime);
-      if (failed(checked) || failed(checkBF16Archs(*step, checked->chips)))
-        return failure();
-      cuda = *checked;
+    if (options.target == Target::CUDA) {
+      // A report needs no toolkit: the default options, with the plan's fields.
+      cuda = fsdp::CUDAPipelineOptions();
+      if (!options.report) {
+        FailureOr<fsdp::CUDAPipelineOptions> checked = cudaOptions(options, runtime);
+        if (failed(checked) || failed(checkBF16Archs(*step, checked->chips)))
+          return failure();
+        cuda = *checked;
+      }
       auto plan = (*step)->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
       cuda->approximateMath = plan && plan.getApproximateMath();
+      cuda->deterministic = plan && plan.getDeterministic();
     }
     target = pipelineTarget(options, cuda);
     StringRef name = !options.deviceProfile.empty()   ? StringRef(options.deviceProfile)

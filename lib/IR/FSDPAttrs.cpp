@@ -243,7 +243,7 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t rematEvery, ArrayAttr rematUnits,
                                int64_t microBatches, Accumulation accumulate, UnitPolicy units,
                                int64_t minUnitParams, StringRef deviceMemory, Offload, bool,
-                               bool) {
+                               bool, bool) {
   if (grid.empty() || grid.size() > 2)
     return emitError() << "grid must be [shard] or [replicate, shard], got "
                        << grid.size() << " dimensions";
@@ -346,7 +346,7 @@ PlanFields PlanAttr::getFields() const {
                     getAccumulate(),            getUnits(),
                     getMinUnitParams(),         getDeviceMemory().str(),
                     getOffload(),               getAllowTf32(),
-                    getApproximateMath()};
+                    getApproximateMath(),       getDeterministic()};
 }
 
 PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
@@ -357,7 +357,7 @@ PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
       APFloat(fields.clipGradNorm), fields.prefetch, fields.maxInflightGathers, fields.remat,
       fields.rematEvery, fields.rematUnits, fields.microBatches, fields.accumulate, fields.units,
       fields.minUnitParams, fields.deviceMemory, fields.offload, fields.allowTf32,
-      fields.approximateMath);
+      fields.approximateMath, fields.deterministic);
 }
 
 PlanAttr PlanAttr::withGrid(ArrayRef<int64_t> grid,

@@ -36,6 +36,7 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, const PipelineTarget
   pm.addPass(createFSDPAccumulateMicroBatchesPass());
   pm.addPass(createConvertFSDPToRuntimePass(
       ConvertFSDPToRuntimePassOptions{/*deviceArena=*/target.hasDeviceArena()}));
+  target.addRuntimeBoundPasses(pm, forwardOnly);
   pm.addPass(createConvertFSDPToLinalgPass());
   pm.addPass(createFSDPFuseElementwisePass());
   // No CSE before bufferization: merging identical zero-filled tensors would

@@ -29,7 +29,8 @@ namespace {
 /// The predicted step (StepCost) and the budget, as fsdpc passes them.
 struct CostFigures {
   std::string profile;
-  double step = 0, matmul = 0, otherCompute = 0, communication = 0, exposed = 0;
+  double step = 0, matmul = 0, attention = 0, otherCompute = 0, launches = 0;
+  double communication = 0, exposed = 0;
   double copies = 0, exposedCopies = 0, host = 0; // offload
   std::optional<std::map<std::string, int64_t>> budget;
   std::string budgetOrigin;
@@ -50,7 +51,9 @@ FailureOr<CostFigures> parseCost(StringRef text, Operation *op) {
   auto get = [&](StringRef key) { return object->getNumber(key).value_or(0); };
   cost.step = get("step_seconds");
   cost.matmul = get("matmul_seconds");
+  cost.attention = get("attention_seconds");
   cost.otherCompute = get("other_compute_seconds");
+  cost.launches = get("launch_seconds");
   cost.communication = get("communication_seconds");
   cost.exposed = get("exposed_communication_seconds");
   cost.copies = get("copy_seconds");
@@ -160,7 +163,10 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
     };
     line("step", cost->step);
     line("compute: matrix products", cost->matmul);
+    if (cost->attention > 0)
+      line("compute: fused attention", cost->attention);
     line("compute: everything else", cost->otherCompute);
+    line("  of which launch overhead", cost->launches);
     line("communication (own streams)", cost->communication);
     line("communication exposed", cost->exposed);
     if (plan.getOffload() == Offload::Optimizer) {

@@ -218,10 +218,6 @@ def locate_libraries(env, node):
     found = libraries.find_outside(needs, python_site_paths())
     env["cuda_libraries"] = {s: (f"{found[s][0]} ({found[s][1]})" if s in found
                                  else "NOT FOUND") for s in needs}
-    # Not needed by today's trainers; where the node has it, for the attention's cuDNN.
-    for soname, (path, source) in libraries.find_outside(
-            ["libcudnn.so.9"], python_site_paths()).items():
-        env["cuda_libraries"][soname] = f"{path} ({source}; not needed by these trainers)"
     directories = [os.path.join(BUNDLE, "lib")]
     directories += sorted({os.path.dirname(path) for path, _ in found.values()})
     node.env["LD_LIBRARY_PATH"] = ":".join(

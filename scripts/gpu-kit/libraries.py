@@ -3,8 +3,8 @@ node must have, and where the node has them.
 
 A trainer needs three kinds of libraries:
   - the C and C++ runtime (glibc, libstdc++, libgcc_s): every Linux node has them;
-  - CUDA's (libcudart, libcublas, libcublasLt, libnccl; the driver's libcuda is loaded by
-    libcudart): the GPU node has them, in the toolkit or in the nvidia packages beside
+  - CUDA's (libcudart, libcublas, libcublasLt, libnvrtc, libnccl, libcudnn; the driver's
+    libcuda is loaded by libcudart): the GPU node has them, in the toolkit or in the nvidia packages beside
     PyTorch, and they must match its driver, so they never travel;
   - everything else (MPI's libraries and what they need): copied into the bundle's lib/.
 

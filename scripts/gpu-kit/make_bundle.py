@@ -45,20 +45,24 @@ import torch_llama  # noqa: E402  (pure Python: the Llama's FLOPs)
 GENERATE_LLAMA = os.path.join(ROOT, "examples", "generate_llama.py")
 
 def llama(layers, dim, heads, kv_heads, ffn, vocab, seq, batch, param_dtype, attention,
-          key_block=None):
+          key_block=None, plan=""):
     """A model of examples/generate_llama.py: its command line, and its reference name
     (test/reference/models.py's `llama:` syntax)."""
     config = dict(layers=layers, dim=dim, heads=heads, kv_heads=kv_heads, ffn=ffn,
                   vocab=vocab, seq=seq, batch=batch)
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in config.items()]
     flags += ["--grid=1", f"--param-dtype={param_dtype}", f"--attention={attention}"]
-    fields = dict(config, attention=attention)
     if key_block:
         flags.append(f"--key-block={key_block}")
+    # The CUDA target runs a bf16 fsdp.attention as cuDNN's fused kernel, whose roundings
+    # the reference's `fused` form has; its key blocks are the CPU's alone.
+    fused = attention == "flash" and param_dtype == "bf16"
+    fields = dict(config, attention="fused" if fused else attention)
+    if key_block and not fused:
         fields["key_block"] = key_block
     name = "llama:" + ",".join(f"{k}={v}" for k, v in fields.items())
     return {"generate": flags, "reference": name, "llama": config,
-            "param_dtype": param_dtype}
+            "param_dtype": param_dtype, "plan": plan}
 
 
 def example(path, reference, plan=""):
@@ -76,6 +80,7 @@ def example(path, reference, plan=""):
 #   speed       median step time, tokens/s, MFU; torch: beside PyTorch on the same model
 #   kernels     the ten kernels that take most of the step (ncu)
 CORRECTNESS = ["teacher", "graph", "arena", "checkpoint", "export"]
+DETERMINISTIC = "deterministic = true"
 MODELS = {
     "mlp": dict(example("examples/mlp.mlir", "mlp"), checks=CORRECTNESS + ["speed"]),
     "gpt": dict(example("examples/gpt.mlir", "gpt"),
@@ -93,21 +98,29 @@ MODELS = {
     "gpt-offload": dict(example("examples/gpt.mlir", "gpt", "offload = optimizer"),
                         checks=["teacher", "arena", "checkpoint", "export", "speed"]),
     # The small Llama of bench/README.md, in f32 with the explicit attention, and in bf16
-    # with grouped-query attention and fsdp.attention.
+    # with grouped-query attention and fsdp.attention: cuDNN's fused attention, with its
+    # deterministic backward pass, as the graph and checkpoint checks compare bits.
     "llama-small-f32": dict(llama(4, 512, 8, 8, 1408, 4096, 256, 8, "f32", "explicit"),
                             checks=CORRECTNESS + ["speed"]),
-    "llama-small-bf16": dict(llama(4, 512, 8, 2, 1408, 4096, 256, 8, "bf16", "flash", 64),
+    "llama-small-bf16": dict(llama(4, 512, 8, 2, 1408, 4096, 256, 8, "bf16", "flash", 64,
+                                   DETERMINISTIC),
                              checks=CORRECTNESS + ["speed", "torch", "kernels"]),
     # The same kernels at a size racecheck gets through: one step of the small Llama
     # under it ran past 80 s on an H100 (2026-11-27).
-    "llama-tiny-bf16": dict(llama(2, 128, 4, 2, 352, 512, 128, 4, "bf16", "flash", 32),
+    "llama-tiny-bf16": dict(llama(2, 128, 4, 2, 352, 512, 128, 4, "bf16", "flash", 32,
+                                  DETERMINISTIC),
                             checks=CORRECTNESS + ["sanitize"]),
     # About a billion parameters (TinyLlama-1.1B's shapes), bf16, sequence 2048: timing.
     # Its reference would take minutes a step in float64: checked by the graph and the
     # arena; the batch is one whose plan fits an 80 GB card (fsdpc --device-memory).
-    "llama-1b": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512),
+    "llama-1b": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512,
+                           DETERMINISTIC),
                      checks=["graph", "arena", "speed", "torch", "kernels"],
                      device_memory="80GB"),
+    # The same with cuDNN's default backward pass (its bits depend on the GPU's
+    # scheduling): the speed of a plan without `deterministic`.
+    "llama-1b-fast": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512),
+                          checks=["arena", "speed"], device_memory="80GB"),
 }
 
 
@@ -134,9 +147,11 @@ def with_plan_fields(text, fields):
 
 def model_text(spec):
     if "generate" in spec:
-        return run([sys.executable, GENERATE_LLAMA, *spec["generate"]])
-    with open(os.path.join(ROOT, spec["file"])) as f:
-        return with_plan_fields(f.read(), spec.get("plan", ""))
+        text = run([sys.executable, GENERATE_LLAMA, *spec["generate"]])
+    else:
+        with open(os.path.join(ROOT, spec["file"])) as f:
+            text = f.read()
+    return with_plan_fields(text, spec.get("plan", ""))
 
 
 def compile_model(fsdpc, out, name, spec, arch, on_cpu):

@@ -9,6 +9,8 @@ get(name) is the model `name` (every caller looks models up through it):
           [,key_block=K][,rope_theta=R][,freeze=NAME+NAME...]
                  the model examples/generate_llama.py writes with those flags (A explicit
                  or flash; key_block, flash only, is its --key-block; freeze its --freeze);
+                 A fused is flash's model as the CUDA target runs a bf16 one: cuDNN's
+                 fused attention, which rounds P and dS to bf16 for its products;
                  the first nine fields are required, so that the name states the model.
     hf:DIR[,batch=B][,seq=T][,freeze=GLOB+...]
                  the model fsdp-import-hf writes for a Hugging Face directory (a path or
@@ -282,7 +284,7 @@ odd_sizes_loss_and_grads = _loss_and_grads(odd_sizes_forward)
 LLAMA_REQUIRED = ("layers", "dim", "heads", "kv_heads", "ffn", "vocab", "seq", "batch",
                   "attention")
 LLAMA_FIELDS = LLAMA_REQUIRED + ("key_block", "rope_theta", "freeze")
-LLAMA_ATTENTION = ("explicit", "flash")
+LLAMA_ATTENTION = ("explicit", "flash", "fused")
 LLAMA_ROPE_THETA = 10000
 
 
@@ -304,7 +306,7 @@ def parse_llama(name):
         value = value.strip()
         if key == "attention":
             if value not in LLAMA_ATTENTION:
-                raise ValueError("%r: attention is explicit or flash" % name)
+                raise ValueError("%r: attention is explicit, flash or fused" % name)
             cfg[key] = value
             continue
         if key == "freeze":
@@ -322,6 +324,8 @@ def parse_llama(name):
         raise ValueError("%r: attention=flash needs key_block" % name)
     if cfg["attention"] == "explicit" and "key_block" in cfg:
         raise ValueError("%r: key_block is fsdp.attention's (attention=flash)" % name)
+    if cfg["attention"] == "fused" and "key_block" in cfg:
+        raise ValueError("%r: the fused kernel has no key_block" % name)
     if cfg["dim"] % cfg["heads"] or cfg["heads"] % cfg["kv_heads"]:
         raise ValueError("%r: dim must be a multiple of heads, heads of kv_heads" % name)
     if (cfg["dim"] // cfg["heads"]) % 2:
@@ -348,6 +352,10 @@ def generate_llama_flags(name):
     """examples/generate_llama.py's flags for the model of a llama name (the plan's
     --grid, --param-dtype and --reduce-dtype are the caller's to add)."""
     cfg = parse_llama(name)
+    if cfg["attention"] == "fused":
+        # fsdp.attention, which the CUDA target's bf16 step runs fused (the CPU's key
+        # blocks: the whole sequence).
+        cfg = dict(cfg, attention="flash", key_block=cfg["seq"])
     return [a for f in LLAMA_FIELDS if f in cfg
             for a in ("--" + f.replace("_", "-"),
                       ",".join(cfg[f]) if f == "freeze" else str(cfg[f]))]
@@ -381,9 +389,12 @@ def grouped_heads(t, x, b, T, heads, kv_heads, D, explicit):
     return t(ops.reshape, xg, (b, T, heads, D))
 
 
-def causal_attention(t, qh, kh, vh, key_block, explicit):
-    """Causal attention of [B, H, T, D] queries: fsdp.attention in key blocks, or
-    (explicit) scores, scale, causal_mask, softmax, product with the values."""
+def causal_attention(t, qh, kh, vh, key_block, explicit, fused=False):
+    """Causal attention of [B, H, T, D] queries: fsdp.attention in key blocks (fused: as
+    cuDNN's fused kernel computes it), or (explicit) scores, scale, causal_mask, softmax,
+    product with the values."""
+    if fused:
+        return t(ops.attention, qh, kh, vh, causal=True, fused=True)
     if not explicit:
         return t(ops.attention, qh, kh, vh, causal=True, key_block=key_block)
     s = t(ops.batch_matmul, qh, kh, transpose_rhs=True)
@@ -416,7 +427,8 @@ def llama(name):
     cfg = parse_llama(name)
     params = llama_params(cfg)
     forward = hf_llama_forward(llama_spec(cfg), {n for n, *_ in params},
-                               cfg.get("key_block"), cfg["attention"] == "explicit")
+                               cfg.get("key_block"), cfg["attention"] == "explicit",
+                               cfg["attention"] == "fused")
     frozen = frozenset(cfg.get("freeze", ()))
     return {
         "name": llama_name(cfg),
@@ -486,9 +498,10 @@ def hf_linear(t, x, prefix, names):
     return t(ops.add, y, t.use(prefix + ".bias")) if prefix + ".bias" in names else y
 
 
-def hf_llama_forward(spec, names, key_block, explicit=False):
+def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
     """forward(tape, inputs) of fsdp-import-hf's Llama-family model (fsdp_hf/llama.py),
-    with fsdp.attention or (explicit) its definition written out."""
+    with fsdp.attention (fused: cuDNN's rounding) or (explicit) its definition written
+    out."""
     H, KV, D = spec.heads, spec.kv_heads, spec.head_dim
 
     def norm(t, x, name):
@@ -509,7 +522,7 @@ def hf_llama_forward(spec, names, key_block, explicit=False):
                 heads[n] = t(ops.rope, heads[n], positions=1, theta=spec.rope_theta,
                              scaling=spec.llama3_scaling)
             qh, kh, vh = (t(ops.transpose, heads[n], (0, 2, 1, 3)) for n in "qkv")
-            o = causal_attention(t, qh, kh, vh, key_block, explicit)
+            o = causal_attention(t, qh, kh, vh, key_block, explicit, fused)
             oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, H * D))
             x1 = t(ops.add, x, hf_linear(t, oc, p + "self_attn.o_proj", names),
                    point="add:residual")
@@ -667,7 +680,7 @@ for _name, _entry in MODELS.items():
 def names():
     """The fixed model names, and the form of the parametrised one (for --help)."""
     return sorted(MODELS) + ["llama:" + ",".join(f + "=N" for f in LLAMA_FIELDS[:-4])
-                             + ",attention=explicit|flash[,key_block=N][,rope_theta=N]"
+                             + ",attention=explicit|flash|fused[,key_block=N][,rope_theta=N]"
                              "[,freeze=NAME+...]", "hf:DIR[,batch=N][,seq=N][,freeze=GLOB+...]"]
 
 

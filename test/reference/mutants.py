@@ -135,6 +135,10 @@ MUTANTS = {
     "qkv-split-swapped": qkv_split_swapped,
     "bf16-rotary-unrounded": bf16_unrounded("rope"),
     "bf16-silu-unrounded": bf16_unrounded("silu"),
+    # The fused attention's (cuDNN's) probabilities or scores' gradient not rounded
+    # before their products.
+    "bf16-attention-p-unrounded": bf16_unrounded("attention.p"),
+    "bf16-attention-ds-unrounded": bf16_unrounded("attention.ds"),
 }
 
 

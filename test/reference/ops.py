@@ -248,7 +248,7 @@ def rope(x, positions, theta, rotary_dim=None, scaling=None, inverse=False, prec
 
 
 def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
-              point="attention"):
+              point="attention", fused=False):
     """fsdp.attention's output: softmax(scale q k^T [+ causal mask]) v per head, with
     q [B, Hq, T, D] and k, v [B, Hkv, S, D], query head h reading key head h // (Hq / Hkv);
     `causal` (T = S) keeps key j for query i when j <= i. Mixed precision: f32
@@ -262,7 +262,12 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
 
     The vjp is attention_grad's: the probabilities recomputed from the log-sum-exp,
     dS = P (dP - rowsum(dO * O)) with O the rounded output the gradient op reads, and the
-    three gradients rounded once each (the query gradient summed over the key blocks)."""
+    three gradients rounded once each (the query gradient summed over the key blocks).
+
+    `fused`: as cuDNN's fused attention computes it (the CUDA target's bf16 fsdp.attention,
+    runtime/lib/cuda/CudnnAttention.cpp), FlashAttention's way: the probabilities P are
+    rounded to the operands' type for the products P V and P^T dO (the row sums take
+    them unrounded), and dS for dS K and dS^T Q; in f32 plans nothing changes."""
     b, hq, t, d = q.shape
     hkv, s = k.shape[1], k.shape[2]
     g = hq // hkv
@@ -282,13 +287,17 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
             S = np.where(first + np.arange(kb.shape[2])[None, :] <= row_pos, S, -np.inf)
         return S
 
+    def operand(x, name):
+        """A value the fused kernel rounds before it enters a product."""
+        return prec.round(x, name) if fused else x
+
     m = l = acc = None
     for first in range(0, s, block):
         S = scores(first)
         new_max = S.max(axis=-1, keepdims=True) if m is None else np.maximum(
             m, S.max(axis=-1, keepdims=True))
         P = prec.math("exp", S - new_max)
-        pv = prec.matmul(P, v[:, :, first:first + block])
+        pv = prec.matmul(operand(P, "attention.p"), v[:, :, first:first + block])
         if m is None:
             l, acc = prec.sum(P, -1, True), pv
         else:
@@ -306,6 +315,7 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
         for first in range(0, s, block):
             P = prec.math("exp", scores(first) - lse)
             dS = P * (prec.matmul(dO, _swap(v[:, :, first:first + block])) - center) * scale
+            dS, P = operand(dS, "attention.ds"), operand(P, "attention.p")
             dq = dq + prec.matmul(dS, k[:, :, first:first + block])
             dk.append(prec.matmul(_swap(dS), Q))
             dv.append(prec.matmul(_swap(P), dO))

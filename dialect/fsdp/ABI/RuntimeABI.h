@@ -48,6 +48,14 @@ constexpr llvm::StringLiteral kBatchedGemmBF16 = "fsdprt_gemm_bf16_batched";
 /// of C before it is stored (the CUDA target's bias epilogue).
 constexpr llvm::StringLiteral kGemmBias = "fsdprt_sgemm_bias";
 
+/// `fsdprt_attention_bf16(batch, heads, kv_heads, seq, head_dim, causal,
+/// scale, query, key, value, out, lse, workspace, workspace_bytes)` and
+/// `fsdprt_attention_grad_bf16(..., scale, deterministic, query, key, value,
+/// out, lse, out_grad, query_grad, key_grad, value_grad, workspace,
+/// workspace_bytes)`: fused attention on the compute stream (fsdp-fuse-attention).
+constexpr llvm::StringLiteral kAttentionBF16 = "fsdprt_attention_bf16";
+constexpr llvm::StringLiteral kAttentionGradBF16 = "fsdprt_attention_grad_bf16";
+
 /// Whether `callee` is one of the runtime's matrix products, which run on
 /// the compute stream; A and B are their first two pointers, C the third.
 inline bool isGemmCallee(llvm::StringRef callee) {

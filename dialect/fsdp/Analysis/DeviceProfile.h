@@ -59,6 +59,10 @@ struct DeviceProfile {
   std::string name, description;
   /// Rates of one rank, with every rank of its node busy.
   double matmulFlopsF32 = 0, matmulFlopsBF16 = 0; // FLOP/s on large products
+  /// FLOP/s of the fused attention (fsdprt_attention_bf16), forward and
+  /// backward, counting the products it stands for (the causal half only);
+  /// 0: none measured, the bf16 product rate stands in.
+  double attentionFlopsForward = 0, attentionFlopsBackward = 0;
   double vectorFlops = 0;                         // arithmetic op/s of generated loops
   /// Divisions and square roots per second in generated loops: a divider of
   /// its own, several times slower than the multiply-add pipes.

@@ -55,11 +55,16 @@ struct StepCost {
   std::vector<double> opStart;
   /// When the last op ends: the predicted step.
   double stepSeconds = 0;
-  /// Busy time of the compute stream: products, and everything else.
-  double matmulSeconds = 0, otherComputeSeconds = 0;
+  /// Busy time of the compute stream: products, fused attention and
+  /// everything else; and the part of all three that is the profile's
+  /// overhead per launch or call.
+  double matmulSeconds = 0, attentionSeconds = 0, otherComputeSeconds = 0, launchSeconds = 0;
   /// The matrix-product FLOPs of the step's device work (recomputed products
   /// included): the numerator of a measured step's model FLOP utilisation.
   double matmulFlops = 0;
+  /// The fused attention's FLOPs (the products it stands for, the causal
+  /// half only), forward and backward.
+  double attentionFlops = 0;
   /// Busy time of the communication streams, and the part of it the compute
   /// stream spends waiting (what prefetch and overlap failed to hide).
   double communicationSeconds = 0, exposedCommunicationSeconds = 0;

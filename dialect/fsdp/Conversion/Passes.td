@@ -109,4 +109,50 @@ def ConvertFSDPToRuntimePass : Pass<"convert-fsdp-to-runtime", "::mlir::ModuleOp
   ];
 }
 
+
+def FSDPFuseAttentionPass : Pass<"fsdp-fuse-attention", "::mlir::ModuleOp"> {
+  let summary = "Runs bf16 fsdp.attention as the runtime's fused attention";
+  let description = [{
+    On a GPU, attention as key-block loops (`convert-fsdp-to-linalg`) writes
+    every block's scores to device memory and reads them back several times;
+    a fused kernel (FlashAttention's algorithm) keeps them on chip. This pass
+    replaces each bf16 `fsdp.attention` by one call of the runtime's
+    `fsdprt_attention_bf16` and each `fsdp.attention_grad` by one of
+    `fsdprt_attention_grad_bf16` (cuDNN's fused attention on the CUDA target,
+    docs/CUDA.md): the operands are read from their buffers
+    (`bufferization.to_buffer read_only`), the results get buffers of their
+    own, and so does the workspace cuDNN's plans ask for, which
+    `fsdp-assign-buffers` then places in the arena like any buffer. Run after
+    `convert-fsdp-to-runtime` and before `convert-fsdp-to-linalg`.
+
+    An attention the call cannot compute keeps the loops: f32 operands, as
+    many queries as keys required, a head dimension that is a multiple of 8
+    up to 256, and (for the gradient) a log-sum-exp nobody differentiates.
+    Each reason is said once, as a remark at the first such op with the
+    number of ops it applies to (`quiet`: not at all, for a second compile of
+    the same model, the evaluation step's):
+
+    ```
+    model.mlir:12:10: remark: attention runs as key-block loops, not cuDNN's fused kernel (2 ops, forward and backward): its operands are not bf16 (...)
+    ```
+
+    With `deterministic`, the backward pass uses cuDNN's deterministic
+    algorithm (the same bits on every run, at the cost of a bf16 T x S
+    workspace per attention).
+  }];
+  let options = [
+    Option<"deterministic", "deterministic", "bool", /*default=*/"false",
+           "The gradient's bits do not depend on the GPU's scheduling (the plan's deterministic)">,
+    Option<"quiet", "quiet", "bool", /*default=*/"false",
+           "No remark for the attention ops that keep their loops">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 #endif // FSDP_CONVERSION_PASSES_TD

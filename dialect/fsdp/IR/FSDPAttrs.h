@@ -59,7 +59,7 @@ struct PlanFields {
   int64_t minUnitParams;
   std::string deviceMemory;
   Offload offload;
-  bool allowTf32, approximateMath;
+  bool allowTf32, approximateMath, deterministic;
 };
 } // namespace mlir::fsdp
 

@@ -291,6 +291,7 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     | `offload` | `optimizer` (CUDA target, ZeRO-Offload): f32 master shards and optimizer state in pinned host memory, gradient shards copied to the host after their reduce-scatter, the update on host cores, the updated shard copied back in `param_dtype` (`docs/Offload.md`); `none` | `none` |
     | `allow_tf32` | `true`: f32 matrix products may run on TF32 tensor cores (CUDA target; inputs rounded to 10 mantissa bits, f32 sums); the CPU has no TF32 and stays exact | `false` |
     | `approximate_math` | `true`: GPU kernels may use the hardware's approximate square root and reciprocal square root (`sqrt.approx`, `rsqrt.approx`); `false`: IEEE-rounded ones, as on the CPU (the CPU's are always exact) | `false` |
+    | `deterministic` | `true`: the GPU's fused attention (bf16, CUDA target) computes its gradient with cuDNN's deterministic algorithm, the same bits on every run, at the cost of a bf16 workspace of batch x heads x T x T per attention and about 10% of its backward time; `false`: the gradient's last bits depend on the GPU's scheduling (the CPU is always deterministic) | `false` |
     | `device_memory` | memory of one rank's device (one GPU; on the CPU target, the host memory a rank may use), e.g. `"80GB"`, `"79.5GiB"`: `fsdpc` refuses a plan whose planned peak plus the runtime's own memory exceeds it, and lists the changes that fit (`docs/CostModel.md`) | none |
 
     ```mlir
@@ -319,7 +320,8 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     StringRefParameter<"device memory per rank", "\"\"">:$device_memory,
     DefaultEnumParameter<FSDP_Offload, "None">:$offload,
     DefaultBoolParameter<"TF32 tensor cores for f32 products">:$allow_tf32,
-    DefaultBoolParameter<"approximate square roots in GPU kernels">:$approximate_math
+    DefaultBoolParameter<"approximate square roots in GPU kernels">:$approximate_math,
+    DefaultBoolParameter<"bitwise-repeatable GPU attention gradients">:$deterministic
   );
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -25,6 +25,9 @@ struct CUDAPipelineOptions {
   /// The plan's approximate_math: the kernels keep libdevice's approximate
   /// square roots instead of correctly rounded ones (fsdp-cuda-precise-math).
   bool approximateMath = false;
+  /// The plan's deterministic: the fused attention's backward pass uses
+  /// cuDNN's deterministic algorithm (fsdp-fuse-attention).
+  bool deterministic = false;
   /// Stop at PTX: each gpu.binary holds every architecture's PTX text (fsdpc
   /// --emit=ptx), and no fat binary is packed.
   bool ptx = false;
@@ -41,6 +44,7 @@ public:
 
   bool hasDeviceArena() const override { return true; }
   bool fusesBias() const override { return true; }
+  void addRuntimeBoundPasses(OpPassManager &pm, bool forwardOnly) const override;
   void addTensorPasses(OpPassManager &pm) const override;
   void addBufferPasses(OpPassManager &pm) const override;
   void addLowering(OpPassManager &pm) const override;

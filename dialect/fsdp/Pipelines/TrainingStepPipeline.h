@@ -26,6 +26,10 @@ public:
   /// Whether a linear layer's bias is added in its product's epilogue
   /// (fsdp-lower-gemms{fuse-bias}).
   virtual bool fusesBias() const = 0;
+  /// Passes on the step's model ops once it is bound to the runtime, before
+  /// they become linalg (the CUDA target's fused attention); `forwardOnly`
+  /// for the evaluation step.
+  virtual void addRuntimeBoundPasses(OpPassManager &pm, bool forwardOnly) const {}
   /// Passes on the step's tensors just before bufferization.
   virtual void addTensorPasses(OpPassManager &pm) const {}
   /// Passes on the step's buffers before they are placed in the arena.

@@ -11,6 +11,7 @@
 
 #include "fsdp/Codegen/CUDA/Passes.h"
 #include "fsdp/Codegen/Common/Passes.h"
+#include "fsdp/Conversion/Passes.h"
 #include "fsdp/Pipelines/CPUPipeline.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
@@ -43,6 +44,15 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+
+void mlir::fsdp::CUDAPipelineTarget::addRuntimeBoundPasses(OpPassManager &pm,
+                                                         bool forwardOnly) const {
+  // bf16 attention as cuDNN's fused kernel instead of key-block loops; the
+  // evaluation step's compile repeats the training step's forward pass, and
+  // its remarks.
+  pm.addPass(createFSDPFuseAttentionPass(
+      FSDPFuseAttentionPassOptions{options.deterministic, /*quiet=*/forwardOnly}));
+}
 
 void mlir::fsdp::CUDAPipelineTarget::addTensorPasses(OpPassManager &pm) const {
   // A GPU sums a large tensor in chunks, one block each.

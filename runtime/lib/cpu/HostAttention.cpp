@@ -1,13 +1,16 @@
 //===- HostAttention.cpp - bf16 attention in plain loops ------------------===//
 //
 // fsdprt_attention_bf16 and fsdprt_attention_grad_bf16 (fsdprt.h) on the CPU
-// backend: what cuDNN's fused attention computes on the CUDA backend, as the
-// textbook formulas with the whole row of scores at hand. It is what a CUDA
-// step whose kernels run on the CPU (fsdpc --test-kernels-on-cpu) calls, so
-// it follows the fused kernel's precision: bf16 operands widened exactly,
-// every product, sum, exponential and the softmax in f32 or wider, each
-// result rounded once to bf16. Sums are taken in double, so that its results
-// are the exact ones rounded once, whatever order a GPU adds in.
+// backend: what cuDNN's fused attention computes on the CUDA backend, with
+// the whole row of scores at hand. It is what a CUDA step whose kernels run
+// on the CPU (fsdpc --test-kernels-on-cpu) calls, so it rounds where the
+// fused kernel does (FlashAttention-2's algorithm): the operands are bf16;
+// the scores, the softmax's statistics and every sum are wider; the
+// probabilities are rounded to bf16 before their products with the values
+// (forward) and with the output's gradient (backward), and so is the scores'
+// gradient before its products with the keys and the queries; each result
+// is rounded once when stored. Sums are taken in double, so that they are
+// exact but for those roundings, whatever order a GPU adds in.
 //
 // The rows of a (batch, key head) pair are independent: pairs run in
 // parallel on the host's threads.
@@ -67,13 +70,8 @@ void scores(const AttentionShape &s, const std::vector<double> &q, const std::ve
     row[j] = s.scale * dot(query, &k[rowOffset(s, s.kvHeads, b, kvHead, j)], s.headDim);
 }
 
-double logSumExp(const std::vector<double> &row) {
-  double top = *std::max_element(row.begin(), row.end());
-  double sum = 0;
-  for (double x : row)
-    sum += std::exp(x - top);
-  return top + std::log(sum);
-}
+/// A value the fused kernel rounds to bf16 before a product.
+double productOperand(double value) { return bf16ToDouble(roundToBF16(value)); }
 
 /// Calls body(b, kvHead) for every pair, pairs on the host's threads.
 template <typename Body> void forEachPair(const AttentionShape &s, Body body) {
@@ -103,15 +101,20 @@ extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_h
     for (int64_t h = kvHead * s.group(); h < (kvHead + 1) * s.group(); ++h)
       for (int64_t t = 0; t < s.seq; ++t) {
         scores(s, q, k, b, h, t, row);
-        double total = logSumExp(row);
-        lse[(b * s.heads + h) * s.seq + t] = static_cast<float>(total);
+        // exp(score - the row's maximum), rounded for the product with the
+        // values; the row's sum, which normalises the result, unrounded.
+        double top = *std::max_element(row.begin(), row.end()), sum = 0;
         double *result = &o[rowOffset(s, s.heads, b, h, t)];
         for (int64_t j = 0; j < keysSeen(s, t); ++j) {
-          double p = std::exp(row[j] - total);
+          double p = std::exp(row[j] - top);
+          sum += p;
           const double *v_j = &v[rowOffset(s, s.kvHeads, b, kvHead, j)];
           for (int64_t d = 0; d < s.headDim; ++d)
-            result[d] += p * v_j[d];
+            result[d] += productOperand(p) * v_j[d];
         }
+        for (int64_t d = 0; d < s.headDim; ++d)
+          result[d] /= sum;
+        lse[(b * s.heads + h) * s.seq + t] = static_cast<float>(top + std::log(sum));
       }
   });
   narrowed(o, out);
@@ -143,11 +146,12 @@ extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t
         for (int64_t j = 0; j < keysSeen(s, t); ++j) {
           int64_t kv = rowOffset(s, s.kvHeads, b, kvHead, j);
           double p = std::exp(row[j] - total);
-          double dS = p * (dot(&dO[at], &v[kv], s.headDim) - rowTerm);
+          double dS = productOperand(p * (dot(&dO[at], &v[kv], s.headDim) - rowTerm) * s.scale);
+          p = productOperand(p);
           for (int64_t d = 0; d < s.headDim; ++d) {
             dV[kv + d] += p * dO[at + d];
-            dQ[at + d] += s.scale * dS * k[kv + d];
-            dK[kv + d] += s.scale * dS * q[at + d];
+            dQ[at + d] += dS * k[kv + d];
+            dK[kv + d] += dS * q[at + d];
           }
         }
       }

@@ -116,7 +116,9 @@ def trainers_load_from_bundle(bundle):
         trainer = shlex.quote(os.path.join(bundle, "bin", name))
         bare = in_namespace(f"env LD_LIBRARY_PATH= {trainer} --version")
         masked = bare.returncode == 127 and "error while loading shared libraries" in bare.stderr
-        loaded = in_namespace(f"env LD_LIBRARY_PATH={shlex.quote(lib)} {trainer} --steps 1")
+        # The runtime's attention alone (fsdp-attention-check) opens the device first too.
+        arguments = "1,1,1,8,8 /nonexistent" if name == "fsdp-attention-check" else "--steps 1"
+        loaded = in_namespace(f"env LD_LIBRARY_PATH={shlex.quote(lib)} {trainer} {arguments}")
         starts = loaded.returncode == 1 and NO_DEVICE in loaded.stderr
         print(f"namespace: {name}: without the bundle's lib/ it cannot start: "
               f"{'PASS' if masked else 'FAIL'}; with it, it runs to the no-GPU error: "

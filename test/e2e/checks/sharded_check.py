@@ -200,6 +200,9 @@ def main():
                         default="reduce_scatter", help="the plan's accumulate")
     parser.add_argument("--offload", action="store_true",
                         help="offload = optimizer, on the CUDA target's step run on the CPU")
+    parser.add_argument("--cuda-on-cpu", action="store_true",
+                        help="the CUDA target's step run on the CPU (a llama name's "
+                        "attention=fused: the runtime's fused attention)")
     args = parser.parse_args()
     cases = [parse_case(c) for c in args.cases.split(",")]
     os.makedirs(args.work, exist_ok=True)
@@ -232,7 +235,8 @@ def main():
 
     def compile_one(item):
         (_, grid), (source, trainer) = item
-        target = ["--target=cuda", "--test-kernels-on-cpu"] if args.offload else []
+        on_cpu = args.offload or args.cuda_on_cpu
+        target = ["--target=cuda", "--test-kernels-on-cpu"] if on_cpu else []
         run([*fsdpc_command(args.fsdpc), source, "--grid=" + ",".join(map(str, grid)), *target,
              "-o", trainer])
 

@@ -1,0 +1,217 @@
+//===- FuseAttention.cpp - fsdp-fuse-attention: the runtime's fused attention -===//
+//
+// On a GPU, attention as key-block loops writes every block's scores to
+// device memory and reads them back several times; a fused kernel keeps them
+// on chip. A bf16 fsdp.attention (and its gradient) becomes one call of the
+// runtime's fsdprt_attention_bf16 (fsdprt_attention_grad_bf16), cuDNN's fused
+// attention on the CUDA target. What the call cannot compute keeps the loops
+// of convert-fsdp-to-linalg, and the compile log says why, once per reason.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/ABI/RuntimeABI.h"
+#include "fsdp/Conversion/Passes.h"
+#include "fsdp/IR/FSDPOps.h"
+#include "fsdp/Utils/RuntimeCalls.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+namespace mlir::fsdp {
+#define GEN_PASS_DEF_FSDPFUSEATTENTIONPASS
+#include "fsdp/Conversion/Passes.h.inc"
+} // namespace mlir::fsdp
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// cuDNN's fused attention on Hopper and Ampere takes head dimensions that
+/// are multiples of 8, up to 256.
+constexpr int64_t kMaxHeadDim = 256;
+
+/// Why the attention over `query` and `key` cannot be the runtime's fused
+/// call, or "" when it can.
+std::string refusal(Value query, Value key) {
+  auto q = llvm::cast<RankedTensorType>(query.getType());
+  auto k = llvm::cast<RankedTensorType>(key.getType());
+  if (!q.getElementType().isBF16())
+    return "its operands are not bf16 (the fused kernel is bf16; param_dtype = bf16 gives it)";
+  if (q.getDimSize(2) != k.getDimSize(2))
+    return "it has " + std::to_string(q.getDimSize(2)) + " queries and " +
+           std::to_string(k.getDimSize(2)) + " keys (the fused call takes as many of each)";
+  int64_t headDim = q.getDimSize(3);
+  if (headDim % 8 != 0 || headDim > kMaxHeadDim)
+    return "its head dimension " + std::to_string(headDim) +
+           " is not a multiple of 8 up to 256 (cuDNN's fused kernel)";
+  return "";
+}
+
+/// Whether `value` is a constant of zeros: the log-sum-exp's gradient when
+/// nothing reads the log-sum-exp.
+bool isZeros(Value value) {
+  DenseElementsAttr constant;
+  return matchPattern(value, m_Constant(&constant)) && constant.isSplat() &&
+         constant.getSplatValue<APFloat>().isZero();
+}
+
+/// Builds the runtime calls in place of the attention ops.
+struct FusedCallBuilder {
+  OpBuilder b;
+  ModuleOp module;
+  bool deterministic;
+
+  /// The buffer a tensor operand lies in, read by the call alone.
+  Value operandBuffer(Location loc, Value tensor) {
+    auto type = llvm::cast<RankedTensorType>(tensor.getType());
+    auto buffer = bufferization::ToBufferOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+        /*read_only=*/true);
+    return bufferAddress(b, loc, buffer);
+  }
+
+  /// A fresh buffer of `type` for a result, its address, and the result.
+  std::pair<Value, Value> resultBuffer(Location loc, RankedTensorType type) {
+    Value buffer = memref::AllocOp::create(
+        b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+    Value tensor = bufferization::ToTensorOp::create(b, loc, type, buffer, b.getUnitAttr(),
+                                                     b.getUnitAttr());
+    return {bufferAddress(b, loc, buffer), tensor};
+  }
+
+  /// Workspace for the call: `bytes` (at least 1) and its size.
+  std::pair<Value, Value> workspace(Location loc, int64_t bytes) {
+    bytes = std::max<int64_t>(bytes, 1);
+    Value buffer = memref::AllocOp::create(b, loc, MemRefType::get({bytes}, b.getI8Type()),
+                                           b.getI64IntegerAttr(256));
+    return {bufferAddress(b, loc, buffer), i64Constant(b, loc, bytes)};
+  }
+
+  /// batch, heads, kv_heads, seq, head_dim, causal, scale: the calls' first arguments.
+  SmallVector<Value> shapeArguments(Location loc, Value query, Value key, bool causal,
+                                    double scale) {
+    ArrayRef<int64_t> q = llvm::cast<RankedTensorType>(query.getType()).getShape();
+    ArrayRef<int64_t> k = llvm::cast<RankedTensorType>(key.getType()).getShape();
+    return {i64Constant(b, loc, q[0]),
+            i64Constant(b, loc, q[1]),
+            i64Constant(b, loc, k[1]),
+            i64Constant(b, loc, q[2]),
+            i64Constant(b, loc, q[3]),
+            i32Constant(b, loc, causal),
+            arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(scale)))};
+  }
+
+  void call(Location loc, StringRef name, ValueRange args) {
+    auto type = FunctionType::get(b.getContext(), args.getTypes(), {});
+    func::CallOp::create(b, loc, declareRuntimeFunction(module, name, type), args);
+  }
+
+  void replace(AttentionOp op) {
+    b.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    SmallVector<Value> args =
+        shapeArguments(loc, op.getQuery(), op.getKey(), op.getCausal(), op.getScaleValue());
+    for (Value operand : {op.getQuery(), op.getKey(), op.getValue()})
+      args.push_back(operandBuffer(loc, operand));
+    auto [out, result] = resultBuffer(loc, op.getResult().getType());
+    auto [lse, lseResult] = resultBuffer(loc, op.getLse().getType());
+    auto [workspaceAddress, workspaceBytes] = workspace(loc, forwardWorkspaceBytes(op));
+    args.append({out, lse, workspaceAddress, workspaceBytes});
+    call(loc, kAttentionBF16, args);
+    op.getResult().replaceAllUsesWith(result);
+    op.getLse().replaceAllUsesWith(lseResult);
+    op->erase();
+  }
+
+  void replace(AttentionGradOp op) {
+    b.setInsertionPoint(op);
+    Location loc = op.getLoc();
+    SmallVector<Value> args =
+        shapeArguments(loc, op.getQuery(), op.getKey(), op.getCausal(), op.getScaleValue());
+    args.push_back(i32Constant(b, loc, deterministic));
+    for (Value operand : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(), op.getLse(),
+                          op.getGrad()})
+      args.push_back(operandBuffer(loc, operand));
+    SmallVector<Value> results;
+    for (Value gradient : op->getResults()) {
+      auto [address, tensor] =
+          resultBuffer(loc, llvm::cast<RankedTensorType>(gradient.getType()));
+      args.push_back(address);
+      results.push_back(tensor);
+    }
+    auto [workspaceAddress, workspaceBytes] =
+        workspace(loc, backwardWorkspaceBytes(op.getQuery(), op.getKey()));
+    args.append({workspaceAddress, workspaceBytes});
+    call(loc, kAttentionGradBF16, args);
+    op->replaceAllUsesWith(results);
+    op->erase();
+  }
+
+  /// cuDNN 9's forward plans ask for 256 bytes (measured, docs/CUDA.md).
+  static int64_t forwardWorkspaceBytes(AttentionOp) { return 256; }
+
+  /// What cuDNN 9's backward plans ask for (docs/CUDA.md): the query
+  /// gradient accumulated in f32 twice over, one f32 per query row, 256
+  /// bytes; the deterministic algorithm adds the bf16 gradient of the scores,
+  /// [B, Hq, T, S] with T and S rounded up to multiples of 64.
+  int64_t backwardWorkspaceBytes(Value query, Value key) const {
+    ArrayRef<int64_t> q = llvm::cast<RankedTensorType>(query.getType()).getShape();
+    int64_t rows = q[0] * q[1] * q[2];
+    int64_t bytes = 2 * rows * q[3] * 4 + rows * 4 + 256;
+    if (deterministic) {
+      int64_t keys = llvm::cast<RankedTensorType>(key.getType()).getDimSize(2);
+      bytes += q[0] * q[1] * llvm::alignTo(q[2], 64) * llvm::alignTo(keys, 64) * 2;
+    }
+    return bytes;
+  }
+};
+
+struct FSDPFuseAttentionPass
+    : public fsdp::impl::FSDPFuseAttentionPassBase<FSDPFuseAttentionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FusedCallBuilder builder{OpBuilder(module.getContext()), module, deterministic};
+    // Each reason, the first op refused for it and how many were.
+    struct Refused {
+      std::string why;
+      Operation *first;
+      int count;
+    };
+    SmallVector<Refused> refused;
+    auto refuse = [&](Operation *op, const std::string &why) {
+      auto same = llvm::find_if(refused, [&](const Refused &r) { return r.why == why; });
+      if (same == refused.end())
+        refused.push_back({why, op, 1});
+      else
+        ++same->count;
+    };
+    module.walk([&](Operation *op) {
+      if (auto attention = dyn_cast<AttentionOp>(op)) {
+        std::string why = refusal(attention.getQuery(), attention.getKey());
+        why.empty() ? builder.replace(attention) : refuse(op, why);
+      } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+        std::string why = refusal(grad.getQuery(), grad.getKey());
+        if (why.empty() && !isZeros(grad.getLseGrad()))
+          why = "the gradient of its log-sum-exp is not zero (the fused backward has none)";
+        why.empty() ? builder.replace(grad) : refuse(op, why);
+      }
+    });
+    // At the location alone: the op itself would add nothing a model's
+    // author needs.
+    if (!quiet)
+      for (const Refused &r : refused)
+        emitRemark(r.first->getLoc())
+            << "attention runs as key-block loops, not cuDNN's fused kernel (" << r.count
+            << (r.count > 1 ? " ops" : " op") << ", forward and backward): " << r.why;
+  }
+};
+
+} // namespace
