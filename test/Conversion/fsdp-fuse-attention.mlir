@@ -20,7 +20,7 @@
 // CHECK: %[[O:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: %[[LSE:.+]] = memref.alloc() : memref<2x8x128xf32>
 // CHECK: %[[L:.+]] = bufferization.to_tensor %[[LSE]] restrict writable
-// CHECK: %[[WS:.+]] = memref.alloc() {alignment = 256 : i64} : memref<256xi8>
+// CHECK: %[[WS:.+]] = memref.alloc() : memref<256xi8>
 // CHECK: %[[WSB:.+]] = arith.constant 256 : i64
 // CHECK: call @fsdprt_attention_bf16(%[[B]], %[[H]], %{{[^,]+}}, %[[T]], %[[D]], %[[CAUSAL]], %[[SCALE]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[WSB]]) : (i64, i64, i64, i64, i64, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK: return %[[O]], %[[L]]
@@ -47,8 +47,8 @@ func.func @forward(%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x128x64xbf16>, %v:
 // DET: %[[FLAG:.+]] = arith.constant 1 : i32
 // CHECK-COUNT-6: bufferization.to_buffer {{.*}} read_only
 // CHECK-COUNT-3: memref.alloc() : memref<
-// FAST: memref.alloc() {alignment = 256 : i64} : memref<825856xi8>
-// DET: memref.alloc() {alignment = 256 : i64} : memref<1350144xi8>
+// FAST: memref.alloc() : memref<825856xi8>
+// DET: memref.alloc() : memref<1350144xi8>
 // CHECK: call @fsdprt_attention_grad_bf16({{.*}}, %[[CAUSAL]], %{{[^,]+}}, %[[FLAG]], {{.*}}) : (i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK-NOT: fsdp.attention_grad
 func.func @backward(%q: tensor<2x8x100x64xbf16>, %k: tensor<2x2x100x64xbf16>, %v: tensor<2x2x100x64xbf16>,

@@ -35,6 +35,8 @@ namespace {
 /// cuDNN's fused attention on Hopper and Ampere takes head dimensions that
 /// are multiples of 8, up to 256.
 constexpr int64_t kMaxHeadDim = 256;
+/// What cuDNN 9's forward plans ask for (measured, docs/CUDA.md).
+constexpr int64_t kForwardWorkspaceBytes = 256;
 
 /// Why the attention over `query` and `key` cannot be the runtime's fused
 /// call, or "" when it can.
@@ -85,11 +87,10 @@ struct FusedCallBuilder {
     return {bufferAddress(b, loc, buffer), tensor};
   }
 
-  /// Workspace for the call: `bytes` (at least 1) and its size.
+  /// Workspace for the call (64-byte aligned in the arena, as every buffer):
+  /// its address and its size.
   std::pair<Value, Value> workspace(Location loc, int64_t bytes) {
-    bytes = std::max<int64_t>(bytes, 1);
-    Value buffer = memref::AllocOp::create(b, loc, MemRefType::get({bytes}, b.getI8Type()),
-                                           b.getI64IntegerAttr(256));
+    Value buffer = memref::AllocOp::create(b, loc, MemRefType::get({bytes}, b.getI8Type()));
     return {bufferAddress(b, loc, buffer), i64Constant(b, loc, bytes)};
   }
 
@@ -121,7 +122,7 @@ struct FusedCallBuilder {
       args.push_back(operandBuffer(loc, operand));
     auto [out, result] = resultBuffer(loc, op.getResult().getType());
     auto [lse, lseResult] = resultBuffer(loc, op.getLse().getType());
-    auto [workspaceAddress, workspaceBytes] = workspace(loc, forwardWorkspaceBytes(op));
+    auto [workspaceAddress, workspaceBytes] = workspace(loc, kForwardWorkspaceBytes);
     args.append({out, lse, workspaceAddress, workspaceBytes});
     call(loc, kAttentionBF16, args);
     op.getResult().replaceAllUsesWith(result);
@@ -152,9 +153,6 @@ struct FusedCallBuilder {
     op->replaceAllUsesWith(results);
     op->erase();
   }
-
-  /// cuDNN 9's forward plans ask for 256 bytes (measured, docs/CUDA.md).
-  static int64_t forwardWorkspaceBytes(AttentionOp) { return 256; }
 
   /// What cuDNN 9's backward plans ask for (docs/CUDA.md): the query
   /// gradient accumulated in f32 twice over, one f32 per query row, 256
