@@ -123,8 +123,10 @@ Work attentionWork(func::CallOp call) {
   double product = 2 * batch * heads * seq * seq * headDim * (causal ? 0.5 : 1);
   double queries = 2 * batch * heads * seq * headDim, keys = 2 * batch * kvHeads * seq * headDim;
   double lse = 4 * batch * heads * seq;
+  // Backward reads the queries, the output and its gradient, the keys, the
+  // values and the log-sum-exp, and writes the three gradients.
   if (backward)
-    return {5 * product, 3 * queries + 2 * keys + lse + 3 * queries + 2 * keys, 0};
+    return {5 * product, 4 * queries + 4 * keys + lse, 0};
   return {2 * product, 2 * queries + 2 * keys + lse, 0};
 }
 

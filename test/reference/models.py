@@ -3,6 +3,8 @@
 get(name) is the model `name` (every caller looks models up through it):
 
     mlp, gpt     examples/mlp.mlir, examples/gpt.mlir
+    gpt-fused    examples/gpt.mlir as the CUDA target runs it in bf16: its attention
+                 cuDNN's fused kernel, which rounds P and dS to bf16 for its products
     odd-sizes    test/e2e/Inputs/odd-sizes.mlir (every compute op kind at sizes that are
                  not multiples of a GPU block)
     llama:layers=L,dim=C,heads=H,kv_heads=KV,ffn=F,vocab=V,seq=T,batch=B,attention=A
@@ -185,7 +187,7 @@ GPT_PARAMS += [("lnf.g", (D,), "f32", "head", ONES),
                ("lm_head", (D, 256), "f32", "head", normal(0.02))]
 
 
-def gpt_forward(t, inputs):
+def gpt_forward(t, inputs, fused=False):
     """The loss on tape t."""
     tokens, targets = inputs  # [B, T] i32 each
     b = tokens.shape[0]
@@ -200,7 +202,8 @@ def gpt_forward(t, inputs):
             proj = t(ops.reshape, proj, (b, T, H, DH))
             heads.append(t(ops.transpose, proj, (0, 2, 1, 3)))     # [B, H, T, DH]
         q, k, v = heads
-        o = t(ops.attention, q, k, v, causal=True, key_block=16)   # [B, H, T, DH]
+        o = (t(ops.attention, q, k, v, causal=True, fused=True) if fused else
+             t(ops.attention, q, k, v, causal=True, key_block=16))  # [B, H, T, DH]
         o = t(ops.transpose, o, (0, 2, 1, 3))
         o = t(ops.reshape, o, (b, T, D))
         x = t(ops.add, x, t(ops.matmul, o, t.use(p + "attn.wo")), point="add:residual")
@@ -216,6 +219,10 @@ def gpt_forward(t, inputs):
 
 
 gpt_loss_and_grads = _loss_and_grads(gpt_forward)
+
+
+def gpt_fused_forward(t, inputs):
+    return gpt_forward(t, inputs, fused=True)
 
 
 # ---------------------------------------------------------------- test/e2e/Inputs/odd-sizes.mlir
@@ -672,6 +679,8 @@ MODELS = {
         "bounds": {"reduction": 108, "depth": 2},
     },
 }
+MODELS["gpt-fused"] = dict(MODELS["gpt"], forward=gpt_fused_forward,
+                           loss_and_grads=_loss_and_grads(gpt_fused_forward))
 for _name, _entry in MODELS.items():
     _entry.setdefault("name", _name)
     _entry.setdefault("frozen", frozenset())

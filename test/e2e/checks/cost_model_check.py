@@ -38,6 +38,10 @@ isolate one term at a time:
   its keys), so the step's products take the same time with one block of all
   32 keys as with the loop over 2 blocks of 16 or 4 of 8 that the lowering
   emits: a loop's body counts once per iteration.
+- fused attention (GPT in bf16 on --target=cuda, only the fused attention's
+  rates finite): each of the L blocks' causal attention [B, H, T, D] is one
+  call forward, 2 products of 2·B·H·T·T·D/2 FLOPs (the causal half), and one
+  backward, 5 such products; the step is L·(2/forward + 5/backward) of that.
 - offload (--target=cuda, offload = optimizer), only the host link and the
   host's memory finite: each unit's f32 gradient shard goes to the host and its
   shard comes back (8 bytes per element over the link), and AdamW on the host
@@ -52,6 +56,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 
@@ -291,6 +296,27 @@ def main():
           close(matmul[8], matmul[32]),
           "products with key blocks of 32, 16, 8: " +
           ", ".join(f"{matmul[b]:.9f} s" for b in [32, 16, 8]))
+
+    # Fused attention: bf16 GPT on the CUDA target, only its rates finite.
+    bf16_gpt = f"{args.work}/gpt-bf16.mlir"
+    with open(bf16_gpt, "w") as f:
+        f.write(gpt.replace("#fsdp.plan<", "#fsdp.plan<param_dtype = bf16, ", 1))
+    shapes = re.findall(r"fsdp\.attention [^:]*causal[^:]*: tensor<(\d+)x(\d+)x(\d+)x(\d+)x", gpt)
+    forward_rate, backward_rate = 3e9, 2e9
+    fused = report(args.fsdpc, bf16_gpt, 1,
+                   profile(f"{args.work}/attention.json",
+                           extra={"attention_flops": {"forward": forward_rate,
+                                                      "backward": backward_rate}}),
+                   ["--target=cuda"])["predicted"]
+    product = sum(2 * b * h * t * t * d / 2 for b, h, t, d in
+                  (tuple(map(int, shape)) for shape in shapes))
+    expected = 2 * product / forward_rate + 5 * product / backward_rate
+    check("fused attention", len(shapes) == 2 and close(fused["attention_flops"], 7 * product)
+          and close(fused["attention_seconds"], expected)
+          and close(fused["step_seconds"], expected),
+          f"{len(shapes)} attentions: {fused['attention_flops']:.0f} FLOPs (7 x {product:.0f}), "
+          f"{fused['attention_seconds']:.9f} s, step {fused['step_seconds']:.9f} s, by hand "
+          f"{expected:.9f} s")
 
     # Offload: the plan's optimizer on the host.
     with open(args.model) as f:

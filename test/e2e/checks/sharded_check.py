@@ -115,8 +115,10 @@ def model_text(model):
         return run([sys.executable, os.path.join(ROOT, "examples", "generate_llama.py"),
                     *models.generate_llama_flags(model), "--grid", "1",
                     "--param-dtype", "f32", "--reduce-dtype", "f32"]).stdout
+    # gpt-fused is gpt.mlir's reference as the CUDA target runs it in bf16.
+    example = "gpt" if model == "gpt-fused" else model
     path = (os.path.join(ROOT, "test", "e2e", "Inputs", "odd-sizes.mlir")
-            if model == "odd-sizes" else os.path.join(ROOT, "examples", f"{model}.mlir"))
+            if model == "odd-sizes" else os.path.join(ROOT, "examples", f"{example}.mlir"))
     with open(path) as f:
         return f.read()
 
