@@ -14,6 +14,7 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -60,6 +61,9 @@ DeviceProfile h100Sxm() {
   // the link's rate.
   AlphaBeta nvlink{/*latency=*/3e-6, /*bandwidth=*/360e9}; // NCCL ring bus bandwidth
   AlphaBeta infiniband{/*latency=*/10e-6, /*bandwidth=*/45e9}; // 400 Gb/s = 50 GB/s
+  // One NIC per GPU (rail-optimised): a ring of all 8 GPUs of each node
+  // crosses over 8 NICs at once, 360 GB/s.
+  profile.nicsPerNode = 8;
   profile.intraNode = {nvlink, nvlink};
   profile.interNode = {infiniband, infiniband};
   profile.hostDeviceBandwidth = 50e9; // PCIe Gen5 x16, pinned memory
@@ -159,7 +163,8 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
              {"name", "description", "matmul_flops", "attention_flops", "vector_flops",
               "vector_divides",
               "scalar_flops", "dependent_flops", "memory_bandwidth",
-              "memory_bandwidth_by_footprint", "op_overhead", "ranks_per_node", "intra_node",
+              "memory_bandwidth_by_footprint", "op_overhead", "ranks_per_node", "nics_per_node",
+              "intra_node",
               "inter_node", "host_device_bandwidth", "host", "async_collectives",
               "runtime_bytes"},
              "a device profile");
@@ -254,6 +259,12 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
     return error(missing);
   if (profile.ranksPerNode != ranksPerNode)
     return error("ranks_per_node must be a whole number");
+  if (object->get("nics_per_node")) {
+    std::optional<int64_t> nics = object->getInteger("nics_per_node");
+    if (!nics || *nics < 1)
+      return error("nics_per_node must be a whole number of at least 1");
+    profile.nicsPerNode = *nics;
+  }
   profile.runtime = {static_cast<int64_t>(context), static_cast<int64_t>(collectives),
                      static_cast<int64_t>(workspace)};
   std::optional<bool> async = object->getBoolean("async_collectives");
@@ -309,6 +320,19 @@ double DeviceProfile::memoryBandwidthAt(double footprint) const {
                  return low.second + t * (high.second - low.second);
                })
       .value_or(memoryBandwidth);
+}
+
+LinkProfile DeviceProfile::crossNodeRing(int64_t groupRanksPerNode) const {
+  double interfaces = static_cast<double>(
+      std::clamp<int64_t>(groupRanksPerNode, 1, std::max<int64_t>(1, nicsPerNode)));
+  // More interfaces than one help up to the ring's rate within the node.
+  auto spread = [&](const AlphaBeta &nic, const AlphaBeta &within) {
+    AlphaBeta rates = nic;
+    rates.bandwidth =
+        std::min(nic.bandwidth * interfaces, std::max(nic.bandwidth, within.bandwidth));
+    return rates;
+  };
+  return {spread(interNode.gather, intraNode.gather), spread(interNode.reduce, intraNode.reduce)};
 }
 
 double mlir::fsdp::ringSeconds(CollectiveKind kind, int64_t groupRanks, double totalBytes,

@@ -331,16 +331,20 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
   int64_t world = grid.replicas * grid.shardRanks;
   int64_t node = std::max<int64_t>(1, profile.ranksPerNode);
   // Ranks fill nodes in order; a shard group is shardRanks consecutive ranks,
-  // a replica group one rank of each shard group.
-  auto group = [&](Value id) -> std::pair<int64_t, const LinkProfile *> {
+  // a replica group one rank of each shard group. A group spanning nodes
+  // crosses them on the interfaces of its ranks on a node.
+  auto link = [&](bool spansNodes, int64_t ranksOnANode) {
+    return spansNodes ? profile.crossNodeRing(ranksOnANode) : profile.intraNode;
+  };
+  auto group = [&](Value id) -> std::pair<int64_t, LinkProfile> {
     switch (constantInt(id).value_or(0)) {
     case 1:
-      return {grid.shardRanks, grid.shardRanks > node ? &profile.interNode : &profile.intraNode};
+      return {grid.shardRanks, link(grid.shardRanks > node, node)};
     case 2:
-      return {grid.replicas,
-              grid.replicas > 1 && world > node ? &profile.interNode : &profile.intraNode};
+      return {grid.replicas, link(grid.replicas > 1 && world > node,
+                                  std::max<int64_t>(1, node / grid.shardRanks))};
     default:
-      return {world, world > node ? &profile.interNode : &profile.intraNode};
+      return {world, link(world > node, node)};
     }
   };
 
@@ -371,7 +375,7 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
         timed.unit = unit.getValue().str();
       double total = 0;
       CollectiveKind kind;
-      std::pair<int64_t, const LinkProfile *> members;
+      std::pair<int64_t, LinkProfile> members;
       if (callee == kAllGatherStart) {
         kind = CollectiveKind::AllGather;
         members = group(call.getOperand(3));
@@ -390,7 +394,7 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
       }
       double g = static_cast<double>(members.first);
       timed.bytes = g > 1 ? (g - 1) / g * total * (kind == CollectiveKind::AllReduce ? 2 : 1) : 0;
-      double duration = ringSeconds(kind, members.first, total, *members.second);
+      double duration = ringSeconds(kind, members.first, total, members.second);
       if (profile.asyncCollectives)
         runCollective(timed, duration, now);
       pending[call.getResult(0)] = cost.ops.size();

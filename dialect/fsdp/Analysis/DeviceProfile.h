@@ -81,6 +81,11 @@ struct DeviceProfile {
   SizeCurve memoryBandwidthByFootprint;
   double opOverhead = 0;                          // s per launch or call
   int64_t ranksPerNode = 1;
+  /// `interNode`'s rates are one network interface's. A ring spanning nodes
+  /// spreads its channels over the interfaces of its ranks on a node, up to
+  /// `nicsPerNode` of them (NCCL's rails: each interface carries its share of
+  /// the ring's crossings), but no faster than the ring within a node.
+  int64_t nicsPerNode = 1;
   LinkProfile intraNode, interNode;
   double hostDeviceBandwidth = 0; // B/s each direction; 0 without a device
   /// The host cores and memory one rank's share of its node gives offload's
@@ -91,6 +96,12 @@ struct DeviceProfile {
   /// nonblocking calls without a progress thread: only inside MPI calls).
   bool asyncCollectives = false;
   RuntimeMemory runtime;
+
+  /// The link of a ring spanning nodes with `groupRanksPerNode` of its ranks
+  /// on each node: `interNode` at the bandwidth of the interfaces those ranks
+  /// use, the extra interfaces no faster than `intraNode` (measured times stay
+  /// as measured).
+  LinkProfile crossNodeRing(int64_t groupRanksPerNode) const;
 
   /// The rate of memory traffic of an op whose operands total `footprint`.
   double memoryBandwidthAt(double footprint) const;

@@ -11,6 +11,12 @@ isolate one term at a time:
   link's bandwidth, so the step is the bytes a rank sends (the report's
   traffic) over the bandwidth; without asynchronous progress (MPI today)
   all of it is exposed.
+- links across nodes (2 ranks a node, 4 ranks): the shard group's ring spans
+  two nodes and crosses them on one interface per rank of a node, up to the
+  profile's nics_per_node (1 unless given), each at inter_node's bandwidth b,
+  the extra ones no faster than intra_node: sent / b with one interface;
+  sent / 2b with two and a fast intra_node; sent / 1.5b when intra_node runs
+  at 1.5b.
 - both, with asynchronous progress: communication hides behind the products,
   so less than all of it is exposed and the step is shorter than the sum;
   without asynchronous progress, the step is exactly the sum.
@@ -64,10 +70,12 @@ INFINITE = 1e30
 
 
 def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False, host=None,
-            reduce_bandwidth=None, extra=None, gather_measured=None, reduce_measured=None):
+            reduce_bandwidth=None, extra=None, gather_measured=None, reduce_measured=None,
+            intra_bandwidth=None):
     """`host`: (host-device bandwidth, host memory bandwidth), for a device;
     `reduce_bandwidth`: the reduce-scatter's own (else the link's); `extra`:
-    more fields; `*_measured`: a kind's measured times, {ranks, seconds_by_bytes}."""
+    more fields; `*_measured`: a kind's measured times, {ranks, seconds_by_bytes};
+    `intra_bandwidth`: intra_node's own (else the same link as inter_node)."""
     extra = dict(extra or {})
     if host is not None:
         extra.update({"host_device_bandwidth": host[0],
@@ -89,7 +97,8 @@ def profile(path, matmul=INFINITE, bandwidth=INFINITE, asynchronous=False, host=
             "memory_bandwidth": INFINITE,
             "op_overhead": 0,
             "ranks_per_node": 8,
-            "intra_node": link,
+            "intra_node": link if intra_bandwidth is None else
+            {"latency": 0, "bandwidth": intra_bandwidth},
             "inter_node": link,
             "host_device_bandwidth": 0,
             "async_collectives": asynchronous,
@@ -169,6 +178,24 @@ def main():
           f"communication {predicted['communication_seconds']:.9f} s, exposed "
           f"{predicted['exposed_communication_seconds']:.9f} s, step {predicted['step_seconds']:.9f}"
           f" s; {sent} B sent / {bandwidth:g} B/s = {sent / bandwidth:.9f} s")
+
+    # A ring across two nodes of 2 ranks each.
+    def across(nics, intra):
+        extra = {"ranks_per_node": 2, **({"nics_per_node": nics} if nics else {})}
+        return report(args.fsdpc, args.model, 4, profile(
+            f"{args.work}/across-{nics}-{intra:g}.json", bandwidth=bandwidth,
+            intra_bandwidth=intra, extra=extra))
+
+    for nics, intra, rate in [(None, INFINITE, bandwidth), (2, INFINITE, 2 * bandwidth),
+                              (2, 1.5 * bandwidth, 1.5 * bandwidth)]:
+        p = across(nics, intra)
+        sent4 = sum(u["all_gather_forward_bytes"] + u["reduce_scatter_bytes"] for u in p["units"])
+        sent4 += sum(u["all_gather_backward_bytes"] for u in p["units"][1:])
+        seconds = p["predicted"]["communication_seconds"]
+        check(f"links across nodes, nics_per_node {nics or 'unset'}, intra_node {intra:g} B/s",
+              close(seconds, sent4 / rate),
+              f"communication {seconds:.9f} s; {sent4} B sent / {rate:g} B/s = "
+              f"{sent4 / rate:.9f} s")
 
     # A reduce-scatter at a rate of its own (MPI's is slower than its
     # all-gather): the gathers' bytes at the link's bandwidth, the
