@@ -150,6 +150,7 @@ private:
       auto plan = (*step)->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
       cuda->approximateMath = plan && plan.getApproximateMath();
       cuda->deterministic = plan && plan.getDeterministic();
+      cuda->fuseAttention = options.fuseAttention;
     }
     target = pipelineTarget(options, cuda);
     StringRef name = !options.deviceProfile.empty()   ? StringRef(options.deviceProfile)

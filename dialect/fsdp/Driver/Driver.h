@@ -50,6 +50,9 @@ struct CompilerOptions {
   bool kernelsOnCPU = false;
   bool launchSummary = false;
   bool outlineKernels = true;
+  /// --target=cuda: bf16 attention as cuDNN's fused calls (false keeps the
+  /// key-block loops).
+  bool fuseAttention = true;
   std::string cpu = "native";
   std::string cpuFeatures;
   /// Parts compiled at once (-j).

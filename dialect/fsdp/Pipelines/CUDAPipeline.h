@@ -28,6 +28,9 @@ struct CUDAPipelineOptions {
   /// The plan's deterministic: the fused attention's backward pass uses
   /// cuDNN's deterministic algorithm (fsdp-fuse-attention).
   bool deterministic = false;
+  /// bf16 attention as cuDNN's fused calls (fsdp-fuse-attention); false keeps
+  /// the key-block loops.
+  bool fuseAttention = true;
   /// Stop at PTX: each gpu.binary holds every architecture's PTX text (fsdpc
   /// --emit=ptx), and no fat binary is packed.
   bool ptx = false;

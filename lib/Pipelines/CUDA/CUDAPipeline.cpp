@@ -50,6 +50,8 @@ void mlir::fsdp::CUDAPipelineTarget::addRuntimeBoundPasses(OpPassManager &pm,
   // bf16 attention as cuDNN's fused kernel instead of key-block loops; the
   // evaluation step's compile repeats the training step's forward pass, and
   // its remarks.
+  if (!options.fuseAttention)
+    return;
   pm.addPass(createFSDPFuseAttentionPass(
       FSDPFuseAttentionPassOptions{options.deterministic, /*quiet=*/forwardOnly}));
 }
