@@ -115,30 +115,31 @@ cudnnHandle_t openedHandle(const char *what) {
   return handle;
 }
 
-/// A [batch, heads, seq, width] tensor of `type`, contiguous row-major.
-std::shared_ptr<fe::graph::Tensor_attributes> tensorOf(fe::graph::Graph &graph, const char *name,
-                                                       Uid uid, int64_t batch, int64_t heads,
-                                                       int64_t seq, int64_t width,
-                                                       fe::DataType_t type) {
-  return graph.tensor(fe::graph::Tensor_attributes()
-                          .set_name(name)
-                          .set_uid(uid)
-                          .set_dim({batch, heads, seq, width})
-                          .set_stride({heads * seq * width, seq * width, width, 1})
-                          .set_data_type(type));
-}
-
-/// Marks `tensor`, a result of the graph, as the output `uid` laid out as
-/// tensorOf's.
-void setOutput(const std::shared_ptr<fe::graph::Tensor_attributes> &tensor, const char *name,
-               Uid uid, int64_t batch, int64_t heads, int64_t seq, int64_t width,
-               fe::DataType_t type) {
-  tensor->set_output(true)
-      .set_name(name)
+/// Gives `tensor` its name and uid, and the dims [batch, heads, seq, width]
+/// of `type` with the strides of a contiguous row-major array.
+fe::graph::Tensor_attributes &laidOut(fe::graph::Tensor_attributes &tensor, const char *name,
+                                      Uid uid, int64_t batch, int64_t heads, int64_t seq,
+                                      int64_t width, fe::DataType_t type) {
+  return tensor.set_name(name)
       .set_uid(uid)
       .set_dim({batch, heads, seq, width})
       .set_stride({heads * seq * width, seq * width, width, 1})
       .set_data_type(type);
+}
+
+/// An input of the graph, laid out as laidOut says.
+template <typename... Layout>
+std::shared_ptr<fe::graph::Tensor_attributes> tensorOf(fe::graph::Graph &graph,
+                                                       Layout... layout) {
+  fe::graph::Tensor_attributes tensor;
+  return graph.tensor(laidOut(tensor, layout...));
+}
+
+/// Marks `tensor`, a result of the graph, as an output laid out as laidOut
+/// says.
+template <typename... Layout>
+void setOutput(const std::shared_ptr<fe::graph::Tensor_attributes> &tensor, Layout... layout) {
+  laidOut(tensor->set_output(true), layout...);
 }
 
 /// The graph of `key`: bf16 operands and results, f32 scores, softmax and
@@ -216,15 +217,16 @@ const AttentionPlan &planFor(const char *what, const AttentionKey &key) {
   }
 }
 
-void execute(const char *what, const AttentionKey &key,
-             std::unordered_map<int64_t, void *> pointers, void *workspace) {
+void execute(const char *what, const AttentionKey &key, const AttentionPointers &pointers,
+             void *workspace) {
   const AttentionPlan &plan = planFor(what, key);
   if (plan.info.workspaceBytes > 0 && !workspace)
     fatal(std::string(what) + ": cuDNN's fused " + describe(key) + " needs " +
           std::to_string(plan.info.workspaceBytes) + " bytes of workspace, and workspace is NULL");
-  checkFrontend(plan.graph->execute(handle, pointers, workspace), what, key, "running it");
+  // The frontend's variant pack is not const.
+  auto pack = pointers;
+  checkFrontend(plan.graph->execute(handle, pack, workspace), what, key, "running it");
 }
-
 
 } // namespace
 
@@ -234,6 +236,41 @@ AttentionPlanInfo attentionPlan(AttentionPass pass, const AttentionShape &shape,
   checkAttention(what, shape);
   AttentionKey key{pass, shape, pass == AttentionPass::Backward && deterministic, workspaceLimit};
   return planFor(what, key).info;
+}
+
+std::string attentionGraphJson(AttentionPass pass, const AttentionShape &shape,
+                               bool deterministic) {
+  AttentionKey key{pass, shape, pass == AttentionPass::Backward && deterministic, 0};
+  try {
+    nlohmann::json description;
+    describeGraph(key)->serialize(description);
+    return description.dump();
+  } catch (const std::exception &e) {
+    fatal(std::string("attentionGraphJson: ") + describe(key) + ": " + e.what());
+  }
+}
+
+AttentionPointers forwardPointers(const void *query, const void *key, const void *value,
+                                  void *out, float *lse) {
+  return {{kQuery, const_cast<void *>(query)},
+          {kKey, const_cast<void *>(key)},
+          {kValue, const_cast<void *>(value)},
+          {kOut, out},
+          {kLse, lse}};
+}
+
+AttentionPointers backwardPointers(const void *query, const void *key, const void *value,
+                                   const void *out, const float *lse, const void *outGrad,
+                                   void *queryGrad, void *keyGrad, void *valueGrad) {
+  return {{kQuery, const_cast<void *>(query)},
+          {kKey, const_cast<void *>(key)},
+          {kValue, const_cast<void *>(value)},
+          {kOut, const_cast<void *>(out)},
+          {kLse, const_cast<float *>(lse)},
+          {kOutGrad, const_cast<void *>(outGrad)},
+          {kQueryGrad, queryGrad},
+          {kKeyGrad, keyGrad},
+          {kValueGrad, valueGrad}};
 }
 
 void closeCudnn() {
@@ -256,13 +293,7 @@ extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_h
   AttentionShape shape = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale);
   checkAttention(what, shape);
   AttentionKey plan{AttentionPass::Forward, shape, false, workspace_bytes};
-  execute(what, plan,
-          {{kQuery, const_cast<void *>(query)},
-           {kKey, const_cast<void *>(key)},
-           {kValue, const_cast<void *>(value)},
-           {kOut, out},
-           {kLse, lse}},
-          workspace);
+  execute(what, plan, forwardPointers(query, key, value, out, lse), workspace);
 }
 
 extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads,
@@ -277,14 +308,7 @@ extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t
   checkAttention(what, shape);
   AttentionKey plan{AttentionPass::Backward, shape, deterministic != 0, workspace_bytes};
   execute(what, plan,
-          {{kQuery, const_cast<void *>(query)},
-           {kKey, const_cast<void *>(key)},
-           {kValue, const_cast<void *>(value)},
-           {kOut, const_cast<void *>(out)},
-           {kLse, const_cast<float *>(lse)},
-           {kOutGrad, const_cast<void *>(out_grad)},
-           {kQueryGrad, query_grad},
-           {kKeyGrad, key_grad},
-           {kValueGrad, value_grad}},
+          backwardPointers(query, key, value, out, lse, out_grad, query_grad, key_grad,
+                           value_grad),
           workspace);
 }
