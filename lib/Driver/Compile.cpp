@@ -150,7 +150,7 @@ private:
       auto plan = (*step)->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
       cuda->approximateMath = plan && plan.getApproximateMath();
       cuda->deterministic = plan && plan.getDeterministic();
-      cuda->fuseAttention = options.fuseAttention;
+      cuda->fuseAttention = options.fusesAttention(Target::CUDA);
     }
     target = pipelineTarget(options, cuda);
     StringRef name = !options.deviceProfile.empty()   ? StringRef(options.deviceProfile)

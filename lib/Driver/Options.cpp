@@ -124,11 +124,16 @@ struct CommandLine {
                "(default); =false compiles the step as one function, only to compare "
                "(LLVM's time then grows with the square of the model's depth)"),
       cl::Hidden, cl::location(values.outlineKernels), cl::cat(category)};
-  cl::opt<bool, true> fuseAttention{
+  cl::opt<cl::boolOrDefault> fuseAttention{
       "fuse-attention",
-      cl::desc("--target=cuda: bf16 attention as one cuDNN call each way (default); =false "
-               "keeps the key-block loops, e.g. to compare their memory and time"),
-      cl::location(values.fuseAttention), cl::cat(category)};
+      cl::desc("bf16 attention as one runtime call each way: cuDNN's fused kernel on "
+               "--target=cuda (the default there), the runtime's loops on --target=cpu (=true; "
+               "slower than the key-block loops there); =false keeps the key-block loops"),
+      cl::cat(category),
+      cl::callback([this](const cl::boolOrDefault &value) {
+        if (value != cl::BOU_UNSET)
+          values.fuseAttention = value == cl::BOU_TRUE;
+      })};
   cl::opt<std::string, true> cpu{
       "cpu",
       cl::desc("The x86-64 CPU the trainer is built for: native (this machine, the default) "

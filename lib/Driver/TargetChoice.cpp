@@ -136,7 +136,8 @@ std::unique_ptr<fsdp::PipelineTarget>
 fsdpc::pipelineTarget(const CompilerOptions &options,
                       const std::optional<fsdp::CUDAPipelineOptions> &cuda) {
   if (options.target == Target::CPU)
-    return std::make_unique<fsdp::CPUPipelineTarget>(options.outlineKernels);
+    return std::make_unique<fsdp::CPUPipelineTarget>(options.outlineKernels,
+                                                     options.fusesAttention(Target::CPU));
   fsdp::CUDAPipelineOptions chosen = cuda.value_or(fsdp::CUDAPipelineOptions());
   if (options.launchSummary)
     return std::make_unique<LaunchSummaryTarget>(chosen);

@@ -50,9 +50,15 @@ struct CompilerOptions {
   bool kernelsOnCPU = false;
   bool launchSummary = false;
   bool outlineKernels = true;
-  /// --target=cuda: bf16 attention as cuDNN's fused calls (false keeps the
-  /// key-block loops).
-  bool fuseAttention = true;
+  /// bf16 attention as the runtime's fused calls (cuDNN on --target=cuda, its
+  /// loops on --target=cpu) instead of the key-block loops; unset: the
+  /// target's default (CUDA fuses, the CPU does not: bench/cpu_attention.py).
+  std::optional<bool> fuseAttention;
+
+  /// Whether `target`'s bf16 attention is fused, as chosen.
+  bool fusesAttention(Target target) const {
+    return fuseAttention.value_or(target == Target::CUDA);
+  }
   std::string cpu = "native";
   std::string cpuFeatures;
   /// Parts compiled at once (-j).

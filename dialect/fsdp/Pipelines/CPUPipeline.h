@@ -12,17 +12,21 @@ namespace mlir::fsdp {
 /// The CPU target: the arena in host memory, and after the buffer plan each
 /// compute op in a function of its own (fsdp-outline-kernels;
 /// `outlineKernels = false` leaves the step one function, only to compare),
-/// BLAS calls, loops and the LLVM dialect.
+/// BLAS calls, loops and the LLVM dialect. With `fuseAttention`, bf16
+/// attention is the runtime's fused call (fsdp-fuse-attention), as on CUDA.
 class CPUPipelineTarget : public PipelineTarget {
 public:
-  explicit CPUPipelineTarget(bool outlineKernels = true) : outlineKernels(outlineKernels) {}
+  explicit CPUPipelineTarget(bool outlineKernels = true, bool fuseAttention = false)
+      : outlineKernels(outlineKernels), fuseAttention(fuseAttention) {}
 
   bool hasDeviceArena() const override { return false; }
   bool fusesBias() const override { return false; }
+  void addRuntimeBoundPasses(OpPassManager &pm, bool forwardOnly) const override;
   void addLowering(OpPassManager &pm) const override;
 
 private:
   bool outlineKernels;
+  bool fuseAttention;
 };
 
 /// Registers `fsdp-cpu-pipeline` and each of its passes with the pass registry.

@@ -25,6 +25,15 @@
 
 using namespace mlir;
 
+void mlir::fsdp::CPUPipelineTarget::addRuntimeBoundPasses(OpPassManager &pm,
+                                                        bool forwardOnly) const {
+  // The CPU runtime's fused attention is exact loops (HostAttention.cpp),
+  // slower than the key-block loops' BLAS products: only on request.
+  if (fuseAttention)
+    pm.addPass(createFSDPFuseAttentionPass(
+        FSDPFuseAttentionPassOptions{/*deterministic=*/false, /*quiet=*/forwardOnly}));
+}
+
 void mlir::fsdp::CPUPipelineTarget::addLowering(OpPassManager &pm) const {
   pm.addPass(createConvertBufferizationToMemRefPass());
   if (outlineKernels) {

@@ -205,6 +205,8 @@ def main():
     parser.add_argument("--cuda-on-cpu", action="store_true",
                         help="the CUDA target's step run on the CPU (a llama name's "
                         "attention=fused: the runtime's fused attention)")
+    parser.add_argument("--fsdpc-arg", action="append", default=[],
+                        help="one more fsdpc flag for every trainer (e.g. --fuse-attention)")
     args = parser.parse_args()
     cases = [parse_case(c) for c in args.cases.split(",")]
     os.makedirs(args.work, exist_ok=True)
@@ -240,7 +242,7 @@ def main():
         on_cpu = args.offload or args.cuda_on_cpu
         target = ["--target=cuda", "--test-kernels-on-cpu"] if on_cpu else []
         run([*fsdpc_command(args.fsdpc), source, "--grid=" + ",".join(map(str, grid)), *target,
-             "-o", trainer])
+             *args.fsdpc_arg, "-o", trainer])
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(compile_one, jobs.items()))
