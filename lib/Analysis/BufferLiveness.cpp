@@ -2,8 +2,11 @@
 
 #include "fsdp/Analysis/BufferLiveness.h"
 
+#include "fsdp/ABI/BufferKinds.h"
+
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
@@ -23,6 +26,19 @@ static void number(Block &block, Operation *top, StepPositions &positions) {
 }
 
 StepPositions::StepPositions(Block &step) { number(step, nullptr, *this); }
+
+/// The first op after the row prologue `op` that reads what it writes: the
+/// reduction whose kernel runs it.
+static Operation *reductionAfter(Operation *op) {
+  auto writer = dyn_cast<DestinationStyleOpInterface>(op);
+  if (!writer)
+    return nullptr;
+  for (Operation *next = op->getNextNode(); next; next = next->getNextNode())
+    for (Value written : writer.getDpsInits())
+      if (llvm::is_contained(next->getOperands(), written))
+        return next;
+  return nullptr;
+}
 
 int64_t StepPositions::lastUse(Value root) const {
   Operation *definer = root.getDefiningOp();
@@ -44,6 +60,9 @@ int64_t StepPositions::lastUse(Value root) const {
   for (size_t i = 0; i < worklist.size(); ++i)
     for (Operation *user : worklist[i].getUsers()) {
       last = std::max(last, at(user));
+      if (user->hasAttr(kRowPrologueAttr))
+        if (Operation *reduction = reductionAfter(user))
+          last = std::max(last, at(reduction));
       worklist.insert(user->result_begin(), user->result_end());
       // A region op's results stand for what its body computes from the
       // value (a loop's results from what it carries).

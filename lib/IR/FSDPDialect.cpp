@@ -49,6 +49,12 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a unit attribute on a memref.load";
     return success();
   }
+  if (name == kRowPrologueAttr) {
+    // fsdp-cuda-mark-row-prologues' mark for the buffer plan.
+    if (op->getName().getDialectNamespace() != "linalg" || !isa<UnitAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a unit attribute on a linalg op";
+    return success();
+  }
   if (name == getRecomputeAttrName()) {
     if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attribute.getValue()))
       return op->emitError() << "'" << name << "' is a dictionary on the module";

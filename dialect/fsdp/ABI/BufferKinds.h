@@ -42,6 +42,13 @@ constexpr llvm::StringLiteral kCollectiveUnitAttr = "fsdp.unit";
 /// to the host.
 constexpr llvm::StringLiteral kOnHostAttr = "fsdp.on_host";
 
+/// On an elementwise op on buffers that the GPU kernel of the reduction after
+/// it runs too (fsdp-cuda-mark-row-prologues): its threads read the op's
+/// operands while the reduction runs, so the buffer plan keeps them live
+/// until the first later op that reads what the marked op writes
+/// (lib/Analysis/BufferLiveness.cpp).
+constexpr llvm::StringLiteral kRowPrologueAttr = "fsdp.row_prologue";
+
 } // namespace mlir::fsdp
 
 #endif // FSDP_ABI_BUFFERKINDS_H

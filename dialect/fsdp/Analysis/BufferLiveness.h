@@ -5,8 +5,10 @@
 // and loops the host runs in it (the attention's key blocks), whose bodies
 // are numbered in line after the loop: a buffer of a body lives within an
 // iteration, a buffer from outside that a body uses lives to the loop's end
-// (the next iteration reads it again). fsdp-assign-buffers places buffers by
-// these lives; the memory over the step is drawn from them.
+// (the next iteration reads it again). An op marked as a row prologue (a
+// GPU kernel runs it with the reduction after it) uses its operands until
+// that reduction. fsdp-assign-buffers places buffers by these lives; the
+// memory over the step is drawn from them.
 //
 //===----------------------------------------------------------------------===//
 

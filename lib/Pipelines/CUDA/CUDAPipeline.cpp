@@ -63,6 +63,8 @@ void mlir::fsdp::CUDAPipelineTarget::addTensorPasses(OpPassManager &pm) const {
 
 void mlir::fsdp::CUDAPipelineTarget::addBufferPasses(OpPassManager &pm) const {
   pm.addPass(createFSDPSinkHostReadsPass());
+  // Before the buffer plan, which then keeps their operands live.
+  pm.addPass(createFSDPMarkRowProloguesPass());
 }
 
 void mlir::fsdp::CUDAPipelineTarget::addLowering(OpPassManager &pm) const {

@@ -644,3 +644,109 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
   %r = arith.constant 0.0 : f32
   return %r : f32
 }
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// A residual add, then a norm's sum of squares over each row of what it made,
+// then the normalisation: one kernel, a block per row. Each thread adds and
+// stores the elements it folds, and folds the sums it made, not a reload; the
+// normalisation then goes through the row with the total in hand.
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK:      scf.parallel (%[[ROW:.+]]) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
+// CHECK-NEXT:   scf.parallel (%[[LANE:.+]]) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
+// CHECK:          %[[PART:.+]] = scf.for %[[J:.+]] = %[[LANE]] to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (f32) {
+// CHECK-NEXT:       %[[X:.+]] = memref.load %[[XS:.+]][%[[ROW]], %[[J]]] : memref<4x128xf32>
+// CHECK-NEXT:       %[[Y:.+]] = memref.load %[[YS:.+]][%[[ROW]], %[[J]]] : memref<4x128xf32>
+// CHECK-NEXT:       %[[H:.+]] = arith.addf %[[X]], %[[Y]] : f32
+// CHECK-NEXT:       memref.store %[[H]], %[[HS:.+]][%[[ROW]], %[[J]]] : memref<4x128xf32>
+// CHECK-NEXT:       %[[SQ:.+]] = arith.mulf %[[H]], %[[H]] : f32
+// CHECK-NEXT:       %[[NEXT:.+]] = arith.addf %[[SQ]], %[[ACC]] : f32
+// CHECK-NEXT:       scf.yield %[[NEXT]] : f32
+// CHECK:          gpu.all_reduce add %[[PART]] uniform
+// CHECK:          scf.for
+// CHECK:            memref.load %[[HS]]
+// CHECK:            arith.divf
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-1: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c2048 = arith.constant 2048 : index
+  %c4096 = arith.constant 4096 : index
+  %c6144 = arith.constant 6144 : index
+  %c8192 = arith.constant 8192 : index
+  %zero = arith.constant 0.0 : f32
+  %x = memref.view %arena[%c0][] : memref<16384xi8> to memref<4x128xf32>
+  %y = memref.view %arena[%c2048][] : memref<16384xi8> to memref<4x128xf32>
+  %h = memref.view %arena[%c4096][] : memref<16384xi8> to memref<4x128xf32>
+  linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<4x128xf32>, memref<4x128xf32>) outs(%h : memref<4x128xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  %sum = memref.view %arena[%c6144][] : memref<16384xi8> to memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%sum : memref<4xf32>)
+  linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%h : memref<4x128xf32>) outs(%sum : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %sq = arith.mulf %in, %in : f32
+    %s = arith.addf %sq, %acc : f32
+    linalg.yield %s : f32
+  }
+  %normed = memref.view %arena[%c8192][] : memref<16384xi8> to memref<4x128xf32>
+  linalg.generic {indexing_maps = [#id2, #row, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%h, %sum : memref<4x128xf32>, memref<4xf32>) outs(%normed : memref<4x128xf32>) {
+  ^bb0(%in: f32, %total: f32, %out: f32):
+    %s = arith.divf %in, %total : f32
+    linalg.yield %s : f32
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// The same with the sums placed over the add's first input: a block storing
+// its row's sum could overwrite what another block still adds, so the add
+// stays a kernel of its own.
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK:      scf.parallel
+// CHECK:        arith.addf %{{.+}}, %{{.+}} : f32
+// CHECK:      scf.parallel
+// CHECK:        gpu.all_reduce add
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// LAUNCH-COUNT-2: gpu.launch blocks
+// LAUNCH-NOT: gpu.launch
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c2048 = arith.constant 2048 : index
+  %c4096 = arith.constant 4096 : index
+  %zero = arith.constant 0.0 : f32
+  %x = memref.view %arena[%c0][] : memref<16384xi8> to memref<4x128xf32>
+  %y = memref.view %arena[%c2048][] : memref<16384xi8> to memref<4x128xf32>
+  %h = memref.view %arena[%c4096][] : memref<16384xi8> to memref<4x128xf32>
+  linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %y : memref<4x128xf32>, memref<4x128xf32>) outs(%h : memref<4x128xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  }
+  %sum = memref.view %arena[%c0][] : memref<16384xi8> to memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%sum : memref<4xf32>)
+  linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%h : memref<4x128xf32>) outs(%sum : memref<4xf32>) {
+  ^bb0(%in: f32, %acc: f32):
+    %sq = arith.mulf %in, %in : f32
+    %s = arith.addf %sq, %acc : f32
+    linalg.yield %s : f32
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}

@@ -1611,6 +1611,15 @@ func.func @f(%x: memref<f32>, %v: f32) {
 
 // -----
 
+// fsdp.row_prologue marks an elementwise linalg op for the buffer plan.
+func.func @f(%x: memref<f32>, %v: f32) {
+  // expected-error@+1 {{'fsdp.row_prologue' is a unit attribute on a linalg op}}
+  memref.store %v, %x[] {fsdp.row_prologue} : memref<f32>
+  return
+}
+
+// -----
+
 // expected-error@+2 {{expected true or false}}
 // expected-error@+1 {{failed to parse FSDP_PlanAttr parameter 'allow_tf32' which is to be a `bool`}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, allow_tf32 = 1>} {}

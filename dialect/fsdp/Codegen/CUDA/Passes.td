@@ -145,6 +145,30 @@ def FSDPPreciseGpuMathPass : Pass<"fsdp-cuda-precise-math", "::mlir::ModuleOp"> 
   ];
 }
 
+def FSDPMarkRowProloguesPass : Pass<"fsdp-cuda-mark-row-prologues", "::mlir::ModuleOp"> {
+  let summary = "Marks the elementwise ops a block reduction's kernel will run first";
+  let description = [{
+    `fsdp-cuda-form-kernels` runs an elementwise op on buffers in the kernel
+    of the block reduction right after it (a residual add before a norm's
+    sum of squares: one pass over the row instead of two kernels) only when
+    what the reduction writes overlaps nothing the op reads or writes, since
+    the reduction's blocks store while other blocks still compute the op.
+    The buffer plan would often place the reduction's output over an input
+    the op reads last. This pass, before `fsdp-assign-buffers`, marks each
+    such op of the step `fsdp.row_prologue`; the plan then keeps the op's
+    operands live until the reduction (`lib/Analysis/BufferLiveness.cpp`),
+    a few bytes per row more at that point of the step.
+
+    ```mlir
+    linalg.generic {...} ins(%x, %y : ...) outs(%h : memref<2x64x256xbf16>) {...}
+    linalg.fill ins(%zero : f32) outs(%sum : memref<2x64xf32>)
+    linalg.generic {iterator_types = ["parallel", "parallel", "reduction"]}
+        ins(%h : memref<2x64x256xbf16>) outs(%sum : memref<2x64xf32>) {...}
+    // the first generic gains {fsdp.row_prologue}
+    ```
+  }];
+}
+
 def FSDPFormKernelsPass : Pass<"fsdp-cuda-form-kernels", "::mlir::ModuleOp"> {
   let summary = "Turns the step's compute into parallel loop nests, one per GPU kernel";
   let description = [{
@@ -194,6 +218,13 @@ def FSDPFormKernelsPass : Pass<"fsdp-cuda-form-kernels", "::mlir::ModuleOp"> {
       reduced rows runs in its kernel: the block's threads (or, for a row of
       at most 64 elements, the row's thread) go through the row with the
       result in hand.
+    - An elementwise op right before a block reduction over the same loops
+      that reads its results at its own point (a residual add before a
+      norm's sum of squares) runs in the reduction's kernel: each thread
+      computes and stores the elements it folds and folds them as computed,
+      when what the reduction writes touches no byte the op reads or writes
+      (`fsdp-cuda-mark-row-prologues` keeps the buffer plan from placing it
+      there).
     - Each nest is tiled by `block-size`: the outer loop becomes the blocks,
       the inner one the threads of a block, and an `scf.if` guards the last,
       partial block.

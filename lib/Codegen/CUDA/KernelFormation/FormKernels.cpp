@@ -130,9 +130,11 @@ struct ThreadShape {
 };
 
 /// One linalg op as a top-level scf.parallel nest, returned; `inits` are the
-/// values its outputs start from (fills folded into a reduction), or null.
+/// values its outputs start from (fills folded into a reduction), or null;
+/// `prologue`, an op a block reduction runs first (isRowPrologue).
 FailureOr<scf::ParallelOp> lowerToLoopNest(RewriterBase &rewriter, linalg::LinalgOp op,
-                                           ArrayRef<Value> inits, ThreadShape shape) {
+                                           ArrayRef<Value> inits, ThreadShape shape,
+                                           linalg::LinalgOp prologue = nullptr) {
   if (!op.hasPureBufferSemantics())
     return op.emitOpError("expected buffers: the GPU kernels are formed after bufferization");
   FailureOr<linalg::LinalgOp> ordered = parallelDimsFirst(rewriter, op);
@@ -140,7 +142,7 @@ FailureOr<scf::ParallelOp> lowerToLoopNest(RewriterBase &rewriter, linalg::Linal
     return failure();
   op = *ordered;
   if (op.getNumReductionLoops() > 0)
-    return lowerReduction(rewriter, op, inits, shape.blockSize);
+    return lowerReduction(rewriter, op, inits, shape.blockSize, prologue);
   rewriter.setInsertionPoint(op);
   if (op.getNumParallelLoops() == 0) {
     FailureOr<scf::ParallelOp> single = wrapInSingleIteration(rewriter, op);
@@ -248,6 +250,8 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
     scf::ParallelOp fullReduction;
     // The nest of the block reduction just lowered.
     scf::ParallelOp rowReduction;
+    // An elementwise op the next block reduction runs first.
+    linalg::LinalgOp prologue;
     // A scalar op no full reduction took, computed by the kernels that follow
     // it (`consumer`: the last of them) rather than by a thread of its own.
     linalg::LinalgOp scalar;
@@ -262,7 +266,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
       }
       return lowerToLoopNest(rewriter, op, SmallVector<Value>(op.getNumDpsInits()), threadShape());
     };
-    for (Operation *op : work) {
+    for (auto [index, op] : llvm::enumerate(work)) {
       auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
       if (linalgOp && linalgOp.getNumLoops() == 0) {
         if (fullReduction && onlyPureOpsBetween(fullReduction, op)) {
@@ -283,12 +287,22 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         continue;
       }
       rowReduction = nullptr;
+      // An elementwise op whose results the block reduction right after it
+      // reads row by row runs in that kernel (a residual add before a norm).
+      auto next = index + 1 < work.size() ? dyn_cast<linalg::LinalgOp>(work[index + 1])
+                                          : linalg::LinalgOp();
+      if (linalgOp && next && !scalar && onlyPureOpsBetween(op, next) &&
+          isRowPrologue(linalgOp, next, &arena)) {
+        prologue = linalgOp;
+        continue;
+      }
       FailureOr<scf::ParallelOp> nest = scf::ParallelOp();
       bool reduces = linalgOp && linalgOp.getNumReductionLoops() > 0;
       if (linalgOp) {
         SmallVector<Value> starts = inits.lookup(op);
         starts.resize(linalgOp.getNumDpsInits());
-        nest = lowerToLoopNest(rewriter, linalgOp, starts, threadShape());
+        nest = lowerToLoopNest(rewriter, linalgOp, starts, threadShape(),
+                               std::exchange(prologue, nullptr));
       } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
         nest = parallelizeScatter(rewriter, loop, arena);
         if (succeeded(nest) && !*nest && failed(wrapInSingleIteration(rewriter, op)))

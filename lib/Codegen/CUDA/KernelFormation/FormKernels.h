@@ -50,8 +50,23 @@ SmallVector<Value> takeFusableFills(linalg::LinalgOp op);
 /// whose threads each fold a strided slice, then combine in a gpu.all_reduce
 /// (a fixed tree: the same order every run), and thread 0 stores. Anything
 /// else gets a thread per output point.
+/// With a `prologue` (isRowPrologue), the block reduction's threads also run
+/// it: each computes and stores the prologue's elements it folds, folding
+/// the values rather than loading them, and the prologue is erased.
 FailureOr<scf::ParallelOp> lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
-                                          ArrayRef<Value> inits, int64_t blockSize);
+                                          ArrayRef<Value> inits, int64_t blockSize,
+                                          linalg::LinalgOp prologue = nullptr);
+
+/// Whether the elementwise op `producer`, right before the reduction `op`
+/// with only side-effect-free ops in between, can run in `op`'s block
+/// reduction (a residual add before a norm's sum of squares): `op` is a
+/// block reduction with its parallel loops first over the producer's loop
+/// ranges, the producer stores every point of them at that point (identity
+/// maps) without reading its outputs' old values, `op` reads the producer's
+/// outputs only there and nothing else they overlap, and what `op` writes
+/// overlaps nothing the producer reads or writes (by `arena`; without one,
+/// before the buffer plan, only distinct buffers are assumed apart).
+bool isRowPrologue(linalg::LinalgOp producer, linalg::LinalgOp op, const ArenaAccesses *arena);
 
 /// Runs the elementwise linalg op `op`, which follows the reduction `nest`
 /// with only side-effect-free ops in between, in `nest` after the

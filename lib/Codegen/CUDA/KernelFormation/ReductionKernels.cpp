@@ -195,11 +195,28 @@ scf::ParallelOp lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op
       });
 }
 
+/// The values the elementwise op `prologue` computes at loop indices `ivs`,
+/// stored where it stores them.
+SmallVector<Value> runPrologueAt(OpBuilder &b, Location loc, linalg::LinalgOp prologue,
+                                 ValueRange ivs) {
+  // Its payload reads no output (isRowPrologue): what the buffers hold.
+  SmallVector<Value> outs = llvm::map_to_vector(prologue.getDpsInits(), [&](Value out) -> Value {
+    return memref::LoadOp::create(b, loc, out, ivs);
+  });
+  SmallVector<Value> made = inlineBody(b, loc, prologue, ivs, outs);
+  for (auto [value, out] : llvm::zip(made, prologue.getDpsInits()))
+    memref::StoreOp::create(b, loc, value, out, ivs);
+  return made;
+}
+
 /// A block per output point; its threads fold strided slices of the reduced
 /// elements, then combine them in a gpu.all_reduce, and thread 0 stores.
+/// With a `prologue` (isRowPrologue), each thread first computes and stores
+/// the prologue's elements it folds, and folds those values.
 scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
                                  ArrayRef<int64_t> ranges, unsigned numParallel,
-                                 Operation *combiner, int64_t blockSize) {
+                                 Operation *combiner, int64_t blockSize,
+                                 linalg::LinalgOp prologue) {
   Location loc = op.getLoc();
   gpu::AllReduceOperation kind = *allReduceKind(combiner);
   ArrayRef<int64_t> parallel = ranges.take_front(numParallel),
@@ -231,7 +248,19 @@ scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, Ar
                                  [&](OpBuilder &b, Location l, Value linear, ValueRange acc) {
                                    SmallVector<Value> ivs = point;
                                    llvm::append_range(ivs, unflatten(b, l, linear, reduced));
-                                   scf::YieldOp::create(b, l, inlineBody(b, l, op, ivs, acc));
+                                   SmallVector<Value> made;
+                                   if (prologue)
+                                     made = runPrologueAt(b, l, prologue, ivs);
+                                   auto given = [&](OpOperand *input) -> Value {
+                                     if (!prologue)
+                                       return Value();
+                                     auto outs = prologue.getDpsInits();
+                                     auto it = llvm::find(outs, input->get());
+                                     return it == outs.end() ? Value()
+                                                             : made[it - outs.begin()];
+                                   };
+                                   scf::YieldOp::create(b, l,
+                                                        inlineBody(b, l, op, ivs, acc, given));
                                  });
   auto total = gpu::AllReduceOp::create(
       rewriter, loc, type, fold.getResult(0),
@@ -286,27 +315,90 @@ SmallVector<Value> mlir::fsdp::takeFusableFills(linalg::LinalgOp op) {
   return inits;
 }
 
-FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
-                                                      ArrayRef<Value> inits, int64_t blockSize) {
+namespace {
+
+/// Whether `op` (parallel loops first, static ranges) becomes a block
+/// reduction: a known combiner, and a full reduction or long contiguous rows.
+bool isCooperative(linalg::LinalgOp op) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (ShapedType::isDynamicShape(ranges))
-    return op.emitOpError("expected static loop ranges: the step's buffers have static shapes");
   unsigned numParallel = op.getNumParallelLoops();
   int64_t elements = 1;
   for (int64_t extent : ArrayRef(ranges).drop_front(numParallel))
     elements *= extent;
+  return singleCombiner(op) &&
+         (numParallel == 0 || (elements >= kCooperativeMinElements && reducesContiguousRows(op)));
+}
+
+bool hasParallelLoopsFirst(linalg::LinalgOp op) {
+  return llvm::is_sorted(op.getIteratorTypesArray(), [](auto a, auto b) {
+    return a == utils::IteratorType::parallel && b != utils::IteratorType::parallel;
+  });
+}
+
+} // namespace
+
+bool mlir::fsdp::isRowPrologue(linalg::LinalgOp producer, linalg::LinalgOp op,
+                               const ArenaAccesses *arena) {
+  if (!producer.hasPureBufferSemantics() || !op.hasPureBufferSemantics() ||
+      producer.getNumReductionLoops() != 0 || op.getNumReductionLoops() == 0 ||
+      !hasParallelLoopsFirst(op) || ShapedType::isDynamicShape(op.getStaticLoopRanges()) ||
+      producer.getStaticLoopRanges() != op.getStaticLoopRanges() || !isCooperative(op))
+    return false;
+  // The producer writes each point of the shared iteration space at that
+  // point, reading none of its outputs' old values: the block that folds a
+  // point makes it.
+  AffineMap identity =
+      AffineMap::getMultiDimIdentityMap(op.getNumLoops(), op.getContext());
+  for (OpOperand &init : producer.getDpsInitsMutable())
+    if (producer.getMatchingIndexingMap(&init) != identity ||
+        producer.payloadUsesValueFromOperand(&init))
+      return false;
+  // The reduction reads the producer's outputs only at its own point, and
+  // reads nothing else they overlap; what it writes overlaps nothing the
+  // producer touches (other blocks still read and write it).
+  auto touches = [&](Value a, Value b) {
+    return arena ? overlap(arena->bytesOf(a), arena->bytesOf(b)) : a == b;
+  };
+  bool readsProduct = false;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    bool product = llvm::is_contained(producer.getDpsInits(), input->get());
+    if (product && op.getMatchingIndexingMap(input) != identity)
+      return false;
+    readsProduct |= product;
+    if (!product && llvm::any_of(producer.getDpsInits(),
+                                 [&](Value out) { return touches(out, input->get()); }))
+      return false;
+  }
+  for (Value out : op.getDpsInits())
+    for (Value touched : producer->getOperands())
+      if (isa<MemRefType>(touched.getType()) && touches(out, touched))
+        return false;
+  return readsProduct;
+}
+
+FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
+                                                      ArrayRef<Value> inits, int64_t blockSize,
+                                                      linalg::LinalgOp prologue) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (ShapedType::isDynamicShape(ranges))
+    return op.emitOpError("expected static loop ranges: the step's buffers have static shapes");
+  unsigned numParallel = op.getNumParallelLoops();
   rewriter.setInsertionPoint(op);
   Operation *combiner = singleCombiner(op);
   scf::ParallelOp nest;
-  if (combiner &&
-      (numParallel == 0 || (elements >= kCooperativeMinElements && reducesContiguousRows(op))))
-    nest = lowerCooperative(rewriter, op, inits, ranges, numParallel, combiner, blockSize);
+  if (isCooperative(op))
+    nest = lowerCooperative(rewriter, op, inits, ranges, numParallel, combiner, blockSize,
+                            prologue);
+  else if (prologue)
+    return op.emitOpError("is no block reduction, and cannot run the op before it");
   else if (numParallel > 0)
     nest = lowerThreadPerOutput(rewriter, op, inits, ranges, numParallel);
   else
     return op.emitOpError("is a full reduction whose combiner the GPU's block reduction does "
                           "not know (addf, mulf, maximumf, minimumf, maxnumf, minnumf)");
   rewriter.eraseOp(op);
+  if (prologue)
+    rewriter.eraseOp(prologue);
   return nest;
 }
 
