@@ -15,7 +15,8 @@ bundle is used. What goes into DIR:
                      kit/libraries.py
   models/<model>.mlir  the compiled model files, as compiled
   kit/               check.py (the check), libraries.py, elf.py
-  reference/         test/reference: the NumPy float64 teacher
+  reference/         test/reference: the NumPy float64 teacher (with fsdp_hf, the importer's
+                     package, for the llama: models' parameters)
   bench/             the PyTorch version of the timing models (bench only)
   bundle.json        what check.py checks of each model
   check.sh           the one command to run on the GPU node
@@ -45,9 +46,10 @@ import torch_llama  # noqa: E402  (pure Python: the Llama's FLOPs)
 GENERATE_LLAMA = os.path.join(ROOT, "examples", "generate_llama.py")
 
 def llama(layers, dim, heads, kv_heads, ffn, vocab, seq, batch, param_dtype, attention,
-          key_block=None, plan=""):
+          key_block=None, plan="", fuse_attention=True):
     """A model of examples/generate_llama.py: its command line, and its reference name
-    (test/reference/models.py's `llama:` syntax)."""
+    (test/reference/models.py's `llama:` syntax); `fuse_attention=False` compiles it with
+    fsdpc --fuse-attention=false (the key-block loops on the GPU too)."""
     config = dict(layers=layers, dim=dim, heads=heads, kv_heads=kv_heads, ffn=ffn,
                   vocab=vocab, seq=seq, batch=batch)
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in config.items()]
@@ -56,13 +58,14 @@ def llama(layers, dim, heads, kv_heads, ffn, vocab, seq, batch, param_dtype, att
         flags.append(f"--key-block={key_block}")
     # The CUDA target runs a bf16 fsdp.attention as cuDNN's fused kernel, whose roundings
     # the reference's `fused` form has; its key blocks are the CPU's alone.
-    fused = attention == "flash" and param_dtype == "bf16"
+    fused = attention == "flash" and param_dtype == "bf16" and fuse_attention
     fields = dict(config, attention="fused" if fused else attention)
     if key_block and not fused:
         fields["key_block"] = key_block
     name = "llama:" + ",".join(f"{k}={v}" for k, v in fields.items())
     return {"generate": flags, "reference": name, "llama": config,
-            "param_dtype": param_dtype, "plan": plan}
+            "param_dtype": param_dtype, "plan": plan,
+            "fsdpc_flags": [] if fuse_attention else ["--fuse-attention=false"]}
 
 
 def example(path, reference, plan=""):
@@ -113,6 +116,11 @@ MODELS = {
     "llama-tiny-bf16": dict(llama(2, 128, 4, 2, 352, 512, 128, 4, "bf16", "flash", 32,
                                   DETERMINISTIC),
                             checks=CORRECTNESS + ["sanitize"]),
+    # The same with the attention's key-block loops (fsdpc --fuse-attention=false),
+    # teacher-forced against the reference's loops: the two forms side by side.
+    "llama-tiny-bf16-loops": dict(llama(2, 128, 4, 2, 352, 512, 128, 4, "bf16", "flash", 32,
+                                        fuse_attention=False),
+                                  checks=["teacher", "arena"]),
     # About a billion parameters (TinyLlama-1.1B's shapes), bf16, sequence 2048: timing.
     # Its reference would take minutes a step in float64: checked by the graph and the
     # arena; the batch is one whose plan fits an 80 GB card (fsdpc --device-memory).
@@ -124,6 +132,10 @@ MODELS = {
     # scheduling): the speed of a plan without `deterministic`.
     "llama-1b-fast": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512),
                           checks=["arena", "speed"], device_memory="80GB"),
+    # And with the key-block loops: the fused attention's gain on the same card.
+    "llama-1b-loops": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512,
+                                 fuse_attention=False),
+                           checks=["arena", "speed"], device_memory="80GB"),
 }
 
 
@@ -164,7 +176,8 @@ def compile_model(fsdpc, out, name, spec, arch, on_cpu):
     trainer = os.path.join(out, "bin", name)
     memory = [f"--device-memory={spec['device_memory']}"] if "device_memory" in spec else []
     target = ["--test-kernels-on-cpu"] if on_cpu else [f"--gpu-arch={arch}"]
-    run([fsdpc, source, "--grid=1", "--target=cuda", *target, *memory, "-o", trainer])
+    run([fsdpc, source, "--grid=1", "--target=cuda", *target, *memory,
+         *spec.get("fsdpc_flags", []), "-o", trainer])
     manifest = json.loads(run([trainer, "--print-manifest"]))
     return name, {
         "trainer": os.path.relpath(trainer, out),
@@ -262,6 +275,10 @@ def main():
     shutil.copy2(os.path.join(HERE, "check.sh"), out)
     shutil.copy2(os.path.join(HERE, "README.md"), out)
     copy_tree_files(os.path.join(ROOT, "test", "reference"), os.path.join(out, "reference"))
+    # The reference's llama: models take their parameters from the importer's package,
+    # which its scripts then import from their own folder.
+    copy_tree_files(os.path.join(ROOT, "tools", "fsdp-import-hf", "fsdp_hf"),
+                    os.path.join(out, "reference", "fsdp_hf"))
     shutil.copy2(os.path.join(ROOT, "bench", "torch_llama.py"), os.path.join(out, "bench"))
     shutil.copy2(os.path.join(ROOT, "bench", "gpu", "torch_llama_step.py"),
                  os.path.join(out, "bench", "gpu"))
