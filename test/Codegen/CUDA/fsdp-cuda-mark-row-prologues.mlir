@@ -63,8 +63,9 @@ module {
 
 // -----
 
-// The reduction reads the add's result transposed: a block's row is not the
-// rows the add makes there. Not marked.
+// A block reduction over the rows of the add's second input that reads the
+// add's result transposed: a block's row is not the row the add makes there.
+// Not marked.
 // CHECK-LABEL: func.func @fsdp_train_step
 // CHECK-NOT:   fsdp.row_prologue
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
@@ -89,10 +90,10 @@ module {
     }
     %sum = memref.alloc() {alignment = 64 : i64} : memref<128xf32>
     linalg.fill ins(%zero : f32) outs(%sum : memref<128xf32>)
-    linalg.generic {indexing_maps = [#tr, #row], iterator_types = ["parallel", "reduction"]}
-        ins(%h : memref<128x128xf32>) outs(%sum : memref<128xf32>) {
-    ^bb0(%in: f32, %acc: f32):
-      %sq = arith.mulf %in, %in : f32
+    linalg.generic {indexing_maps = [#id2, #tr, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%y, %h : memref<128x128xf32>, memref<128x128xf32>) outs(%sum : memref<128xf32>) {
+    ^bb0(%rowwise: f32, %in: f32, %acc: f32):
+      %sq = arith.mulf %rowwise, %in : f32
       %s = arith.addf %sq, %acc : f32
       linalg.yield %s : f32
     }
