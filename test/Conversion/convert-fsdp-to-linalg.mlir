@@ -142,6 +142,28 @@ func.func @layer_norm_grad(%x: tensor<4x8xf32>, %g: tensor<8xf32>, %dy: tensor<4
   return %dx, %dg, %db : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
 }
 
+// A norm's gradient computes xhat = x * rstd and dxhat = dy * gamma where it
+// reads them (the dot of the two, dx, dgamma): no f32 tensor of the
+// activations' shape is stored.
+// CHECK-LABEL: func.func @rms_norm_grad_bf16
+// CHECK-SAME: (%[[X:.+]]: tensor<4x8xbf16>, %[[G:.+]]: tensor<8xbf16>, %[[DY:.+]]: tensor<4x8xbf16>)
+// CHECK-NOT: tensor<4x8xf32>
+// CHECK: %[[SQUARES:.+]] = linalg.generic {{.+}} ins(%[[X]] : tensor<4x8xbf16>)
+// CHECK-NOT: tensor<4x8xf32>
+// CHECK: %[[RSTD:.+]] = linalg.generic {{.+}} ins(%[[SQUARES]] : tensor<4xf32>)
+// CHECK-NOT: tensor<4x8xf32>
+// CHECK: %[[DOT:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "reduction"]} ins(%[[DY]], %[[G]], %[[X]], %[[RSTD]] :
+// CHECK-NOT: tensor<4x8xf32>
+// CHECK: %[[DX:.+]] = linalg.generic {{.+}} iterator_types = ["parallel", "parallel"]} ins(%[[DY]], %[[G]], %[[X]], %[[RSTD]], %[[DOT]] :
+// CHECK-NOT: tensor<4x8xf32>
+// CHECK: linalg.generic {{.+}} iterator_types = ["reduction", "parallel"]} ins(%[[DY]], %[[X]], %[[RSTD]] :
+// CHECK-NOT: tensor<4x8xf32>
+// CHECK: return %[[DX]]
+func.func @rms_norm_grad_bf16(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %dy: tensor<4x8xbf16>) -> (tensor<4x8xbf16>, tensor<8xbf16>) {
+  %dx, %dg = fsdp.rms_norm_grad %x, %g, %dy : tensor<4x8xbf16>, tensor<8xbf16>
+  return %dx, %dg : tensor<4x8xbf16>, tensor<8xbf16>
+}
+
 // Clipping: min(1, max_norm / (sqrt(sum of squares) + 1e-6)).
 // CHECK-LABEL: func.func @clip_coefficient
 // CHECK: arith.constant 9.99999997E-7 : f32

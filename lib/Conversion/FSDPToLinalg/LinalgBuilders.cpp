@@ -119,17 +119,38 @@ Value mlir::fsdp::buildElementwise(OpBuilder &b, Location loc,
   return buildParallel(b, loc, resultType, inputs, maps, body);
 }
 
+/// The reduction over `dims` of a `rank`-dimensional iteration space, reading
+/// `inputs` through `inputMaps`, into `accumulator`.
+static Value reduceInto(OpBuilder &b, Location loc, int64_t rank, ValueRange inputs,
+                        ArrayRef<AffineMap> inputMaps, ArrayRef<int64_t> dims, Value accumulator,
+                        BodyBuilder body) {
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(droppedDimsMap(b.getContext(), rank, dims));
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t dim = 0; dim < rank; ++dim)
+    iterators.push_back(llvm::is_contained(dims, dim) ? utils::IteratorType::reduction
+                                                      : utils::IteratorType::parallel);
+  return buildGeneric(b, loc, inputs, accumulator, maps, iterators, body);
+}
+
+Value mlir::fsdp::buildMappedReduction(OpBuilder &b, Location loc, RankedTensorType space,
+                                       ValueRange inputs, ArrayRef<AffineMap> inputMaps,
+                                       ArrayRef<int64_t> dims, double init, BodyBuilder body) {
+  SmallVector<int64_t> kept;
+  for (int64_t dim = 0; dim < space.getRank(); ++dim)
+    if (!llvm::is_contained(dims, dim))
+      kept.push_back(space.getDimSize(dim));
+  // Accumulated in f32 whatever the inputs' type.
+  auto resultType = RankedTensorType::get(kept, computeType(space.getElementType()));
+  return reduceInto(b, loc, space.getRank(), inputs, inputMaps, dims,
+                    buildFilled(b, loc, resultType, init), body);
+}
+
 Value mlir::fsdp::buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
                                  ArrayRef<int64_t> dims, double init, BodyBuilder body) {
   auto inputType = llvm::cast<RankedTensorType>(inputs.front().getType());
-  int64_t rank = inputType.getRank();
-  SmallVector<int64_t> kept;
-  for (int64_t dim = 0; dim < rank; ++dim)
-    if (!llvm::is_contained(dims, dim))
-      kept.push_back(inputType.getDimSize(dim));
-  // Accumulated in f32 whatever the inputs' type.
-  auto resultType = RankedTensorType::get(kept, computeType(inputType.getElementType()));
-  return buildReductionInto(b, loc, inputs, dims, buildFilled(b, loc, resultType, init), body);
+  SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(inputType.getRank()));
+  return buildMappedReduction(b, loc, inputType, inputs, maps, dims, init, body);
 }
 
 Value mlir::fsdp::buildReductionInto(OpBuilder &b, Location loc, ValueRange inputs,
@@ -137,12 +158,7 @@ Value mlir::fsdp::buildReductionInto(OpBuilder &b, Location loc, ValueRange inpu
                                      BodyBuilder body) {
   int64_t rank = llvm::cast<RankedTensorType>(inputs.front().getType()).getRank();
   SmallVector<AffineMap> maps(inputs.size(), b.getMultiDimIdentityMap(rank));
-  maps.push_back(droppedDimsMap(b.getContext(), rank, dims));
-  SmallVector<utils::IteratorType> iterators;
-  for (int64_t dim = 0; dim < rank; ++dim)
-    iterators.push_back(llvm::is_contained(dims, dim) ? utils::IteratorType::reduction
-                                                      : utils::IteratorType::parallel);
-  return buildGeneric(b, loc, inputs, accumulator, maps, iterators, body);
+  return reduceInto(b, loc, rank, inputs, maps, dims, accumulator, body);
 }
 
 RankedTensorType mlir::fsdp::tensorType(Value value) {

@@ -45,6 +45,14 @@ Value buildParallel(OpBuilder &b, Location loc, RankedTensorType resultType,
 Value buildReduction(OpBuilder &b, Location loc, ValueRange inputs,
                      ArrayRef<int64_t> dims, double init, BodyBuilder body);
 
+/// As buildReduction, over the iteration space of `space` (its shape; the
+/// accumulator is f32 for a bf16 element type), reading `inputs` through
+/// `inputMaps`: operands broadcast along the space, as a norm's weights and
+/// its rows' statistics are.
+Value buildMappedReduction(OpBuilder &b, Location loc, RankedTensorType space, ValueRange inputs,
+                           ArrayRef<AffineMap> inputMaps, ArrayRef<int64_t> dims, double init,
+                           BodyBuilder body);
+
 /// As buildReduction, from the values of `accumulator` (f32, the shape of
 /// the result) instead of a constant: a running reduction continued.
 Value buildReductionInto(OpBuilder &b, Location loc, ValueRange inputs, ArrayRef<int64_t> dims,

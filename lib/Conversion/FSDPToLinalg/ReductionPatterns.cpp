@@ -192,40 +192,57 @@ Value normalized(OpBuilder &b, Location loc, const NormStats &stats) {
 
 /// The gradients of a normalisation: dx, and dgamma in f32. `centerMean`
 /// removes the mean of dxhat too (layer norm; RMS norm has no mean).
+///
+/// xhat = centered * rstd and dxhat = dy * gamma are computed where they are
+/// read, never stored: as tensors they were two f32 copies of the activations
+/// written and read again (and two kernels on the GPU), for the same values.
 std::pair<Value, Value> normGradients(OpBuilder &b, Location loc, const NormStats &stats,
                                       Value gamma, Value dy, bool centerMean) {
   RankedTensorType type = tensorType(dy);
-  int64_t last = type.getRank() - 1;
+  int64_t rank = type.getRank(), last = rank - 1;
   double inverseC = 1.0 / type.getShape().back();
-  Value xhat = normalized(b, loc, stats);
-  Value dxhat = buildElementwise(b, loc, computeTensorType(type), {dy, gamma},
-                                 [](OpBuilder &nb, Location l, ValueRange a) {
-                                   return ScalarMath(nb, l).mul(a[0], a[1]);
-                                 });
-  Value dot = buildReduction(b, loc, {dxhat, xhat}, last, 0.0,
-                             [](OpBuilder &nb, Location l, ValueRange a) {
-                               ScalarMath m(nb, l);
-                               return m.add(a[2], m.mul(a[0], a[1]));
-                             });
-  Value sum = centerMean ? sumOf(b, loc, dxhat, last) : Value();
-  SmallVector<Value> inputs = {dxhat, xhat, stats.rstd, dot};
-  if (sum)
-    inputs.push_back(sum);
-  Value dx = buildParallel(
-      b, loc, type, inputs, fullThenReduced(b, type, 2, inputs.size() - 2, last),
-      [&](OpBuilder &nb, Location l, ValueRange a) {
-        ScalarMath m(nb, l);
-        Value c = m.constant(a[0], inverseC);
-        Value inner = m.sub(a[0], m.mul(a[1], m.mul(a[3], c)));
-        if (centerMean)
-          inner = m.sub(inner, m.mul(a[4], c));
-        return m.mul(a[2], inner);
-      });
-  Value dgamma = buildReduction(b, loc, {dy, xhat}, leadingDims(type.getRank()), 0.0,
-                                [](OpBuilder &nb, Location l, ValueRange a) {
-                                  ScalarMath m(nb, l);
-                                  return m.add(a[2], m.mul(a[0], a[1]));
-                                });
+  MLIRContext *ctx = b.getContext();
+  AffineMap full = b.getMultiDimIdentityMap(rank), row = droppedDimsMap(ctx, rank, last);
+  AffineMap column = broadcastMap(ctx, tensorType(gamma).getShape(), type.getShape());
+  // The bodies of dot, sum and dx read these first, in this order.
+  SmallVector<Value> parts = {dy, gamma, stats.centered, stats.rstd};
+  SmallVector<AffineMap> partMaps = {full, column, full, row};
+  auto dxhat = [](ScalarMath &m, ValueRange a) { return m.mul(a[0], a[1]); };
+  auto xhat = [](ScalarMath &m, Value centered, Value rstd) { return m.mul(centered, rstd); };
+
+  Value dot = buildMappedReduction(b, loc, type, parts, partMaps, last, 0.0,
+                                   [&](OpBuilder &nb, Location l, ValueRange a) {
+                                     ScalarMath m(nb, l);
+                                     return m.add(a[4], m.mul(dxhat(m, a), xhat(m, a[2], a[3])));
+                                   });
+  Value sum;
+  if (centerMean)
+    sum = buildMappedReduction(b, loc, type, {dy, gamma}, {full, column}, last, 0.0,
+                               [&](OpBuilder &nb, Location l, ValueRange a) {
+                                 ScalarMath m(nb, l);
+                                 return m.add(a[2], dxhat(m, a));
+                               });
+  SmallVector<Value> inputs(parts);
+  SmallVector<AffineMap> maps(partMaps);
+  for (Value reduced : {dot, sum})
+    if (reduced) {
+      inputs.push_back(reduced);
+      maps.push_back(row);
+    }
+  Value dx = buildParallel(b, loc, type, inputs, maps, [&](OpBuilder &nb, Location l, ValueRange a) {
+    ScalarMath m(nb, l);
+    Value c = m.constant(a[0], inverseC);
+    Value inner = m.sub(dxhat(m, a), m.mul(xhat(m, a[2], a[3]), m.mul(a[4], c)));
+    if (centerMean)
+      inner = m.sub(inner, m.mul(a[5], c));
+    return m.mul(a[3], inner);
+  });
+  Value dgamma = buildMappedReduction(b, loc, type, {dy, stats.centered, stats.rstd},
+                                      {full, full, row}, leadingDims(rank), 0.0,
+                                      [&](OpBuilder &nb, Location l, ValueRange a) {
+                                        ScalarMath m(nb, l);
+                                        return m.add(a[3], m.mul(a[0], xhat(m, a[1], a[2])));
+                                      });
   return {dx, dgamma};
 }
 

@@ -19,8 +19,9 @@
 // decides) runs eagerly the first time, which loads the kernels' modules,
 // fills cuBLASLt's plan cache and sets NCCL up, so that none of it happens
 // during the capture; the second is captured
-// (cudaStreamCaptureModeThreadLocal) and instantiated, and that step and
-// every later one are one cudaGraphLaunch on the compute stream. The
+// (cudaStreamCaptureModeThreadLocal) and instantiated with its nodes'
+// priorities, and that step and every later one are one cudaGraphLaunch on
+// the compute stream. The
 // collectives' handles and events (NcclCollectives.cpp, StreamEvents.cpp)
 // are host bookkeeping done at capture time; the events recorded in the
 // capture become the graph's edges, so replays do not touch them.
@@ -82,7 +83,11 @@ void capture(const CudaDevice &device, const std::function<float()> &call) {
                "cudaStreamBeginCapture");
   forkAndJoin(device, call);
   checkCapture(cudaStreamEndCapture(compute, &graph), "cudaStreamEndCapture");
-  checkCapture(cudaGraphInstantiate(&replay, graph, 0), "cudaGraphInstantiate");
+  // Each captured node keeps its stream's priority; a replay honours them
+  // only when asked, and would otherwise run every node at the priority of
+  // the compute stream it is launched into: the collectives would lose theirs.
+  checkCapture(cudaGraphInstantiate(&replay, graph, cudaGraphInstantiateFlagUseNodePriority),
+               "cudaGraphInstantiate");
 }
 
 } // namespace

@@ -128,7 +128,9 @@ TEST_F(CudaStepGraph, TheSecondReplayableStepIsCapturedAndEveryLaterOneReplaysIt
   const std::vector<std::string> &log = fake_cuda::calls();
   EXPECT_EQ(log.front(), "cudaStreamBeginCapture(" + compute + ", thread-local)");
   EXPECT_EQ(log[log.size() - 3], "cudaStreamEndCapture(" + compute + ") -> " + graphs[0]);
-  EXPECT_EQ(log[log.size() - 2], "cudaGraphInstantiate(" + graphs[0] + ", 0) -> " + execs[0]);
+  // Replays keep the collectives' stream priorities.
+  EXPECT_EQ(log[log.size() - 2],
+            "cudaGraphInstantiate(" + graphs[0] + ", use-node-priority) -> " + execs[0]);
   EXPECT_EQ(log.back(), "cudaGraphLaunch(" + execs[0] + ", " + compute + ")");
   // Later steps: one launch each, on the bytes of their moment.
   for (uint8_t value : {3, 4}) {

@@ -741,7 +741,9 @@ cudaError_t __wrap_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 
 cudaError_t __wrap_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
                                         unsigned long long flags) {
-  log("cudaGraphInstantiate", name(graph), flags);
+  log("cudaGraphInstantiate", name(graph),
+      flags == cudaGraphInstantiateFlagUseNodePriority ? "use-node-priority"
+                                                       : std::to_string(flags));
   FAIL_IF_PLANNED(cudaError_t, "cudaGraphInstantiate");
   State &s = state();
   auto found = s.graphs.find(graph);

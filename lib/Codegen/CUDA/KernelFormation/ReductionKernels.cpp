@@ -199,11 +199,8 @@ scf::ParallelOp lowerThreadPerOutput(RewriterBase &rewriter, linalg::LinalgOp op
 /// stored where it stores them.
 SmallVector<Value> runPrologueAt(OpBuilder &b, Location loc, linalg::LinalgOp prologue,
                                  ValueRange ivs) {
-  // Its payload reads no output (isRowPrologue): what the buffers hold.
-  SmallVector<Value> outs = llvm::map_to_vector(prologue.getDpsInits(), [&](Value out) -> Value {
-    return memref::LoadOp::create(b, loc, out, ivs);
-  });
-  SmallVector<Value> made = inlineBody(b, loc, prologue, ivs, outs);
+  // Its payload reads no output (isRowPrologue), so none is loaded.
+  SmallVector<Value> made = inlineBody(b, loc, prologue, ivs, /*outs=*/{});
   for (auto [value, out] : llvm::zip(made, prologue.getDpsInits()))
     memref::StoreOp::create(b, loc, value, out, ivs);
   return made;
