@@ -23,6 +23,39 @@ ArenaAccesses::ArenaAccesses(func::FuncOp step)
     hostArena = step.getArgument(1);
 }
 
+/// The span of `value`, a static view of `arena` (of `arenaBytes` bytes)
+/// or a reshape, cast or subview of one; nothing for anything else.
+std::optional<ArenaSpan> mlir::fsdp::arenaSpanOf(Value value, Value arena, int64_t arenaBytes) {
+  if (value == arena)
+    return ArenaSpan{0, ArenaAccess{0, arenaBytes}};
+  Operation *def = value.getDefiningOp();
+  if (auto view = llvm::dyn_cast_or_null<memref::ViewOp>(def)) {
+    std::optional<ArenaSpan> source = arenaSpanOf(view.getSource(), arena, arenaBytes);
+    std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
+    if (!source || !shift)
+      return std::nullopt;
+    ArenaSpan span{source->pointer + *shift, std::nullopt};
+    auto type = llvm::cast<MemRefType>(view.getType());
+    if (source->bytes && type.hasStaticShape()) {
+      int64_t elementBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+      span.bytes = ArenaAccess{span.pointer, span.pointer + type.getNumElements() * elementBytes};
+    }
+    return span;
+  }
+  // The same pointer, over bytes of the source.
+  if (llvm::isa_and_present<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
+                      memref::CastOp>(def))
+    return arenaSpanOf(def->getOperand(0), arena, arenaBytes);
+  // The same pointer, over any bytes.
+  if (llvm::isa_and_present<memref::ReinterpretCastOp>(def)) {
+    std::optional<ArenaSpan> span = arenaSpanOf(def->getOperand(0), arena, arenaBytes);
+    if (span)
+      span->bytes = std::nullopt;
+    return span;
+  }
+  return std::nullopt;
+}
+
 /// The arena bytes behind a buffer or an address derived from one; the whole
 /// arena when the derivation is not understood (always safe: it can only add
 /// waits).

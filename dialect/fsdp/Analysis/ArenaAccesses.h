@@ -29,6 +29,18 @@ struct ArenaAccess {
 /// writes (its memory effects): a scalar or vector load or store.
 void forEachMemRefAccess(Operation *op, function_ref<void(Value, bool)> fn);
 
+/// Where a memref's aligned pointer (what a kernel or a library call gets)
+/// lies in the arena, and the bytes of the view it lies in, when known.
+struct ArenaSpan {
+  int64_t pointer;
+  std::optional<ArenaAccess> bytes;
+};
+
+/// The span of `value`, a static view of `arena` (of `arenaBytes` bytes) or a
+/// reshape, cast or subview of one; nothing for anything else. A subview's
+/// aligned pointer is its source's: its offset is in its layout.
+std::optional<ArenaSpan> arenaSpanOf(Value value, Value arena, int64_t arenaBytes);
+
 class ArenaAccesses {
 public:
   /// `step` is fsdp_train_step; its first argument is the arena.

@@ -41,46 +41,6 @@ namespace {
 /// is known to be.
 constexpr int64_t kArenaAlignment = 64;
 
-/// Where a memref's pointer (its aligned pointer: what a kernel gets) lies
-/// in the arena, and the bytes of the view it lies in, when known.
-struct ArenaSpan {
-  int64_t pointer;
-  std::optional<ArenaAccess> bytes;
-};
-
-/// The span of `value`, a static view of `arena` (of `arenaBytes` bytes)
-/// or a reshape, cast or subview of one; nothing for anything else.
-std::optional<ArenaSpan> spanOf(Value value, Value arena, int64_t arenaBytes) {
-  if (value == arena)
-    return ArenaSpan{0, ArenaAccess{0, arenaBytes}};
-  Operation *def = value.getDefiningOp();
-  if (auto view = dyn_cast_or_null<memref::ViewOp>(def)) {
-    std::optional<ArenaSpan> source = spanOf(view.getSource(), arena, arenaBytes);
-    std::optional<int64_t> shift = getConstantIntValue(view.getByteShift());
-    if (!source || !shift)
-      return std::nullopt;
-    ArenaSpan span{source->pointer + *shift, std::nullopt};
-    auto type = cast<MemRefType>(view.getType());
-    if (source->bytes && type.hasStaticShape()) {
-      int64_t elementBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-      span.bytes = ArenaAccess{span.pointer, span.pointer + type.getNumElements() * elementBytes};
-    }
-    return span;
-  }
-  // The same pointer, over bytes of the source.
-  if (isa_and_present<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-                      memref::CastOp>(def))
-    return spanOf(def->getOperand(0), arena, arenaBytes);
-  // The same pointer, over any bytes.
-  if (isa_and_present<memref::ReinterpretCastOp>(def)) {
-    std::optional<ArenaSpan> span = spanOf(def->getOperand(0), arena, arenaBytes);
-    if (span)
-      span->bytes = std::nullopt;
-    return span;
-  }
-  return std::nullopt;
-}
-
 /// The largest power of two up to the arena's alignment dividing `offset`.
 int64_t alignmentOf(int64_t offset) {
   return offset == 0 ? kArenaAlignment : std::min(offset & -offset, kArenaAlignment);
@@ -116,7 +76,7 @@ struct FSDPAnnotateKernelArgumentsPass
         for (Value operand : operands) {
           if (arena && isa<MemRefType>(operand.getType()))
             spans.push_back(
-                spanOf(operand, arena, cast<MemRefType>(arena.getType()).getNumElements()));
+                arenaSpanOf(operand, arena, cast<MemRefType>(arena.getType()).getNumElements()));
           else
             spans.push_back(std::nullopt);
         }

@@ -68,6 +68,8 @@ void mlir::fsdp::CUDAPipelineTarget::addBufferPasses(OpPassManager &pm) const {
 }
 
 void mlir::fsdp::CUDAPipelineTarget::addLowering(OpPassManager &pm) const {
+  // Where the buffer plan has placed every bias.
+  pm.addPass(createFSDPSplitUnalignedBiasesPass());
   pm.addPass(createFSDPInsertStreamEventsPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
   // Folds the buffers loops carry (a scatter's), so the loops stand alone.

@@ -378,6 +378,19 @@ extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64
   bf16Gemm(what, gemm, batch, alpha, a, stride_a, b, stride_b, beta, c, stride_c);
 }
 
+/// cuBLASLt's bias epilogue loads the bias in 16-byte vectors, and no
+/// preference tells its heuristic the bias's alignment: a less aligned bias
+/// would be a misaligned-address fault on the GPU. The compiler adds such a
+/// bias in a kernel of its own (fsdp-cuda-split-unaligned-biases).
+static constexpr uintptr_t kBiasAlignment = 16;
+
+static void checkBiasAlignment(const char *what, const void *bias) {
+  if (reinterpret_cast<uintptr_t>(bias) % kBiasAlignment != 0)
+    fatal(std::string(what) + ": the bias is not " + std::to_string(kBiasAlignment) +
+          "-byte aligned, as cuBLASLt's bias epilogue needs (the compiler adds a less aligned "
+          "bias after fsdprt_sgemm instead)");
+}
+
 extern "C" void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
                                   float alpha, const float *a, int64_t lda, const float *b,
                                   int64_t ldb, float beta, float *c, int64_t ldc,
@@ -390,6 +403,7 @@ extern "C" void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, i
   openedDevice(what);
   if (gemm.empty())
     return;
+  checkBiasAlignment(what, bias);
   // TF32 rounds the inputs, as cuBLAS's math mode does for fsdprt_sgemm.
   ltGemm(what, CUDA_R_32F, allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
          LtKind::Bias, gemm, 1, alpha, a, 0, b, 0, beta, c, 0, bias);

@@ -444,15 +444,31 @@ TEST_F(CublasGemm, BiasPlansFollowTheBiasAlignment) {
   std::vector<float> a = matrix(2, 3, 3, 1), b = matrix(3, 4, 4, 2);
   // One output: its alignment does not change the plan.
   alignas(256) float c[8];
-  for (const float *offset : {bias, bias + 1, bias + 5, bias + 16 - 4}) {
+  for (const float *offset : {bias, bias + 4, bias + 12}) {
     std::vector<float> expected(8);
     rowMajorProduct(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, expected.data(), 4);
     addBias(2, 4, expected.data(), 4, offset);
     fsdprt_sgemm_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c, 4, offset);
     EXPECT_EQ(std::vector<float>(c, c + 8), expected) << "bias + " << offset - bias;
   }
-  // 256, 4, 4 (the plan of bias + 1) and 16 bytes.
-  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulAlgoGetHeuristic").size(), 3u);
+  // 256 and 16 bytes (the plan of bias + 4).
+  EXPECT_EQ(fake_cuda::callsTo("cublasLtMatmulAlgoGetHeuristic").size(), 2u);
+}
+
+// The epilogue loads the bias 16 bytes at a time: a bias less aligned is an
+// error naming the call, never a fault on the GPU (the compiler adds such a
+// bias in a kernel of its own: fsdp-cuda-split-unaligned-biases).
+TEST_F(CublasGemm, ABiasNotSixteenByteAlignedIsAnError) {
+  alignas(256) float bias[8] = {};
+  std::vector<float> a = matrix(2, 3, 3, 1), b = matrix(3, 4, 4, 2);
+  alignas(256) float c[8];
+  for (const float *offset : {bias + 1, bias + 2, bias + 3})
+    EXPECT_EXIT(
+        fsdprt_sgemm_bias(0, 0, 2, 4, 3, 1.0f, a.data(), 3, b.data(), 4, 0.0f, c, 4, offset),
+        ExitedWithCode(1),
+        HasSubstr("trainer: error: fsdprt_sgemm_bias: the bias is not 16-byte aligned, as "
+                  "cuBLASLt's bias epilogue needs"))
+        << "bias + " << offset - bias;
 }
 
 // The manifest's allow_tf32 covers the products with a bias (a compute type

@@ -47,6 +47,32 @@ def FSDPSinkHostReadsPass : Pass<"fsdp-cuda-sink-host-reads", "::mlir::ModuleOp"
   ];
 }
 
+def FSDPSplitUnalignedBiasesPass : Pass<"fsdp-cuda-split-unaligned-biases", "::mlir::ModuleOp"> {
+  let summary = "Adds a bias the buffer plan did not align to 16 bytes after its product";
+  let description = [{
+    `fsdp-lower-gemms` gives an f32 product the bias added after it as
+    cuBLASLt's bias epilogue (`fsdprt_sgemm_bias`). The epilogue reads the
+    bias with vector loads, and a bias that is not 16-byte aligned faults on
+    GPUs whatever algorithm cuBLASLt's heuristic chose; the bias of a unit's
+    flat parameters lies wherever the parameters before it end. After the
+    buffer plan every bias's address is known: each call whose bias is not
+    16-byte aligned in the (256-byte aligned) arena becomes the plain product
+    (`fsdprt_sgemm`, the same arguments) and an elementwise add of the bias
+    to every row of C, the same f32 sum, one kernel more. The runtime refuses
+    any other bias (docs/Runtime.md, section 5).
+
+    ```mlir
+    %bias = memref.view %arena[%c5996][] : memref<9000xi8> to memref<6xf32>
+    func.call @fsdprt_sgemm_bias(..., %c, %ldc, %bias_ptr) : (...) -> ()
+    // becomes
+    func.call @fsdprt_sgemm(..., %c, %ldc) : (...) -> ()
+    linalg.generic {indexing_maps = [(d0, d1) -> (d1), (d0, d1) -> (d0, d1)], ...}
+        ins(%bias : memref<6xf32>) outs(%c_buffer : memref<4x6xf32>) {...}
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect"];
+}
+
 def FSDPInsertStreamEventsPass : Pass<"fsdp-cuda-insert-stream-events", "::mlir::ModuleOp"> {
   let summary = "Orders the GPU streams of the step by events from the buffer plan";
   let description = [{
