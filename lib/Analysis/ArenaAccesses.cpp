@@ -23,8 +23,6 @@ ArenaAccesses::ArenaAccesses(func::FuncOp step)
     hostArena = step.getArgument(1);
 }
 
-/// The span of `value`, a static view of `arena` (of `arenaBytes` bytes)
-/// or a reshape, cast or subview of one; nothing for anything else.
 std::optional<ArenaSpan> mlir::fsdp::arenaSpanOf(Value value, Value arena, int64_t arenaBytes) {
   if (value == arena)
     return ArenaSpan{0, ArenaAccess{0, arenaBytes}};
@@ -44,7 +42,7 @@ std::optional<ArenaSpan> mlir::fsdp::arenaSpanOf(Value value, Value arena, int64
   }
   // The same pointer, over bytes of the source.
   if (llvm::isa_and_present<memref::SubViewOp, memref::ExpandShapeOp, memref::CollapseShapeOp,
-                      memref::CastOp>(def))
+                            memref::CastOp>(def))
     return arenaSpanOf(def->getOperand(0), arena, arenaBytes);
   // The same pointer, over any bytes.
   if (llvm::isa_and_present<memref::ReinterpretCastOp>(def)) {

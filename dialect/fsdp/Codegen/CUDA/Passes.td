@@ -59,7 +59,7 @@ def FSDPSplitUnalignedBiasesPass : Pass<"fsdp-cuda-split-unaligned-biases", "::m
     16-byte aligned in the (256-byte aligned) arena becomes the plain product
     (`fsdprt_sgemm`, the same arguments) and an elementwise add of the bias
     to every row of C, the same f32 sum, one kernel more. The runtime refuses
-    any other bias (docs/Runtime.md, section 5).
+    any other bias (docs/Runtime.md, section 7).
 
     ```mlir
     %bias = memref.view %arena[%c5996][] : memref<9000xi8> to memref<6xf32>
