@@ -11,6 +11,14 @@
 // world's communicator with the colours and keys of Ranks.cpp. A group of one
 // rank has no communicator: it needs no communication.
 //
+// Each group has a communicator per collective stream: NCCL runs the
+// operations of one communicator one after another, whatever streams they
+// are issued on, so a backward pass's reduce-scatter of one unit and the
+// all-gather of the next could not overlap on one (PyTorch issue 64803). The
+// all-gather stream's are the splits above; the reduce-scatter stream's
+// (reduce-scatters, and the all-reduces of the replica group and the world)
+// are a second split of each, with the same ranks in the same order.
+//
 //===----------------------------------------------------------------------===//
 
 #include "abi/Collectives.h"
@@ -25,13 +33,14 @@ namespace fsdprt {
 
 namespace {
 
-struct Communicators {
-  ncclComm_t world = nullptr;
-  ncclComm_t shard = nullptr;
-  ncclComm_t replica = nullptr;
+/// A group's communicators, by the stream their collectives run on.
+struct GroupCommunicators {
+  ncclComm_t allGather = nullptr;
+  ncclComm_t reduceScatter = nullptr;
 };
 
-Communicators communicators;
+/// FSDPRT_GROUP_WORLD, _SHARD and _REPLICA's.
+GroupCommunicators communicators[3];
 
 /// Each handle's completion event, created at its first use.
 cudaEvent_t done[kMaxPendingCollectives];
@@ -42,15 +51,19 @@ int colour(int32_t group, int64_t index) {
   return groupSize(group) > 1 ? static_cast<int>(index) : NCCL_SPLIT_NOCOLOR;
 }
 
-/// The communicator of `group`, which groupSize has already checked.
-ncclComm_t communicator(int32_t group) {
-  switch (group) {
-  case FSDPRT_GROUP_SHARD:
-    return communicators.shard;
-  case FSDPRT_GROUP_REPLICA:
-    return communicators.replica;
-  }
-  return communicators.world;
+/// The communicator of `group` (which groupSize has already checked) for
+/// collectives on `stream`, FSDPRT_STREAM_ALL_GATHER or _REDUCE_SCATTER.
+ncclComm_t communicator(int32_t group, int32_t stream) {
+  const GroupCommunicators &comms = communicators[group];
+  return stream == FSDPRT_STREAM_ALL_GATHER ? comms.allGather : comms.reduceScatter;
+}
+
+/// `comm`'s group again, for the reduce-scatter stream; none without `comm`.
+ncclComm_t duplicate(ncclComm_t comm, int rank) {
+  ncclComm_t copy = nullptr;
+  if (comm)
+    FSDPRT_NCCL_CHECK(ncclCommSplit(comm, 0, rank, &copy, nullptr));
+  return copy;
 }
 
 ncclRedOp_t reduction(int32_t op) { return op == FSDPRT_REDUCE_AVG ? ncclAvg : ncclSum; }
@@ -74,26 +87,35 @@ void connectNccl(const RankPlace &place) {
   if (place.rank == 0)
     FSDPRT_NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, groupComm(FSDPRT_GROUP_WORLD));
-  FSDPRT_NCCL_CHECK(ncclCommInitRank(&communicators.world, place.worldSize, id, place.rank));
+  ncclComm_t world = nullptr;
+  FSDPRT_NCCL_CHECK(ncclCommInitRank(&world, place.worldSize, id, place.rank));
+  communicators[FSDPRT_GROUP_WORLD].allGather = world;
   // Ranks keep their world order inside a group (key = world rank), as in
   // the MPI groups.
-  FSDPRT_NCCL_CHECK(ncclCommSplit(communicators.world,
-                                  colour(FSDPRT_GROUP_SHARD, place.replicaIndex), place.rank,
-                                  &communicators.shard, nullptr));
-  FSDPRT_NCCL_CHECK(ncclCommSplit(communicators.world,
-                                  colour(FSDPRT_GROUP_REPLICA, place.shardIndex), place.rank,
-                                  &communicators.replica, nullptr));
+  FSDPRT_NCCL_CHECK(ncclCommSplit(world, colour(FSDPRT_GROUP_SHARD, place.replicaIndex),
+                                  place.rank, &communicators[FSDPRT_GROUP_SHARD].allGather,
+                                  nullptr));
+  FSDPRT_NCCL_CHECK(ncclCommSplit(world, colour(FSDPRT_GROUP_REPLICA, place.shardIndex),
+                                  place.rank, &communicators[FSDPRT_GROUP_REPLICA].allGather,
+                                  nullptr));
+  // Every rank takes part in each split (ncclCommSplit is collective over
+  // the communicator split), in the same order.
+  for (GroupCommunicators &comms : communicators)
+    comms.reduceScatter = duplicate(comms.allGather, place.rank);
 }
 
 // NCCL's collectives run on their own streams: nothing to move along.
 void stopCollectiveProgress() {}
 
 void closeNccl() {
-  for (ncclComm_t *comm : {&communicators.shard, &communicators.replica, &communicators.world})
-    if (*comm) {
-      FSDPRT_NCCL_CHECK(ncclCommDestroy(*comm));
-      *comm = nullptr;
-    }
+  // The world's last: the others were split from it.
+  for (int32_t group : {FSDPRT_GROUP_SHARD, FSDPRT_GROUP_REPLICA, FSDPRT_GROUP_WORLD})
+    for (ncclComm_t *comm :
+         {&communicators[group].reduceScatter, &communicators[group].allGather})
+      if (*comm) {
+        FSDPRT_NCCL_CHECK(ncclCommDestroy(*comm));
+        *comm = nullptr;
+      }
   destroyEventTable(done, kMaxPendingCollectives);
 }
 
@@ -117,7 +139,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   // NCCL gathers in place by itself when the shard is its own block.
   gatherInPlace(what, shard, full, shard_bytes, groupRank(group), size);
   FSDPRT_NCCL_CHECK(ncclAllGather(shard, full, static_cast<size_t>(shard_bytes), ncclUint8,
-                                  communicator(group), stream));
+                                  communicator(group, FSDPRT_STREAM_ALL_GATHER), stream));
   return recordDone(handle, stream);
 }
 
@@ -140,7 +162,8 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
     return recordDone(handle, stream);
   }
   FSDPRT_NCCL_CHECK(ncclReduceScatter(full, shard, static_cast<size_t>(shard_count),
-                                      ncclType(dtype), reduction(op), communicator(group), stream));
+                                      ncclType(dtype), reduction(op),
+                                      communicator(group, FSDPRT_STREAM_REDUCE_SCATTER), stream));
   return recordDone(handle, stream);
 }
 
@@ -155,7 +178,8 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   int32_t handle = takeHandle(what);
   if (size > 1)
     FSDPRT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclType(dtype),
-                                    reduction(op), communicator(group), stream));
+                                    reduction(op),
+                                    communicator(group, FSDPRT_STREAM_REDUCE_SCATTER), stream));
   return recordDone(handle, stream);
 }
 

@@ -2,7 +2,7 @@
 //
 // On one rank every group is the rank alone: no NCCL call, a copy on the
 // collective's stream, and the handle's event recorded there for fsdprt_wait
-// to make the compute stream wait for. (More ranks need NCCL, and a GPU.)
+// to make the compute stream wait for. (More ranks: CudaCollectivesMpiTest.cpp.)
 //
 //===----------------------------------------------------------------------===//
 

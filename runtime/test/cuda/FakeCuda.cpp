@@ -369,6 +369,16 @@ void reset() {
     s.pinnedAllocated = 0;
 }
 
+void *makeHandle(const std::string &kind) { return newHandle(kind); }
+
+std::string handleName(const void *handle) { return name(handle); }
+
+std::string placeOf(const void *pointer) { return where(pointer); }
+
+void logLine(const std::string &line) { state().log.push_back(line); }
+
+void enqueueOn(const void *stream, std::function<void()> work) { enqueue(stream, std::move(work)); }
+
 void setDevices(cudaError_t status, int count) {
   state().countStatus = status;
   state().count = count;

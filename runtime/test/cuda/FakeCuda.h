@@ -11,8 +11,8 @@
 // or TF32 compute, computed in fp32 here: a GPU rounds the inputs to TF32),
 // and of its epilogues only the bias is modelled (another is refused with
 // CUBLAS_STATUS_NOT_SUPPORTED, so that it cannot go unchecked); an algorithm
-// needs the alignment of the bias pointer the heuristic saw. NCCL is not
-// faked: a run of more than one rank needs a GPU.
+// needs the alignment of the bias pointer the heuristic saw. NCCL's
+// stand-ins, over MPI, are FakeNccl.cpp's.
 //
 // Every call is logged, one line each (`cudaSetDevice(1)`, `cudaEventRecord(
 // event1, stream2)`): handles are named after what created them, device
@@ -49,6 +49,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,17 @@ constexpr int kMaxSharedMemoryPerBlockOptin = 101376;
 /// numbers are greater priorities).
 constexpr int kLeastStreamPriority = 0;
 constexpr int kGreatestStreamPriority = -5;
+
+/// For the other stand-ins (FakeNccl.cpp), so that their calls are logged
+/// and run among the CUDA runtime's: a new handle named `<kind><N>`; the
+/// name of a handle, or `?`; where a pointer points (`device<N>+<offset>`,
+/// `pinned<N>+<offset>` or `host`); a line appended to the log; `work` run
+/// in `stream`'s order (now, or at each launch of a graph it is captured in).
+void *makeHandle(const std::string &kind);
+std::string handleName(const void *handle);
+std::string placeOf(const void *pointer);
+void logLine(const std::string &line);
+void enqueueOn(const void *stream, std::function<void()> work);
 
 } // namespace fake_cuda
 
