@@ -37,6 +37,19 @@ Value mlir::fsdp::bufferAddress(OpBuilder &b, Location loc, Value buffer) {
                                   address64);
 }
 
+Value mlir::fsdp::bufferOfAddress(Value pointer) {
+  Value address = pointer;
+  if (auto toPointer = address.getDefiningOp<LLVM::IntToPtrOp>())
+    address = toPointer.getArg();
+  if (auto cast = address.getDefiningOp<arith::IndexCastOp>())
+    address = cast.getIn();
+  // A strided view's offset added to its aligned pointer.
+  if (auto add = address.getDefiningOp<arith::AddIOp>())
+    address = add.getLhs();
+  auto extract = address.getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>();
+  return extract ? extract.getSource() : Value();
+}
+
 Value mlir::fsdp::i32Constant(OpBuilder &b, Location loc, int32_t value) {
   return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(value));
 }

@@ -47,6 +47,9 @@ constexpr llvm::StringLiteral kBatchedGemmBF16 = "fsdprt_gemm_bf16_batched";
 /// fsdprt_sgemm's arguments and then a row vector `bias` added to every row
 /// of C before it is stored (the CUDA target's bias epilogue).
 constexpr llvm::StringLiteral kGemmBias = "fsdprt_sgemm_bias";
+/// The alignment in bytes fsdprt_sgemm_bias needs of its bias on the CUDA
+/// backend (cuBLASLt's epilogue loads it 16 bytes at a time).
+constexpr int64_t kGemmBiasAlignment = 16;
 
 /// `fsdprt_attention_bf16(batch, heads, kv_heads, seq, head_dim, causal,
 /// scale, query, key, value, out, lse, workspace, workspace_bytes)` and

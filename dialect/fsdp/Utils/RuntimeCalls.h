@@ -22,6 +22,10 @@ func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name, FunctionTyp
 /// The address of the first element of `buffer` (a memref) as an `!llvm.ptr`.
 Value bufferAddress(OpBuilder &b, Location loc, Value buffer);
 
+/// The buffer whose address `pointer` is, when bufferAddress made it; null
+/// for any other pointer.
+Value bufferOfAddress(Value pointer);
+
 /// An i32 constant, as the runtime's enums are passed, and an i64 one, as
 /// its sizes are.
 Value i32Constant(OpBuilder &b, Location loc, int32_t value);

@@ -14,7 +14,6 @@
 #include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
@@ -27,26 +26,6 @@ using namespace mlir;
 using namespace mlir::fsdp;
 
 namespace {
-
-/// What cuBLASLt's bias epilogue needs of the bias
-/// (runtime/lib/cuda/CublasGemm.cpp).
-constexpr int64_t kBiasAlignment = 16;
-
-/// The buffer whose first element `pointer` is the address of: the address
-/// fsdp::bufferAddress made of it (its aligned pointer, plus the offset of a
-/// strided view); null for any other pointer.
-Value bufferAt(Value pointer) {
-  Value address = pointer;
-  if (auto toPointer = address.getDefiningOp<LLVM::IntToPtrOp>())
-    address = toPointer.getArg();
-  if (auto cast = address.getDefiningOp<arith::IndexCastOp>())
-    address = cast.getIn();
-  if (auto add = address.getDefiningOp<arith::AddIOp>())
-    address = add.getLhs();
-  auto extract =
-      address.getDefiningOp<memref::ExtractAlignedPointerAsIndexOp>();
-  return extract ? extract.getSource() : Value();
-}
 
 /// The byte offset of `buffer`'s first element in `arena`, where the buffer
 /// plan fixes it.
@@ -85,14 +64,14 @@ void addToRows(OpBuilder &b, Location loc, Value bias, Value c) {
 LogicalResult split(func::CallOp call, ModuleOp module) {
   OperandRange args = call.getArgOperands();
   // (trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias)
-  Value bias = bufferAt(args.back()), c = bufferAt(args[11]);
+  Value bias = bufferOfAddress(args.back()), c = bufferOfAddress(args[11]);
   auto biasType = bias ? dyn_cast<MemRefType>(bias.getType()) : MemRefType();
   auto cType = c ? dyn_cast<MemRefType>(c.getType()) : MemRefType();
   if (!biasType || !cType || cType.getRank() != 2 || biasType.getRank() != 1 ||
       !cType.getLayout().isIdentity() ||
       biasType.getDimSize(0) != cType.getDimSize(1))
     return call.emitOpError("has a bias the buffer plan did not align to ")
-           << kBiasAlignment
+           << kGemmBiasAlignment
            << " bytes, and its C and bias are not buffers of the shapes an add "
               "needs";
   OpBuilder b(call);
@@ -118,10 +97,10 @@ struct FSDPSplitUnalignedBiasesPass
     step.walk([&](func::CallOp call) {
       if (call.getCallee() != kGemmBias)
         return;
-      Value bias = bufferAt(call.getArgOperands().back());
+      Value bias = bufferOfAddress(call.getArgOperands().back());
       std::optional<int64_t> offset =
           bias ? arenaOffset(bias, arena) : std::nullopt;
-      if (!offset || *offset % kBiasAlignment != 0)
+      if (!offset || *offset % kGemmBiasAlignment != 0)
         unaligned.push_back(call);
     });
     for (func::CallOp call : unaligned)

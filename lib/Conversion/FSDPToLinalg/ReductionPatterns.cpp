@@ -222,13 +222,15 @@ std::pair<Value, Value> normGradients(OpBuilder &b, Location loc, const NormStat
                                  ScalarMath m(nb, l);
                                  return m.add(a[2], dxhat(m, a));
                                });
+  // dx reads the parts, then the rows' dot (a[4]) and sum (a[5]).
   SmallVector<Value> inputs(parts);
+  inputs.push_back(dot);
   SmallVector<AffineMap> maps(partMaps);
-  for (Value reduced : {dot, sum})
-    if (reduced) {
-      inputs.push_back(reduced);
-      maps.push_back(row);
-    }
+  maps.push_back(row);
+  if (sum) {
+    inputs.push_back(sum);
+    maps.push_back(row);
+  }
   Value dx = buildParallel(b, loc, type, inputs, maps, [&](OpBuilder &nb, Location l, ValueRange a) {
     ScalarMath m(nb, l);
     Value c = m.constant(a[0], inverseC);

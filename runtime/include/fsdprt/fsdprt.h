@@ -53,7 +53,8 @@ void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64_t batch, i
 /* fsdprt_sgemm's product with a bias epilogue (what the CUDA target calls for
  * an f32 linear layer's product and bias): `bias` is a row vector of n
  * floats, added to every row of alpha * sum + beta * C before it is stored.
- * k must be positive. */
+ * k must be positive. On the CUDA backend `bias` must be 16-byte aligned
+ * (cuBLASLt's epilogue loads it 16 bytes at a time). */
 void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
                        float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                        float beta, float *c, int64_t ldc, const float *bias);

@@ -378,10 +378,11 @@ extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64
   bf16Gemm(what, gemm, batch, alpha, a, stride_a, b, stride_b, beta, c, stride_c);
 }
 
-/// cuBLASLt's bias epilogue loads the bias in 16-byte vectors, and no
-/// preference tells its heuristic the bias's alignment: a less aligned bias
-/// would be a misaligned-address fault on the GPU. The compiler adds such a
-/// bias in a kernel of its own (fsdp-cuda-split-unaligned-biases).
+/// fsdprt.h's rule: cuBLASLt's bias epilogue loads the bias in 16-byte
+/// vectors, and no preference tells its heuristic the bias's alignment, so a
+/// less aligned bias would be a misaligned-address fault on the GPU. The
+/// compiler adds such a bias in a kernel of its own
+/// (fsdp-cuda-split-unaligned-biases).
 static constexpr uintptr_t kBiasAlignment = 16;
 
 static void checkBiasAlignment(const char *what, const void *bias) {

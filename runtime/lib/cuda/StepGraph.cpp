@@ -21,10 +21,10 @@
 // during the capture; the second is captured
 // (cudaStreamCaptureModeThreadLocal) and instantiated with its nodes'
 // priorities, and that step and every later one are one cudaGraphLaunch on
-// the compute stream. The
-// collectives' handles and events (NcclCollectives.cpp, StreamEvents.cpp)
-// are host bookkeeping done at capture time; the events recorded in the
-// capture become the graph's edges, so replays do not touch them.
+// the compute stream. The collectives' handles and events
+// (NcclCollectives.cpp, StreamEvents.cpp) are host bookkeeping done at
+// capture time; the events recorded in the capture become the graph's
+// edges, so replays do not touch them.
 //
 //===----------------------------------------------------------------------===//
 

@@ -44,13 +44,11 @@ void expectValues(const float *got, const std::vector<float> &want,
                                   std::to_string(want[i]));
 }
 
-/// The communicators the log says ncclCommInitRank and ncclCommSplit made,
-/// in order.
+/// The communicators ncclCommInitRank and then ncclCommSplit made, in order.
 std::vector<std::string> madeCommunicators() {
-  std::vector<std::string> made;
-  for (const std::string &line : fake_cuda::calls())
-    if (line.rfind("  -> comm", 0) == 0)
-      made.push_back(line.substr(5));
+  std::vector<std::string> made = fake_cuda::results("ncclCommInitRank");
+  for (const std::string &split : fake_cuda::results("ncclCommSplit"))
+    made.push_back(split);
   return made;
 }
 

@@ -152,17 +152,6 @@ std::string where(const void *pointer) {
 
 bool isPinned(const void *pointer) { return where(pointer).compare(0, 6, "pinned") == 0; }
 
-template <typename... Args> void log(const char *function, const Args &...args) {
-  std::ostringstream line;
-  line << function << "(";
-  [[maybe_unused]] const char *separator = ""; // unused by a call without arguments
-  ((line << separator << args, separator = ", "), ...);
-  line << ")";
-  state().log.push_back(line.str());
-}
-
-void logResult(const std::string &result) { state().log.back() += " -> " + result; }
-
 /// The status failNext planned for `function`, or 0.
 int plannedFailure(const char *function) {
   auto found = state().failures.find(function);
@@ -377,6 +366,8 @@ std::string placeOf(const void *pointer) { return where(pointer); }
 
 void logLine(const std::string &line) { state().log.push_back(line); }
 
+void logResult(const std::string &result) { state().log.back() += " -> " + result; }
+
 void enqueueOn(const void *stream, std::function<void()> work) { enqueue(stream, std::move(work)); }
 
 void setDevices(cudaError_t status, int count) {
@@ -418,25 +409,25 @@ static void enqueueProduct(const void *handle, const char *call, Work work) {
 extern "C" {
 
 cudaError_t __wrap_cudaGetDeviceCount(int *count) {
-  log("cudaGetDeviceCount");
+  logCall("cudaGetDeviceCount");
   *count = state().count;
   return state().countStatus;
 }
 
 cudaError_t __wrap_cudaSetDevice(int device) {
-  log("cudaSetDevice", device);
+  logCall("cudaSetDevice", device);
   FAIL_IF_PLANNED(cudaError_t, "cudaSetDevice");
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, int device) {
-  log("cudaDeviceGetAttribute", static_cast<int>(attribute), device);
+  logCall("cudaDeviceGetAttribute", static_cast<int>(attribute), device);
   *value = attribute == cudaDevAttrMaxSharedMemoryPerBlockOptin ? kMaxSharedMemoryPerBlockOptin : 0;
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaDeviceSynchronize() {
-  log("cudaDeviceSynchronize");
+  logCall("cudaDeviceSynchronize");
   if (refusedInCapture("cudaDeviceSynchronize()"))
     return cudaErrorStreamCaptureUnsupported;
   complete([](const InFlight &) { return true; });
@@ -444,7 +435,7 @@ cudaError_t __wrap_cudaDeviceSynchronize() {
 }
 
 cudaError_t __wrap_cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
-  log("cudaDeviceGetStreamPriorityRange");
+  logCall("cudaDeviceGetStreamPriorityRange");
   *least = kLeastStreamPriority;
   *greatest = kGreatestStreamPriority;
   return cudaSuccess;
@@ -452,7 +443,7 @@ cudaError_t __wrap_cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
 
 cudaError_t __wrap_cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned flags,
                                                 int priority) {
-  log("cudaStreamCreateWithPriority", flags == cudaStreamNonBlocking ? "non-blocking" : "blocking",
+  logCall("cudaStreamCreateWithPriority", flags == cudaStreamNonBlocking ? "non-blocking" : "blocking",
       priority);
   *stream = static_cast<cudaStream_t>(newHandle("stream"));
   logResult(name(*stream));
@@ -460,19 +451,19 @@ cudaError_t __wrap_cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned f
 }
 
 cudaError_t __wrap_cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags) {
-  log("cudaStreamCreateWithFlags", flags == cudaStreamNonBlocking ? "non-blocking" : "blocking");
+  logCall("cudaStreamCreateWithFlags", flags == cudaStreamNonBlocking ? "non-blocking" : "blocking");
   *stream = static_cast<cudaStream_t>(newHandle("stream"));
   logResult(name(*stream));
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaStreamDestroy(cudaStream_t stream) {
-  log("cudaStreamDestroy", name(stream));
+  logCall("cudaStreamDestroy", name(stream));
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t stream) {
-  log("cudaStreamSynchronize", name(stream));
+  logCall("cudaStreamSynchronize", name(stream));
   if (refusedInCapture("cudaStreamSynchronize(" + name(stream) + ")"))
     return cudaErrorStreamCaptureUnsupported;
   complete([stream](const InFlight &copy) { return copy.stream == stream; });
@@ -483,7 +474,7 @@ cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t stream) {
 /// for the origin, joins back the stream the event was recorded on, up to
 /// that point); a captured stream cannot wait for an event recorded outside.
 cudaError_t __wrap_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
-  log("cudaStreamWaitEvent", name(stream), name(event));
+  logCall("cudaStreamWaitEvent", name(stream), name(event));
   State &s = state();
   if (!s.capture)
     return cudaSuccess;
@@ -505,14 +496,14 @@ cudaError_t __wrap_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, u
 }
 
 cudaError_t __wrap_cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags) {
-  log("cudaEventCreateWithFlags", flags == cudaEventDisableTiming ? "no timing" : "timing");
+  logCall("cudaEventCreateWithFlags", flags == cudaEventDisableTiming ? "no timing" : "timing");
   *event = static_cast<cudaEvent_t>(newHandle("event"));
   logResult(name(*event));
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaEventDestroy(cudaEvent_t event) {
-  log("cudaEventDestroy", name(event));
+  logCall("cudaEventDestroy", name(event));
   state().recordedInCapture.erase(event);
   if (state().capture)
     state().capture->events.erase(event);
@@ -520,7 +511,7 @@ cudaError_t __wrap_cudaEventDestroy(cudaEvent_t event) {
 }
 
 cudaError_t __wrap_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  log("cudaEventRecord", name(event), name(stream));
+  logCall("cudaEventRecord", name(event), name(stream));
   State &s = state();
   if (captured(stream)) {
     s.capture->events[event] = {stream, s.capture->operations[stream]};
@@ -535,7 +526,7 @@ cudaError_t __wrap_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 }
 
 cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
-  log("cudaEventSynchronize", name(event));
+  logCall("cudaEventSynchronize", name(event));
   if (refusedInCapture("cudaEventSynchronize(" + name(event) + ")"))
     return cudaErrorStreamCaptureUnsupported;
   if (state().recordedInCapture.count(event)) {
@@ -554,7 +545,7 @@ cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
 }
 
 cudaError_t __wrap_cudaHostAlloc(void **pointer, size_t size, unsigned int flags) {
-  log("cudaHostAlloc", size, flags);
+  logCall("cudaHostAlloc", size, flags);
   FAIL_IF_PLANNED(cudaError_t, "cudaHostAlloc");
   size_t rounded = (size + 4095) / 4096 * 4096;
   auto *base = static_cast<uint8_t *>(std::aligned_alloc(4096, rounded));
@@ -568,7 +559,7 @@ cudaError_t __wrap_cudaHostAlloc(void **pointer, size_t size, unsigned int flags
 }
 
 cudaError_t __wrap_cudaFreeHost(void *pointer) {
-  log("cudaFreeHost", where(pointer));
+  logCall("cudaFreeHost", where(pointer));
   std::vector<Allocation> &pinned = state().pinned;
   for (auto a = pinned.begin(); a != pinned.end(); ++a)
     if (a->base == pointer) {
@@ -589,7 +580,7 @@ cudaError_t __wrap_cudaFreeHost(void *pointer) {
 }
 
 cudaError_t __wrap_cudaMalloc(void **pointer, size_t size) {
-  log("cudaMalloc", size);
+  logCall("cudaMalloc", size);
   FAIL_IF_PLANNED(cudaError_t, "cudaMalloc");
   if (refusedInCapture("cudaMalloc(" + std::to_string(size) + ")"))
     return cudaErrorStreamCaptureUnsupported;
@@ -603,7 +594,7 @@ cudaError_t __wrap_cudaMalloc(void **pointer, size_t size) {
 }
 
 cudaError_t __wrap_cudaFree(void *pointer) {
-  log("cudaFree", where(pointer));
+  logCall("cudaFree", where(pointer));
   std::vector<Allocation> &allocations = state().allocations;
   for (auto a = allocations.begin(); a != allocations.end(); ++a)
     if (a->base == pointer) {
@@ -615,13 +606,13 @@ cudaError_t __wrap_cudaFree(void *pointer) {
 }
 
 cudaError_t __wrap_cudaMemset(void *pointer, int value, size_t count) {
-  log("cudaMemset", where(pointer), value, count);
+  logCall("cudaMemset", where(pointer), value, count);
   std::memset(pointer, value, count);
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaMemsetAsync(void *pointer, int value, size_t count, cudaStream_t stream) {
-  log("cudaMemsetAsync", where(pointer), value, count, name(stream));
+  logCall("cudaMemsetAsync", where(pointer), value, count, name(stream));
   enqueue(stream, [=] {
     ++state().enqueued;
     std::memset(pointer, value, count);
@@ -630,7 +621,7 @@ cudaError_t __wrap_cudaMemsetAsync(void *pointer, int value, size_t count, cudaS
 }
 
 cudaError_t __wrap_cudaMemcpy(void *to, const void *from, size_t count, cudaMemcpyKind) {
-  log("cudaMemcpy", where(to) + " <- " + where(from), count);
+  logCall("cudaMemcpy", where(to) + " <- " + where(from), count);
   if (refusedInCapture("cudaMemcpy(" + where(to) + " <- " + where(from) + ")"))
     return cudaErrorStreamCaptureUnsupported;
   std::memcpy(to, from, count);
@@ -641,7 +632,7 @@ cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t count, cud
                                    cudaStream_t stream) {
   static const char *const kKinds[] = {"host to host", "host to device", "device to host",
                                        "device to device", "default"};
-  log("cudaMemcpyAsync", where(to) + " <- " + where(from), count,
+  logCall("cudaMemcpyAsync", where(to) + " <- " + where(from), count,
       kind >= 0 && kind <= 4 ? kKinds[kind] : "?", name(stream));
   enqueue(stream, [=] {
     std::memcpy(to, from, count);
@@ -659,7 +650,7 @@ cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t count, cud
 
 cudaError_t __wrap_cudaLibraryLoadData(cudaLibrary_t *library, const void *code, cudaJitOption *,
                                        void **, unsigned, cudaLibraryOption *, void **, unsigned) {
-  log("cudaLibraryLoadData", static_cast<const char *>(code));
+  logCall("cudaLibraryLoadData", static_cast<const char *>(code));
   *library = static_cast<cudaLibrary_t>(newHandle("library"));
   logResult(name(*library));
   return cudaSuccess;
@@ -667,20 +658,20 @@ cudaError_t __wrap_cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
 
 cudaError_t __wrap_cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library,
                                         const char *kernelName) {
-  log("cudaLibraryGetKernel", name(library), kernelName);
+  logCall("cudaLibraryGetKernel", name(library), kernelName);
   *kernel = static_cast<cudaKernel_t>(newHandle("kernel"));
   logResult(name(*kernel));
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaLibraryUnload(cudaLibrary_t library) {
-  log("cudaLibraryUnload", name(library));
+  logCall("cudaLibraryUnload", name(library));
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaFuncSetAttribute(const void *function, cudaFuncAttribute attribute,
                                         int value) {
-  log("cudaFuncSetAttribute", name(function),
+  logCall("cudaFuncSetAttribute", name(function),
       attribute == cudaFuncAttributeMaxDynamicSharedMemorySize ? "max dynamic shared memory"
                                                                : "other",
       value);
@@ -692,7 +683,7 @@ cudaError_t __wrap_cudaLaunchKernel(const void *function, dim3 grid, dim3 block,
   auto dims = [](dim3 d) {
     return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
   };
-  log("cudaLaunchKernel", name(function), "grid " + dims(grid), "block " + dims(block),
+  logCall("cudaLaunchKernel", name(function), "grid " + dims(grid), "block " + dims(block),
       "smem " + std::to_string(smem), name(stream));
   state().lastParams = params;
   // A launch does nothing here; in a capture it is still one of the stream's
@@ -702,7 +693,7 @@ cudaError_t __wrap_cudaLaunchKernel(const void *function, dim3 grid, dim3 block,
 }
 
 cudaError_t __wrap_cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
-  log("cudaStreamBeginCapture", name(stream),
+  logCall("cudaStreamBeginCapture", name(stream),
       mode == cudaStreamCaptureModeThreadLocal ? "thread-local"
       : mode == cudaStreamCaptureModeGlobal    ? "global"
                                                : "relaxed");
@@ -721,7 +712,7 @@ cudaError_t __wrap_cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCapture
 /// The captured work as a graph, once every stream that joined the capture
 /// has joined back into its origin.
 cudaError_t __wrap_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
-  log("cudaStreamEndCapture", name(stream));
+  logCall("cudaStreamEndCapture", name(stream));
   State &s = state();
   if (int status = plannedFailure("cudaStreamEndCapture")) {
     s.capture.reset();
@@ -751,7 +742,7 @@ cudaError_t __wrap_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 
 cudaError_t __wrap_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
                                         unsigned long long flags) {
-  log("cudaGraphInstantiate", name(graph),
+  logCall("cudaGraphInstantiate", name(graph),
       flags == cudaGraphInstantiateFlagUseNodePriority ? "use-node-priority"
                                                        : std::to_string(flags));
   FAIL_IF_PLANNED(cudaError_t, "cudaGraphInstantiate");
@@ -767,7 +758,7 @@ cudaError_t __wrap_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph
 
 /// The graph's work, in the order it was captured, on the bytes of now.
 cudaError_t __wrap_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
-  log("cudaGraphLaunch", name(exec), name(stream));
+  logCall("cudaGraphLaunch", name(exec), name(stream));
   FAIL_IF_PLANNED(cudaError_t, "cudaGraphLaunch");
   auto found = state().graphExecs.find(exec);
   if (found == state().graphExecs.end())
@@ -780,17 +771,17 @@ cudaError_t __wrap_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
 }
 
 cudaError_t __wrap_cudaGraphExecDestroy(cudaGraphExec_t exec) {
-  log("cudaGraphExecDestroy", name(exec));
+  logCall("cudaGraphExecDestroy", name(exec));
   return state().graphExecs.erase(exec) ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 cudaError_t __wrap_cudaGraphDestroy(cudaGraph_t graph) {
-  log("cudaGraphDestroy", name(graph));
+  logCall("cudaGraphDestroy", name(graph));
   return state().graphs.erase(graph) ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 cublasStatus_t __wrap_cublasCreate_v2(cublasHandle_t *handle) {
-  log("cublasCreate");
+  logCall("cublasCreate");
   FAIL_IF_PLANNED(cublasStatus_t, "cublasCreate_v2");
   *handle = static_cast<cublasHandle_t>(newHandle("cublas"));
   logResult(name(*handle));
@@ -798,12 +789,12 @@ cublasStatus_t __wrap_cublasCreate_v2(cublasHandle_t *handle) {
 }
 
 cublasStatus_t __wrap_cublasDestroy_v2(cublasHandle_t handle) {
-  log("cublasDestroy", name(handle));
+  logCall("cublasDestroy", name(handle));
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t __wrap_cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
-  log("cublasSetStream", name(handle), name(stream));
+  logCall("cublasSetStream", name(handle), name(stream));
   state().cublasStreams[handle] = stream;
   // As cuBLAS does: back to its own workspace pool.
   state().cublasWorkspaces.erase(handle);
@@ -811,7 +802,7 @@ cublasStatus_t __wrap_cublasSetStream_v2(cublasHandle_t handle, cudaStream_t str
 }
 
 cublasStatus_t __wrap_cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace, size_t bytes) {
-  log("cublasSetWorkspace", name(handle), where(workspace), bytes);
+  logCall("cublasSetWorkspace", name(handle), where(workspace), bytes);
   if (workspace && bytes > 0)
     state().cublasWorkspaces.insert(handle);
   else
@@ -820,7 +811,7 @@ cublasStatus_t __wrap_cublasSetWorkspace_v2(cublasHandle_t handle, void *workspa
 }
 
 cublasStatus_t __wrap_cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
-  log("cublasSetMathMode", name(handle), static_cast<int>(mode));
+  logCall("cublasSetMathMode", name(handle), static_cast<int>(mode));
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -828,7 +819,7 @@ cublasStatus_t __wrap_cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t tr
                                      cublasOperation_t transb, int m, int n, int k,
                                      const float *alpha, const float *a, int lda, const float *b,
                                      int ldb, const float *beta, float *c, int ldc) {
-  log("cublasSgemm", name(handle), operation(transa), operation(transb), m, n, k, lda, ldb, ldc);
+  logCall("cublasSgemm", name(handle), operation(transa), operation(transb), m, n, k, lda, ldb, ldc);
   enqueueProduct(handle, "cublasSgemm", [=, alpha = *alpha, beta = *beta] {
     auto same = [](float x) { return x; };
     columnMajorGemm(transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, same, same);
@@ -842,7 +833,7 @@ cublasStatus_t __wrap_cublasSgemmStridedBatched(cublasHandle_t handle, cublasOpe
                                                 long long strideA, const float *b, int ldb,
                                                 long long strideB, const float *beta, float *c,
                                                 int ldc, long long strideC, int batch) {
-  log("cublasSgemmStridedBatched", name(handle), operation(transa), operation(transb), m, n, k,
+  logCall("cublasSgemmStridedBatched", name(handle), operation(transa), operation(transb), m, n, k,
       lda, strideA, ldb, strideB, ldc, strideC, batch);
   enqueueProduct(handle, "cublasSgemmStridedBatched", [=, alpha = *alpha, beta = *beta] {
     auto same = [](float x) { return x; };
@@ -860,7 +851,7 @@ cublasStatus_t __wrap_cublasGemmEx(cublasHandle_t handle, cublasOperation_t tran
                                    void *c, cudaDataType cType, int ldc,
                                    cublasComputeType_t compute, cublasGemmAlgo_t) {
   bool bf16 = aType == CUDA_R_16BF && bType == CUDA_R_16BF && cType == CUDA_R_16BF;
-  log("cublasGemmEx", name(handle), operation(transa), operation(transb), m, n, k, lda, ldb, ldc,
+  logCall("cublasGemmEx", name(handle), operation(transa), operation(transb), m, n, k, lda, ldb, ldc,
       bf16 ? "bf16" : "other types", compute == CUBLAS_COMPUTE_32F ? "fp32" : "other compute");
   if (!bf16 || compute != CUBLAS_COMPUTE_32F)
     return CUBLAS_STATUS_NOT_SUPPORTED;
@@ -875,7 +866,7 @@ cublasStatus_t __wrap_cublasGemmEx(cublasHandle_t handle, cublasOperation_t tran
 }
 
 cublasStatus_t __wrap_cublasLtCreate(cublasLtHandle_t *handle) {
-  log("cublasLtCreate");
+  logCall("cublasLtCreate");
   FAIL_IF_PLANNED(cublasStatus_t, "cublasLtCreate");
   *handle = static_cast<cublasLtHandle_t>(newHandle("cublasLt"));
   logResult(name(*handle));
@@ -883,13 +874,13 @@ cublasStatus_t __wrap_cublasLtCreate(cublasLtHandle_t *handle) {
 }
 
 cublasStatus_t __wrap_cublasLtDestroy(cublasLtHandle_t handle) {
-  log("cublasLtDestroy", name(handle));
+  logCall("cublasLtDestroy", name(handle));
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t __wrap_cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
                                                cublasComputeType_t compute, cudaDataType_t scale) {
-  log("cublasLtMatmulDescCreate", computeName(compute), typeName(scale));
+  logCall("cublasLtMatmulDescCreate", computeName(compute), typeName(scale));
   *desc = static_cast<cublasLtMatmulDesc_t>(newHandle("matmul"));
   state().ltOperations[*desc] = {compute, scale};
   logResult(name(*desc));
@@ -905,7 +896,7 @@ cublasStatus_t __wrap_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
     std::memcpy(&epilogue, value, size);
     // Only the bias epilogue is modelled: another would go unchecked.
     bool modelled = epilogue == CUBLASLT_EPILOGUE_DEFAULT || epilogue == CUBLASLT_EPILOGUE_BIAS;
-    log("cublasLtMatmulDescSetAttribute", name(desc), "epilogue",
+    logCall("cublasLtMatmulDescSetAttribute", name(desc), "epilogue",
         epilogue == CUBLASLT_EPILOGUE_DEFAULT ? std::string("default")
         : epilogue == CUBLASLT_EPILOGUE_BIAS  ? std::string("bias")
                                               : std::to_string(epilogue));
@@ -919,7 +910,7 @@ cublasStatus_t __wrap_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
   if (attribute == CUBLASLT_MATMUL_DESC_BIAS_POINTER && size == sizeof(const void *)) {
     const void *bias;
     std::memcpy(&bias, value, size);
-    log("cublasLtMatmulDescSetAttribute", name(desc), "bias pointer", bias ? where(bias) : "null");
+    logCall("cublasLtMatmulDescSetAttribute", name(desc), "bias pointer", bias ? where(bias) : "null");
     if (found == state().ltOperations.end())
       return CUBLAS_STATUS_INVALID_VALUE;
     found->second.bias = bias;
@@ -927,13 +918,13 @@ cublasStatus_t __wrap_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
   }
   if (attribute != CUBLASLT_MATMUL_DESC_TRANSA && attribute != CUBLASLT_MATMUL_DESC_TRANSB) {
     // What the fake does not model would go unchecked.
-    log("cublasLtMatmulDescSetAttribute", name(desc), static_cast<int>(attribute));
+    logCall("cublasLtMatmulDescSetAttribute", name(desc), static_cast<int>(attribute));
     return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   int32_t trans = 0;
   if (size == sizeof(trans))
     std::memcpy(&trans, value, sizeof(trans));
-  log("cublasLtMatmulDescSetAttribute", name(desc),
+  logCall("cublasLtMatmulDescSetAttribute", name(desc),
       attribute == CUBLASLT_MATMUL_DESC_TRANSA ? "transa" : "transb",
       operation(cublasOperation_t(trans)));
   if (found == state().ltOperations.end() || size != sizeof(trans))
@@ -943,13 +934,13 @@ cublasStatus_t __wrap_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
 }
 
 cublasStatus_t __wrap_cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
-  log("cublasLtMatmulDescDestroy", name(desc));
+  logCall("cublasLtMatmulDescDestroy", name(desc));
   return state().ltOperations.erase(desc) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 cublasStatus_t __wrap_cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type,
                                                  uint64_t rows, uint64_t cols, int64_t ld) {
-  log("cublasLtMatrixLayoutCreate", typeName(type), rows, cols, ld);
+  logCall("cublasLtMatrixLayoutCreate", typeName(type), rows, cols, ld);
   *layout = static_cast<cublasLtMatrixLayout_t>(newHandle("layout"));
   state().ltLayouts[*layout] = {type, rows, cols, ld};
   logResult(name(*layout));
@@ -963,7 +954,7 @@ cublasStatus_t __wrap_cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t la
   if (attribute == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT && size == sizeof(int32_t)) {
     int32_t count;
     std::memcpy(&count, value, size);
-    log("cublasLtMatrixLayoutSetAttribute", name(layout), "batch count", count);
+    logCall("cublasLtMatrixLayoutSetAttribute", name(layout), "batch count", count);
     if (found == state().ltLayouts.end() || count < 1)
       return CUBLAS_STATUS_INVALID_VALUE;
     found->second.batch = count;
@@ -972,23 +963,23 @@ cublasStatus_t __wrap_cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t la
   if (attribute == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET && size == sizeof(int64_t)) {
     int64_t stride;
     std::memcpy(&stride, value, size);
-    log("cublasLtMatrixLayoutSetAttribute", name(layout), "batch stride", stride);
+    logCall("cublasLtMatrixLayoutSetAttribute", name(layout), "batch stride", stride);
     if (found == state().ltLayouts.end())
       return CUBLAS_STATUS_INVALID_VALUE;
     found->second.stride = stride;
     return CUBLAS_STATUS_SUCCESS;
   }
-  log("cublasLtMatrixLayoutSetAttribute", name(layout), static_cast<int>(attribute), size);
+  logCall("cublasLtMatrixLayoutSetAttribute", name(layout), static_cast<int>(attribute), size);
   return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
 cublasStatus_t __wrap_cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
-  log("cublasLtMatrixLayoutDestroy", name(layout));
+  logCall("cublasLtMatrixLayoutDestroy", name(layout));
   return state().ltLayouts.erase(layout) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 cublasStatus_t __wrap_cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference) {
-  log("cublasLtMatmulPreferenceCreate");
+  logCall("cublasLtMatmulPreferenceCreate");
   *preference = static_cast<cublasLtMatmulPreference_t>(newHandle("preference"));
   state().ltPreferences[*preference] = {};
   logResult(name(*preference));
@@ -1005,12 +996,12 @@ __wrap_cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preferenc
   LtPreference &p = found->second;
   if (attribute == CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES && size == sizeof(uint64_t)) {
     std::memcpy(&p.maxWorkspace, value, size);
-    log("cublasLtMatmulPreferenceSetAttribute", name(preference), "max workspace", p.maxWorkspace);
+    logCall("cublasLtMatmulPreferenceSetAttribute", name(preference), "max workspace", p.maxWorkspace);
     return CUBLAS_STATUS_SUCCESS;
   }
   if (attribute == CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK && size == sizeof(uint32_t)) {
     std::memcpy(&p.reductions, value, size);
-    log("cublasLtMatmulPreferenceSetAttribute", name(preference), "reduction schemes",
+    logCall("cublasLtMatmulPreferenceSetAttribute", name(preference), "reduction schemes",
         p.reductions);
     return CUBLAS_STATUS_SUCCESS;
   }
@@ -1020,16 +1011,16 @@ __wrap_cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preferenc
   for (int i = 0; i < 4; ++i)
     if (attribute == kAlignments[i] && size == sizeof(uint32_t)) {
       std::memcpy(&p.alignment[i], value, size);
-      log("cublasLtMatmulPreferenceSetAttribute", name(preference),
+      logCall("cublasLtMatmulPreferenceSetAttribute", name(preference),
           std::string("alignment ") + "ABCD"[i], p.alignment[i]);
       return CUBLAS_STATUS_SUCCESS;
     }
-  log("cublasLtMatmulPreferenceSetAttribute", name(preference), static_cast<int>(attribute), size);
+  logCall("cublasLtMatmulPreferenceSetAttribute", name(preference), static_cast<int>(attribute), size);
   return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
 cublasStatus_t __wrap_cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
-  log("cublasLtMatmulPreferenceDestroy", name(preference));
+  logCall("cublasLtMatmulPreferenceDestroy", name(preference));
   return state().ltPreferences.erase(preference) ? CUBLAS_STATUS_SUCCESS
                                                  : CUBLAS_STATUS_INVALID_VALUE;
 }
@@ -1042,7 +1033,7 @@ __wrap_cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t handle, cublasLtMatmulDes
                                       cublasLtMatrixLayout_t cDesc, cublasLtMatrixLayout_t dDesc,
                                       cublasLtMatmulPreference_t preference, int requested,
                                       cublasLtMatmulHeuristicResult_t results[], int *returned) {
-  log("cublasLtMatmulAlgoGetHeuristic", name(handle), name(operationDesc), name(aDesc), name(bDesc),
+  logCall("cublasLtMatmulAlgoGetHeuristic", name(handle), name(operationDesc), name(aDesc), name(bDesc),
       name(cDesc), name(dDesc), name(preference), requested);
   FAIL_IF_PLANNED(cublasStatus_t, "cublasLtMatmulAlgoGetHeuristic");
   State &s = state();
@@ -1089,7 +1080,7 @@ cublasStatus_t __wrap_cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
                                      void *workspace, size_t workspaceBytes, cudaStream_t stream) {
   State &s = state();
   size_t number = algo ? algo->data[0] : 0;
-  log("cublasLtMatmul", name(handle), name(operationDesc), name(aDesc), name(bDesc), name(cDesc),
+  logCall("cublasLtMatmul", name(handle), name(operationDesc), name(aDesc), name(bDesc), name(cDesc),
       name(dDesc), "algorithm" + std::to_string(number), where(workspace), workspaceBytes,
       name(stream));
   FAIL_IF_PLANNED(cublasStatus_t, "cublasLtMatmul");

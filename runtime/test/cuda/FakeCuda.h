@@ -50,6 +50,7 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -96,13 +97,25 @@ constexpr int kGreatestStreamPriority = -5;
 /// For the other stand-ins (FakeNccl.cpp), so that their calls are logged
 /// and run among the CUDA runtime's: a new handle named `<kind><N>`; the
 /// name of a handle, or `?`; where a pointer points (`device<N>+<offset>`,
-/// `pinned<N>+<offset>` or `host`); a line appended to the log; `work` run
-/// in `stream`'s order (now, or at each launch of a graph it is captured in).
+/// `pinned<N>+<offset>` or `host`); a line appended to the log; the last
+/// line's call's result appended as ` -> result`; `work` run in `stream`'s
+/// order (now, or at each launch of a graph it is captured in).
 void *makeHandle(const std::string &kind);
 std::string handleName(const void *handle);
 std::string placeOf(const void *pointer);
 void logLine(const std::string &line);
+void logResult(const std::string &result);
 void enqueueOn(const void *stream, std::function<void()> work);
+
+/// A call logged as `function(arg, arg, ...)`.
+template <typename... Args> void logCall(const char *function, const Args &...args) {
+  std::ostringstream line;
+  line << function << "(";
+  [[maybe_unused]] const char *separator = ""; // unused by a call without arguments
+  ((line << separator << args, separator = ", "), ...);
+  line << ")";
+  logLine(line.str());
+}
 
 } // namespace fake_cuda
 

@@ -22,7 +22,6 @@
 
 #include <cstring>
 #include <map>
-#include <sstream>
 #include <vector>
 
 namespace {
@@ -62,16 +61,6 @@ size_t elementBytes(ncclDataType_t type) {
   return type == ncclFloat32 ? 4 : type == ncclBfloat16 ? 2 : 1;
 }
 
-template <typename... Args>
-void log(const char *function, const Args &...args) {
-  std::ostringstream line;
-  line << function << "(";
-  [[maybe_unused]] const char *separator = ""; // unused by a call without arguments
-  ((line << separator << args, separator = ", "), ...);
-  line << ")";
-  fake_cuda::logLine(line.str());
-}
-
 float load(const uint8_t *bytes, ncclDataType_t type) {
   if (type == ncclFloat32) {
     float value;
@@ -91,6 +80,18 @@ void store(uint8_t *bytes, float value, ncclDataType_t type) {
   uint16_t bits = fsdprt::floatToBF16(value);
   std::memcpy(bytes, &bits, 2);
 }
+
+/// Runs `work` with `comm`'s MPI communicator in `stream`'s order.
+template <typename Work>
+ncclResult_t onStream(ncclComm_t comm, cudaStream_t stream, Work work) {
+  MPI_Comm mpi = mpiOf(comm);
+  if (mpi == MPI_COMM_NULL)
+    return ncclInvalidArgument;
+  fake_cuda::enqueueOn(stream, [=] { work(mpi); });
+  return ncclSuccess;
+}
+
+const char *opName(ncclRedOp_t op) { return op == ncclAvg ? "avg" : "sum"; }
 
 /// Every rank's `count` elements from `send`, then into `recv` the reduction
 /// of the `count` elements at `first` (a rank's block, or all of them).
@@ -120,7 +121,7 @@ void reduce(const void *send, void *recv, size_t count, size_t first,
 extern "C" {
 
 ncclResult_t __wrap_ncclGetUniqueId(ncclUniqueId *id) {
-  log("ncclGetUniqueId");
+  fake_cuda::logCall("ncclGetUniqueId");
   std::memset(id, 0, sizeof(*id));
   std::strcpy(id->internal, "fake-nccl");
   return ncclSuccess;
@@ -128,7 +129,7 @@ ncclResult_t __wrap_ncclGetUniqueId(ncclUniqueId *id) {
 
 ncclResult_t __wrap_ncclCommInitRank(ncclComm_t *comm, int nranks,
                                      ncclUniqueId id, int rank) {
-  log("ncclCommInitRank", nranks, rank);
+  fake_cuda::logCall("ncclCommInitRank", nranks, rank);
   int worldRank, worldSize;
   MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
   MPI_Comm_size(MPI_COMM_WORLD, &worldSize);
@@ -138,26 +139,25 @@ ncclResult_t __wrap_ncclCommInitRank(ncclComm_t *comm, int nranks,
   MPI_Comm mpi;
   MPI_Comm_dup(MPI_COMM_WORLD, &mpi);
   *comm = adopt(mpi);
-  fake_cuda::logLine("  -> " + fake_cuda::handleName(*comm));
+  fake_cuda::logResult(fake_cuda::handleName(*comm));
   return ncclSuccess;
 }
 
 ncclResult_t __wrap_ncclCommSplit(ncclComm_t comm, int color, int key,
                                   ncclComm_t *newcomm, ncclConfig_t *) {
-  log("ncclCommSplit", fake_cuda::handleName(comm), color, key);
+  fake_cuda::logCall("ncclCommSplit", fake_cuda::handleName(comm), color, key);
   MPI_Comm parent = mpiOf(comm), mpi;
   if (parent == MPI_COMM_NULL)
     return ncclInvalidArgument;
   MPI_Comm_split(parent, color == NCCL_SPLIT_NOCOLOR ? MPI_UNDEFINED : color,
                  key, &mpi);
   *newcomm = mpi == MPI_COMM_NULL ? nullptr : adopt(mpi);
-  fake_cuda::logLine("  -> " +
-                     (*newcomm ? fake_cuda::handleName(*newcomm) : "none"));
+  fake_cuda::logResult(*newcomm ? fake_cuda::handleName(*newcomm) : "none");
   return ncclSuccess;
 }
 
 ncclResult_t __wrap_ncclCommDestroy(ncclComm_t comm) {
-  log("ncclCommDestroy", fake_cuda::handleName(comm));
+  fake_cuda::logCall("ncclCommDestroy", fake_cuda::handleName(comm));
   MPI_Comm mpi = mpiOf(comm);
   if (mpi == MPI_COMM_NULL)
     return ncclInvalidArgument;
@@ -169,13 +169,11 @@ ncclResult_t __wrap_ncclCommDestroy(ncclComm_t comm) {
 ncclResult_t __wrap_ncclAllGather(const void *send, void *recv, size_t count,
                                   ncclDataType_t type, ncclComm_t comm,
                                   cudaStream_t stream) {
-  log("ncclAllGather", fake_cuda::placeOf(send), fake_cuda::placeOf(recv),
-      count, typeName(type), fake_cuda::handleName(comm),
-      fake_cuda::handleName(stream));
-  MPI_Comm mpi = mpiOf(comm);
-  if (mpi == MPI_COMM_NULL)
-    return ncclInvalidArgument;
-  fake_cuda::enqueueOn(stream, [=] {
+  fake_cuda::logCall("ncclAllGather", fake_cuda::placeOf(send),
+                     fake_cuda::placeOf(recv), count, typeName(type),
+                     fake_cuda::handleName(comm),
+                     fake_cuda::handleName(stream));
+  return onStream(comm, stream, [=](MPI_Comm mpi) {
     int rank;
     MPI_Comm_rank(mpi, &rank);
     int bytes = static_cast<int>(count * elementBytes(type));
@@ -184,41 +182,35 @@ ncclResult_t __wrap_ncclAllGather(const void *send, void *recv, size_t count,
     MPI_Allgather(send == own ? MPI_IN_PLACE : send, bytes, MPI_BYTE, recv,
                   bytes, MPI_BYTE, mpi);
   });
-  return ncclSuccess;
 }
 
 ncclResult_t __wrap_ncclReduceScatter(const void *send, void *recv,
                                       size_t count, ncclDataType_t type,
                                       ncclRedOp_t op, ncclComm_t comm,
                                       cudaStream_t stream) {
-  log("ncclReduceScatter", fake_cuda::placeOf(send), fake_cuda::placeOf(recv),
-      count, typeName(type), op == ncclAvg ? "avg" : "sum",
-      fake_cuda::handleName(comm), fake_cuda::handleName(stream));
-  MPI_Comm mpi = mpiOf(comm);
-  if (mpi == MPI_COMM_NULL)
-    return ncclInvalidArgument;
-  fake_cuda::enqueueOn(stream, [=] {
+  fake_cuda::logCall("ncclReduceScatter", fake_cuda::placeOf(send),
+                     fake_cuda::placeOf(recv), count, typeName(type),
+                     opName(op), fake_cuda::handleName(comm),
+                     fake_cuda::handleName(stream));
+  return onStream(comm, stream, [=](MPI_Comm mpi) {
     int rank, size;
     MPI_Comm_rank(mpi, &rank);
     MPI_Comm_size(mpi, &size);
     reduce(send, recv, count * static_cast<size_t>(size),
            count * static_cast<size_t>(rank), count, type, op, mpi);
   });
-  return ncclSuccess;
 }
 
 ncclResult_t __wrap_ncclAllReduce(const void *send, void *recv, size_t count,
                                   ncclDataType_t type, ncclRedOp_t op,
                                   ncclComm_t comm, cudaStream_t stream) {
-  log("ncclAllReduce", fake_cuda::placeOf(send), fake_cuda::placeOf(recv),
-      count, typeName(type), op == ncclAvg ? "avg" : "sum",
-      fake_cuda::handleName(comm), fake_cuda::handleName(stream));
-  MPI_Comm mpi = mpiOf(comm);
-  if (mpi == MPI_COMM_NULL)
-    return ncclInvalidArgument;
-  fake_cuda::enqueueOn(
-      stream, [=] { reduce(send, recv, count, 0, count, type, op, mpi); });
-  return ncclSuccess;
+  fake_cuda::logCall("ncclAllReduce", fake_cuda::placeOf(send),
+                     fake_cuda::placeOf(recv), count, typeName(type),
+                     opName(op), fake_cuda::handleName(comm),
+                     fake_cuda::handleName(stream));
+  return onStream(comm, stream, [=](MPI_Comm mpi) {
+    reduce(send, recv, count, 0, count, type, op, mpi);
+  });
 }
 
 } // extern "C"
