@@ -80,4 +80,11 @@ void checkReduceScatterBuffers(const char *what, const void *full, const void *s
     fatal(std::string(what) + ": the shard overlaps the buffer being reduced");
 }
 
+std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t group) {
+  static const char *const kGroups[] = {"the world", "the shard group", "the replica group"};
+  return std::string("the ") + kind + " of " + std::to_string(bytesPerRank) +
+         " bytes per rank in " +
+         (group >= 0 && group <= FSDPRT_GROUP_REPLICA ? kGroups[group] : "an unknown group");
+}
+
 } // namespace fsdprt

@@ -15,6 +15,7 @@
 #define FSDPRT_COLLECTIVES_H
 
 #include <cstdint>
+#include <string>
 
 namespace fsdprt {
 
@@ -68,6 +69,11 @@ bool gatherInPlace(const char *what, const void *shard, const void *full, int64_
 /// not overlap on a group of more than one rank; fatal otherwise.
 void checkReduceScatterBuffers(const char *what, const void *full, const void *shard,
                                int64_t shardBytes, int groupSize);
+
+/// A collective as a timeout names it: `the all-gather of 1024 bytes per rank
+/// in the shard group` (`kind` is `all-gather`, `reduce-scatter` or
+/// `all-reduce`).
+std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t group);
 
 } // namespace fsdprt
 

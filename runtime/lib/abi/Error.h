@@ -23,6 +23,10 @@ namespace fsdprt {
 /// with status 1, or aborts every rank.
 [[noreturn]] void fatal(const std::string &message);
 
+/// As fatal, from any thread, and never as an error every rank meets: the
+/// watchdog's (CollectiveTimeout.h) report of what this rank waited for.
+[[noreturn]] void fatalOnThisRank(const std::string &message);
+
 /// While one is alive, errors are ones every rank detects alike at the same
 /// point (a bad manifest, the wrong number of ranks, a diverged loss): rank 0
 /// reports the error once, without a rank, and stops every rank; the others

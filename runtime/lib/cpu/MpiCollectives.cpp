@@ -37,6 +37,16 @@ struct Pending {
   int64_t averageCount = 0;
   int32_t averageDType = FSDPRT_DTYPE_F32;
   int groupSize = 1;
+  // What a timed-out wait names (describeCollective).
+  const char *kind = "";
+  int64_t bytesPerRank = 0;
+  int32_t group = FSDPRT_GROUP_WORLD;
+
+  void describe(const char *what, int64_t bytes, int32_t of) {
+    kind = what;
+    bytesPerRank = bytes;
+    group = of;
+  }
 
   /// With AVG, fsdprt_wait divides the `count` elements at `data` by the size.
   void averageOnWait(int32_t op, void *data, int64_t count, int32_t dtype, int size) {
@@ -179,6 +189,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
     return handle;
   }
   bool inPlace = gatherInPlace(what, shard, full, shard_bytes, groupRank(group), size);
+  pending.describe("all-gather", shard_bytes, group);
   MPI_Iallgather(inPlace ? MPI_IN_PLACE : shard, count, MPI_BYTE, full, count, MPI_BYTE,
                  groupComm(group), &pending.request);
   requestStarted();
@@ -206,6 +217,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
     return handle;
   }
   pending.averageOnWait(op, shard, shard_count, dtype, size);
+  pending.describe("reduce-scatter", shardBytes * size, group);
   auto [type, sum] = mpiSum(dtype);
   MPI_Ireduce_scatter_block(full, shard, count, type, sum, groupComm(group), &pending.request);
   requestStarted();
@@ -227,6 +239,7 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   if (size == 1)
     return handle;
   pending.averageOnWait(op, data, count, dtype, size);
+  pending.describe("all-reduce", count * reductionElementBytes(what, dtype), group);
   auto [type, sum] = mpiSum(dtype);
   MPI_Iallreduce(MPI_IN_PLACE, data, mpiCountValue, type, sum, groupComm(group), &pending.request);
   requestStarted();
@@ -242,12 +255,14 @@ extern "C" void fsdprt_wait(int32_t handle) {
   }
   Pending &pending = table[handle];
   StepTimeline::Clock::time_point begin = StepTimeline::Clock::now();
+  bool completedHere = waitWithinTimeout(
+      pending.request,
+      [&] { return describeCollective(pending.kind, pending.bytesPerRank, pending.group); },
+      &mpiLock);
   {
     std::lock_guard<std::mutex> lock(mpiLock);
-    if (pending.request != MPI_REQUEST_NULL) {
-      MPI_Wait(&pending.request, MPI_STATUS_IGNORE);
+    if (completedHere)
       --activeRequests;
-    }
     // Under the lock: a probe of the timeline's reads the arena, which the
     // progress thread's MPI calls would otherwise write beside it (the
     // collectives still in flight).

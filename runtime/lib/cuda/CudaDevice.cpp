@@ -121,7 +121,10 @@ void openDevice() {
   openCublas(device.streams[FSDPRT_STREAM_COMPUTE]);
 }
 
-void connectDevice(const RankPlace &place) { connectNccl(place); }
+void connectDevice(const RankPlace &place) {
+  connectNccl(place);
+  startWatchdog();
+}
 
 bool hostTimesStep() { return false; }
 
@@ -147,6 +150,7 @@ void closeDevice() {
   if (!opened)
     return;
   FSDPRT_CUDA_CHECK(cudaDeviceSynchronize());
+  stopWatchdog();
   releaseStepGraph();
   releaseLossCopies();
   closeNccl();

@@ -15,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 
 namespace fsdprt {
 
@@ -54,6 +55,24 @@ void closeCudnn();
 /// NCCL's communicators for the process groups (NcclCollectives.cpp).
 void connectNccl(const RankPlace &place);
 void closeNccl();
+/// The first asynchronous error of a communicator (ncclCommGetAsyncError),
+/// as a message naming it, or empty; callable beside the collectives.
+std::string ncclAsyncError();
+/// Aborts every communicator (ncclCommAbort), ending its kernels: a rank that
+/// stops on a timeout.
+void abortNccl();
+
+/// The watchdog of the device's work (DeviceWatchdog.cpp; CollectiveTimeout.h):
+/// a thread from startWatchdog to stopWatchdog. watchStream has `stream`'s
+/// work enqueued so far, named `what`, complete within the current step's
+/// limit, or stops every rank; while the step is captured it watches nothing
+/// (the replays are watched whole).
+void startWatchdog();
+void stopWatchdog();
+void watchStream(cudaStream_t stream, const std::string &what);
+
+/// Whether the step is being captured as a CUDA graph (StepGraph.cpp).
+bool capturingStep();
 
 /// Records the completion event of the pending `handle` (a collective's or a
 /// copy's) on `stream`, after its work; fsdprt_wait waits for it. Returns

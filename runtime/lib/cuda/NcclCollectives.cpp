@@ -72,7 +72,40 @@ ncclDataType_t ncclType(int32_t dtype) {
   return dtype == FSDPRT_DTYPE_BF16 ? ncclBfloat16 : ncclFloat32;
 }
 
+/// Each communicator with what an error message calls it.
+template <typename Visit> void forEachCommunicator(Visit visit) {
+  static const char *const kGroups[] = {"the world's", "the shard group's", "the replica group's"};
+  for (int32_t group : {FSDPRT_GROUP_WORLD, FSDPRT_GROUP_SHARD, FSDPRT_GROUP_REPLICA}) {
+    GroupCommunicators &comms = communicators[group];
+    visit(comms.allGather, std::string(kGroups[group]) + " all-gather communicator");
+    visit(comms.reduceScatter, std::string(kGroups[group]) + " reduce-scatter communicator");
+  }
+}
+
+/// The collective just enqueued on `stream`, for the watchdog.
+void watchCollective(cudaStream_t stream, const char *kind, int64_t bytesPerRank, int32_t group) {
+  watchStream(stream, describeCollective(kind, bytesPerRank, group));
+}
+
 } // namespace
+
+std::string ncclAsyncError() {
+  std::string error;
+  forEachCommunicator([&](ncclComm_t comm, const std::string &name) {
+    ncclResult_t state = ncclSuccess;
+    if (comm && error.empty() && ncclCommGetAsyncError(comm, &state) == ncclSuccess &&
+        state != ncclSuccess && state != ncclInProgress)
+      error = "NCCL reported an asynchronous error on " + name + ": " + ncclGetErrorString(state);
+  });
+  return error;
+}
+
+void abortNccl() {
+  forEachCommunicator([](ncclComm_t comm, const std::string &) {
+    if (comm)
+      ncclCommAbort(comm);
+  });
+}
 
 int32_t recordDone(int32_t handle, cudaStream_t stream) {
   recordEvent(done[handle], stream);
@@ -140,6 +173,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   gatherInPlace(what, shard, full, shard_bytes, groupRank(group), size);
   FSDPRT_NCCL_CHECK(ncclAllGather(shard, full, static_cast<size_t>(shard_bytes), ncclUint8,
                                   communicator(group, FSDPRT_STREAM_ALL_GATHER), stream));
+  watchCollective(stream, "all-gather", shard_bytes, group);
   return recordDone(handle, stream);
 }
 
@@ -164,6 +198,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   FSDPRT_NCCL_CHECK(ncclReduceScatter(full, shard, static_cast<size_t>(shard_count),
                                       ncclType(dtype), reduction(op),
                                       communicator(group, FSDPRT_STREAM_REDUCE_SCATTER), stream));
+  watchCollective(stream, "reduce-scatter", shardBytes * size, group);
   return recordDone(handle, stream);
 }
 
@@ -176,10 +211,12 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   int size = groupSize(group);
   cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
   int32_t handle = takeHandle(what);
-  if (size > 1)
+  if (size > 1) {
     FSDPRT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclType(dtype),
                                     reduction(op),
                                     communicator(group, FSDPRT_STREAM_REDUCE_SCATTER), stream));
+    watchCollective(stream, "all-reduce", count * reductionElementBytes(what, dtype), group);
+  }
   return recordDone(handle, stream);
 }
 

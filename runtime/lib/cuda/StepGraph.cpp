@@ -50,6 +50,7 @@ cudaEvent_t joined[kStreams] = {};
 int64_t replayableSteps = 0;
 cudaGraph_t graph = nullptr;
 cudaGraphExec_t replay = nullptr;
+bool capturing = false;
 
 bool isCompute(int32_t stream) { return stream == FSDPRT_STREAM_COMPUTE; }
 
@@ -81,7 +82,9 @@ void capture(const CudaDevice &device, const std::function<float()> &call) {
   cudaStream_t compute = device.streams[FSDPRT_STREAM_COMPUTE];
   checkCapture(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal),
                "cudaStreamBeginCapture");
+  capturing = true;
   forkAndJoin(device, call);
+  capturing = false;
   checkCapture(cudaStreamEndCapture(compute, &graph), "cudaStreamEndCapture");
   // Each captured node keeps its stream's priority; a replay honours them
   // only when asked, and would otherwise run every node at the priority of
@@ -94,13 +97,21 @@ void capture(const CudaDevice &device, const std::function<float()> &call) {
 
 bool stepsRunAhead() { return true; }
 
+bool capturingStep() { return capturing; }
+
 float enqueueStep(const std::function<float()> &call, bool replayable) {
   const CudaDevice &device = openedDevice("enqueueStep");
-  if (!replayable || replayableSteps++ == 0)
-    return forkAndJoin(device, call);
+  cudaStream_t compute = device.streams[FSDPRT_STREAM_COMPUTE];
+  if (!replayable || replayableSteps++ == 0) {
+    float result = forkAndJoin(device, call);
+    watchStream(compute, "the step's work on the device");
+    return result;
+  }
   if (!replay)
     capture(device, call);
-  FSDPRT_CUDA_CHECK(cudaGraphLaunch(replay, device.streams[FSDPRT_STREAM_COMPUTE]));
+  FSDPRT_CUDA_CHECK(cudaGraphLaunch(replay, compute));
+  watchStream(compute, "the step's work on the device (a CUDA graph replay, whose collectives "
+                       "are not told apart: --no-cuda-graph names the one waited for)");
   return std::numeric_limits<float>::quiet_NaN();
 }
 

@@ -21,6 +21,7 @@ const char *usageText() {
          "               [--export FILE] [--export-dtype f32|bf16]\n"
          "               [--save DIR] [--save-every K] [--keep N] [--resume DIR]\n"
          "               [--trace-state FILE] [--trace FILE] [--no-cuda-graph]\n"
+         "               [--collective-timeout SECONDS]\n"
          "               [--print-manifest] [--version] [--help]\n"
          "\n"
          "Trains the model compiled into this trainer. A model compiled for N ranks runs\n"
@@ -67,6 +68,11 @@ const char *usageText() {
          "  --no-cuda-graph    CUDA: call the step for every step instead of replaying\n"
          "                     the second step's work as a CUDA graph (the CPU always\n"
          "                     calls it)\n"
+         "  --collective-timeout SECONDS\n"
+         "                     how long a rank waits for a step's collective (and, on a\n"
+         "                     GPU, for the step's work) before it reports what it\n"
+         "                     waited for and stops every rank (default 600; twice that\n"
+         "                     in the run's first step)\n"
          "  --print-manifest   print the embedded manifest and exit\n"
          "  --version          print the backend and its libraries (BLAS kernels, CUDA,\n"
          "                     NCCL) and exit\n"
@@ -226,6 +232,14 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
       options.traceStatePath = path();
     } else if (flag == "--trace") {
       options.tracePath = path();
+    } else if (flag == "--collective-timeout") {
+      std::string text = value();
+      std::optional<double> seconds = parseFinite(text);
+      // At least a millisecond, at most a year: a limit that means something.
+      if (!seconds || !(*seconds >= 0.001 && *seconds <= 365.0 * 24 * 3600))
+        fatal(std::string(flag) + ": '" + text +
+              "' is not a number of seconds in [0.001, 31536000]");
+      options.collectiveTimeout = Milliseconds(static_cast<int64_t>(*seconds * 1000.0));
     } else if (flag == "--no-cuda-graph") {
       noValue();
       options.noCudaGraph = true;

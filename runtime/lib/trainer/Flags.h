@@ -5,6 +5,7 @@
 //           [--log-every K] [--log-json FILE] [--init-from FILE] [--export FILE]
 //           [--save DIR [--save-every K] [--keep N]] [--resume DIR]
 //           [--trace-state FILE] [--trace FILE] [--no-cuda-graph]
+//           [--collective-timeout SECONDS]
 //           [--print-manifest] [--version] [--help]
 //
 // (docs/Runtime.md, section 5). A value follows its flag as the next argument
@@ -15,6 +16,7 @@
 #ifndef FSDPRT_FLAGS_H
 #define FSDPRT_FLAGS_H
 
+#include "abi/CollectiveTimeout.h"
 #include "abi/DType.h"
 #include "io/TokenFile.h"
 #include "trainer/LrSchedule.h"
@@ -60,6 +62,7 @@ struct TrainerOptions {
   std::string traceStatePath; // empty: no trace
   std::string tracePath;      // --trace: the last step as it ran
   bool noCudaGraph = false;   // CUDA: call the step every time, no graph replay
+  Milliseconds collectiveTimeout = kDefaultCollectiveTimeout;
   bool printManifest = false;
   bool version = false;
   bool help = false;

@@ -2,13 +2,16 @@
 
 #include "trainer/Ranks.h"
 
+#include "abi/CollectiveTimeout.h"
 #include "abi/Collectives.h"
 
 #include "abi/Error.h"
 #include "fsdprt/fsdprt.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #if defined(__SANITIZE_ADDRESS__)
 // Under AddressSanitizer, LeakSanitizer would report what MPI allocates at
@@ -186,8 +189,36 @@ double averageOverWorld(double value) {
   if (size == 1)
     return value;
   double sum = 0.0;
-  MPI_Allreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Request request;
+  MPI_Iallreduce(&value, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
+  waitWithinTimeout(request, [] { return std::string("the sum of the ranks' losses"); });
   return sum / size;
+}
+
+bool waitWithinTimeout(MPI_Request &request, const std::function<std::string()> &describe,
+                       std::mutex *lock) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point begin = Clock::now();
+  Milliseconds limit = currentStepLimit();
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> held;
+      if (lock)
+        held = std::unique_lock<std::mutex>(*lock);
+      if (request == MPI_REQUEST_NULL)
+        return false;
+      int done = 0;
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (done)
+        return true;
+    }
+    Clock::duration waited = Clock::now() - begin;
+    if (waited > limit)
+      fatalOnThisRank(timeoutMessage(
+          currentStep(), describe(), std::chrono::duration_cast<Milliseconds>(waited), limit));
+    // MPI_Wait would spin as well; the yield lets the progress thread in.
+    std::this_thread::yield();
+  }
 }
 
 std::vector<int64_t> gatherToRankZero(int64_t value) {

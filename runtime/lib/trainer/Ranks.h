@@ -14,6 +14,9 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
 #include <vector>
 
 namespace fsdprt {
@@ -56,8 +59,17 @@ int groupRank(int32_t group);
 /// Returns once every rank of the world has called it.
 void waitForEveryRank();
 
-/// The mean over the world's ranks of each rank's `value` (every rank gets it).
+/// The mean over the world's ranks of each rank's `value` (every rank gets
+/// it), within the step's collective timeout (CollectiveTimeout.h).
 double averageOverWorld(double value);
+
+/// Returns once `request` completes; fatal, naming what `describe` says it
+/// is, when that takes longer than the current step's limit
+/// (CollectiveTimeout.h). `lock`, when given, is held around each MPI call:
+/// the CPU backend's progress thread completes requests too. Returns whether
+/// this call completed it (false: it was already).
+bool waitWithinTimeout(MPI_Request &request, const std::function<std::string()> &describe,
+                       std::mutex *lock = nullptr);
 
 /// Every rank's `value`, in rank order, on rank 0 (empty on the others).
 std::vector<int64_t> gatherToRankZero(int64_t value);

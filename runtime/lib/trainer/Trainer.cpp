@@ -3,6 +3,7 @@
 #include "trainer/Trainer.h"
 
 #include "abi/Arena.h"
+#include "abi/CollectiveTimeout.h"
 #include "abi/Collectives.h"
 #include "abi/Device.h"
 #include "abi/DeviceScalars.h"
@@ -235,6 +236,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   // is set now, before anything runs on it.
   setAllowTf32(manifest.allowTf32);
   RankPlace place = setUpGroups(manifest.shardRanks);
+  setCollectiveTimeout(options.collectiveTimeout);
   connectDevice(place);
   bool leader = place.rank == 0;
 
@@ -423,6 +425,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   };
   for (int64_t step = firstStep; step <= options.steps; ++step) {
     float lr = static_cast<float>(position.schedule.at(step));
+    setCurrentStep(step, step == firstStep);
     Clock::time_point stepStart = Clock::now();
     loadBatch(*batches, step, manifest, arena, {lr, step});
     startStepEvents();

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "abi/Arena.h"
+#include "abi/CollectiveTimeout.h"
 #include "abi/Device.h"
 #include "abi/StreamEvents.h"
 #include "cuda/FakeCuda.h"
@@ -58,7 +59,8 @@ TEST_F(CudaStepGraph, EveryStepForksFromTheComputeStreamAndJoinsIt) {
       /*replayable=*/false);
   EXPECT_EQ(returned, 2.5f);
   std::vector<std::string> events = fake_cuda::results("cudaEventCreateWithFlags");
-  ASSERT_THAT(events, SizeIs(4));
+  // The fork's, the three joins', and the watchdog's after the step.
+  ASSERT_THAT(events, SizeIs(5));
   const std::string &compute = stream(FSDPRT_STREAM_COMPUTE);
   auto waits = [&](int32_t on, const std::string &event) {
     return "cudaStreamWaitEvent(" + stream(on) + ", " + event + ")";
@@ -81,12 +83,13 @@ TEST_F(CudaStepGraph, EveryStepForksFromTheComputeStreamAndJoinsIt) {
                   records(events[2], FSDPRT_STREAM_REDUCE_SCATTER),
                   "cudaStreamWaitEvent(" + compute + ", " + events[2] + ")", created(events[3]),
                   records(events[3], FSDPRT_STREAM_COPY),
-                  "cudaStreamWaitEvent(" + compute + ", " + events[3] + ")"));
+                  "cudaStreamWaitEvent(" + compute + ", " + events[3] + ")", created(events[4]),
+                  records(events[4], FSDPRT_STREAM_COMPUTE)));
   // The next step reuses the events.
   fake_cuda::reset();
   enqueueStep([] { return 0.0f; }, false);
   EXPECT_THAT(fake_cuda::callsTo("cudaEventCreate"), IsEmpty());
-  EXPECT_THAT(fake_cuda::callsTo("cudaEventRecord"), SizeIs(4));
+  EXPECT_THAT(fake_cuda::callsTo("cudaEventRecord"), SizeIs(5));
 }
 
 /// A step of two streams: the all-gather stream copies [0, 8) to [8, 16)
@@ -127,18 +130,23 @@ TEST_F(CudaStepGraph, TheSecondReplayableStepIsCapturedAndEveryLaterOneReplaysIt
   ASSERT_THAT(execs, SizeIs(1));
   const std::vector<std::string> &log = fake_cuda::calls();
   EXPECT_EQ(log.front(), "cudaStreamBeginCapture(" + compute + ", thread-local)");
-  EXPECT_EQ(log[log.size() - 3], "cudaStreamEndCapture(" + compute + ") -> " + graphs[0]);
+  EXPECT_EQ(log[log.size() - 4], "cudaStreamEndCapture(" + compute + ") -> " + graphs[0]);
   // Replays keep the collectives' stream priorities.
-  EXPECT_EQ(log[log.size() - 2],
+  EXPECT_EQ(log[log.size() - 3],
             "cudaGraphInstantiate(" + graphs[0] + ", use-node-priority) -> " + execs[0]);
-  EXPECT_EQ(log.back(), "cudaGraphLaunch(" + execs[0] + ", " + compute + ")");
-  // Later steps: one launch each, on the bytes of their moment.
+  EXPECT_EQ(log[log.size() - 2], "cudaGraphLaunch(" + execs[0] + ", " + compute + ")");
+  // The watchdog's event after the replay, the first step's again.
+  const std::string watch = log.back();
+  EXPECT_THAT(watch, testing::MatchesRegex("cudaEventRecord\\(event[0-9]+, " + compute + "\\)"));
+  EXPECT_THAT(fake_cuda::callsTo("cudaEventCreate"), IsEmpty());
+  // Later steps: one launch each, on the bytes of their moment, and the
+  // watchdog's event.
   for (uint8_t value : {3, 4}) {
     std::memset(base, value, 8);
     fake_cuda::reset();
     EXPECT_TRUE(std::isnan(step()));
     EXPECT_THAT(fake_cuda::calls(),
-                ElementsAre("cudaGraphLaunch(" + execs[0] + ", " + compute + ")"));
+                ElementsAre("cudaGraphLaunch(" + execs[0] + ", " + compute + ")", watch));
     EXPECT_EQ(base[16], value);
   }
   EXPECT_EQ(calls, 2);
@@ -269,3 +277,34 @@ TEST_F(FakeCapture, ACublasHandleWithoutItsWorkspaceWouldAllocate) {
 }
 
 } // namespace
+
+// A replayed step whose work never completes (a stalled stream, as a
+// collective whose peers never come) stops the rank once its limit is up,
+// naming the step: the watchdog's thread sees it while the host waits for
+// ever for the step's loss.
+TEST_F(CudaStepGraph, AReplayThatNeverCompletesStopsTheRankNamingTheStep) {
+  // The watchdog's thread is started by SetUp, in the process that dies.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Arena arena(64);
+  int calls = 0;
+  auto step = [&](int64_t number) {
+    setCurrentStep(number, number == 1);
+    startStepEvents();
+    return enqueueStep([&] { return twoStreamStep(arena, calls); }, /*replayable=*/true);
+  };
+  setCollectiveTimeout(std::chrono::milliseconds(100));
+  step(1);
+  step(2);
+  EXPECT_EXIT(
+      {
+        fake_cuda::stallStream(fsdprt_stream(FSDPRT_STREAM_COMPUTE));
+        step(3);
+        finishStep();
+      },
+      ExitedWithCode(1),
+      "^trainer: error: step 3: the step's work on the device \\(a CUDA graph replay, whose "
+      "collectives are not told apart: --no-cuda-graph names the one waited for\\) has not "
+      "completed after 0\\.[1-9] s \\(--collective-timeout=0\\.1\\): a rank of its group "
+      "stopped answering, or a device stopped; stopping every rank\n$");
+  setCollectiveTimeout(kDefaultCollectiveTimeout);
+}

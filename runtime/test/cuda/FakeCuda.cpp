@@ -7,14 +7,17 @@
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace fake_cuda {
 
@@ -117,6 +120,12 @@ struct State {
   /// them.
   std::set<const void *> recordedInCapture;
   std::map<const void *, std::vector<std::function<void()>>> graphs, graphExecs;
+  /// Streams whose work never runs from some point on (stallStream), and the
+  /// events recorded on them since, which never complete; a stream that
+  /// waits for such an event stalls too. A graph launch stalls its stream
+  /// when a node of it stalls.
+  std::set<const void *> stalledStreams, stalledEvents;
+  bool launching = false, launchStalled = false;
 };
 
 State &state() {
@@ -180,6 +189,16 @@ template <typename Done> void complete(Done done) {
   }
 }
 
+bool stalled(const void *stream) { return state().stalledStreams.count(stream) != 0; }
+
+/// What a host waiting for work that never completes does: wait for ever,
+/// letting other threads' calls in (the watchdog's).
+[[noreturn]] void waitForever(Serial &serial) {
+  serial.unlock();
+  for (;;)
+    std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
 bool captured(const void *stream) {
   return state().capture && state().capture->operations.count(stream);
 }
@@ -188,7 +207,8 @@ bool captured(const void *stream) {
 /// each launch of the graph runs it then, on the bytes of that moment.
 template <typename Work> void enqueue(const void *stream, Work work) {
   if (!captured(stream)) {
-    work();
+    if (!stalled(stream))
+      work();
     return;
   }
   Capture &capture = *state().capture;
@@ -351,11 +371,27 @@ void reset() {
   s.count = 1;
   s.heuristicAlgorithms = 1;
   s.capture.reset();
+  s.stalledStreams.clear();
+  s.stalledEvents.clear();
   // Device pointers are named from device1 again once none is left.
   if (s.allocations.empty())
     s.allocated = 0;
   if (s.pinned.empty())
     s.pinnedAllocated = 0;
+}
+
+Serial::Serial() : std::unique_lock<std::recursive_mutex>([]() -> std::recursive_mutex & {
+                     static auto *lock = new std::recursive_mutex; // calls may come at exit
+                     return *lock;
+                   }()) {}
+
+void stallStream(const void *stream) {
+  Serial serial;
+  State &s = state();
+  if (s.launching)
+    s.launchStalled = true;
+  else
+    s.stalledStreams.insert(stream);
 }
 
 void *makeHandle(const std::string &kind) { return newHandle(kind); }
@@ -409,32 +445,39 @@ static void enqueueProduct(const void *handle, const char *call, Work work) {
 extern "C" {
 
 cudaError_t __wrap_cudaGetDeviceCount(int *count) {
+  Serial serial;
   logCall("cudaGetDeviceCount");
   *count = state().count;
   return state().countStatus;
 }
 
 cudaError_t __wrap_cudaSetDevice(int device) {
+  Serial serial;
   logCall("cudaSetDevice", device);
   FAIL_IF_PLANNED(cudaError_t, "cudaSetDevice");
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, int device) {
+  Serial serial;
   logCall("cudaDeviceGetAttribute", static_cast<int>(attribute), device);
   *value = attribute == cudaDevAttrMaxSharedMemoryPerBlockOptin ? kMaxSharedMemoryPerBlockOptin : 0;
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaDeviceSynchronize() {
+  Serial serial;
   logCall("cudaDeviceSynchronize");
   if (refusedInCapture("cudaDeviceSynchronize()"))
     return cudaErrorStreamCaptureUnsupported;
+  if (!state().stalledStreams.empty())
+    waitForever(serial);
   complete([](const InFlight &) { return true; });
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
+  Serial serial;
   logCall("cudaDeviceGetStreamPriorityRange");
   *least = kLeastStreamPriority;
   *greatest = kGreatestStreamPriority;
@@ -443,6 +486,7 @@ cudaError_t __wrap_cudaDeviceGetStreamPriorityRange(int *least, int *greatest) {
 
 cudaError_t __wrap_cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned flags,
                                                 int priority) {
+  Serial serial;
   logCall("cudaStreamCreateWithPriority", flags == cudaStreamNonBlocking ? "non-blocking" : "blocking",
       priority);
   *stream = static_cast<cudaStream_t>(newHandle("stream"));
@@ -451,6 +495,7 @@ cudaError_t __wrap_cudaStreamCreateWithPriority(cudaStream_t *stream, unsigned f
 }
 
 cudaError_t __wrap_cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flags) {
+  Serial serial;
   logCall("cudaStreamCreateWithFlags", flags == cudaStreamNonBlocking ? "non-blocking" : "blocking");
   *stream = static_cast<cudaStream_t>(newHandle("stream"));
   logResult(name(*stream));
@@ -458,14 +503,18 @@ cudaError_t __wrap_cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned flag
 }
 
 cudaError_t __wrap_cudaStreamDestroy(cudaStream_t stream) {
+  Serial serial;
   logCall("cudaStreamDestroy", name(stream));
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t stream) {
+  Serial serial;
   logCall("cudaStreamSynchronize", name(stream));
   if (refusedInCapture("cudaStreamSynchronize(" + name(stream) + ")"))
     return cudaErrorStreamCaptureUnsupported;
+  if (stalled(stream))
+    waitForever(serial);
   complete([stream](const InFlight &copy) { return copy.stream == stream; });
   return cudaSuccess;
 }
@@ -474,8 +523,11 @@ cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t stream) {
 /// for the origin, joins back the stream the event was recorded on, up to
 /// that point); a captured stream cannot wait for an event recorded outside.
 cudaError_t __wrap_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  Serial serial;
   logCall("cudaStreamWaitEvent", name(stream), name(event));
   State &s = state();
+  if (s.stalledEvents.count(event))
+    s.stalledStreams.insert(stream);
   if (!s.capture)
     return cudaSuccess;
   Capture &capture = *s.capture;
@@ -496,6 +548,7 @@ cudaError_t __wrap_cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, u
 }
 
 cudaError_t __wrap_cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags) {
+  Serial serial;
   logCall("cudaEventCreateWithFlags", flags == cudaEventDisableTiming ? "no timing" : "timing");
   *event = static_cast<cudaEvent_t>(newHandle("event"));
   logResult(name(*event));
@@ -503,6 +556,7 @@ cudaError_t __wrap_cudaEventCreateWithFlags(cudaEvent_t *event, unsigned flags) 
 }
 
 cudaError_t __wrap_cudaEventDestroy(cudaEvent_t event) {
+  Serial serial;
   logCall("cudaEventDestroy", name(event));
   state().recordedInCapture.erase(event);
   if (state().capture)
@@ -511,6 +565,7 @@ cudaError_t __wrap_cudaEventDestroy(cudaEvent_t event) {
 }
 
 cudaError_t __wrap_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  Serial serial;
   logCall("cudaEventRecord", name(event), name(stream));
   State &s = state();
   if (captured(stream)) {
@@ -522,10 +577,21 @@ cudaError_t __wrap_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
     s.capture->events.erase(event);
   s.recordedInCapture.erase(event);
   s.recorded[event] = {stream, s.enqueued};
+  if (stalled(stream))
+    s.stalledEvents.insert(event);
+  else
+    s.stalledEvents.erase(event);
   return cudaSuccess;
 }
 
+/// Not logged: a watchdog polls it from a thread of its own.
+cudaError_t __wrap_cudaEventQuery(cudaEvent_t event) {
+  Serial serial;
+  return state().stalledEvents.count(event) ? cudaErrorNotReady : cudaSuccess;
+}
+
 cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
+  Serial serial;
   logCall("cudaEventSynchronize", name(event));
   if (refusedInCapture("cudaEventSynchronize(" + name(event) + ")"))
     return cudaErrorStreamCaptureUnsupported;
@@ -534,6 +600,8 @@ cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
                           ") of an event last recorded in a capture");
     return cudaErrorStreamCaptureUnsupported;
   }
+  if (state().stalledEvents.count(event))
+    waitForever(serial);
   auto found = state().recorded.find(event);
   if (found != state().recorded.end()) {
     auto [stream, order] = found->second;
@@ -545,6 +613,7 @@ cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
 }
 
 cudaError_t __wrap_cudaHostAlloc(void **pointer, size_t size, unsigned int flags) {
+  Serial serial;
   logCall("cudaHostAlloc", size, flags);
   FAIL_IF_PLANNED(cudaError_t, "cudaHostAlloc");
   size_t rounded = (size + 4095) / 4096 * 4096;
@@ -559,6 +628,7 @@ cudaError_t __wrap_cudaHostAlloc(void **pointer, size_t size, unsigned int flags
 }
 
 cudaError_t __wrap_cudaFreeHost(void *pointer) {
+  Serial serial;
   logCall("cudaFreeHost", where(pointer));
   std::vector<Allocation> &pinned = state().pinned;
   for (auto a = pinned.begin(); a != pinned.end(); ++a)
@@ -580,6 +650,7 @@ cudaError_t __wrap_cudaFreeHost(void *pointer) {
 }
 
 cudaError_t __wrap_cudaMalloc(void **pointer, size_t size) {
+  Serial serial;
   logCall("cudaMalloc", size);
   FAIL_IF_PLANNED(cudaError_t, "cudaMalloc");
   if (refusedInCapture("cudaMalloc(" + std::to_string(size) + ")"))
@@ -594,6 +665,7 @@ cudaError_t __wrap_cudaMalloc(void **pointer, size_t size) {
 }
 
 cudaError_t __wrap_cudaFree(void *pointer) {
+  Serial serial;
   logCall("cudaFree", where(pointer));
   std::vector<Allocation> &allocations = state().allocations;
   for (auto a = allocations.begin(); a != allocations.end(); ++a)
@@ -606,12 +678,14 @@ cudaError_t __wrap_cudaFree(void *pointer) {
 }
 
 cudaError_t __wrap_cudaMemset(void *pointer, int value, size_t count) {
+  Serial serial;
   logCall("cudaMemset", where(pointer), value, count);
   std::memset(pointer, value, count);
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaMemsetAsync(void *pointer, int value, size_t count, cudaStream_t stream) {
+  Serial serial;
   logCall("cudaMemsetAsync", where(pointer), value, count, name(stream));
   enqueue(stream, [=] {
     ++state().enqueued;
@@ -621,6 +695,7 @@ cudaError_t __wrap_cudaMemsetAsync(void *pointer, int value, size_t count, cudaS
 }
 
 cudaError_t __wrap_cudaMemcpy(void *to, const void *from, size_t count, cudaMemcpyKind) {
+  Serial serial;
   logCall("cudaMemcpy", where(to) + " <- " + where(from), count);
   if (refusedInCapture("cudaMemcpy(" + where(to) + " <- " + where(from) + ")"))
     return cudaErrorStreamCaptureUnsupported;
@@ -630,6 +705,7 @@ cudaError_t __wrap_cudaMemcpy(void *to, const void *from, size_t count, cudaMemc
 
 cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t count, cudaMemcpyKind kind,
                                    cudaStream_t stream) {
+  Serial serial;
   static const char *const kKinds[] = {"host to host", "host to device", "device to host",
                                        "device to device", "default"};
   logCall("cudaMemcpyAsync", where(to) + " <- " + where(from), count,
@@ -650,6 +726,7 @@ cudaError_t __wrap_cudaMemcpyAsync(void *to, const void *from, size_t count, cud
 
 cudaError_t __wrap_cudaLibraryLoadData(cudaLibrary_t *library, const void *code, cudaJitOption *,
                                        void **, unsigned, cudaLibraryOption *, void **, unsigned) {
+  Serial serial;
   logCall("cudaLibraryLoadData", static_cast<const char *>(code));
   *library = static_cast<cudaLibrary_t>(newHandle("library"));
   logResult(name(*library));
@@ -658,6 +735,7 @@ cudaError_t __wrap_cudaLibraryLoadData(cudaLibrary_t *library, const void *code,
 
 cudaError_t __wrap_cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t library,
                                         const char *kernelName) {
+  Serial serial;
   logCall("cudaLibraryGetKernel", name(library), kernelName);
   *kernel = static_cast<cudaKernel_t>(newHandle("kernel"));
   logResult(name(*kernel));
@@ -665,12 +743,14 @@ cudaError_t __wrap_cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t libr
 }
 
 cudaError_t __wrap_cudaLibraryUnload(cudaLibrary_t library) {
+  Serial serial;
   logCall("cudaLibraryUnload", name(library));
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaFuncSetAttribute(const void *function, cudaFuncAttribute attribute,
                                         int value) {
+  Serial serial;
   logCall("cudaFuncSetAttribute", name(function),
       attribute == cudaFuncAttributeMaxDynamicSharedMemorySize ? "max dynamic shared memory"
                                                                : "other",
@@ -680,6 +760,7 @@ cudaError_t __wrap_cudaFuncSetAttribute(const void *function, cudaFuncAttribute 
 
 cudaError_t __wrap_cudaLaunchKernel(const void *function, dim3 grid, dim3 block, void **params,
                                     size_t smem, cudaStream_t stream) {
+  Serial serial;
   auto dims = [](dim3 d) {
     return std::to_string(d.x) + "x" + std::to_string(d.y) + "x" + std::to_string(d.z);
   };
@@ -693,6 +774,7 @@ cudaError_t __wrap_cudaLaunchKernel(const void *function, dim3 grid, dim3 block,
 }
 
 cudaError_t __wrap_cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  Serial serial;
   logCall("cudaStreamBeginCapture", name(stream),
       mode == cudaStreamCaptureModeThreadLocal ? "thread-local"
       : mode == cudaStreamCaptureModeGlobal    ? "global"
@@ -712,6 +794,7 @@ cudaError_t __wrap_cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCapture
 /// The captured work as a graph, once every stream that joined the capture
 /// has joined back into its origin.
 cudaError_t __wrap_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph) {
+  Serial serial;
   logCall("cudaStreamEndCapture", name(stream));
   State &s = state();
   if (int status = plannedFailure("cudaStreamEndCapture")) {
@@ -742,6 +825,7 @@ cudaError_t __wrap_cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 
 cudaError_t __wrap_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
                                         unsigned long long flags) {
+  Serial serial;
   logCall("cudaGraphInstantiate", name(graph),
       flags == cudaGraphInstantiateFlagUseNodePriority ? "use-node-priority"
                                                        : std::to_string(flags));
@@ -758,29 +842,44 @@ cudaError_t __wrap_cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph
 
 /// The graph's work, in the order it was captured, on the bytes of now.
 cudaError_t __wrap_cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  Serial serial;
   logCall("cudaGraphLaunch", name(exec), name(stream));
   FAIL_IF_PLANNED(cudaError_t, "cudaGraphLaunch");
   auto found = state().graphExecs.find(exec);
   if (found == state().graphExecs.end())
     return cudaErrorInvalidValue;
+  if (stalled(stream))
+    return cudaSuccess;
   // A copy: the work may log, and a launch inside a capture is not modelled.
   std::vector<std::function<void()>> work = found->second;
-  for (const std::function<void()> &item : work)
+  State &s = state();
+  s.launching = true;
+  s.launchStalled = false;
+  for (const std::function<void()> &item : work) {
     item();
+    if (s.launchStalled)
+      break;
+  }
+  s.launching = false;
+  if (s.launchStalled)
+    s.stalledStreams.insert(stream);
   return cudaSuccess;
 }
 
 cudaError_t __wrap_cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  Serial serial;
   logCall("cudaGraphExecDestroy", name(exec));
   return state().graphExecs.erase(exec) ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 cudaError_t __wrap_cudaGraphDestroy(cudaGraph_t graph) {
+  Serial serial;
   logCall("cudaGraphDestroy", name(graph));
   return state().graphs.erase(graph) ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 cublasStatus_t __wrap_cublasCreate_v2(cublasHandle_t *handle) {
+  Serial serial;
   logCall("cublasCreate");
   FAIL_IF_PLANNED(cublasStatus_t, "cublasCreate_v2");
   *handle = static_cast<cublasHandle_t>(newHandle("cublas"));
@@ -789,11 +888,13 @@ cublasStatus_t __wrap_cublasCreate_v2(cublasHandle_t *handle) {
 }
 
 cublasStatus_t __wrap_cublasDestroy_v2(cublasHandle_t handle) {
+  Serial serial;
   logCall("cublasDestroy", name(handle));
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t __wrap_cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream) {
+  Serial serial;
   logCall("cublasSetStream", name(handle), name(stream));
   state().cublasStreams[handle] = stream;
   // As cuBLAS does: back to its own workspace pool.
@@ -802,6 +903,7 @@ cublasStatus_t __wrap_cublasSetStream_v2(cublasHandle_t handle, cudaStream_t str
 }
 
 cublasStatus_t __wrap_cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace, size_t bytes) {
+  Serial serial;
   logCall("cublasSetWorkspace", name(handle), where(workspace), bytes);
   if (workspace && bytes > 0)
     state().cublasWorkspaces.insert(handle);
@@ -811,6 +913,7 @@ cublasStatus_t __wrap_cublasSetWorkspace_v2(cublasHandle_t handle, void *workspa
 }
 
 cublasStatus_t __wrap_cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
+  Serial serial;
   logCall("cublasSetMathMode", name(handle), static_cast<int>(mode));
   return CUBLAS_STATUS_SUCCESS;
 }
@@ -819,6 +922,7 @@ cublasStatus_t __wrap_cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t tr
                                      cublasOperation_t transb, int m, int n, int k,
                                      const float *alpha, const float *a, int lda, const float *b,
                                      int ldb, const float *beta, float *c, int ldc) {
+  Serial serial;
   logCall("cublasSgemm", name(handle), operation(transa), operation(transb), m, n, k, lda, ldb, ldc);
   enqueueProduct(handle, "cublasSgemm", [=, alpha = *alpha, beta = *beta] {
     auto same = [](float x) { return x; };
@@ -833,6 +937,7 @@ cublasStatus_t __wrap_cublasSgemmStridedBatched(cublasHandle_t handle, cublasOpe
                                                 long long strideA, const float *b, int ldb,
                                                 long long strideB, const float *beta, float *c,
                                                 int ldc, long long strideC, int batch) {
+  Serial serial;
   logCall("cublasSgemmStridedBatched", name(handle), operation(transa), operation(transb), m, n, k,
       lda, strideA, ldb, strideB, ldc, strideC, batch);
   enqueueProduct(handle, "cublasSgemmStridedBatched", [=, alpha = *alpha, beta = *beta] {
@@ -850,6 +955,7 @@ cublasStatus_t __wrap_cublasGemmEx(cublasHandle_t handle, cublasOperation_t tran
                                    const void *b, cudaDataType bType, int ldb, const void *beta,
                                    void *c, cudaDataType cType, int ldc,
                                    cublasComputeType_t compute, cublasGemmAlgo_t) {
+  Serial serial;
   bool bf16 = aType == CUDA_R_16BF && bType == CUDA_R_16BF && cType == CUDA_R_16BF;
   logCall("cublasGemmEx", name(handle), operation(transa), operation(transb), m, n, k, lda, ldb, ldc,
       bf16 ? "bf16" : "other types", compute == CUBLAS_COMPUTE_32F ? "fp32" : "other compute");
@@ -866,6 +972,7 @@ cublasStatus_t __wrap_cublasGemmEx(cublasHandle_t handle, cublasOperation_t tran
 }
 
 cublasStatus_t __wrap_cublasLtCreate(cublasLtHandle_t *handle) {
+  Serial serial;
   logCall("cublasLtCreate");
   FAIL_IF_PLANNED(cublasStatus_t, "cublasLtCreate");
   *handle = static_cast<cublasLtHandle_t>(newHandle("cublasLt"));
@@ -874,12 +981,14 @@ cublasStatus_t __wrap_cublasLtCreate(cublasLtHandle_t *handle) {
 }
 
 cublasStatus_t __wrap_cublasLtDestroy(cublasLtHandle_t handle) {
+  Serial serial;
   logCall("cublasLtDestroy", name(handle));
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t __wrap_cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
                                                cublasComputeType_t compute, cudaDataType_t scale) {
+  Serial serial;
   logCall("cublasLtMatmulDescCreate", computeName(compute), typeName(scale));
   *desc = static_cast<cublasLtMatmulDesc_t>(newHandle("matmul"));
   state().ltOperations[*desc] = {compute, scale};
@@ -890,6 +999,7 @@ cublasStatus_t __wrap_cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *desc,
 cublasStatus_t __wrap_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
                                                      cublasLtMatmulDescAttributes_t attribute,
                                                      const void *value, size_t size) {
+  Serial serial;
   auto found = state().ltOperations.find(desc);
   if (attribute == CUBLASLT_MATMUL_DESC_EPILOGUE && size == sizeof(uint32_t)) {
     uint32_t epilogue;
@@ -934,12 +1044,14 @@ cublasStatus_t __wrap_cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
 }
 
 cublasStatus_t __wrap_cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  Serial serial;
   logCall("cublasLtMatmulDescDestroy", name(desc));
   return state().ltOperations.erase(desc) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 cublasStatus_t __wrap_cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout, cudaDataType type,
                                                  uint64_t rows, uint64_t cols, int64_t ld) {
+  Serial serial;
   logCall("cublasLtMatrixLayoutCreate", typeName(type), rows, cols, ld);
   *layout = static_cast<cublasLtMatrixLayout_t>(newHandle("layout"));
   state().ltLayouts[*layout] = {type, rows, cols, ld};
@@ -950,6 +1062,7 @@ cublasStatus_t __wrap_cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *layout,
 cublasStatus_t __wrap_cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t layout,
                                                        cublasLtMatrixLayoutAttribute_t attribute,
                                                        const void *value, size_t size) {
+  Serial serial;
   auto found = state().ltLayouts.find(layout);
   if (attribute == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT && size == sizeof(int32_t)) {
     int32_t count;
@@ -974,11 +1087,13 @@ cublasStatus_t __wrap_cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t la
 }
 
 cublasStatus_t __wrap_cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  Serial serial;
   logCall("cublasLtMatrixLayoutDestroy", name(layout));
   return state().ltLayouts.erase(layout) ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
 
 cublasStatus_t __wrap_cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t *preference) {
+  Serial serial;
   logCall("cublasLtMatmulPreferenceCreate");
   *preference = static_cast<cublasLtMatmulPreference_t>(newHandle("preference"));
   state().ltPreferences[*preference] = {};
@@ -1020,6 +1135,7 @@ __wrap_cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t preferenc
 }
 
 cublasStatus_t __wrap_cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t preference) {
+  Serial serial;
   logCall("cublasLtMatmulPreferenceDestroy", name(preference));
   return state().ltPreferences.erase(preference) ? CUBLAS_STATUS_SUCCESS
                                                  : CUBLAS_STATUS_INVALID_VALUE;
@@ -1078,6 +1194,7 @@ cublasStatus_t __wrap_cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc
                                      const void *c, cublasLtMatrixLayout_t cDesc, void *d,
                                      cublasLtMatrixLayout_t dDesc, const cublasLtMatmulAlgo_t *algo,
                                      void *workspace, size_t workspaceBytes, cudaStream_t stream) {
+  Serial serial;
   State &s = state();
   size_t number = algo ? algo->data[0] : 0;
   logCall("cublasLtMatmul", name(handle), name(operationDesc), name(aDesc), name(bDesc), name(cDesc),

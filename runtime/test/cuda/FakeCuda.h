@@ -26,6 +26,11 @@
 // Bytes the host changed meanwhile (a staging buffer reused too early) are
 // logged as a line `race: ...`, as is freeing such memory before then.
 //
+// A stalled stream (stallStream) models work that never completes: the
+// NCCL stand-ins stall a collective's stream when a fault is injected.
+// Events are polled with cudaEventQuery, which is not logged (the watchdog
+// polls from a thread of its own, at times of its own).
+//
 // Stream capture (cudaStreamBeginCapture) records instead of doing: while a
 // stream is captured, the work enqueued on it (copies, fills, launches,
 // cuBLAS and cuBLASLt products), and on every stream that joined the capture
@@ -50,6 +55,7 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -106,6 +112,20 @@ std::string placeOf(const void *pointer);
 void logLine(const std::string &line);
 void logResult(const std::string &result);
 void enqueueOn(const void *stream, std::function<void()> work);
+
+/// Held by every stand-in (FakeNccl.cpp's too) while it runs: the runtime's
+/// watchdog thread queries events beside the thread that trains.
+class Serial : public std::unique_lock<std::recursive_mutex> {
+public:
+  Serial();
+};
+
+/// From now on the work enqueued on `stream` never runs, and the events
+/// recorded on it never complete (cudaEventQuery: cudaErrorNotReady; a host
+/// that synchronises with them waits for ever), nor do the streams that wait
+/// for them: as when a collective's peers never come. Inside a graph launch
+/// the launch's stream stalls, and the rest of the graph does not run.
+void stallStream(const void *stream);
 
 /// A call logged as `function(arg, arg, ...)`.
 template <typename... Args> void logCall(const char *function, const Args &...args) {

@@ -12,6 +12,14 @@
 // Each call is logged among the CUDA runtime's, its communicator named
 // `comm<N>`: `ncclAllGather(device2+0, device2+16, 4, uint8, comm2, stream2)`.
 //
+// Faults, injected through the environment, count the collectives this
+// process runs (from 1; each graph launch runs its collectives again):
+// FSDPRT_FAKE_NCCL_STALL_AT=N makes the N-th never complete (its stream
+// stalls, FakeCuda.h's stallStream), as when a peer stops answering;
+// FSDPRT_FAKE_NCCL_ERROR_AT=N does the same, and its communicator then
+// reports ncclRemoteError to ncclCommGetAsyncError, as when a link fails.
+// ncclCommGetAsyncError is not logged (a watchdog polls it from a thread).
+//
 //===----------------------------------------------------------------------===//
 
 #include "abi/DType.h"
@@ -20,6 +28,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -81,13 +90,44 @@ void store(uint8_t *bytes, float value, ncclDataType_t type) {
   std::memcpy(bytes, &bits, 2);
 }
 
+/// The asynchronous errors of the communicators that have one.
+std::map<const void *, ncclResult_t> &asyncErrors() {
+  static auto *instance = new std::map<const void *, ncclResult_t>;
+  return *instance;
+}
+
+/// The collective an environment variable names (0: none).
+long faultAt(const char *variable) {
+  const char *value = std::getenv(variable);
+  return value ? std::atol(value) : 0;
+}
+
+/// Whether the collective about to run on `comm` is the injected fault:
+/// then its stream stalls, and with FSDPRT_FAKE_NCCL_ERROR_AT `comm` reports
+/// the error.
+bool injectedFault(ncclComm_t comm, cudaStream_t stream) {
+  static const long stallAt = faultAt("FSDPRT_FAKE_NCCL_STALL_AT");
+  static const long errorAt = faultAt("FSDPRT_FAKE_NCCL_ERROR_AT");
+  static long run = 0;
+  ++run;
+  if (run != stallAt && run != errorAt)
+    return false;
+  if (run == errorAt)
+    asyncErrors()[comm] = ncclRemoteError;
+  fake_cuda::stallStream(stream);
+  return true;
+}
+
 /// Runs `work` with `comm`'s MPI communicator in `stream`'s order.
 template <typename Work>
 ncclResult_t onStream(ncclComm_t comm, cudaStream_t stream, Work work) {
   MPI_Comm mpi = mpiOf(comm);
   if (mpi == MPI_COMM_NULL)
     return ncclInvalidArgument;
-  fake_cuda::enqueueOn(stream, [=] { work(mpi); });
+  fake_cuda::enqueueOn(stream, [=] {
+    if (!injectedFault(comm, stream))
+      work(mpi);
+  });
   return ncclSuccess;
 }
 
@@ -121,6 +161,7 @@ void reduce(const void *send, void *recv, size_t count, size_t first,
 extern "C" {
 
 ncclResult_t __wrap_ncclGetUniqueId(ncclUniqueId *id) {
+  fake_cuda::Serial serial;
   fake_cuda::logCall("ncclGetUniqueId");
   std::memset(id, 0, sizeof(*id));
   std::strcpy(id->internal, "fake-nccl");
@@ -129,6 +170,7 @@ ncclResult_t __wrap_ncclGetUniqueId(ncclUniqueId *id) {
 
 ncclResult_t __wrap_ncclCommInitRank(ncclComm_t *comm, int nranks,
                                      ncclUniqueId id, int rank) {
+  fake_cuda::Serial serial;
   fake_cuda::logCall("ncclCommInitRank", nranks, rank);
   int worldRank, worldSize;
   MPI_Comm_rank(MPI_COMM_WORLD, &worldRank);
@@ -145,6 +187,7 @@ ncclResult_t __wrap_ncclCommInitRank(ncclComm_t *comm, int nranks,
 
 ncclResult_t __wrap_ncclCommSplit(ncclComm_t comm, int color, int key,
                                   ncclComm_t *newcomm, ncclConfig_t *) {
+  fake_cuda::Serial serial;
   fake_cuda::logCall("ncclCommSplit", fake_cuda::handleName(comm), color, key);
   MPI_Comm parent = mpiOf(comm), mpi;
   if (parent == MPI_COMM_NULL)
@@ -157,6 +200,7 @@ ncclResult_t __wrap_ncclCommSplit(ncclComm_t comm, int color, int key,
 }
 
 ncclResult_t __wrap_ncclCommDestroy(ncclComm_t comm) {
+  fake_cuda::Serial serial;
   fake_cuda::logCall("ncclCommDestroy", fake_cuda::handleName(comm));
   MPI_Comm mpi = mpiOf(comm);
   if (mpi == MPI_COMM_NULL)
@@ -169,6 +213,7 @@ ncclResult_t __wrap_ncclCommDestroy(ncclComm_t comm) {
 ncclResult_t __wrap_ncclAllGather(const void *send, void *recv, size_t count,
                                   ncclDataType_t type, ncclComm_t comm,
                                   cudaStream_t stream) {
+  fake_cuda::Serial serial;
   fake_cuda::logCall("ncclAllGather", fake_cuda::placeOf(send),
                      fake_cuda::placeOf(recv), count, typeName(type),
                      fake_cuda::handleName(comm),
@@ -188,6 +233,7 @@ ncclResult_t __wrap_ncclReduceScatter(const void *send, void *recv,
                                       size_t count, ncclDataType_t type,
                                       ncclRedOp_t op, ncclComm_t comm,
                                       cudaStream_t stream) {
+  fake_cuda::Serial serial;
   fake_cuda::logCall("ncclReduceScatter", fake_cuda::placeOf(send),
                      fake_cuda::placeOf(recv), count, typeName(type),
                      opName(op), fake_cuda::handleName(comm),
@@ -204,6 +250,7 @@ ncclResult_t __wrap_ncclReduceScatter(const void *send, void *recv,
 ncclResult_t __wrap_ncclAllReduce(const void *send, void *recv, size_t count,
                                   ncclDataType_t type, ncclRedOp_t op,
                                   ncclComm_t comm, cudaStream_t stream) {
+  fake_cuda::Serial serial;
   fake_cuda::logCall("ncclAllReduce", fake_cuda::placeOf(send),
                      fake_cuda::placeOf(recv), count, typeName(type),
                      opName(op), fake_cuda::handleName(comm),
@@ -211,6 +258,22 @@ ncclResult_t __wrap_ncclAllReduce(const void *send, void *recv, size_t count,
   return onStream(comm, stream, [=](MPI_Comm mpi) {
     reduce(send, recv, count, 0, count, type, op, mpi);
   });
+}
+
+ncclResult_t __wrap_ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
+  fake_cuda::Serial serial;
+  if (mpiOf(comm) == MPI_COMM_NULL)
+    return ncclInvalidArgument;
+  auto found = asyncErrors().find(comm);
+  *state = found == asyncErrors().end() ? ncclSuccess : found->second;
+  return ncclSuccess;
+}
+
+// The process is about to stop: the MPI communicator is left as it is.
+ncclResult_t __wrap_ncclCommAbort(ncclComm_t comm) {
+  fake_cuda::Serial serial;
+  fake_cuda::logCall("ncclCommAbort", fake_cuda::handleName(comm));
+  return mpiOf(comm) == MPI_COMM_NULL ? ncclInvalidArgument : ncclSuccess;
 }
 
 } // extern "C"

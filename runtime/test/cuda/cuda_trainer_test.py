@@ -87,6 +87,65 @@ def mpi_no_device(trainer, tmp):
     expect(elapsed < PROMPT_SECONDS, f"took {elapsed:.1f} s to stop")
 
 
+# What a rank that waited too long says (CollectiveTimeout.h).
+TIMEOUT = (r"^trainer: error: rank [01]: step (\d+): the (all-gather|reduce-scatter) of \d+ bytes per "
+           r"rank in the shard group has not completed after (\d+(\.\d+)?) s "
+           r"\(--collective-timeout=0\.5(, doubled in a run's first step)?\): a rank of its group "
+           r"stopped answering, or a device stopped; stopping every rank$")
+ASYNC_ERROR = (r"^trainer: error: rank [01]: step (\d+): NCCL reported an asynchronous error on the "
+               r"shard group's (all-gather|reduce-scatter) communicator: remote process exited or "
+               r"there was a network error, while waiting for the \2 of \d+ bytes per rank in the "
+               r"shard group$")
+
+
+def faulty_run(variable, collective, *flags):
+    """grid [2] on the NCCL stand-ins, whose `collective`-th collective on every rank
+    never completes (FakeNccl.cpp's injected faults): the trainer's error lines, the
+    time it took and its exit status."""
+    env = trainer_test.mpi_environment()
+    env[variable] = str(collective)
+    started = time.monotonic()
+    result = subprocess.run(
+        mpi_command(2, "-x", variable, trainer_test.OPTIONS.trainer_2, "--steps", 1000, *flags),
+        capture_output=True, text=True, timeout=trainer_test.MPI_TIMEOUT, env=env)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("trainer: error:")]
+    expect(result.returncode != 0, f"exit status 0:\n{result.stderr}")
+    expect("step 1000 |" not in result.stdout, "the run finished")
+    return errors, time.monotonic() - started
+
+
+@cuda_case
+def mpi_stalled_collective(trainer, tmp):
+    # The 9th collective is step 5's all-gather (two a step): each rank names it
+    # once its 0.5 s are up (within the watchdog's polls), and the first to report
+    # stops the other.
+    for stall, step, kind, doubled in [(9, "5", "all-gather", False),
+                                       (2, "1", "reduce-scatter", True)]:
+        errors, elapsed = faulty_run("FSDPRT_FAKE_NCCL_STALL_AT", stall, "--collective-timeout", 0.5)
+        expect(errors and all(re.match(TIMEOUT, line) for line in errors),
+               f"expected the ranks' timeout lines, got:\n{errors}")
+        for line in errors:
+            match = re.match(TIMEOUT, line)
+            expect(match.group(1, 2) == (step, kind), line)
+            # The first step's limit is twice the timeout; later work waited for
+            # the stalled collective makes the report.
+            expect(0.5 <= float(match.group(3)) <= 0.8 and not match.group(5) or doubled
+                   and match.group(5), line)
+        expect(elapsed < 20, f"took {elapsed:.1f} s to stop")
+
+
+@cuda_case
+def mpi_nccl_async_error(trainer, tmp):
+    # NCCL's error is reported at the watchdog's next look, well before the default
+    # 10-minute timeout: the 4th collective is step 2's reduce-scatter.
+    errors, elapsed = faulty_run("FSDPRT_FAKE_NCCL_ERROR_AT", 4)
+    expect(errors and all(re.match(ASYNC_ERROR, line) for line in errors),
+           f"expected the ranks' NCCL error lines, got:\n{errors}")
+    for line in errors:
+        expect(re.match(ASYNC_ERROR, line).group(1, 2) == ("2", "reduce-scatter"), line)
+    expect(elapsed < 20, f"took {elapsed:.1f} s to stop")
+
+
 def main():
     trainer_test.CASES.clear()
     trainer_test.CASES.update(CASES)

@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <vector>
 
 using namespace fsdprt;
@@ -40,6 +42,7 @@ TEST(Flags, Defaults) {
   EXPECT_FALSE(options.tokenDType.has_value());
   EXPECT_EQ(options.traceStatePath, "");
   EXPECT_FALSE(options.noCudaGraph);
+  EXPECT_EQ(options.collectiveTimeout, std::chrono::minutes(10));
   EXPECT_FALSE(options.printManifest);
   EXPECT_FALSE(options.version);
   EXPECT_FALSE(options.help);
@@ -53,7 +56,8 @@ TEST(Flags, EveryFlag) {
              "--save-every", "5", "--keep", "2", "--resume", "old", "--warmup-steps", "10",
              "--lr-decay", "cosine", "--decay-steps", "90", "--min-lr", "3e-5", "--eval-data",
              "val.bin", "--eval-every", "50", "--eval-batches", "4", "--token-dtype", "uint32",
-             "--trace-state", "t.bin", "--no-cuda-graph", "--print-manifest", "--version"});
+             "--trace-state", "t.bin", "--no-cuda-graph", "--collective-timeout", "2.5",
+             "--print-manifest", "--version"});
   EXPECT_EQ(options.steps, 7);
   EXPECT_EQ(options.seed, 18446744073709551615ULL);
   EXPECT_EQ(options.dataPath, "train.bin");
@@ -77,6 +81,7 @@ TEST(Flags, EveryFlag) {
   EXPECT_EQ(options.tokenDType, TokenDType::U32);
   EXPECT_EQ(options.traceStatePath, "t.bin");
   EXPECT_TRUE(options.noCudaGraph);
+  EXPECT_EQ(options.collectiveTimeout, std::chrono::milliseconds(2500));
   EXPECT_TRUE(options.printManifest);
   EXPECT_TRUE(options.version);
 }
@@ -170,6 +175,10 @@ const FlagErrorCase kFlagErrors[] = {
     {"PrintManifestValue", {"--print-manifest=yes"}, "--print-manifest takes no value"},
     {"VersionValue", {"--version=2"}, "--version takes no value"},
     {"NoCudaGraphValue", {"--no-cuda-graph=1"}, "--no-cuda-graph takes no value"},
+    {"CollectiveTimeoutZero", {"--collective-timeout", "0"},
+     "--collective-timeout: '0' is not a number of seconds in [0.001, 31536000]"},
+    {"CollectiveTimeoutWord", {"--collective-timeout=never"},
+     "--collective-timeout: 'never' is not a number of seconds in [0.001, 31536000]"},
     {"TraceStateEmpty", {"--trace-state="}, "--trace-state needs a file name"},
     {"HelpValue", {"--help=1"}, "--help takes no value"},
     {"ErrorBeforeHelp", {"--steps", "x", "--help"}, "--steps: 'x' is not a non-negative integer"},

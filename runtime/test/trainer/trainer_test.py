@@ -594,6 +594,31 @@ def mpi_collective_error(trainer, tmp):
            f"expected one error line, got:\n{result.stderr}")
 
 
+@case
+def mpi_stopped_peer(trainer, tmp):
+    """A rank that stops answering (SIGSTOP: alive, so mpirun sees nothing) leaves the
+    other waiting in a collective: it gives up after --collective-timeout, names
+    what it waited for and its step, and stops every rank."""
+    # $$ is the shell that execs the trainer: the subshell stops the trainer.
+    script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then (sleep 3; kill -STOP $$) & fi; '
+              'exec "$0" --steps 100000000 --log-every 1000 --collective-timeout 1')
+    started = time.monotonic()
+    result = subprocess.run(mpi_command(2, "sh", "-c", script, OPTIONS.trainer_2), capture_output=True,
+                            text=True, timeout=MPI_TIMEOUT, env=mpi_environment())
+    elapsed = time.monotonic() - started
+    expect(result.returncode != 0, f"exit status 0:\n{result.stderr}")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("trainer: error:")]
+    # mpirun continues the stopped rank to end it: it may report its own wait first.
+    timeout = (r"^trainer: error: rank ([01]): step \d+: (the (all-gather|reduce-scatter) of \d+ bytes "
+               r"per rank in the shard group|the sum of the ranks' losses) has not completed after "
+               r"\d+\.\d s \(--collective-timeout=1\): a rank of its group stopped answering, or a "
+               r"device stopped; stopping every rank$")
+    expect(errors and all(re.match(timeout, line) for line in errors) and
+           any(re.match(timeout, line).group(1) == "0" for line in errors),
+           f"expected rank 0's timeout line, got:\n{result.stderr}")
+    expect(elapsed < 30, f"took {elapsed:.0f} s to stop")
+
+
 def main():
     global OPTIONS
     parser = argparse.ArgumentParser()
