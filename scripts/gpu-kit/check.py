@@ -417,6 +417,18 @@ class ModelCheck:
                             f"{every + 1}..{steps} " + ("equal the uninterrupted run's" if same
                                                         else f"{again} vs {replayed[every:]}"))
 
+    def watchdog(self):
+        """--collective-timeout of a millisecond, far under a step of this model: the
+        device watchdog (runtime/lib/cuda/DeviceWatchdog.cpp) must find a step late, name
+        it and stop the trainer with exit status 1, on the device's own events."""
+        status, out = self.train("--steps", "1000", "--collective-timeout", "0.001",
+                                 timeout=120)
+        said = [l for l in out.splitlines() if l.startswith("trainer: error:")]
+        ok = status == 1 and len(said) == 1 and re.match(
+            r"trainer: error: step \d+: the step's work on the device .*has not completed "
+            r"after \d+\.\d+ s \(--collective-timeout=0\.001", said[0]) is not None
+        self.record("watchdog", ok, said[0] if ok else f"exit {status}: {out.strip()[-600:]}")
+
     def arena(self, log):
         records = read_records(log)
         arena = records[-1] if records and "planned_peak_bytes" in records[-1] else None
@@ -457,6 +469,8 @@ def correctness(report, node, name, model):
         check.teacher_and_export(checks)
     if any(c in checks for c in ("graph", "arena", "checkpoint")):
         check.graph_arena_checkpoint(checks)
+    if "watchdog" in checks:
+        check.watchdog()
 
 
 # cuDNN's fused attention kernels synchronise their warp groups with named barriers and

@@ -79,6 +79,7 @@ def example(path, reference, plan=""):
 #   arena       the planned arena equals the measured device high-water mark
 #   checkpoint  a checkpoint saved on the GPU resumes there to the same losses
 #   export      --export read back by --init-from gives the same parameters
+#   watchdog    a step later than --collective-timeout is reported, and stops the trainer
 #   sanitize    compute-sanitizer memcheck, racecheck and synccheck on two steps (racecheck: one)
 #   speed       median step time, tokens/s, MFU; torch: beside PyTorch on the same model
 #   kernels     the ten kernels that take most of the step (ncu)
@@ -110,7 +111,7 @@ MODELS = {
                             checks=CORRECTNESS + ["speed"]),
     "llama-small-bf16": dict(llama(4, 512, 8, 2, 1408, 4096, 256, 8, "bf16", "flash", 64,
                                    DETERMINISTIC),
-                             checks=CORRECTNESS + ["speed", "torch", "kernels"]),
+                             checks=CORRECTNESS + ["watchdog", "speed", "torch", "kernels"]),
     # The same kernels at a size racecheck gets through: one step of the small Llama
     # under it ran past 80 s on an H100 (2026-11-27).
     "llama-tiny-bf16": dict(llama(2, 128, 4, 2, 352, 512, 128, 4, "bf16", "flash", 32,

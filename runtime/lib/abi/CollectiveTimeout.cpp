@@ -38,7 +38,9 @@ std::string formatSeconds(Milliseconds duration) {
 std::string timeoutMessage(int64_t atStep, const std::string &what, Milliseconds waited,
                            Milliseconds limit) {
   char seconds[32];
-  std::snprintf(seconds, sizeof(seconds), "%.1f", static_cast<double>(waited.count()) / 1000.0);
+  // Tenths of a second, or milliseconds under a second.
+  double inSeconds = static_cast<double>(waited.count()) / 1000.0;
+  std::snprintf(seconds, sizeof(seconds), inSeconds < 1.0 ? "%.3f" : "%.1f", inSeconds);
   return "step " + std::to_string(atStep) + ": " + what + " has not completed after " + seconds +
          " s (--collective-timeout=" + formatSeconds(collectiveTimeout()) +
          (limit != collectiveTimeout() ? ", doubled in a run's first step" : "") +

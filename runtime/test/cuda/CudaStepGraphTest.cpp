@@ -304,7 +304,7 @@ TEST_F(CudaStepGraph, AReplayThatNeverCompletesStopsTheRankNamingTheStep) {
       ExitedWithCode(1),
       "^trainer: error: step 3: the step's work on the device \\(a CUDA graph replay, whose "
       "collectives are not told apart: --no-cuda-graph names the one waited for\\) has not "
-      "completed after 0\\.[1-9] s \\(--collective-timeout=0\\.1\\): a rank of its group "
+      "completed after 0\\.[1-9][0-9][0-9] s \\(--collective-timeout=0\\.1\\): a rank of its group "
       "stopped answering, or a device stopped; stopping every rank\n$");
   setCollectiveTimeout(kDefaultCollectiveTimeout);
 }
