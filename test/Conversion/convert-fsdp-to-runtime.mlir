@@ -9,7 +9,12 @@
 // is a buffer of the step (fsdp-assign-buffers writes its grad_offset).
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: {\22allow_tf32\22:false,\22arena_bytes\22:768,\22batch\22:2,\22clip_grad_norm\22:1,\22grid\22:[2]
+// CHECK-SAME: {\22allow_tf32\22:false,\22arena_bytes\22:768,\22batch\22:2,\22clip_grad_norm\22:1
+// The collectives the step starts, in order, each with its unit (the
+// gradient norm's all-reduce has none): what a rank that waits too long for
+// one names.
+// CHECK-SAME: \22collectives\22:[{\22kind\22:\22all_gather\22,\22unit\22:\22e\22},{\22kind\22:\22all_gather\22,\22unit\22:\22s\22},{\22kind\22:\22all_gather\22,\22unit\22:\22e\22},{\22kind\22:\22all_gather\22,\22unit\22:\22s\22},{\22kind\22:\22reduce_scatter\22,\22unit\22:\22e\22},{\22kind\22:\22all_reduce\22,\22unit\22:\22\22}]
+// CHECK-SAME: \22grid\22:[2]
 // CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:0,\22offset\22:640,\22role\22:\22tokens\22,\22shape\22:[1,3]}
 // CHECK-SAME: {\22bound\22:16,\22bytes\22:12,\22dtype\22:\22i32\22,\22index\22:1,\22offset\22:704,\22role\22:\22classes\22,\22shape\22:[1,3]}
 // CHECK-SAME: \22local_batch\22:1
@@ -139,6 +144,8 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr
 // the gradient shard. SGD without momentum keeps no state.
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
+// The replicas' all-reduce moves @lin's gradient.
+// CHECK-SAME: \22collectives\22:[{\22kind\22:\22all_reduce\22,\22unit\22:\22lin\22}]
 // CHECK-SAME: \22replicas\22:2,\22shard_ranks\22:1
 // CHECK-SAME: \22state\22:[]
 // CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<192xi8>

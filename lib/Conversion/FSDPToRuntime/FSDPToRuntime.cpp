@@ -151,7 +151,7 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
   std::string manifest =
       buildManifest(plan, layout, rankTypes, *roles,
                     module->getAttrOfType<DictionaryAttr>(FSDPDialect::getRecomputeAttrName()),
-                    lowering.hostGradTypes());
+                    lowering.hostGradTypes(), step);
   manifest.push_back('\0');
   b.setInsertionPointToStart(module.getBody());
   auto manifestType = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), manifest.size());

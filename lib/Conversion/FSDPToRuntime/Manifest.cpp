@@ -2,6 +2,11 @@
 
 #include "Manifest.h"
 
+#include "fsdp/ABI/BufferKinds.h"
+#include "fsdp/ABI/RuntimeABI.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/JSON.h"
 
@@ -71,10 +76,29 @@ static json::Object optimizerOf(OptimizerAttrInterface optimizer) {
       });
 }
 
+/// The collectives `step` starts, in the order it starts them (one block: no
+/// loop or branch runs any twice or not at all), each with its unit.
+static json::Array stepCollectives(func::FuncOp step) {
+  json::Array collectives;
+  step.walk([&](func::CallOp call) {
+    StringRef kind = llvm::StringSwitch<StringRef>(call.getCallee())
+                         .Case(kAllGatherStart, "all_gather")
+                         .Case(kReduceScatterStart, "reduce_scatter")
+                         .Case(kAllReduceStart, "all_reduce")
+                         .Default("");
+    if (kind.empty())
+      return;
+    auto unit = call->getAttrOfType<StringAttr>(kCollectiveUnitAttr);
+    collectives.push_back(json::Object{{"kind", kind}, {"unit", unit ? unit.getValue() : ""}});
+  });
+  return collectives;
+}
+
 std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                                       ArrayRef<RankedTensorType> inputTypes,
                                       ArrayRef<InputRole> roles, DictionaryAttr recompute,
-                                      const llvm::StringMap<Type> &hostGradTypes) {
+                                      const llvm::StringMap<Type> &hostGradTypes,
+                                      func::FuncOp step) {
   json::Array units, params;
   int64_t shardRanks = 1;
   for (const UnitRegions &regions : layout.units) {
@@ -155,7 +179,8 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                         {"allow_tf32", plan.getAllowTf32()},
                         {"units", std::move(units)},
                         {"params", std::move(params)},
-                        {"inputs", std::move(inputs)}};
+                        {"inputs", std::move(inputs)},
+                        {"collectives", stepCollectives(step)}};
   if (layout.deviceScalars)
     manifest["device_scalars"] = json::Object{{"offset", layout.deviceScalars->offset}};
   if (recompute) {

@@ -278,6 +278,11 @@ Value StepLowering::tagGradientShard(Value bytes, UnitOp unit) {
   alloc->setAttr(kBufferKindAttr, b.getStringAttr(kGradientShardKind));
   alloc->setAttr(kGradientOfAttr, b.getStringAttr(unit.getSymName()));
   shardsWithGradient.insert(unit);
+  // The all-reduce that left it there (no_shard, or the replicas' of a
+  // hybrid plan) moved this unit's gradient: a timed-out wait names it.
+  if (Value handle = reductionHandles.lookup(bytes);
+      handle && !handle.getDefiningOp()->hasAttr(kCollectiveUnitAttr))
+    handle.getDefiningOp()->setAttr(kCollectiveUnitAttr, unit.getSymNameAttr());
   return bytes;
 }
 

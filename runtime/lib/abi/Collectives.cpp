@@ -2,6 +2,8 @@
 
 #include "abi/Collectives.h"
 
+#include <algorithm>
+
 #include "abi/Error.h"
 #include "fsdprt/fsdprt.h"
 
@@ -80,11 +82,37 @@ void checkReduceScatterBuffers(const char *what, const void *full, const void *s
     fatal(std::string(what) + ": the shard overlaps the buffer being reduced");
 }
 
-std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t group) {
+namespace {
+const std::vector<CollectiveSpec> *stepSequence = nullptr;
+size_t nextInSequence = 0;
+} // namespace
+
+void beginStepCollectives(const std::vector<CollectiveSpec> &sequence) {
+  stepSequence = &sequence;
+  nextInSequence = 0;
+}
+
+std::string nextCollectiveUnit(const char *kind) {
+  if (!stepSequence || nextInSequence >= stepSequence->size())
+    return "";
+  const CollectiveSpec &next = (*stepSequence)[nextInSequence];
+  if (next.kind != kind) {
+    nextInSequence = stepSequence->size();
+    return "";
+  }
+  ++nextInSequence;
+  return next.unit;
+}
+
+std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t group,
+                               const std::string &unit) {
   static const char *const kGroups[] = {"the world", "the shard group", "the replica group"};
-  return std::string("the ") + kind + " of " + std::to_string(bytesPerRank) +
-         " bytes per rank in " +
-         (group >= 0 && group <= FSDPRT_GROUP_REPLICA ? kGroups[group] : "an unknown group");
+  std::string name = kind;
+  std::replace(name.begin(), name.end(), '_', '-');
+  std::string size = std::to_string(bytesPerRank) + " bytes per rank in " +
+                     (group >= 0 && group <= FSDPRT_GROUP_REPLICA ? kGroups[group]
+                                                                   : "an unknown group");
+  return "the " + name + (unit.empty() ? " of " + size : " of unit '" + unit + "' (" + size + ")");
 }
 
 } // namespace fsdprt

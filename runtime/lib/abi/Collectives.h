@@ -14,8 +14,11 @@
 #ifndef FSDPRT_COLLECTIVES_H
 #define FSDPRT_COLLECTIVES_H
 
+#include "abi/Manifest.h"
+
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace fsdprt {
 
@@ -70,10 +73,21 @@ bool gatherInPlace(const char *what, const void *shard, const void *full, int64_
 void checkReduceScatterBuffers(const char *what, const void *full, const void *shard,
                                int64_t shardBytes, int groupSize);
 
-/// A collective as a timeout names it: `the all-gather of 1024 bytes per rank
-/// in the shard group` (`kind` is `all-gather`, `reduce-scatter` or
-/// `all-reduce`).
-std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t group);
+/// The collectives the step about to be called starts (its manifest's, in
+/// order, or none): each start then takes the next one's unit.
+void beginStepCollectives(const std::vector<CollectiveSpec> &sequence);
+
+/// The unit of the collective being started, of `kind` (`all_gather`,
+/// `reduce_scatter` or `all_reduce`): the sequence's next one's. Empty when
+/// the sequence does not say, or once it has named another kind (then it no
+/// longer describes this step).
+std::string nextCollectiveUnit(const char *kind);
+
+/// A collective as a timeout names it: `the all-gather of unit 'layers.0'
+/// (1024 bytes per rank in the shard group)`, or without a unit `the
+/// all-reduce of 4 bytes per rank in the world`.
+std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t group,
+                               const std::string &unit);
 
 } // namespace fsdprt
 

@@ -647,6 +647,30 @@ static void checkDisjoint(const Manifest &manifest) {
   checkDisjointRegions(std::move(host), " in the host arena");
 }
 
+static void readCollectives(const Node &root, Manifest &manifest) {
+  if (!root.has("collectives"))
+    return;
+  std::set<std::string> units;
+  for (const UnitSpec &unit : manifest.units)
+    units.insert(unit.name);
+  Node list = root.field("collectives");
+  for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
+    Node node = list.element(i);
+    CollectiveSpec collective;
+    Node kindNode = node.field("kind");
+    collective.kind = kindNode.string();
+    if (collective.kind != "all_gather" && collective.kind != "reduce_scatter" &&
+        collective.kind != "all_reduce")
+      kindNode.fail("expected all_gather, reduce_scatter or all_reduce, got '" +
+                    collective.kind + "'");
+    Node unitNode = node.field("unit");
+    collective.unit = unitNode.string();
+    if (!collective.unit.empty() && !units.count(collective.unit))
+      unitNode.fail("no unit is named '" + collective.unit + "'");
+    manifest.collectives.push_back(std::move(collective));
+  }
+}
+
 Manifest parseManifest(std::string_view text) {
   json document;
   try {
@@ -689,6 +713,7 @@ Manifest parseManifest(std::string_view text) {
   readParams(root, manifest);
   readInputs(root, manifest);
   readDeviceScalars(root, manifest);
+  readCollectives(root, manifest);
   checkDisjoint(manifest);
   return manifest;
 }

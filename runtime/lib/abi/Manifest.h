@@ -128,6 +128,14 @@ struct DeviceScalarsSpec {
   static constexpr int64_t kStep = 8; // i64, written by the runtime before each step
 };
 
+/// A collective the step starts (collectives, optional): `all_gather`,
+/// `reduce_scatter` or `all_reduce`, and the unit it moves (empty: none, as
+/// the gradient norm's all-reduce).
+struct CollectiveSpec {
+  std::string kind;
+  std::string unit;
+};
+
 struct Manifest {
   int64_t version = 0;
   int64_t arenaBytes = 0;
@@ -154,6 +162,9 @@ struct Manifest {
   std::vector<UnitSpec> units;
   std::vector<ParamSpec> params;
   std::vector<InputSpec> inputs;
+  /// The collectives the step starts, in the order it starts them: what a
+  /// timed-out wait names (CollectiveTimeout.h). Empty when not given.
+  std::vector<CollectiveSpec> collectives;
 
   /// The number of ranks the plan runs on: the product of the grid.
   int64_t worldSize() const;

@@ -83,8 +83,9 @@ template <typename Visit> void forEachCommunicator(Visit visit) {
 }
 
 /// The collective just enqueued on `stream`, for the watchdog.
-void watchCollective(cudaStream_t stream, const char *kind, int64_t bytesPerRank, int32_t group) {
-  watchStream(stream, describeCollective(kind, bytesPerRank, group));
+void watchCollective(cudaStream_t stream, const char *kind, int64_t bytesPerRank, int32_t group,
+                     const std::string &unit) {
+  watchStream(stream, describeCollective(kind, bytesPerRank, group, unit));
 }
 
 } // namespace
@@ -163,6 +164,8 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   int size = groupSize(group);
   cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_ALL_GATHER);
   int32_t handle = takeHandle(what);
+  // Every start takes its place in the step's sequence, of one rank too.
+  std::string unit = nextCollectiveUnit("all_gather");
   if (size == 1) {
     if (shard != full && shard_bytes > 0)
       FSDPRT_CUDA_CHECK(cudaMemcpyAsync(full, shard, static_cast<size_t>(shard_bytes),
@@ -173,7 +176,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   gatherInPlace(what, shard, full, shard_bytes, groupRank(group), size);
   FSDPRT_NCCL_CHECK(ncclAllGather(shard, full, static_cast<size_t>(shard_bytes), ncclUint8,
                                   communicator(group, FSDPRT_STREAM_ALL_GATHER), stream));
-  watchCollective(stream, "all-gather", shard_bytes, group);
+  watchCollective(stream, "all_gather", shard_bytes, group, unit);
   return recordDone(handle, stream);
 }
 
@@ -188,6 +191,8 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   checkReduceScatterBuffers(what, full, shard, shardBytes, size);
   cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
   int32_t handle = takeHandle(what);
+  // Every start takes its place in the step's sequence, of one rank too.
+  std::string unit = nextCollectiveUnit("reduce_scatter");
   if (size == 1) {
     // The sum over one rank is its own block; the average divides by 1.
     if (full != shard && shardBytes > 0)
@@ -198,7 +203,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   FSDPRT_NCCL_CHECK(ncclReduceScatter(full, shard, static_cast<size_t>(shard_count),
                                       ncclType(dtype), reduction(op),
                                       communicator(group, FSDPRT_STREAM_REDUCE_SCATTER), stream));
-  watchCollective(stream, "reduce-scatter", shardBytes * size, group);
+  watchCollective(stream, "reduce_scatter", shardBytes * size, group, unit);
   return recordDone(handle, stream);
 }
 
@@ -211,11 +216,14 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   int size = groupSize(group);
   cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
   int32_t handle = takeHandle(what);
+  // Every start takes its place in the step's sequence, of one rank too.
+  std::string unit = nextCollectiveUnit("all_reduce");
   if (size > 1) {
     FSDPRT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclType(dtype),
                                     reduction(op),
                                     communicator(group, FSDPRT_STREAM_REDUCE_SCATTER), stream));
-    watchCollective(stream, "all-reduce", count * reductionElementBytes(what, dtype), group);
+    watchCollective(stream, "all_reduce", count * reductionElementBytes(what, dtype), group,
+                    unit);
   }
   return recordDone(handle, stream);
 }

@@ -31,7 +31,7 @@ double HeldOutLoss::compute(const Manifest &manifest, Arena &arena, uint8_t *hos
     startStepEvents();
     // Rare enough to run as called, never from a recording.
     float localLoss =
-        enqueueStep([&] { return callStep(evalStep, arena.stepData(), hostArena, step, 0.0f); },
+        enqueueStep([&] { return callStep(evalStep, manifest, arena.stepData(), hostArena, step, 0.0f); },
                     /*replayable=*/false);
     if (int pending = pendingCollectives())
       fatal("the evaluation step returned with " + std::to_string(pending) +

@@ -69,7 +69,9 @@ static void checkWorldSize(const Manifest &manifest) {
         std::to_string(planned) + ", or recompile with fsdpc --grid=" + std::to_string(started));
 }
 
-float callStep(TrainStepFn stepFn, void *arena, uint8_t *hostArena, int64_t step, float lr) {
+float callStep(TrainStepFn stepFn, const Manifest &manifest, void *arena, uint8_t *hostArena,
+               int64_t step, float lr) {
+  beginStepCollectives(manifest.collectives);
   if (!hostArena)
     return stepFn(arena, step, lr);
   // The generated object defines the symbol with the other type; the cast
@@ -431,7 +433,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     startStepEvents();
     timeline.beginStep(step);
     float returned = enqueueStep(
-        [&] { return callStep(trainStep, arena.stepData(), hostArena.data(), step, lr); },
+        [&] { return callStep(trainStep, manifest, arena.stepData(), hostArena.data(), step, lr); },
         replayable);
     timeline.endStep();
     EnqueuedStep enqueued{step, lr, stepStart, returned,

@@ -8,6 +8,8 @@
 #ifndef FSDPRT_TRAINER_H
 #define FSDPRT_TRAINER_H
 
+#include "abi/Manifest.h"
+
 #include <cstdint>
 
 namespace fsdprt {
@@ -19,8 +21,9 @@ using TrainStepFn = float (*)(void *arena, int64_t step, float lr);
 using OffloadedTrainStepFn = float (*)(void *arena, void *hostArena, int64_t step, float lr);
 
 /// Calls a step of either type: with the host arena when the plan offloads
-/// the optimizer (`hostArena` not null).
-float callStep(TrainStepFn stepFn, void *arena, uint8_t *hostArena, int64_t step, float lr);
+/// the optimizer (`hostArena` not null). Its collectives are `manifest`'s.
+float callStep(TrainStepFn stepFn, const Manifest &manifest, void *arena, uint8_t *hostArena,
+               int64_t step, float lr);
 
 /// Runs the trainer's command line `argv` for the model described by
 /// `manifestText` whose step is `trainStep`, as this process's rank: starts

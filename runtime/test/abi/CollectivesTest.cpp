@@ -142,4 +142,29 @@ TEST(CollectivesError, BeforeTheGroupsExist) {
                 "process groups"));
 }
 
+// Each start takes the next collective of the step's sequence (the
+// manifest's), on a group of one rank too; a start of another kind than the
+// sequence says ends it: it no longer describes the step.
+TEST_F(Collectives, StartsTakeTheirUnitsFromTheStepsSequence) {
+  std::vector<CollectiveSpec> sequence = {
+      {"all_gather", "embed"}, {"all_gather", "layers.0"}, {"reduce_scatter", "layers.0"}};
+  beginStepCollectives(sequence);
+  EXPECT_EQ(nextCollectiveUnit("all_gather"), "embed");
+  EXPECT_EQ(nextCollectiveUnit("all_gather"), "layers.0");
+  EXPECT_EQ(nextCollectiveUnit("reduce_scatter"), "layers.0");
+  EXPECT_EQ(nextCollectiveUnit("all_reduce"), "") << "past the end";
+  beginStepCollectives(sequence);
+  EXPECT_EQ(nextCollectiveUnit("reduce_scatter"), "") << "not the kind the sequence says";
+  EXPECT_EQ(nextCollectiveUnit("all_gather"), "") << "nor is anything after it";
+  // The runtime's own starts take their place too.
+  beginStepCollectives(sequence);
+  std::vector<float> shard = {1}, full(1);
+  fsdprt_wait(fsdprt_all_gather_start(shard.data(), full.data(), 4, FSDPRT_GROUP_SHARD));
+  EXPECT_EQ(nextCollectiveUnit("all_gather"), "layers.0");
+  EXPECT_EQ(describeCollective("all_gather", 1024, FSDPRT_GROUP_SHARD, "layers.0"),
+            "the all-gather of unit 'layers.0' (1024 bytes per rank in the shard group)");
+  EXPECT_EQ(describeCollective("all_reduce", 4, FSDPRT_GROUP_WORLD, ""),
+            "the all-reduce of 4 bytes per rank in the world");
+}
+
 } // namespace

@@ -596,7 +596,27 @@ const ErrorCase kErrorCases[] = {
      "parameter shard of unit 'fc' [0, 128) and gradient shard of unit 'fc' [64, 192) overlap"},
     {"InputOverState", [](json &m) { input(m, 1)["offset"] = 508; },
      "input 1 [508, 524) and state 'exp_avg_sq' of unit 'fc' [512, 640) overlap"},
+    {"CollectiveKind", [](json &m) { m["collectives"] = {{{"kind", "broadcast"}, {"unit", "fc"}}}; },
+     "collectives[0].kind: expected all_gather, reduce_scatter or all_reduce, got 'broadcast'"},
+    {"CollectiveUnit", [](json &m) { m["collectives"] = {{{"kind", "all_gather"}, {"unit", "fc2"}}}; },
+     "collectives[0].unit: no unit is named 'fc2'"},
 };
+
+// The collectives the step starts, in order: a unit's, or none's.
+TEST(Manifest, ParsesTheStepsCollectives) {
+  json m = classifierManifest();
+  EXPECT_TRUE(parseManifest(m.dump()).collectives.empty()) << "optional";
+  m["collectives"] = {{{"kind", "all_gather"}, {"unit", "fc"}},
+                      {{"kind", "reduce_scatter"}, {"unit", "fc"}},
+                      {{"kind", "all_reduce"}, {"unit", ""}}};
+  std::vector<CollectiveSpec> collectives = parseManifest(m.dump()).collectives;
+  ASSERT_EQ(collectives.size(), 3u);
+  EXPECT_EQ(collectives[0].kind, "all_gather");
+  EXPECT_EQ(collectives[1].kind, "reduce_scatter");
+  EXPECT_EQ(collectives[1].unit, "fc");
+  EXPECT_EQ(collectives[2].kind, "all_reduce");
+  EXPECT_EQ(collectives[2].unit, "");
+}
 
 INSTANTIATE_TEST_SUITE_P(Manifest, ManifestErrorTest, testing::ValuesIn(kErrorCases),
                          [](const testing::TestParamInfo<ErrorCase> &info) {

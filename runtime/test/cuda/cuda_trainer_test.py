@@ -88,14 +88,14 @@ def mpi_no_device(trainer, tmp):
 
 
 # What a rank that waited too long says (CollectiveTimeout.h).
-TIMEOUT = (r"^trainer: error: rank [01]: step (\d+): the (all-gather|reduce-scatter) of \d+ bytes per "
-           r"rank in the shard group has not completed after (\d+(\.\d+)?) s "
+TIMEOUT = (r"^trainer: error: rank [01]: step (\d+): the (all-gather|reduce-scatter) of unit "
+           r"'linear' \(\d+ bytes per rank in the shard group\) has not completed after (\d+(\.\d+)?) s "
            r"\(--collective-timeout=0\.5(, doubled in a run's first step)?\): a rank of its group "
            r"stopped answering, or a device stopped; stopping every rank$")
 ASYNC_ERROR = (r"^trainer: error: rank [01]: step (\d+): NCCL reported an asynchronous error on the "
                r"shard group's (all-gather|reduce-scatter) communicator: remote process exited or "
-               r"there was a network error, while waiting for the \2 of \d+ bytes per rank in the "
-               r"shard group$")
+               r"there was a network error, while waiting for the \2 of unit 'linear' \(\d+ bytes "
+               r"per rank in the shard group\)$")
 
 
 def faulty_run(variable, collective, *flags):

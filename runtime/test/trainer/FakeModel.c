@@ -142,7 +142,9 @@ const char fsdp_manifest[] =
     "    {\"index\": 1, \"shape\": [" STR(LOCAL_BATCH) "], \"dtype\": \"i32\", "
     "\"role\": \"classes\", \"bound\": 4,\n"
     "     \"offset\": " STR(CLASSES_OFFSET) ", \"bytes\": " STR(CLASSES_BYTES) "}\n"
-    "  ]\n"
+    "  ],\n"
+    "  \"collectives\": [{\"kind\": \"all_gather\", \"unit\": \"linear\"},\n"
+    "                  {\"kind\": \"reduce_scatter\", \"unit\": \"linear\"}]\n"
     "}\n";
 
 static void contractBroken(const char *what, long long detail) {

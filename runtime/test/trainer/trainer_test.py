@@ -609,8 +609,9 @@ def mpi_stopped_peer(trainer, tmp):
     expect(result.returncode != 0, f"exit status 0:\n{result.stderr}")
     errors = [line for line in result.stderr.splitlines() if line.startswith("trainer: error:")]
     # mpirun continues the stopped rank to end it: it may report its own wait first.
-    timeout = (r"^trainer: error: rank ([01]): step \d+: (the (all-gather|reduce-scatter) of \d+ bytes "
-               r"per rank in the shard group|the sum of the ranks' losses) has not completed after "
+    timeout = (r"^trainer: error: rank ([01]): step \d+: (the (all-gather|reduce-scatter) of unit "
+               r"'linear' \(\d+ bytes per rank in the shard group\)|the sum of the ranks' losses) has "
+               r"not completed after "
                r"\d+\.\d s \(--collective-timeout=1\): a rank of its group stopped answering, or a "
                r"device stopped; stopping every rank$")
     expect(errors and all(re.match(timeout, line) for line in errors) and
