@@ -85,30 +85,43 @@ void checkReduceScatterBuffers(const char *what, const void *full, const void *s
 namespace {
 const std::vector<CollectiveSpec> *stepSequence = nullptr;
 size_t nextInSequence = 0;
+std::string lastStarted;
+
+std::string kindName(const char *kind) {
+  std::string name = kind;
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
 } // namespace
 
 void beginStepCollectives(const std::vector<CollectiveSpec> &sequence) {
   stepSequence = &sequence;
   nextInSequence = 0;
+  lastStarted.clear();
 }
 
 std::string nextCollectiveUnit(const char *kind) {
-  if (!stepSequence || nextInSequence >= stepSequence->size())
+  if (!stepSequence || nextInSequence >= stepSequence->size()) {
+    lastStarted = "the " + kindName(kind);
     return "";
+  }
   const CollectiveSpec &next = (*stepSequence)[nextInSequence];
   if (next.kind != kind) {
     nextInSequence = stepSequence->size();
+    lastStarted = "the " + kindName(kind);
     return "";
   }
   ++nextInSequence;
+  lastStarted = "the " + kindName(kind) + (next.unit.empty() ? "" : " of unit '" + next.unit + "'");
   return next.unit;
 }
+
+std::string lastCollectiveStarted() { return lastStarted; }
 
 std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t group,
                                const std::string &unit) {
   static const char *const kGroups[] = {"the world", "the shard group", "the replica group"};
-  std::string name = kind;
-  std::replace(name.begin(), name.end(), '_', '-');
+  std::string name = kindName(kind);
   std::string size = std::to_string(bytesPerRank) + " bytes per rank in " +
                      (group >= 0 && group <= FSDPRT_GROUP_REPLICA ? kGroups[group]
                                                                    : "an unknown group");

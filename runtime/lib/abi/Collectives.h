@@ -83,6 +83,11 @@ void beginStepCollectives(const std::vector<CollectiveSpec> &sequence);
 /// longer describes this step).
 std::string nextCollectiveUnit(const char *kind);
 
+/// The collective started last, as describeCollective names it without its
+/// size (`the all-gather of unit 'layers.0'`), or empty: context for an error
+/// the device reports later.
+std::string lastCollectiveStarted();
+
 /// A collective as a timeout names it: `the all-gather of unit 'layers.0'
 /// (1024 bytes per rank in the shard group)`, or without a unit `the
 /// all-reduce of 4 bytes per rank in the world`.

@@ -34,6 +34,12 @@ void connectDevice(const RankPlace &place);
 /// fp32 products; the device must be open.
 void setAllowTf32(bool allow);
 
+/// --debug-sync: the device finishes each kernel and runtime call before the
+/// host goes on, and a failure names it, its step and the last collective
+/// started (docs/Runtime.md, section 5). A GPU's steps then run as called,
+/// never replayed; the CPU's calls finish where they are made anyway.
+void setDebugSync(bool on);
+
 /// Whether --trace can time the step from the host: the CPU's runtime calls
 /// run where they are made; a GPU's only enqueue work.
 bool hostTimesStep();

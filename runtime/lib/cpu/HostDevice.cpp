@@ -46,6 +46,8 @@ void connectDevice(const RankPlace &) {}
 // and within what true permits.
 void setAllowTf32(bool) {}
 
+void setDebugSync(bool) {}
+
 bool hostTimesStep() { return true; }
 
 void finishStep() {

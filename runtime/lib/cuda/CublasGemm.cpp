@@ -326,6 +326,11 @@ void setAllowTf32(bool allow) {
 
 using namespace fsdprt;
 
+/// Every product runs on the compute stream.
+static void afterProduct(const char *what) {
+  afterDeviceWork(what, deviceStream(what, FSDPRT_STREAM_COMPUTE));
+}
+
 extern "C" void fsdprt_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
                              float alpha, const float *a, int64_t lda, const float *b,
                              int64_t ldb, float beta, float *c, int64_t ldc) {
@@ -335,6 +340,7 @@ extern "C" void fsdprt_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_
     return;
   FSDPRT_CUBLAS_CHECK(cublasSgemm(cublas, operation(trans_b), operation(trans_a), int(n), int(m),
                                   int(k), &alpha, b, int(ldb), a, int(lda), &beta, c, int(ldc)));
+  afterProduct("fsdprt_sgemm");
 }
 
 extern "C" void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t batch,
@@ -351,6 +357,7 @@ extern "C" void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t b
   FSDPRT_CUBLAS_CHECK(cublasSgemmStridedBatched(
       cublas, operation(trans_b), operation(trans_a), int(n), int(m), int(k), &alpha, b,
       int(ldb), stride_b, a, int(lda), stride_a, &beta, c, int(ldc), stride_c, int(batch)));
+  afterProduct("fsdprt_sgemm_batched");
 }
 
 extern "C" void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n,
@@ -362,6 +369,7 @@ extern "C" void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, in
   if (gemm.empty())
     return;
   bf16Gemm(what, gemm, 1, alpha, a, 0, b, 0, beta, c, 0);
+  afterProduct(what);
 }
 
 extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
@@ -376,6 +384,7 @@ extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64
   if (gemm.empty() || batch == 0)
     return;
   bf16Gemm(what, gemm, batch, alpha, a, stride_a, b, stride_b, beta, c, stride_c);
+  afterProduct(what);
 }
 
 /// fsdprt.h's rule: cuBLASLt's bias epilogue loads the bias in 16-byte
@@ -408,4 +417,5 @@ extern "C" void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, i
   // TF32 rounds the inputs, as cuBLAS's math mode does for fsdprt_sgemm.
   ltGemm(what, CUDA_R_32F, allowTf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
          LtKind::Bias, gemm, 1, alpha, a, 0, b, 0, beta, c, 0, bias);
+  afterProduct(what);
 }

@@ -3,14 +3,39 @@
 #include "cuda/CudaCheck.h"
 
 #include "abi/Error.h"
+#include "cuda/CudaDevice.h"
 
 #include <string>
 
 namespace fsdprt {
 
+/// Errors of the device's work itself (a kernel's fault), which CUDA reports
+/// to whatever call comes next.
+static bool isDeviceFault(cudaError_t status) {
+  switch (status) {
+  case cudaErrorIllegalAddress:
+  case cudaErrorMisalignedAddress:
+  case cudaErrorIllegalInstruction:
+  case cudaErrorInvalidPc:
+  case cudaErrorHardwareStackError:
+  case cudaErrorInvalidAddressSpace:
+  case cudaErrorAssert:
+  case cudaErrorLaunchFailure:
+  case cudaErrorLaunchTimeout:
+  case cudaErrorECCUncorrectable:
+    return true;
+  default:
+    return false;
+  }
+}
+
 void checkCuda(cudaError_t status, const char *call) {
-  if (status != cudaSuccess)
-    fatal(std::string(call) + ": " + cudaGetErrorString(status));
+  if (status == cudaSuccess)
+    return;
+  // Say where the device had got to: the fault is older than this call.
+  std::string where = isDeviceFault(status) ? lastDeviceWork() : "";
+  fatal(std::string(call) + ": " + cudaGetErrorString(status) +
+        (where.empty() ? "" : " (" + where + ")"));
 }
 
 void checkCublas(cublasStatus_t status, const char *call) {

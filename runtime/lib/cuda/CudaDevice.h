@@ -71,6 +71,17 @@ void startWatchdog();
 void stopWatchdog();
 void watchStream(cudaStream_t stream, const std::string &what);
 
+/// The work just enqueued on `stream` (DebugSync.cpp), as a message names it
+/// (`kernel 'fsdp_kernel_3'`, `fsdprt_sgemm`, a collective). With
+/// --debug-sync the host waits for it and a failure is fatal, naming it;
+/// else it is what a later device error names.
+void afterDeviceWork(const std::string &what, cudaStream_t stream);
+/// Whether --debug-sync is on.
+bool debugSyncing();
+/// `step S, after kernel 'K' was enqueued (...)`: where an error the device
+/// reports later happened at the latest; empty before any work.
+std::string lastDeviceWork();
+
 /// Whether the step is being captured as a CUDA graph (StepGraph.cpp).
 bool capturingStep();
 

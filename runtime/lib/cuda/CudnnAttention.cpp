@@ -294,6 +294,7 @@ extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_h
   checkAttention(what, shape);
   AttentionKey plan{AttentionPass::Forward, shape, false, workspace_bytes};
   execute(what, plan, forwardPointers(query, key, value, out, lse), workspace);
+  afterDeviceWork(what, deviceStream(what, FSDPRT_STREAM_COMPUTE));
 }
 
 extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads,
@@ -311,4 +312,5 @@ extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t
           backwardPointers(query, key, value, out, lse, out_grad, query_grad, key_grad,
                            value_grad),
           workspace);
+  afterDeviceWork(what, deviceStream(what, FSDPRT_STREAM_COMPUTE));
 }

@@ -26,6 +26,7 @@ static int32_t startCopy(const char *what, HandleKind kind, void *to, const void
   if (bytes > 0)
     FSDPRT_CUDA_CHECK(
         cudaMemcpyAsync(to, from, static_cast<size_t>(bytes), direction, stream));
+  afterDeviceWork(what, stream);
   return recordDone(handle, stream);
 }
 

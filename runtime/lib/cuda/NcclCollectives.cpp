@@ -85,7 +85,9 @@ template <typename Visit> void forEachCommunicator(Visit visit) {
 /// The collective just enqueued on `stream`, for the watchdog.
 void watchCollective(cudaStream_t stream, const char *kind, int64_t bytesPerRank, int32_t group,
                      const std::string &unit) {
-  watchStream(stream, describeCollective(kind, bytesPerRank, group, unit));
+  std::string what = describeCollective(kind, bytesPerRank, group, unit);
+  watchStream(stream, what);
+  afterDeviceWork(what, stream);
 }
 
 } // namespace

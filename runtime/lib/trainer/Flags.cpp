@@ -21,7 +21,7 @@ const char *usageText() {
          "               [--export FILE] [--export-dtype f32|bf16]\n"
          "               [--save DIR] [--save-every K] [--keep N] [--resume DIR]\n"
          "               [--trace-state FILE] [--trace FILE] [--no-cuda-graph]\n"
-         "               [--collective-timeout SECONDS]\n"
+         "               [--collective-timeout SECONDS] [--debug-sync]\n"
          "               [--print-manifest] [--version] [--help]\n"
          "\n"
          "Trains the model compiled into this trainer. A model compiled for N ranks runs\n"
@@ -73,6 +73,10 @@ const char *usageText() {
          "                     GPU, for the step's work) before it reports what it\n"
          "                     waited for and stops every rank (default 600; twice that\n"
          "                     in the run's first step)\n"
+         "  --debug-sync       CUDA: wait for each kernel and runtime call and check it, so\n"
+         "                     that a device error names the kernel or call, its step and\n"
+         "                     the last collective started (slow; every step runs as\n"
+         "                     called)\n"
          "  --print-manifest   print the embedded manifest and exit\n"
          "  --version          print the backend and its libraries (BLAS kernels, CUDA,\n"
          "                     NCCL) and exit\n"
@@ -240,6 +244,9 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
         fatal(std::string(flag) + ": '" + text +
               "' is not a number of seconds in [0.001, 31536000]");
       options.collectiveTimeout = Milliseconds(static_cast<int64_t>(*seconds * 1000.0));
+    } else if (flag == "--debug-sync") {
+      noValue();
+      options.debugSync = true;
     } else if (flag == "--no-cuda-graph") {
       noValue();
       options.noCudaGraph = true;

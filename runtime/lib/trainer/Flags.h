@@ -5,7 +5,7 @@
 //           [--log-every K] [--log-json FILE] [--init-from FILE] [--export FILE]
 //           [--save DIR [--save-every K] [--keep N]] [--resume DIR]
 //           [--trace-state FILE] [--trace FILE] [--no-cuda-graph]
-//           [--collective-timeout SECONDS]
+//           [--collective-timeout SECONDS] [--debug-sync]
 //           [--print-manifest] [--version] [--help]
 //
 // (docs/Runtime.md, section 5). A value follows its flag as the next argument
@@ -63,6 +63,7 @@ struct TrainerOptions {
   std::string tracePath;      // --trace: the last step as it ran
   bool noCudaGraph = false;   // CUDA: call the step every time, no graph replay
   Milliseconds collectiveTimeout = kDefaultCollectiveTimeout;
+  bool debugSync = false; // CUDA: wait for and check each kernel and runtime call
   bool printManifest = false;
   bool version = false;
   bool help = false;

@@ -237,6 +237,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   // The device was opened before the manifest was read: its products' math
   // is set now, before anything runs on it.
   setAllowTf32(manifest.allowTf32);
+  setDebugSync(options.debugSync);
   RankPlace place = setUpGroups(manifest.shardRanks);
   setCollectiveTimeout(options.collectiveTimeout);
   connectDevice(place);
@@ -387,8 +388,10 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   };
   // A CUDA graph replays the step's device work as captured: only a step
   // that reads lr and step from the arena, and runs no host code in its
-  // middle (offload's update), can run from one.
-  bool replayable = manifest.deviceScalars && manifest.hostArenaBytes == 0 && !options.noCudaGraph;
+  // middle (offload's update), can run from one; --debug-sync waits inside
+  // the step, which a capture refuses.
+  bool replayable = manifest.deviceScalars && manifest.hostArenaBytes == 0 &&
+                    !options.noCudaGraph && !options.debugSync;
   bool runAhead = stepsRunAhead();
   // A step whose work is enqueued, and whose loss is not read yet.
   struct EnqueuedStep {

@@ -18,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace fake_cuda {
 
@@ -126,6 +127,9 @@ struct State {
   /// when a node of it stalls.
   std::set<const void *> stalledStreams, stalledEvents;
   bool launching = false, launchStalled = false;
+  /// faultNextLaunch's error, once planned (pending) and once a launch made
+  /// it the device's (sticky).
+  cudaError_t pendingFault = cudaSuccess, fault = cudaSuccess;
 };
 
 State &state() {
@@ -373,6 +377,7 @@ void reset() {
   s.capture.reset();
   s.stalledStreams.clear();
   s.stalledEvents.clear();
+  s.pendingFault = s.fault = cudaSuccess;
   // Device pointers are named from device1 again once none is left.
   if (s.allocations.empty())
     s.allocated = 0;
@@ -392,6 +397,11 @@ void stallStream(const void *stream) {
     s.launchStalled = true;
   else
     s.stalledStreams.insert(stream);
+}
+
+void faultNextLaunch(cudaError_t status) {
+  Serial serial;
+  state().pendingFault = status;
 }
 
 void *makeHandle(const std::string &kind) { return newHandle(kind); }
@@ -472,6 +482,8 @@ cudaError_t __wrap_cudaDeviceSynchronize() {
     return cudaErrorStreamCaptureUnsupported;
   if (!state().stalledStreams.empty())
     waitForever(serial);
+  if (state().fault != cudaSuccess)
+    return state().fault;
   complete([](const InFlight &) { return true; });
   return cudaSuccess;
 }
@@ -515,6 +527,8 @@ cudaError_t __wrap_cudaStreamSynchronize(cudaStream_t stream) {
     return cudaErrorStreamCaptureUnsupported;
   if (stalled(stream))
     waitForever(serial);
+  if (state().fault != cudaSuccess)
+    return state().fault;
   complete([stream](const InFlight &copy) { return copy.stream == stream; });
   return cudaSuccess;
 }
@@ -587,6 +601,8 @@ cudaError_t __wrap_cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 /// Not logged: a watchdog polls it from a thread of its own.
 cudaError_t __wrap_cudaEventQuery(cudaEvent_t event) {
   Serial serial;
+  if (state().fault != cudaSuccess)
+    return state().fault;
   return state().stalledEvents.count(event) ? cudaErrorNotReady : cudaSuccess;
 }
 
@@ -602,6 +618,8 @@ cudaError_t __wrap_cudaEventSynchronize(cudaEvent_t event) {
   }
   if (state().stalledEvents.count(event))
     waitForever(serial);
+  if (state().fault != cudaSuccess)
+    return state().fault;
   auto found = state().recorded.find(event);
   if (found != state().recorded.end()) {
     auto [stream, order] = found->second;
@@ -767,9 +785,13 @@ cudaError_t __wrap_cudaLaunchKernel(const void *function, dim3 grid, dim3 block,
   logCall("cudaLaunchKernel", name(function), "grid " + dims(grid), "block " + dims(block),
       "smem " + std::to_string(smem), name(stream));
   state().lastParams = params;
-  // A launch does nothing here; in a capture it is still one of the stream's
-  // operations.
-  enqueue(stream, [] {});
+  // A launch does nothing here (but fault, when planned); in a capture it is
+  // still one of the stream's operations.
+  enqueue(stream, [] {
+    State &s = state();
+    if (s.pendingFault != cudaSuccess)
+      s.fault = std::exchange(s.pendingFault, cudaSuccess);
+  });
   return cudaSuccess;
 }
 

@@ -127,6 +127,12 @@ public:
 /// the launch's stream stalls, and the rest of the graph does not run.
 void stallStream(const void *stream);
 
+/// The next kernel launched faults (`status`, e.g. cudaErrorIllegalAddress):
+/// the launch itself succeeds, as on a GPU, and from then on every call that
+/// waits for the device (a synchronisation, cudaEventQuery) returns the
+/// error, until reset().
+void faultNextLaunch(cudaError_t status);
+
 /// A call logged as `function(arg, arg, ...)`.
 template <typename... Args> void logCall(const char *function, const Args &...args) {
   std::ostringstream line;

@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "abi/CollectiveTimeout.h"
+#include "abi/Collectives.h"
 #include "abi/Device.h"
 #include "cuda/FakeCuda.h"
 #include "cuda/OpenCudaDevice.h"
@@ -153,6 +155,59 @@ TEST_F(KernelLaunchOnDevice, ALaunchWithoutAStreamSeesTheStepsWorkSoFar) {
                           "cudaEventDestroy(" + events[0] + ")",
                           "cudaStreamSynchronize(" + created[0] + ")",
                           "cudaStreamDestroy(" + created[0] + ")"));
+}
+
+// A kernel that faults is reported by whatever waits for the device next:
+// without --debug-sync, that call's error says which step and which work the
+// device had got to; with it, the launch itself is waited for and named,
+// with the last collective started.
+class KernelFault : public KernelLaunchOnDevice {
+protected:
+  void SetUp() override {
+    KernelLaunchOnDevice::SetUp();
+    setCurrentStep(7, false);
+    beginStepCollectives(sequence);
+    nextCollectiveUnit("all_gather");
+  }
+  void TearDown() override {
+    setDebugSync(false);
+    KernelLaunchOnDevice::TearDown();
+  }
+  void launchFaulting(const char *name) {
+    void *kernel = mgpuModuleGetFunction(module, name);
+    fake_cuda::faultNextLaunch(cudaErrorIllegalAddress);
+    mgpuLaunchKernel(kernel, 1, 1, 1, 32, 1, 1, 0, fsdprt_stream(FSDPRT_STREAM_COMPUTE), nullptr,
+                     nullptr, 0);
+  }
+  std::vector<CollectiveSpec> sequence = {{"all_gather", "layers.0"}};
+};
+
+TEST_F(KernelFault, IsNamedByTheNextWaitWithItsStep) {
+  EXPECT_EXIT(
+      {
+        launchFaulting("k1");
+        mgpuModuleGetFunction(module, "k2"); // host work: nothing waits
+        finishStep();
+      },
+      ExitedWithCode(1),
+      "^trainer: error: cudaDeviceSynchronize\\(\\): an illegal memory access was encountered "
+      "\\(step 7, after kernel 'k1' was enqueued \\(--debug-sync names the work that "
+      "failed\\)\\)\n$");
+}
+
+TEST_F(KernelFault, IsNamedAtItsLaunchWithDebugSync) {
+  setDebugSync(true);
+  EXPECT_EXIT(launchFaulting("k1"), ExitedWithCode(1),
+              "^trainer: error: step 7: kernel 'k1' failed on the device: an illegal memory "
+              "access was encountered \\(--debug-sync; the last collective started: the "
+              "all-gather of unit 'layers.0'\\)\n$");
+  // Work that does not fail goes on, each launch waited for.
+  void *kernel = mgpuModuleGetFunction(module, "k2");
+  fake_cuda::reset();
+  mgpuLaunchKernel(kernel, 1, 1, 1, 32, 1, 1, 0, fsdprt_stream(FSDPRT_STREAM_COMPUTE), nullptr,
+                   nullptr, 0);
+  EXPECT_THAT(fake_cuda::callsTo("cudaStreamSynchronize"),
+              ElementsAre("cudaStreamSynchronize(" + stream(FSDPRT_STREAM_COMPUTE) + ")"));
 }
 
 } // namespace

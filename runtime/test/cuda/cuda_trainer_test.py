@@ -146,6 +146,19 @@ def mpi_nccl_async_error(trainer, tmp):
     expect(elapsed < 20, f"took {elapsed:.1f} s to stop")
 
 
+@cuda_case
+def mpi_debug_sync(trainer, tmp):
+    # Waiting for each kernel and call changes no value: the same losses on two ranks.
+    logs = []
+    for flags in [(), ("--debug-sync",)]:
+        log = os.path.join(tmp, f"log{len(logs)}.json")
+        result = trainer_test.mpirun(2, trainer_test.OPTIONS.trainer_2, "--steps", 5, "--log-json",
+                                     log, *flags)
+        expect(result.returncode == 0, result.stderr)
+        logs.append([entry["loss"] for entry in trainer_test.read_log(log)])
+    expect(len(logs[0]) == 5 and logs[0] == logs[1], f"losses differ: {logs}")
+
+
 def main():
     trainer_test.CASES.clear()
     trainer_test.CASES.update(CASES)

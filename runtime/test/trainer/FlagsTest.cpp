@@ -43,6 +43,7 @@ TEST(Flags, Defaults) {
   EXPECT_EQ(options.traceStatePath, "");
   EXPECT_FALSE(options.noCudaGraph);
   EXPECT_EQ(options.collectiveTimeout, std::chrono::minutes(10));
+  EXPECT_FALSE(options.debugSync);
   EXPECT_FALSE(options.printManifest);
   EXPECT_FALSE(options.version);
   EXPECT_FALSE(options.help);
@@ -56,7 +57,7 @@ TEST(Flags, EveryFlag) {
              "--save-every", "5", "--keep", "2", "--resume", "old", "--warmup-steps", "10",
              "--lr-decay", "cosine", "--decay-steps", "90", "--min-lr", "3e-5", "--eval-data",
              "val.bin", "--eval-every", "50", "--eval-batches", "4", "--token-dtype", "uint32",
-             "--trace-state", "t.bin", "--no-cuda-graph", "--collective-timeout", "2.5",
+             "--trace-state", "t.bin", "--no-cuda-graph", "--collective-timeout", "2.5", "--debug-sync",
              "--print-manifest", "--version"});
   EXPECT_EQ(options.steps, 7);
   EXPECT_EQ(options.seed, 18446744073709551615ULL);
@@ -82,6 +83,7 @@ TEST(Flags, EveryFlag) {
   EXPECT_EQ(options.traceStatePath, "t.bin");
   EXPECT_TRUE(options.noCudaGraph);
   EXPECT_EQ(options.collectiveTimeout, std::chrono::milliseconds(2500));
+  EXPECT_TRUE(options.debugSync);
   EXPECT_TRUE(options.printManifest);
   EXPECT_TRUE(options.version);
 }
@@ -179,6 +181,7 @@ const FlagErrorCase kFlagErrors[] = {
      "--collective-timeout: '0' is not a number of seconds in [0.001, 31536000]"},
     {"CollectiveTimeoutWord", {"--collective-timeout=never"},
      "--collective-timeout: 'never' is not a number of seconds in [0.001, 31536000]"},
+    {"DebugSyncValue", {"--debug-sync=1"}, "--debug-sync takes no value"},
     {"TraceStateEmpty", {"--trace-state="}, "--trace-state needs a file name"},
     {"HelpValue", {"--help=1"}, "--help takes no value"},
     {"ErrorBeforeHelp", {"--steps", "x", "--help"}, "--steps: 'x' is not a non-negative integer"},
