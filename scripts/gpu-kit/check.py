@@ -263,8 +263,9 @@ def has_device(report, node, bundle):
     # Said, not skipped silently: what one rank cannot show.
     report.part("environment", "-", "ranks", "SKIP",
                 "one rank per trainer: NCCL's collectives across GPUs, their overlap with "
-                "compute and the streams' events under real concurrency need two or more "
-                "GPUs and a launcher (docs/CUDA.md, section 6)")
+                "compute, the streams' events under real concurrency and a killed or stopped "
+                "peer's end (--collective-timeout) need two or more GPUs and a launcher "
+                "(docs/CUDA.md, section 6)")
     return True
 
 
