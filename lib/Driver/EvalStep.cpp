@@ -34,9 +34,10 @@ LogicalResult mergeEvalStep(ModuleOp trainer, ModuleOp eval) {
         op.erase();
       continue;
     }
-    std::string renamed = name == fsdp::kStepFunction     ? fsdp::kEvalStepFunction.str()
-                          : name == fsdp::kManifestGlobal ? fsdp::kEvalManifestGlobal.str()
-                                                          : "fsdp_eval_" + name.str();
+    std::string renamed = name == fsdp::kStepFunction          ? fsdp::kEvalStepFunction.str()
+                          : name == fsdp::kManifestGlobal      ? fsdp::kEvalManifestGlobal.str()
+                          : name == fsdp::kKernelOriginsGlobal ? fsdp::kEvalKernelOriginsGlobal.str()
+                                                               : "fsdp_eval_" + name.str();
     if (trainerSymbols.lookup(renamed))
       return op.emitError("the evaluation step defines '")
              << renamed << "', which the training step defines too";

@@ -18,12 +18,16 @@ namespace mlir::fsdp {
 constexpr llvm::StringLiteral kStepFunction = "fsdp_train_step";
 /// `const char fsdp_manifest[]`: the JSON manifest, NUL-terminated.
 constexpr llvm::StringLiteral kManifestGlobal = "fsdp_manifest";
+/// The CUDA kernels' places in the model's source (fsdp-cuda-record-kernel-
+/// origins): `<kernel>\t<file:line:col>, ...` lines, NUL-terminated.
+constexpr llvm::StringLiteral kKernelOriginsGlobal = "fsdp_kernel_origins";
 /// The held-out evaluation step fsdpc links beside the training step: the
 /// same signature (its step number and rate are not read), the loss of the
 /// batch at the inputs' offsets, nothing updated; and its manifest (the same
 /// persistent layout, its own arena_bytes).
 constexpr llvm::StringLiteral kEvalStepFunction = "fsdp_eval_step";
 constexpr llvm::StringLiteral kEvalManifestGlobal = "fsdp_eval_manifest";
+constexpr llvm::StringLiteral kEvalKernelOriginsGlobal = "fsdp_eval_kernel_origins";
 
 constexpr llvm::StringLiteral kAllGatherStart = "fsdprt_all_gather_start";
 constexpr llvm::StringLiteral kReduceScatterStart = "fsdprt_reduce_scatter_start";

@@ -93,6 +93,7 @@ void mlir::fsdp::CUDAPipelineTarget::addDeviceCode(OpPassManager &pm) const {
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createFSDPBundleKernelsPass());
+  pm.addPass(createFSDPRecordKernelOriginsPass());
   // What the buffer plan knows of the kernels' pointers (alignment, which
   // overlap) and of their index values (the ranges that fit 32 bits), read
   // while the launches still show the arena's views and the host loops.

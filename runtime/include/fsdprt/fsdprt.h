@@ -225,6 +225,14 @@ typedef float (*fsdp_offloaded_train_step)(void *arena, void *host_arena, int64_
 extern const char fsdp_eval_manifest[];
 float fsdp_eval_step(void *arena, int64_t step, float lr);
 
+/* CUDA trainers (fsdp-cuda-record-kernel-origins): each kernel's places in
+ * the model's source, one NUL-terminated table per step, lines
+ * `<kernel>\t<file:line:col>, ...`; a device error in a kernel names them. A
+ * trainer linked from an object without them (weak references) names the
+ * kernel alone. */
+extern const char fsdp_kernel_origins[];
+extern const char fsdp_eval_kernel_origins[];
+
 #ifdef __cplusplus
 }
 #endif

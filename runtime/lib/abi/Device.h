@@ -10,6 +10,7 @@
 #ifndef FSDPRT_DEVICE_H
 #define FSDPRT_DEVICE_H
 
+#include "abi/Manifest.h"
 #include "trainer/Ranks.h"
 
 #include <functional>
@@ -39,6 +40,10 @@ void setAllowTf32(bool allow);
 /// started (docs/Runtime.md, section 5). A GPU's steps then run as called,
 /// never replayed; the CPU's calls finish where they are made anyway.
 void setDebugSync(bool on);
+
+/// The kernels' places in the model of the step about to be called: what a
+/// device error in one names (CUDA; the CPU has no kernels).
+void beginStepKernels(const KernelOrigins &origins);
 
 /// Whether --trace can time the step from the host: the CPU's runtime calls
 /// run where they are made; a GPU's only enqueue work.

@@ -671,6 +671,22 @@ static void readCollectives(const Node &root, Manifest &manifest) {
   }
 }
 
+KernelOrigins parseKernelOrigins(const char *table) {
+  KernelOrigins origins;
+  if (!table)
+    return origins;
+  std::string_view rest = table;
+  while (!rest.empty()) {
+    size_t end = rest.find('\n');
+    std::string_view line = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+    size_t tab = line.find('\t');
+    if (tab != std::string_view::npos)
+      origins.emplace(line.substr(0, tab), line.substr(tab + 1));
+  }
+  return origins;
+}
+
 Manifest parseManifest(std::string_view text) {
   json document;
   try {

@@ -13,6 +13,7 @@
 #include "abi/DType.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -136,6 +137,14 @@ struct CollectiveSpec {
   std::string unit;
 };
 
+/// Each CUDA kernel's places in the model's source, by kernel name: the
+/// generated object's fsdp_kernel_origins (fsdp-cuda-record-kernel-origins),
+/// not the JSON.
+using KernelOrigins = std::map<std::string, std::string>;
+
+/// Reads `name\tplaces` lines; null or empty gives none.
+KernelOrigins parseKernelOrigins(const char *table);
+
 struct Manifest {
   int64_t version = 0;
   int64_t arenaBytes = 0;
@@ -165,6 +174,8 @@ struct Manifest {
   /// The collectives the step starts, in the order it starts them: what a
   /// timed-out wait names (CollectiveTimeout.h). Empty when not given.
   std::vector<CollectiveSpec> collectives;
+  /// Where its kernels come from (parseKernelOrigins), when the object says.
+  KernelOrigins kernelOrigins;
 
   /// The number of ranks the plan runs on: the product of the grid.
   int64_t worldSize() const;

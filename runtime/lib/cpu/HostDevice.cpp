@@ -48,6 +48,8 @@ void setAllowTf32(bool) {}
 
 void setDebugSync(bool) {}
 
+void beginStepKernels(const KernelOrigins &) {}
+
 bool hostTimesStep() { return true; }
 
 void finishStep() {

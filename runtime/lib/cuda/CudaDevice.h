@@ -76,6 +76,9 @@ void watchStream(cudaStream_t stream, const std::string &what);
 /// --debug-sync the host waits for it and a failure is fatal, naming it;
 /// else it is what a later device error names.
 void afterDeviceWork(const std::string &what, cudaStream_t stream);
+/// The same for a kernel launch: named `kernel 'name'` with its places in the
+/// model (beginStepKernels), when a message needs it.
+void afterKernel(const std::string &name, cudaStream_t stream);
 /// Whether --debug-sync is on.
 bool debugSyncing();
 /// `step S, after kernel 'K' was enqueued (...)`: where an error the device

@@ -26,16 +26,24 @@ namespace fsdprt {
 
 namespace {
 bool debugSync = false;
-// Written by the trainer's thread only: the watchdog's reports read none of it.
+// Written by the trainer's thread only: the watchdog's reports read none of
+// it. A kernel is kept by name, and described only when a message needs it.
 std::string lastWork;
-} // namespace
+bool lastWorkIsKernel = false;
+const KernelOrigins *origins = nullptr;
 
-void setDebugSync(bool on) { debugSync = on; }
+/// `kernel 'fsdp_kernel_29' (model.mlir:42:10, ...)`, or the call as given.
+std::string describeLastWork() {
+  if (!lastWorkIsKernel)
+    return lastWork;
+  std::string text = "kernel '" + lastWork + "'";
+  if (origins)
+    if (auto found = origins->find(lastWork); found != origins->end())
+      text += " (" + found->second + ")";
+  return text;
+}
 
-bool debugSyncing() { return debugSync; }
-
-void afterDeviceWork(const std::string &what, cudaStream_t stream) {
-  lastWork = what;
+void checkIfSyncing(cudaStream_t stream) {
   if (!debugSync)
     return;
   // A launch's own error was its call's; what the work did on the device
@@ -44,15 +52,34 @@ void afterDeviceWork(const std::string &what, cudaStream_t stream) {
   if (status == cudaSuccess)
     return;
   std::string collective = lastCollectiveStarted();
-  fatal("step " + std::to_string(currentStep()) + ": " + lastWork +
+  fatal("step " + std::to_string(currentStep()) + ": " + describeLastWork() +
         " failed on the device: " + cudaGetErrorString(status) + " (--debug-sync" +
         (collective.empty() ? "" : "; the last collective started: " + collective) + ")");
+}
+} // namespace
+
+void setDebugSync(bool on) { debugSync = on; }
+
+bool debugSyncing() { return debugSync; }
+
+void beginStepKernels(const KernelOrigins &stepOrigins) { origins = &stepOrigins; }
+
+void afterKernel(const std::string &name, cudaStream_t stream) {
+  lastWork = name;
+  lastWorkIsKernel = true;
+  checkIfSyncing(stream);
+}
+
+void afterDeviceWork(const std::string &what, cudaStream_t stream) {
+  lastWork = what;
+  lastWorkIsKernel = false;
+  checkIfSyncing(stream);
 }
 
 std::string lastDeviceWork() {
   if (lastWork.empty())
     return "";
-  return "step " + std::to_string(currentStep()) + ", after " + lastWork +
+  return "step " + std::to_string(currentStep()) + ", after " + describeLastWork() +
          " was enqueued (--debug-sync names the work that failed)";
 }
 

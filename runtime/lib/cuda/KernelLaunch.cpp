@@ -125,7 +125,7 @@ extern "C" void mgpuLaunchKernel(void *function, intptr_t grid_x, intptr_t grid_
   FSDPRT_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void *>(kernel.handle), grid, block,
                                      params, static_cast<size_t>(smem),
                                      static_cast<cudaStream_t>(stream)));
-  afterDeviceWork("kernel '" + kernel.name + "'", static_cast<cudaStream_t>(stream));
+  afterKernel(kernel.name, static_cast<cudaStream_t>(stream));
 }
 
 extern "C" void *mgpuStreamCreate(void) {

@@ -15,8 +15,10 @@
 namespace fsdprt {
 
 HeldOutLoss::HeldOutLoss(std::unique_ptr<BatchSource> data, int64_t batches,
-                         const Manifest &manifest, TrainStepFn evalStep)
-    : data(std::move(data)), globalBatch(manifest.batch), evalStep(evalStep) {
+                         const Manifest &manifest, const Manifest &evalManifest,
+                         TrainStepFn evalStep)
+    : data(std::move(data)), globalBatch(manifest.batch), evalManifest(evalManifest),
+      evalStep(evalStep) {
   this->batches =
       batches != 0 ? batches : std::max<int64_t>(1, this->data->numSamples() / globalBatch);
 }
@@ -31,7 +33,7 @@ double HeldOutLoss::compute(const Manifest &manifest, Arena &arena, uint8_t *hos
     startStepEvents();
     // Rare enough to run as called, never from a recording.
     float localLoss =
-        enqueueStep([&] { return callStep(evalStep, manifest, arena.stepData(), hostArena, step, 0.0f); },
+        enqueueStep([&] { return callStep(evalStep, evalManifest, arena.stepData(), hostArena, step, 0.0f); },
                     /*replayable=*/false);
     if (int pending = pendingCollectives())
       fatal("the evaluation step returned with " + std::to_string(pending) +

@@ -22,9 +22,10 @@ namespace fsdprt {
 class HeldOutLoss {
 public:
   /// `batches` global batches of `data` (0: as many whole ones as it holds,
-  /// at least 1), each through `evalStep`.
+  /// at least 1), each through `evalStep`, whose manifest is `evalManifest`
+  /// (its collectives and kernels, for messages).
   HeldOutLoss(std::unique_ptr<BatchSource> data, int64_t batches, const Manifest &manifest,
-              TrainStepFn evalStep);
+              const Manifest &evalManifest, TrainStepFn evalStep);
 
   /// The samples one evaluation reads.
   int64_t samples() const { return batches * globalBatch; }
@@ -39,6 +40,7 @@ private:
   std::unique_ptr<BatchSource> data;
   int64_t batches = 0;
   int64_t globalBatch = 0;
+  const Manifest &evalManifest;
   TrainStepFn evalStep = nullptr;
 };
 

@@ -72,6 +72,7 @@ static void checkWorldSize(const Manifest &manifest) {
 float callStep(TrainStepFn stepFn, const Manifest &manifest, void *arena, uint8_t *hostArena,
                int64_t step, float lr) {
   beginStepCollectives(manifest.collectives);
+  beginStepKernels(manifest.kernelOrigins);
   if (!hostArena)
     return stepFn(arena, step, lr);
   // The generated object defines the symbol with the other type; the cast
@@ -189,7 +190,8 @@ static void uploadStateShards(const Manifest &manifest, Arena &arena) {
 }
 
 int runTrainer(int argc, const char *const *argv, const char *manifestText,
-               TrainStepFn trainStep, const char *evalManifestText, TrainStepFn evalStep) {
+               TrainStepFn trainStep, const char *evalManifestText, TrainStepFn evalStep,
+               const char *kernelOrigins, const char *evalKernelOrigins) {
   TrainerOptions options = parseFlags(argc, argv);
   if (options.help) {
     std::fputs(usageText(), stdout);
@@ -214,22 +216,23 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   DeviceSession device;
   Manifest manifest;
   bool evaluating = !options.evalDataPath.empty();
-  int64_t evalArenaBytes = 0;
+  Manifest evalManifest;
   {
     SameErrorOnEveryRank same;
     manifest = parseManifest(manifestText);
+    manifest.kernelOrigins = parseKernelOrigins(kernelOrigins);
     checkWorldSize(manifest);
     checkFlagCombinations(options);
     if (evaluating && !evalStep)
       fatal("--eval-data: this trainer has no evaluation step (its object was not compiled "
             "by fsdpc, which links one beside the training step)");
     if (evaluating) {
-      Manifest evalManifest = parseManifest(evalManifestText);
+      evalManifest = parseManifest(evalManifestText);
+      evalManifest.kernelOrigins = parseKernelOrigins(evalKernelOrigins);
       // The evaluation step runs on the training step's arena.
       if (std::string what = persistentLayoutDifference(manifest, evalManifest); !what.empty())
         fatal("the evaluation step's manifest differs from the training step's in " + what +
               " (the trainer's object is inconsistent: recompile it with fsdpc)");
-      evalArenaBytes = evalManifest.arenaBytes;
       // The arena holds either step's transient buffers.
       manifest.arenaBytes = std::max(manifest.arenaBytes, evalManifest.arenaBytes);
     }
@@ -332,7 +335,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     heldOut = std::make_unique<HeldOutLoss>(
         openDataFile("--eval-data", options.evalDataPath, options, manifest, place.rank,
                      position.seed, /*shuffle=*/false),
-        options.evalBatches, manifest, evalStep);
+        options.evalBatches, manifest, evalManifest, evalStep);
   // Rank 0 prints and logs the held-out loss after step `step`.
   auto evaluate = [&](int64_t step) {
     // The trace is of training steps.
@@ -489,7 +492,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   // The planned peak of the steps that ran: a run that evaluated reached the
   // evaluation step's plan, one that trained the training step's.
   int64_t plannedPeak =
-      evaluating && position.step < firstStep ? evalArenaBytes : manifest.arenaBytes;
+      evaluating && position.step < firstStep ? evalManifest.arenaBytes : manifest.arenaBytes;
   if (!options.exportPath.empty()) {
     downloadParamShards(manifest, arena);
     exportSafetensors(manifest, place, shards, exported.get(), options.exportDType,

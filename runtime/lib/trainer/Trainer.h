@@ -32,10 +32,12 @@ float callStep(TrainStepFn stepFn, const Manifest &manifest, void *arena, uint8_
 /// Returns the exit status of a successful run (0); errors exit the process
 /// with status 1 (or abort every rank).
 /// `evalManifestText` and `evalStep`: the held-out evaluation step, or null
-/// when the object has none.
+/// when the object has none. `kernelOrigins` and `evalKernelOrigins`: each
+/// step's fsdp_kernel_origins table, or null.
 int runTrainer(int argc, const char *const *argv, const char *manifestText,
                TrainStepFn trainStep, const char *evalManifestText = nullptr,
-               TrainStepFn evalStep = nullptr);
+               TrainStepFn evalStep = nullptr, const char *kernelOrigins = nullptr,
+               const char *evalKernelOrigins = nullptr);
 
 } // namespace fsdprt
 

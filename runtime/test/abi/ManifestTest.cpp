@@ -602,6 +602,16 @@ const ErrorCase kErrorCases[] = {
      "collectives[0].unit: no unit is named 'fc2'"},
 };
 
+// The object's table of the kernels' places in the model: a line each.
+TEST(Manifest, ParsesKernelOrigins) {
+  EXPECT_TRUE(parseKernelOrigins(nullptr).empty());
+  EXPECT_TRUE(parseKernelOrigins("").empty());
+  KernelOrigins origins =
+      parseKernelOrigins("fsdp_kernel_0\tgpt.mlir:26:3\nfsdp_kernel_1\tgpt.mlir:1:2, gpt.mlir:3:4\n");
+  EXPECT_EQ(origins, (KernelOrigins{{"fsdp_kernel_0", "gpt.mlir:26:3"},
+                                    {"fsdp_kernel_1", "gpt.mlir:1:2, gpt.mlir:3:4"}}));
+}
+
 // The collectives the step starts, in order: a unit's, or none's.
 TEST(Manifest, ParsesTheStepsCollectives) {
   json m = classifierManifest();

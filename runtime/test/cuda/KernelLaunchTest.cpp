@@ -168,6 +168,7 @@ protected:
     setCurrentStep(7, false);
     beginStepCollectives(sequence);
     nextCollectiveUnit("all_gather");
+    beginStepKernels(origins);
   }
   void TearDown() override {
     setDebugSync(false);
@@ -180,6 +181,7 @@ protected:
                      nullptr, 0);
   }
   std::vector<CollectiveSpec> sequence = {{"all_gather", "layers.0"}};
+  KernelOrigins origins = parseKernelOrigins("k0\tmodel.mlir:1:1\nk1\tmodel.mlir:3:5, model.mlir:4:7\n");
 };
 
 TEST_F(KernelFault, IsNamedByTheNextWaitWithItsStep) {
@@ -191,16 +193,16 @@ TEST_F(KernelFault, IsNamedByTheNextWaitWithItsStep) {
       },
       ExitedWithCode(1),
       "^trainer: error: cudaDeviceSynchronize\\(\\): an illegal memory access was encountered "
-      "\\(step 7, after kernel 'k1' was enqueued \\(--debug-sync names the work that "
-      "failed\\)\\)\n$");
+      "\\(step 7, after kernel 'k1' \\(model.mlir:3:5, model.mlir:4:7\\) was enqueued "
+      "\\(--debug-sync names the work that failed\\)\\)\n$");
 }
 
 TEST_F(KernelFault, IsNamedAtItsLaunchWithDebugSync) {
   setDebugSync(true);
   EXPECT_EXIT(launchFaulting("k1"), ExitedWithCode(1),
-              "^trainer: error: step 7: kernel 'k1' failed on the device: an illegal memory "
-              "access was encountered \\(--debug-sync; the last collective started: the "
-              "all-gather of unit 'layers.0'\\)\n$");
+              "^trainer: error: step 7: kernel 'k1' \\(model.mlir:3:5, model.mlir:4:7\\) failed "
+              "on the device: an illegal memory access was encountered \\(--debug-sync; the "
+              "last collective started: the all-gather of unit 'layers.0'\\)\n$");
   // Work that does not fail goes on, each launch waited for.
   void *kernel = mgpuModuleGetFunction(module, "k2");
   fake_cuda::reset();

@@ -325,6 +325,27 @@ def FSDPBundleKernelsPass : Pass<"fsdp-cuda-bundle-kernels", "::mlir::ModuleOp">
   ];
 }
 
+def FSDPRecordKernelOriginsPass
+    : Pass<"fsdp-cuda-record-kernel-origins", "::mlir::ModuleOp"> {
+  let summary = "Records where in the model each kernel comes from, for the runtime's errors";
+  let description = [{
+    After `fsdp-cuda-bundle-kernels`, writes the global `fsdp_kernel_origins`:
+    a line per kernel of `gpu.module @fsdp_kernels`, its name, a tab and the
+    distinct source locations of its ops (`file:line:col`, in the order its
+    body first uses them, at most four, then `...`). A kernel shared by
+    identical blocks has the first block's. The runtime names a kernel with
+    them when the device reports an error in it (`--debug-sync`), so that a
+    fault points at the model's lines, not only at `fsdp_kernel_29`:
+
+    ```mlir
+    llvm.mlir.global external constant @fsdp_kernel_origins("fsdp_kernel_0\09gpt.mlir:26:3\0A...\00")
+    ```
+
+    A module without kernels gets an empty table.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def FSDPPackFatbinPass : Pass<"fsdp-cuda-pack-fatbin", "::mlir::ModuleOp"> {
   let summary = "Packs the cubins of every target architecture into one fatbin";
   let description = [{
