@@ -79,8 +79,6 @@ void afterDeviceWork(const std::string &what, cudaStream_t stream);
 /// The same for a kernel launch: named `kernel 'name'` with its places in the
 /// model (beginStepKernels), when a message needs it.
 void afterKernel(const std::string &name, cudaStream_t stream);
-/// Whether --debug-sync is on.
-bool debugSyncing();
 /// `step S, after kernel 'K' was enqueued (...)`: where an error the device
 /// reports later happened at the latest; empty before any work.
 std::string lastDeviceWork();

@@ -60,8 +60,6 @@ void checkIfSyncing(cudaStream_t stream) {
 
 void setDebugSync(bool on) { debugSync = on; }
 
-bool debugSyncing() { return debugSync; }
-
 void beginStepKernels(const KernelOrigins &stepOrigins) { origins = &stepOrigins; }
 
 void afterKernel(const std::string &name, cudaStream_t stream) {

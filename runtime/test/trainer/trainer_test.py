@@ -568,16 +568,22 @@ def mpi_wrong_np(trainer, tmp):
     expect("step 1 |" not in result.stdout, "the trainer ran anyway")
 
 
-@case
-def mpi_bad_data_one_rank(trainer, tmp):
-    """A rank that fails alone stops the other, which waits for it in a collective."""
-    script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$0" --data /nonexistent --steps 50; '
-              'else exec "$0" --steps 50; fi')
+def mpi_script(script):
+    """Runs `sh -c script TRAINER_2` on 2 ranks, which must fail: the result and the
+    seconds it took."""
     started = time.monotonic()
     result = subprocess.run(mpi_command(2, "sh", "-c", script, OPTIONS.trainer_2), capture_output=True,
                             text=True, timeout=MPI_TIMEOUT, env=mpi_environment())
-    elapsed = time.monotonic() - started
     expect(result.returncode != 0, f"exit status 0:\n{result.stderr}")
+    return result, time.monotonic() - started
+
+
+@case
+def mpi_bad_data_one_rank(trainer, tmp):
+    """A rank that fails alone stops the other, which waits for it in a collective."""
+    result, elapsed = mpi_script(
+        'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$0" --data /nonexistent --steps 50; '
+        'else exec "$0" --steps 50; fi')
     expect("trainer: error: rank 1: data file '/nonexistent': cannot open: No such file or directory"
            in result.stderr.splitlines(), f"no error line of rank 1:\n{result.stderr}")
     expect(elapsed < 60, f"took {elapsed:.0f} s to stop")
@@ -600,13 +606,9 @@ def mpi_stopped_peer(trainer, tmp):
     other waiting in a collective: it gives up after --collective-timeout, names
     what it waited for and its step, and stops every rank."""
     # $$ is the shell that execs the trainer: the subshell stops the trainer.
-    script = ('if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then (sleep 3; kill -STOP $$) & fi; '
-              'exec "$0" --steps 100000000 --log-every 1000 --collective-timeout 1')
-    started = time.monotonic()
-    result = subprocess.run(mpi_command(2, "sh", "-c", script, OPTIONS.trainer_2), capture_output=True,
-                            text=True, timeout=MPI_TIMEOUT, env=mpi_environment())
-    elapsed = time.monotonic() - started
-    expect(result.returncode != 0, f"exit status 0:\n{result.stderr}")
+    result, elapsed = mpi_script(
+        'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then (sleep 3; kill -STOP $$) & fi; '
+        'exec "$0" --steps 100000000 --log-every 1000 --collective-timeout 1')
     errors = [line for line in result.stderr.splitlines() if line.startswith("trainer: error:")]
     # mpirun continues the stopped rank to end it: it may report its own wait first.
     timeout = (r"^trainer: error: rank ([01]): step \d+: (the (all-gather|reduce-scatter) of unit "
