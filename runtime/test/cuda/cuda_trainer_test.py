@@ -147,6 +147,25 @@ def mpi_nccl_async_error(trainer, tmp):
 
 
 @cuda_case
+def mpi_killed_peer(trainer, tmp):
+    # A rank that dies (SIGKILL, as by the OOM killer) ends the run: mpirun sees it
+    # and stops the other, which would wait in its next collective for ever.
+    started = time.monotonic()
+    result = subprocess.run(
+        mpi_command(2, "sh", "-c",
+                    'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec timeout -s KILL 2 "$0" '
+                    '--steps 100000000; else exec "$0" --steps 100000000; fi',
+                    trainer_test.OPTIONS.trainer_2),
+        capture_output=True, text=True, timeout=trainer_test.MPI_TIMEOUT,
+        env=trainer_test.mpi_environment())
+    elapsed = time.monotonic() - started
+    expect(result.returncode != 0, f"exit status 0:\n{result.stderr}")
+    expect(re.search(r"(mpirun|mpiexec) noticed that process rank 1 .* exited on signal 9", result.stderr),
+           f"mpirun did not say rank 1 died:\n{result.stderr}")
+    expect(elapsed < 30, f"took {elapsed:.1f} s to stop")
+
+
+@cuda_case
 def mpi_debug_sync(trainer, tmp):
     # Waiting for each kernel and call changes no value: the same losses on two ranks.
     logs = []
