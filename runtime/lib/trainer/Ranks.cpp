@@ -180,8 +180,12 @@ int groupSize(int32_t id) { return group(id).size; }
 int groupRank(int32_t id) { return group(id).rank; }
 
 void waitForEveryRank() {
-  if (worldSize() > 1)
-    MPI_Barrier(MPI_COMM_WORLD);
+  if (worldSize() == 1)
+    return;
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  waitWithinTimeout(request,
+                    [] { return std::string("the other ranks, at a checkpoint's barrier"); });
 }
 
 double averageOverWorld(double value) {

@@ -56,7 +56,8 @@ MPI_Comm groupComm(int32_t group);
 int groupSize(int32_t group);
 int groupRank(int32_t group);
 
-/// Returns once every rank of the world has called it.
+/// Returns once every rank of the world has called it (a checkpoint's steps),
+/// within the step's collective timeout (CollectiveTimeout.h).
 void waitForEveryRank();
 
 /// The mean over the world's ranks of each rank's `value` (every rank gets

@@ -606,20 +606,27 @@ def mpi_stopped_peer(trainer, tmp):
     other waiting in a collective: it gives up after --collective-timeout, names
     what it waited for and its step, and stops every rank."""
     # $$ is the shell that execs the trainer: the subshell stops the trainer.
+    saves = os.path.join(tmp, "saves")
     result, elapsed = mpi_script(
         'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then (sleep 3; kill -STOP $$) & fi; '
-        'exec "$0" --steps 100000000 --log-every 1000 --collective-timeout 1')
+        f'exec "$0" --steps 100000000 --log-every 1000 --collective-timeout 1 --save {saves} '
+        '--save-every 7 --keep 2')
     errors = [line for line in result.stderr.splitlines() if line.startswith("trainer: error:")]
     # mpirun continues the stopped rank to end it: it may report its own wait first.
     timeout = (r"^trainer: error: rank ([01]): step \d+: (the (all-gather|reduce-scatter) of unit "
-               r"'linear' \(\d+ bytes per rank in the shard group\)|the sum of the ranks' losses) has "
-               r"not completed after "
+               r"'linear' \(\d+ bytes per rank in the shard group\)|the sum of the ranks' losses|the "
+               r"other ranks, at a checkpoint's barrier) has not completed after "
                r"\d+\.\d s \(--collective-timeout=1\): a rank of its group stopped answering, or a "
                r"device stopped; stopping every rank$")
     expect(errors and all(re.match(timeout, line) for line in errors) and
            any(re.match(timeout, line).group(1) == "0" for line in errors),
            f"expected rank 0's timeout line, got:\n{result.stderr}")
     expect(elapsed < 30, f"took {elapsed:.0f} s to stop")
+    # A save the stop cut short never looks committed: each step-<k> is whole.
+    committed = [d for d in os.listdir(saves) if d.startswith("step-")]
+    expect(committed, "no checkpoint was committed before the stop")
+    for name in committed:
+        expect(os.path.exists(os.path.join(saves, name, "metadata.json")), f"{name} has no metadata")
 
 
 def main():
