@@ -323,6 +323,9 @@ LogicalResult fsdpc::compile(const CompilerOptions &options, const RuntimeLinkag
   registry.insert<fsdp::FSDPDialect, func::FuncDialect, arith::ArithDialect>();
   fsdp::registerCUDAPipelineDependencies(registry);
   MLIRContext ctx(registry);
+  // A model's author reads the located message; the operation in generic
+  // form (a whole module, for a plan error) is for those who ask.
+  ctx.printOpOnDiagnostic(options.printOpOnDiagnostic);
   llvm::SourceMgr sources;
   SourceMgrDiagnosticHandler diagnostics(sources, &ctx);
   FailureOr<OwningOpRef<ModuleOp>> module = parseModel(ctx, sources, options.inputFile);

@@ -38,6 +38,8 @@ struct CompilerOptions {
   std::optional<std::string> report;
   std::string deviceMemory;
   bool fit = false;
+  /// --print-op-on-diagnostic: an error also prints its operation, generic form.
+  bool printOpOnDiagnostic = false;
   std::string deviceProfile;
   std::string runtimeMemory;
   std::string timelineFile;
