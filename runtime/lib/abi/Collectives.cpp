@@ -2,10 +2,10 @@
 
 #include "abi/Collectives.h"
 
-#include <algorithm>
-
 #include "abi/Error.h"
 #include "fsdprt/fsdprt.h"
+
+#include <algorithm>
 
 #include <string>
 
@@ -85,47 +85,59 @@ void checkReduceScatterBuffers(const char *what, const void *full, const void *s
 namespace {
 const std::vector<CollectiveSpec> *stepSequence = nullptr;
 size_t nextInSequence = 0;
-std::string lastStarted;
+// The collective started last, described only when a message asks: a start
+// is on the step's path.
+const char *lastKind = nullptr;
+const std::string *lastUnit = nullptr;
+const std::string kNoUnit;
 
 std::string kindName(const char *kind) {
   std::string name = kind;
   std::replace(name.begin(), name.end(), '_', '-');
   return name;
 }
+
+const std::string &started(const char *kind, const std::string &unit) {
+  lastKind = kind;
+  lastUnit = &unit;
+  return unit;
+}
 } // namespace
 
 void beginStepCollectives(const std::vector<CollectiveSpec> &sequence) {
   stepSequence = &sequence;
   nextInSequence = 0;
-  lastStarted.clear();
+  lastKind = nullptr;
 }
 
-std::string nextCollectiveUnit(const char *kind) {
-  if (!stepSequence || nextInSequence >= stepSequence->size()) {
-    lastStarted = "the " + kindName(kind);
-    return "";
-  }
+const std::string &nextCollectiveUnit(const char *kind) {
+  if (!stepSequence || nextInSequence >= stepSequence->size())
+    return started(kind, kNoUnit);
   const CollectiveSpec &next = (*stepSequence)[nextInSequence];
   if (next.kind != kind) {
     nextInSequence = stepSequence->size();
-    lastStarted = "the " + kindName(kind);
-    return "";
+    return started(kind, kNoUnit);
   }
   ++nextInSequence;
-  lastStarted = "the " + kindName(kind) + (next.unit.empty() ? "" : " of unit '" + next.unit + "'");
-  return next.unit;
+  return started(kind, next.unit);
 }
 
-std::string lastCollectiveStarted() { return lastStarted; }
+std::string lastCollectiveStarted() {
+  if (!lastKind)
+    return "";
+  return "the " + kindName(lastKind) + (lastUnit->empty() ? "" : " of unit '" + *lastUnit + "'");
+}
+
+std::string groupName(int32_t group) {
+  static const char *const kGroups[] = {"the world", "the shard group", "the replica group"};
+  return group >= 0 && group <= FSDPRT_GROUP_REPLICA ? kGroups[group] : "an unknown group";
+}
 
 std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t group,
                                const std::string &unit) {
-  static const char *const kGroups[] = {"the world", "the shard group", "the replica group"};
-  std::string name = kindName(kind);
-  std::string size = std::to_string(bytesPerRank) + " bytes per rank in " +
-                     (group >= 0 && group <= FSDPRT_GROUP_REPLICA ? kGroups[group]
-                                                                   : "an unknown group");
-  return "the " + name + (unit.empty() ? " of " + size : " of unit '" + unit + "' (" + size + ")");
+  std::string size = std::to_string(bytesPerRank) + " bytes per rank in " + groupName(group);
+  return "the " + kindName(kind) +
+         (unit.empty() ? " of " + size : " of unit '" + unit + "' (" + size + ")");
 }
 
 } // namespace fsdprt

@@ -81,12 +81,16 @@ void beginStepCollectives(const std::vector<CollectiveSpec> &sequence);
 /// `reduce_scatter` or `all_reduce`): the sequence's next one's. Empty when
 /// the sequence does not say, or once it has named another kind (then it no
 /// longer describes this step).
-std::string nextCollectiveUnit(const char *kind);
+/// The name lives as long as the sequence (the manifest).
+const std::string &nextCollectiveUnit(const char *kind);
 
 /// The collective started last, as describeCollective names it without its
 /// size (`the all-gather of unit 'layers.0'`), or empty: context for an error
 /// the device reports later.
 std::string lastCollectiveStarted();
+
+/// `the world`, `the shard group` or `the replica group`.
+std::string groupName(int32_t group);
 
 /// A collective as a timeout names it: `the all-gather of unit 'layers.0'
 /// (1024 bytes per rank in the shard group)`, or without a unit `the

@@ -41,13 +41,13 @@ struct Pending {
   const char *kind = "";
   int64_t bytesPerRank = 0;
   int32_t group = FSDPRT_GROUP_WORLD;
-  std::string unit;
+  const std::string *unit = nullptr; // the manifest's
 
-  void describe(const char *what, int64_t bytes, int32_t of, std::string ofUnit) {
+  void describe(const char *what, int64_t bytes, int32_t of, const std::string &ofUnit) {
     kind = what;
     bytesPerRank = bytes;
     group = of;
-    unit = std::move(ofUnit);
+    unit = &ofUnit;
   }
 
   /// With AVG, fsdprt_wait divides the `count` elements at `data` by the size.
@@ -182,7 +182,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   int size = groupSize(group);
   int32_t handle = takeHandle(what);
   // Every start takes its place in the step's sequence, of one rank too.
-  std::string unit = nextCollectiveUnit("all_gather");
+  const std::string &unit = nextCollectiveUnit("all_gather");
   if (StepTimeline *timeline = StepTimeline::active())
     timeline->collectiveStarted(handle, "all_gather_start", shard_bytes * size);
   std::lock_guard<std::mutex> lock(mpiLock);
@@ -193,7 +193,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
     return handle;
   }
   bool inPlace = gatherInPlace(what, shard, full, shard_bytes, groupRank(group), size);
-  pending.describe("all_gather", shard_bytes, group, std::move(unit));
+  pending.describe("all_gather", shard_bytes, group, unit);
   MPI_Iallgather(inPlace ? MPI_IN_PLACE : shard, count, MPI_BYTE, full, count, MPI_BYTE,
                  groupComm(group), &pending.request);
   requestStarted();
@@ -211,7 +211,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   checkReduceScatterBuffers(what, full, shard, shardBytes, size);
   int32_t handle = takeHandle(what);
   // Every start takes its place in the step's sequence, of one rank too.
-  std::string unit = nextCollectiveUnit("reduce_scatter");
+  const std::string &unit = nextCollectiveUnit("reduce_scatter");
   if (StepTimeline *timeline = StepTimeline::active())
     timeline->collectiveStarted(handle, "reduce_scatter_start", shardBytes * size);
   std::lock_guard<std::mutex> lock(mpiLock);
@@ -223,7 +223,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
     return handle;
   }
   pending.averageOnWait(op, shard, shard_count, dtype, size);
-  pending.describe("reduce_scatter", shardBytes * size, group, std::move(unit));
+  pending.describe("reduce_scatter", shardBytes * size, group, unit);
   auto [type, sum] = mpiSum(dtype);
   MPI_Ireduce_scatter_block(full, shard, count, type, sum, groupComm(group), &pending.request);
   requestStarted();
@@ -239,7 +239,7 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   int size = groupSize(group);
   int32_t handle = takeHandle(what);
   // Every start takes its place in the step's sequence, of one rank too.
-  std::string unit = nextCollectiveUnit("all_reduce");
+  const std::string &unit = nextCollectiveUnit("all_reduce");
   if (StepTimeline *timeline = StepTimeline::active())
     timeline->collectiveStarted(handle, "all_reduce_start", count * reductionElementBytes(what, dtype));
   std::lock_guard<std::mutex> lock(mpiLock);
@@ -247,8 +247,7 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   if (size == 1)
     return handle;
   pending.averageOnWait(op, data, count, dtype, size);
-  pending.describe("all_reduce", count * reductionElementBytes(what, dtype), group,
-                   std::move(unit));
+  pending.describe("all_reduce", count * reductionElementBytes(what, dtype), group, unit);
   auto [type, sum] = mpiSum(dtype);
   MPI_Iallreduce(MPI_IN_PLACE, data, mpiCountValue, type, sum, groupComm(group), &pending.request);
   requestStarted();
@@ -267,7 +266,7 @@ extern "C" void fsdprt_wait(int32_t handle) {
   bool completedHere = waitWithinTimeout(
       pending.request,
       [&] {
-        return describeCollective(pending.kind, pending.bytesPerRank, pending.group, pending.unit);
+        return describeCollective(pending.kind, pending.bytesPerRank, pending.group, *pending.unit);
       },
       &mpiLock);
   {

@@ -74,11 +74,10 @@ ncclDataType_t ncclType(int32_t dtype) {
 
 /// Each communicator with what an error message calls it.
 template <typename Visit> void forEachCommunicator(Visit visit) {
-  static const char *const kGroups[] = {"the world's", "the shard group's", "the replica group's"};
   for (int32_t group : {FSDPRT_GROUP_WORLD, FSDPRT_GROUP_SHARD, FSDPRT_GROUP_REPLICA}) {
     GroupCommunicators &comms = communicators[group];
-    visit(comms.allGather, std::string(kGroups[group]) + " all-gather communicator");
-    visit(comms.reduceScatter, std::string(kGroups[group]) + " reduce-scatter communicator");
+    visit(comms.allGather, groupName(group) + "'s all-gather communicator");
+    visit(comms.reduceScatter, groupName(group) + "'s reduce-scatter communicator");
   }
 }
 
@@ -167,7 +166,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_ALL_GATHER);
   int32_t handle = takeHandle(what);
   // Every start takes its place in the step's sequence, of one rank too.
-  std::string unit = nextCollectiveUnit("all_gather");
+  const std::string &unit = nextCollectiveUnit("all_gather");
   if (size == 1) {
     if (shard != full && shard_bytes > 0)
       FSDPRT_CUDA_CHECK(cudaMemcpyAsync(full, shard, static_cast<size_t>(shard_bytes),
@@ -194,7 +193,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
   int32_t handle = takeHandle(what);
   // Every start takes its place in the step's sequence, of one rank too.
-  std::string unit = nextCollectiveUnit("reduce_scatter");
+  const std::string &unit = nextCollectiveUnit("reduce_scatter");
   if (size == 1) {
     // The sum over one rank is its own block; the average divides by 1.
     if (full != shard && shardBytes > 0)
@@ -219,7 +218,7 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
   int32_t handle = takeHandle(what);
   // Every start takes its place in the step's sequence, of one rank too.
-  std::string unit = nextCollectiveUnit("all_reduce");
+  const std::string &unit = nextCollectiveUnit("all_reduce");
   if (size > 1) {
     FSDPRT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclType(dtype),
                                     reduction(op),
