@@ -33,8 +33,11 @@ double HeldOutLoss::compute(const Manifest &manifest, Arena &arena, uint8_t *hos
     startStepEvents();
     // Rare enough to run as called, never from a recording.
     float localLoss =
-        enqueueStep([&] { return callStep(evalStep, evalManifest, arena.stepData(), hostArena, step, 0.0f); },
-                    /*replayable=*/false);
+        enqueueStep(
+            [&] {
+              return callStep(evalStep, evalManifest, arena.stepData(), hostArena, step, 0.0f);
+            },
+            /*replayable=*/false);
     if (int pending = pendingCollectives())
       fatal("the evaluation step returned with " + std::to_string(pending) +
             " collective(s) not waited for");
