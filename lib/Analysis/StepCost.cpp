@@ -29,6 +29,10 @@ struct Work {
   // Loops that are not vectorised: their arithmetic, and the additions into
   // an accumulator, each waiting for the one before.
   double scalarArithmetic = 0, dependent = 0;
+  /// The part of `flops` in bf16 products, and the floating-point operations
+  /// of loops, one each (an exponential counts one, not the polynomial it
+  /// becomes): what the manifest's step_flops reports.
+  double bf16Flops = 0, floatOps = 0;
 
   Work &operator+=(const Work &other) {
     flops += other.flops;
@@ -37,11 +41,14 @@ struct Work {
     divides += other.divides;
     scalarArithmetic += other.scalarArithmetic;
     dependent += other.dependent;
+    bf16Flops += other.bf16Flops;
+    floatOps += other.floatOps;
     return *this;
   }
   Work scaled(double times) const {
-    return {flops * times,   bytes * times,           arithmetic * times,
-            divides * times, scalarArithmetic * times, dependent * times};
+    return {flops * times,     bytes * times,          arithmetic * times,
+            divides * times,   scalarArithmetic * times, dependent * times,
+            bf16Flops * times, floatOps * times};
   }
   /// Memory and arithmetic overlap; a vectorised loop's divisions and its
   /// other arithmetic issue from the same instruction stream, whose
@@ -78,14 +85,26 @@ std::optional<int64_t> constantInt(Value value) {
 /// so do fsdp.rope's exp2, cosine and sine (libm, libdevice); divisions and
 /// square roots go to the divider.
 Work arithmeticOf(Operation *op) {
-  if (isa<arith::DivFOp, math::SqrtOp, math::RsqrtOp>(op))
-    return {0, 0, 0, 1};
-  if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::TanhOp, math::PowFOp, math::ErfOp,
-          math::CosOp, math::SinOp>(op))
-    return {0, 0, 20, 0};
   if (isa<arith::ConstantOp, arith::IndexCastOp, arith::IndexCastUIOp>(op))
     return {};
-  return {0, 0, isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) ? 1.0 : 0.0, 0};
+  Work work;
+  if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+    return work;
+  if (isa<arith::DivFOp, math::SqrtOp, math::RsqrtOp>(op))
+    work.divides = 1;
+  else if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::TanhOp, math::PowFOp, math::ErfOp,
+                 math::CosOp, math::SinOp>(op))
+    work.arithmetic = 20;
+  else
+    work.arithmetic = 1;
+  // A FLOP makes a float; conversions and selects only move one.
+  bool makesFloat = llvm::any_of(op->getResultTypes(), [](Type type) {
+    return isa<FloatType>(getElementTypeOrSelf(type));
+  });
+  if (makesFloat && !isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp,
+                         arith::BitcastOp, arith::SelectOp>(op))
+    work.floatOps = 1;
+  return work;
 }
 
 
@@ -102,7 +121,10 @@ Work gemmWork(func::CallOp call) {
   if (!m || !n || !k)
     return {};
   double dm = static_cast<double>(*m), dn = static_cast<double>(*n), dk = static_cast<double>(*k);
-  return {2 * batch * dm * dn * dk, batch * element * (dm * dk + dk * dn + dm * dn), 0};
+  Work work{2 * batch * dm * dn * dk, batch * element * (dm * dk + dk * dn + dm * dn)};
+  if (isBF16GemmCallee(callee))
+    work.bf16Flops = work.flops;
+  return work;
 }
 
 /// A fused attention call (fsdprt_attention_bf16, or its gradient): the
@@ -483,4 +505,23 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
   for (double free : streamFree)
     cost.stepSeconds = std::max(cost.stepSeconds, free);
   return cost;
+}
+
+StepFlops mlir::fsdp::countStepFlops(func::FuncOp step) {
+  StepFlops counted;
+  for (Operation &op : step.getBody().front()) {
+    if (!isComputeOp(&op))
+      continue;
+    auto call = dyn_cast<func::CallOp>(&op);
+    StringRef callee = call ? call.getCallee() : StringRef();
+    Work work = callee == kHostParallel ? hostTaskWork(call) : workOf(&op);
+    if (isAttentionCallee(callee)) {
+      counted.attention += work.flops;
+    } else {
+      counted.products += work.flops;
+      counted.bf16Products += work.bf16Flops;
+    }
+    counted.other += work.floatOps;
+  }
+  return counted;
 }

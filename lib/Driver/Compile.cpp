@@ -21,7 +21,9 @@
 #include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Planning/Passes.h"
 #include "fsdp/Transforms/Passes.h"
+#include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Utils/ByteCounts.h"
+#include "fsdp/Utils/ManifestGlobal.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -106,7 +108,7 @@ public:
       return failure();
     if (options.report)
       return writeReport();
-    if (failed(lowerSteps()))
+    if (failed(recordDeviceProfile()) || failed(lowerSteps()))
       return failure();
     return emit(machine);
   }
@@ -211,6 +213,20 @@ private:
       return failure();
     planned = std::move(fix->evaluation);
     return success();
+  }
+
+  /// The profile the step was planned on, in its manifest: a CPU trainer's
+  /// MFU divides by its product rates (a GPU's trainer knows its card).
+  LogicalResult recordDeviceProfile() {
+    auto global = (*step).lookupSymbol<LLVM::GlobalOp>(fsdp::kManifestGlobal);
+    if (!global)
+      return (*step).emitError("the compiled step has no manifest");
+    return fsdp::editManifest(global, [&](llvm::json::Object &manifest) {
+      manifest["device_profile"] = llvm::json::Object{
+          {"name", profile->name},
+          {"matmul_flops", llvm::json::Object{{"f32", profile->matmulFlopsF32},
+                                              {"bf16", profile->matmulFlopsBF16}}}};
+    });
   }
 
   /// The report describes the plan, with the arena of the step compiled as

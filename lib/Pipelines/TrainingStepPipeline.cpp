@@ -56,6 +56,7 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, const PipelineTarget
   target.addBufferPasses(pm);
   // Every buffer in the arena at a planned offset: nothing to deallocate.
   pm.addPass(createFSDPAssignBuffersPass());
+  pm.addPass(createFSDPRecordStepFlopsPass());
 }
 
 void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {

@@ -45,6 +45,12 @@ struct Part {
 /// copies' included), to put them in proportion.
 struct RecomputeCost {
   int64_t ops = 0, products = 0, productFlops = 0, otherElements = 0, stepProductFlops = 0;
+  /// The products of the recomputed attentions' forward passes, 2 of
+  /// 2 T S D per batch and query head, and the part of them in causal ones
+  /// (a fused attention computes half of those, a tiled one all):
+  /// fsdp-record-step-flops leaves them out of the model's FLOPs with
+  /// `productFlops`.
+  int64_t attentionFlops = 0, causalAttentionFlops = 0;
 };
 
 int64_t numElements(Value value) {
@@ -64,6 +70,13 @@ std::optional<int64_t> productFlops(Operation *op) {
   if (auto batched = dyn_cast<BatchMatmulOp>(op))
     return flops(batched.getLhs(), batched.getTransposeLhs(), batched.getResult());
   return std::nullopt;
+}
+
+/// A forward attention's products: 2 of 2 T S D per batch and query head.
+int64_t attentionFlops(AttentionOp attention) {
+  auto query = llvm::cast<RankedTensorType>(attention.getQuery().getType());
+  auto key = llvm::cast<RankedTensorType>(attention.getKey().getType());
+  return 2 * 2 * query.getNumElements() * key.getDimSize(2);
 }
 
 class Rematerializer {
@@ -187,6 +200,11 @@ Value Rematerializer::recompute(Value value, OpBuilder &builder) {
     for (Value result : op->getResults())
       added.otherElements += numElements(result);
   }
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    added.attentionFlops += attentionFlops(attention);
+    if (attention.getCausal())
+      added.causalAttentionFlops += attentionFlops(attention);
+  }
   return copies.lookup(value);
 }
 
@@ -239,7 +257,10 @@ struct FSDPRematPass : public fsdp::impl::FSDPRematPassBase<FSDPRematPass> {
              b.getNamedAttr("products", b.getI64IntegerAttr(cost.products)),
              b.getNamedAttr("product_flops", b.getI64IntegerAttr(cost.productFlops)),
              b.getNamedAttr("other_elements", b.getI64IntegerAttr(cost.otherElements)),
-             b.getNamedAttr("step_product_flops", b.getI64IntegerAttr(cost.stepProductFlops))}));
+             b.getNamedAttr("step_product_flops", b.getI64IntegerAttr(cost.stepProductFlops)),
+             b.getNamedAttr("attention_flops", b.getI64IntegerAttr(cost.attentionFlops)),
+             b.getNamedAttr("causal_attention_flops",
+                            b.getI64IntegerAttr(cost.causalAttentionFlops))}));
   }
 };
 

@@ -81,6 +81,23 @@ struct RankGrid {
 /// Predicts `step` (fsdp_train_step after fsdp-assign-buffers) on `profile`.
 StepCost predictStepCost(func::FuncOp step, const DeviceProfile &profile, RankGrid grid);
 
+/// The floating-point work of one step of one rank, recomputation included:
+/// what the trainer's TFLOP/s and MFU divide by time (docs/Runtime.md).
+struct StepFlops {
+  /// Matrix products (2 m n k each), and the part of them in bf16.
+  double products = 0, bf16Products = 0;
+  /// The fused attention's products (forward 2, backward 5 of 2 T S D per
+  /// batch and head, the causal half only): bf16.
+  double attention = 0;
+  /// Every other floating-point operation of the step's loops, one for each
+  /// arith or math op that makes a float other than a conversion or a select
+  /// (an exponential counts one).
+  double other = 0;
+};
+
+/// Counts `step` (fsdp_train_step once its products are runtime calls).
+StepFlops countStepFlops(func::FuncOp step);
+
 } // namespace mlir::fsdp
 
 #endif // FSDP_ANALYSIS_STEPCOST_H

@@ -10,6 +10,7 @@
 #include "fsdp/ABI/BufferKinds.h"
 #include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Codegen/Common/Passes.h"
+#include "fsdp/Utils/ManifestGlobal.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -149,31 +150,16 @@ json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
 /// unit's gradient shard lies (`gradOffsets`, by unit).
 LogicalResult updateManifest(LLVM::GlobalOp global, int64_t arenaBytes, json::Object plan,
                              const llvm::StringMap<int64_t> &gradOffsets) {
-  auto text = llvm::dyn_cast_or_null<StringAttr>(global.getValueOrNull());
-  if (!text)
-    return global.emitError("the manifest global holds no string");
-  llvm::Expected<json::Value> parsed = json::parse(text.getValue().rtrim('\0'));
-  json::Object *manifest = parsed ? parsed->getAsObject() : nullptr;
-  if (!manifest) {
-    llvm::consumeError(parsed.takeError());
-    return global.emitError("the manifest is not a JSON object");
-  }
-  (*manifest)["arena_bytes"] = arenaBytes;
-  (*manifest)["transient"] = std::move(plan);
-  if (json::Array *units = manifest->getArray("units"))
-    for (json::Value &unit : *units)
-      if (json::Object *entry = unit.getAsObject())
-        if (std::optional<StringRef> name = entry->getString("name"))
-          if (auto offset = gradOffsets.find(*name); offset != gradOffsets.end())
-            (*entry)["grad_offset"] = offset->second;
-  std::string updated;
-  llvm::raw_string_ostream os(updated);
-  os << json::Value(std::move(*manifest));
-  updated.push_back('\0');
-  MLIRContext *ctx = global.getContext();
-  global.setValueAttr(StringAttr::get(ctx, updated));
-  global.setGlobalType(LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), updated.size()));
-  return success();
+  return editManifest(global, [&](json::Object &manifest) {
+    manifest["arena_bytes"] = arenaBytes;
+    manifest["transient"] = std::move(plan);
+    if (json::Array *units = manifest.getArray("units"))
+      for (json::Value &unit : *units)
+        if (json::Object *entry = unit.getAsObject())
+          if (std::optional<StringRef> name = entry->getString("name"))
+            if (auto offset = gradOffsets.find(*name); offset != gradOffsets.end())
+              (*entry)["grad_offset"] = offset->second;
+  });
 }
 
 struct FSDPAssignBuffersPass

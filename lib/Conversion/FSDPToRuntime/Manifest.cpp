@@ -94,6 +94,17 @@ static json::Array stepCollectives(func::FuncOp step) {
   return collectives;
 }
 
+/// The tokens of one step, all ranks together, where the model embeds token
+/// inputs: the elements of the first such input (each rank's rows of every
+/// micro-batch), times the ranks.
+static std::optional<int64_t> tokensPerStep(ArrayRef<RankedTensorType> inputTypes,
+                                            ArrayRef<InputRole> roles, int64_t world) {
+  for (auto [type, role] : llvm::zip_equal(inputTypes, roles))
+    if (role.role == "tokens")
+      return type.getNumElements() * world;
+  return std::nullopt;
+}
+
 std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                                       ArrayRef<RankedTensorType> inputTypes,
                                       ArrayRef<InputRole> roles, DictionaryAttr recompute,
@@ -181,6 +192,8 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                         {"params", std::move(params)},
                         {"inputs", std::move(inputs)},
                         {"collectives", stepCollectives(step)}};
+  if (std::optional<int64_t> tokens = tokensPerStep(inputTypes, roles, world))
+    manifest["tokens_per_step"] = *tokens;
   if (layout.deviceScalars)
     manifest["device_scalars"] = json::Object{{"offset", layout.deviceScalars->offset}};
   if (recompute) {

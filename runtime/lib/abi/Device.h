@@ -22,6 +22,19 @@ namespace fsdprt {
 /// (one line each); needs no device, so it works on a machine without one.
 std::string backendVersion();
 
+/// The dense rates a rank's MFU divides by, FLOP/s of its products in bf16
+/// and in f32 (TF32 where the manifest allows it), and where they come from;
+/// 0 where not known.
+struct PeakRates {
+  std::string source;
+  double bf16 = 0, f32 = 0;
+};
+
+/// This rank's peak: a GPU's from its card (CardPeaks.h), the CPU's from the
+/// device profile fsdpc planned on (manifest device_profile). The device must
+/// be open.
+PeakRates devicePeak(const Manifest &manifest);
+
 /// Chooses this rank's device, once MPI runs and before anything else touches
 /// it; a rank without one stops the run with an error.
 void openDevice();

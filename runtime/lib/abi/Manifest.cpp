@@ -671,6 +671,47 @@ static void readCollectives(const Node &root, Manifest &manifest) {
   }
 }
 
+/// A count of FLOPs: a non-negative number.
+static double readCount(const Node &node) {
+  double count = node.real();
+  if (count < 0)
+    node.fail("must be non-negative, got " + formatReal(count));
+  return count;
+}
+
+/// step_flops, tokens_per_step and device_profile: what throughput and MFU
+/// are computed from.
+static void readThroughputFields(const Node &root, Manifest &manifest) {
+  if (root.has("step_flops")) {
+    Node node = root.field("step_flops");
+    StepFlopsSpec flops;
+    flops.products = readCount(node.field("products"));
+    Node bf16 = node.field("bf16_products");
+    flops.bf16Products = readCount(bf16);
+    if (flops.bf16Products > flops.products)
+      bf16.fail("exceeds products (" + formatReal(flops.products) + ")");
+    flops.attention = readCount(node.field("attention"));
+    Node recomputed = node.field("recomputed");
+    flops.recomputed = readCount(recomputed);
+    if (flops.recomputed > flops.products + flops.attention)
+      recomputed.fail("exceeds products and attention (" +
+                      formatReal(flops.products + flops.attention) + ")");
+    flops.other = readCount(node.field("other"));
+    manifest.stepFlops = flops;
+  }
+  if (root.has("tokens_per_step"))
+    manifest.tokensPerStep = root.field("tokens_per_step").integer(1);
+  if (root.has("device_profile")) {
+    Node node = root.field("device_profile");
+    DeviceProfileSpec profile;
+    profile.name = node.field("name").string();
+    Node rates = node.field("matmul_flops");
+    profile.f32 = readCount(rates.field("f32"));
+    profile.bf16 = readCount(rates.field("bf16"));
+    manifest.deviceProfile = profile;
+  }
+}
+
 KernelOrigins parseKernelOrigins(const char *table) {
   KernelOrigins origins;
   if (!table)
@@ -730,6 +771,7 @@ Manifest parseManifest(std::string_view text) {
   readInputs(root, manifest);
   readDeviceScalars(root, manifest);
   readCollectives(root, manifest);
+  readThroughputFields(root, manifest);
   checkDisjoint(manifest);
   return manifest;
 }

@@ -137,6 +137,22 @@ struct CollectiveSpec {
   std::string unit;
 };
 
+/// The floating-point work of one step of one rank (step_flops, optional:
+/// fsdp-record-step-flops), recomputation included: matrix products (of
+/// which bf16_products in bf16), the products fused attention stands for
+/// (bf16), the part of both that rematerialisation recomputes (not the
+/// model's FLOPs), and every other float operation of the step's loops.
+struct StepFlopsSpec {
+  double products = 0, bf16Products = 0, attention = 0, recomputed = 0, other = 0;
+};
+
+/// The device profile fsdpc planned the step on (device_profile, optional):
+/// its name and product rates, FLOP/s of one rank in f32 and bf16.
+struct DeviceProfileSpec {
+  std::string name;
+  double f32 = 0, bf16 = 0;
+};
+
 /// Each CUDA kernel's places in the model's source, by kernel name: the
 /// generated object's fsdp_kernel_origins (fsdp-cuda-record-kernel-origins),
 /// not the JSON.
@@ -174,6 +190,11 @@ struct Manifest {
   /// The collectives the step starts, in the order it starts them: what a
   /// timed-out wait names (CollectiveTimeout.h). Empty when not given.
   std::vector<CollectiveSpec> collectives;
+  std::optional<StepFlopsSpec> stepFlops;
+  /// The tokens of one step, all ranks together (tokens_per_step): 0 for a
+  /// model without token inputs.
+  int64_t tokensPerStep = 0;
+  std::optional<DeviceProfileSpec> deviceProfile;
   /// Where its kernels come from (parseKernelOrigins), when the object says.
   KernelOrigins kernelOrigins;
 

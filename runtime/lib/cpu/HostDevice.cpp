@@ -39,6 +39,16 @@ std::string backendVersion() {
 
 void openDevice() {}
 
+// A CPU's peak depends on its cores, clock and vector units, which change
+// from machine to machine; the profile's rates are the ones fsdpc's
+// predictions use (bench/measure_cpu_profile.py measures them).
+PeakRates devicePeak(const Manifest &manifest) {
+  if (!manifest.deviceProfile)
+    return {};
+  const DeviceProfileSpec &profile = *manifest.deviceProfile;
+  return {"device profile " + profile.name, profile.bf16, profile.f32};
+}
+
 void connectDevice(const RankPlace &) {}
 
 // CPUs have no TF32: OpenBLAS and oneDNN compute fp32 products in fp32

@@ -11,6 +11,7 @@
 
 #include "abi/Device.h"
 #include "abi/Error.h"
+#include "cuda/CardPeaks.h"
 #include "cuda/CudaCheck.h"
 #include "fsdprt/fsdprt.h"
 
@@ -119,6 +120,12 @@ void openDevice() {
   }
   opened = true;
   openCublas(device.streams[FSDPRT_STREAM_COMPUTE]);
+}
+
+PeakRates devicePeak(const Manifest &manifest) {
+  cudaDeviceProp properties{};
+  FSDPRT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device.ordinal));
+  return cardPeak(properties.name, manifest.allowTf32);
 }
 
 void connectDevice(const RankPlace &place) {

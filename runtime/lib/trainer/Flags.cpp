@@ -22,6 +22,7 @@ const char *usageText() {
          "               [--save DIR] [--save-every K] [--keep N] [--resume DIR]\n"
          "               [--trace-state FILE] [--trace FILE] [--no-cuda-graph]\n"
          "               [--collective-timeout SECONDS] [--debug-sync]\n"
+         "               [--peak-tflops X]\n"
          "               [--print-manifest] [--version] [--help]\n"
          "\n"
          "Trains the model compiled into this trainer. A model compiled for N ranks runs\n"
@@ -45,7 +46,9 @@ const char *usageText() {
          "  --lr-decay KIND    after the warmup, none (default), cosine or linear decay\n"
          "  --decay-steps N    the step at which the decay reaches --min-lr (default --steps)\n"
          "  --min-lr X         the floor the decay ends at and keeps (default 0)\n"
-         "  --log-every K      print a progress line every K steps (default 10)\n"
+         "  --log-every K      print a progress line every K steps (default 10): loss,\n"
+         "                     learning rate, tokens/s (samples/s for a model without\n"
+         "                     tokens), each rank's TFLOP/s and MFU, memory\n"
          "  --log-json FILE    write one JSON object per step to FILE\n"
          "  --init-from FILE   start from the parameters of a safetensors FILE (every\n"
          "                     parameter by name and shape; f32, bf16, f16 or f64)\n"
@@ -77,6 +80,10 @@ const char *usageText() {
          "                     that a device error names the kernel or call, its step and\n"
          "                     the last collective started (slow; every step runs as\n"
          "                     called)\n"
+         "  --peak-tflops X    the peak MFU divides by, in TFLOP/s of one rank (default:\n"
+         "                     the GPU's datasheet figure, dense, at the step's precision;\n"
+         "                     on the CPU, fsdpc's device profile); the run's first line\n"
+         "                     names it\n"
          "  --print-manifest   print the embedded manifest and exit\n"
          "  --version          print the backend and its libraries (BLAS kernels, CUDA,\n"
          "                     NCCL) and exit\n"
@@ -244,6 +251,12 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
         fatal(std::string(flag) + ": '" + text +
               "' is not a number of seconds in [0.001, 31536000]");
       options.collectiveTimeout = Milliseconds(static_cast<int64_t>(*seconds * 1000.0));
+    } else if (flag == "--peak-tflops") {
+      std::string text = value();
+      std::optional<double> tflops = parseFinite(text);
+      if (!tflops || !(*tflops > 0.0))
+        fatal(std::string(flag) + ": '" + text + "' is not a positive number of TFLOP/s");
+      options.peakTflops = *tflops;
     } else if (flag == "--debug-sync") {
       noValue();
       options.debugSync = true;

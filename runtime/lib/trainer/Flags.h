@@ -63,6 +63,8 @@ struct TrainerOptions {
   std::string tracePath;      // --trace: the last step as it ran
   bool noCudaGraph = false;   // CUDA: call the step every time, no graph replay
   Milliseconds collectiveTimeout = kDefaultCollectiveTimeout;
+  /// --peak-tflops: the peak MFU divides by, instead of the device's.
+  std::optional<double> peakTflops;
   bool debugSync = false; // CUDA: wait for and check each kernel and runtime call
   bool printManifest = false;
   bool version = false;

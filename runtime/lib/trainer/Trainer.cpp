@@ -24,6 +24,7 @@
 #include "trainer/Init.h"
 #include "trainer/Ranks.h"
 #include "trainer/SyntheticData.h"
+#include "trainer/Throughput.h"
 
 #include <algorithm>
 #include <charconv>
@@ -245,6 +246,15 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   setCollectiveTimeout(options.collectiveTimeout);
   connectDevice(place);
   bool leader = place.rank == 0;
+  PeakRates peak = options.peakTflops
+                       ? PeakRates{"--peak-tflops", *options.peakTflops * 1e12,
+                                   *options.peakTflops * 1e12}
+                       : devicePeak(manifest);
+  Throughput throughput(manifest, std::move(peak));
+  if (std::string line = throughput.describe(); leader && !line.empty()) {
+    std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
 
   // Rank 0 writes the outputs; the other ranks only take part in gathering them.
   std::unique_ptr<OutputFile> logJson;
@@ -369,20 +379,20 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
                      Clock::time_point stepEnd) {
     uint64_t heapBytes = heapBytesInUse();
     if (logJson) {
-      char line[256];
+      char line[384];
       std::snprintf(line, sizeof(line),
-                    "{\"step\": %" PRId64 ", \"loss\": %s, \"lr\": %s, "
-                    "\"samples_per_sec\": %.6g, \"bytes_in_use\": %" PRIu64 "}\n",
+                    "{\"step\": %" PRId64 ", \"loss\": %s, \"lr\": %s, %s, "
+                    "\"bytes_in_use\": %" PRIu64 "}\n",
                     step, formatLoss(loss).c_str(), formatLoss(lr).c_str(),
-                    static_cast<double>(manifest.batch) / stepSeconds, heapBytes);
+                    Throughput::jsonFields(throughput.over(1, stepSeconds)).c_str(), heapBytes);
       logJson->write(std::string(line));
       logJson->flush();
     }
     if (step % options.logEvery == 0) {
-      double samplesPerSec = static_cast<double>(manifest.batch * intervalSteps) /
-                             secondsBetween(intervalStart, stepEnd);
-      std::printf("step %" PRId64 " | loss %.6f | lr %.3e | %.1f samples/s | mem %.1f MiB\n",
-                  step, static_cast<double>(loss), static_cast<double>(lr), samplesPerSec,
+      StepRates rates = throughput.over(intervalSteps, secondsBetween(intervalStart, stepEnd));
+      std::printf("step %" PRId64 " | loss %.6f | lr %.3e | %s | mem %.1f MiB\n", step,
+                  static_cast<double>(loss), static_cast<double>(lr),
+                  Throughput::progressFields(rates).c_str(),
                   static_cast<double>(heapBytes) / (1024.0 * 1024.0));
       std::fflush(stdout);
       intervalStart = Clock::now();

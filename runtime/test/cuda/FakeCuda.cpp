@@ -8,6 +8,7 @@
 #include <cublas_v2.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -472,6 +473,19 @@ cudaError_t __wrap_cudaDeviceGetAttribute(int *value, cudaDeviceAttr attribute, 
   Serial serial;
   logCall("cudaDeviceGetAttribute", static_cast<int>(attribute), device);
   *value = attribute == cudaDevAttrMaxSharedMemoryPerBlockOptin ? kMaxSharedMemoryPerBlockOptin : 0;
+  return cudaSuccess;
+}
+
+// The card the fake stands for: an H100 SXM, whose datasheet peak the
+// trainer's MFU then reads (CardPeaks.cpp).
+cudaError_t __wrap_cudaGetDeviceProperties(cudaDeviceProp *properties, int device) {
+  Serial serial;
+  logCall("cudaGetDeviceProperties", device);
+  *properties = cudaDeviceProp{};
+  std::snprintf(properties->name, sizeof(properties->name), "%s", "NVIDIA H100 80GB HBM3");
+  properties->major = 9;
+  properties->minor = 0;
+  properties->multiProcessorCount = 132;
   return cudaSuccess;
 }
 

@@ -76,6 +76,42 @@ def FSDPAssignBuffersPass : Pass<"fsdp-assign-buffers", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def FSDPRecordStepFlopsPass : Pass<"fsdp-record-step-flops", "::mlir::ModuleOp"> {
+  let summary = "Writes the FLOPs of one step of a rank into the manifest";
+  let description = [{
+    Counts the floating-point work of `fsdp_train_step` once its products
+    are runtime calls (after `fsdp-lower-gemms`), recomputation included,
+    and records it in the manifest's `step_flops` for the trainer's TFLOP/s
+    and MFU (docs/Runtime.md):
+
+    - `products`: 2 m n k for each matrix of each product call
+      (`fsdprt_gemm*`), of which `bf16_products` in bf16;
+    - `attention`: the products a fused attention call stands for, 2 (its
+      forward) or 5 (its backward) of 2 T S D per batch and head, the causal
+      half only;
+    - `recomputed`: the part of `products` and `attention` that the plan's
+      rematerialisation adds (the manifest's `recompute`, from `fsdp-remat`:
+      its products, and its attentions' forward products, half of a causal
+      one's where the step fuses attention): not the model's FLOPs;
+    - `other`: one for each arith or math op of the step's loops that makes
+      a float (an exponential counts one; conversions and selects none), times
+      the points of its linalg op and the trips of its loops, offload's host
+      update included.
+
+    Loops count their trips where their bounds are constants. Collectives'
+    sums are the communication library's and are not counted.
+
+    ```mlir
+    call @fsdprt_gemm(%a, %b, %c, %c32, %c256, %c784, ...)
+    // adds 2 x 32 x 256 x 784 to "products"
+    linalg.generic {iterator_types = ["parallel"]} ins(%x : memref<8192xf32>) ... {
+      %y = arith.maximumf %in, %zero : f32
+    }
+    // adds 8192 to "other"
+    ```
+  }];
+}
+
 def FSDPLowerGemmsPass : Pass<"fsdp-lower-gemms", "::mlir::ModuleOp"> {
   let summary = "Hands matrix products on buffers to the runtime's BLAS";
   let description = [{

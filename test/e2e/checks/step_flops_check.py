@@ -1,0 +1,146 @@
+"""The manifest's step_flops and tokens_per_step (fsdp-record-step-flops, what the
+trainer's TFLOP/s and MFU divide by time) against counts derived by hand from the
+models' text: examples/mlp.mlir and examples/gpt.mlir, at 1 and 2 ranks, f32 on the CPU
+(attention tiled into products) and bf16 on the CUDA target (attention fused), with
+micro-batches and with recompute.
+
+By hand, per rank of a step:
+- every linear layer of `in x out` over `rows` rows takes 2 rows in out FLOPs forward
+  and twice that backward (the input's gradient and the weight's), except the first
+  layer of the MLP, whose input (the data) needs no gradient;
+- an attention of batch B, H heads, T queries and S keys of width D is P = 2 B H T S D
+  per product, 2 forward and 5 backward (the scores recomputed, the gradients of the
+  probabilities, queries, keys and values): tiled, all 7 P are products, the masked
+  blocks included; fused, they are "attention" and a causal one counts half;
+- recompute (remat = unit) adds products and attention that "recomputed" names: the
+  model's FLOPs, products + attention - recomputed, are the step's without it.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+
+
+def manifest_of(fsdpc, model, grid, extra=()):
+    """The manifest of the step fsdpc compiles: the fsdp_manifest global of --emit=mlir,
+    its string as MLIR escapes it (\\22 for a quote, \\\\ for a backslash)."""
+    text = subprocess.run([fsdpc, model, f"--grid={grid}", "--emit=mlir", "-o", "-", *extra],
+                          check=True, capture_output=True, text=True).stdout
+    found = re.search(r'@fsdp_manifest\("((?:[^"\\]|\\.)*)"\)', text)
+    raw = re.sub(r"\\(\\|[0-9A-Fa-f]{2})",
+                 lambda m: "\\" if m.group(1) == "\\" else chr(int(m.group(1), 16)),
+                 found.group(1))
+    return json.loads(raw.rstrip("\0"))
+
+
+def weights(text, skip=()):
+    """(in, out) of each 2-D parameter, in the order the model declares them."""
+    return [(int(i), int(o)) for name, i, o in
+            re.findall(r"fsdp\.param @(\S+) [^:]*: tensor<(\d+)x(\d+)xf32>", text)
+            if name not in skip]
+
+
+def attentions(text):
+    """(B, H, T, S, D, causal) of each fsdp.attention of the model."""
+    found = re.findall(r"fsdp\.attention ([^:\n]*): tensor<(\d+)x(\d+)x(\d+)x(\d+)x\w+>, "
+                       r"tensor<\d+x\d+x(\d+)x", text)
+    return [(int(b), int(h), int(t), int(s), int(d), " causal" in operands)
+            for operands, b, h, t, d, s in found]
+
+
+def with_plan(path, text, fields):
+    with open(path, "w") as f:
+        f.write(text.replace("#fsdp.plan<", f"#fsdp.plan<{fields}, ", 1))
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fsdpc", required=True)
+    parser.add_argument("--mlp", required=True)
+    parser.add_argument("--gpt", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    failures = []
+
+    def check(name, flops, expected):
+        got = {key: flops.get(key) for key in expected}
+        ok = got == expected
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {got}" + ("" if ok else f", by hand {expected}"))
+        if not ok:
+            failures.append(name)
+
+    # The MLP: batch 64 of 784 features, no tokens.
+    with open(args.mlp) as f:
+        mlp = f.read()
+    layers = weights(mlp)
+    for ranks in [1, 2]:
+        rows = 64 // ranks
+        manifest = manifest_of(args.fsdpc, args.mlp, ranks)
+        products = 3 * 2 * rows * sum(i * o for i, o in layers) - 2 * rows * layers[0][0] * layers[0][1]
+        check(f"mlp, {ranks} rank(s)", manifest["step_flops"],
+              {"products": products, "bf16_products": 0, "attention": 0, "recomputed": 0})
+        if "tokens_per_step" in manifest or manifest["step_flops"]["other"] <= 0:
+            failures.append(f"mlp, {ranks} rank(s): tokens or other")
+            print(f"FAIL mlp, {ranks} rank(s): tokens_per_step "
+                  f"{manifest.get('tokens_per_step')}, other {manifest['step_flops']['other']}")
+
+    # GPT: batch 8 sequences of 32 tokens; its embeddings are lookups, not products.
+    with open(args.gpt) as f:
+        gpt = f.read()
+    linear = sum(i * o for i, o in weights(gpt, skip=("wte", "wpe")))
+    heads = attentions(gpt)
+    sequences, context = 8, heads[0][2]
+    bf16 = with_plan(f"{args.work}/gpt-bf16.mlir", gpt, "param_dtype = bf16")
+
+    def by_hand(ranks, fused):
+        rows = sequences // ranks * context
+        dense = 3 * 2 * rows * linear
+        share = [2 * (b // ranks) * h * t * s * d for b, h, t, s, d, _ in heads]
+        if not fused:
+            return {"products": dense + 7 * sum(share), "attention": 0}
+        return {"products": dense, "attention": sum(7 * p // (2 if causal else 1)
+                                                    for p, (*_, causal) in zip(share, heads))}
+
+    for ranks in [1, 2]:
+        manifest = manifest_of(args.fsdpc, args.gpt, ranks)
+        expected = by_hand(ranks, fused=False)
+        check(f"gpt, {ranks} rank(s), tiled attention", manifest["step_flops"],
+              {**expected, "bf16_products": 0, "recomputed": 0})
+        if manifest.get("tokens_per_step") != sequences * context:
+            failures.append("gpt tokens")
+            print(f"FAIL gpt tokens_per_step {manifest.get('tokens_per_step')}, "
+                  f"by hand {sequences * context}")
+        fused = manifest_of(args.fsdpc, bf16, ranks, ["--target=cuda"])
+        expected = by_hand(ranks, fused=True)
+        check(f"gpt bf16, {ranks} rank(s), fused attention", fused["step_flops"],
+              {**expected, "bf16_products": expected["products"], "recomputed": 0})
+
+    # Micro-batches split the rows, not the work.
+    micro = with_plan(f"{args.work}/gpt-micro.mlir", gpt, "micro_batches = 2")
+    manifest = manifest_of(args.fsdpc, micro, 2)
+    check("gpt, 2 micro-batches", {**manifest["step_flops"], "tokens": manifest.get("tokens_per_step")},
+          {**by_hand(2, fused=False), "tokens": sequences * context})
+
+    # Recompute: the step does more, the model's FLOPs stay.
+    for name, model, extra, fused in [("gpt", args.gpt, [], False),
+                                      ("gpt bf16", bf16, ["--target=cuda"], True)]:
+        remat = with_plan(f"{args.work}/{name.replace(' ', '-')}-remat.mlir",
+                          open(model).read(), "remat = unit")
+        flops = manifest_of(args.fsdpc, remat, 2, extra)["step_flops"]
+        model_flops = flops["products"] + flops["attention"] - flops["recomputed"]
+        expected = by_hand(2, fused)
+        check(f"{name}, remat = unit: products + attention - recomputed",
+              {"model": model_flops, "recomputes": flops["recomputed"] > 0},
+              {"model": expected["products"] + expected["attention"], "recomputes": True})
+
+    print("FAIL" if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
