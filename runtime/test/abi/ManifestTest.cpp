@@ -600,6 +600,34 @@ const ErrorCase kErrorCases[] = {
      "collectives[0].kind: expected all_gather, reduce_scatter or all_reduce, got 'broadcast'"},
     {"CollectiveUnit", [](json &m) { m["collectives"] = {{{"kind", "all_gather"}, {"unit", "fc2"}}}; },
      "collectives[0].unit: no unit is named 'fc2'"},
+    {"NegativeFlops",
+     [](json &m) {
+       m["step_flops"] = {{"products", -1}, {"bf16_products", 0}, {"attention", 0},
+                          {"recomputed", 0}, {"other", 0}};
+     },
+     "step_flops.products: must be non-negative, got -1"},
+    {"Bf16OverProducts",
+     [](json &m) {
+       m["step_flops"] = {{"products", 10}, {"bf16_products", 11}, {"attention", 0},
+                          {"recomputed", 0}, {"other", 0}};
+     },
+     "step_flops.bf16_products: exceeds products (10)"},
+    {"RecomputedOverWork",
+     [](json &m) {
+       m["step_flops"] = {{"products", 10}, {"bf16_products", 0}, {"attention", 5},
+                          {"recomputed", 16}, {"other", 0}};
+     },
+     "step_flops.recomputed: exceeds products and attention (15)"},
+    {"FlopsWithoutOther",
+     [](json &m) {
+       m["step_flops"] = {{"products", 10}, {"bf16_products", 0}, {"attention", 0},
+                          {"recomputed", 0}};
+     },
+     "step_flops: missing field 'other'"},
+    {"NoTokens", [](json &m) { m["tokens_per_step"] = 0; }, "tokens_per_step:"},
+    {"ProfileWithoutBf16",
+     [](json &m) { m["device_profile"] = {{"name", "cpu"}, {"matmul_flops", {{"f32", 1e9}}}}; },
+     "device_profile.matmul_flops: missing field 'bf16'"},
 };
 
 // The object's table of the kernels' places in the model: a line each.
@@ -626,6 +654,31 @@ TEST(Manifest, ParsesTheStepsCollectives) {
   EXPECT_EQ(collectives[1].unit, "fc");
   EXPECT_EQ(collectives[2].kind, "all_reduce");
   EXPECT_EQ(collectives[2].unit, "");
+}
+
+// What throughput and MFU are computed from: optional, read as given.
+TEST(Manifest, ParsesTheStepsFlopsTokensAndProfile) {
+  json m = classifierManifest();
+  Manifest bare = parseManifest(m.dump());
+  EXPECT_FALSE(bare.stepFlops);
+  EXPECT_EQ(bare.tokensPerStep, 0);
+  EXPECT_FALSE(bare.deviceProfile);
+  m["step_flops"] = {{"products", 3000}, {"bf16_products", 1000}, {"attention", 500},
+                     {"recomputed", 700}, {"other", 40}};
+  m["tokens_per_step"] = 128;
+  m["device_profile"] = {{"name", "cpu"}, {"matmul_flops", {{"f32", 1e11}, {"bf16", 2e11}}}};
+  Manifest manifest = parseManifest(m.dump());
+  ASSERT_TRUE(manifest.stepFlops);
+  EXPECT_EQ(manifest.stepFlops->products, 3000);
+  EXPECT_EQ(manifest.stepFlops->bf16Products, 1000);
+  EXPECT_EQ(manifest.stepFlops->attention, 500);
+  EXPECT_EQ(manifest.stepFlops->recomputed, 700);
+  EXPECT_EQ(manifest.stepFlops->other, 40);
+  EXPECT_EQ(manifest.tokensPerStep, 128);
+  ASSERT_TRUE(manifest.deviceProfile);
+  EXPECT_EQ(manifest.deviceProfile->name, "cpu");
+  EXPECT_EQ(manifest.deviceProfile->f32, 1e11);
+  EXPECT_EQ(manifest.deviceProfile->bf16, 2e11);
 }
 
 INSTANTIATE_TEST_SUITE_P(Manifest, ManifestErrorTest, testing::ValuesIn(kErrorCases),

@@ -23,6 +23,8 @@ import re
 import subprocess
 import sys
 
+import trainer_checks
+
 
 def manifest_of(fsdpc, model, grid, extra=()):
     """The manifest of the step fsdpc compiles: the fsdp_manifest global of --emit=mlir,
@@ -55,6 +57,40 @@ def with_plan(path, text, fields):
     with open(path, "w") as f:
         f.write(text.replace("#fsdp.plan<", f"#fsdp.plan<{fields}, ", 1))
     return path
+
+
+PROGRESS = re.compile(r"^step (\d+) \| loss \d+\.\d{6} \| lr \S+ \| (\d+) tokens/s \| "
+                      r"(\d+\.\d\d) GFLOP/s \| MFU (\d+\.\d)% \| mem \d+\.\d MiB$")
+
+
+def trainer_reports(args, failures):
+    """GPT's trainer on 2 ranks: its first line names what a step holds and the peak (the
+    CPU's device profile, or --peak-tflops), its progress lines and JSON log the rates, in
+    the proportions the manifest gives (one clock: tokens/s is 32 x samples/s, FLOP/s the
+    model's FLOPs x steps/s, MFU FLOP/s over the peak)."""
+    trainer = f"{args.work}/gpt"
+    subprocess.run([*trainer_checks.fsdpc_command(args.fsdpc), args.gpt, "-o", trainer], check=True)
+    model = manifest_of(args.fsdpc, args.gpt, 2)["step_flops"]["products"]
+    for peak, flags in [(100e9, []), (0.5e12, ["--peak-tflops", "0.5"])]:
+        log = f"{args.work}/gpt-{len(flags)}.jsonl"
+        out = trainer_checks.run_trainer(2, trainer, "--steps", "4", "--log-every", "2",
+                                         "--log-json", log, *flags).stdout.splitlines()
+        source = "--peak-tflops: 500.00 GFLOP/s bf16, 500.00 GFLOP/s f32" if flags else \
+            "device profile cpu: 200.00 GFLOP/s bf16, 100.00 GFLOP/s f32"
+        first = (f"throughput: 256 tokens (8 samples) a step; each rank's step "
+                 f"{model / 1e6:.2f} MFLOP of products (and ")
+        steps = [json.loads(line) for line in open(log) if line.startswith('{"step"')]
+        rel = lambda a, b: abs(a - b) <= 2e-5 * abs(b)
+        ok = (out[0].startswith(first) and out[0].endswith(f"not counted); MFU against {source}")
+              and [PROGRESS.match(line) is not None for line in out[1:3]] == [True, True]
+              and len(steps) == 4 and all(
+                  rel(r["tokens_per_sec"], 32 * r["samples_per_sec"])
+                  and rel(r["flops_per_sec"], model * r["samples_per_sec"] / 8)
+                  and rel(r["mfu"], r["flops_per_sec"] / peak) for r in steps))
+        name = f"trainer, peak {'--peak-tflops' if flags else 'of the device profile'}"
+        print(f"{'ok  ' if ok else 'FAIL'} {name}: {out[0]!r}, {out[1]!r}, {steps[-1] if steps else None}")
+        if not ok:
+            failures.append(name)
 
 
 def main():
@@ -138,6 +174,7 @@ def main():
               {"model": model_flops, "recomputes": flops["recomputed"] > 0},
               {"model": expected["products"] + expected["attention"], "recomputes": True})
 
+    trainer_reports(args, failures)
     print("FAIL" if failures else "PASS")
     return 1 if failures else 0
 
