@@ -29,10 +29,11 @@ struct Work {
   // Loops that are not vectorised: their arithmetic, and the additions into
   // an accumulator, each waiting for the one before.
   double scalarArithmetic = 0, dependent = 0;
-  /// The part of `flops` in bf16 products, and the floating-point operations
-  /// of loops, one each (an exponential counts one, not the polynomial it
-  /// becomes): what the manifest's step_flops reports.
-  double bf16Flops = 0, floatOps = 0;
+  /// The part of `flops` in bf16 products, the part that computes again
+  /// what the step computed before (an attention backward's scores), and the
+  /// floating-point operations of loops, one each (an exponential counts one,
+  /// not the polynomial it becomes): what the manifest's step_flops reports.
+  double bf16Flops = 0, recomputedFlops = 0, floatOps = 0;
 
   Work &operator+=(const Work &other) {
     flops += other.flops;
@@ -42,13 +43,14 @@ struct Work {
     scalarArithmetic += other.scalarArithmetic;
     dependent += other.dependent;
     bf16Flops += other.bf16Flops;
+    recomputedFlops += other.recomputedFlops;
     floatOps += other.floatOps;
     return *this;
   }
   Work scaled(double times) const {
-    return {flops * times,     bytes * times,          arithmetic * times,
+    return {flops * times,     bytes * times,           arithmetic * times,
             divides * times,   scalarArithmetic * times, dependent * times,
-            bf16Flops * times, floatOps * times};
+            bf16Flops * times, recomputedFlops * times,  floatOps * times};
   }
   /// Memory and arithmetic overlap; a vectorised loop's divisions and its
   /// other arithmetic issue from the same instruction stream, whose
@@ -124,13 +126,15 @@ Work gemmWork(func::CallOp call) {
   Work work{2 * batch * dm * dn * dk, batch * element * (dm * dk + dk * dn + dm * dn)};
   if (isBF16GemmCallee(callee))
     work.bf16Flops = work.flops;
+  if (call->hasAttr(kRecomputedAttr))
+    work.recomputedFlops = work.flops;
   return work;
 }
 
 /// A fused attention call (fsdprt_attention_bf16, or its gradient): the
 /// products it stands for, 2 forward and 5 backward of 2 T S D FLOPs per
-/// batch and head (the causal half when causal), and its operands and results
-/// moved once.
+/// batch and head (the causal half when causal; of the backward's, the
+/// scores computed again), and its operands and results moved once.
 Work attentionWork(func::CallOp call) {
   bool backward = call.getCallee() == kAttentionGradBF16;
   double shape[5];
@@ -147,8 +151,11 @@ Work attentionWork(func::CallOp call) {
   double lse = 4 * batch * heads * seq;
   // Backward reads the queries, the output and its gradient, the keys, the
   // values and the log-sum-exp, and writes the three gradients.
-  if (backward)
-    return {5 * product, 4 * queries + 4 * keys + lse, 0};
+  if (backward) {
+    Work work{5 * product, 4 * queries + 4 * keys + lse};
+    work.recomputedFlops = product;
+    return work;
+  }
   return {2 * product, 2 * queries + 2 * keys + lse, 0};
 }
 
@@ -521,6 +528,7 @@ StepFlops mlir::fsdp::countStepFlops(func::FuncOp step) {
       counted.products += work.flops;
       counted.bf16Products += work.bf16Flops;
     }
+    counted.recomputed += work.recomputedFlops;
     counted.other += work.floatOps;
   }
   return counted;

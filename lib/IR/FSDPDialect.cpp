@@ -55,6 +55,16 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
       return op->emitError() << "'" << name << "' is a unit attribute on a linalg op";
     return success();
   }
+  if (name == kRecomputedAttr) {
+    // A product computed again (an attention backward's scores), from linalg
+    // to the runtime call, for the step's FLOP count.
+    StringRef opName = op->getName().getStringRef();
+    if ((opName != "linalg.batch_matmul" && opName != "func.call" && opName != "llvm.call") ||
+        !isa<UnitAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name
+                             << "' is a unit attribute on a linalg.batch_matmul or a call";
+    return success();
+  }
   if (name == getRecomputeAttrName()) {
     if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attribute.getValue()))
       return op->emitError() << "'" << name << "' is a dictionary on the module";

@@ -37,6 +37,12 @@ constexpr llvm::StringLiteral kActivationKind = "activation";
 /// names its events by it).
 constexpr llvm::StringLiteral kCollectiveUnitAttr = "fsdp.unit";
 
+/// On a product that computes again what an earlier one of the same step
+/// computed (the scores a tiled attention's backward recomputes), from
+/// convert-fsdp-to-linalg to the runtime call fsdp-lower-gemms makes of it:
+/// fsdp-record-step-flops counts it as the step's work, not the model's.
+constexpr llvm::StringLiteral kRecomputedAttr = "fsdp.recomputed";
+
 /// On a read of the host arena in the step of a GPU target (offload's
 /// clipping coefficient): fsdp-cuda-form-kernels and fsdp-cuda-sink-host-reads leave it
 /// to the host.

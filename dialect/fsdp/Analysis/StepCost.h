@@ -89,6 +89,11 @@ struct StepFlops {
   /// The fused attention's products (forward 2, backward 5 of 2 T S D per
   /// batch and head, the causal half only): bf16.
   double attention = 0;
+  /// The part of `products` and `attention` that computes again what the
+  /// step computed before: the scores of each attention backward (a fused
+  /// one's, and the products fsdp-lower-gemms made of those marked
+  /// kRecomputedAttr). Rematerialisation's copies are not told apart here.
+  double recomputed = 0;
   /// Every other floating-point operation of the step's loops, one for each
   /// arith or math op that makes a float other than a conversion or a select
   /// (an exponential counts one).

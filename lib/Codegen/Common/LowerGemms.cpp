@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "fsdp/ABI/BufferKinds.h"
 #include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/Utils/RuntimeCalls.h"
@@ -234,7 +235,9 @@ void lowerToCall(linalg::LinalgOp op, GemmForm form, bool batched, ModuleOp modu
                    : bf16   ? (batched ? kBatchedGemmBF16 : kGemmBF16)
                             : (batched ? kBatchedGemm : kGemm);
   func::FuncOp callee = declareRuntimeFunction(module, name, type);
-  func::CallOp::create(b, loc, callee, args);
+  auto call = func::CallOp::create(b, loc, callee, args);
+  if (op->hasAttr(kRecomputedAttr))
+    call->setAttr(kRecomputedAttr, b.getUnitAttr());
   if (fill)
     fill->erase();
   Value product = op.getDpsInits()[0];

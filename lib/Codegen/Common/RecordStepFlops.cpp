@@ -57,7 +57,7 @@ struct FSDPRecordStepFlopsPass
     }
     StepFlops flops = countStepFlops(step);
     if (failed(editManifest(manifest, [&](json::Object &object) {
-          double recomputed = recomputedFlops(object, flops.attention > 0);
+          double recomputed = flops.recomputed + recomputedFlops(object, flops.attention > 0);
           object["step_flops"] = json::Object{{"products", whole(flops.products)},
                                               {"bf16_products", whole(flops.bf16Products)},
                                               {"attention", whole(flops.attention)},

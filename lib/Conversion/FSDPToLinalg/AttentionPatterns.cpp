@@ -25,6 +25,7 @@
 
 #include "LinalgBuilders.h"
 
+#include "fsdp/ABI/BufferKinds.h"
 #include "fsdp/Conversion/FSDPToLinalg.h"
 #include "fsdp/IR/FSDPOps.h"
 
@@ -171,10 +172,14 @@ SmallVector<AffineMap> fullThenRows(OpBuilder &b, int64_t numFull, int64_t numRo
 }
 
 /// One block's scores times the scale, -infinity where causality hides the
-/// key: key first + c is after query (row mod T).
+/// key: key first + c is after query (row mod T). `recomputed`: the forward
+/// pass computed these scores already (the backward's), which the product
+/// says (kRecomputedAttr) for the step's FLOP count.
 Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, OpFoldResult first,
-                   double scale, bool causal, int64_t positions) {
+                   double scale, bool causal, int64_t positions, bool recomputed) {
   Value scores = batchMatmul(b, loc, queries, keys, false, true);
+  if (recomputed)
+    scores.getDefiningOp()->setAttr(kRecomputedAttr, b.getUnitAttr());
   return buildParallel(
       b, loc, tensorType(scores), scores, b.getMultiDimIdentityMap(3),
       [&](OpBuilder &nb, Location l, ValueRange x) {
@@ -296,9 +301,12 @@ struct GroupedAttention {
         keys(groupKeys(b, loc, op.getKey())), values(groupKeys(b, loc, op.getValue())),
         scale(op.getScaleValue()), causal(op.getCausal()), blockSize(op.getKeyBlockValue()) {}
 
-  /// The scaled, masked scores of keys [first, first + keys of `blockKeys`).
-  Value scores(OpBuilder &b, Location loc, Value blockKeys, OpFoldResult first) const {
-    return scaledScores(b, loc, queries, blockKeys, first, scale, causal, shape.queries);
+  /// The scaled, masked scores of keys [first, first + keys of `blockKeys`),
+  /// `recomputed` in backward.
+  Value scores(OpBuilder &b, Location loc, Value blockKeys, OpFoldResult first,
+               bool recomputed = false) const {
+    return scaledScores(b, loc, queries, blockKeys, first, scale, causal, shape.queries,
+                        recomputed);
   }
 };
 
@@ -385,7 +393,7 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
     Value valueGrad = tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type());
     auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
       Value blockKeys = keyBlock(b, loc, g.keys, first, count);
-      Value scores = g.scores(b, loc, blockKeys, first);
+      Value scores = g.scores(b, loc, blockKeys, first, /*recomputed=*/true);
       Value probs = expMinusRow(b, loc, scores, lse);
       valueGrad =
           insertKeyBlock(b, loc, batchMatmul(b, loc, probs, grad, true, false), valueGrad, first);

@@ -43,8 +43,9 @@ Throughput::Throughput(const Manifest &manifest, PeakRates peak)
   modelFlops = executed - flops->recomputed;
   if (executed <= 0 || this->peak.bf16 <= 0 || this->peak.f32 <= 0)
     return;
-  // Each precision at its own rate; what remat recomputes leaves each in
-  // proportion (its products are of the model's precision).
+  // Each precision at its own rate; what is computed twice leaves each in
+  // proportion (an attention's scores and remat's copies are of the model's
+  // precision).
   double f32Products = flops->products - flops->bf16Products;
   secondsAtPeak = ((flops->bf16Products + flops->attention) / this->peak.bf16 +
                    f32Products / this->peak.f32) *

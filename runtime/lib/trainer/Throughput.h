@@ -5,10 +5,11 @@
 // compiler counts each step's FLOPs exactly (manifest step_flops); the
 // trainer divides them by the time it measures.
 //
-// The model's FLOPs are the step's products and fused attention without
-// what rematerialisation recomputes (PaLM's MFU, not its hardware FLOPs
-// utilisation); the other float operations are reported, not counted. TFLOP/s
-// and MFU are each rank's; tokens/s and samples/s the whole job's.
+// The model's FLOPs are the step's products and fused attention without what
+// it computes twice, an attention backward's scores and rematerialisation's
+// copies (PaLM's MFU, not its hardware FLOPs utilisation); the other float
+// operations are reported, not counted. TFLOP/s and MFU are each rank's;
+// tokens/s and samples/s the whole job's.
 //
 //===----------------------------------------------------------------------===//
 

@@ -58,7 +58,7 @@ TEST(Flags, EveryFlag) {
              "--lr-decay", "cosine", "--decay-steps", "90", "--min-lr", "3e-5", "--eval-data",
              "val.bin", "--eval-every", "50", "--eval-batches", "4", "--token-dtype", "uint32",
              "--trace-state", "t.bin", "--no-cuda-graph", "--collective-timeout", "2.5", "--debug-sync",
-             "--print-manifest", "--version"});
+             "--peak-tflops", "989.4", "--print-manifest", "--version"});
   EXPECT_EQ(options.steps, 7);
   EXPECT_EQ(options.seed, 18446744073709551615ULL);
   EXPECT_EQ(options.dataPath, "train.bin");
@@ -84,6 +84,7 @@ TEST(Flags, EveryFlag) {
   EXPECT_TRUE(options.noCudaGraph);
   EXPECT_EQ(options.collectiveTimeout, std::chrono::milliseconds(2500));
   EXPECT_TRUE(options.debugSync);
+  EXPECT_EQ(options.peakTflops, 989.4);
   EXPECT_TRUE(options.printManifest);
   EXPECT_TRUE(options.version);
 }
@@ -177,6 +178,9 @@ const FlagErrorCase kFlagErrors[] = {
     {"PrintManifestValue", {"--print-manifest=yes"}, "--print-manifest takes no value"},
     {"VersionValue", {"--version=2"}, "--version takes no value"},
     {"NoCudaGraphValue", {"--no-cuda-graph=1"}, "--no-cuda-graph takes no value"},
+    {"PeakWord", {"--peak-tflops", "fast"},
+     "--peak-tflops: 'fast' is not a positive number of TFLOP/s"},
+    {"PeakZero", {"--peak-tflops=0"}, "--peak-tflops: '0' is not a positive number of TFLOP/s"},
     {"CollectiveTimeoutZero", {"--collective-timeout", "0"},
      "--collective-timeout: '0' is not a number of seconds in [0.001, 31536000]"},
     {"CollectiveTimeoutWord", {"--collective-timeout=never"},

@@ -2,20 +2,22 @@
 
 // Counted by hand:
 // - products: an f32 product of 8x32 by 32x16, 2 x 8 x 16 x 32 = 8,192; a bf16
-//   batched one, 3 matrices of 4x16 by 16x8, 2 x 3 x 4 x 8 x 16 = 3,072 (bf16).
-//   Together 11,264, of which 3,072 in bf16.
+//   batched one, 3 matrices of 4x16 by 16x8, 2 x 3 x 4 x 8 x 16 = 3,072 (bf16); one
+//   marked as computed before (fsdp.recomputed), 2x4 by 4x4, 64. Together 11,328, of
+//   which 3,072 in bf16.
 // - attention: a causal forward of batch 2, 4 heads, 16 positions, head dim 8:
 //   2 products of 2 x 2 x 4 x 16 x 16 x 8, halved: 2 x 16,384 = 32,768; its
 //   backward, 5 of the same: 81,920. Together 114,688.
 // - other: a loop nest over 4x8 points with an addition, a product and an
 //   exponential (3 each; its select, conversion and comparison none): 96; and
 //   a loop of 5 trips over a maximum of 16 points: 80. Together 176.
-// - recomputed: the manifest's remat products (1,000) and its attentions'
-//   forward products (2,048, causal 1,024): the step fuses attention, so the
-//   causal ones count half: 1,000 + 2,048 - 512 = 2,536.
+// - recomputed: the marked product (64); the attention backward's scores, one of
+//   its 5 products (16,384); the manifest's remat products (1,000) and its
+//   attentions' forward products (2,048, causal 1,024): the step fuses attention,
+//   so the causal ones count half: 1,000 + 2,048 - 512 = 2,536. Together 18,984.
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: \22step_flops\22:{\22attention\22:114688,\22bf16_products\22:3072,\22other\22:176,\22products\22:11264,\22recomputed\22:2536}
+// CHECK-SAME: \22step_flops\22:{\22attention\22:114688,\22bf16_products\22:3072,\22other\22:176,\22products\22:11328,\22recomputed\22:18984}
 module {
   llvm.mlir.global external constant @fsdp_manifest("{\22recompute\22:{\22attention_flops\22:2048,\22causal_attention_flops\22:1024,\22product_flops\22:1000}}\00") {addr_space = 0 : i32}
   func.func private @fsdprt_sgemm(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64)
@@ -38,6 +40,7 @@ module {
     %zero = arith.constant 0.0 : f32
     %p = llvm.mlir.zero : !llvm.ptr
     func.call @fsdprt_sgemm(%i0, %i0, %c8_i64, %c16_i64, %c32_i64, %one, %p, %c32_i64, %p, %c16_i64, %zero, %p, %c16_i64) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
+    func.call @fsdprt_sgemm(%i0, %i0, %c2_i64, %c4_i64, %c4_i64, %one, %p, %c4_i64, %p, %c4_i64, %zero, %p, %c4_i64) {fsdp.recomputed} : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
     func.call @fsdprt_gemm_bf16_batched(%i0, %i0, %c3_i64, %c4_i64, %c8_i64, %c16_i64, %one, %p, %c16_i64, %c4_i64, %p, %c8_i64, %c8_i64, %zero, %p, %c8_i64, %c8_i64) : (i32, i32, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, f32, !llvm.ptr, i64, i64) -> ()
     func.call @fsdprt_attention_bf16(%c2_i64, %c4_i64, %c4_i64, %c16_i64, %c8_i64, %i1, %one, %p, %p, %p, %p, %p, %p, %c8_i64) : (i64, i64, i64, i64, i64, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
     func.call @fsdprt_attention_grad_bf16(%c2_i64, %c4_i64, %c4_i64, %c16_i64, %c8_i64, %i1, %one, %i0, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %c8_i64) : (i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()

@@ -1611,6 +1611,15 @@ func.func @f(%x: memref<f32>, %v: f32) {
 
 // -----
 
+// fsdp.recomputed marks a product that computes again what the step computed.
+func.func @f(%x: memref<f32>, %v: f32) {
+  // expected-error@+1 {{'fsdp.recomputed' is a unit attribute on a linalg.batch_matmul or a call}}
+  memref.store %v, %x[] {fsdp.recomputed} : memref<f32>
+  return
+}
+
+// -----
+
 // fsdp.row_prologue marks an elementwise linalg op for the buffer plan.
 func.func @f(%x: memref<f32>, %v: f32) {
   // expected-error@+1 {{'fsdp.row_prologue' is a unit attribute on a linalg op}}

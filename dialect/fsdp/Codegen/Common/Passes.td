@@ -89,10 +89,15 @@ def FSDPRecordStepFlopsPass : Pass<"fsdp-record-step-flops", "::mlir::ModuleOp">
     - `attention`: the products a fused attention call stands for, 2 (its
       forward) or 5 (its backward) of 2 T S D per batch and head, the causal
       half only;
-    - `recomputed`: the part of `products` and `attention` that the plan's
-      rematerialisation adds (the manifest's `recompute`, from `fsdp-remat`:
-      its products, and its attentions' forward products, half of a causal
-      one's where the step fuses attention): not the model's FLOPs;
+    - `recomputed`: the part of `products` and `attention` that computes again
+      what the step computed before, not the model's FLOPs: each attention
+      backward's scores (one of a fused backward's 5 products; the product
+      convert-fsdp-to-linalg marks `fsdp.recomputed` in a tiled one), and what
+      the plan's rematerialisation adds (the manifest's `recompute`, from
+      `fsdp-remat`: its products, and its attentions' forward products, half
+      of a causal one's where the step fuses attention). The model's FLOPs,
+      `products + attention - recomputed`, count an attention's 2 forward and
+      4 backward products, as MFU figures elsewhere do;
     - `other`: one for each arith or math op of the step's loops that makes
       a float (an exponential counts one; conversions and selects none), times
       the points of its linalg op and the trips of its loops, offload's host
