@@ -48,9 +48,15 @@ struct Work {
     return *this;
   }
   Work scaled(double times) const {
-    return {flops * times,     bytes * times,           arithmetic * times,
-            divides * times,   scalarArithmetic * times, dependent * times,
-            bf16Flops * times, recomputedFlops * times,  floatOps * times};
+    return {flops * times,
+            bytes * times,
+            arithmetic * times,
+            divides * times,
+            scalarArithmetic * times,
+            dependent * times,
+            bf16Flops * times,
+            recomputedFlops * times,
+            floatOps * times};
   }
   /// Memory and arithmetic overlap; a vectorised loop's divisions and its
   /// other arithmetic issue from the same instruction stream, whose
@@ -95,20 +101,18 @@ Work arithmeticOf(Operation *op) {
   if (isa<arith::DivFOp, math::SqrtOp, math::RsqrtOp>(op))
     work.divides = 1;
   else if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::TanhOp, math::PowFOp, math::ErfOp,
-                 math::CosOp, math::SinOp>(op))
+               math::CosOp, math::SinOp>(op))
     work.arithmetic = 20;
   else
     work.arithmetic = 1;
   // A FLOP makes a float; conversions and selects only move one.
-  bool makesFloat = llvm::any_of(op->getResultTypes(), [](Type type) {
-    return isa<FloatType>(getElementTypeOrSelf(type));
-  });
+  bool makesFloat = llvm::any_of(
+      op->getResultTypes(), [](Type type) { return isa<FloatType>(getElementTypeOrSelf(type)); });
   if (makesFloat && !isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp,
                          arith::BitcastOp, arith::SelectOp>(op))
     work.floatOps = 1;
   return work;
 }
-
 
 /// A runtime product: 2 m n k FLOPs per matrix, A, B and C moved once.
 Work gemmWork(func::CallOp call) {

@@ -17,11 +17,11 @@
 #include "EvalStep.h"
 #include "ParallelCodeGen.h"
 #include "TargetChoice.h"
+#include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Driver/Driver.h"
 #include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Planning/Passes.h"
 #include "fsdp/Transforms/Passes.h"
-#include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Utils/ByteCounts.h"
 #include "fsdp/Utils/ManifestGlobal.h"
 

@@ -201,9 +201,10 @@ Value Rematerializer::recompute(Value value, OpBuilder &builder) {
       added.otherElements += numElements(result);
   }
   if (auto attention = dyn_cast<AttentionOp>(op)) {
-    added.attentionFlops += attentionFlops(attention);
+    int64_t flops = attentionFlops(attention);
+    added.attentionFlops += flops;
     if (attention.getCausal())
-      added.causalAttentionFlops += attentionFlops(attention);
+      added.causalAttentionFlops += flops;
   }
   return copies.lookup(value);
 }

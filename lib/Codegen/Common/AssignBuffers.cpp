@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/Analysis/BufferLiveness.h"
 #include "fsdp/ABI/BufferKinds.h"
 #include "fsdp/ABI/RuntimeABI.h"
+#include "fsdp/Analysis/BufferLiveness.h"
 #include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/Utils/ManifestGlobal.h"
 

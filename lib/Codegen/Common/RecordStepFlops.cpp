@@ -31,7 +31,7 @@ int64_t whole(double count) { return static_cast<int64_t>(std::llround(count)); 
 /// (the manifest's recompute, from fsdp-remat): its products, and its
 /// attentions' forward products as this step computes them, half of a
 /// causal one's where the step fuses attention, all where it tiles it.
-double recomputedFlops(const json::Object &manifest, bool fusesAttention) {
+double rematFlops(const json::Object &manifest, bool fusesAttention) {
   const json::Object *recompute = manifest.getObject("recompute");
   if (!recompute)
     return 0;
@@ -57,7 +57,7 @@ struct FSDPRecordStepFlopsPass
     }
     StepFlops flops = countStepFlops(step);
     if (failed(editManifest(manifest, [&](json::Object &object) {
-          double recomputed = flops.recomputed + recomputedFlops(object, flops.attention > 0);
+          double recomputed = flops.recomputed + rematFlops(object, flops.attention > 0);
           object["step_flops"] = json::Object{{"products", whole(flops.products)},
                                               {"bf16_products", whole(flops.bf16Products)},
                                               {"attention", whole(flops.attention)},

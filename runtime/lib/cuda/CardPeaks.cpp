@@ -31,8 +31,7 @@ constexpr std::array<Card, 8> kCards{{
 /// Whether `name` has `word` followed by nothing or a space: "L4" is not in
 /// "NVIDIA L40S".
 bool namesCard(std::string_view name, std::string_view word) {
-  for (size_t at = name.find(word); at != std::string_view::npos;
-       at = name.find(word, at + 1)) {
+  for (size_t at = name.find(word); at != std::string_view::npos; at = name.find(word, at + 1)) {
     size_t end = at + word.size();
     if (end == name.size() || name[end] == ' ' || name[end] == '-')
       return true;

@@ -47,17 +47,17 @@ Throughput::Throughput(const Manifest &manifest, PeakRates peak)
   // proportion (an attention's scores and remat's copies are of the model's
   // precision).
   double f32Products = flops->products - flops->bf16Products;
-  secondsAtPeak = ((flops->bf16Products + flops->attention) / this->peak.bf16 +
-                   f32Products / this->peak.f32) *
-                  (modelFlops / executed);
+  secondsAtPeak =
+      ((flops->bf16Products + flops->attention) / this->peak.bf16 + f32Products / this->peak.f32) *
+      (modelFlops / executed);
 }
 
 std::string Throughput::describe() const {
   if (!flops)
     return "";
   std::string line = "throughput: ";
-  line += tokensPerStep > 0 ? std::to_string(tokensPerStep) + " tokens (" +
-                                  std::to_string(batch) + " samples) a step"
+  line += tokensPerStep > 0 ? std::to_string(tokensPerStep) + " tokens (" + std::to_string(batch) +
+                                  " samples) a step"
                             : std::to_string(batch) + " samples a step";
   line += "; each rank's step " + formatFlops(flops->products) + " of products";
   if (flops->attention > 0)
@@ -67,8 +67,8 @@ std::string Throughput::describe() const {
     line += ", less " + formatFlops(recomputed) + " recomputed";
   line += " (and " + formatFlops(flops->other) + " of other float ops, not counted); MFU against ";
   if (secondsAtPeak > 0)
-    line += peak.source + ": " + formatFlopRate(peak.bf16) + " bf16, " +
-            formatFlopRate(peak.f32) + " f32";
+    line += peak.source + ": " + formatFlopRate(peak.bf16) + " bf16, " + formatFlopRate(peak.f32) +
+            " f32";
   else
     line += "no known peak" + (peak.source.empty() ? "" : " for " + peak.source) +
             " (--peak-tflops sets one)";

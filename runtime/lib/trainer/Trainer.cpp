@@ -246,10 +246,9 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   setCollectiveTimeout(options.collectiveTimeout);
   connectDevice(place);
   bool leader = place.rank == 0;
-  PeakRates peak = options.peakTflops
-                       ? PeakRates{"--peak-tflops", *options.peakTflops * 1e12,
-                                   *options.peakTflops * 1e12}
-                       : devicePeak(manifest);
+  PeakRates peak = options.peakTflops ? PeakRates{"--peak-tflops", *options.peakTflops * 1e12,
+                                                  *options.peakTflops * 1e12}
+                                      : devicePeak(manifest);
   Throughput throughput(manifest, std::move(peak));
   if (std::string line = throughput.describe(); leader && !line.empty()) {
     std::printf("%s\n", line.c_str());

@@ -663,8 +663,11 @@ TEST(Manifest, ParsesTheStepsFlopsTokensAndProfile) {
   EXPECT_FALSE(bare.stepFlops);
   EXPECT_EQ(bare.tokensPerStep, 0);
   EXPECT_FALSE(bare.deviceProfile);
-  m["step_flops"] = {{"products", 3000}, {"bf16_products", 1000}, {"attention", 500},
-                     {"recomputed", 700}, {"other", 40}};
+  m["step_flops"] = {{"products", 3000},
+                     {"bf16_products", 1000},
+                     {"attention", 500},
+                     {"recomputed", 700},
+                     {"other", 40}};
   m["tokens_per_step"] = 128;
   m["device_profile"] = {{"name", "cpu"}, {"matmul_flops", {{"f32", 1e11}, {"bf16", 2e11}}}};
   Manifest manifest = parseManifest(m.dump());

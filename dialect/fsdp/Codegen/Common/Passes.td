@@ -107,7 +107,7 @@ def FSDPRecordStepFlopsPass : Pass<"fsdp-record-step-flops", "::mlir::ModuleOp">
     sums are the communication library's and are not counted.
 
     ```mlir
-    call @fsdprt_gemm(%a, %b, %c, %c32, %c256, %c784, ...)
+    call @fsdprt_sgemm(%no, %no, %c32, %c256, %c784, %one, %a, ...)
     // adds 2 x 32 x 256 x 784 to "products"
     linalg.generic {iterator_types = ["parallel"]} ins(%x : memref<8192xf32>) ... {
       %y = arith.maximumf %in, %zero : f32
