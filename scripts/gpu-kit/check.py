@@ -542,19 +542,28 @@ def speed(report, node, name, model, peak):
         return
     steps = [r for r in read_records(log) if "step" in r][warmup:]
     seconds = statistics.median(model["batch"] / r["samples_per_sec"] for r in steps)
-    add_speed(report, name, "ours", seconds, model, peak)
+    # The trainer's own MFU (its step FLOPs from the compiler, its peak from the card's
+    # name), beside the kit's: where they differ, the first line says why.
+    own = [r["mfu"] for r in steps if "mfu" in r]
+    said = next((line for line in out.splitlines() if line.startswith("throughput: ")), "")
+    against = said.partition("; MFU against ")[2]
+    trainer = (f"; the trainer's own MFU {100 * statistics.median(own):.1f}% against {against}"
+               if own else f"; the trainer's own MFU: none ({against or 'no throughput line'})")
+    add_speed(report, name, "ours", seconds, model, peak, note=trainer,
+              trainer_mfu=statistics.median(own) if own else None)
 
 
-def add_speed(report, name, runner, seconds, model, peak, memory=None):
+def add_speed(report, name, runner, seconds, model, peak, memory=None, note="",
+              trainer_mfu=None):
     flops = model["model_flops_per_step"]
     row = {"model": name, "runner": runner, "step_ms": 1e3 * seconds,
            "tokens_per_s": model["tokens_per_step"] / seconds,
            "mfu": flops / seconds / peak if peak and flops else None,
-           "memory_bytes": memory}
+           "memory_bytes": memory, "trainer_mfu": trainer_mfu}
     report.data["speed"].append(row)
     mfu = f", MFU {100 * row['mfu']:.1f}%" if row["mfu"] is not None else ""
     report.part("speed", name, runner, "PASS",
-                f"{row['step_ms']:.2f} ms/step, {row['tokens_per_s']:,.0f} tokens/s{mfu}")
+                f"{row['step_ms']:.2f} ms/step, {row['tokens_per_s']:,.0f} tokens/s{mfu}{note}")
 
 
 def torch_speed(report, node, name, model, peak):
