@@ -349,6 +349,13 @@ Work hostTaskWork(func::CallOp call) {
   return work;
 }
 
+/// What an op of the step's block does: offload's update its host task's
+/// loop, any other op everything nested in it.
+Work stepOpWork(Operation &op) {
+  auto call = dyn_cast<func::CallOp>(&op);
+  return call && call.getCallee() == kHostParallel ? hostTaskWork(call) : workOf(&op);
+}
+
 bool isCopyStart(StringRef callee) {
   return callee == kCopyToHostStart || callee == kCopyToDeviceStart;
 }
@@ -477,7 +484,7 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     }
     if (!isComputeOp(&op))
       continue;
-    Work work = callee == kHostParallel ? hostTaskWork(call) : workOf(&op);
+    Work work = stepOpWork(op);
     if (callee == kHostParallel) {
       // The update is elementwise and vectorised, on the host's cores: its
       // divisions add to its other arithmetic as on the device.
@@ -524,9 +531,8 @@ StepFlops mlir::fsdp::countStepFlops(func::FuncOp step) {
     if (!isComputeOp(&op))
       continue;
     auto call = dyn_cast<func::CallOp>(&op);
-    StringRef callee = call ? call.getCallee() : StringRef();
-    Work work = callee == kHostParallel ? hostTaskWork(call) : workOf(&op);
-    if (isAttentionCallee(callee)) {
+    Work work = stepOpWork(op);
+    if (call && isAttentionCallee(call.getCallee())) {
       counted.attention += work.flops;
     } else {
       counted.products += work.flops;

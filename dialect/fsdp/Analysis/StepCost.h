@@ -59,8 +59,8 @@ struct StepCost {
   /// everything else; and the part of all three that is the profile's
   /// overhead per launch or call.
   double matmulSeconds = 0, attentionSeconds = 0, otherComputeSeconds = 0, launchSeconds = 0;
-  /// The matrix-product FLOPs of the step's device work (recomputed products
-  /// included): the numerator of a measured step's model FLOP utilisation.
+  /// The matrix-product FLOPs of the step's device work, recomputed products
+  /// included (the model's FLOPs leave them out: StepFlops).
   double matmulFlops = 0;
   /// The fused attention's FLOPs (the products it stands for, the causal
   /// half only), forward and backward.

@@ -6,7 +6,6 @@
 #include "fsdprt/fsdprt.h"
 
 #include <algorithm>
-
 #include <string>
 
 namespace fsdprt {

@@ -2,9 +2,8 @@
 
 #include "trainer/Throughput.h"
 
-#include <algorithm>
-#include <cinttypes>
 #include <cstdio>
+#include <utility>
 
 namespace fsdprt {
 

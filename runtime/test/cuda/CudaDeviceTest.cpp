@@ -159,6 +159,20 @@ TEST_F(CudaDevice, Tf32OnlyWhenAllowed) {
                           "cublasSetMathMode(" + cublas + ", " + kExactMath + ")"));
 }
 
+// MFU's peak is the open card's (the fake is an H100 SXM by its name), its
+// f32 rate TF32's where the manifest allows it.
+TEST_F(CudaDevice, ThePeakIsTheOpenCardsDatasheetFigure) {
+  openDevice();
+  Manifest manifest;
+  PeakRates exact = devicePeak(manifest);
+  EXPECT_EQ(exact.source, "NVIDIA H100 80GB HBM3 (datasheet, dense)");
+  EXPECT_DOUBLE_EQ(exact.bf16, 989.4e12);
+  EXPECT_DOUBLE_EQ(exact.f32, 66.9e12);
+  manifest.allowTf32 = true;
+  EXPECT_DOUBLE_EQ(devicePeak(manifest).f32, 494.7e12);
+  EXPECT_THAT(fake_cuda::calls(), testing::Contains(HasSubstr("cudaGetDeviceProperties(")));
+}
+
 TEST_F(CudaDevice, Tf32NeedsAnOpenDevice) {
   EXPECT_EXIT(setAllowTf32(true), ExitedWithCode(1),
               HasSubstr("trainer: error: setAllowTf32: no CUDA device is open"));
