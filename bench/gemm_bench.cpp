@@ -1,17 +1,21 @@
 //===- gemm_bench.cpp - f32 and bf16 GEMM GFLOP/s on given shapes ---------===//
 //
 // Compares, on the same shapes and thread count, the ways the CPU runtime can
-// compute a product:
+// compute a product (runtime/lib/cpu/Sgemm.h, Bf16Gemm.h):
 //
-//   sgemm        OpenBLAS cblas_sgemm on f32 operands (openblasSgemm:
-//                fsdprt_sgemm where oneDNN has no brgemm f32 matmul)
-//   onednn_f32   the runtime's oneDNN f32 matmul (onednnGemm, strict fp32
-//                math: fsdprt_sgemm where oneDNN has it for the CPU)
-//   onednn_bf16  the runtime's oneDNN bf16 matmul (onednnGemm): bf16 A, B
-//                and C, f32 accumulation, one rounding (fsdprt_gemm_bf16 where
-//                oneDNN has it for the CPU)
-//   widen_sgemm  the runtime's fallback (widenedGemmBf16): bf16 A and B widened
-//                to f32, sgemm, C rounded to bf16 (fsdprt_gemm_bf16 elsewhere)
+//   sgemm        OpenBLAS cblas_sgemm on f32 operands, at the core the runtime
+//                chose (openblasSgemm)
+//   onednn_f32   oneDNN's f32 brgemm matmul (onednnGemm F32Brgemm)
+//   onednn_jit   oneDNN's f32 matmul on any JIT kernel, its gemm:jit included
+//                (F32Jit: what takes the products brgemm declines where
+//                OpenBLAS's core is generic)
+//   onednn_bf16  oneDNN's bf16 matmul on bf16 instructions (Bf16Native): bf16
+//                A, B and C, f32 accumulation, one rounding
+//   widened      bf16 A and B widened to f32 for the f32 rule, C rounded to
+//                bf16 (widenedGemmBf16: bf16 products without bf16
+//                instructions)
+//   fsdprt_f32   what fsdprt_sgemm runs here, by the rule (f32Gemm)
+//   fsdprt_bf16  what fsdprt_gemm_bf16 runs here, by the rule
 //
 // Every column calls the runtime's own code (linked from libfsdprt), so it
 // times exactly what a trainer runs, primitive cache and all.
@@ -34,9 +38,8 @@
 // runtime does; default: OpenBLAS's own default (OPENBLAS_NUM_THREADS, else
 // the cores). oneDNN primitives are created (JIT-compiled) before timing.
 //
-// --dtype f32 times what fsdprt_sgemm runs on this CPU: onednn_f32, or sgemm
-// where oneDNN has no brgemm f32 matmul; --dtype bf16 what fsdprt_gemm_bf16
-// runs: onednn_bf16, or widen_sgemm where oneDNN has no bf16 matmul.
+// --dtype f32 is fsdprt_f32 and --dtype bf16 fsdprt_bf16: what the runtime's
+// products run on this CPU.
 // Each shape's "median_s"/"gflops" are those of the first library listed, so
 // that scripts reading fsdp-bench-sgemm's output read this one too.
 //
@@ -44,7 +47,9 @@
 
 #include "abi/DType.h"
 #include "cpu/Bf16Gemm.h"
+#include "cpu/OpenblasCore.h"
 #include "cpu/Sgemm.h"
+#include "fsdprt/fsdprt.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -63,7 +68,10 @@
 
 namespace {
 
-const char *const kImpls[] = {"sgemm", "onednn_f32", "onednn_bf16", "widen_sgemm"};
+const char *const kImpls[] = {"sgemm",   "onednn_f32", "onednn_jit", "onednn_bf16",
+                              "widened", "fsdprt_f32", "fsdprt_bf16"};
+/// What runs without --impl or --dtype: each library once.
+const char *const kLibraries[] = {"sgemm", "onednn_f32", "onednn_jit", "onednn_bf16", "widened"};
 
 struct Shape {
   int64_t m = 0, n = 0, k = 0;
@@ -153,12 +161,14 @@ void usage() {
              "                       [--impl LIST | --dtype f32|bf16] [M,N,K,TA,TB ...]\n"
              "  Times each library on each shape (stdin, one a line, without shape arguments)\n"
              "  and prints GFLOP/s as JSON. Libraries (--impl, comma-separated; default all):\n"
-             "    sgemm        OpenBLAS cblas_sgemm, f32\n"
-             "    onednn_f32   oneDNN matmul, f32\n"
-             "    onednn_bf16  oneDNN matmul, bf16 in and out, f32 accumulation\n"
-             "    widen_sgemm  bf16 widened to f32, cblas_sgemm, rounded to bf16\n"
-             "  --dtype f32 = fsdprt_sgemm's path here (onednn_f32, else sgemm); --dtype\n"
-             "  bf16 = fsdprt_gemm_bf16's (onednn_bf16, else widen_sgemm). Defaults:\n"
+             "    sgemm        OpenBLAS cblas_sgemm, f32, at the runtime's core\n"
+             "    onednn_f32   oneDNN matmul, f32, brgemm kernels\n"
+             "    onednn_jit   oneDNN matmul, f32, any JIT kernel (gemm:jit too)\n"
+             "    onednn_bf16  oneDNN matmul, bf16 in and out, on bf16 instructions\n"
+             "    widened      bf16 widened to f32 for the f32 rule, rounded to bf16\n"
+             "    fsdprt_f32   fsdprt_sgemm's path here, by the runtime's rule\n"
+             "    fsdprt_bf16  fsdprt_gemm_bf16's path here, by the runtime's rule\n"
+             "  (default: the first five); --dtype f32|bf16 = fsdprt_f32|fsdprt_bf16. Defaults:\n"
              "  --reps 20 --warmup 3 --alpha 1\n"
              "  --beta 0, --threads OpenBLAS's default, for OpenBLAS and oneDNN alike.\n",
              stdout);
@@ -244,15 +254,11 @@ int main(int argc, char **argv) {
     round(p.b, p.b16);
     round(p.c, p.c16);
   }
-  using fsdprt::MatmulType;
-  std::optional<std::string> onednnF32 = fsdprt::onednnKernel(MatmulType::F32);
-  std::optional<std::string> onednnBf16 = fsdprt::onednnKernel(MatmulType::Bf16);
-  if (impls.empty() && dtype == "f32")
-    impls = {onednnF32 ? "onednn_f32" : "sgemm"};
-  else if (impls.empty() && dtype == "bf16")
-    impls = {onednnBf16 ? "onednn_bf16" : "widen_sgemm"};
+  using fsdprt::OnednnKernels;
+  if (impls.empty() && !dtype.empty())
+    impls = {"fsdprt_" + dtype};
   else if (impls.empty())
-    impls.assign(std::begin(kImpls), std::end(kImpls));
+    impls.assign(std::begin(kLibraries), std::end(kLibraries));
 
   // Per library: a function per shape that runs its product once (nothing
   // where the library has none), and the kernel it runs.
@@ -267,27 +273,41 @@ int main(int argc, char **argv) {
           fsdprt::openblasSgemm(p.batch(), alpha, p.a.data(), p.b.data(), beta, p.c.data());
         });
         kernels.push_back(std::string("openblas ") + openblas_get_corename());
-      } else if (impl == "widen_sgemm") {
+      } else if (impl == "widened") {
         runs.push_back([&p, alpha, beta] {
           fsdprt::widenedGemmBf16(p.batch(), alpha, p.a16.data(), p.b16.data(), beta, p.c16.data());
         });
-        kernels.push_back(std::string("openblas ") + openblas_get_corename());
+        kernels.push_back("widened, " + fsdprt::f32GemmLine());
+      } else if (impl == "fsdprt_f32") {
+        runs.push_back([&p, alpha, beta] {
+          fsdprt::f32Gemm(p.batch(), alpha, p.a.data(), p.b.data(), beta, p.c.data());
+        });
+        kernels.push_back(fsdprt::f32GemmLine());
+      } else if (impl == "fsdprt_bf16") {
+        const fsdprt::GemmShape g = p.batch().gemm;
+        runs.push_back([&p, g, alpha, beta] {
+          fsdprt_gemm_bf16(g.transA, g.transB, g.m, g.n, g.k, alpha, p.a16.data(), g.lda,
+                           p.b16.data(), g.ldb, beta, p.c16.data(), g.ldc);
+        });
+        kernels.push_back(fsdprt::bf16GemmLine());
       } else {
-        // onednn_f32 or onednn_bf16. The first call creates the runtime's
+        // One of oneDNN's kernel sets. The first call creates the runtime's
         // cached primitive, or says that oneDNN has none for this shape.
-        bool f32 = impl == "onednn_f32";
-        MatmulType type = f32 ? MatmulType::F32 : MatmulType::Bf16;
-        const std::optional<std::string> &kernel = f32 ? onednnF32 : onednnBf16;
+        OnednnKernels set = impl == "onednn_f32"   ? OnednnKernels::F32Brgemm
+                            : impl == "onednn_jit" ? OnednnKernels::F32Jit
+                                                   : OnednnKernels::Bf16Native;
+        bool f32 = set != OnednnKernels::Bf16Native;
+        std::optional<std::string> kernel = fsdprt::onednnKernel(set);
         const void *a = f32 ? static_cast<const void *>(p.a.data()) : p.a16.data();
         const void *b = f32 ? static_cast<const void *>(p.b.data()) : p.b16.data();
         void *c = f32 ? static_cast<void *>(p.c.data()) : p.c16.data();
-        if (!kernel || !fsdprt::onednnGemm(type, p.batch(), alpha, a, b, beta, c)) {
+        if (!kernel || !fsdprt::onednnGemm(set, p.batch(), alpha, a, b, beta, c)) {
           runs.push_back(nullptr);
           kernels.push_back("unimplemented");
           continue;
         }
-        runs.push_back([type, &p, alpha, a, b, beta, c] {
-          fsdprt::onednnGemm(type, p.batch(), alpha, a, b, beta, c);
+        runs.push_back([set, &p, alpha, a, b, beta, c] {
+          fsdprt::onednnGemm(set, p.batch(), alpha, a, b, beta, c);
         });
         kernels.push_back(*kernel);
       }
@@ -316,11 +336,14 @@ int main(int argc, char **argv) {
   std::printf("{\n  \"threads\": %d,\n  \"openblas_threads\": %d,\n  \"omp_threads\": %d,\n"
               "  \"openblas_config\": \"%s\",\n  \"onednn\": \"%s\",\n"
               "  \"onednn_f32_matmul\": %s,\n  \"onednn_bf16_matmul\": %s,\n"
+              "  \"openblas_core\": \"%s\",\n"
               "  \"reps\": %d,\n  \"warmup\": %d,\n"
               "  \"alpha\": %g,\n  \"beta\": %g,\n  \"impls\": [",
               threads, openblas_get_num_threads(), omp_get_max_threads(), openblas_get_config(),
-              fsdprt::onednnVersionAndIsa().c_str(), onednnF32 ? "true" : "false",
-              onednnBf16 ? "true" : "false", reps, warmup, static_cast<double>(alpha),
+              fsdprt::onednnVersionAndIsa().c_str(),
+              fsdprt::onednnKernel(OnednnKernels::F32Brgemm) ? "true" : "false",
+              fsdprt::onednnKernel(OnednnKernels::Bf16Native) ? "true" : "false",
+              fsdprt::openblasCoreDescription().c_str(), reps, warmup, static_cast<double>(alpha),
               static_cast<double>(beta));
   for (size_t j = 0; j < impls.size(); ++j)
     std::printf("%s\"%s\"", j ? ", " : "", impls[j].c_str());

@@ -22,6 +22,11 @@ namespace fsdprt {
 /// (one line each); needs no device, so it works on a machine without one.
 std::string backendVersion();
 
+/// What the step's products run on and why, one line per kind of product it
+/// calls (f32; bf16 when `bf16Products`), for rank 0 to print before the
+/// first step; empty where the backend has nothing to add to --version.
+std::string productKernels(bool bf16Products);
+
 /// The dense rates a rank's MFU divides by, FLOP/s of its products in bf16
 /// and in f32 (TF32 where the manifest allows it), and where they come from;
 /// 0 where not known.

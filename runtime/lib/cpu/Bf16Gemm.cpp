@@ -4,12 +4,14 @@
 // alpha * sum + beta * C rounded to bf16, to nearest even, when stored
 // (docs/MixedPrecision.md).
 //
-// oneDNN's bf16 matmul does it on the CPU's matrix unit (AMX, AVX512-BF16)
-// where oneDNN has one for this CPU (OnednnMatmul.h). Elsewhere, and for
-// k == 0 (which oneDNN does not take), A and B are widened to fp32 and
-// multiplied by OpenBLAS sgemm (Sgemm.h): a product of two bf16 values is
-// exact in fp32, so this is the same arithmetic; only the order of the sums
-// differs, which fp32 accumulation leaves free.
+// oneDNN's bf16 matmul does it on the CPU's bf16 instructions (AMX,
+// AVX512-BF16) where oneDNN has them for this CPU (OnednnMatmul.h). Without
+// them oneDNN emulates bf16 products at a quarter of its f32 rate (63
+// against 260 GFLOP/s on an AVX-512 Xeon without BF16, bench/README.md), so
+// there, and for k == 0 (which oneDNN does not take), A and B are widened to
+// f32 and multiplied as f32 products (Sgemm.h): a product of two bf16 values
+// is exact in f32, so this is the same arithmetic; only the order of the sums
+// differs, which f32 accumulation leaves free.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +25,6 @@
 #include "trace/StepTimeline.h"
 
 #include <algorithm>
-#include <atomic>
 #include <climits>
 #include <vector>
 
@@ -35,48 +36,37 @@ namespace {
 /// workspace, outside the arena.
 thread_local std::vector<float> wideA, wideB, wideC;
 
-/// Set by the first product, for the trainer's report (HostDevice.cpp).
-std::atomic<bool> productsRan{false};
-
-/// The rows x cols matrix at `matrix` (row stride `ld`) widened into `out`,
-/// rows packed.
-void widen(const void *matrix, int64_t rows, int64_t cols, int64_t ld, std::vector<float> &out) {
-  out.resize(static_cast<size_t>(rows * cols));
-  const auto *bits = static_cast<const uint16_t *>(matrix);
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j)
-      out[i * cols + j] = bf16ToFloat(bits[i * ld + j]);
+/// The `batch` rows x cols matrices at `matrix` (row stride `ld`, matrix
+/// stride `stride`) widened into `out`, packed.
+void widen(const void *matrix, int64_t batch, int64_t stride, int64_t rows, int64_t cols,
+           int64_t ld, std::vector<float> &out) {
+  out.resize(static_cast<size_t>(batch * rows * cols));
+  for (int64_t s = 0; s < batch; ++s) {
+    const uint16_t *in = static_cast<const uint16_t *>(matrix) + s * stride;
+    float *packed = out.data() + s * rows * cols;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        packed[i * cols + j] = bf16ToFloat(in[i * ld + j]);
+  }
 }
 
-/// One product: A is m x k after op, B k x n after op.
-void widenedProduct(const GemmShape &g, float alpha, const void *a, const void *b, float beta,
-                    void *c) {
-  int64_t aRows = g.transA ? g.k : g.m, aCols = g.transA ? g.m : g.k;
-  int64_t bRows = g.transB ? g.n : g.k, bCols = g.transB ? g.k : g.n;
-  widen(a, aRows, aCols, g.lda, wideA);
-  widen(b, bRows, bCols, g.ldb, wideB);
-  wideC.resize(static_cast<size_t>(g.m * g.n));
-  // C is not read when beta is 0 (it may hold NaNs), as in BLAS.
-  if (beta != 0.0f)
-    widen(c, g.m, g.n, g.ldc, wideC);
-  // Packed rows; a row of k = 0 elements still has a stride of 1 for BLAS.
-  GemmShape packed{
-      g.transA, g.transB, g.m, g.n, g.k, std::max<int64_t>(1, aCols), std::max<int64_t>(1, bCols),
-      g.n};
-  openblasSgemm(GemmBatch{packed, 1, 0, 0, 0}, alpha, wideA.data(), wideB.data(), beta,
-                wideC.data());
-  auto *out = static_cast<uint16_t *>(c);
-  for (int64_t i = 0; i < g.m; ++i)
-    for (int64_t j = 0; j < g.n; ++j)
-      out[i * g.ldc + j] = floatToBF16(wideC[i * g.n + j]);
+/// The packed f32 results rounded into the bf16 matrices of C.
+void roundInto(const GemmBatch &product, const std::vector<float> &wide, void *c) {
+  const GemmShape &g = product.gemm;
+  for (int64_t s = 0; s < product.batch; ++s) {
+    uint16_t *out = static_cast<uint16_t *>(c) + s * product.strideC;
+    const float *packed = wide.data() + s * g.m * g.n;
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j)
+        out[i * g.ldc + j] = floatToBF16(packed[i * g.n + j]);
+  }
 }
 
 void gemmBF16(const GemmBatch &product, float alpha, const void *a, const void *b, float beta,
               void *c) {
   if (product.gemm.empty() || product.batch == 0)
     return;
-  productsRan.store(true, std::memory_order_relaxed);
-  if (product.gemm.k > 0 && onednnGemm(MatmulType::Bf16, product, alpha, a, b, beta, c))
+  if (product.gemm.k > 0 && onednnGemm(OnednnKernels::Bf16Native, product, alpha, a, b, beta, c))
     return;
   widenedGemmBf16(product, alpha, a, b, beta, c);
 }
@@ -87,22 +77,35 @@ namespace fsdprt {
 
 void widenedGemmBf16(const GemmBatch &product, float alpha, const void *a, const void *b,
                      float beta, void *c) {
-  if (product.gemm.empty())
+  const GemmShape &g = product.gemm;
+  if (g.empty() || product.batch == 0)
     return;
-  for (int64_t i = 0; i < product.batch; ++i)
-    widenedProduct(product.gemm, alpha, static_cast<const uint16_t *>(a) + i * product.strideA,
-                   static_cast<const uint16_t *>(b) + i * product.strideB, beta,
-                   static_cast<uint16_t *>(c) + i * product.strideC);
+  // Stored shapes: A is m x k (k x m transposed), B is k x n (n x k).
+  int64_t aRows = g.transA ? g.k : g.m, aCols = g.transA ? g.m : g.k;
+  int64_t bRows = g.transB ? g.n : g.k, bCols = g.transB ? g.k : g.n;
+  widen(a, product.batch, product.strideA, aRows, aCols, g.lda, wideA);
+  widen(b, product.batch, product.strideB, bRows, bCols, g.ldb, wideB);
+  // C is not read when beta is 0 (it may hold NaNs), as in BLAS.
+  if (beta != 0.0f)
+    widen(c, product.batch, product.strideC, g.m, g.n, g.ldc, wideC);
+  else
+    wideC.resize(static_cast<size_t>(product.batch * g.m * g.n));
+  // Packed rows and batches (tight, so oneDNN's brgemm takes them); a row of
+  // k = 0 elements still has a stride of 1 for BLAS.
+  GemmShape packed{
+      g.transA, g.transB, g.m, g.n, g.k, std::max<int64_t>(1, aCols), std::max<int64_t>(1, bCols),
+      g.n};
+  f32Gemm(GemmBatch{packed, product.batch, aRows * aCols, bRows * bCols, g.m * g.n}, alpha,
+          wideA.data(), wideB.data(), beta, wideC.data());
+  roundInto(product, wideC, c);
 }
 
 std::string bf16GemmLine() {
-  if (std::optional<std::string> kernel = onednnKernel(MatmulType::Bf16))
-    return "bf16 gemm: " + *kernel;
-  return "bf16 gemm: f32 widen + OpenBLAS sgemm (" + onednnVersionAndIsa() +
-         ": no bf16 matmul on this CPU)";
+  if (std::optional<std::string> kernel = onednnKernel(OnednnKernels::Bf16Native))
+    return "bf16 gemm: " + *kernel + ": bf16 instructions";
+  return "bf16 gemm: widened to f32 for the f32 products' kernels, C rounded once (" +
+         onednnVersionAndIsa() + ": no bf16 instructions)";
 }
-
-bool bf16GemmsRan() { return productsRan.load(std::memory_order_relaxed); }
 
 } // namespace fsdprt
 

@@ -8,33 +8,35 @@
 // only have their use checked (StreamEvents.h), so that a step that would be
 // wrong on the GPU fails on the CPU too.
 //
-// f32 and bf16 products run on oneDNN or, where it has no kernel of ours
-// for the CPU, on OpenBLAS (Sgemm.h, Bf16Gemm.h): `--version` says which,
-// and for bf16 so does rank 0 once, after the first step that ran one, so
-// that a mixed-precision run's log shows what its products ran on.
+// f32 and bf16 products run on oneDNN or OpenBLAS by the rules of Sgemm.h
+// and Bf16Gemm.h (OpenBLAS only where its core suits the CPU,
+// OpenblasCore.h): `--version` says which and why, and so does rank 0 before the first step
+// for the kinds of product the step calls, so that a run's log shows what
+// its products ran on.
 //
 //===----------------------------------------------------------------------===//
 
 #include "abi/Device.h"
 #include "abi/StreamEvents.h"
 #include "cpu/Bf16Gemm.h"
+#include "cpu/OpenblasCore.h"
 #include "cpu/Sgemm.h"
 #include "fsdprt/fsdprt.h"
-#include "trainer/Ranks.h"
 
 #include <cblas.h>
 
-#include <cstdio>
 #include <cstring>
 
 namespace fsdprt {
 
 std::string backendVersion() {
-  // OpenBLAS picks its kernels at run time (OPENBLAS_CORETYPE overrides the
-  // choice): the core says which ones the products use.
-  return std::string("backend: cpu\nblas: ") + openblas_get_config() + ", core " +
-         openblas_get_corename() + ", " + std::to_string(openblas_get_num_threads()) +
-         " threads\n" + f32GemmLine() + "\n" + bf16GemmLine() + "\n";
+  return std::string("backend: cpu\nblas: ") + openblas_get_config() + ", " +
+         openblasCoreDescription() + ", " + std::to_string(openblas_get_num_threads()) +
+         " threads\n" + productKernels(true) + "\n";
+}
+
+std::string productKernels(bool bf16Products) {
+  return f32GemmLine() + (bf16Products ? "\n" + bf16GemmLine() : "");
 }
 
 void openDevice() {}
@@ -62,18 +64,8 @@ void beginStepKernels(const KernelOrigins &) {}
 
 bool hostTimesStep() { return true; }
 
-void finishStep() {
-  // The step ran in program order: it is done. The trainer prints the step's
-  // loss after this, so the line comes before step 1's.
-  static bool reported = false;
-  if (reported || !bf16GemmsRan())
-    return;
-  reported = true;
-  if (worldRank() == 0) {
-    std::printf("%s\n", bf16GemmLine().c_str());
-    std::fflush(stdout);
-  }
-}
+// The step ran in program order: it is done.
+void finishStep() {}
 
 // The arena is the host view: an upload or a fill is done when it returns.
 void finishUploads() {}

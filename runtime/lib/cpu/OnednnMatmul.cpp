@@ -35,9 +35,9 @@ namespace {
 
 using dnnl::memory;
 
-/// What makes two products need different primitives: the element type,
-/// the shape and strides, alpha and beta, and the threads. alpha and beta are
-/// in it because oneDNN 2.6 takes a sum post-op's scale only when the
+/// What makes two products need different primitives: the kernels (and so
+/// the element type), the shape and strides, alpha and beta, and the
+/// threads. alpha and beta are in it because oneDNN 2.6 takes a sum post-op's scale only when the
 /// primitive is created, and a run-time output scale (DNNL_RUNTIME_F32_VAL)
 /// makes it leave its fastest kernels (brgemm) for its generic jit gemm; a
 /// step uses a handful of (alpha, beta) pairs (1 and 0 mostly). The thread
@@ -51,12 +51,12 @@ int32_t floatBits(float value) {
   return bits;
 }
 
-Key keyOf(MatmulType type, const GemmBatch &p, float alpha, float beta, int threads) {
+Key keyOf(OnednnKernels kernels, const GemmBatch &p, float alpha, float beta, int threads) {
   const GemmShape &g = p.gemm;
   bool batched = p.batch > 1;
   int64_t strideA = batched ? p.strideA : 0, strideB = batched ? p.strideB : 0,
           strideC = batched ? p.strideC : 0;
-  return {static_cast<int64_t>(type), g.transA, g.transB, g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
+  return {static_cast<int64_t>(kernels), g.transA, g.transB, g.m, g.n, g.k, g.lda, g.ldb, g.ldc,
           p.batch, strideA, strideB, strideC, floatBits(alpha), floatBits(beta), threads};
 }
 
@@ -70,12 +70,10 @@ memory::desc matrix(memory::data_type type, const GemmBatch &p, int64_t rows, in
   return memory::desc({p.batch, rows, cols}, type, {batchStride, rowStride, colStride});
 }
 
-/// Whether oneDNN's implementation `impl` (its impl_info_str) is one we use
-/// for `type`: never its reference code (scalar C++ loops, far slower than
-/// OpenBLAS); for f32 only its brgemm kernels, the ones measured faster than
-/// OpenBLAS sgemm (bench/README.md).
-bool usable(MatmulType type, const char *impl) {
-  if (type == MatmulType::F32)
+/// Whether oneDNN's implementation `impl` (its impl_info_str) is one of
+/// `kernels`.
+bool usable(OnednnKernels kernels, const char *impl) {
+  if (kernels == OnednnKernels::F32Brgemm)
     return std::strncmp(impl, "brg:", 4) == 0;
   return std::strncmp(impl, "ref", 3) != 0;
 }
@@ -114,12 +112,16 @@ int matchOpenblasThreads() {
   return threads;
 }
 
-/// The primitive descriptor of `p`, or an empty one when oneDNN has no
-/// usable matmul for it.
-dnnl::matmul::primitive_desc describe(const dnnl::engine &engine, MatmulType type,
+/// The primitive descriptor of `p`, or an empty one when oneDNN has none of
+/// `kernels` for it.
+dnnl::matmul::primitive_desc describe(const dnnl::engine &engine, OnednnKernels kernels,
                                       const GemmBatch &p, float alpha, float beta) {
   const GemmShape &g = p.gemm;
-  memory::data_type t = type == MatmulType::F32 ? memory::data_type::f32 : memory::data_type::bf16;
+  bool bf16 = kernels == OnednnKernels::Bf16Native;
+  // Without bf16 instructions oneDNN emulates them: not a kernel of ours.
+  if (bf16 && !onednnHasNativeBf16())
+    return {};
+  memory::data_type t = bf16 ? memory::data_type::bf16 : memory::data_type::f32;
   // Row-major A is M x K with strides {lda, 1}; transposed, it is stored
   // K x M, so element (i, p) is at p * lda + i.
   memory::desc a = g.transA ? matrix(t, p, g.m, g.k, 1, g.lda, p.strideA)
@@ -138,7 +140,7 @@ dnnl::matmul::primitive_desc describe(const dnnl::engine &engine, MatmulType typ
   try {
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine,
                                     /*allow_empty=*/true);
-    if (pd && usable(type, pd.impl_info_str()))
+    if (pd && usable(kernels, pd.impl_info_str()))
       return pd;
   } catch (const dnnl::error &) {
     // An argument oneDNN rejects: the caller computes the product itself.
@@ -146,10 +148,10 @@ dnnl::matmul::primitive_desc describe(const dnnl::engine &engine, MatmulType typ
   return {};
 }
 
-Matmul create(const dnnl::engine &engine, MatmulType type, const GemmBatch &p, float alpha,
+Matmul create(const dnnl::engine &engine, OnednnKernels kernels, const GemmBatch &p, float alpha,
               float beta) {
   Matmul matmul;
-  dnnl::matmul::primitive_desc pd = describe(engine, type, p, alpha, beta);
+  dnnl::matmul::primitive_desc pd = describe(engine, kernels, p, alpha, beta);
   if (!pd)
     return matmul;
   try {
@@ -171,15 +173,15 @@ std::string isaName() {
 
 } // namespace
 
-bool onednnGemm(MatmulType type, const GemmBatch &product, float alpha, const void *a,
+bool onednnGemm(OnednnKernels kernels, const GemmBatch &product, float alpha, const void *a,
                 const void *b, float beta, void *c) {
   Context &ctx = context();
   std::lock_guard<std::mutex> lock(ctx.mutex);
   int threads = matchOpenblasThreads();
-  Key key = keyOf(type, product, alpha, beta, threads);
+  Key key = keyOf(kernels, product, alpha, beta, threads);
   auto found = ctx.primitives.find(key);
   if (found == ctx.primitives.end())
-    found = ctx.primitives.emplace(key, create(ctx.engine, type, product, alpha, beta)).first;
+    found = ctx.primitives.emplace(key, create(ctx.engine, kernels, product, alpha, beta)).first;
   Matmul &matmul = found->second;
   if (!matmul.primitive)
     return false;
@@ -192,7 +194,7 @@ bool onednnGemm(MatmulType type, const GemmBatch &product, float alpha, const vo
         {{DNNL_ARG_SRC, matmul.a}, {DNNL_ARG_WEIGHTS, matmul.b}, {DNNL_ARG_DST, matmul.c}});
     ctx.stream.wait();
   } catch (const dnnl::error &e) {
-    fatal(std::string(type == MatmulType::F32 ? "fsdprt_sgemm" : "fsdprt_gemm_bf16") +
+    fatal(std::string(kernels == OnednnKernels::Bf16Native ? "fsdprt_gemm_bf16" : "fsdprt_sgemm") +
           ": oneDNN matmul failed: " + e.what());
   }
   return true;
@@ -204,22 +206,41 @@ std::string onednnVersionAndIsa() {
          std::to_string(version->patch) + ", " + isaName();
 }
 
-std::optional<std::string> onednnKernel(MatmulType type) {
-  // The implementation oneDNN picks for a plain 64 x 64 x 64 product: what
-  // the step's products run on (padded rows or batches may use its jit gemm
-  // on the same ISA instead, or, for f32, OpenBLAS).
-  auto probe = [type]() -> std::optional<std::string> {
-    GemmBatch square{GemmShape{0, 0, 64, 64, 64, 64, 64, 64}, 1, 0, 0, 0};
-    dnnl::matmul::primitive_desc pd = describe(context().engine, type, square, 1.0f, 0.0f);
+std::optional<std::string> onednnKernel(OnednnKernels kernels) {
+  // The implementation oneDNN picks for a 64 x 64 x 64 product: for
+  // F32Jit, which takes the products brgemm declines, one of those (padded
+  // rows); for the others a plain one, what the step's products run on
+  // (padded rows or gapped batches may run its gemm:jit instead, where
+  // `kernels` takes it).
+  auto probe = [kernels]() -> std::optional<std::string> {
+    int64_t ld = kernels == OnednnKernels::F32Jit ? 65 : 64;
+    GemmBatch square{GemmShape{0, 0, 64, 64, 64, ld, ld, ld}, 1, 0, 0, 0};
+    dnnl::matmul::primitive_desc pd = describe(context().engine, kernels, square, 1.0f, 0.0f);
     if (!pd)
       return std::nullopt;
     return onednnVersionAndIsa() + " (" + pd.impl_info_str() + ")";
   };
-  static const std::optional<std::string> f32 = probe();
-  if (type == MatmulType::F32)
-    return f32;
-  static const std::optional<std::string> bf16 = probe();
-  return bf16;
+  switch (kernels) {
+  case OnednnKernels::F32Brgemm: {
+    static const std::optional<std::string> brgemm = probe();
+    return brgemm;
+  }
+  case OnednnKernels::F32Jit: {
+    static const std::optional<std::string> jit = probe();
+    return jit;
+  }
+  case OnednnKernels::Bf16Native: {
+    static const std::optional<std::string> bf16 = probe();
+    return bf16;
+  }
+  }
+  return std::nullopt;
+}
+
+bool onednnHasNativeBf16() {
+  auto isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  auto bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+  return (isa & bf16) == bf16;
 }
 
 } // namespace fsdprt

@@ -1,12 +1,16 @@
 //===- Sgemm.cpp - fsdprt_sgemm(_batched) on the CPU ----------------------===//
 //
 // The CPU backend's f32 products, with the arguments checked first
-// (GemmArguments.h). The issue that brought bf16 asked for the faster of
-// oneDNN's and OpenBLAS's f32 GEMM: oneDNN's brgemm kernels (AVX-512 and
-// newer) beat Debian's OpenBLAS 0.3.21 on the models' shapes (bench/README.md,
-// "GEMMs"), so products run there where oneDNN has one for them, and on
-// OpenBLAS otherwise (older CPUs, k == 0, which oneDNN does not take). Both
-// accumulate in f32; only the order of the sums differs.
+// (GemmArguments.h), by the rule of Sgemm.h. oneDNN's brgemm kernels
+// (AVX-512 and newer) beat Debian's OpenBLAS 0.3.21 on the models' shapes
+// (bench/README.md, "GEMMs"), so products run there where oneDNN has one for
+// them. The rest (older CPUs; rows longer than the matrix's and batches with
+// gaps, which brgemm does not take; k == 0) go to OpenBLAS, whose kernels for
+// the CPU beat oneDNN's older gemm:jit; but where OpenBLAS runs a generic core
+// on a CPU with AVX2 (its SSE3 kernels, a quarter of the rate) oneDNN's
+// gemm:jit for the CPU takes them. All accumulate in f32; only the
+// order of the sums differs, and a product of a given shape takes the same
+// path at every call.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +19,7 @@
 #include "fsdprt/fsdprt.h"
 
 #include "abi/GemmArguments.h"
+#include "cpu/OpenblasCore.h"
 #include "trace/StepTimeline.h"
 
 #include <cblas.h>
@@ -40,27 +45,50 @@ void openblasSgemm(const GemmBatch &product, float alpha, const float *a, const 
         static_cast<blasint>(g.ldb), beta, c + i * product.strideC, static_cast<blasint>(g.ldc));
 }
 
+namespace {
+
+/// Whether the products brgemm does not take go to oneDNN's gemm:jit rather
+/// than to OpenBLAS: where OpenBLAS runs a generic core and oneDNN has a JIT
+/// kernel for this CPU.
+bool routeAroundOpenblas() {
+  static const bool route =
+      openblasCoreIsGeneric() && onednnKernel(OnednnKernels::F32Jit).has_value();
+  return route;
+}
+
+/// What the products brgemm does not take run on, for the version line.
+std::string otherProductsKernel() {
+  std::string core = openblas_get_corename();
+  if (routeAroundOpenblas())
+    return *onednnKernel(OnednnKernels::F32Jit) + ", OpenBLAS's core " + core +
+           " being generic here";
+  return "OpenBLAS sgemm, core " + core;
+}
+
+} // namespace
+
+void f32Gemm(const GemmBatch &product, float alpha, const float *a, const float *b, float beta,
+             float *c) {
+  if (product.gemm.empty() || product.batch == 0)
+    return;
+  if (product.gemm.k > 0) {
+    if (onednnGemm(OnednnKernels::F32Brgemm, product, alpha, a, b, beta, c))
+      return;
+    if (routeAroundOpenblas() && onednnGemm(OnednnKernels::F32Jit, product, alpha, a, b, beta, c))
+      return;
+  }
+  openblasSgemm(product, alpha, a, b, beta, c);
+}
+
 std::string f32GemmLine() {
-  if (std::optional<std::string> kernel = onednnKernel(MatmulType::F32))
-    return "f32 gemm: " + *kernel;
-  return std::string("f32 gemm: OpenBLAS sgemm (") + onednnVersionAndIsa() +
-         ": no brgemm f32 matmul on this CPU)";
+  if (std::optional<std::string> brgemm = onednnKernel(OnednnKernels::F32Brgemm))
+    return "f32 gemm: " + *brgemm + "; padded rows, gapped batches: " + otherProductsKernel();
+  return "f32 gemm: " + otherProductsKernel() + "; no brgemm f32 matmul in " +
+         onednnVersionAndIsa();
 }
 
 } // namespace fsdprt
 
-namespace {
-
-void sgemm(const GemmBatch &product, float alpha, const float *a, const float *b, float beta,
-           float *c) {
-  if (product.gemm.empty() || product.batch == 0)
-    return;
-  if (product.gemm.k > 0 && onednnGemm(MatmulType::F32, product, alpha, a, b, beta, c))
-    return;
-  openblasSgemm(product, alpha, a, b, beta, c);
-}
-
-} // namespace
 
 extern "C" void fsdprt_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
                              float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
@@ -69,7 +97,7 @@ extern "C" void fsdprt_sgemm(int32_t trans_a, int32_t trans_b, int64_t m, int64_
                                static_cast<double>(k));
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   checkGemm("fsdprt_sgemm", gemm, kBlasLimit);
-  sgemm(GemmBatch{gemm, 1, 0, 0, 0}, alpha, a, b, beta, c);
+  f32Gemm(GemmBatch{gemm, 1, 0, 0, 0}, alpha, a, b, beta, c);
 }
 
 extern "C" void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t batch, int64_t m,
@@ -82,7 +110,7 @@ extern "C" void fsdprt_sgemm_batched(int32_t trans_a, int32_t trans_b, int64_t b
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   checkGemmBatch("fsdprt_sgemm", gemm, batch, stride_a, stride_b, stride_c, kBlasLimit);
   checkGemm("fsdprt_sgemm", gemm, kBlasLimit);
-  sgemm(GemmBatch{gemm, batch, stride_a, stride_b, stride_c}, alpha, a, b, beta, c);
+  f32Gemm(GemmBatch{gemm, batch, stride_a, stride_b, stride_c}, alpha, a, b, beta, c);
 }
 
 extern "C" void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
@@ -94,7 +122,7 @@ extern "C" void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, i
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   checkGemm("fsdprt_sgemm_bias", gemm, kBlasLimit);
   checkBias("fsdprt_sgemm_bias", gemm, bias);
-  sgemm(GemmBatch{gemm, 1, 0, 0, 0}, alpha, a, b, beta, c);
+  f32Gemm(GemmBatch{gemm, 1, 0, 0, 0}, alpha, a, b, beta, c);
   // The f32 sums are f32 already: adding the bias to the stored C is what
   // cuBLASLt's epilogue does before it stores them.
   for (int64_t i = 0; i < m; ++i)

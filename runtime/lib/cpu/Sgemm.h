@@ -1,9 +1,12 @@
 //===- Sgemm.h - Which way the CPU's f32 products go ------------*- C++ -*-===//
 //
-// fsdprt_sgemm(_batched) run on oneDNN's f32 brgemm matmul where oneDNN has
-// it for the product on this CPU (OnednnMatmul.h), else on OpenBLAS
-// cblas_sgemm. Both paths are declared here for the tests, which check each
-// against the same naive products, for the widened bf16 fallback, and for
+// The rule for f32 products (fsdprt_sgemm, _batched, _bias, and bf16 ones
+// widened to f32 on a CPU without bf16 instructions): oneDNN's brgemm matmul
+// where oneDNN has it for the product on this CPU (OnednnMatmul.h); else
+// OpenBLAS cblas_sgemm, unless the core OpenBLAS runs is generic on this CPU
+// (OpenblasCore.h: a model it does not know, or OPENBLAS_CORETYPE=Prescott),
+// where oneDNN's other JIT kernels take the product. Each path is declared here
+// for the tests, which check each against the same naive products, and for
 // the trainer's report of which one a run uses.
 //
 //===----------------------------------------------------------------------===//
@@ -22,9 +25,16 @@ namespace fsdprt {
 void openblasSgemm(const GemmBatch &product, float alpha, const float *a, const float *b,
                    float beta, float *c);
 
-/// What f32 products run on in this process, as `--version` prints it:
-/// "f32 gemm: oneDNN 2.6.3, avx512_core (brg:avx512_core)" or "f32 gemm:
-/// OpenBLAS sgemm (...)" (no trailing newline).
+/// C = alpha * op(A) op(B) + beta * C by the rule above, for a product whose
+/// arguments have been checked.
+void f32Gemm(const GemmBatch &product, float alpha, const float *a, const float *b, float beta,
+             float *c);
+
+/// What f32 products run on in this process and why, as `--version` prints
+/// it (no trailing newline): "f32 gemm: oneDNN 2.6.3, avx512_core
+/// (brg:avx512_core); padded rows, gapped batches: OpenBLAS sgemm, core
+/// SkylakeX", or "f32 gemm: OpenBLAS sgemm, core Haswell; no brgemm f32
+/// matmul in oneDNN 2.6.3, avx2".
 std::string f32GemmLine();
 
 } // namespace fsdprt

@@ -122,6 +122,10 @@ void openDevice() {
   openCublas(device.streams[FSDPRT_STREAM_COMPUTE]);
 }
 
+// cuBLASLt chooses a product's kernel at each call by its own heuristics;
+// --version names the library.
+std::string productKernels(bool) { return ""; }
+
 PeakRates devicePeak(const Manifest &manifest) {
   cudaDeviceProp properties{};
   FSDPRT_CUDA_CHECK(cudaGetDeviceProperties(&properties, device.ordinal));

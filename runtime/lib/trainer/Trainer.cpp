@@ -250,8 +250,12 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
                                                   *options.peakTflops * 1e12}
                                       : devicePeak(manifest);
   Throughput throughput(manifest, std::move(peak));
-  if (std::string line = throughput.describe(); leader && !line.empty()) {
-    std::printf("%s\n", line.c_str());
+  if (leader) {
+    // What the products run on first, then what the step holds.
+    bool bf16Products = !manifest.stepFlops || manifest.stepFlops->bf16Products > 0;
+    for (const std::string &line : {productKernels(bf16Products), throughput.describe()})
+      if (!line.empty())
+        std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   }
 

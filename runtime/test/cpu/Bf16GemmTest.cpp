@@ -1,12 +1,13 @@
 //===- Bf16GemmTest.cpp - fsdprt_gemm_bf16 on the CPU ---------------------===//
 //
 // Both ways a bf16 product runs on the CPU (Bf16Gemm.h) against a product
-// computed in double from the same bf16 values: oneDNN's bf16 matmul (skipped,
-// with a message, where the CPU has none) and the fallback that widens to f32
-// for OpenBLAS, each called directly, and the public entry points, whichever
-// way they go. ctest runs this suite a second time with DNNL_MAX_CPU_ISA=AVX2,
-// where oneDNN has no bf16 matmul and the entry points must fall back
-// (test/CMakeLists.txt: fsdprt-tests.gemm-fallback).
+// computed in double from the same bf16 values: oneDNN's bf16 matmul on bf16
+// instructions (skipped, with a message, where the CPU has none) and the
+// fallback that widens to f32 for the f32 products' kernels, each called
+// directly, and the public entry points, whichever way they go. ctest runs
+// this suite again with DNNL_MAX_CPU_ISA=AVX2 and =AVX512_CORE_VNNI, where
+// oneDNN has no bf16 instructions and the entry points must widen
+// (test/CMakeLists.txt: fsdprt-tests.gemm-fallback, fsdprt-tests.gemm-no-bf16).
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,12 +58,13 @@ std::string pathName(const testing::TestParamInfo<Path> &info) { return name(inf
 void PrintTo(Path path, std::ostream *out) { *out << name(path); }
 
 /// Tests run once per path; the oneDNN one is skipped where oneDNN has no
-/// bf16 matmul for this CPU (AVX2 and older, or DNNL_MAX_CPU_ISA capping it).
+/// bf16 instructions for this CPU (no AVX512-BF16, or DNNL_MAX_CPU_ISA
+/// capping it).
 class Bf16GemmPaths : public testing::TestWithParam<Path> {
 public:
   void SetUp() override {
-    if (GetParam() == Path::Onednn && !onednnKernel(MatmulType::Bf16))
-      GTEST_SKIP() << "oneDNN has no bf16 matmul on this CPU (" << onednnVersionAndIsa()
+    if (GetParam() == Path::Onednn && !onednnKernel(OnednnKernels::Bf16Native))
+      GTEST_SKIP() << "oneDNN has no bf16 instructions on this CPU (" << onednnVersionAndIsa()
                    << "): only the fallback runs here";
   }
 
@@ -80,7 +82,7 @@ public:
                                  p.strideA, b, g.ldb, p.strideB, beta, c, g.ldc, p.strideC);
       return;
     case Path::Onednn:
-      ASSERT_TRUE(onednnGemm(MatmulType::Bf16, p, alpha, a, b, beta, c))
+      ASSERT_TRUE(onednnGemm(OnednnKernels::Bf16Native, p, alpha, a, b, beta, c))
           << "oneDNN has a bf16 matmul here, but not for this product";
       return;
     case Path::Widened:
@@ -332,44 +334,48 @@ TEST(Bf16Gemm, EmptySumScalesC) {
 }
 
 TEST(Bf16GemmPath, VersionLineNamesThePath) {
-  if (std::optional<std::string> kernel = onednnKernel(MatmulType::Bf16))
-    EXPECT_EQ(bf16GemmLine(), "bf16 gemm: " + *kernel);
+  if (std::optional<std::string> kernel = onednnKernel(OnednnKernels::Bf16Native))
+    EXPECT_EQ(bf16GemmLine(), "bf16 gemm: " + *kernel + ": bf16 instructions");
   else
-    EXPECT_THAT(bf16GemmLine(), StartsWith("bf16 gemm: f32 widen + OpenBLAS sgemm (oneDNN "));
+    EXPECT_THAT(bf16GemmLine(),
+                StartsWith("bf16 gemm: widened to f32 for the f32 products' kernels, C rounded "
+                           "once (oneDNN "));
   EXPECT_THAT(onednnVersionAndIsa(), StartsWith("oneDNN 2."));
 }
 
-TEST(Bf16GemmPath, AnAvx512CpuUsesOnednn) {
-  if (!test::hasAvx512Core() || test::isaCappedBelowAvx512())
-    GTEST_SKIP() << "no avx512_core here (or DNNL_MAX_CPU_ISA caps it): " << onednnVersionAndIsa();
-  EXPECT_TRUE(onednnKernel(MatmulType::Bf16).has_value()) << onednnVersionAndIsa();
+TEST(Bf16GemmPath, NativeWhereTheCpuHasBf16Instructions) {
+  EXPECT_EQ(onednnHasNativeBf16(), test::expectsNativeBf16()) << onednnVersionAndIsa();
+  EXPECT_EQ(onednnKernel(OnednnKernels::Bf16Native).has_value(), test::expectsNativeBf16())
+      << onednnVersionAndIsa();
 }
 
-TEST(Bf16GemmPath, CappedIsaFallsBack) {
-  // What fsdprt-tests.gemm-fallback checks: oneDNN's own switch forces
-  // the fallback on any CPU, and the entry points still give the bf16 product.
-  if (!test::isaCappedBelowAvx512())
-    GTEST_SKIP() << "DNNL_MAX_CPU_ISA is not set to an ISA below avx512_core "
-                    "(ctest runs "
-                    "fsdprt-tests.gemm-fallback with DNNL_MAX_CPU_ISA=AVX2)";
-  EXPECT_FALSE(onednnKernel(MatmulType::Bf16).has_value()) << onednnVersionAndIsa();
-  EXPECT_THAT(bf16GemmLine(), StartsWith("bf16 gemm: f32 widen + OpenBLAS sgemm (oneDNN "));
+TEST(Bf16GemmPath, NeverEmulated) {
+  // What fsdprt-tests.gemm-fallback and fsdprt-tests.gemm-no-bf16 check:
+  // without bf16 instructions (oneDNN's own switch takes them away on any
+  // CPU) oneDNN is not asked, not even on avx512_core where it would emulate
+  // them, and the entry points still give the bf16 product.
+  if (test::expectsNativeBf16())
+    GTEST_SKIP() << "oneDNN has bf16 instructions here (ctest runs fsdprt-tests.gemm-no-bf16 "
+                    "with DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI)";
+  EXPECT_FALSE(onednnKernel(OnednnKernels::Bf16Native).has_value()) << onednnVersionAndIsa();
+  EXPECT_THAT(bf16GemmLine(), HasSubstr(": no bf16 instructions)"));
   uint16_t one = roundToBF16(1.0), c = 0;
-  EXPECT_FALSE(onednnGemm(MatmulType::Bf16, {GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f, &one, &one,
-                          0.0f, &c));
+  EXPECT_FALSE(onednnGemm(OnednnKernels::Bf16Native, {GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f,
+                          &one, &one, 0.0f, &c));
   fsdprt_gemm_bf16(0, 0, 1, 1, 1, 3.0f, &one, 1, &one, 1, 0.0f, &c, 1);
   EXPECT_EQ(bf16ToDouble(c), 3.0);
 }
 
 TEST(Bf16GemmPath, OnednnRunsOpenblasThreadCount) {
-  if (!onednnKernel(MatmulType::Bf16))
-    GTEST_SKIP() << "oneDNN has no bf16 matmul on this CPU (" << onednnVersionAndIsa() << ")";
+  if (!onednnKernel(OnednnKernels::Bf16Native))
+    GTEST_SKIP() << "oneDNN has no bf16 instructions on this CPU (" << onednnVersionAndIsa()
+                 << ")";
   int threads = openblas_get_num_threads();
   uint16_t one = roundToBF16(1.0), c = 0;
   for (int wanted : {1, threads}) {
     openblas_set_num_threads(wanted);
-    ASSERT_TRUE(onednnGemm(MatmulType::Bf16, {GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f, &one, &one,
-                           0.0f, &c));
+    ASSERT_TRUE(onednnGemm(OnednnKernels::Bf16Native, {GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f,
+                           &one, &one, 0.0f, &c));
     EXPECT_EQ(omp_get_max_threads(), wanted) << "oneDNN's OpenMP threads follow OpenBLAS's";
   }
 }

@@ -1,16 +1,20 @@
 //===- SgemmTest.cpp - fsdprt_sgemm on the CPU ----------------------------===//
 //
-// Both ways an f32 product runs on the CPU (Sgemm.h): oneDNN's brgemm matmul
-// (skipped, with a message, where oneDNN has none for this CPU) and OpenBLAS,
-// each called directly, and the public entry points, whichever way they go.
-// Small-integer products are exact in f32 whatever the order of the sums;
-// products of random values are held to the classic bound of a dot product
-// summed in f32. ctest runs this suite again with DNNL_MAX_CPU_ISA=AVX2, where
-// the entry points must take OpenBLAS (fsdprt-tests.gemm-fallback).
+// Every way an f32 product runs on the CPU (Sgemm.h): oneDNN's brgemm matmul
+// and its gemm:jit (each skipped, with a message, where oneDNN has none for
+// this CPU) and OpenBLAS, each called directly, and the public entry points,
+// whichever way they go. Small-integer products are exact in f32 whatever the
+// order of the sums; products of random values are held to the classic bound
+// of a dot product summed in f32. ctest runs this suite again with
+// DNNL_MAX_CPU_ISA=AVX2, where the entry points must take OpenBLAS
+// (fsdprt-tests.gemm-fallback), and as on a Xeon without BF16 whose OpenBLAS
+// runs its generic core, where they must route around it
+// (fsdprt-tests.gemm-no-bf16).
 //
 //===----------------------------------------------------------------------===//
 
 #include "cpu/OnednnIsa.h"
+#include "cpu/OpenblasCore.h"
 #include "cpu/Sgemm.h"
 #include "fsdprt/fsdprt.h"
 #include "support/TestMatrices.h"
@@ -34,7 +38,7 @@ using testing::StartsWith;
 namespace {
 
 /// Which implementation runs a product.
-enum class Path { Public, Onednn, Openblas };
+enum class Path { Public, Onednn, OnednnJit, Openblas };
 
 std::string name(Path path) {
   switch (path) {
@@ -42,6 +46,8 @@ std::string name(Path path) {
     return "Public";
   case Path::Onednn:
     return "Onednn";
+  case Path::OnednnJit:
+    return "OnednnJit";
   case Path::Openblas:
     return "Openblas";
   }
@@ -52,21 +58,31 @@ std::string pathName(const testing::TestParamInfo<Path> &info) { return name(inf
 
 void PrintTo(Path path, std::ostream *out) { *out << name(path); }
 
-/// Tests run once per path; the oneDNN one is skipped where oneDNN has no
-/// brgemm f32 matmul for this CPU. oneDNN takes only some products (rows
-/// longer than the matrix's, for one, go to its jit gemm, so to OpenBLAS):
-/// on that path a product it declines must leave C as it was, and each test
-/// checks that it took some.
+/// The oneDNN kernels a path runs on, if it is one of oneDNN's.
+std::optional<OnednnKernels> onednnKernels(Path path) {
+  if (path == Path::Onednn)
+    return OnednnKernels::F32Brgemm;
+  if (path == Path::OnednnJit)
+    return OnednnKernels::F32Jit;
+  return std::nullopt;
+}
+
+/// Tests run once per path; oneDNN's are skipped where oneDNN has none of
+/// their kernels for this CPU. Its brgemm takes only some products (rows
+/// longer than the matrix's, for one, go to its jit gemm): on a oneDNN path
+/// a product it declines must leave C as it was, and each test checks that
+/// it took some.
 class SgemmPaths : public testing::TestWithParam<Path> {
 public:
   void SetUp() override {
-    if (GetParam() == Path::Onednn && !onednnKernel(MatmulType::F32))
-      GTEST_SKIP() << "oneDNN has no brgemm f32 matmul on this CPU (" << onednnVersionAndIsa()
-                   << "): only OpenBLAS runs here";
+    if (std::optional<OnednnKernels> kernels = onednnKernels(GetParam());
+        kernels && !onednnKernel(*kernels))
+      GTEST_SKIP() << "oneDNN has no such f32 matmul on this CPU (" << onednnVersionAndIsa()
+                   << ")";
   }
 
   void TearDown() override {
-    if (GetParam() == Path::Onednn && !IsSkipped()) {
+    if (onednnKernels(GetParam()) && !IsSkipped()) {
       EXPECT_GT(taken, 0) << "oneDNN took none of the test's products";
     }
   }
@@ -83,10 +99,11 @@ public:
         fsdprt_sgemm_batched(g.transA, g.transB, p.batch, g.m, g.n, g.k, alpha, a, g.lda, p.strideA,
                              b, g.ldb, p.strideB, beta, c, g.ldc, p.strideC);
       return true;
-    case Path::Onednn: {
+    case Path::Onednn:
+    case Path::OnednnJit: {
       int64_t size = (p.batch - 1) * p.strideC + (g.m - 1) * g.ldc + g.n;
       std::vector<float> before(c, c + size);
-      if (onednnGemm(MatmulType::F32, p, alpha, a, b, beta, c)) {
+      if (onednnGemm(*onednnKernels(GetParam()), p, alpha, a, b, beta, c)) {
         ++taken;
         return true;
       }
@@ -105,7 +122,9 @@ private:
 };
 
 INSTANTIATE_TEST_SUITE_P(Sgemm, SgemmPaths,
-                         testing::Values(Path::Public, Path::Onednn, Path::Openblas), pathName);
+                         testing::Values(Path::Public, Path::Onednn, Path::OnednnJit,
+                                         Path::Openblas),
+                         pathName);
 
 TEST_P(SgemmPaths, AllTranspositionsTightAndPaddedRows) {
   const int64_t m = 5, n = 4, k = 3;
@@ -235,18 +254,18 @@ TEST(Sgemm, EmptyProducts) {
 }
 
 TEST(SgemmPath, VersionLineNamesThePath) {
-  if (std::optional<std::string> kernel = onednnKernel(MatmulType::F32)) {
-    EXPECT_EQ(f32GemmLine(), "f32 gemm: " + *kernel);
+  if (std::optional<std::string> kernel = onednnKernel(OnednnKernels::F32Brgemm)) {
+    EXPECT_THAT(f32GemmLine(), StartsWith("f32 gemm: " + *kernel + "; padded rows, gapped batches: "));
     EXPECT_THAT(*kernel, HasSubstr("(brg:"));
   } else {
-    EXPECT_THAT(f32GemmLine(), StartsWith("f32 gemm: OpenBLAS sgemm (oneDNN "));
+    EXPECT_THAT(f32GemmLine(), HasSubstr("; no brgemm f32 matmul in oneDNN 2."));
   }
 }
 
 TEST(SgemmPath, AnAvx512CpuUsesOnednn) {
   if (!test::hasAvx512Core() || test::isaCappedBelowAvx512())
     GTEST_SKIP() << "no avx512_core here (or DNNL_MAX_CPU_ISA caps it): " << onednnVersionAndIsa();
-  EXPECT_TRUE(onednnKernel(MatmulType::F32).has_value()) << onednnVersionAndIsa();
+  EXPECT_TRUE(onednnKernel(OnednnKernels::F32Brgemm).has_value()) << onednnVersionAndIsa();
 }
 
 TEST(SgemmPath, CappedIsaFallsBack) {
@@ -254,13 +273,44 @@ TEST(SgemmPath, CappedIsaFallsBack) {
     GTEST_SKIP() << "DNNL_MAX_CPU_ISA is not set to an ISA below avx512_core "
                     "(ctest runs "
                     "fsdprt-tests.gemm-fallback with DNNL_MAX_CPU_ISA=AVX2)";
-  EXPECT_FALSE(onednnKernel(MatmulType::F32).has_value()) << onednnVersionAndIsa();
-  EXPECT_THAT(f32GemmLine(), StartsWith("f32 gemm: OpenBLAS sgemm (oneDNN "));
+  EXPECT_FALSE(onednnKernel(OnednnKernels::F32Brgemm).has_value()) << onednnVersionAndIsa();
+  EXPECT_THAT(f32GemmLine(), HasSubstr("; no brgemm f32 matmul in oneDNN "));
   float one = 1.0f, c = 0;
-  EXPECT_FALSE(
-      onednnGemm(MatmulType::F32, {GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f, &one, &one, 0.0f, &c));
+  EXPECT_FALSE(onednnGemm(OnednnKernels::F32Brgemm, {GemmShape{0, 0, 1, 1, 1, 1, 1, 1}}, 1.0f,
+                          &one, &one, 0.0f, &c));
   fsdprt_sgemm(0, 0, 1, 1, 1, 3.0f, &one, 1, &one, 1, 0.0f, &c, 1);
   EXPECT_EQ(c, 3.0f);
+}
+
+/// Where OpenBLAS runs a generic core (fsdprt-tests.gemm-no-bf16 forces
+/// Prescott's), the products brgemm does not take go to oneDNN's gemm:jit,
+/// and the version line says so; elsewhere to OpenBLAS. A padded-row
+/// product of random values shows which: the public entry point's result is
+/// bit for bit the one of the path the rule names (the same kernel, the same
+/// order of sums), which another kernel's sums would not give.
+TEST(SgemmPath, ProductsBrgemmDeclinesFollowTheRule) {
+  bool aroundOpenblas = openblasCoreIsGeneric() && onednnKernel(OnednnKernels::F32Jit);
+  EXPECT_THAT(f32GemmLine(), HasSubstr(aroundOpenblas ? "(gemm:jit), OpenBLAS's core "
+                                                      : "OpenBLAS sgemm, core "));
+  const int64_t m = 48, n = 40, k = 300, ld = k + 7;
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> a(m * ld), b(k * n), viaRule(m * n, 0.0f), viaPublic(m * n, 0.0f);
+  for (std::vector<float> *v : {&a, &b})
+    for (float &x : *v)
+      x = uniform(random);
+  GemmBatch padded{GemmShape{0, 0, m, n, k, ld, n, n}};
+  ASSERT_FALSE(onednnGemm(OnednnKernels::F32Brgemm, padded, 1.0f, a.data(), b.data(), 0.0f,
+                          viaRule.data()))
+      << "brgemm took a product with padded rows: the test needs one it declines";
+  if (aroundOpenblas) {
+    ASSERT_TRUE(onednnGemm(OnednnKernels::F32Jit, padded, 1.0f, a.data(), b.data(), 0.0f,
+                           viaRule.data()));
+  } else {
+    openblasSgemm(padded, 1.0f, a.data(), b.data(), 0.0f, viaRule.data());
+  }
+  fsdprt_sgemm(0, 0, m, n, k, 1.0f, a.data(), ld, b.data(), n, 0.0f, viaPublic.data(), n);
+  EXPECT_EQ(viaPublic, viaRule);
 }
 
 TEST(SgemmError, StrideTooSmall) {
