@@ -24,7 +24,7 @@ std::string backendVersion();
 
 /// What the step's products run on and why, one line per kind of product it
 /// calls (f32; bf16 when `bf16Products`), for rank 0 to print before the
-/// first step; empty where the backend has nothing to add to --version.
+/// throughput line; empty where the backend has nothing to add to --version.
 std::string productKernels(bool bf16Products);
 
 /// The dense rates a rank's MFU divides by, FLOP/s of its products in bf16

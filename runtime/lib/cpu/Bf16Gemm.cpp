@@ -19,8 +19,8 @@
 
 #include "fsdprt/fsdprt.h"
 
-#include "abi/DType.h"
 #include "abi/GemmArguments.h"
+#include "cpu/Bf16Rows.h"
 #include "cpu/Sgemm.h"
 #include "trace/StepTimeline.h"
 
@@ -41,25 +41,9 @@ thread_local std::vector<float> wideA, wideB, wideC;
 void widen(const void *matrix, int64_t batch, int64_t stride, int64_t rows, int64_t cols,
            int64_t ld, std::vector<float> &out) {
   out.resize(static_cast<size_t>(batch * rows * cols));
-  for (int64_t s = 0; s < batch; ++s) {
-    const uint16_t *in = static_cast<const uint16_t *>(matrix) + s * stride;
-    float *packed = out.data() + s * rows * cols;
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j)
-        packed[i * cols + j] = bf16ToFloat(in[i * ld + j]);
-  }
-}
-
-/// The packed f32 results rounded into the bf16 matrices of C.
-void roundInto(const GemmBatch &product, const std::vector<float> &wide, void *c) {
-  const GemmShape &g = product.gemm;
-  for (int64_t s = 0; s < product.batch; ++s) {
-    uint16_t *out = static_cast<uint16_t *>(c) + s * product.strideC;
-    const float *packed = wide.data() + s * g.m * g.n;
-    for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t j = 0; j < g.n; ++j)
-        out[i * g.ldc + j] = floatToBF16(packed[i * g.n + j]);
-  }
+  for (int64_t s = 0; s < batch; ++s)
+    widenBf16Matrix(static_cast<const uint16_t *>(matrix) + s * stride, ld,
+                    out.data() + s * rows * cols, cols, rows, cols);
 }
 
 void gemmBF16(const GemmBatch &product, float alpha, const void *a, const void *b, float beta,
@@ -97,7 +81,9 @@ void widenedGemmBf16(const GemmBatch &product, float alpha, const void *a, const
       g.n};
   f32Gemm(GemmBatch{packed, product.batch, aRows * aCols, bRows * bCols, g.m * g.n}, alpha,
           wideA.data(), wideB.data(), beta, wideC.data());
-  roundInto(product, wideC, c);
+  for (int64_t s = 0; s < product.batch; ++s)
+    roundBf16Matrix(wideC.data() + s * g.m * g.n, g.n,
+                    static_cast<uint16_t *>(c) + s * product.strideC, g.ldc, g.m, g.n);
 }
 
 std::string bf16GemmLine() {

@@ -250,10 +250,10 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
                                                   *options.peakTflops * 1e12}
                                       : devicePeak(manifest);
   Throughput throughput(manifest, std::move(peak));
-  if (leader) {
-    // What the products run on first, then what the step holds.
-    bool bf16Products = !manifest.stepFlops || manifest.stepFlops->bf16Products > 0;
-    for (const std::string &line : {productKernels(bf16Products), throughput.describe()})
+  if (leader && manifest.stepFlops) {
+    // What the step's products run on first, then what the step holds.
+    for (const std::string &line :
+         {productKernels(manifest.stepFlops->bf16Products > 0), throughput.describe()})
       if (!line.empty())
         std::printf("%s\n", line.c_str());
     std::fflush(stdout);
