@@ -88,11 +88,6 @@ GEMM_SHAPES = [
     "2048,1408,512,0,1",   # w2 backward: dH = dY . W2^T
     "512,1408,2048,1,0",   # w1 backward: dW1 = X^T . dH
 ]
-# What fsdprt_sgemm / fsdprt_gemm_bf16 run where oneDNN has no kernel for a product
-# (runtime/lib/cpu/Sgemm.cpp, Bf16Gemm.cpp): fsdp-bench-gemm reports such a shape as
-# "unimplemented" under the oneDNN column, and it is timed again with this.
-FALLBACK_IMPL = {"onednn_f32": "sgemm", "onednn_bf16": "widen_sgemm"}
-
 # (full, quick) settings.
 SETTINGS = {
     "rounds": (9, 2),
@@ -307,9 +302,9 @@ class Machine:
 # ---------------------------------------------------------------------------
 
 def gemm_round(machine, dtype, shapes, reps, warmup):
-    """Per rank: the runtime's path for `dtype` on `shapes` (oneDNN, else per shape the
-    runtime's fallback). Returns (per-rank GFLOP/s over all shapes, per-shape median
-    seconds per rank, the implementation and kernel of each shape)."""
+    """Per rank: the runtime's path for `dtype` on `shapes` (fsdp-bench-gemm --dtype: the
+    rule of docs/Runtime.md, section 1). Returns (per-rank GFLOP/s over all shapes,
+    per-shape median seconds per rank, the implementation and kernel of each shape)."""
     timing = ["--reps", str(reps), "--warmup", str(warmup)]
     runs = machine.gemm_bench_all(["--dtype", dtype] + timing + shapes)
     impl = runs[0]["impls"][0]
@@ -318,15 +313,6 @@ def gemm_round(machine, dtype, shapes, reps, warmup):
                for i in range(len(shapes))]
     kernels = [f"{impl}: {runs[0]['shapes'][i]['impls'][impl]['kernel']}"
                for i in range(len(shapes))]
-    declined = [i for i in range(len(shapes))
-                if runs[0]["shapes"][i]["impls"][impl]["kernel"] == "unimplemented"]
-    if declined and impl in FALLBACK_IMPL:
-        fallback = FALLBACK_IMPL[impl]
-        again = machine.gemm_bench_all(["--impl", fallback] + timing
-                                       + [shapes[i] for i in declined])
-        for j, i in enumerate(declined):
-            seconds[i] = [run["shapes"][j]["impls"][fallback]["median_s"] for run in again]
-            kernels[i] = f"{fallback}: {again[0]['shapes'][j]['impls'][fallback]['kernel']}"
     total = sum(entry["flops"] for entry in runs[0]["shapes"])
     per_rank = [total / sum(seconds[i][r] for i in range(len(shapes)))
                 for r in range(machine.ranks)]
@@ -340,9 +326,6 @@ def overhead_round(machine, reps):
     for dtype in ("f32", "bf16"):
         runs = machine.gemm_bench_all(["--dtype", dtype] + timing + ["1,1,1,0,0"])
         impl = runs[0]["impls"][0]
-        if runs[0]["shapes"][0]["impls"][impl]["kernel"] == "unimplemented":
-            impl = FALLBACK_IMPL[impl]
-            runs = machine.gemm_bench_all(["--impl", impl] + timing + ["1,1,1,0,0"])
         out[dtype] = [run["shapes"][0]["impls"][impl]["median_s"] for run in runs]
     return out
 

@@ -21,8 +21,8 @@ In one run:
   (2 and 3 alternate --rounds times: each result is the median over all rounds' steps;)
   4. times the step's GEMMs (the shapes derived from the model below) alone: OpenBLAS
      sgemm (bench/sgemm_bench.cpp), the f32 and bf16 GEMMs the trainers call
-     (fsdp-bench-gemm --dtype f32 / bf16: oneDNN where it has kernels for this CPU;
-     --gemm-bench; skipped with a note when there is none), and
+     (fsdp-bench-gemm --dtype f32 / bf16: the runtime's rule for this CPU, docs/Runtime.md
+     section 1; --gemm-bench; skipped with a note when there is none), and
      torch.matmul in fp32 and bf16 (PyTorch's MKL / oneDNN) as a second reference;
   5. prints ms/step, tokens/s and the ratio to PyTorch at the same precision, with the
      targets: our f32 step <= PyTorch eager fp32's, our bf16 step <= PyTorch bf16

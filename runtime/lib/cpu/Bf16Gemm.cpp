@@ -24,6 +24,8 @@
 #include "cpu/Sgemm.h"
 #include "trace/StepTimeline.h"
 
+#include <cblas.h>
+
 #include <algorithm>
 #include <climits>
 #include <vector>
@@ -36,6 +38,15 @@ namespace {
 /// workspace, outside the arena.
 thread_local std::vector<float> wideA, wideB, wideC;
 
+/// The threads that convert a widened product's matrices: the OpenMP
+/// threads of oneDNN where the f32 product runs there (as many as
+/// OpenBLAS's, OnednnMatmul.cpp), one where it runs on OpenBLAS, whose own
+/// threads spin a while after each call and would take the cores from the
+/// conversions' (measured: 2 threads slower than 1 there, bench/README.md).
+int conversionThreads() {
+  return f32GemmsRunOnOnednn() ? openblas_get_num_threads() : 1;
+}
+
 /// The `batch` rows x cols matrices at `matrix` (row stride `ld`, matrix
 /// stride `stride`) widened into `out`, packed.
 void widen(const void *matrix, int64_t batch, int64_t stride, int64_t rows, int64_t cols,
@@ -43,7 +54,7 @@ void widen(const void *matrix, int64_t batch, int64_t stride, int64_t rows, int6
   out.resize(static_cast<size_t>(batch * rows * cols));
   for (int64_t s = 0; s < batch; ++s)
     widenBf16Matrix(static_cast<const uint16_t *>(matrix) + s * stride, ld,
-                    out.data() + s * rows * cols, cols, rows, cols);
+                    out.data() + s * rows * cols, cols, rows, cols, conversionThreads());
 }
 
 void gemmBF16(const GemmBatch &product, float alpha, const void *a, const void *b, float beta,
@@ -83,7 +94,8 @@ void widenedGemmBf16(const GemmBatch &product, float alpha, const void *a, const
           wideA.data(), wideB.data(), beta, wideC.data());
   for (int64_t s = 0; s < product.batch; ++s)
     roundBf16Matrix(wideC.data() + s * g.m * g.n, g.n,
-                    static_cast<uint16_t *>(c) + s * product.strideC, g.ldc, g.m, g.n);
+                    static_cast<uint16_t *>(c) + s * product.strideC, g.ldc, g.m, g.n,
+                    conversionThreads());
 }
 
 std::string bf16GemmLine() {

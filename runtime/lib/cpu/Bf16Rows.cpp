@@ -7,8 +7,6 @@
 
 #include "cpu/Bf16Rows.h"
 
-#include <cblas.h>
-
 #include <cstring>
 
 namespace fsdprt {
@@ -43,8 +41,9 @@ namespace {
 /// others costs more than the loop.
 constexpr int64_t kParallelElements = 1 << 16;
 
-template <typename RowFn> void forEachRow(int64_t rows, int64_t cols, RowFn fn) {
-  int threads = rows * cols >= kParallelElements ? openblas_get_num_threads() : 1;
+template <typename RowFn> void forEachRow(int64_t rows, int64_t cols, int threads, RowFn fn) {
+  if (rows * cols < kParallelElements)
+    threads = 1;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t i = 0; i < rows; ++i)
     fn(i);
@@ -53,13 +52,15 @@ template <typename RowFn> void forEachRow(int64_t rows, int64_t cols, RowFn fn) 
 } // namespace
 
 void widenBf16Matrix(const uint16_t *in, int64_t inLd, float *out, int64_t outLd, int64_t rows,
-                     int64_t cols) {
-  forEachRow(rows, cols, [=](int64_t i) { widenBf16Row(in + i * inLd, out + i * outLd, cols); });
+                     int64_t cols, int threads) {
+  forEachRow(rows, cols, threads,
+             [=](int64_t i) { widenBf16Row(in + i * inLd, out + i * outLd, cols); });
 }
 
 void roundBf16Matrix(const float *in, int64_t inLd, uint16_t *out, int64_t outLd, int64_t rows,
-                     int64_t cols) {
-  forEachRow(rows, cols, [=](int64_t i) { roundBf16Row(in + i * inLd, out + i * outLd, cols); });
+                     int64_t cols, int threads) {
+  forEachRow(rows, cols, threads,
+             [=](int64_t i) { roundBf16Row(in + i * inLd, out + i * outLd, cols); });
 }
 
 } // namespace fsdprt

@@ -26,16 +26,15 @@ void widenBf16Row(const uint16_t *in, float *out, int64_t n);
 void roundBf16Row(const float *in, uint16_t *out, int64_t n);
 
 /// The rows x cols bf16 matrix at `in` (row stride inLd) widened into the
-/// f32 one at `out` (row stride outLd), its rows on the OpenMP threads the
-/// products run on (as many as OpenBLAS's) when it is large enough to pay
-/// for them.
+/// f32 one at `out` (row stride outLd), its rows on `threads` OpenMP threads
+/// when it is large enough to pay for starting them.
 void widenBf16Matrix(const uint16_t *in, int64_t inLd, float *out, int64_t outLd, int64_t rows,
-                     int64_t cols);
+                     int64_t cols, int threads);
 
 /// The rows x cols f32 matrix at `in` rounded into the bf16 one at `out`,
 /// likewise.
 void roundBf16Matrix(const float *in, int64_t inLd, uint16_t *out, int64_t outLd, int64_t rows,
-                     int64_t cols);
+                     int64_t cols, int threads);
 
 } // namespace fsdprt
 

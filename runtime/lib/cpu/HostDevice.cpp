@@ -10,9 +10,9 @@
 //
 // f32 and bf16 products run on oneDNN or OpenBLAS by the rules of Sgemm.h
 // and Bf16Gemm.h (OpenBLAS only where its core suits the CPU,
-// OpenblasCore.h): `--version` says which and why, and so does rank 0 before the first step
-// for the kinds of product the step calls, so that a run's log shows what
-// its products ran on.
+// OpenblasCore.h): `--version` says which and why, and so does rank 0 above
+// the throughput line for the kinds of product the step calls, so that a
+// run's log shows what its products ran on.
 //
 //===----------------------------------------------------------------------===//
 

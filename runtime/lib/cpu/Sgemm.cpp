@@ -80,6 +80,10 @@ void f32Gemm(const GemmBatch &product, float alpha, const float *a, const float 
   openblasSgemm(product, alpha, a, b, beta, c);
 }
 
+bool f32GemmsRunOnOnednn() {
+  return onednnKernel(OnednnKernels::F32Brgemm).has_value() || routeAroundOpenblas();
+}
+
 std::string f32GemmLine() {
   if (std::optional<std::string> brgemm = onednnKernel(OnednnKernels::F32Brgemm))
     return "f32 gemm: " + *brgemm + "; padded rows, gapped batches: " + otherProductsKernel();

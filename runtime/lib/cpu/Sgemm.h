@@ -30,6 +30,11 @@ void openblasSgemm(const GemmBatch &product, float alpha, const float *a, const 
 void f32Gemm(const GemmBatch &product, float alpha, const float *a, const float *b, float beta,
              float *c);
 
+/// Whether this process's tight f32 products (rows and batches without gaps,
+/// as the widened bf16 products' are) run on oneDNN, on its OpenMP threads,
+/// rather than on OpenBLAS's own.
+bool f32GemmsRunOnOnednn();
+
 /// What f32 products run on in this process and why, as `--version` prints
 /// it (no trailing newline): "f32 gemm: oneDNN 2.6.3, avx512_core
 /// (brg:avx512_core); padded rows, gapped batches: OpenBLAS sgemm, core

@@ -82,9 +82,9 @@ TEST(Bf16Rows, MatricesKeepTheirStrides) {
   for (size_t i = 0; i < in.size(); ++i)
     in[i] = floatToBF16(static_cast<float>(i) + 0.5f);
   std::vector<float> wide(rows * 6, -1.0f);
-  widenBf16Matrix(in.data(), 8, wide.data(), 6, rows, cols);
+  widenBf16Matrix(in.data(), 8, wide.data(), 6, rows, cols, 2);
   std::vector<uint16_t> back(rows * 7, 0xBEEF);
-  roundBf16Matrix(wide.data(), 6, back.data(), 7, rows, cols);
+  roundBf16Matrix(wide.data(), 6, back.data(), 7, rows, cols, 2);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < 7; ++j) {
       if (j < cols) {
