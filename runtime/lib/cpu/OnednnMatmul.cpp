@@ -37,12 +37,12 @@ using dnnl::memory;
 
 /// What makes two products need different primitives: the kernels (and so
 /// the element type), the shape and strides, alpha and beta, and the
-/// threads. alpha and beta are in it because oneDNN 2.6 takes a sum post-op's scale only when the
-/// primitive is created, and a run-time output scale (DNNL_RUNTIME_F32_VAL)
-/// makes it leave its fastest kernels (brgemm) for its generic jit gemm; a
-/// step uses a handful of (alpha, beta) pairs (1 and 0 mostly). The thread
-/// count is in it because oneDNN splits the work for the threads it has
-/// when the primitive is created.
+/// threads. alpha and beta are in it because oneDNN 2.6 takes a sum
+/// post-op's scale only when the primitive is created, and a run-time output
+/// scale (DNNL_RUNTIME_F32_VAL) makes it leave its fastest kernels (brgemm)
+/// for its generic jit gemm; a step uses a handful of (alpha, beta) pairs (1
+/// and 0 mostly). The thread count is in it because oneDNN splits the work
+/// for the threads it has when the primitive is created.
 using Key = std::array<int64_t, 16>;
 
 int32_t floatBits(float value) {
