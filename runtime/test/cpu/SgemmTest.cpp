@@ -255,7 +255,8 @@ TEST(Sgemm, EmptyProducts) {
 
 TEST(SgemmPath, VersionLineNamesThePath) {
   if (std::optional<std::string> kernel = onednnKernel(OnednnKernels::F32Brgemm)) {
-    EXPECT_THAT(f32GemmLine(), StartsWith("f32 gemm: " + *kernel + "; padded rows, gapped batches: "));
+    EXPECT_THAT(f32GemmLine(),
+                StartsWith("f32 gemm: " + *kernel + "; padded rows, gapped batches: "));
     EXPECT_THAT(*kernel, HasSubstr("(brg:"));
   } else {
     EXPECT_THAT(f32GemmLine(), HasSubstr("; no brgemm f32 matmul in oneDNN 2."));
