@@ -3,8 +3,8 @@
 // Compares, on the same shapes and thread count, the ways the CPU runtime can
 // compute a product (runtime/lib/cpu/Sgemm.h, Bf16Gemm.h):
 //
-//   sgemm        OpenBLAS cblas_sgemm on f32 operands, at the core the runtime
-//                chose (openblasSgemm)
+//   sgemm        OpenBLAS cblas_sgemm on f32 operands, at the core OpenBLAS
+//                runs (openblasSgemm)
 //   onednn_f32   oneDNN's f32 brgemm matmul (onednnGemm F32Brgemm)
 //   onednn_jit   oneDNN's f32 matmul on any JIT kernel, its gemm:jit included
 //                (F32Jit: what takes the products brgemm declines where
@@ -161,7 +161,7 @@ void usage() {
              "                       [--impl LIST | --dtype f32|bf16] [M,N,K,TA,TB ...]\n"
              "  Times each library on each shape (stdin, one a line, without shape arguments)\n"
              "  and prints GFLOP/s as JSON. Libraries (--impl, comma-separated; default all):\n"
-             "    sgemm        OpenBLAS cblas_sgemm, f32, at the runtime's core\n"
+             "    sgemm        OpenBLAS cblas_sgemm, f32, at OpenBLAS's core\n"
              "    onednn_f32   oneDNN matmul, f32, brgemm kernels\n"
              "    onednn_jit   oneDNN matmul, f32, any JIT kernel (gemm:jit too)\n"
              "    onednn_bf16  oneDNN matmul, bf16 in and out, on bf16 instructions\n"

@@ -48,13 +48,13 @@ int conversionThreads() {
 }
 
 /// The `batch` rows x cols matrices at `matrix` (row stride `ld`, matrix
-/// stride `stride`) widened into `out`, packed.
+/// stride `stride`) widened into `out`, packed, on `threads` threads.
 void widen(const void *matrix, int64_t batch, int64_t stride, int64_t rows, int64_t cols,
-           int64_t ld, std::vector<float> &out) {
+           int64_t ld, int threads, std::vector<float> &out) {
   out.resize(static_cast<size_t>(batch * rows * cols));
   for (int64_t s = 0; s < batch; ++s)
     widenBf16Matrix(static_cast<const uint16_t *>(matrix) + s * stride, ld,
-                    out.data() + s * rows * cols, cols, rows, cols, conversionThreads());
+                    out.data() + s * rows * cols, cols, rows, cols, threads);
 }
 
 void gemmBF16(const GemmBatch &product, float alpha, const void *a, const void *b, float beta,
@@ -78,11 +78,12 @@ void widenedGemmBf16(const GemmBatch &product, float alpha, const void *a, const
   // Stored shapes: A is m x k (k x m transposed), B is k x n (n x k).
   int64_t aRows = g.transA ? g.k : g.m, aCols = g.transA ? g.m : g.k;
   int64_t bRows = g.transB ? g.n : g.k, bCols = g.transB ? g.k : g.n;
-  widen(a, product.batch, product.strideA, aRows, aCols, g.lda, wideA);
-  widen(b, product.batch, product.strideB, bRows, bCols, g.ldb, wideB);
+  int threads = conversionThreads();
+  widen(a, product.batch, product.strideA, aRows, aCols, g.lda, threads, wideA);
+  widen(b, product.batch, product.strideB, bRows, bCols, g.ldb, threads, wideB);
   // C is not read when beta is 0 (it may hold NaNs), as in BLAS.
   if (beta != 0.0f)
-    widen(c, product.batch, product.strideC, g.m, g.n, g.ldc, wideC);
+    widen(c, product.batch, product.strideC, g.m, g.n, g.ldc, threads, wideC);
   else
     wideC.resize(static_cast<size_t>(product.batch * g.m * g.n));
   // Packed rows and batches (tight, so oneDNN's brgemm takes them); a row of
@@ -94,8 +95,7 @@ void widenedGemmBf16(const GemmBatch &product, float alpha, const void *a, const
           wideA.data(), wideB.data(), beta, wideC.data());
   for (int64_t s = 0; s < product.batch; ++s)
     roundBf16Matrix(wideC.data() + s * g.m * g.n, g.n,
-                    static_cast<uint16_t *>(c) + s * product.strideC, g.ldc, g.m, g.n,
-                    conversionThreads());
+                    static_cast<uint16_t *>(c) + s * product.strideC, g.ldc, g.m, g.n, threads);
 }
 
 std::string bf16GemmLine() {

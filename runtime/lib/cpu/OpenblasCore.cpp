@@ -79,9 +79,16 @@ std::string_view levelName(VectorLevel level) {
   return "";
 }
 
+namespace {
+
+bool isGeneric(std::string_view core, const CpuVectorFeatures &cpu) {
+  return openblasCoreLevel(core) < VectorLevel::Avx2 && vectorLevel(cpu) >= VectorLevel::Avx2;
+}
+
+} // namespace
+
 bool openblasCoreIsGeneric() {
-  return openblasCoreLevel(openblas_get_corename()) < VectorLevel::Avx2 &&
-         vectorLevel(detectCpuVectorFeatures()) >= VectorLevel::Avx2;
+  return isGeneric(openblas_get_corename(), detectCpuVectorFeatures());
 }
 
 std::string openblasCoreDescription() {
@@ -90,7 +97,7 @@ std::string openblasCoreDescription() {
   std::string why = forced && *forced ? std::string("OPENBLAS_CORETYPE=") + forced
                                       : std::string("OpenBLAS's choice");
   CpuVectorFeatures cpu = detectCpuVectorFeatures();
-  if (openblasCoreIsGeneric())
+  if (isGeneric(core, cpu))
     why += "; generic on this " + std::string(levelName(vectorLevel(cpu))) + " CPU, which " +
            std::string(*openblasCoreFor(cpu)) + " suits";
   return "core " + core + " (" + why + ")";

@@ -81,7 +81,9 @@ void f32Gemm(const GemmBatch &product, float alpha, const float *a, const float 
 }
 
 bool f32GemmsRunOnOnednn() {
-  return onednnKernel(OnednnKernels::F32Brgemm).has_value() || routeAroundOpenblas();
+  static const bool onOnednn =
+      onednnKernel(OnednnKernels::F32Brgemm).has_value() || routeAroundOpenblas();
+  return onOnednn;
 }
 
 std::string f32GemmLine() {
