@@ -190,10 +190,10 @@ static void uploadStateShards(const Manifest &manifest, Arena &arena) {
         arena.upload(slot.offset, unit.shardBytes());
 }
 
-int runTrainer(int argc, const char *const *argv, const char *manifestText,
-               TrainStepFn trainStep, const char *evalManifestText, TrainStepFn evalStep,
-               const char *kernelOrigins, const char *evalKernelOrigins) {
-  TrainerOptions options = parseFlags(argc, argv);
+/// --help, --version and --print-manifest, which need neither MPI nor a
+/// device: the exit status when one of them was given.
+static std::optional<int> answerInfoFlag(const TrainerOptions &options,
+                                         const char *manifestText) {
   if (options.help) {
     std::fputs(usageText(), stdout);
     return 0;
@@ -210,34 +210,141 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
       std::fputc('\n', stdout);
     return 0;
   }
+  return std::nullopt;
+}
+
+/// The training step's manifest and, with --eval-data, the evaluation
+/// step's, checked against each other and the flags on every rank alike.
+struct RunManifests {
+  Manifest training, evaluation;
+};
+
+static RunManifests readManifests(const TrainerOptions &options, bool evaluating,
+                                  const char *manifestText, const char *kernelOrigins,
+                                  const char *evalManifestText, TrainStepFn evalStep,
+                                  const char *evalKernelOrigins) {
+  SameErrorOnEveryRank same;
+  RunManifests manifests;
+  Manifest &manifest = manifests.training;
+  manifest = parseManifest(manifestText);
+  manifest.kernelOrigins = parseKernelOrigins(kernelOrigins);
+  checkWorldSize(manifest);
+  checkFlagCombinations(options);
+  if (evaluating && !evalStep)
+    fatal("--eval-data: this trainer has no evaluation step (its object was not compiled "
+          "by fsdpc, which links one beside the training step)");
+  if (evaluating) {
+    Manifest &evalManifest = manifests.evaluation;
+    evalManifest = parseManifest(evalManifestText);
+    evalManifest.kernelOrigins = parseKernelOrigins(evalKernelOrigins);
+    // The evaluation step runs on the training step's arena.
+    if (std::string what = persistentLayoutDifference(manifest, evalManifest); !what.empty())
+      fatal("the evaluation step's manifest differs from the training step's in " + what +
+            " (the trainer's object is inconsistent: recompile it with fsdpc)");
+    // The arena holds either step's transient buffers.
+    manifest.arenaBytes = std::max(manifest.arenaBytes, evalManifest.arenaBytes);
+  }
+  return manifests;
+}
+
+/// Rank 0's first lines (a manifest with step_flops): what the step's
+/// products run on, then what a step holds.
+static void printFirstLines(const Manifest &manifest, const Throughput &throughput) {
+  if (!manifest.stepFlops)
+    return;
+  for (const std::string &line :
+       {productKernels(manifest.stepFlops->bf16Products > 0), throughput.describe()})
+    if (!line.empty())
+      std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+/// The files rank 0 writes, opened before the first step so that a bad path
+/// stops the run at once; the other ranks only take part in gathering them.
+struct RunOutputs {
+  std::unique_ptr<OutputFile> logJson, exported, trace, stepTrace;
+};
+
+static RunOutputs openOutputs(const TrainerOptions &options, bool leader) {
+  RunOutputs outputs;
+  if (leader && !options.logJsonPath.empty())
+    outputs.logJson = std::make_unique<OutputFile>("--log-json", options.logJsonPath);
+  if (leader && !options.exportPath.empty())
+    outputs.exported = std::make_unique<OutputFile>("--export", options.exportPath);
+  if (leader && !options.traceStatePath.empty())
+    outputs.trace = std::make_unique<OutputFile>("--trace-state", options.traceStatePath);
+  if (!options.tracePath.empty() && !hostTimesStep())
+    fatal("--trace: this backend cannot time its step from the host yet (a GPU's work "
+          "runs after the calls that enqueue it); fsdpc --timeline predicts it");
+  if (leader && !options.tracePath.empty())
+    outputs.stepTrace = std::make_unique<OutputFile>("--trace", options.tracePath);
+  return outputs;
+}
+
+/// The shards' first values: a resumed run's checkpoint (its position
+/// returned, checked against the flags, its optimizer state uploaded), else
+/// the initial values or --init-from's.
+static std::optional<TrainingPosition> startShards(const TrainerOptions &options,
+                                                   const Manifest &manifest,
+                                                   const RankPlace &place, HostShards &shards,
+                                                   Arena &arena) {
+  if (options.resumeDir.empty()) {
+    uint64_t seed = options.seed.value_or(0);
+    if (options.initFromPath.empty())
+      initializeShards(manifest, seed, place.shardIndex, shards);
+    else
+      initFromSafetensors(manifest, options.initFromPath, place.shardIndex, shards);
+    return std::nullopt;
+  }
+  TrainingPosition position = loadCheckpoint(options.resumeDir, manifest, place, shards);
+  SameErrorOnEveryRank same;
+  if (options.seed && *options.seed != position.seed)
+    fatal("--seed " + std::to_string(*options.seed) + " differs from the checkpoint's seed " +
+          std::to_string(position.seed) + ": a resumed run keeps its data order");
+  if (options.steps < position.step)
+    fatal("--steps " + std::to_string(options.steps) + " is before the checkpoint's step " +
+          std::to_string(position.step) + " (--steps is the last step to run)");
+  uploadStateShards(manifest, arena);
+  return position;
+}
+
+/// Rank 0's last line, the planned arena beside every rank's measured
+/// high-water mark, and its files completed and closed: `stepTrace` is the
+/// --trace file's text.
+static void finishOutputs(RunOutputs &outputs, int64_t plannedPeak,
+                          const std::vector<int64_t> &marks, const std::string &stepTrace) {
+  std::printf("%s\n", arenaLine(plannedPeak, marks).c_str());
+  std::fflush(stdout);
+  if (outputs.exported)
+    outputs.exported->close();
+  if (outputs.trace)
+    outputs.trace->close();
+  if (outputs.stepTrace) {
+    outputs.stepTrace->write(stepTrace);
+    outputs.stepTrace->close();
+  }
+  if (outputs.logJson) {
+    outputs.logJson->write(arenaJson(plannedPeak, marks) + "\n");
+    outputs.logJson->close();
+  }
+}
+
+int runTrainer(int argc, const char *const *argv, const char *manifestText,
+               TrainStepFn trainStep, const char *evalManifestText, TrainStepFn evalStep,
+               const char *kernelOrigins, const char *evalKernelOrigins) {
+  TrainerOptions options = parseFlags(argc, argv);
+  if (std::optional<int> status = answerInfoFlag(options, manifestText))
+    return *status;
 
   startMpi();
   // Before anything else touches the device: a CUDA trainer on a machine
   // without a GPU stops here.
   DeviceSession device;
-  Manifest manifest;
   bool evaluating = !options.evalDataPath.empty();
-  Manifest evalManifest;
-  {
-    SameErrorOnEveryRank same;
-    manifest = parseManifest(manifestText);
-    manifest.kernelOrigins = parseKernelOrigins(kernelOrigins);
-    checkWorldSize(manifest);
-    checkFlagCombinations(options);
-    if (evaluating && !evalStep)
-      fatal("--eval-data: this trainer has no evaluation step (its object was not compiled "
-            "by fsdpc, which links one beside the training step)");
-    if (evaluating) {
-      evalManifest = parseManifest(evalManifestText);
-      evalManifest.kernelOrigins = parseKernelOrigins(evalKernelOrigins);
-      // The evaluation step runs on the training step's arena.
-      if (std::string what = persistentLayoutDifference(manifest, evalManifest); !what.empty())
-        fatal("the evaluation step's manifest differs from the training step's in " + what +
-              " (the trainer's object is inconsistent: recompile it with fsdpc)");
-      // The arena holds either step's transient buffers.
-      manifest.arenaBytes = std::max(manifest.arenaBytes, evalManifest.arenaBytes);
-    }
-  }
+  RunManifests manifests = readManifests(options, evaluating, manifestText, kernelOrigins,
+                                         evalManifestText, evalStep, evalKernelOrigins);
+  Manifest &manifest = manifests.training;
+  const Manifest &evalManifest = manifests.evaluation;
   // The device was opened before the manifest was read: its products' math
   // is set now, before anything runs on it.
   setAllowTf32(manifest.allowTf32);
@@ -250,32 +357,13 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
                                                   *options.peakTflops * 1e12}
                                       : devicePeak(manifest);
   Throughput throughput(manifest, std::move(peak));
-  if (leader && manifest.stepFlops) {
-    // What the step's products run on first, then what the step holds.
-    for (const std::string &line :
-         {productKernels(manifest.stepFlops->bf16Products > 0), throughput.describe()})
-      if (!line.empty())
-        std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-  }
+  if (leader)
+    printFirstLines(manifest, throughput);
 
-  // Rank 0 writes the outputs; the other ranks only take part in gathering them.
-  std::unique_ptr<OutputFile> logJson;
-  if (leader && !options.logJsonPath.empty())
-    logJson = std::make_unique<OutputFile>("--log-json", options.logJsonPath);
-  std::unique_ptr<OutputFile> exported;
-  if (leader && !options.exportPath.empty())
-    exported = std::make_unique<OutputFile>("--export", options.exportPath);
-  std::unique_ptr<OutputFile> trace;
-  if (leader && !options.traceStatePath.empty())
-    trace = std::make_unique<OutputFile>("--trace-state", options.traceStatePath);
+  RunOutputs outputs = openOutputs(options, leader);
+  std::unique_ptr<OutputFile> &logJson = outputs.logJson, &exported = outputs.exported,
+                              &trace = outputs.trace, &stepTrace = outputs.stepTrace;
   bool tracing = !options.traceStatePath.empty();
-  if (!options.tracePath.empty() && !hostTimesStep())
-    fatal("--trace: this backend cannot time its step from the host yet (a GPU's work "
-          "runs after the calls that enqueue it); fsdpc --timeline predicts it");
-  std::unique_ptr<OutputFile> stepTrace;
-  if (leader && !options.tracePath.empty())
-    stepTrace = std::make_unique<OutputFile>("--trace", options.tracePath);
   StepTimeline timeline;
   if (!options.tracePath.empty())
     StepTimeline::activate(&timeline);
@@ -285,26 +373,11 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   Arena arena(static_cast<size_t>(manifest.arenaBytes));
   HostArena hostArena(static_cast<size_t>(manifest.hostArenaBytes));
   HostShards shards(arena.host(), hostArena.data());
-  std::optional<TrainingPosition> resumed;
-  TrainingPosition position;
-  if (!options.resumeDir.empty()) {
-    resumed = loadCheckpoint(options.resumeDir, manifest, place, shards);
-    position = *resumed;
-    SameErrorOnEveryRank same;
-    if (options.seed && *options.seed != position.seed)
-      fatal("--seed " + std::to_string(*options.seed) + " differs from the checkpoint's seed " +
-            std::to_string(position.seed) + ": a resumed run keeps its data order");
-    if (options.steps < position.step)
-      fatal("--steps " + std::to_string(options.steps) + " is before the checkpoint's step " +
-            std::to_string(position.step) + " (--steps is the last step to run)");
-    uploadStateShards(manifest, arena);
-  } else {
+  std::optional<TrainingPosition> resumed =
+      startShards(options, manifest, place, shards, arena);
+  TrainingPosition position = resumed.value_or(TrainingPosition{});
+  if (!resumed)
     position.seed = options.seed.value_or(0);
-    if (options.initFromPath.empty())
-      initializeShards(manifest, position.seed, place.shardIndex, shards);
-    else
-      initFromSafetensors(manifest, options.initFromPath, place.shardIndex, shards);
-  }
   position.data = options.dataPath.empty() ? "synthetic" : options.dataPath;
   {
     SameErrorOnEveryRank same;
@@ -511,25 +584,14 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
     exportSafetensors(manifest, place, shards, exported.get(), options.exportDType,
                       {{"producer", "fsdp-mlir"}, {"step", std::to_string(position.step)}});
   }
-  if (leader) {
-    std::printf("%s\n", arenaLine(plannedPeak, marks).c_str());
-    std::fflush(stdout);
-    if (exported)
-      exported->close();
-    if (trace)
-      trace->close();
-    if (stepTrace) {
-      stepTrace->write(timeline.chromeTrace(place.rank, options.steps - firstStep + 1, "cpu",
-                                            options.steps >= unitMarks.step
-                                                ? unitMarks.traceMember()
-                                                : std::string()));
-      stepTrace->close();
-    }
-    if (logJson) {
-      logJson->write(arenaJson(plannedPeak, marks) + "\n");
-      logJson->close();
-    }
-  }
+  if (leader)
+    finishOutputs(outputs, plannedPeak, marks,
+                  stepTrace ? timeline.chromeTrace(place.rank, options.steps - firstStep + 1,
+                                                   "cpu",
+                                                   options.steps >= unitMarks.step
+                                                       ? unitMarks.traceMember()
+                                                       : std::string())
+                            : std::string());
   StepTimeline::activate(nullptr);
   return 0;
 }
