@@ -2,6 +2,7 @@
 
 #include "ParallelCodeGen.h"
 
+#include "Bf16Selects.h"
 #include "Diagnostics.h"
 
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -39,6 +40,7 @@ LogicalResult optimise(llvm::Module &module, llvm::TargetMachine &machine, unsig
   module.setTargetTriple(machine.getTargetTriple());
   if (llvm::Error error = makeOptimizingTransformer(optLevel, /*sizeLevel=*/0, &machine)(&module))
     return fail("LLVM optimisation failed: " + llvm::toString(std::move(error)));
+  selectBf16AsIntegers(module);
   return success();
 }
 

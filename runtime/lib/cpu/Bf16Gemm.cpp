@@ -28,33 +28,49 @@
 
 #include <algorithm>
 #include <climits>
-#include <vector>
+#include <memory>
 
 using namespace fsdprt;
 
 namespace {
 
-/// Scratch matrices, reused from one product to the next: the runtime's
-/// workspace, outside the arena.
-thread_local std::vector<float> wideA, wideB, wideC;
+/// A scratch matrix, reused from one product to the next: the runtime's
+/// workspace, outside the arena. Growing it leaves the new elements
+/// uninitialised (a std::vector would zero them: a pass over memory as long
+/// as the conversion itself, in a step whose products change shape each call).
+class Scratch {
+public:
+  float *reserve(int64_t elements) {
+    if (static_cast<size_t>(elements) > capacity) {
+      data.reset(new float[static_cast<size_t>(elements)]);
+      capacity = static_cast<size_t>(elements);
+    }
+    return data.get();
+  }
+
+private:
+  std::unique_ptr<float[]> data;
+  size_t capacity = 0;
+};
+
+thread_local Scratch wideA, wideB, wideC;
 
 /// The threads that convert a widened product's matrices: the OpenMP
 /// threads of oneDNN where the f32 product runs there (as many as
 /// OpenBLAS's, OnednnMatmul.cpp), one where it runs on OpenBLAS, whose own
 /// threads spin a while after each call and would take the cores from the
 /// conversions' (measured: 2 threads slower than 1 there, bench/README.md).
-int conversionThreads() {
-  return f32GemmsRunOnOnednn() ? openblas_get_num_threads() : 1;
-}
+int conversionThreads() { return f32GemmsRunOnOnednn() ? openblas_get_num_threads() : 1; }
 
 /// The `batch` rows x cols matrices at `matrix` (row stride `ld`, matrix
 /// stride `stride`) widened into `out`, packed, on `threads` threads.
-void widen(const void *matrix, int64_t batch, int64_t stride, int64_t rows, int64_t cols,
-           int64_t ld, int threads, std::vector<float> &out) {
-  out.resize(static_cast<size_t>(batch * rows * cols));
+float *widen(const void *matrix, int64_t batch, int64_t stride, int64_t rows, int64_t cols,
+             int64_t ld, int threads, Scratch &scratch) {
+  float *out = scratch.reserve(batch * rows * cols);
   for (int64_t s = 0; s < batch; ++s)
-    widenBf16Matrix(static_cast<const uint16_t *>(matrix) + s * stride, ld,
-                    out.data() + s * rows * cols, cols, rows, cols, threads);
+    widenBf16Matrix(static_cast<const uint16_t *>(matrix) + s * stride, ld, out + s * rows * cols,
+                    cols, rows, cols, threads);
+  return out;
 }
 
 void gemmBF16(const GemmBatch &product, float alpha, const void *a, const void *b, float beta,
@@ -79,23 +95,22 @@ void widenedGemmBf16(const GemmBatch &product, float alpha, const void *a, const
   int64_t aRows = g.transA ? g.k : g.m, aCols = g.transA ? g.m : g.k;
   int64_t bRows = g.transB ? g.n : g.k, bCols = g.transB ? g.k : g.n;
   int threads = conversionThreads();
-  widen(a, product.batch, product.strideA, aRows, aCols, g.lda, threads, wideA);
-  widen(b, product.batch, product.strideB, bRows, bCols, g.ldb, threads, wideB);
+  float *wa = widen(a, product.batch, product.strideA, aRows, aCols, g.lda, threads, wideA);
+  float *wb = widen(b, product.batch, product.strideB, bRows, bCols, g.ldb, threads, wideB);
   // C is not read when beta is 0 (it may hold NaNs), as in BLAS.
-  if (beta != 0.0f)
-    widen(c, product.batch, product.strideC, g.m, g.n, g.ldc, threads, wideC);
-  else
-    wideC.resize(static_cast<size_t>(product.batch * g.m * g.n));
+  float *wc = beta != 0.0f
+                  ? widen(c, product.batch, product.strideC, g.m, g.n, g.ldc, threads, wideC)
+                  : wideC.reserve(product.batch * g.m * g.n);
   // Packed rows and batches (tight, so oneDNN's brgemm takes them); a row of
   // k = 0 elements still has a stride of 1 for BLAS.
   GemmShape packed{
       g.transA, g.transB, g.m, g.n, g.k, std::max<int64_t>(1, aCols), std::max<int64_t>(1, bCols),
       g.n};
-  f32Gemm(GemmBatch{packed, product.batch, aRows * aCols, bRows * bCols, g.m * g.n}, alpha,
-          wideA.data(), wideB.data(), beta, wideC.data());
+  f32Gemm(GemmBatch{packed, product.batch, aRows * aCols, bRows * bCols, g.m * g.n}, alpha, wa, wb,
+          beta, wc);
   for (int64_t s = 0; s < product.batch; ++s)
-    roundBf16Matrix(wideC.data() + s * g.m * g.n, g.n,
-                    static_cast<uint16_t *>(c) + s * product.strideC, g.ldc, g.m, g.n, threads);
+    roundBf16Matrix(wc + s * g.m * g.n, g.n, static_cast<uint16_t *>(c) + s * product.strideC,
+                    g.ldc, g.m, g.n, threads);
 }
 
 std::string bf16GemmLine() {
@@ -110,8 +125,8 @@ std::string bf16GemmLine() {
 extern "C" void fsdprt_gemm_bf16(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, int64_t k,
                                  float alpha, const void *a, int64_t lda, const void *b,
                                  int64_t ldb, float beta, void *c, int64_t ldc) {
-  ProductSpan span("gemm_bf16", 2.0 * static_cast<double>(m) * static_cast<double>(n) *
-                                   static_cast<double>(k));
+  ProductSpan span("gemm_bf16",
+                   2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   // cuBLAS's limit, so that a product the CPU takes runs on the GPU too.
   checkGemm("fsdprt_gemm_bf16", gemm, INT_MAX);
@@ -123,9 +138,8 @@ extern "C" void fsdprt_gemm_bf16_batched(int32_t trans_a, int32_t trans_b, int64
                                          int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
                                          int64_t stride_b, float beta, void *c, int64_t ldc,
                                          int64_t stride_c) {
-  ProductSpan span("gemm_bf16_batched", 2.0 * static_cast<double>(batch) *
-                                           static_cast<double>(m) * static_cast<double>(n) *
-                                           static_cast<double>(k));
+  ProductSpan span("gemm_bf16_batched", 2.0 * static_cast<double>(batch) * static_cast<double>(m) *
+                                            static_cast<double>(n) * static_cast<double>(k));
   GemmShape gemm{trans_a, trans_b, m, n, k, lda, ldb, ldc};
   // As on CUDA: the strides of the batch, then the product's own arguments.
   const char *what = "fsdprt_gemm_bf16_batched";
