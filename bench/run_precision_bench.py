@@ -237,7 +237,8 @@ class Trainer:
         with open(model, "w") as f:
             f.write(text)
         self.path = os.path.join(workdir, f"trainer-{self.precision}-g{self.ranks}")
-        cmd = [fsdpc, model, f"--grid={self.ranks}", "-o", self.path]
+        cmd = [fsdpc, model, f"--grid={self.ranks}", f"--cpu={cfg['cpu']}",
+               f"--cpu-features={cfg['cpu_features']}", "-o", self.path]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
             self.error = (f"fsdpc failed (exit {result.returncode}): {' '.join(cmd)}\n"
@@ -429,7 +430,7 @@ def bench(args, workdir):
     if not os.access(fsdpc, os.X_OK):
         raise BenchError(f"--fsdpc: '{fsdpc}' is not an executable (build it, or pass --fsdpc)")
     cfg = {k: getattr(args, k) for k in ("layers", "dim", "heads", "kv_heads", "ffn", "vocab",
-                                         "seq", "batch")}
+                                         "seq", "batch", "cpu", "cpu_features")}
     tokens = cfg["batch"] * cfg["seq"]
     gemms = model_gemms(cfg)
     step_flops = sum(gemm_flops(g) for g in gemms)
@@ -556,6 +557,10 @@ def bench(args, workdir):
     print(f"machine: nproc {machine['nproc']}, {machine['cpu']}, load average {machine.get('loadavg', '?')}"
           + (f", CPU busy before {100 * busy:.0f}%" if busy is not None else "")
           + (f", other processes during {100 * other:.0f}%" if other is not None else ""))
+    print(f"trainers: fsdpc --cpu={cfg['cpu']}"
+          + (f" --cpu-features={cfg['cpu_features']}" if cfg["cpu_features"] else "")
+          + "".join(f", {v}={os.environ[v]}" for v in ("DNNL_MAX_CPU_ISA", "OPENBLAS_CORETYPE")
+                    if v in os.environ))
     if max(busy or 0.0, other or 0.0) > 0.10:
         print("warning: other processes used the CPUs around or during the measurement: "
               "these numbers are noise; run again on an idle machine")
@@ -674,6 +679,12 @@ def main(argv=None):
     ap.add_argument("--vocab", type=int, default=4096)
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--cpu", default="native",
+                    help="the CPU the trainers are built for (fsdpc --cpu; default native)")
+    ap.add_argument("--cpu-features", default="",
+                    help="fsdpc --cpu-features: -avx512bf16,-amx-bf16 (with "
+                         "DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI) is a Xeon without BF16 on a "
+                         "machine with it")
     ap.add_argument("--precisions", default="f32,bf16", help="of f32,bf16 (default both)")
     ap.add_argument("--ranks", default="1,2", help="grids to run (default 1,2)")
     ap.add_argument("--threads", type=int, default=2,

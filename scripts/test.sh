@@ -43,12 +43,13 @@ LIT_FILTER='e2e/(.*reference|sharded|micro-batches|.*trajectory|gradcheck|mlp-tr
 elapsed
 
 # The bf16 trainers again as on an AVX-512 Xeon without BF16 whose model OpenBLAS does not
-# know (a hypervisor's hidden "Intel(R) Xeon(R) Processor"): oneDNN without bf16
-# instructions and OpenBLAS on its generic kernels, so that the products take the paths
-# such a machine takes (bf16 widened for oneDNN's f32 brgemm, the rest around OpenBLAS:
-# docs/Runtime.md, section 1) and still match the reference.
-echo "== the bf16 trainers as on a Xeon without BF16: DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI, OPENBLAS_CORETYPE=Prescott"
-LIT_OPTS="--param dnnl_max_cpu_isa=AVX512_CORE_VNNI --param openblas_coretype=Prescott" \
+# know (a hypervisor's hidden "Intel(R) Xeon(R) Processor"): the step's loops built
+# without bf16 instructions, oneDNN without them and OpenBLAS on its generic kernels, so
+# that the loops and the products take the paths such a machine takes (bf16 widened for
+# oneDNN's f32 brgemm, the rest around OpenBLAS: docs/Runtime.md, section 1) and still
+# match the reference.
+echo "== the bf16 trainers as on a Xeon without BF16: fsdpc --cpu-features=-avx512bf16,-amx-bf16, DNNL_MAX_CPU_ISA=AVX512_CORE_VNNI, OPENBLAS_CORETYPE=Prescott"
+LIT_OPTS="--param fsdpc_cpu_features=-avx512bf16,-amx-bf16 --param dnnl_max_cpu_isa=AVX512_CORE_VNNI --param openblas_coretype=Prescott" \
 LIT_FILTER='e2e/(sharded-.*-bf16|llama-reference|trainer-version)' \
   cmake --build "$ROOT/build" --target check-fsdp
 elapsed

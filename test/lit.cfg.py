@@ -38,11 +38,16 @@ llvm_config.use_default_substitutions()
 # Numerical tests must hold on any x86-64, whatever code fsdpc generates for it and
 # whichever kernels OpenBLAS picks at run time. CI runs them again as on another machine:
 #   --param fsdpc_cpu=generic         every fsdpc in a RUN line builds for that CPU
+#   --param fsdpc_cpu_features=-avx512bf16,-amx-bf16
+#                                     ... with those features added or removed
 #   --param openblas_coretype=Haswell the trainers' OpenBLAS uses that kernel set
 #   --param dnnl_max_cpu_isa=AVX2     oneDNN uses no ISA above it (so none of its
 #                                     f32 or bf16 kernels: products go to OpenBLAS)
 # (lit passes only the environment it is given, so the variables are set here.)
 fsdpc_cpu = lit_config.params.get("fsdpc_cpu")
+fsdpc_cpu_features = lit_config.params.get("fsdpc_cpu_features")
+fsdpc_args = ([f"--cpu={fsdpc_cpu}"] if fsdpc_cpu else []) + \
+    ([f"--cpu-features={fsdpc_cpu_features}"] if fsdpc_cpu_features else [])
 openblas_coretype = lit_config.params.get("openblas_coretype")
 if openblas_coretype:
     config.environment["OPENBLAS_CORETYPE"] = openblas_coretype
@@ -58,7 +63,7 @@ if shutil.which("bible"):
     config.available_features.add("bible-kjv")
 
 tool_dirs = [config.fsdp_tools_dir, config.llvm_tools_dir]
-tools = ["fsdp-opt", ToolSubst("fsdpc", extra_args=[f"--cpu={fsdpc_cpu}"] if fsdpc_cpu else None),
+tools = ["fsdp-opt", ToolSubst("fsdpc", extra_args=fsdpc_args or None),
          "fsdp-import-hf", "fsdp-export-hf", "llvm-nm", "llvm-objdump"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
