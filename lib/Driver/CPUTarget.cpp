@@ -68,4 +68,9 @@ FailureOr<std::unique_ptr<llvm::TargetMachine>> createCPUTargetMachine(const CPU
   return machine;
 }
 
+bool hasBf16Products(const llvm::TargetMachine &machine) {
+  const llvm::MCSubtargetInfo *info = machine.getMCSubtargetInfo();
+  return info->checkFeatures("+avx512bf16") || info->checkFeatures("+amx-bf16");
+}
+
 } // namespace fsdpc

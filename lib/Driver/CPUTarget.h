@@ -29,6 +29,13 @@ struct CPUTarget {
   llvm::CodeGenOptLevel optLevel = llvm::CodeGenOptLevel::Aggressive;
 };
 
+/// Whether `machine` (a CPUTarget's) has bf16 product instructions:
+/// AVX512-BF16 or AMX-BF16, with which the runtime multiplies bf16 matrices
+/// on oneDNN's bf16 kernels (Runtime.md, section 1). Without them the CPU
+/// pipeline computes bf16 products as f32 products of widened operands
+/// (fsdp-widen-bf16-products).
+bool hasBf16Products(const llvm::TargetMachine &machine);
+
 /// The target machine for `target`, or a failure after printing
 /// `fsdpc: error: --cpu...: ...` for a CPU or feature LLVM does not know.
 mlir::FailureOr<std::unique_ptr<llvm::TargetMachine>>

@@ -59,6 +59,8 @@ LogicalResult checkFlags(const CompilerOptions &options, const RuntimeLinkage &r
                 "(--emit=obj still compiles for CUDA)");
   if (options.kernelsOnCPU && !cuda)
     return fail("--test-kernels-on-cpu needs --target=cuda");
+  if (options.widenBf16Products && cuda)
+    return fail("--widen-bf16-products is for --target=cpu: CUDA's bf16 products are cuBLAS's");
   if (options.emit == Emit::PTX && (!cuda || options.kernelsOnCPU))
     return fail("--emit=ptx needs --target=cuda (and no --test-kernels-on-cpu)");
   if (options.launchSummary && (!cuda || options.emit != Emit::MLIR))
@@ -102,7 +104,7 @@ public:
 
   LogicalResult run(OwningOpRef<ModuleOp> parsed, llvm::TargetMachine &machine) {
     step = std::move(parsed);
-    if (failed(applyGrid()) || failed(chooseTarget()) || failed(planMemory()))
+    if (failed(applyGrid()) || failed(chooseTarget(machine)) || failed(planMemory()))
       return failure();
     if (failed(writePictures(options, *planned, *profile, budget)))
       return failure();
@@ -139,7 +141,7 @@ private:
 
   /// The target's flags, checked before anything is compiled (a report needs
   /// no toolkit), and the device the step time is predicted for.
-  LogicalResult chooseTarget() {
+  LogicalResult chooseTarget(const llvm::TargetMachine &machine) {
     if (options.target == Target::CUDA) {
       // A report needs no toolkit: the default options, with the plan's fields.
       cuda = fsdp::CUDAPipelineOptions();
@@ -154,7 +156,7 @@ private:
       cuda->deterministic = plan && plan.getDeterministic();
       cuda->fuseAttention = options.fusesAttention(Target::CUDA);
     }
-    target = pipelineTarget(options, cuda);
+    target = pipelineTarget(options, cuda, hasBf16Products(machine));
     StringRef name = !options.deviceProfile.empty()   ? StringRef(options.deviceProfile)
                      : options.target == Target::CUDA ? "h100-sxm"
                                                       : "cpu";

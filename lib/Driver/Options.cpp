@@ -140,6 +140,16 @@ struct CommandLine {
         if (value != cl::BOU_UNSET)
           values.fuseAttention = value == cl::BOU_TRUE;
       })};
+  cl::opt<cl::boolOrDefault> widenBf16Products{
+      "widen-bf16-products",
+      cl::desc("--target=cpu: bf16 products as f32 products whose operands the step's loops "
+               "widen and whose results they round (the default for a CPU without bf16 "
+               "instructions, neither AVX512-BF16 nor AMX); =false keeps them bf16 runtime "
+               "products (less memory there: the runtime widens each in passes of its own)"),
+      cl::cat(targetCategory), cl::callback([this](const cl::boolOrDefault &value) {
+        if (value != cl::BOU_UNSET)
+          values.widenBf16Products = value == cl::BOU_TRUE;
+      })};
   cl::opt<std::string, true> cpu{
       "cpu",
       cl::desc("The x86-64 CPU the trainer is built for: native (this machine, the default) "

@@ -134,10 +134,11 @@ LogicalResult fsdpc::checkBF16Archs(ModuleOp module, ArrayRef<std::string> chips
 
 std::unique_ptr<fsdp::PipelineTarget>
 fsdpc::pipelineTarget(const CompilerOptions &options,
-                      const std::optional<fsdp::CUDAPipelineOptions> &cuda) {
+                      const std::optional<fsdp::CUDAPipelineOptions> &cuda, bool cpuBf16Products) {
   if (options.target == Target::CPU)
     return std::make_unique<fsdp::CPUPipelineTarget>(options.outlineKernels,
-                                                     options.fusesAttention(Target::CPU));
+                                                     options.fusesAttention(Target::CPU),
+                                                     options.widensBf16Products(cpuBf16Products));
   fsdp::CUDAPipelineOptions chosen = cuda.value_or(fsdp::CUDAPipelineOptions());
   if (options.launchSummary)
     return std::make_unique<LaunchSummaryTarget>(chosen);

@@ -36,13 +36,13 @@ mlir::FailureOr<mlir::fsdp::CUDAPipelineOptions> cudaOptions(const CompilerOptio
 /// older architecture is refused here rather than by ptxas.
 mlir::LogicalResult checkBF16Archs(mlir::ModuleOp module, llvm::ArrayRef<std::string> chips);
 
-/// The target the step is compiled for: the CPU, or CUDA with `cuda`'s
-/// options (the defaults where only the buffer plan is compiled: --report),
-/// or one of the tests' CUDA targets (--test-launch-summary,
-/// --test-kernels-on-cpu).
+/// The target the step is compiled for: the CPU (`cpuBf16Products`: whether
+/// it has bf16 product instructions), or CUDA with `cuda`'s options (the
+/// defaults where only the buffer plan is compiled: --report), or one of the
+/// tests' CUDA targets (--test-launch-summary, --test-kernels-on-cpu).
 std::unique_ptr<mlir::fsdp::PipelineTarget>
 pipelineTarget(const CompilerOptions &options,
-               const std::optional<mlir::fsdp::CUDAPipelineOptions> &cuda);
+               const std::optional<mlir::fsdp::CUDAPipelineOptions> &cuda, bool cpuBf16Products);
 
 } // namespace fsdpc
 

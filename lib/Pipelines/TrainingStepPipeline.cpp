@@ -38,6 +38,7 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, const PipelineTarget
       ConvertFSDPToRuntimePassOptions{/*deviceArena=*/target.hasDeviceArena()}));
   target.addRuntimeBoundPasses(pm, forwardOnly);
   pm.addPass(createConvertFSDPToLinalgPass());
+  target.addLinalgPasses(pm);
   pm.addPass(createFSDPFuseElementwisePass());
   // No CSE before bufferization: merging identical zero-filled tensors would
   // make products share an output and force copies.

@@ -61,6 +61,16 @@ struct CompilerOptions {
   bool fusesAttention(Target target) const {
     return fuseAttention.value_or(target == Target::CUDA);
   }
+  /// --target=cpu: bf16 products as f32 products whose operands the step's
+  /// loops widen and round (fsdp-widen-bf16-products); unset: where the CPU
+  /// built for has no bf16 instructions.
+  std::optional<bool> widenBf16Products;
+
+  /// Whether the CPU step's bf16 products are widened, as chosen, for a CPU
+  /// with (`cpuBf16Products`) or without bf16 product instructions.
+  bool widensBf16Products(bool cpuBf16Products) const {
+    return widenBf16Products.value_or(!cpuBf16Products);
+  }
   std::string cpu = "native";
   std::string cpuFeatures;
   /// Parts compiled at once (-j).

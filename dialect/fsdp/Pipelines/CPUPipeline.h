@@ -16,17 +16,23 @@ namespace mlir::fsdp {
 /// attention is the runtime's fused call (fsdp-fuse-attention), as on CUDA.
 class CPUPipelineTarget : public PipelineTarget {
 public:
-  explicit CPUPipelineTarget(bool outlineKernels = true, bool fuseAttention = false)
-      : outlineKernels(outlineKernels), fuseAttention(fuseAttention) {}
+  /// `widenBf16Products`: the CPU has no bf16 product instructions
+  /// (fsdp-widen-bf16-products).
+  explicit CPUPipelineTarget(bool outlineKernels = true, bool fuseAttention = false,
+                             bool widenBf16Products = false)
+      : outlineKernels(outlineKernels), fuseAttention(fuseAttention),
+        widenBf16Products(widenBf16Products) {}
 
   bool hasDeviceArena() const override { return false; }
   bool fusesBias() const override { return false; }
   void addRuntimeBoundPasses(OpPassManager &pm, bool forwardOnly) const override;
+  void addLinalgPasses(OpPassManager &pm) const override;
   void addLowering(OpPassManager &pm) const override;
 
 private:
   bool outlineKernels;
   bool fuseAttention;
+  bool widenBf16Products;
 };
 
 /// Registers `fsdp-cpu-pipeline` and each of its passes with the pass registry.

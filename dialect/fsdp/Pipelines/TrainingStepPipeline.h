@@ -30,6 +30,9 @@ public:
   /// they become linalg (the CUDA target's fused attention); `forwardOnly`
   /// for the evaluation step.
   virtual void addRuntimeBoundPasses(OpPassManager &pm, bool forwardOnly) const {}
+  /// Passes on the step's linalg ops before elementwise fusion (the CPU's
+  /// bf16 products widened where it has no bf16 instructions).
+  virtual void addLinalgPasses(OpPassManager &pm) const {}
   /// Passes on the step's tensors just before bufferization.
   virtual void addTensorPasses(OpPassManager &pm) const {}
   /// Passes on the step's buffers before they are placed in the arena.

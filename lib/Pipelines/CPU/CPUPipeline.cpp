@@ -34,6 +34,13 @@ void mlir::fsdp::CPUPipelineTarget::addRuntimeBoundPasses(OpPassManager &pm,
         FSDPFuseAttentionPassOptions{/*deterministic=*/false, /*quiet=*/forwardOnly}));
 }
 
+void mlir::fsdp::CPUPipelineTarget::addLinalgPasses(OpPassManager &pm) const {
+  // Without bf16 instructions the runtime would widen each product's
+  // operands in passes of their own; the step's loops do it as they go.
+  if (widenBf16Products)
+    pm.addPass(createFSDPWidenBf16ProductsPass());
+}
+
 void mlir::fsdp::CPUPipelineTarget::addLowering(OpPassManager &pm) const {
   pm.addPass(createConvertBufferizationToMemRefPass());
   if (outlineKernels) {

@@ -21,6 +21,57 @@ def FSDPFuseElementwisePass : Pass<"fsdp-fuse-elementwise"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def FSDPWidenBf16ProductsPass : Pass<"fsdp-widen-bf16-products"> {
+  let summary = "Computes bf16 products as f32 products of operands widened where they are made";
+  let description = [{
+    For a CPU without bf16 product instructions (no AVX512-BF16, no AMX:
+    AVX2 machines, Xeons before Cooper Lake), where the runtime would widen a
+    bf16 product's A and B to f32 in passes of their own and round C in
+    another (docs/Runtime.md, section 1). Each `linalg.matmul` and
+    `linalg.batch_matmul` whose operands are all bf16 becomes the same
+    product on f32 operands:
+
+    - each bf16 input is widened (`arith.extf`, exact) by an elementwise op
+      placed right after the op that computes it, once however many products
+      read it (Q, K and V read one normalised input), then reshaped as the
+      product reads it; `fsdp-fuse-elementwise`, next, fuses the widening
+      into the loop that computes the input;
+    - a zero C (`linalg.fill` of an empty tensor) becomes an f32 zero, any
+      other C is widened like an input;
+    - the f32 result is rounded to bf16 (`arith.truncf`, to nearest even)
+      where it is read: through the reshapes that follow it, right before the
+      ops that read it, into which `fsdp-fuse-elementwise` fuses the rounding.
+
+    The arithmetic is the runtime's widened product's, as the specification
+    says (docs/MixedPrecision.md): a product of two bf16 values is exact in
+    f32, the sums are f32, C is rounded once. The products become
+    `fsdprt_sgemm` calls; the inputs widened for them take f32 buffers (more
+    arena than the bf16 plan on a CPU with bf16 instructions, less than the
+    f32 plan). fsdpc runs it for `--target=cpu` when the CPU it builds for
+    (`--cpu`, `--cpu-features`) has neither `avx512bf16` nor `amx-bf16`.
+
+    ```mlir
+    %x = linalg.generic ... -> tensor<2x16x64xbf16>       // e.g. an RMSNorm
+    %a = tensor.collapse_shape %x [[0, 1], [2]] : ... into tensor<32x64xbf16>
+    %c = linalg.matmul ins(%a, %w : tensor<32x64xbf16>, tensor<64x64xbf16>)
+                       outs(%zero : tensor<32x64xbf16>) -> tensor<32x64xbf16>
+    %y = tensor.expand_shape %c [[0, 1], [2]] ... into tensor<2x16x64xbf16>
+    %z = linalg.generic ins(%y ...)                        // e.g. the rotary
+    // becomes
+    %x = linalg.generic ... -> tensor<2x16x64xbf16>
+    %xw = linalg.generic ins(%x) { arith.extf } -> tensor<2x16x64xf32>
+    %a = tensor.collapse_shape %xw ... into tensor<32x64xf32>
+    %c = linalg.matmul ins(%a, %ww : tensor<32x64xf32>, tensor<64x64xf32>)
+                       outs(%zero32 : tensor<32x64xf32>) -> tensor<32x64xf32>
+    %y = tensor.expand_shape %c ... into tensor<2x16x64xf32>
+    %yr = linalg.generic ins(%y) { arith.truncf } -> tensor<2x16x64xbf16>
+    %z = linalg.generic ins(%yr ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def FSDPApproximateMathPass : Pass<"fsdp-approximate-math"> {
   let summary = "Replaces f32 exp, log and tanh by polynomials LLVM can vectorise";
   let description = [{
