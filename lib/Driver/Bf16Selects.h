@@ -22,9 +22,8 @@ namespace fsdpc {
 
 /// Rewrites every `select` of bfloat (or vectors of bfloat) in `module` as a
 /// select of the same bits as i16, bitcast to bfloat after. Run after LLVM's
-/// optimisation, which would move the bitcasts back. Returns how many selects
-/// it rewrote.
-unsigned selectBf16AsIntegers(llvm::Module &module);
+/// optimisation, which would move the bitcasts back.
+void selectBf16AsIntegers(llvm::Module &module);
 
 } // namespace fsdpc
 

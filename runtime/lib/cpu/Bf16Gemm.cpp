@@ -36,8 +36,8 @@ namespace {
 
 /// A scratch matrix, reused from one product to the next: the runtime's
 /// workspace, outside the arena. Growing it leaves the new elements
-/// uninitialised (a std::vector would zero them: a pass over memory as long
-/// as the conversion itself, in a step whose products change shape each call).
+/// uninitialised: a std::vector would zero them, a write the conversion
+/// overwrites at once, in a step whose products change shape each call.
 class Scratch {
 public:
   float *reserve(int64_t elements) {

@@ -329,6 +329,336 @@ static void finishOutputs(RunOutputs &outputs, int64_t plannedPeak,
   }
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// A step whose work is enqueued, and whose loss is not read yet.
+struct EnqueuedStep {
+  int64_t step;
+  float lr;
+  Clock::time_point start;
+  float returned; // the loss, without device_scalars
+  int lossTicket; // with device_scalars (copyLossToHost)
+};
+
+/// One run once its manifests are read and its rank placed: the arena and
+/// its shards, the step loop with what it logs, saves and evaluates, and the
+/// run's last outputs. The loop's named steps share this state.
+class TrainingRun {
+public:
+  TrainingRun(const TrainerOptions &options, const RunManifests &manifests, RankPlace place,
+              const Throughput &throughput, RunOutputs outputs, TrainStepFn trainStep,
+              TrainStepFn evalStep)
+      : options(options), manifest(manifests.training), evalManifest(manifests.evaluation),
+        place(place), leader(place.rank == 0), throughput(throughput),
+        outputs(std::move(outputs)), trainStep(trainStep), evalStep(evalStep),
+        evaluating(!options.evalDataPath.empty()), tracing(!options.traceStatePath.empty()),
+        // Zero-filled: gradient and state shards, padding and inputs start at 0.
+        arena(static_cast<size_t>(manifest.arenaBytes)),
+        hostArena(static_cast<size_t>(manifest.hostArenaBytes)),
+        shards(arena.host(), hostArena.data()),
+        // A CUDA graph replays the step's device work as captured: only a
+        // step that reads lr and step from the arena, and runs no host code
+        // in its middle (offload's update), can run from one; --debug-sync
+        // waits inside the step, which a capture refuses.
+        replayable(manifest.deviceScalars && manifest.hostArenaBytes == 0 &&
+                   !options.noCudaGraph && !options.debugSync),
+        runAhead(stepsRunAhead()) {
+    if (!options.tracePath.empty())
+      StepTimeline::activate(&timeline);
+  }
+
+  /// The shards (initial, --init-from or a checkpoint's), the data, the
+  /// uploads, and what --trace-state, --trace and --eval-data need first.
+  void start();
+  /// Every step from the first to --steps.
+  void train();
+  /// The last evaluation and checkpoint, the export, rank 0's last lines.
+  void finish();
+
+private:
+  void openData();
+  void uploadShards();
+  void save();
+  void evaluate(int64_t step);
+  EnqueuedStep enqueue(int64_t step);
+  /// Whether a step's loss may wait for the next step's work to be enqueued.
+  bool mayRunAhead(int64_t step) const;
+  /// The averaged loss of `enqueued` (its work done, or under way), checked.
+  float lossOf(const EnqueuedStep &enqueued, Clock::time_point &lossRead);
+  void logLoss(const EnqueuedStep &enqueued, float loss, Clock::time_point lossRead);
+  void logStep(int64_t step, float loss, float lr, double stepSeconds, Clock::time_point stepEnd);
+  /// Waits for `enqueued`'s work, then traces, logs, saves and evaluates it.
+  void complete(const EnqueuedStep &enqueued);
+
+  bool isSaveStep(int64_t step) const {
+    return options.saveEvery != 0 && step % options.saveEvery == 0;
+  }
+  bool isEvalStep(int64_t step) const {
+    return options.evalEvery != 0 && step % options.evalEvery == 0;
+  }
+  bool isProbeStep(int64_t step) const { return outputs.stepTrace && step == unitMarks.step; }
+
+  const TrainerOptions &options;
+  const Manifest &manifest;
+  const Manifest &evalManifest;
+  RankPlace place;
+  bool leader;
+  const Throughput &throughput;
+  RunOutputs outputs;
+  TrainStepFn trainStep, evalStep;
+  bool evaluating, tracing;
+  StepTimeline timeline;
+  Arena arena;
+  HostArena hostArena;
+  HostShards shards;
+  std::optional<TrainingPosition> resumed;
+  TrainingPosition position;
+  std::unique_ptr<BatchSource> batches;
+  std::unique_ptr<HeldOutLoss> heldOut;
+  int64_t firstStep = 1;
+  // With --trace, rank 0's arena at the first step's unit boundaries.
+  StepHighWater unitMarks;
+  // The steps last saved and evaluated: a resumed run's checkpoint is saved.
+  int64_t savedStep = -1, evaluatedStep = -1;
+  Clock::time_point intervalStart;
+  int64_t intervalSteps = 0;
+  bool replayable, runAhead;
+  std::optional<EnqueuedStep> unread;
+  // When the last loss was read: with the steps running ahead, a step's time
+  // runs from then (or from its own start, if later) to its loss.
+  Clock::time_point lastLossRead = Clock::time_point::min();
+};
+
+void TrainingRun::start() {
+  resumed = startShards(options, manifest, place, shards, arena);
+  position = resumed.value_or(TrainingPosition{});
+  if (!resumed)
+    position.seed = options.seed.value_or(0);
+  openData();
+  uploadShards();
+  firstStep = position.step + 1;
+  // The first step is the one the trace does not keep when more run, and
+  // the marker just laid shows what the step writes from its start.
+  unitMarks = StepHighWater{firstStep, manifest.persistentBytes, manifest.arenaBytes, {}, 0};
+  if (outputs.stepTrace)
+    timeline.probeGatherWaits(unitMarks.step, [&] {
+      unitMarks.afterGatherWaits.push_back(highWaterMark(manifest, arena));
+    });
+  if (tracing)
+    writeStateRecord(manifest, place, arena, hostArena.data(), outputs.trace.get(),
+                     /*afterStep=*/false);
+  savedStep = resumed ? resumed->step : -1;
+  if (evaluating)
+    heldOut = std::make_unique<HeldOutLoss>(
+        openDataFile("--eval-data", options.evalDataPath, options, manifest, place.rank,
+                     position.seed, /*shuffle=*/false),
+        options.evalBatches, manifest, evalManifest, evalStep);
+}
+
+/// The training data, its schedule, and where a resumed run goes on in it.
+void TrainingRun::openData() {
+  position.data = options.dataPath.empty() ? "synthetic" : options.dataPath;
+  {
+    SameErrorOnEveryRank same;
+    position.schedule = scheduleOf(options, manifest, resumed);
+  }
+  batches = openBatchSource(options, manifest, place.rank, position.seed);
+  if (!resumed)
+    return;
+  batches->resumeAfter(position.step, position.samplesSeen);
+  if (leader)
+    std::printf("resumed from step %" PRId64 " (%s, %" PRId64 " samples seen)\n", position.step,
+                resumed->data.c_str(), position.samplesSeen);
+}
+
+void TrainingRun::uploadShards() {
+  uploadParamShards(manifest, arena, hostArena.data());
+  markTransient(manifest, arena);
+  // On a GPU the uploads and the marker are still under way on the compute
+  // stream, and the first step's all-gathers read the shards on another:
+  // they must be done before it starts. (Each step's inputs need no wait:
+  // only the step's compute-stream work reads them.)
+  finishUploads();
+}
+
+void TrainingRun::save() {
+  saveCheckpoint(options.saveDir, manifest, place, arena, hostArena.data(), position,
+                 options.keep);
+  savedStep = position.step;
+}
+
+/// Rank 0 prints and logs the held-out loss after step `step`.
+void TrainingRun::evaluate(int64_t step) {
+  // The trace is of training steps.
+  StepTimeline::activate(nullptr);
+  double loss = heldOut->compute(manifest, arena, hostArena.data(), step);
+  evaluatedStep = step;
+  if (!options.tracePath.empty())
+    StepTimeline::activate(&timeline);
+  if (!leader)
+    return;
+  std::printf("eval step %" PRId64 " | held-out loss %.6f | %" PRId64 " samples\n", step, loss,
+              heldOut->samples());
+  std::fflush(stdout);
+  if (outputs.logJson) {
+    char line[160];
+    std::snprintf(line, sizeof(line),
+                  "{\"eval_step\": %" PRId64 ", \"eval_loss\": %.17g, \"eval_samples\": %" PRId64
+                  "}\n",
+                  step, loss, heldOut->samples());
+    outputs.logJson->write(std::string(line));
+    outputs.logJson->flush();
+  }
+}
+
+/// Rank 0's JSON line of every step and progress line of every
+/// --log-every-th.
+void TrainingRun::logStep(int64_t step, float loss, float lr, double stepSeconds,
+                          Clock::time_point stepEnd) {
+  uint64_t heapBytes = heapBytesInUse();
+  if (outputs.logJson) {
+    char line[384];
+    std::snprintf(line, sizeof(line),
+                  "{\"step\": %" PRId64 ", \"loss\": %s, \"lr\": %s, %s, "
+                  "\"bytes_in_use\": %" PRIu64 "}\n",
+                  step, formatLoss(loss).c_str(), formatLoss(lr).c_str(),
+                  Throughput::jsonFields(throughput.over(1, stepSeconds)).c_str(), heapBytes);
+    outputs.logJson->write(std::string(line));
+    outputs.logJson->flush();
+  }
+  if (step % options.logEvery == 0) {
+    StepRates rates = throughput.over(intervalSteps, secondsBetween(intervalStart, stepEnd));
+    std::printf("step %" PRId64 " | loss %.6f | lr %.3e | %s | mem %.1f MiB\n", step,
+                static_cast<double>(loss), static_cast<double>(lr),
+                Throughput::progressFields(rates).c_str(),
+                static_cast<double>(heapBytes) / (1024.0 * 1024.0));
+    std::fflush(stdout);
+    intervalStart = Clock::now();
+    intervalSteps = 0;
+  }
+}
+
+float TrainingRun::lossOf(const EnqueuedStep &enqueued, Clock::time_point &lossRead) {
+  float localLoss = manifest.deviceScalars ? takeLoss(enqueued.lossTicket) : enqueued.returned;
+  // Each rank's loss covers local_batch rows: their mean is the loss of the
+  // global batch.
+  float loss = static_cast<float>(averageOverWorld(localLoss));
+  lossRead = Clock::now();
+  if (!std::isfinite(loss)) {
+    SameErrorOnEveryRank same;
+    fatal("step " + std::to_string(enqueued.step) + ": the loss is " +
+          (std::isnan(loss) ? "NaN" : "infinite") + " (training diverged)");
+  }
+  return loss;
+}
+
+void TrainingRun::logLoss(const EnqueuedStep &enqueued, float loss, Clock::time_point lossRead) {
+  position.step = enqueued.step;
+  position.samplesSeen += manifest.batch;
+  ++intervalSteps;
+  Clock::time_point from = std::max(enqueued.start, lastLossRead);
+  lastLossRead = lossRead;
+  if (leader)
+    logStep(enqueued.step, loss, enqueued.lr, secondsBetween(from, lossRead), lossRead);
+}
+
+/// Step `step`'s batch written and its work enqueued (run, on the CPU).
+EnqueuedStep TrainingRun::enqueue(int64_t step) {
+  float lr = static_cast<float>(position.schedule.at(step));
+  setCurrentStep(step, step == firstStep);
+  Clock::time_point stepStart = Clock::now();
+  loadBatch(*batches, step, manifest, arena, {lr, step});
+  startStepEvents();
+  timeline.beginStep(step);
+  float returned = enqueueStep(
+      [&] { return callStep(trainStep, manifest, arena.stepData(), hostArena.data(), step, lr); },
+      replayable);
+  timeline.endStep();
+  return EnqueuedStep{step, lr, stepStart, returned,
+                      manifest.deviceScalars ? copyLossToHost(deviceLoss(manifest, arena)) : -1};
+}
+
+bool TrainingRun::mayRunAhead(int64_t step) const {
+  // What needs this step's state on the host, or its loss now, waits for
+  // all of its work and logs it first.
+  return runAhead && !tracing && !isSaveStep(step) && !isEvalStep(step) && !isProbeStep(step) &&
+         step != options.steps;
+}
+
+void TrainingRun::complete(const EnqueuedStep &enqueued) {
+  int64_t step = enqueued.step;
+  finishStep();
+  if (isProbeStep(step))
+    unitMarks.endOfStep = highWaterMark(manifest, arena);
+  Clock::time_point lossRead;
+  float loss = lossOf(enqueued, lossRead);
+  if (tracing)
+    writeStateRecord(manifest, place, arena, hostArena.data(), outputs.trace.get(),
+                     /*afterStep=*/true);
+  logLoss(enqueued, loss, lossRead);
+  // Saves and evaluations are not part of the step's rate.
+  Clock::time_point asideStart = Clock::now();
+  if (isSaveStep(step))
+    save();
+  if (isEvalStep(step))
+    evaluate(step);
+  intervalStart += Clock::now() - asideStart;
+}
+
+void TrainingRun::train() {
+  intervalStart = Clock::now();
+  for (int64_t step = firstStep; step <= options.steps; ++step) {
+    EnqueuedStep enqueued = enqueue(step);
+    // The previous step's loss, now that this step keeps the device busy
+    // (and before this step's errors, as if each step had been waited for).
+    if (unread) {
+      Clock::time_point lossRead;
+      float loss = lossOf(*unread, lossRead);
+      logLoss(*unread, loss, lossRead);
+      unread.reset();
+    }
+    if (int pending = pendingCollectives())
+      fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +
+            " not waited for (every *_start needs its fsdprt_wait)");
+    if (mayRunAhead(step))
+      unread = enqueued;
+    else
+      complete(enqueued);
+  }
+}
+
+void TrainingRun::finish() {
+  // The held-out loss and the checkpoint of the last step, unless already
+  // there.
+  if (evaluating && evaluatedStep != position.step)
+    evaluate(position.step);
+  if (!options.saveDir.empty() && savedStep != position.step)
+    save();
+  std::vector<int64_t> marks = gatherToRankZero(highWaterMark(manifest, arena));
+  // The planned peak of the steps that ran: a run that evaluated reached the
+  // evaluation step's plan, one that trained the training step's.
+  int64_t plannedPeak =
+      evaluating && position.step < firstStep ? evalManifest.arenaBytes : manifest.arenaBytes;
+  if (!options.exportPath.empty()) {
+    downloadParamShards(manifest, arena);
+    exportSafetensors(manifest, place, shards, outputs.exported.get(), options.exportDType,
+                      {{"producer", "fsdp-mlir"}, {"step", std::to_string(position.step)}});
+  }
+  if (leader) {
+    std::string stepTrace;
+    if (outputs.stepTrace)
+      stepTrace = timeline.chromeTrace(
+          place.rank, options.steps - firstStep + 1, "cpu",
+          options.steps >= unitMarks.step ? unitMarks.traceMember() : std::string());
+    finishOutputs(outputs, plannedPeak, marks, stepTrace);
+  }
+  StepTimeline::activate(nullptr);
+}
+
+} // namespace
+
 int runTrainer(int argc, const char *const *argv, const char *manifestText,
                TrainStepFn trainStep, const char *evalManifestText, TrainStepFn evalStep,
                const char *kernelOrigins, const char *evalKernelOrigins) {
@@ -340,11 +670,10 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   // Before anything else touches the device: a CUDA trainer on a machine
   // without a GPU stops here.
   DeviceSession device;
-  bool evaluating = !options.evalDataPath.empty();
-  RunManifests manifests = readManifests(options, evaluating, manifestText, kernelOrigins,
-                                         evalManifestText, evalStep, evalKernelOrigins);
-  Manifest &manifest = manifests.training;
-  const Manifest &evalManifest = manifests.evaluation;
+  RunManifests manifests =
+      readManifests(options, !options.evalDataPath.empty(), manifestText, kernelOrigins,
+                    evalManifestText, evalStep, evalKernelOrigins);
+  const Manifest &manifest = manifests.training;
   // The device was opened before the manifest was read: its products' math
   // is set now, before anything runs on it.
   setAllowTf32(manifest.allowTf32);
@@ -359,240 +688,12 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   Throughput throughput(manifest, std::move(peak));
   if (leader)
     printFirstLines(manifest, throughput);
-
   RunOutputs outputs = openOutputs(options, leader);
-  std::unique_ptr<OutputFile> &logJson = outputs.logJson, &exported = outputs.exported,
-                              &trace = outputs.trace, &stepTrace = outputs.stepTrace;
-  bool tracing = !options.traceStatePath.empty();
-  StepTimeline timeline;
-  if (!options.tracePath.empty())
-    StepTimeline::activate(&timeline);
-
   keepFreedMemoryForReuse();
-  // Zero-filled: gradient and state shards, padding and inputs start at 0.
-  Arena arena(static_cast<size_t>(manifest.arenaBytes));
-  HostArena hostArena(static_cast<size_t>(manifest.hostArenaBytes));
-  HostShards shards(arena.host(), hostArena.data());
-  std::optional<TrainingPosition> resumed =
-      startShards(options, manifest, place, shards, arena);
-  TrainingPosition position = resumed.value_or(TrainingPosition{});
-  if (!resumed)
-    position.seed = options.seed.value_or(0);
-  position.data = options.dataPath.empty() ? "synthetic" : options.dataPath;
-  {
-    SameErrorOnEveryRank same;
-    position.schedule = scheduleOf(options, manifest, resumed);
-  }
-  std::unique_ptr<BatchSource> batches =
-      openBatchSource(options, manifest, place.rank, position.seed);
-  if (resumed) {
-    batches->resumeAfter(position.step, position.samplesSeen);
-    if (leader)
-      std::printf("resumed from step %" PRId64 " (%s, %" PRId64 " samples seen)\n", position.step,
-                  resumed->data.c_str(), position.samplesSeen);
-  }
-  uploadParamShards(manifest, arena, hostArena.data());
-  markTransient(manifest, arena);
-  // On a GPU the uploads and the marker are still under way on the compute
-  // stream, and the first step's all-gathers read the shards on another:
-  // they must be done before it starts. (Each step's inputs need no wait:
-  // only the step's compute-stream work reads them.)
-  finishUploads();
-  int64_t firstStep = position.step + 1;
-  // With --trace, rank 0's arena at the first step's unit boundaries: the
-  // first step is the one the trace does not keep when more run, and the
-  // marker just laid shows what the step writes from its start.
-  StepHighWater unitMarks{firstStep, manifest.persistentBytes, manifest.arenaBytes, {}, 0};
-  if (stepTrace)
-    timeline.probeGatherWaits(unitMarks.step, [&] {
-      unitMarks.afterGatherWaits.push_back(highWaterMark(manifest, arena));
-    });
-  if (tracing)
-    writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/false);
-  // The steps last saved and evaluated: a resumed run's checkpoint is saved.
-  int64_t savedStep = resumed ? resumed->step : -1, evaluatedStep = -1;
-  auto save = [&] {
-    saveCheckpoint(options.saveDir, manifest, place, arena, hostArena.data(), position,
-                   options.keep);
-    savedStep = position.step;
-  };
-  std::unique_ptr<HeldOutLoss> heldOut;
-  if (evaluating)
-    heldOut = std::make_unique<HeldOutLoss>(
-        openDataFile("--eval-data", options.evalDataPath, options, manifest, place.rank,
-                     position.seed, /*shuffle=*/false),
-        options.evalBatches, manifest, evalManifest, evalStep);
-  // Rank 0 prints and logs the held-out loss after step `step`.
-  auto evaluate = [&](int64_t step) {
-    // The trace is of training steps.
-    StepTimeline::activate(nullptr);
-    double loss = heldOut->compute(manifest, arena, hostArena.data(), step);
-    evaluatedStep = step;
-    if (!options.tracePath.empty())
-      StepTimeline::activate(&timeline);
-    if (!leader)
-      return;
-    std::printf("eval step %" PRId64 " | held-out loss %.6f | %" PRId64 " samples\n", step, loss,
-                heldOut->samples());
-    std::fflush(stdout);
-    if (logJson) {
-      char line[160];
-      std::snprintf(line, sizeof(line),
-                    "{\"eval_step\": %" PRId64 ", \"eval_loss\": %.17g, \"eval_samples\": %" PRId64
-                    "}\n",
-                    step, loss, heldOut->samples());
-      logJson->write(std::string(line));
-      logJson->flush();
-    }
-  };
-
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point intervalStart = Clock::now();
-  int64_t intervalSteps = 0;
-  // Rank 0's JSON line of every step and progress line of every
-  // --log-every-th.
-  auto logStep = [&](int64_t step, float loss, float lr, double stepSeconds,
-                     Clock::time_point stepEnd) {
-    uint64_t heapBytes = heapBytesInUse();
-    if (logJson) {
-      char line[384];
-      std::snprintf(line, sizeof(line),
-                    "{\"step\": %" PRId64 ", \"loss\": %s, \"lr\": %s, %s, "
-                    "\"bytes_in_use\": %" PRIu64 "}\n",
-                    step, formatLoss(loss).c_str(), formatLoss(lr).c_str(),
-                    Throughput::jsonFields(throughput.over(1, stepSeconds)).c_str(), heapBytes);
-      logJson->write(std::string(line));
-      logJson->flush();
-    }
-    if (step % options.logEvery == 0) {
-      StepRates rates = throughput.over(intervalSteps, secondsBetween(intervalStart, stepEnd));
-      std::printf("step %" PRId64 " | loss %.6f | lr %.3e | %s | mem %.1f MiB\n", step,
-                  static_cast<double>(loss), static_cast<double>(lr),
-                  Throughput::progressFields(rates).c_str(),
-                  static_cast<double>(heapBytes) / (1024.0 * 1024.0));
-      std::fflush(stdout);
-      intervalStart = Clock::now();
-      intervalSteps = 0;
-    }
-  };
-  // A CUDA graph replays the step's device work as captured: only a step
-  // that reads lr and step from the arena, and runs no host code in its
-  // middle (offload's update), can run from one; --debug-sync waits inside
-  // the step, which a capture refuses.
-  bool replayable = manifest.deviceScalars && manifest.hostArenaBytes == 0 &&
-                    !options.noCudaGraph && !options.debugSync;
-  bool runAhead = stepsRunAhead();
-  // A step whose work is enqueued, and whose loss is not read yet.
-  struct EnqueuedStep {
-    int64_t step;
-    float lr;
-    Clock::time_point start;
-    float returned; // the loss, without device_scalars
-    int lossTicket; // with device_scalars (copyLossToHost)
-  };
-  std::optional<EnqueuedStep> unread;
-  // When the last loss was read: with the steps running ahead, a step's time
-  // runs from then (or from its own start, if later) to its loss.
-  Clock::time_point lastLossRead = Clock::time_point::min();
-  // The averaged loss of `enqueued` (its work done, or under way), checked.
-  auto lossOf = [&](const EnqueuedStep &enqueued, Clock::time_point &lossRead) {
-    float localLoss = manifest.deviceScalars ? takeLoss(enqueued.lossTicket) : enqueued.returned;
-    // Each rank's loss covers local_batch rows: their mean is the loss of the
-    // global batch.
-    float loss = static_cast<float>(averageOverWorld(localLoss));
-    lossRead = Clock::now();
-    if (!std::isfinite(loss)) {
-      SameErrorOnEveryRank same;
-      fatal("step " + std::to_string(enqueued.step) + ": the loss is " +
-            (std::isnan(loss) ? "NaN" : "infinite") + " (training diverged)");
-    }
-    return loss;
-  };
-  auto logLoss = [&](const EnqueuedStep &enqueued, float loss, Clock::time_point lossRead) {
-    position.step = enqueued.step;
-    position.samplesSeen += manifest.batch;
-    ++intervalSteps;
-    Clock::time_point from = std::max(enqueued.start, lastLossRead);
-    lastLossRead = lossRead;
-    if (leader)
-      logStep(enqueued.step, loss, enqueued.lr, secondsBetween(from, lossRead), lossRead);
-  };
-  for (int64_t step = firstStep; step <= options.steps; ++step) {
-    float lr = static_cast<float>(position.schedule.at(step));
-    setCurrentStep(step, step == firstStep);
-    Clock::time_point stepStart = Clock::now();
-    loadBatch(*batches, step, manifest, arena, {lr, step});
-    startStepEvents();
-    timeline.beginStep(step);
-    float returned = enqueueStep(
-        [&] { return callStep(trainStep, manifest, arena.stepData(), hostArena.data(), step, lr); },
-        replayable);
-    timeline.endStep();
-    EnqueuedStep enqueued{step, lr, stepStart, returned,
-                          manifest.deviceScalars ? copyLossToHost(deviceLoss(manifest, arena))
-                                                 : -1};
-    // The previous step's loss, now that this step keeps the device busy
-    // (and before this step's errors, as if each step had been waited for).
-    if (unread) {
-      Clock::time_point lossRead;
-      float loss = lossOf(*unread, lossRead);
-      logLoss(*unread, loss, lossRead);
-      unread.reset();
-    }
-    if (int pending = pendingCollectives())
-      fatal("step " + std::to_string(step) + " returned with " + plural(pending, "collective") +
-            " not waited for (every *_start needs its fsdprt_wait)");
-    // What needs this step's state on the host, or its loss now, waits for
-    // all of its work and logs it first.
-    bool saving = options.saveEvery != 0 && step % options.saveEvery == 0;
-    bool evaluatingNow = options.evalEvery != 0 && step % options.evalEvery == 0;
-    bool probing = stepTrace && step == unitMarks.step;
-    if (runAhead && !tracing && !saving && !evaluatingNow && !probing && step != options.steps) {
-      unread = enqueued;
-      continue;
-    }
-    finishStep();
-    if (probing)
-      unitMarks.endOfStep = highWaterMark(manifest, arena);
-    Clock::time_point lossRead;
-    float loss = lossOf(enqueued, lossRead);
-    if (tracing)
-      writeStateRecord(manifest, place, arena, hostArena.data(), trace.get(), /*afterStep=*/true);
-    logLoss(enqueued, loss, lossRead);
-    // Saves and evaluations are not part of the step's rate.
-    Clock::time_point asideStart = Clock::now();
-    if (saving)
-      save();
-    if (evaluatingNow)
-      evaluate(step);
-    intervalStart += Clock::now() - asideStart;
-  }
-
-  // The held-out loss and the checkpoint of the last step, unless already
-  // there.
-  if (evaluating && evaluatedStep != position.step)
-    evaluate(position.step);
-  if (!options.saveDir.empty() && savedStep != position.step)
-    save();
-  std::vector<int64_t> marks = gatherToRankZero(highWaterMark(manifest, arena));
-  // The planned peak of the steps that ran: a run that evaluated reached the
-  // evaluation step's plan, one that trained the training step's.
-  int64_t plannedPeak =
-      evaluating && position.step < firstStep ? evalManifest.arenaBytes : manifest.arenaBytes;
-  if (!options.exportPath.empty()) {
-    downloadParamShards(manifest, arena);
-    exportSafetensors(manifest, place, shards, exported.get(), options.exportDType,
-                      {{"producer", "fsdp-mlir"}, {"step", std::to_string(position.step)}});
-  }
-  if (leader)
-    finishOutputs(outputs, plannedPeak, marks,
-                  stepTrace ? timeline.chromeTrace(place.rank, options.steps - firstStep + 1,
-                                                   "cpu",
-                                                   options.steps >= unitMarks.step
-                                                       ? unitMarks.traceMember()
-                                                       : std::string())
-                            : std::string());
-  StepTimeline::activate(nullptr);
+  TrainingRun run(options, manifests, place, throughput, std::move(outputs), trainStep, evalStep);
+  run.start();
+  run.train();
+  run.finish();
   return 0;
 }
 

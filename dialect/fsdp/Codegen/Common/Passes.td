@@ -45,9 +45,9 @@ def FSDPWidenBf16ProductsPass : Pass<"fsdp-widen-bf16-products"> {
     The arithmetic is the runtime's widened product's, as the specification
     says (docs/MixedPrecision.md): a product of two bf16 values is exact in
     f32, the sums are f32, C is rounded once. The products become
-    `fsdprt_sgemm` calls; the inputs widened for them take f32 buffers (more
-    arena than the bf16 plan on a CPU with bf16 instructions, less than the
-    f32 plan). fsdpc runs it for `--target=cpu` when the CPU it builds for
+    `fsdprt_sgemm` calls; the inputs widened for them take f32 buffers (on
+    the MLP, GPT and the small Llama: more arena than the bf16 plan on a CPU
+    with bf16 instructions, less than the f32 plan). fsdpc runs it for `--target=cpu` when the CPU it builds for
     (`--cpu`, `--cpu-features`) has neither `avx512bf16` nor `amx-bf16`.
 
     ```mlir
