@@ -56,6 +56,13 @@ DeviceProfile h100Sxm() {
   profile.dependentFlops = std::numeric_limits<double>::infinity();
   profile.memoryBandwidth = 2.8e12; // HBM3: 3.35 TB/s peak
   profile.opOverhead = 5e-6;        // a kernel launch from the host
+  // 132 multiprocessors. The small Llama's column sums (a thread per column,
+  // 2,048 rows in order, 2 blocks) took 0.152 ms a launch and its embedding
+  // gradient's scatter (2,048 positions in order) 0.428 ms (ncu on an H200,
+  // 2026-11-28, docs/CUDA.md section 4): 74 and 209 ns an iteration.
+  profile.multiprocessors = 132;
+  profile.serialIterationSeconds = 74e-9;
+  profile.memoryCarriedIterationSeconds = 209e-9;
   profile.ranksPerNode = 8;
   // NCCL's rings reduce as they move (in the copy kernels): both kinds at
   // the link's rate.
@@ -74,6 +81,18 @@ DeviceProfile h100Sxm() {
   profile.hostVectorDivides = 20e9;
   profile.asyncCollectives = true;
   profile.runtime = kCudaRuntimeMemory;
+  return profile;
+}
+
+/// An H200 141 GB in an 8-GPU node: an H100 SXM5's compute, links and
+/// multiprocessors with HBM3e at 4.0 TB/s (4.8 peak, in the H100 profile's
+/// proportion).
+DeviceProfile h200() {
+  DeviceProfile profile = h100Sxm();
+  profile.name = "h200";
+  profile.description = "NVIDIA H200 141 GB, 8 per node on NVLink 4, 400 Gb/s InfiniBand per "
+                        "GPU between nodes";
+  profile.memoryBandwidth = 4.0e12;
   return profile;
 }
 
@@ -166,7 +185,7 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
               "memory_bandwidth_by_footprint", "op_overhead", "ranks_per_node", "nics_per_node",
               "intra_node",
               "inter_node", "host_device_bandwidth", "host", "async_collectives",
-              "runtime_bytes"},
+              "runtime_bytes", "kernels"},
              "a device profile");
   // A section's object (`what`), its fields checked like the top level's.
   auto section = [&](StringRef key, ArrayRef<StringRef> known, StringRef what) {
@@ -194,6 +213,19 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
     number(object, "dependent_flops", "", profile.dependentFlops, true);
   }
   number(object, "memory_bandwidth", "", profile.memoryBandwidth, true);
+  // Optional: a GPU's parallelism, for kernels that cannot fill it.
+  if (const json::Object *kernels = section(
+          "kernels", {"multiprocessors", "serial_iteration", "memory_carried_iteration"},
+          "a GPU's kernels")) {
+    double multiprocessors = 0;
+    number(kernels, "multiprocessors", "kernels.", multiprocessors, true);
+    number(kernels, "serial_iteration", "kernels.", profile.serialIterationSeconds, true);
+    number(kernels, "memory_carried_iteration", "kernels.",
+           profile.memoryCarriedIterationSeconds, true);
+    profile.multiprocessors = static_cast<int64_t>(multiprocessors);
+    if (profile.multiprocessors != multiprocessors)
+      fail("kernels.multiprocessors must be a whole number");
+  }
   if (const json::Value *byFootprint = object->get("memory_bandwidth_by_footprint"))
     curve(byFootprint, "memory_bandwidth_by_footprint", profile.memoryBandwidthByFootprint);
   number(object, "op_overhead", "", profile.opOverhead, false);
@@ -278,11 +310,13 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
 
 } // namespace
 
-StringRef DeviceProfile::builtinNames() { return "h100-sxm, cpu"; }
+StringRef DeviceProfile::builtinNames() { return "h100-sxm, h200, cpu"; }
 
 llvm::Expected<DeviceProfile> DeviceProfile::load(StringRef nameOrFile) {
   if (nameOrFile == "h100-sxm")
     return h100Sxm();
+  if (nameOrFile == "h200")
+    return h200();
   if (nameOrFile == "cpu")
     return cpu();
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =

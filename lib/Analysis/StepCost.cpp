@@ -3,13 +3,13 @@
 #include "fsdp/Analysis/StepCost.h"
 
 #include "fsdp/Analysis/ArenaAccesses.h"
+#include "fsdp/Analysis/KernelCost.h"
 
 #include "fsdp/ABI/BufferKinds.h"
 #include "fsdp/ABI/RuntimeABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
@@ -88,29 +88,16 @@ std::optional<int64_t> constantInt(Value value) {
   return std::nullopt;
 }
 
-/// The arithmetic one scalar op stands for: exp, log and tanh become
-/// polynomials of a few dozen ops (fsdp-approximate-math, NVVM's libdevice), and
-/// so do fsdp.rope's exp2, cosine and sine (libm, libdevice); divisions and
-/// square roots go to the divider.
-Work arithmeticOf(Operation *op) {
-  if (isa<arith::ConstantOp, arith::IndexCastOp, arith::IndexCastUIOp>(op))
-    return {};
+/// The arithmetic one scalar op stands for (KernelCost.h): exp, log and tanh
+/// become polynomials of a few dozen ops (fsdp-approximate-math, NVVM's
+/// libdevice), and so do fsdp.rope's exp2, cosine and sine (libm, libdevice);
+/// divisions and square roots go to the divider.
+Work scalarWork(Operation *op) {
+  OpArithmetic counted = fsdp::arithmeticOf(op);
   Work work;
-  if (!isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
-    return work;
-  if (isa<arith::DivFOp, math::SqrtOp, math::RsqrtOp>(op))
-    work.divides = 1;
-  else if (isa<math::ExpOp, math::Exp2Op, math::LogOp, math::TanhOp, math::PowFOp, math::ErfOp,
-               math::CosOp, math::SinOp>(op))
-    work.arithmetic = 20;
-  else
-    work.arithmetic = 1;
-  // A FLOP makes a float; conversions and selects only move one.
-  bool makesFloat = llvm::any_of(
-      op->getResultTypes(), [](Type type) { return isa<FloatType>(getElementTypeOrSelf(type)); });
-  if (makesFloat && !isa<arith::ExtFOp, arith::TruncFOp, arith::SIToFPOp, arith::UIToFPOp,
-                         arith::BitcastOp, arith::SelectOp>(op))
-    work.floatOps = 1;
+  work.arithmetic = counted.arithmetic;
+  work.divides = counted.divides;
+  work.floatOps = counted.floatOps;
   return work;
 }
 
@@ -247,7 +234,7 @@ Work workOf(Operation *op) {
     return {0, elementBytes(store.getValueToStore().getType()), 0};
   if (auto loop = dyn_cast<scf::ForOp>(op))
     return regionWork(loop.getRegion()).scaled(tripCount(loop));
-  Work work = arithmeticOf(op);
+  Work work = scalarWork(op);
   for (Region &region : op->getRegions())
     work += regionWork(region);
   return work;

@@ -63,6 +63,10 @@ LogicalResult checkFlags(const CompilerOptions &options, const RuntimeLinkage &r
     return fail("--widen-bf16-products is for --target=cpu: CUDA's bf16 products are cuBLAS's");
   if (options.emit == Emit::PTX && (!cuda || options.kernelsOnCPU))
     return fail("--emit=ptx needs --target=cuda (and no --test-kernels-on-cpu)");
+  if (!options.kernelTableFile.empty() &&
+      (!cuda || options.kernelsOnCPU || options.launchSummary || options.report))
+    return fail("--kernels needs --target=cuda, compiled for the GPU (no --test-kernels-on-cpu), "
+                "and no --report");
   if (options.launchSummary && (!cuda || options.emit != Emit::MLIR))
     return fail("--test-launch-summary needs --target=cuda and --emit=mlir");
   if (!options.measuredTraceFile.empty() && options.memorySvgFile.empty())
@@ -156,7 +160,6 @@ private:
       cuda->deterministic = plan && plan.getDeterministic();
       cuda->fuseAttention = options.fusesAttention(Target::CUDA);
     }
-    target = pipelineTarget(options, cuda, hasBf16Products(machine));
     StringRef name = !options.deviceProfile.empty()   ? StringRef(options.deviceProfile)
                      : options.target == Target::CUDA ? "h100-sxm"
                                                       : "cpu";
@@ -164,6 +167,13 @@ private:
     if (!loaded)
       return fail("--device-profile: " + llvm::toString(loaded.takeError()));
     profile = std::move(*loaded);
+    // The evaluation step's lowering writes no kernel table.
+    evalTarget = pipelineTarget(options, cuda, hasBf16Products(machine));
+    if (cuda && !options.kernelTableFile.empty()) {
+      cuda->kernelTable = options.kernelTableFile;
+      cuda->kernelTableProfile = name.str();
+    }
+    target = pipelineTarget(options, cuda, hasBf16Products(machine));
     return success();
   }
 
@@ -257,8 +267,8 @@ private:
       return failure();
     eval = model->clone();
     PassManager evalPM(&ctx);
-    fsdp::buildBufferPlanPipeline(evalPM, *target, /*forwardOnly=*/true);
-    target->addLowering(evalPM);
+    fsdp::buildBufferPlanPipeline(evalPM, *evalTarget, /*forwardOnly=*/true);
+    evalTarget->addLowering(evalPM);
     return evalPM.run(*eval);
   }
 
@@ -319,7 +329,7 @@ private:
   TimingScope &timing;
   OwningOpRef<ModuleOp> model, step, eval;
   std::optional<fsdp::CUDAPipelineOptions> cuda;
-  std::unique_ptr<fsdp::PipelineTarget> target;
+  std::unique_ptr<fsdp::PipelineTarget> target, evalTarget;
   std::optional<fsdp::DeviceProfile> profile;
   std::optional<fsdp::MemoryBudget> budget;
   std::optional<fsdp::PlanEvaluation> planned;

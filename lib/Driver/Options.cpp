@@ -75,7 +75,7 @@ struct CommandLine {
                               cl::location(values.fit), cl::cat(memoryCategory)};
   cl::opt<std::string, true> deviceProfile{
       "device-profile",
-      cl::desc("The device the step time is predicted for: h100-sxm, cpu or a profile file "
+      cl::desc("The device the step time is predicted for: h100-sxm, h200, cpu or a profile file "
                "(default: h100-sxm for --target=cuda, cpu for --target=cpu)"),
       cl::value_desc("name|file"), cl::location(values.deviceProfile), cl::cat(memoryCategory)};
   cl::opt<std::string, true> runtimeMemory{
@@ -88,6 +88,12 @@ struct CommandLine {
       cl::desc("Write the predicted step of a rank (its streams, and its memory as counters) as "
                "a Chrome trace: open it in Perfetto or chrome://tracing"),
       cl::value_desc("file.json"), cl::location(values.timelineFile), cl::cat(outputCategory)};
+  cl::opt<std::string, true> kernelTableFile{
+      "kernels",
+      cl::desc("With --target=cuda: write the step's kernels as JSON (their places in the model, "
+               "grid, block, bytes, FLOPs, the iterations a thread runs in order) with each one's "
+               "roofline and predicted time on the device profile, and a summary by kind"),
+      cl::value_desc("file.json"), cl::location(values.kernelTableFile), cl::cat(outputCategory)};
   cl::opt<std::string, true> memorySvgFile{
       "memory-svg",
       cl::desc("Draw a rank's memory over the predicted step (by kind, with the planned arena "

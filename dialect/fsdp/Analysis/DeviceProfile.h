@@ -2,7 +2,7 @@
 //
 // The rates the step-time prediction (StepCost.h) divides by, and the memory
 // the runtime itself takes beside the planned arena (the budget check). A
-// profile is built in (`h100-sxm`, `cpu`) or read from a JSON file, e.g. the
+// profile is built in (`h100-sxm`, `h200`, `cpu`) or read from a JSON file, e.g. the
 // one bench/measure_cpu_profile.py writes for the machine it runs on.
 //
 //===----------------------------------------------------------------------===//
@@ -80,6 +80,14 @@ struct DeviceProfile {
   /// `memoryBandwidth`.
   SizeCurve memoryBandwidthByFootprint;
   double opOverhead = 0;                          // s per launch or call
+  /// A GPU's parallelism, for kernels that cannot use all of it
+  /// (KernelCost.h): its streaming multiprocessors (0: not a GPU, every loop
+  /// fills the device), and the time of one iteration of a thread's loop
+  /// whose next iteration waits for this one: for its loads (a sum in
+  /// order), or for its store to the memory the next one loads (a scatter's
+  /// read-modify-write).
+  int64_t multiprocessors = 0;
+  double serialIterationSeconds = 0, memoryCarriedIterationSeconds = 0;
   int64_t ranksPerNode = 1;
   /// `interNode`'s rates are one network interface's. A ring spanning nodes
   /// spreads its channels over the interfaces of its ranks on a node, up to
@@ -106,7 +114,7 @@ struct DeviceProfile {
   /// The rate of memory traffic of an op whose operands total `footprint`.
   double memoryBandwidthAt(double footprint) const;
 
-  /// A built-in profile (`h100-sxm`, `cpu`) or a JSON file (docs/CostModel.md).
+  /// A built-in profile (`h100-sxm`, `h200`, `cpu`) or a JSON file (docs/CostModel.md).
   static llvm::Expected<DeviceProfile> load(llvm::StringRef nameOrFile);
   /// The names `load` knows without a file.
   static llvm::StringRef builtinNames();

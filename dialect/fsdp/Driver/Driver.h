@@ -43,6 +43,8 @@ struct CompilerOptions {
   std::string deviceProfile;
   std::string runtimeMemory;
   std::string timelineFile;
+  /// --kernels: the CUDA step's kernel table (JSON).
+  std::string kernelTableFile;
   std::string memorySvgFile;
   std::string measuredTraceFile;
   std::vector<std::string> gpuArchs;

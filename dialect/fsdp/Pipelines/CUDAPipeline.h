@@ -31,6 +31,9 @@ struct CUDAPipelineOptions {
   /// bf16 attention as cuDNN's fused calls (fsdp-fuse-attention); false keeps
   /// the key-block loops.
   bool fuseAttention = true;
+  /// Where to write the step's kernel table (fsdp-cuda-write-kernel-table),
+  /// and the device profile it prices them on; empty: no table.
+  std::string kernelTable, kernelTableProfile;
   /// Stop at PTX: each gpu.binary holds every architecture's PTX text (fsdpc
   /// --emit=ptx), and no fat binary is packed.
   bool ptx = false;

@@ -10,9 +10,10 @@
 #include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
 
+#include "KernelOrigins.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_FSDPRECORDKERNELORIGINSPASS
@@ -27,31 +28,12 @@ namespace {
 /// A kernel's line lists at most this many places.
 constexpr size_t kMaxOrigins = 4;
 
-/// The file:line:col places inside `location` (fused ones' each, a name's or
-/// a call site's callee).
-void collectPlaces(Location location, llvm::SetVector<Location> &places) {
-  if (isa<FileLineColLoc>(location)) {
-    places.insert(location);
-  } else if (auto fused = dyn_cast<FusedLoc>(location)) {
-    for (Location inner : fused.getLocations())
-      collectPlaces(inner, places);
-  } else if (auto named = dyn_cast<NameLoc>(location)) {
-    collectPlaces(named.getChildLoc(), places);
-  } else if (auto call = dyn_cast<CallSiteLoc>(location)) {
-    collectPlaces(call.getCallee(), places);
-  }
-}
-
 /// `<name>\t<place>, <place>, ...\n`: where `kernel`'s ops come from.
 std::string originLine(gpu::GPUFuncOp kernel) {
-  llvm::SetVector<Location> places;
-  kernel.getBody().walk([&](Operation *op) { collectPlaces(op->getLoc(), places); });
+  SmallVector<FileLineColLoc> places = kernelPlaces(kernel);
   std::string line = kernel.getName().str() + "\t";
-  for (size_t i = 0; i < places.size() && i < kMaxOrigins; ++i) {
-    auto place = cast<FileLineColLoc>(places[i]);
-    line += (i ? ", " : "") + place.getFilename().str() + ":" + std::to_string(place.getLine()) +
-            ":" + std::to_string(place.getColumn());
-  }
+  for (size_t i = 0; i < places.size() && i < kMaxOrigins; ++i)
+    line += (i ? ", " : "") + placeText(places[i]);
   if (places.size() > kMaxOrigins)
     line += ", ...";
   return line + "\n";

@@ -94,6 +94,9 @@ void mlir::fsdp::CUDAPipelineTarget::addDeviceCode(OpPassManager &pm) const {
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createFSDPBundleKernelsPass());
   pm.addPass(createFSDPRecordKernelOriginsPass());
+  if (!options.kernelTable.empty())
+    pm.addPass(createFSDPWriteKernelTablePass(
+        FSDPWriteKernelTablePassOptions{options.kernelTable, options.kernelTableProfile}));
   // What the buffer plan knows of the kernels' pointers (alignment, which
   // overlap) and of their index values (the ranges that fit 32 bits), read
   // while the launches still show the arena's views and the host loops.

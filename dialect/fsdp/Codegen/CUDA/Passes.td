@@ -346,6 +346,49 @@ def FSDPRecordKernelOriginsPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def FSDPWriteKernelTablePass
+    : Pass<"fsdp-cuda-write-kernel-table", "::mlir::ModuleOp"> {
+  let summary = "Writes what each kernel of the step does and its predicted time, as JSON";
+  let description = [{
+    After `gpu-kernel-outlining`, writes a JSON table of the step's kernels
+    (`fsdpc --kernels=FILE`): for each kernel and launch shape, its places in
+    the model, its launches per step (a launch in a host loop counts once per
+    iteration), grid and block, the bytes it reads and writes, its
+    floating-point operations, the iterations of the longest loop chain a
+    thread runs in order (`serial_trips`, and whether each iteration loads
+    what the one before stored: `memory_carried`), its roofline time and its
+    predicted time on the device profile (`KernelCost.h`: the roofline over
+    the share of the multiprocessors its blocks occupy, or its serial chain
+    at the profile's latency per iteration, whichever is longer, plus a
+    launch), then a summary by kind:
+
+    ```json
+    {"profile": "h200", "multiprocessors": 132,
+     "kernels": [{"name": "fsdp_kernel_29", "kind": "thread reduction",
+                  "origin": ["llama.mlir:175:10"], "launches": 4,
+                  "grid": [514, 1, 1], "block": [256, 1, 1],
+                  "bytes_read": 4202496, "bytes_written": 2099200, "flops": 4063232,
+                  "serial_trips": 2048, "memory_carried": false,
+                  "roofline_seconds": 1.6e-06, "predicted_seconds": 1.5e-04}, ...],
+     "summary": [{"kind": "thread reduction", "kernels": 3, "launches": 9, ...}, ...]}
+    ```
+
+    A thread's bytes are its loads and stores, each executed once per
+    iteration of the loops around it, by the threads its guards admit (a
+    fused kernel's parts, a partial last block: comparisons of one index with
+    constants); a buffer's bytes are at most its size (threads that read the
+    same element read it from cache). The kinds: `scatter` (a memory-carried
+    chain), `block reduction` (threads combining in a `gpu.all_reduce`),
+    `thread reduction` (a loop a thread runs in order), `elementwise`.
+  }];
+  let options = [
+    Option<"file", "file", "std::string", /*default=*/"\"-\"",
+           "The file to write (- for standard output)">,
+    Option<"deviceProfile", "device-profile", "std::string", /*default=*/"\"h100-sxm\"",
+           "The device profile the kernels are priced on (a name or a file)">,
+  ];
+}
+
 def FSDPPackFatbinPass : Pass<"fsdp-cuda-pack-fatbin", "::mlir::ModuleOp"> {
   let summary = "Packs the cubins of every target architecture into one fatbin";
   let description = [{

@@ -1,0 +1,60 @@
+//===- KernelCost.h - the predicted time of one GPU kernel -------*- C++ -*-===//
+//
+// A kernel's bytes over the memory rate is its time only when its grid keeps
+// every streaming multiprocessor busy and no thread runs a long chain of
+// dependent iterations: a column sum of one thread per column over 16,384
+// rows in order ran a hundred times its bytes' time (docs/CUDA.md, section
+// 4). What a kernel does (KernelWork) is priced here, for the kernel table
+// of fsdpc --kernels (fsdp-cuda-write-kernel-table) and the step's cost.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef FSDP_ANALYSIS_KERNELCOST_H
+#define FSDP_ANALYSIS_KERNELCOST_H
+
+#include "fsdp/Analysis/DeviceProfile.h"
+
+#include "mlir/IR/Operation.h"
+
+#include <cstdint>
+
+namespace mlir::fsdp {
+
+/// The arithmetic of one scalar op of a loop or kernel body: `arithmetic`
+/// ops on the multiply-add pipes (exp, log, tanh, pow, sin, cos count 20: the
+/// polynomials they become), `divides` on the divider (divisions, square
+/// roots), and `floatOps`, the floating-point operations a FLOP count
+/// reports (one each; conversions and selects make none).
+struct OpArithmetic {
+  double arithmetic = 0, divides = 0, floatOps = 0;
+};
+OpArithmetic arithmeticOf(Operation *op);
+
+/// One launch of a GPU kernel.
+struct KernelWork {
+  int64_t blocks = 1, threadsPerBlock = 1;
+  double bytesRead = 0, bytesWritten = 0;
+  /// Every thread's arithmetic together (OpArithmetic's three counts).
+  double arithmetic = 0, divides = 0, floatOps = 0;
+  /// The iterations of the longest chain of loops one thread runs in order.
+  int64_t serialTrips = 1;
+  /// Whether an iteration of that chain loads what the one before stored (a
+  /// serial scatter's read-modify-write) rather than only registers.
+  bool memoryCarried = false;
+};
+
+struct KernelTime {
+  /// The bytes at the profile's memory rate, or the arithmetic at its rates,
+  /// whichever is longer: the kernel's time on a device it fills.
+  double roofline = 0;
+  /// The roofline over the share of the multiprocessors its blocks occupy,
+  /// or its serial chain's iterations at the profile's latency per
+  /// iteration, whichever is longer, plus a launch.
+  double predicted = 0;
+};
+
+KernelTime predictKernelTime(const KernelWork &work, const DeviceProfile &profile);
+
+} // namespace mlir::fsdp
+
+#endif // FSDP_ANALYSIS_KERNELCOST_H
