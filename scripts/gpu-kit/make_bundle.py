@@ -4,6 +4,7 @@ that a bare GPU node lacks, the float64 reference and the check script.
 
     make_bundle.py --fsdpc FSDPC --out DIR [--models NAME,...] [--gpu-arch sm_90]
                    [--max-mib 48] [--jobs 2] [--test-kernels-on-cpu]
+    make_bundle.py --print-model NAME      (the model file a check model is compiled from)
 
 Called by scripts/gpu-bundle.sh (which finds fsdpc); docs/CUDA.md section 5 says how the
 bundle is used. What goes into DIR:
@@ -235,8 +236,10 @@ def tree_bytes(path):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--fsdpc", required=True)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--fsdpc")
+    parser.add_argument("--out")
+    parser.add_argument("--print-model", metavar="NAME",
+                        help="print the model file NAME is compiled from, and stop")
     parser.add_argument("--models", default=",".join(MODELS),
                         help="comma-separated, of: " + ", ".join(MODELS))
     parser.add_argument("--gpu-arch", default="sm_90")
@@ -245,6 +248,14 @@ def main():
     parser.add_argument("--test-kernels-on-cpu", action="store_true",
                         help="tests only: kernels as CPU loops, libraries left in place")
     args = parser.parse_args()
+    if args.print_model:
+        if args.print_model not in MODELS:
+            sys.exit(f"gpu-bundle: --print-model: unknown {args.print_model}; "
+                     f"known: {', '.join(MODELS)}")
+        sys.stdout.write(model_text(MODELS[args.print_model]))
+        return
+    if not args.fsdpc or not args.out:
+        parser.error("--fsdpc and --out are required")
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in MODELS]
     if unknown or not names:

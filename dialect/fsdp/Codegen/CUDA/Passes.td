@@ -105,7 +105,7 @@ def FSDPInsertStreamEventsPass : Pass<"fsdp-cuda-insert-stream-events", "::mlir:
 }
 
 def FSDPSplitReductionsPass : Pass<"fsdp-cuda-split-reductions", "::mlir::ModuleOp"> {
-  let summary = "Splits sums of whole large tensors into per-chunk partial sums, then their sum";
+  let summary = "Splits sums of whole large tensors, and column sums, into per-chunk partial sums, then their sum";
   let description = [{
     A GPU reduces a whole tensor in one block of threads at best, one of its
     multiprocessors. On tensors, before bufferization, each `linalg.generic`
@@ -119,6 +119,32 @@ def FSDPSplitReductionsPass : Pass<"fsdp-cuda-split-reductions", "::mlir::Module
     reduction whose combiner has no neutral element, or a size with no such
     divisor, stays as it is. Only the CUDA target runs it: the CPU's sum keeps
     its order.
+
+    A column sum (a single f32 output, its reduction loops first and its
+    parallel loops after them, a body that reads no loop index: a norm's
+    gain gradient, a bias gradient) gets a thread per column from
+    `fsdp-cuda-form-kernels`, which would add every row in order. One of more
+    than `column-max-rows` rows has its reduction loops collapsed into one
+    loop over the rows (where every operand holds them side by side), split
+    into `chunks x (rows / chunks)`: the fewest chunks that divide the rows,
+    keep at most `column-max-rows` rows a chunk and make at least
+    `column-min-threads` (chunk, column) threads, with at least
+    `column-min-rows` rows a chunk (the most chunks short of the threads
+    otherwise). A first op sums each chunk of each column (a thread each,
+    neighbouring threads on neighbouring columns), a second the chunks of
+    each column in order: the same bits every run.
+
+    ```mlir
+    linalg.generic {iterator_types = ["reduction", "reduction", "parallel"]}
+        ins(%dy, %x : tensor<8x2048x2048xbf16>, ...) outs(%init : tensor<2048xf32>) ...
+    // becomes (16,384 rows: 64 chunks of 256, 131,072 threads)
+    %rows = tensor.collapse_shape %dy [[0, 1], [2]] ... into tensor<16384x2048xbf16>
+    %chunks = tensor.expand_shape %rows [[0, 1], [2]] ... into tensor<64x256x2048xbf16>
+    %partial = linalg.generic {iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%chunks, ...) outs(%zeros : tensor<64x2048xf32>) ...
+    linalg.generic {iterator_types = ["reduction", "parallel"]}
+        ins(%partial : tensor<64x2048xf32>) outs(%init : tensor<2048xf32>) ...
+    ```
 
     ```mlir
     linalg.generic {iterator_types = ["reduction"]}
@@ -138,6 +164,12 @@ def FSDPSplitReductionsPass : Pass<"fsdp-cuda-split-reductions", "::mlir::Module
            "Fewest elements per chunk">,
     Option<"maxChunks", "max-chunks", "int64_t", /*default=*/"4096",
            "Most chunks (partial sums)">,
+    Option<"columnMaxRows", "column-max-rows", "int64_t", /*default=*/"256",
+           "Most rows a thread of a column sum adds in order">,
+    Option<"columnMinRows", "column-min-rows", "int64_t", /*default=*/"16",
+           "Fewest rows a chunk of a column sum keeps">,
+    Option<"columnMinThreads", "column-min-threads", "int64_t", /*default=*/"65536",
+           "Threads a split column sum aims for: every multiprocessor of an H100 about twice over">,
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect",
