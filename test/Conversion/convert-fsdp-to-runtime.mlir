@@ -87,6 +87,18 @@
 // CHECK-NOT: fsdp.unit
 // CHECK-DAG: func.func private @fsdprt_all_gather_start(!llvm.ptr, !llvm.ptr, i64, i32) -> i32
 // CHECK-DAG: func.func private @fsdprt_wait(i32)
+// In device memory AdamW's factors of the step (lr / (1 - beta1^t), sqrt(1 - beta2^t),
+// 1 - lr wd: the two f64 powers) are computed once, from the step (776) and lr (768) in the
+// device scalars, into their slots 784, 788 and 792; the update reads them there.
+// DEVICE: \22device_scalars\22:{\22offset\22:768}
+// DEVICE: %[[FACTOR0:.+]] = memref.view %{{.+}}[%c784{{.*}}][] : memref<832xi8> to memref<f32>
+// DEVICE: %[[FACTOR1:.+]] = memref.view %{{.+}}[%c788{{.*}}][] : memref<832xi8> to memref<f32>
+// DEVICE: %[[FACTOR2:.+]] = memref.view %{{.+}}[%c792{{.*}}][] : memref<832xi8> to memref<f32>
+// DEVICE: linalg.generic {{.+}} iterator_types = []} outs(%[[FACTOR0]], %[[FACTOR1]], %[[FACTOR2]] : memref<f32>, memref<f32>, memref<f32>)
+// DEVICE-COUNT-2: math.powf
+// DEVICE: linalg.generic {{.+}} iterator_types = ["parallel"]} ins(%{{.+}}, %[[FACTOR0]], %[[FACTOR1]], %[[FACTOR2]] : memref<48xf32>, memref<f32>, memref<f32>, memref<f32>)
+// DEVICE-NOT: math.powf
+// DEVICE: linalg.yield
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01, weight_decay = 0.1>, clip_grad_norm = 1.0>} {
   fsdp.param @emb unit "e" at 0 : tensor<16x4xf32> = #fsdp.normal<std = 0.02>
   fsdp.param @w unit "e" at 64 : tensor<4x4xf32> = #fsdp.fan_in_uniform

@@ -58,8 +58,11 @@ struct UnitRegions {
 struct ArenaLayout {
   static constexpr int64_t kAlignment = 64;
   /// Where the step's scalars lie in `deviceScalars` (docs/Runtime.md,
-  /// section 2): the runtime writes lr and step, the step writes its loss.
-  static constexpr int64_t kLrOffset = 0, kLossOffset = 4, kStepOffset = 8, kScalarBytes = 16;
+  /// section 2): the runtime writes lr and step, the step writes its loss
+  /// and its optimizer's factors of the step (computed once, read by every
+  /// update: StepLowering::stepFactorsOf), f32 each.
+  static constexpr int64_t kLrOffset = 0, kLossOffset = 4, kStepOffset = 8,
+                           kStepFactorsOffset = 16, kStepFactorSlots = 3, kScalarBytes = 32;
 
   SmallVector<UnitRegions> units;
   SmallVector<ArenaRegion> inputs;

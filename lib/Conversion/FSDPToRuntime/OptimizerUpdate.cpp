@@ -32,29 +32,53 @@ Value biasCorrection(OpBuilder &b, Location loc, double beta, Value step) {
   return arith::TruncFOp::create(b, loc, b.getF32Type(), correction);
 }
 
-/// A generic over the parameter's elements reading the gradient and writing
-/// the parameter and state in place (and the rounded parameter, if asked).
+/// AdamW's factors of a step: lr / bc1, sqrt(bc2) and 1 - lr * wd.
+SmallVector<Value> adamWFactors(OpBuilder &b, Location loc, AdamWAttr adamw, Value step,
+                                Value lr) {
+  double weightDecay = adamw.getWeightDecay().convertToDouble();
+  Value stepSize = arith::DivFOp::create(
+      b, loc, lr, biasCorrection(b, loc, adamw.getBeta1().convertToDouble(), step));
+  Value sqrtCorrection2 = math::SqrtOp::create(
+      b, loc, biasCorrection(b, loc, adamw.getBeta2().convertToDouble(), step));
+  Value decay = arith::SubFOp::create(
+      b, loc, f32Constant(b, loc, 1.0),
+      arith::MulFOp::create(b, loc, lr, f32Constant(b, loc, weightDecay)));
+  return {stepSize, sqrtCorrection2, decay};
+}
+
+/// A generic over the parameter's elements reading the gradient (and the
+/// step's factors, when given as memrefs) and writing the parameter and
+/// state in place (and the rounded parameter, if asked). `body` gets the
+/// factors' values in the loop when they are memrefs, else none.
 linalg::GenericOp buildInPlaceGeneric(
     OpBuilder &b, Location loc, const UpdateOperands &operands,
-    function_ref<SmallVector<Value>(OpBuilder &, Location, Value grad, ValueRange current)>
+    function_ref<SmallVector<Value>(OpBuilder &, Location, Value grad, ValueRange factors,
+                                    ValueRange current)>
         body) {
   auto type = llvm::cast<MemRefType>(operands.param.getType());
+  SmallVector<Value> inputs = {operands.grad};
+  inputs.append(operands.stepFactors.begin(), operands.stepFactors.end());
   SmallVector<Value> outputs = {operands.param};
   outputs.append(operands.state.begin(), operands.state.end());
   if (operands.rounded)
     outputs.push_back(operands.rounded);
-  SmallVector<AffineMap> maps(1 + outputs.size(), b.getMultiDimIdentityMap(type.getRank()));
+  AffineMap elementwise = b.getMultiDimIdentityMap(type.getRank());
+  SmallVector<AffineMap> maps = {elementwise};
+  maps.append(operands.stepFactors.size(), AffineMap::get(type.getRank(), 0, b.getContext()));
+  maps.append(outputs.size(), elementwise);
   SmallVector<utils::IteratorType> iterators(type.getRank(), utils::IteratorType::parallel);
+  size_t factorCount = operands.stepFactors.size();
   return linalg::GenericOp::create(
-      b, loc, TypeRange{}, ValueRange{operands.grad}, outputs, maps, iterators,
+      b, loc, TypeRange{}, inputs, outputs, maps, iterators,
       [&](OpBuilder &nb, Location nl, ValueRange args) {
         Value grad = args[0];
+        ValueRange factors = args.slice(1, factorCount);
         if (!grad.getType().isF32())
           grad = arith::ExtFOp::create(nb, nl, nb.getF32Type(), grad);
         if (operands.coefficient)
           grad = arith::MulFOp::create(nb, nl, grad, operands.coefficient);
-        ValueRange current = args.drop_front().take_front(1 + operands.state.size());
-        SmallVector<Value> results = body(nb, nl, grad, current);
+        ValueRange current = args.drop_front(1 + factorCount).take_front(1 + operands.state.size());
+        SmallVector<Value> results = body(nb, nl, grad, factors, current);
         if (operands.rounded)
           results.push_back(arith::TruncFOp::create(
               nb, nl, llvm::cast<MemRefType>(operands.rounded.getType()).getElementType(),
@@ -70,7 +94,8 @@ linalg::GenericOp buildSGD(OpBuilder &b, Location loc, SGDAttr sgd,
   double weightDecay = sgd.getWeightDecay().convertToDouble();
   Value lr = operands.lr;
   return buildInPlaceGeneric(b, loc, operands, [&](OpBuilder &nb, Location nl, Value g,
-                                                   ValueRange current) -> SmallVector<Value> {
+                                                   ValueRange, ValueRange current)
+                                 -> SmallVector<Value> {
     Value p = current[0];
     Value d = g;
     if (weightDecay != 0.0)
@@ -98,16 +123,15 @@ linalg::GenericOp buildAdamW(OpBuilder &b, Location loc, AdamWAttr adamw,
   double beta1 = adamw.getBeta1().convertToDouble();
   double beta2 = adamw.getBeta2().convertToDouble();
   double eps = adamw.getEps().convertToDouble();
-  double weightDecay = adamw.getWeightDecay().convertToDouble();
-  Value lr = operands.lr;
-  Value stepSize = arith::DivFOp::create(b, loc, lr, biasCorrection(b, loc, beta1, operands.step));
-  Value sqrtCorrection2 =
-      math::SqrtOp::create(b, loc, biasCorrection(b, loc, beta2, operands.step));
-  Value decay = arith::SubFOp::create(
-      b, loc, f32Constant(b, loc, 1.0),
-      arith::MulFOp::create(b, loc, lr, f32Constant(b, loc, weightDecay)));
+  // Computed here, before the loop, unless the step's factors are memrefs.
+  SmallVector<Value> computed;
+  if (operands.stepFactors.empty())
+    computed = adamWFactors(b, loc, adamw, operands.step, operands.lr);
   return buildInPlaceGeneric(b, loc, operands, [&](OpBuilder &nb, Location nl, Value g,
-                                                   ValueRange current) -> SmallVector<Value> {
+                                                   ValueRange read, ValueRange current)
+                                 -> SmallVector<Value> {
+    ValueRange factors = read.empty() ? ValueRange(computed) : read;
+    Value stepSize = factors[0], sqrtCorrection2 = factors[1], decay = factors[2];
     auto c = [&](double value) { return f32Constant(nb, nl, value); };
     auto mul = [&](Value x, Value y) { return arith::MulFOp::create(nb, nl, x, y); };
     auto add = [&](Value x, Value y) { return arith::AddFOp::create(nb, nl, x, y); };
@@ -123,6 +147,22 @@ linalg::GenericOp buildAdamW(OpBuilder &b, Location loc, AdamWAttr adamw,
 }
 
 } // namespace
+
+unsigned mlir::fsdp::stepFactorCount(OptimizerAttrInterface optimizer) {
+  return isa<AdamWAttr>(optimizer) ? 3 : 0;
+}
+
+void mlir::fsdp::buildStepFactors(OpBuilder &b, Location loc, OptimizerAttrInterface optimizer,
+                                  Value step, Value lr, ValueRange factors) {
+  auto adamw = cast<AdamWAttr>(optimizer);
+  SmallVector<AffineMap> maps(factors.size(), AffineMap::get(0, 0, b.getContext()));
+  linalg::GenericOp::create(b, loc, TypeRange{}, ValueRange{}, factors, maps,
+                            ArrayRef<utils::IteratorType>{},
+                            [&](OpBuilder &nb, Location nl, ValueRange) {
+                              linalg::YieldOp::create(nb, nl,
+                                                      adamWFactors(nb, nl, adamw, step, lr));
+                            });
+}
 
 linalg::GenericOp mlir::fsdp::buildOptimizerUpdate(OpBuilder &b, Location loc,
                                                    OptimizerAttrInterface optimizer,

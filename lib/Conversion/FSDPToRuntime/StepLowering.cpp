@@ -266,11 +266,33 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
         b, loc, view(loc, arena, scalars->offset + ArenaLayout::kStepOffset, {}, b.getI64Type()));
     operands.lr = memref::LoadOp::create(
         b, loc, view(loc, arena, scalars->offset + ArenaLayout::kLrOffset, {}, b.getF32Type()));
+    operands.stepFactors = stepFactorsOf(loc, update.getOptimizer(), operands.step, operands.lr);
   }
   if (Value coefficient = update.getCoefficient())
     operands.coefficient = tensor::ExtractOp::create(b, loc, coefficient);
   buildOptimizerUpdate(b, loc, update.getOptimizer(), operands);
   return success();
+}
+
+SmallVector<Value> StepLowering::stepFactorsOf(Location loc, OptimizerAttrInterface optimizer,
+                                               Value step, Value lr) {
+  unsigned count = stepFactorCount(optimizer);
+  if (!layout.deviceScalars || count == 0 || count > ArenaLayout::kStepFactorSlots ||
+      (deviceStepFactors && deviceStepFactors != optimizer))
+    return {};
+  SmallVector<Value> factors;
+  for (unsigned i = 0; i < count; ++i)
+    factors.push_back(view(loc, arena,
+                           layout.deviceScalars->offset + ArenaLayout::kStepFactorsOffset +
+                               i * static_cast<int64_t>(sizeof(float)),
+                           {}, b.getF32Type()));
+  // Right before the first update: after the gradient norm's reduction, whose
+  // kernel computes them on one rank (fsdp-cuda-form-kernels).
+  if (!deviceStepFactors) {
+    buildStepFactors(b, loc, optimizer, step, lr, factors);
+    deviceStepFactors = optimizer;
+  }
+  return factors;
 }
 
 Value StepLowering::tagGradientShard(Value bytes, UnitOp unit) {

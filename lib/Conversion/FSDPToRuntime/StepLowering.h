@@ -106,6 +106,13 @@ private:
   void lowerReduceScatter(ReduceScatterOp reduce);
   void lowerAllReduce(AllReduceOp reduce);
   LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
+  /// On the device, the views of the device scalars that hold `optimizer`'s
+  /// factors of the step, written from `step` and `lr` (read there) by a
+  /// scalar op before the first update, which every update then reads;
+  /// empty where the update computes them itself (on the host, an optimizer
+  /// without them, or a second optimizer: the scalars hold one's).
+  SmallVector<Value> stepFactorsOf(Location loc, OptimizerAttrInterface optimizer, Value step,
+                                   Value lr);
   /// offload = optimizer: copies the gradient shard to the host as soon as it
   /// is complete, and records the rest of the update for
   /// emitOffloadedUpdates.
@@ -168,6 +175,9 @@ private:
   llvm::StringMap<Type> gradTypesOnHost;
   /// Widenings of reduced shards that offloaded updates do on the host.
   llvm::SetVector<Operation *> hostWidenings;
+  /// The optimizer whose factors of the step the device scalars hold, once
+  /// the first update wrote them (stepFactorsOf).
+  Attribute deviceStepFactors;
 };
 
 } // namespace mlir::fsdp

@@ -15,7 +15,7 @@ ByteRange writeDeviceScalars(const Manifest &manifest, uint8_t *hostView,
   std::memcpy(at + DeviceScalarsSpec::kLr, &scalars.lr, sizeof(scalars.lr));
   std::memcpy(at + DeviceScalarsSpec::kLoss, &noLoss, sizeof(noLoss));
   std::memcpy(at + DeviceScalarsSpec::kStep, &scalars.step, sizeof(scalars.step));
-  return {offset, DeviceScalarsSpec::kBytes};
+  return {offset, DeviceScalarsSpec::kRuntimeBytes};
 }
 
 const void *deviceLoss(const Manifest &manifest, const Arena &arena) {

@@ -607,7 +607,7 @@ static void checkDisjointRegions(std::vector<Region> regions, const char *where)
   }
 }
 
-/// device_scalars: {"offset": N}, 16 bytes of the persistent part. The i64
+/// device_scalars: {"offset": N}, 32 bytes of the persistent part. The i64
 /// step at offset + 8 needs 8-byte alignment (fsdpc places the scalars at a
 /// multiple of 64).
 static void readDeviceScalars(const Node &root, Manifest &manifest) {

@@ -123,7 +123,10 @@ struct InputSpec {
 /// (device_scalars, docs/Runtime.md, section 2).
 struct DeviceScalarsSpec {
   int64_t offset = 0;
-  static constexpr int64_t kBytes = 16;
+  /// The region's bytes, and the first 16 of them, which the runtime writes
+  /// before each step; the step keeps its optimizer's factors of the step in
+  /// the rest (computed once a step, read by every update).
+  static constexpr int64_t kBytes = 32, kRuntimeBytes = 16;
   static constexpr int64_t kLr = 0;   // f32, written by the runtime before each step
   static constexpr int64_t kLoss = 4; // f32, written by the step
   static constexpr int64_t kStep = 8; // i64, written by the runtime before each step

@@ -248,13 +248,13 @@ TEST(Manifest, AllowTf32) {
 TEST(Manifest, DeviceScalars) {
   json m = classifierManifest();
   EXPECT_FALSE(parseManifest(m.dump()).deviceScalars.has_value());
-  // The 16 free bytes between the classes and exp_avg_sq.
+  // The 48 free bytes between the classes and exp_avg_sq hold the 32.
   m["device_scalars"] = {{"offset", 464}};
   Manifest manifest = parseManifest(m.dump());
   ASSERT_TRUE(manifest.deviceScalars.has_value());
   EXPECT_EQ(manifest.deviceScalars->offset, 464);
-  m["device_scalars"]["offset"] = 432; // 8-byte aligned, just before the classes
-  EXPECT_EQ(parseManifest(m.dump()).deviceScalars->offset, 432);
+  m["device_scalars"]["offset"] = 480; // 8-byte aligned, just before exp_avg_sq
+  EXPECT_EQ(parseManifest(m.dump()).deviceScalars->offset, 480);
 }
 
 TEST(Manifest, HybridGrid) {
@@ -437,13 +437,13 @@ const ErrorCase kErrorCases[] = {
     {"DeviceScalarsMisaligned", [](json &m) { m["device_scalars"] = {{"offset", 468}}; },
      "device_scalars.offset: offset 468 is not a multiple of the element size 8"},
     {"DeviceScalarsPastThePersistentPart", [](json &m) { m["device_scalars"] = {{"offset", 632}}; },
-     "device_scalars.offset: bytes [632, 648) lie outside the persistent region of 640 bytes"},
+     "device_scalars.offset: bytes [632, 664) lie outside the persistent region of 640 bytes"},
     {"DeviceScalarsOverAnInput", [](json &m) { m["device_scalars"] = {{"offset", 424}}; },
-     "input 0 [384, 432) and device scalars [424, 440) overlap"},
+     "input 0 [384, 432) and device scalars [424, 456) overlap"},
     {"DeviceScalarsOverTheClasses", [](json &m) { m["device_scalars"] = {{"offset", 456}}; },
-     "input 1 [448, 464) and device scalars [456, 472) overlap"},
+     "input 1 [448, 464) and device scalars [456, 488) overlap"},
     {"DeviceScalarsOverState", [](json &m) { m["device_scalars"] = {{"offset", 504}}; },
-     "device scalars [504, 520) and state 'exp_avg_sq' of unit 'fc' [512, 640) overlap"},
+     "device scalars [504, 536) and state 'exp_avg_sq' of unit 'fc' [512, 640) overlap"},
     {"UnitsNotArray", [](json &m) { m["units"] = json::object(); },
      "units: expected an array, got {}"},
     {"UnitNotObject", [](json &m) { unit(m) = 3; }, "units[0]: expected an object, got 3"},

@@ -275,6 +275,14 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         }
         if (failed(settleScalar()))
           return failure();
+        if (isCostlyScalar(linalgOp)) {
+          fullReduction = nullptr;
+          if (failed(lowerToLoopNest(rewriter, linalgOp,
+                                     SmallVector<Value>(linalgOp.getNumDpsInits()),
+                                     threadShape())))
+            return failure();
+          continue;
+        }
         scalar = linalgOp;
         consumer = op;
         continue;

@@ -102,6 +102,13 @@ void appendToFullReduction(RewriterBase &rewriter, scf::ParallelOp nest, linalg:
 // (ScatterKernels.cpp)
 //===----------------------------------------------------------------------===//
 
+/// Whether the scalar (rank-0) linalg op `op` costs more than a load when
+/// every thread of a kernel repeats it: it computes in f64 or calls a
+/// transcendental function (AdamW's bias corrections, 1 - beta^t). Such an
+/// op runs once, in a kernel of its own, and the kernels after it load its
+/// results.
+bool isCostlyScalar(linalg::LinalgOp op);
+
 /// Makes every thread of `nest` compute the scalar (rank-0) linalg op
 /// `scalar` first and use the values instead of loading them (in a block
 /// reduction, thread 0 where it stores the result); with `store`, the nest's

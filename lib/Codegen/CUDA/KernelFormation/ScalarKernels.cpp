@@ -11,12 +11,23 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
+
+bool mlir::fsdp::isCostlyScalar(linalg::LinalgOp op) {
+  WalkResult costly = op->walk([](Operation *nested) {
+    bool f64 = llvm::any_of(nested->getResultTypes(), [](Type type) { return type.isF64(); });
+    bool transcendental = isa<math::MathDialect>(nested->getDialect()) &&
+                          !isa<math::SqrtOp, math::RsqrtOp, math::AbsFOp>(nested);
+    return f64 || transcendental ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return costly.wasInterrupted();
+}
 
 LogicalResult mlir::fsdp::prependScalar(RewriterBase &rewriter, scf::ParallelOp nest,
                                         linalg::LinalgOp scalar, bool store,
