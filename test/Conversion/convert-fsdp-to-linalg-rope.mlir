@@ -1,32 +1,43 @@
-// RUN: fsdp-opt %s -convert-fsdp-to-linalg | FileCheck %s
+// RUN: fsdp-opt %s -convert-fsdp-to-linalg | FileCheck %s --enable-var-scope
 
-// Every feature turns: the last dimension as its two halves, a feature's partner
-// the same index of the other half (1 - h), the angle computed in the body: the
-// frequency theta^(-2j/D) in f64 (exp2 of j times -2 log2(theta) / D), rounded to
-// f32, times the position, the index along dimension 1.
+// The angles' cosines and sines are tables of [positions, D/2], computed once at the
+// function's start (the sines' first, as the rotation asks for the cosines first and
+// each goes to the block's start): at position t (dimension 0) and frequency j
+// (dimension 1), theta^(-2j/D) in f64 (exp2 of j times -2 log2(theta) / D), rounded to
+// f32, times t. The rotation views the last dimension as its two halves, a feature's
+// partner the same index of the other half (1 - h), and reads both tables at (position,
+// frequency): dimensions 1 and 4.
+// CHECK-DAG: #[[$TABLE:.+]] = affine_map<(d0, d1) -> (d0, d1)>
 // CHECK-DAG: #[[$ID:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 // CHECK-DAG: #[[$PARTNER:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, -d3 + 1, d4)>
+// CHECK-DAG: #[[$ANGLE:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d1, d4)>
 // CHECK-LABEL: func.func @rope
-// CHECK: %[[HALVES:.+]] = tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] output_shape [2, 5, 3, 2, 4]
-// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$PARTNER]], #[[$ID]]]
-// CHECK-SAME: ins(%[[HALVES]], %[[HALVES]] :
-// CHECK: ^bb0(%[[X:.+]]: f32, %[[P:.+]]: f32, %{{.+}}: f32):
-// CHECK: %[[HALF:.+]] = linalg.index 3
-// CHECK: %[[J:.+]] = linalg.index 4
+// CHECK: %[[SINES:.+]] = linalg.generic {indexing_maps = [#[[$TABLE]]], iterator_types = ["parallel", "parallel"]} outs(%{{.+}} : tensor<5x4xf32>)
+// CHECK: %[[J:.+]] = linalg.index 1
 // CHECK: %[[JI:.+]] = arith.index_cast %[[J]]
-// CHECK: %[[POS:.+]] = linalg.index 1
-// CHECK: %[[POSI:.+]] = arith.index_cast %[[POS]]
 // CHECK: %[[JF:.+]] = arith.sitofp %[[JI]] : i64 to f64
 // CHECK: %[[E:.+]] = arith.mulf %[[JF]], %{{.+}} : f64
 // CHECK: %[[F:.+]] = math.exp2 %[[E]] : f64
 // CHECK: %[[F32:.+]] = arith.truncf %[[F]] : f64 to f32
+// CHECK: %[[POS:.+]] = linalg.index 0
+// CHECK: %[[POSI:.+]] = arith.index_cast %[[POS]]
 // CHECK: %[[POSF:.+]] = arith.sitofp %[[POSI]] : i64 to f32
 // CHECK: %[[A:.+]] = arith.mulf %[[POSF]], %[[F32]] : f32
-// CHECK: %[[COS:.+]] = math.cos %[[A]] : f32
 // CHECK: %[[SIN:.+]] = math.sin %[[A]] : f32
+// CHECK: linalg.yield %[[SIN]]
+// CHECK: %[[COSINES:.+]] = linalg.generic {indexing_maps = [#[[$TABLE]]], iterator_types = ["parallel", "parallel"]} outs(%{{.+}} : tensor<5x4xf32>)
+// CHECK: math.exp2
+// CHECK: %[[COS:.+]] = math.cos %{{.+}} : f32
+// CHECK: linalg.yield %[[COS]]
+// CHECK: %[[HALVES:.+]] = tensor.expand_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] output_shape [2, 5, 3, 2, 4]
+// CHECK: linalg.generic {indexing_maps = [#[[$ID]], #[[$PARTNER]], #[[$ANGLE]], #[[$ANGLE]], #[[$ID]]]
+// CHECK-SAME: ins(%[[HALVES]], %[[HALVES]], %[[COSINES]], %[[SINES]] :
+// CHECK: ^bb0(%[[X:.+]]: f32, %[[P:.+]]: f32, %[[C:.+]]: f32, %[[S:.+]]: f32, %{{.+}}: f32):
+// CHECK: %[[HALF:.+]] = linalg.index 3
+// CHECK-NOT: math.
 // CHECK: %[[SP:.+]] = arith.mulf %{{.+}}, %[[P]] : f32
-// CHECK: %[[SPS:.+]] = arith.mulf %[[SP]], %[[SIN]] : f32
-// CHECK: %[[XC:.+]] = arith.mulf %[[X]], %[[COS]] : f32
+// CHECK: %[[SPS:.+]] = arith.mulf %[[SP]], %[[S]] : f32
+// CHECK: %[[XC:.+]] = arith.mulf %[[X]], %[[C]] : f32
 // CHECK: %[[Y:.+]] = arith.addf %[[XC]], %[[SPS]] : f32
 // CHECK: linalg.yield %[[Y]] : f32
 // CHECK: tensor.collapse_shape %{{.+}} {{\[}}[0], [1], [2], [3, 4]] : tensor<2x5x3x2x4xf32> into tensor<2x5x3x8xf32>
@@ -37,10 +48,19 @@ func.func @rope(%x: tensor<2x5x3x8xf32>) -> tensor<2x5x3x8xf32> {
 }
 
 // 6 of 10 features turn: one generic over the whole result reads each feature's
-// partner (i + 3 or i - 3) from the input and keeps features 6 to 9; Llama 3's
-// scaling of the frequency in f64 between its bounds (64 / 4 and 64 / 1); bf16
-// widened once, rounded once.
+// partner (i + 3 or i - 3) from the input and keeps features 6 to 9; the tables of 3
+// frequencies carry Llama 3's scaling of the frequency in f64 between its bounds (64 / 4
+// and 64 / 1), and the rotation gathers from them at (position, frequency), frequency 0
+// for a feature that does not turn; bf16 widened once, rounded once.
 // CHECK-LABEL: func.func @rope_partial_scaled
+// CHECK: %[[SINES:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<5x3xf32>)
+// CHECK: math.exp2 %{{.+}} : f64
+// CHECK: arith.cmpf ogt, %{{.+}}, %cst{{.*}} : f64
+// CHECK: arith.select
+// CHECK: arith.select
+// CHECK: math.sin
+// CHECK: %[[COSINES:.+]] = linalg.generic {{.+}} outs(%{{.+}} : tensor<5x3xf32>)
+// CHECK: math.cos
 // CHECK: linalg.generic
 // CHECK: ^bb0(%[[X:.+]]: bf16, %{{.+}}: bf16):
 // CHECK: %[[XF:.+]] = arith.extf %[[X]] : bf16 to f32
@@ -53,12 +73,11 @@ func.func @rope(%x: tensor<2x5x3x8xf32>) -> tensor<2x5x3x8xf32> {
 // CHECK: %[[PIDX:.+]] = arith.index_cast %[[PI]] : i64 to index
 // CHECK: %[[PART:.+]] = tensor.extract %{{.+}}[%{{.+}}, %[[PIDX]]] : tensor<5x10xbf16>
 // CHECK: arith.extf %[[PART]] : bf16 to f32
-// CHECK: math.exp2 %{{.+}} : f64
-// CHECK: arith.cmpf ogt, %{{.+}}, %cst{{.*}} : f64
-// CHECK: arith.select
-// CHECK: arith.select
-// CHECK: math.cos
-// CHECK: math.sin
+// CHECK: %[[FREQ:.+]] = arith.select %[[TURNS]], %{{.+}}, %c0_i64{{.*}} : i64
+// CHECK: %[[FIDX:.+]] = arith.index_cast %[[FREQ]] : i64 to index
+// CHECK: tensor.extract %[[COSINES]][%{{.+}}, %[[FIDX]]] : tensor<5x3xf32>
+// CHECK: tensor.extract %[[SINES]][%{{.+}}, %[[FIDX]]] : tensor<5x3xf32>
+// CHECK-NOT: math.
 // CHECK: %[[R:.+]] = arith.select %[[TURNS]], %{{.+}}, %[[XF]] : f32
 // CHECK: %[[B:.+]] = arith.truncf %[[R]] : f32 to bf16
 // CHECK: linalg.yield %[[B]] : bf16
@@ -75,4 +94,26 @@ func.func @rope_partial_scaled(%x: tensor<5x10xbf16>) -> tensor<5x10xbf16> {
 func.func @rope_inverse(%x: tensor<3x4xf32>) -> tensor<3x4xf32> {
   %0 = fsdp.rope %x positions 0 theta 100.0 inverse : tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
+}
+
+// q and k of a block, and the gradient's inverse rotation, read the same two tables; a
+// rotation with another base gets its own.
+// CHECK-LABEL: func.func @rope_shared
+// CHECK-COUNT-2: math.exp2
+// CHECK-NOT: math.exp2
+// CHECK: return
+// CHECK-LABEL: func.func @rope_other_base
+// CHECK-COUNT-4: math.exp2
+// CHECK-NOT: math.exp2
+// CHECK: return
+func.func @rope_shared(%q: tensor<2x5x4x8xf32>, %k: tensor<2x5x2x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x4x8xf32>) {
+  %0 = fsdp.rope %q positions 1 theta 10000.0 : tensor<2x5x4x8xf32>
+  %1 = fsdp.rope %k positions 1 theta 10000.0 : tensor<2x5x2x8xf32>
+  %2 = fsdp.rope %0 positions 1 theta 10000.0 inverse : tensor<2x5x4x8xf32>
+  return %0, %1, %2 : tensor<2x5x4x8xf32>, tensor<2x5x2x8xf32>, tensor<2x5x4x8xf32>
+}
+func.func @rope_other_base(%q: tensor<2x5x4x8xf32>) -> (tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>) {
+  %0 = fsdp.rope %q positions 1 theta 10000.0 : tensor<2x5x4x8xf32>
+  %1 = fsdp.rope %q positions 1 theta 500.0 : tensor<2x5x4x8xf32>
+  return %0, %1 : tensor<2x5x4x8xf32>, tensor<2x5x4x8xf32>
 }

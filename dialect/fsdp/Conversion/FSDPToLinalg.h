@@ -15,8 +15,12 @@ void populateFSDPMatmulToLinalgPatterns(RewritePatternSet &patterns);
 void populateFSDPElementwiseToLinalgPatterns(RewritePatternSet &patterns);
 /// Reductions, softmax, normalisations and losses, with their gradients.
 void populateFSDPReductionToLinalgPatterns(RewritePatternSet &patterns);
-/// fsdp.rope, computed where its angles are used.
+/// fsdp.rope, reading its angles' cosines and sines from tables computed once
+/// at the function's start for each kind of rotation (same positions, rotary
+/// dimension, base and scaling), which the patterns find by the attribute
+/// kRotaryTableAttr; the conversion removes it when done.
 void populateFSDPRotaryToLinalgPatterns(RewritePatternSet &patterns);
+inline constexpr llvm::StringLiteral kRotaryTableAttr = "fsdp.rotary_table";
 /// Reshape, transpose and embedding lookups, with their gradients.
 void populateFSDPLayoutToLinalgPatterns(RewritePatternSet &patterns);
 /// fsdp.slice and fsdp.slice_grad.

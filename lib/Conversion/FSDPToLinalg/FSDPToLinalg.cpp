@@ -38,7 +38,8 @@ struct ConvertFSDPToLinalgPass
     RewritePatternSet patterns(ctx);
     populateFSDPToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    getOperation()->walk([](linalg::GenericOp table) { table->removeAttr(kRotaryTableAttr); });
   }
 };
 } // namespace

@@ -1,9 +1,13 @@
 //===- RotaryPatterns.cpp - fsdp.rope to linalg ---------------------------===//
 //
-// A rotary embedding is elementwise work on pairs of features, each element's
-// angle computed where it is used: no table is stored, no D x D product. When
-// every feature turns they are viewed as [..., 2, D/2], so that a feature's
-// partner is the same index of the other half (an affine map, 1 - h).
+// A rotary embedding is elementwise work on pairs of features. Each
+// (position, frequency)'s cosine and sine are computed once, into two tables
+// of [T, R/2] that every rotation of the same positions, rotary dimension,
+// base and scaling in the function reads (q and k, forward, recompute and
+// backward): an element then costs two loads and four operations, where it
+// computed an f64 exp2, a cosine and a sine. When every feature turns they
+// are viewed as [..., 2, D/2], so that a feature's partner is the same index
+// of the other half (an affine map, 1 - h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -51,23 +56,49 @@ Value frequency(OpBuilder &b, Location loc, RopeOp op, Value j) {
   return m.select(m.greater(constant(context / high), wavelength), f, mid);
 }
 
-/// Where an element is in its rotation: which half of the pair (i64, 0 or 1),
-/// which frequency (i64) and its position (i64).
-struct PairIndex {
-  Value half, frequency, position;
-};
+/// The cosines (`sine` false) or sines of `op`'s angles, [T, R/2] in f32: at
+/// position t and frequency j, of f32(t) * f32(frequency(j)), as the op
+/// defines them. One per function for each kind of rotation, at its start,
+/// where every rotation can read it, marked by kRotaryTableAttr with what it
+/// depends on: [positions, rotary dimension, base, scaling, 0 for cosines or
+/// 1 for sines].
+Value rotaryTable(OpBuilder &b, RopeOp op, bool sine) {
+  int64_t positions = op.getType().getShape()[op.getPositions()];
+  MLIRContext *ctx = b.getContext();
+  Attribute scaling = op.getScalingAttr() ? Attribute(op.getScalingAttr()) : UnitAttr::get(ctx);
+  auto key = ArrayAttr::get(ctx, {b.getI64IntegerAttr(positions),
+                                  b.getI64IntegerAttr(op.getRotaryDimValue()), op.getThetaAttr(),
+                                  scaling, b.getI64IntegerAttr(sine)});
+  Block &entry = op->getParentOfType<FunctionOpInterface>().getFunctionBody().front();
+  for (auto generic : entry.getOps<linalg::GenericOp>())
+    if (generic->getAttr(kRotaryTableAttr) == key)
+      return generic.getResult(0);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&entry);
+  Location loc = op.getLoc();
+  auto type = RankedTensorType::get({positions, op.getRotaryDimValue() / 2}, b.getF32Type());
+  Value table = buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nb, Location nloc, ValueRange) {
+    ScalarMath m(nb, nloc);
+    Type f32 = nb.getF32Type();
+    Value f = arith::TruncFOp::create(nb, nloc, f32, frequency(nb, nloc, op, m.index(1)));
+    Value position = arith::SIToFPOp::create(nb, nloc, f32, m.index(0));
+    Value angle = arith::MulFOp::create(nb, nloc, position, f);
+    return sine ? math::SinOp::create(nb, nloc, angle).getResult()
+                : math::CosOp::create(nb, nloc, angle).getResult();
+  });
+  table.getDefiningOp()->setAttr(kRotaryTableAttr, key);
+  return table;
+}
 
-/// An element of the rotated features from itself and its partner (f32).
-Value rotate(OpBuilder &b, Location loc, RopeOp op, Value x, Value partner, PairIndex at) {
+/// An element of the rotated features from itself, its partner, which half
+/// of the pair it is in (i64, 0 or 1) and its angle's cosine and sine (f32).
+Value rotate(OpBuilder &b, Location loc, RopeOp op, Value x, Value partner, Value half,
+             Value cos, Value sin) {
   ScalarMath m(b, loc);
   Type f32 = b.getF32Type();
-  Value f = arith::TruncFOp::create(b, loc, f32, frequency(b, loc, op, at.frequency));
-  Value position = arith::SIToFPOp::create(b, loc, f32, at.position);
-  Value angle = arith::MulFOp::create(b, loc, position, f);
-  Value cos = math::CosOp::create(b, loc, angle), sin = math::SinOp::create(b, loc, angle);
   // The first half takes -partner sin, the second +partner sin; the inverse
   // rotation the opposite.
-  Value second = arith::SIToFPOp::create(b, loc, f32, at.half);
+  Value second = arith::SIToFPOp::create(b, loc, f32, half);
   Value sign = m.sub(m.mul(m.constant(second, 2.0), second), m.constant(second, 1.0));
   if (op.getInverse())
     sign = m.sub(m.constant(sign, 0.0), sign);
@@ -98,13 +129,15 @@ Value rotateAll(OpBuilder &b, Location loc, RopeOp op) {
   SmallVector<AffineExpr> partnerExprs(identity.getResults());
   partnerExprs[rank - 1] = 1 - getAffineDimExpr(rank - 1, ctx);
   AffineMap partner = AffineMap::get(rank + 1, 0, partnerExprs, ctx);
-  Value rotated =
-      buildParallel(b, loc, halvesType, {halves, halves}, {identity, partner},
-                    [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                      ScalarMath m(nb, nloc);
-                      PairIndex at{m.index(rank - 1), m.index(rank), m.index(op.getPositions())};
-                      return rotate(nb, nloc, op, args[0], args[1], at);
-                    });
+  // The tables at (position, frequency).
+  AffineMap angle = AffineMap::get(
+      rank + 1, 0, {getAffineDimExpr(op.getPositions(), ctx), getAffineDimExpr(rank, ctx)}, ctx);
+  Value rotated = buildParallel(
+      b, loc, halvesType, {halves, halves, rotaryTable(b, op, false), rotaryTable(b, op, true)},
+      {identity, partner, angle, angle}, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        ScalarMath m(nb, nloc);
+        return rotate(nb, nloc, op, args[0], args[1], m.index(rank - 1), args[2], args[3]);
+      });
   return tensor::CollapseShapeOp::create(b, loc, rotated, halvesReassociation(rank));
 }
 
@@ -116,6 +149,7 @@ Value rotateFirst(OpBuilder &b, Location loc, RopeOp op) {
   RankedTensorType type = op.getType();
   int64_t rank = type.getRank(), rotary = op.getRotaryDimValue();
   Value input = op.getInput();
+  Value cosines = rotaryTable(b, op, false), sines = rotaryTable(b, op, true);
   return buildElementwise(b, loc, type, input, [&](OpBuilder &nb, Location nloc, ValueRange args) {
     ScalarMath m(nb, nloc);
     auto constant = [&](int64_t value) {
@@ -135,10 +169,13 @@ Value rotateFirst(OpBuilder &b, Location loc, RopeOp op) {
     coordinates.back() = m.toIndex(partnerFeature);
     Value partner = gatherElement(nb, nloc, input, coordinates);
     Value second = arith::SelectOp::create(nb, nloc, first, constant(0), constant(1));
+    // A feature that does not turn reads the tables at frequency 0.
     Value frequency = arith::SelectOp::create(
         nb, nloc, first, feature, arith::SubIOp::create(nb, nloc, feature, constant(rotary / 2)));
-    PairIndex at{second, frequency, m.index(op.getPositions())};
-    return m.select(turns, rotate(nb, nloc, op, args[0], partner, at), args[0]);
+    frequency = arith::SelectOp::create(nb, nloc, turns, frequency, constant(0));
+    SmallVector<Value> at = {coordinates[op.getPositions()], m.toIndex(frequency)};
+    Value cos = gatherElement(nb, nloc, cosines, at), sin = gatherElement(nb, nloc, sines, at);
+    return m.select(turns, rotate(nb, nloc, op, args[0], partner, second, cos, sin), args[0]);
   });
 }
 
