@@ -20,6 +20,7 @@
 #include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/Driver/Driver.h"
 #include "fsdp/IR/FSDPOps.h"
+#include "fsdp/Planning/FastestPlan.h"
 #include "fsdp/Planning/Passes.h"
 #include "fsdp/Transforms/Passes.h"
 #include "fsdp/Utils/ByteCounts.h"
@@ -72,6 +73,8 @@ LogicalResult checkFlags(const CompilerOptions &options, const RuntimeLinkage &r
   if (!options.measuredTraceFile.empty() && options.memorySvgFile.empty())
     return fail("--measured-trace needs --memory-svg: the measured marks are drawn on its "
                 "picture");
+  if (!options.fitValue.empty() && !options.fitFastest)
+    return fail("--fit=" + options.fitValue + ": expected --fit or --fit=fastest");
   if (options.optLevel > 3)
     return fail("-O" + llvm::Twine(options.optLevel) + ": the level must be 0 to 3");
   if (options.jobs < 1)
@@ -195,12 +198,54 @@ private:
       return failure();
     planned = std::move(*evaluated);
     planned->plan = (*model)->getAttrOfType<fsdp::PlanAttr>(fsdp::FSDPDialect::getPlanAttrName());
-    if (budget && !budget->fits(*planned))
-      return replanToFit();
+    if (options.fitFastest && !budget)
+      return fail("--fit=fastest needs the device's memory: --device-memory or the plan's "
+                  "device_memory");
+    if (budget && !budget->fits(*planned) && failed(replanToFit()))
+      return failure();
+    if (options.fitFastest)
+      return replanFastest();
     if (budget && options.fit)
       llvm::errs() << "fsdpc: --fit: the plan fits as it is ("
                    << fsdp::groupedBytes(budget->deviceBytes - budget->needed(*planned))
                    << " B spare)\n";
+    return success();
+  }
+
+  /// --fit=fastest: the plan that fits, planned again with the changes that
+  /// shorten its predicted step most (or kept).
+  LogicalResult replanFastest() {
+    fsdp::FitOptions search;
+    search.budget = *budget;
+    search.target = target.get();
+    search.profile = &*profile;
+    double before = planned->cost.stepSeconds;
+    fsdp::PlanFix fastest = fsdp::searchFastest(*model, *planned, search);
+    if (fastest.numChanges == 0) {
+      llvm::errs() << "fsdpc: --fit=fastest: the plan is the fastest near it that fits (step "
+                   << llvm::formatv("{0:F3}", before) << " s predicted on " << profile->name
+                   << ")\n";
+      return success();
+    }
+    llvm::errs() << "fsdpc: --fit=fastest: " << fastest.changes << " (step "
+                 << llvm::formatv("{0:F3}", fastest.evaluation.cost.stepSeconds) << " s, was "
+                 << llvm::formatv("{0:F3}", before) << " s, predicted on " << profile->name
+                 << "; needs " << fsdp::groupedBytes(budget->needed(fastest.evaluation)) << " B of "
+                 << fsdp::groupedBytes(budget->deviceBytes) << "): " << fastest.evaluation.plan
+                 << "\n";
+    return adoptPlan(std::move(fastest.evaluation));
+  }
+
+  /// Compiles the step again with `evaluation`'s plan, which becomes the model's.
+  LogicalResult adoptPlan(fsdp::PlanEvaluation evaluation) {
+    (*model)->setAttr(fsdp::FSDPDialect::getPlanAttrName(), evaluation.plan);
+    // The plan may compute in bf16, which older GPUs cannot.
+    if (cuda && failed(checkBF16Archs(*model, cuda->chips)))
+      return failure();
+    step = OwningOpRef<ModuleOp>(model->clone());
+    if (failed(planPM->run(*step)))
+      return failure();
+    planned = std::move(evaluation);
     return success();
   }
 
@@ -216,15 +261,7 @@ private:
                  << fsdp::groupedBytes(budget->deviceBytes) << ", step "
                  << llvm::formatv("{0:F3}", fix->evaluation.cost.stepSeconds) << " s predicted on "
                  << profile->name << "): " << fix->evaluation.plan << "\n";
-    (*model)->setAttr(fsdp::FSDPDialect::getPlanAttrName(), fix->evaluation.plan);
-    // The fix may compute in bf16, which older GPUs cannot.
-    if (cuda && failed(checkBF16Archs(*model, cuda->chips)))
-      return failure();
-    step = OwningOpRef<ModuleOp>(model->clone());
-    if (failed(planPM->run(*step)))
-      return failure();
-    planned = std::move(fix->evaluation);
-    return success();
+    return adoptPlan(std::move(fix->evaluation));
   }
 
   /// The profile the step was planned on, in its manifest: a CPU trainer's

@@ -69,10 +69,13 @@ struct CommandLine {
                "use), e.g. 80GB or 79.5GiB: a plan that needs more is an error listing the "
                "changes that fit (default: the plan's device_memory)"),
       cl::value_desc("size"), cl::location(values.deviceMemory), cl::cat(memoryCategory)};
-  cl::opt<bool, true> fit{"fit",
-                              cl::desc("Over the memory budget, compile the best plan that fits "
-                                       "instead, and say which"),
-                              cl::location(values.fit), cl::cat(memoryCategory)};
+  cl::opt<std::string> fit{
+      "fit",
+      cl::desc("Over the memory budget, compile the best plan that fits instead, and say which; "
+               "=fastest: also when it fits, compile the plan near it that fits with the "
+               "shortest predicted step (less recompute, fewer micro-batches, no offload, more "
+               "prefetch, bf16 reductions)"),
+      cl::value_desc("fastest"), cl::ValueOptional, cl::cat(memoryCategory)};
   cl::opt<std::string, true> deviceProfile{
       "device-profile",
       cl::desc("The device the step time is predicted for: h100-sxm, h200, cpu or a profile file "
@@ -221,5 +224,10 @@ fsdpc::CompilerOptions fsdpc::compilerOptionsFromCL() {
   CompilerOptions options = commandLine->values;
   if (commandLine->report.getNumOccurrences())
     options.report = commandLine->report.getValue();
+  if (commandLine->fit.getNumOccurrences()) {
+    options.fitValue = commandLine->fit.getValue();
+    options.fit = true;
+    options.fitFastest = options.fitValue == "fastest";
+  }
   return options;
 }

@@ -2,6 +2,8 @@
 
 #include "fsdp/Planning/FitSearch.h"
 
+#include "CandidateErrors.h"
+
 #include "fsdp/Analysis/ShardingLayout.h"
 #include "fsdp/IR/FSDPDialect.h"
 #include "fsdp/Transforms/Passes.h"
@@ -134,31 +136,6 @@ FailureOr<int64_t> shardedStateBytes(ModuleOp model, PlanAttr plan) {
   }
   return bytes;
 }
-
-/// A candidate's errors are its reason for not being a fix: the first one is
-/// kept (and reported for single changes) instead of being printed. Each
-/// thread compiling a candidate collects into that candidate's string.
-class CandidateErrors {
-public:
-  explicit CandidateErrors(std::string &first) : previous(current) { current = &first; }
-  ~CandidateErrors() { current = previous; }
-
-  /// Routes the context's errors to the current thread's candidate while the
-  /// search runs.
-  struct Capture : ScopedDiagnosticHandler {
-    explicit Capture(MLIRContext *context)
-        : ScopedDiagnosticHandler(context, [](Diagnostic &diagnostic) {
-            if (current && current->empty() &&
-                diagnostic.getSeverity() == DiagnosticSeverity::Error)
-              *current = diagnostic.str();
-            return success();
-          }) {}
-  };
-
-private:
-  static inline thread_local std::string *current = nullptr;
-  std::string *previous;
-};
 
 /// Runs `task(0..count-1)` on the context's threads (each candidate's
 /// compile on one thread, whole). Not mlir::parallelForEach: its diagnostic

@@ -38,6 +38,11 @@ struct CompilerOptions {
   std::optional<std::string> report;
   std::string deviceMemory;
   bool fit = false;
+  /// --fit=fastest: of the plans that fit, the one with the shortest
+  /// predicted step near the given one (fsdp/Planning/FastestPlan.h).
+  bool fitFastest = false;
+  /// --fit's value as given: empty or `fastest`; anything else is an error.
+  std::string fitValue;
   /// --print-op-on-diagnostic: an error also prints its operation, generic form.
   bool printOpOnDiagnostic = false;
   std::string deviceProfile;
