@@ -73,6 +73,8 @@ LogicalResult checkFlags(const CompilerOptions &options, const RuntimeLinkage &r
   if (!options.measuredTraceFile.empty() && options.memorySvgFile.empty())
     return fail("--measured-trace needs --memory-svg: the measured marks are drawn on its "
                 "picture");
+  if (options.linkRuntime != "static" && options.linkRuntime != "shared")
+    return fail("--link-runtime=" + options.linkRuntime + ": expected static or shared");
   if (!options.fitValue.empty() && !options.fitFastest)
     return fail("--fit=" + options.fitValue + ": expected --fit or --fit=fastest");
   if (options.optLevel > 3)

@@ -85,13 +85,22 @@ LogicalResult fsdpc::linkTrainer(const CompilerOptions &options, const RuntimeLi
     return fail("no C++ compiler driver (c++) on PATH to link the trainer");
   SmallVector<StringRef> args = {*driver};
   args.append(objects.begin(), objects.end());
-  StringRef flags;
+  StringRef flags, library;
   if (cudaRuntime) {
-    args.append({runtime.cudaMainLibrary, runtime.cudaLibrary});
+    library = options.sharedRuntime ? runtime.cudaSharedLibrary : runtime.cudaLibrary;
+    args.append({runtime.cudaMainLibrary, library});
     flags = runtime.cudaLinkFlags;
   } else {
-    args.append({runtime.mainLibrary, runtime.library});
+    library = options.sharedRuntime ? runtime.sharedLibrary : runtime.library;
+    args.append({runtime.mainLibrary, library});
     flags = runtime.linkFlags;
+  }
+  // A shared runtime is found where this build has it, unless LD_LIBRARY_PATH
+  // names another (a RUNPATH: the GPU check kit's lib/).
+  std::string runpath;
+  if (options.sharedRuntime) {
+    runpath = "-Wl,--enable-new-dtags,-rpath," + llvm::sys::path::parent_path(library).str();
+    args.push_back(runpath);
   }
   for (StringRef flag : llvm::split(flags, ' '))
     if (!flag.empty())

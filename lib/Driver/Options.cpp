@@ -164,6 +164,12 @@ struct CommandLine {
       cl::desc("The x86-64 CPU the trainer is built for: native (this machine, the default) "
                "or any CPU LLVM knows, e.g. generic, x86-64-v2, x86-64-v3, sapphirerapids"),
       cl::value_desc("name"), cl::location(values.cpu), cl::cat(targetCategory)};
+  cl::opt<std::string> linkRuntime{
+      "link-runtime",
+      cl::desc("How the trainer links the runtime: static (a copy in the trainer, the default) "
+               "or shared (its shared library, found beside this build's or on "
+               "LD_LIBRARY_PATH: trainers shipped together share one copy)"),
+      cl::value_desc("static|shared"), cl::init("static"), cl::cat(targetCategory)};
   cl::opt<std::string, true> cpuFeatures{
       "cpu-features", cl::desc("CPU features added to or removed from --cpu's, e.g. -avx512f"),
       cl::value_desc("+f,-g,..."), cl::location(values.cpuFeatures), cl::cat(targetCategory)};
@@ -224,6 +230,8 @@ fsdpc::CompilerOptions fsdpc::compilerOptionsFromCL() {
   CompilerOptions options = commandLine->values;
   if (commandLine->report.getNumOccurrences())
     options.report = commandLine->report.getValue();
+  options.linkRuntime = commandLine->linkRuntime.getValue();
+  options.sharedRuntime = options.linkRuntime == "shared";
   if (commandLine->fit.getNumOccurrences()) {
     options.fitValue = commandLine->fit.getValue();
     options.fit = true;

@@ -9,12 +9,15 @@ that a bare GPU node lacks, the float64 reference and the check script.
 Called by scripts/gpu-bundle.sh (which finds fsdpc); docs/CUDA.md section 5 says how the
 bundle is used. What goes into DIR:
 
-  bin/<model>        one-rank CUDA trainers (grid [1]: one GPU, started without mpirun)
+  bin/<model>        one-rank CUDA trainers (grid [1]: one GPU, started without mpirun),
+                     linked with the runtime's shared library (fsdpc --link-runtime=shared)
   lib/               every shared library they need but the CUDA libraries and the C/C++
-                     runtime (MPI's libraries: a trainer started without a launcher never
-                     initialises MPI, but the loader needs them), checked by
-                     kit/libraries.py
+                     runtime (the runtime's one copy, libfsdprt_cuda.so; MPI's libraries: a
+                     trainer started without a launcher never initialises MPI, but the
+                     loader needs them), checked by kit/libraries.py
   models/<model>.mlir  the compiled model files, as compiled
+  kernels/<model>.json the kernel table of the models whose kernels ncu measures (fsdpc
+                     --kernels, on the h200 profile): what each kernel should take
   kit/               check.py (the check), libraries.py, elf.py
   reference/         test/reference: the NumPy float64 teacher (with fsdp_hf, the importer's
                      package, for the llama: models' parameters)
@@ -125,15 +128,20 @@ MODELS = {
                                   checks=["teacher", "arena"]),
     # About a billion parameters (TinyLlama-1.1B's shapes), bf16, sequence 2048: timing.
     # Its reference would take minutes a step in float64: checked by the graph and the
-    # arena; the batch is one whose plan fits an 80 GB card (fsdpc --device-memory).
+    # arena; the batch is one whose plan fits an 80 GB card (fsdpc --device-memory), and
+    # the plan the fastest near the file's that fits (fsdpc --fit=fastest: no recompute).
     "llama-1b": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512,
                            DETERMINISTIC),
                      checks=["graph", "arena", "speed", "torch", "kernels"],
-                     device_memory="80GB"),
+                     device_memory="80GB", fit="fastest"),
+    # The file's own plan (remat = unit): what recompute costs on the same card.
+    "llama-1b-remat": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512,
+                                 DETERMINISTIC),
+                           checks=["arena", "speed"], device_memory="80GB"),
     # The same with cuDNN's default backward pass (its bits depend on the GPU's
     # scheduling): the speed of a plan without `deterministic`.
     "llama-1b-fast": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512),
-                          checks=["arena", "speed"], device_memory="80GB"),
+                          checks=["arena", "speed"], device_memory="80GB", fit="fastest"),
     # And with the key-block loops: the fused attention's gain on the same card.
     "llama-1b-loops": dict(llama(22, 2048, 32, 4, 5632, 32000, 2048, 8, "bf16", "flash", 512,
                                  fuse_attention=False),
@@ -177,9 +185,15 @@ def compile_model(fsdpc, out, name, spec, arch, on_cpu):
         f.write(model_text(spec))
     trainer = os.path.join(out, "bin", name)
     memory = [f"--device-memory={spec['device_memory']}"] if "device_memory" in spec else []
+    fit = [f"--fit={spec['fit']}"] if "fit" in spec else []
     target = ["--test-kernels-on-cpu"] if on_cpu else [f"--gpu-arch={arch}"]
-    run([fsdpc, source, "--grid=1", "--target=cuda", *target, *memory,
-         *spec.get("fsdpc_flags", []), "-o", trainer])
+    # The kernel table the kit's ncu measurements are read beside (docs/CUDA.md, 1).
+    table = os.path.join(out, "kernels", f"{name}.json")
+    kernels = [f"--kernels={table}", "--device-profile=h200"] if (
+        "kernels" in spec["checks"] and not on_cpu) else []
+    # Every trainer shares the bundle's one copy of the runtime (lib/).
+    run([fsdpc, source, "--grid=1", "--target=cuda", "--link-runtime=shared", *target, *memory,
+         *fit, *kernels, *spec.get("fsdpc_flags", []), "-o", trainer])
     manifest = json.loads(run([trainer, "--print-manifest"]))
     return name, {
         "trainer": os.path.relpath(trainer, out),
@@ -264,7 +278,7 @@ def main():
     out = os.path.abspath(args.out)
     if os.path.exists(out) and os.listdir(out):
         sys.exit(f"gpu-bundle: {out} exists and is not empty")
-    for folder in ("bin", "lib", "models", "kit", "reference", "bench/gpu"):
+    for folder in ("bin", "lib", "models", "kernels", "kit", "reference", "bench/gpu"):
         os.makedirs(os.path.join(out, folder), exist_ok=True)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:

@@ -19,11 +19,13 @@ fsdpc::RuntimeLinkage runtimeOfThisBuild() {
   fsdpc::RuntimeLinkage runtime;
   runtime.mainLibrary = FSDP_RUNTIME_MAIN_LIBRARY;
   runtime.library = FSDP_RUNTIME_LIBRARY;
+  runtime.sharedLibrary = FSDP_RUNTIME_SHARED_LIBRARY;
   runtime.linkFlags = FSDP_RUNTIME_LINK_FLAGS;
   runtime.cudaAvailable = FSDP_CUDA_AVAILABLE;
   runtime.cudaMissing = FSDP_CUDA_MISSING;
   runtime.cudaMainLibrary = FSDP_RUNTIME_CUDA_MAIN_LIBRARY;
   runtime.cudaLibrary = FSDP_RUNTIME_CUDA_LIBRARY;
+  runtime.cudaSharedLibrary = FSDP_RUNTIME_CUDA_SHARED_LIBRARY;
   runtime.cudaLinkFlags = FSDP_RUNTIME_CUDA_LINK_FLAGS;
   runtime.cudaToolkit = FSDP_CUDA_TOOLKIT;
   return runtime;

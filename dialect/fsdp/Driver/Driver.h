@@ -57,6 +57,11 @@ struct CompilerOptions {
   std::string cudaPath;
   int64_t gpuBlockSize = 256;
   bool kernelsOnCPU = false;
+  /// --link-runtime=shared: the trainer links the runtime's shared library
+  /// (found beside this build's, or on LD_LIBRARY_PATH) instead of a copy.
+  bool sharedRuntime = false;
+  /// --link-runtime's value as given: static or shared; anything else is an error.
+  std::string linkRuntime = "static";
   bool launchSummary = false;
   bool outlineKernels = true;
   /// bf16 attention as the runtime's fused calls (cuDNN on --target=cuda, its
@@ -88,11 +93,13 @@ struct CompilerOptions {
 /// Where the runtime's archives are and what a trainer links with besides
 /// them: the tool's build knows (tools/fsdpc, RuntimeLinkage.h).
 struct RuntimeLinkage {
-  std::string mainLibrary, library, linkFlags;
+  /// The main archive, the runtime's archive and the same as a shared
+  /// library, and the link flags they need; then the CUDA backend's.
+  std::string mainLibrary, library, sharedLibrary, linkFlags;
   bool cudaAvailable = false;
   /// Why the CUDA backend was not built, when it was not.
   std::string cudaMissing;
-  std::string cudaMainLibrary, cudaLibrary, cudaLinkFlags;
+  std::string cudaMainLibrary, cudaLibrary, cudaSharedLibrary, cudaLinkFlags;
   /// The CUDA toolkit the runtime was built with (--cuda-path's default).
   std::string cudaToolkit;
 };

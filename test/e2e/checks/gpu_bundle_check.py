@@ -91,13 +91,15 @@ def masking_mounts(bundle):
     library unreadable (a bind mount of /dev/null)."""
     with open(os.path.join(bundle, "bundle.json")) as f:
         sonames = json.load(f)["libraries"]
-    trainer = os.path.join(bundle, "bin", sorted(os.listdir(os.path.join(bundle, "bin")))[0])
-    out = run(["ldd", trainer]).stdout
+    # Every binary's: the runtime's shared library is the trainers', not the attention
+    # check's (which links its own copy).
     paths = set()
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 3 and parts[0] in sonames and parts[1] == "=>":
-            paths.add(os.path.realpath(parts[2]))
+    for name in os.listdir(os.path.join(bundle, "bin")):
+        out = run(["ldd", os.path.join(bundle, "bin", name)]).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 3 and parts[0] in sonames and parts[1] == "=>":
+                paths.add(os.path.realpath(parts[2]))
     if len(paths) != len(sonames):
         fail(f"found {len(paths)} system copies of the {len(sonames)} bundled libraries")
     mounts = "".join(f"mount --bind /dev/null {shlex.quote(p)} && " for p in sorted(paths))
