@@ -48,6 +48,11 @@ DeviceProfile h100Sxm() {
   // docs/CUDA.md): 573 and 466 TFLOP/s. Heads of 64 run slower (383 and 312).
   profile.attentionFlopsForward = 550e12;
   profile.attentionFlopsBackward = 450e12;
+  // At the 1B Llama's heads of 64 the same runs measured 383 and 312 TFLOP/s:
+  // 0.668 and 0.670 of the rates at 128, what a fixed 126.5 elements of work
+  // per query row beside the head's gives.
+  profile.attentionHeadDim = 128;
+  profile.attentionRowOverhead = 126.5;
   profile.vectorFlops = 50e12;
   profile.vectorDivides = 6e12;     // MUFU reciprocals and roots: 1/8 of the FMA pipes
   // fsdp-cuda-form-kernels gives every row of a reduction a thread of its own:
@@ -198,11 +203,16 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
   number(flops, "f32", "matmul_flops.", profile.matmulFlopsF32, true);
   number(flops, "bf16", "matmul_flops.", profile.matmulFlopsBF16, true);
   const json::Object *attention =
-      section("attention_flops", {"forward", "backward"}, "the fused attention's rates");
+      section("attention_flops", {"forward", "backward", "head_dim", "row_overhead"},
+              "the fused attention's rates");
   // Optional: a profile of a device without the fused attention has none.
   if (attention) {
     number(attention, "forward", "attention_flops.", profile.attentionFlopsForward, true);
     number(attention, "backward", "attention_flops.", profile.attentionFlopsBackward, true);
+    if (attention->get("head_dim") || attention->get("row_overhead")) {
+      number(attention, "head_dim", "attention_flops.", profile.attentionHeadDim, true);
+      number(attention, "row_overhead", "attention_flops.", profile.attentionRowOverhead, false);
+    }
   }
   number(object, "vector_flops", "", profile.vectorFlops, true);
   number(object, "vector_divides", "", profile.vectorDivides, true);
@@ -344,6 +354,13 @@ std::optional<double> along(const SizeCurve &curve, double size, Between between
 }
 
 } // namespace
+
+double DeviceProfile::attentionRateAt(double flops, double headDim) const {
+  if (attentionHeadDim <= 0 || headDim <= 0 || headDim >= attentionHeadDim)
+    return flops;
+  auto efficiency = [&](double d) { return d / (d + attentionRowOverhead); };
+  return flops * efficiency(headDim) / efficiency(attentionHeadDim);
+}
 
 double DeviceProfile::memoryBandwidthAt(double footprint) const {
   // A rate changes with the cache level the footprint fits in, at sizes

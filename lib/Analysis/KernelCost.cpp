@@ -33,6 +33,64 @@ OpArithmetic mlir::fsdp::arithmeticOf(Operation *op) {
   return counted;
 }
 
+Operation *mlir::fsdp::singleCombiner(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1 || !isa<FloatType>(getElementTypeOrSelf(op.getDpsInits()[0])))
+    return nullptr;
+  // The output's only use is the op that makes the yielded value: nothing
+  // else the body computes depends on the running value.
+  Block *body = op.getBlock();
+  BlockArgument out = body->getArguments().back();
+  Operation *combiner = body->getTerminator()->getOperand(0).getDefiningOp();
+  if (!combiner || combiner->getBlock() != body || !out.hasOneUse() ||
+      *out.user_begin() != combiner ||
+      !isa<arith::AddFOp, arith::MulFOp, arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+           arith::MinNumFOp>(combiner))
+    return nullptr;
+  return combiner;
+}
+
+bool mlir::fsdp::reducesCooperatively(linalg::LinalgOp op) {
+  if (op.getNumReductionLoops() == 0 || !singleCombiner(op))
+    return false;
+  if (op.getNumParallelLoops() == 0)
+    return true;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  auto iterators = op.getIteratorTypesArray();
+  int64_t elements = 1;
+  unsigned lastReduction = 0;
+  for (auto [index, iterator] : llvm::enumerate(iterators))
+    if (iterator == utils::IteratorType::reduction) {
+      elements *= ranges[index];
+      lastReduction = index;
+    }
+  // The reduced elements lie along the innermost dimension of the first
+  // input, which a block's threads then read side by side.
+  AffineMap map = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  if (map.getNumResults() == 0)
+    return false;
+  auto last = dyn_cast<AffineDimExpr>(map.getResult(map.getNumResults() - 1));
+  return elements >= kCooperativeMinElements && last && last.getPosition() == lastReduction;
+}
+
+KernelWork mlir::fsdp::launchShapeOf(linalg::LinalgOp op, int64_t blockSize) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  auto iterators = op.getIteratorTypesArray();
+  int64_t outputs = 1, reduced = 1;
+  for (auto [range, iterator] : llvm::zip(ranges, iterators))
+    (iterator == utils::IteratorType::parallel ? outputs : reduced) *= std::max<int64_t>(range, 1);
+  KernelWork shape;
+  if (reducesCooperatively(op)) {
+    shape.blocks = outputs;
+    shape.threadsPerBlock = std::min(blockSize, reduced);
+    shape.serialTrips = llvm::divideCeil(reduced, shape.threadsPerBlock);
+    return shape;
+  }
+  shape.threadsPerBlock = std::min(blockSize, outputs);
+  shape.blocks = llvm::divideCeil(outputs, shape.threadsPerBlock);
+  shape.serialTrips = reduced;
+  return shape;
+}
+
 KernelTime mlir::fsdp::predictKernelTime(const KernelWork &work, const DeviceProfile &profile) {
   KernelTime time;
   double bytes = work.bytesRead + work.bytesWritten;

@@ -280,13 +280,55 @@ struct ComputeTime {
   double total() const { return matmul + attention + other; }
 };
 
-/// A loop (the attention's key blocks) runs its body's ops one after the
-/// other, each with its own overhead and rates, once per iteration; any
-/// other op is one launch or call.
+/// Whether `loop` is one the host runs, launching its body's ops each
+/// iteration: it calls the runtime (the attention's key blocks). Any other
+/// loop of the step (an embedding gradient's scatter) is device work itself.
+bool isHostLoop(scf::ForOp loop) {
+  return loop->walk([](func::CallOp) { return WalkResult::interrupt(); }).wasInterrupted();
+}
+
+/// The threads per block the CUDA target's kernels have (fsdpc
+/// --gpu-block-size's default).
+constexpr int64_t kBlockSize = 256;
+
+/// The launch of a device op that is not a library call, as
+/// fsdp-cuda-form-kernels shapes it: a linalg op's (KernelCost.h), a copy's
+/// a thread per element, and a scatter loop's a thread per column of its
+/// inner loop, each running the outer loop's rows in order, each row reading
+/// what the one before may have stored.
+KernelWork launchShapeOfDeviceOp(Operation *op) {
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return launchShapeOf(linalgOp, kBlockSize);
+  KernelWork shape;
+  int64_t threads = 1;
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    if (auto type = dyn_cast<MemRefType>(copy.getSource().getType()); type && type.hasStaticShape())
+      threads = type.getNumElements();
+  } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    auto inner = loop.getBody()->getOps<scf::ForOp>();
+    threads = inner.empty() ? 1 : static_cast<int64_t>(tripCount(*inner.begin()));
+    shape.serialTrips = static_cast<int64_t>(tripCount(loop));
+    llvm::DenseSet<Value> loaded;
+    loop.walk([&](memref::LoadOp load) { loaded.insert(load.getMemRef()); });
+    loop.walk([&](memref::StoreOp store) {
+      shape.memoryCarried |= loaded.contains(store.getMemRef());
+    });
+  }
+  threads = std::max<int64_t>(threads, 1);
+  shape.threadsPerBlock = std::min(kBlockSize, threads);
+  shape.blocks = llvm::divideCeil(threads, shape.threadsPerBlock);
+  return shape;
+}
+
+/// A host loop (the attention's key blocks) runs its body's ops one after
+/// the other, each with its own overhead and rates, once per iteration; any
+/// other op is one launch or call. On a GPU (a profile with
+/// multiprocessors), a generated kernel is priced by KernelCost.h: the share
+/// of the device its blocks fill and its longest serial chain.
 /// `work` and `footprint` are the op's own (workOf, footprintOf).
 ComputeTime computeTime(Operation *op, const Work &work, double footprint,
                         const DeviceProfile &profile) {
-  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+  if (auto loop = dyn_cast<scf::ForOp>(op); loop && isHostLoop(loop)) {
     ComputeTime body;
     for (Operation &nested : loop.getBody()->without_terminator()) {
       if (!isComputeOp(&nested))
@@ -299,12 +341,25 @@ ComputeTime computeTime(Operation *op, const Work &work, double footprint,
             body.launches * trips};
   }
   auto call = dyn_cast<func::CallOp>(op);
+  if (!call && profile.multiprocessors > 0) {
+    KernelWork kernel = launchShapeOfDeviceOp(op);
+    kernel.bytesRead = work.bytes;
+    kernel.arithmetic = work.arithmetic + work.scalarArithmetic;
+    kernel.divides = work.divides;
+    double seconds = predictKernelTime(kernel, profile).predicted;
+    return work.flops > 0 ? ComputeTime{seconds, 0, 0, profile.opOverhead}
+                          : ComputeTime{0, 0, seconds, profile.opOverhead};
+  }
   StringRef callee = call ? call.getCallee() : StringRef();
   double rate = isBF16GemmCallee(callee) ? profile.matmulFlopsBF16 : profile.matmulFlopsF32;
   if (isAttentionCallee(callee)) {
     rate = callee == kAttentionBF16 ? profile.attentionFlopsForward
                                     : profile.attentionFlopsBackward;
-    if (rate <= 0)
+    // Operand 4 is the head size (attentionWork).
+    if (rate > 0)
+      rate = profile.attentionRateAt(rate,
+                                     static_cast<double>(constantInt(call.getOperand(4)).value_or(0)));
+    else
       rate = profile.matmulFlopsBF16;
   }
   double seconds = profile.opOverhead +

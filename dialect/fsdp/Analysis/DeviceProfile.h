@@ -63,6 +63,15 @@ struct DeviceProfile {
   /// backward, counting the products it stands for (the causal half only);
   /// 0: none measured, the bf16 product rate stands in.
   double attentionFlopsForward = 0, attentionFlopsBackward = 0;
+  /// The head size those rates were measured at, and the work per query row
+  /// that does not grow with the head size, in head elements: a head of d
+  /// runs at the rates times (d / (d + overhead)) / (D / (D + overhead)) for
+  /// d below the measured D (0: the rates at every head size).
+  double attentionHeadDim = 0, attentionRowOverhead = 0;
+
+  /// The fused attention's rate `flops` (forward or backward) at head size
+  /// `headDim`.
+  double attentionRateAt(double flops, double headDim) const;
   double vectorFlops = 0;                         // arithmetic op/s of generated loops
   /// Divisions and square roots per second in generated loops: a divider of
   /// its own, several times slower than the multiply-add pipes.

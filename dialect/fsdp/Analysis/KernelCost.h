@@ -14,6 +14,7 @@
 
 #include "fsdp/Analysis/DeviceProfile.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Operation.h"
 
 #include <cstdint>
@@ -54,6 +55,36 @@ struct KernelTime {
 };
 
 KernelTime predictKernelTime(const KernelWork &work, const DeviceProfile &profile);
+
+//===----------------------------------------------------------------------===//
+// How fsdp-cuda-form-kernels shapes a linalg op's kernel (docs/CUDA.md,
+// section 1), stated here once for it and for the step's predicted time.
+//===----------------------------------------------------------------------===//
+
+/// Reductions of at least this many elements per output, along contiguous
+/// memory, are summed by a block's threads together rather than by one.
+inline constexpr int64_t kCooperativeMinElements = 64;
+
+/// The only combiner op of the single-output float reduction `op`, when the
+/// body folds each element into the output with it and it is one a block's
+/// threads can combine in a tree (addf, mulf, maximumf, minimumf, maxnumf,
+/// minnumf); null otherwise.
+Operation *singleCombiner(linalg::LinalgOp op);
+
+/// Whether the reduction `op` gets a block per output, whose threads fold
+/// strided slices and combine them: a known combiner, and either no parallel
+/// loop (a full reduction) or at least kCooperativeMinElements reduced
+/// elements per output along the innermost, contiguous dimension of its first
+/// input (its last reduction loop). Otherwise a thread per output.
+bool reducesCooperatively(linalg::LinalgOp op);
+
+/// The launch fsdp-cuda-form-kernels makes of `op` alone (its blocks of
+/// `blockSize` threads, the iterations a thread runs in order), before any
+/// fusion: elementwise work a thread per point, a cooperative reduction a
+/// block per output striding through its elements, any other reduction a
+/// thread per output running every reduced element. Only the shape fields of
+/// KernelWork are set.
+KernelWork launchShapeOf(linalg::LinalgOp op, int64_t blockSize);
 
 } // namespace mlir::fsdp
 

@@ -13,6 +13,7 @@
 #define FSDP_TRANSFORMS_FORMKERNELS_H
 
 #include "fsdp/Analysis/ArenaAccesses.h"
+#include "fsdp/Analysis/KernelCost.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -28,10 +29,6 @@ namespace mlir::fsdp {
 /// The attribute that marks the block loop of a nest whose threads reduce
 /// together: it is already shaped as blocks of threads, and is not tiled.
 inline constexpr llvm::StringLiteral kCooperativeNestAttr = "fsdp.cooperative";
-
-/// Reductions of at least this many elements per output, along contiguous
-/// memory, are summed by a block's threads together rather than by one.
-inline constexpr int64_t kCooperativeMinElements = 64;
 
 /// The values that fill each output of `op` just before it (a linalg.fill of
 /// the same buffer, with nothing in between that touches memory), or null:

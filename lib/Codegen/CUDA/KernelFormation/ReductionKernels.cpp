@@ -10,6 +10,8 @@
 
 #include "FormKernels.h"
 
+#include "fsdp/Analysis/KernelCost.h"
+
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -53,22 +55,6 @@ double identity(gpu::AllReduceOperation kind) {
   default:
     return 0.0;
   }
-}
-
-/// The only combiner op of the single-output reduction `op`, when the body
-/// folds each element into the output with it.
-Operation *singleCombiner(linalg::LinalgOp op) {
-  if (op.getNumDpsInits() != 1 || !isa<FloatType>(getElementTypeOrSelf(op.getDpsInits()[0])))
-    return nullptr;
-  // The output's only use is the op that makes the yielded value: nothing
-  // else the body computes depends on the running value.
-  Block *body = op.getBlock();
-  BlockArgument out = body->getArguments().back();
-  Operation *combiner = body->getTerminator()->getOperand(0).getDefiningOp();
-  if (!combiner || combiner->getBlock() != body || !out.hasOneUse() ||
-      *out.user_begin() != combiner || !allReduceKind(combiner))
-    return nullptr;
-  return combiner;
 }
 
 Value indexConstant(OpBuilder &b, Location loc, int64_t value) {
@@ -145,19 +131,6 @@ Value initialValue(OpBuilder &b, Location loc, linalg::LinalgOp op, unsigned i,
   if (inits[i])
     return inits[i];
   return memref::LoadOp::create(b, loc, op.getDpsInits()[i], outputIndices(b, loc, op, i, ivs));
-}
-
-/// Whether the reduced elements of each output lie along the innermost,
-/// contiguous dimension of the first input, which a block's threads then
-/// read side by side.
-bool reducesContiguousRows(linalg::LinalgOp op) {
-  OpOperand *input = op.getDpsInputOperand(0);
-  AffineMap map = op.getMatchingIndexingMap(input);
-  if (map.getNumResults() == 0)
-    return false;
-  auto last = dyn_cast<AffineDimExpr>(map.getResult(map.getNumResults() - 1));
-  return last && last.getPosition() == op.getNumLoops() - 1 &&
-         op.getIteratorTypesArray().back() == utils::IteratorType::reduction;
 }
 
 /// A thread per output point: reductions folded in registers, then stored.
@@ -314,17 +287,6 @@ SmallVector<Value> mlir::fsdp::takeFusableFills(linalg::LinalgOp op) {
 
 namespace {
 
-/// Whether `op` (parallel loops first, static ranges) becomes a block
-/// reduction: a known combiner, and a full reduction or long contiguous rows.
-bool isCooperative(linalg::LinalgOp op) {
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  unsigned numParallel = op.getNumParallelLoops();
-  int64_t elements = 1;
-  for (int64_t extent : ArrayRef(ranges).drop_front(numParallel))
-    elements *= extent;
-  return singleCombiner(op) &&
-         (numParallel == 0 || (elements >= kCooperativeMinElements && reducesContiguousRows(op)));
-}
 
 bool hasParallelLoopsFirst(linalg::LinalgOp op) {
   return llvm::is_sorted(op.getIteratorTypesArray(), [](auto a, auto b) {
@@ -339,7 +301,7 @@ bool mlir::fsdp::isRowPrologue(linalg::LinalgOp producer, linalg::LinalgOp op,
   if (!producer.hasPureBufferSemantics() || !op.hasPureBufferSemantics() ||
       producer.getNumReductionLoops() != 0 || op.getNumReductionLoops() == 0 ||
       !hasParallelLoopsFirst(op) || ShapedType::isDynamicShape(op.getStaticLoopRanges()) ||
-      producer.getStaticLoopRanges() != op.getStaticLoopRanges() || !isCooperative(op))
+      producer.getStaticLoopRanges() != op.getStaticLoopRanges() || !reducesCooperatively(op))
     return false;
   // The producer writes each point of the shared iteration space at that
   // point, reading none of its outputs' old values: the block that folds a
@@ -383,7 +345,7 @@ FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter, li
   rewriter.setInsertionPoint(op);
   Operation *combiner = singleCombiner(op);
   scf::ParallelOp nest;
-  if (isCooperative(op))
+  if (reducesCooperatively(op))
     nest = lowerCooperative(rewriter, op, inits, ranges, numParallel, combiner, blockSize,
                             prologue);
   else if (prologue)
