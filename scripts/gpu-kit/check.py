@@ -110,10 +110,13 @@ def markdown(data):
                      f"{100 * s['mfu']:.1f}%" if s.get("mfu") is not None else "-",
                      f"{s['memory_bytes'] / 2**30:.2f}" if s.get("memory_bytes") else "-"]
                     for s in data["speed"]])
-    lines += table("Kernels that take most of the step",
-                   ["model", "kernel", "launches", "time ms", "share"],
+    lines += table("Kernels that take most of the step (predicted: the bundle's kernel table)",
+                   ["model", "kernel", "launches", "time ms", "share", "predicted ms",
+                    "GB/s (the table's bytes)"],
                    [[k["model"], f"`{k['name'][:80]}`", k["launches"], f"{k['ms']:.3f}",
-                     f"{100 * k['share']:.1f}%"]
+                     f"{100 * k['share']:.1f}%",
+                     f"{k['predicted_ms']:.3f}" if k.get("predicted_ms") is not None else "-",
+                     f"{k['achieved_gbps']:,.0f}" if k.get("achieved_gbps") is not None else "-"]
                     for k in data["kernels"]])
     return "\n".join(lines) + "\n"
 
@@ -627,14 +630,45 @@ def kernels(report, node, name, model):
         report.part("kernels", name, "ncu", "FAIL", f"exit {status}: {out.strip()[-600:]}")
         return
     total = sum(r["ns"] for r in rows.values())
-    top = sorted(rows.items(), key=lambda item: -item[1]["ns"])[:10]
-    for kernel, r in top:
-        report.data["kernels"].append({
-            "model": name, "name": kernel, "launches": r["launches"], "ms": r["ns"] / 1e6,
-            "share": r["ns"] / total})
+    for entry in kernels_beside_table(rows, kernel_table(name)):
+        report.data["kernels"].append(dict(entry, model=name))
     report.part("kernels", name, "ncu", "PASS",
                 f"{sum(r['launches'] for r in rows.values())} launches, {len(rows)} kernels, "
                 f"{total / 1e6:.1f} ms of kernels in the step ({seconds:.0f} s)")
+
+
+def kernel_table(name):
+    """{kernel name: row} of the bundle's kernel table for `name` (fsdpc --kernels), or {}."""
+    path = os.path.join(BUNDLE, "kernels", f"{name}.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        rows = json.load(f)["kernels"]
+    merged = {}
+    for row in rows:  # a kernel launched at several shapes: its launches together
+        entry = merged.setdefault(row["name"], {"launches": 0, "seconds": 0.0, "bytes": 0.0})
+        entry["launches"] += row["launches"]
+        entry["seconds"] += row["launches"] * row["predicted_seconds"]
+        entry["bytes"] += row["launches"] * (row["bytes_read"] + row["bytes_written"])
+    return merged
+
+
+def kernels_beside_table(rows, table, count=10):
+    """The `count` kernels of ncu's `rows` that take most of the step, each with its share,
+    and where the kernel table has it, its predicted time for the launches measured and the
+    DRAM rate its bytes (the table's) took at the measured time."""
+    total = sum(r["ns"] for r in rows.values()) or 1.0
+    out = []
+    for kernel, r in sorted(rows.items(), key=lambda item: -item[1]["ns"])[:count]:
+        entry = {"name": kernel, "launches": r["launches"], "ms": r["ns"] / 1e6,
+                 "share": r["ns"] / total, "predicted_ms": None, "achieved_gbps": None}
+        predicted = table.get(kernel)
+        if predicted and predicted["launches"] > 0:
+            per_launch = r["launches"] / predicted["launches"]
+            entry["predicted_ms"] = predicted["seconds"] * per_launch * 1e3
+            entry["achieved_gbps"] = predicted["bytes"] * per_launch / r["ns"]
+        out.append(entry)
+    return out
 
 
 def parse_ncu(output):

@@ -65,6 +65,16 @@ int64_t threadTrips(scf::ForOp loop) {
   return std::max<int64_t>(0, llvm::divideCeil(*upper - lower.value_or(0), *step));
 }
 
+/// The iterations of the loops around `op`: in a kernel, those one thread
+/// runs; on the host, the launches of a kernel per step.
+int64_t tripsAround(Operation *op) {
+  int64_t trips = 1;
+  for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
+       loop = loop->getParentOfType<scf::ForOp>())
+    trips *= threadTrips(loop);
+  return trips;
+}
+
 /// Index values a comparison with constants admits: [begin, end).
 struct Interval {
   int64_t begin = std::numeric_limits<int64_t>::min();
@@ -196,15 +206,6 @@ private:
     return share;
   }
 
-  /// The iterations of the loops around `op` in one thread.
-  static int64_t tripsAround(Operation *op) {
-    int64_t trips = 1;
-    for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
-         loop = loop->getParentOfType<scf::ForOp>())
-      trips *= threadTrips(loop);
-    return trips;
-  }
-
   /// Whether a loop around `op` with more than one iteration also loads
   /// from `root`: the next iteration reads what this store wrote.
   static bool loadedInSameLoop(Operation *op, Value root) {
@@ -264,16 +265,6 @@ private:
   bool memoryCarried = false, combines = false;
 };
 
-/// How many times the host runs `op` per step: the trip counts of the host
-/// loops around it (the attention's key blocks).
-int64_t launchesPerStep(Operation *op) {
-  int64_t times = 1;
-  for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
-       loop = loop->getParentOfType<scf::ForOp>())
-    times *= threadTrips(loop);
-  return times;
-}
-
 /// One row of the table: a kernel at one launch shape.
 struct KernelRow {
   gpu::GPUFuncOp kernel;
@@ -317,7 +308,9 @@ FailureOr<std::vector<KernelRow>> collectRows(ModuleOp module, const DeviceProfi
       row.time = predictKernelTime(row.work, profile);
       rows.push_back(std::move(row));
     }
-    rows[at->second].launches += launchesPerStep(launch);
+    // A launch in a host loop (the attention's key blocks) runs once per
+    // iteration.
+    rows[at->second].launches += tripsAround(launch);
     return WalkResult::advance();
   });
   if (walked.wasInterrupted())
