@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/TypeUtilities.h"
 
 #include <algorithm>
@@ -82,13 +83,46 @@ KernelWork mlir::fsdp::launchShapeOf(linalg::LinalgOp op, int64_t blockSize) {
   if (reducesCooperatively(op)) {
     shape.blocks = outputs;
     shape.threadsPerBlock = std::min(blockSize, reduced);
-    shape.serialTrips = llvm::divideCeil(reduced, shape.threadsPerBlock);
+    shape.serialTrips = llvm::divideCeil(reduced, shape.threadsPerBlock) * bodyLoopTrips(op);
     return shape;
   }
   shape.threadsPerBlock = std::min(blockSize, outputs);
   shape.blocks = llvm::divideCeil(outputs, shape.threadsPerBlock);
-  shape.serialTrips = reduced;
+  shape.serialTrips = reduced * bodyLoopTrips(op);
   return shape;
+}
+
+std::optional<int64_t> mlir::fsdp::largestValueOf(Value bound) {
+  if (std::optional<int64_t> constant = getConstantIntValue(bound))
+    return constant;
+  Operation *min = bound.getDefiningOp();
+  // fsdp-cuda-narrow-kernel-indices computes a kernel's indices in i32.
+  if (isa_and_nonnull<arith::IndexCastOp, arith::IndexCastUIOp, arith::ExtSIOp>(min))
+    return largestValueOf(min->getOperand(0));
+  if (!isa_and_nonnull<arith::MinSIOp, arith::MinUIOp>(min))
+    return std::nullopt;
+  std::optional<int64_t> lhs = largestValueOf(min->getOperand(0)),
+                         rhs = largestValueOf(min->getOperand(1));
+  if (lhs && rhs)
+    return std::min(*lhs, *rhs);
+  return lhs ? lhs : rhs;
+}
+
+int64_t mlir::fsdp::bodyLoopTrips(Operation *op) {
+  int64_t longest = 1;
+  op->walk([&](scf::ForOp loop) {
+    int64_t chain = 1;
+    for (auto around = loop; around && op->isAncestor(around);
+         around = around->getParentOfType<scf::ForOp>()) {
+      std::optional<int64_t> lower = getConstantIntValue(around.getLowerBound()),
+                             upper = largestValueOf(around.getUpperBound()),
+                             step = getConstantIntValue(around.getStep());
+      if (lower && upper && step && *step > 0)
+        chain *= std::max<int64_t>(1, llvm::divideCeil(*upper - *lower, *step));
+    }
+    longest = std::max(longest, chain);
+  });
+  return longest;
 }
 
 KernelTime mlir::fsdp::predictKernelTime(const KernelWork &work, const DeviceProfile &profile) {

@@ -37,7 +37,8 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, const PipelineTarget
   pm.addPass(createConvertFSDPToRuntimePass(
       ConvertFSDPToRuntimePassOptions{/*deviceArena=*/target.hasDeviceArena()}));
   target.addRuntimeBoundPasses(pm, forwardOnly);
-  pm.addPass(createConvertFSDPToLinalgPass());
+  pm.addPass(createConvertFSDPToLinalgPass(
+      ConvertFSDPToLinalgPassOptions{/*sortScatterPositions=*/target.sortsScatterPositions()}));
   target.addLinalgPasses(pm);
   pm.addPass(createFSDPFuseElementwisePass());
   // No CSE before bufferization: merging identical zero-filled tensors would

@@ -15,9 +15,11 @@
 #include "fsdp/Analysis/DeviceProfile.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Operation.h"
 
 #include <cstdint>
+#include <optional>
 
 namespace mlir::fsdp {
 
@@ -56,6 +58,16 @@ struct KernelTime {
 
 KernelTime predictKernelTime(const KernelWork &work, const DeviceProfile &profile);
 
+/// The largest value `bound` takes: a constant, or the smaller of a value and
+/// a constant (arith.minsi / minui), as a loop's trip count read from memory
+/// and capped by what its lowering knows (the sorted scatter's pieces).
+std::optional<int64_t> largestValueOf(Value bound);
+
+/// The most iterations one thread runs in order in the loops of `op`'s
+/// body (a loop inside a linalg op's body: a search, a piece's sum), each
+/// nest's loops multiplied, the longest nest; 1 without loops.
+int64_t bodyLoopTrips(Operation *op);
+
 //===----------------------------------------------------------------------===//
 // How fsdp-cuda-form-kernels shapes a linalg op's kernel (docs/CUDA.md,
 // section 1), stated here once for it and for the step's predicted time.
@@ -82,8 +94,9 @@ bool reducesCooperatively(linalg::LinalgOp op);
 /// `blockSize` threads, the iterations a thread runs in order), before any
 /// fusion: elementwise work a thread per point, a cooperative reduction a
 /// block per output striding through its elements, any other reduction a
-/// thread per output running every reduced element. Only the shape fields of
-/// KernelWork are set.
+/// thread per output running every reduced element; loops in its body add
+/// to the serial chain (bodyLoopTrips). Only the shape fields of KernelWork
+/// are set.
 KernelWork launchShapeOf(linalg::LinalgOp op, int64_t blockSize);
 
 } // namespace mlir::fsdp

@@ -21,13 +21,20 @@ void populateFSDPReductionToLinalgPatterns(RewritePatternSet &patterns);
 /// kRotaryTableAttr; the conversion removes it when done.
 void populateFSDPRotaryToLinalgPatterns(RewritePatternSet &patterns);
 inline constexpr llvm::StringLiteral kRotaryTableAttr = "fsdp.rotary_table";
-/// Reshape, transpose and embedding lookups, with their gradients.
+/// Reshape, transpose and embedding lookups, and the gradients of the first
+/// two.
 void populateFSDPLayoutToLinalgPatterns(RewritePatternSet &patterns);
+/// The embedding gradient's scatter-add: one loop over the positions in
+/// order, or, with `sortPositions`, the positions sorted by table row and
+/// summed in pieces, every step of it parallel and in a fixed order (the
+/// GPU's lowering).
+void populateFSDPEmbeddingGradToLinalgPatterns(RewritePatternSet &patterns,
+                                               bool sortPositions);
 /// fsdp.slice and fsdp.slice_grad.
 void populateFSDPSliceToLinalgPatterns(RewritePatternSet &patterns);
 
 /// All of the above.
-void populateFSDPToLinalgPatterns(RewritePatternSet &patterns);
+void populateFSDPToLinalgPatterns(RewritePatternSet &patterns, bool sortScatterPositions);
 
 } // namespace mlir::fsdp
 

@@ -32,7 +32,22 @@ def ConvertFSDPToLinalgPass : Pass<"convert-fsdp-to-linalg"> {
       linalg.yield %s : f32
     } -> tensor<64x256xf32>
     ```
+
+    The embedding gradient's scatter-add (`fsdp.embedding_grad`) is one loop
+    over the positions in order, adding each gradient row into the f32 table
+    row its index selects. With `sort-scatter-positions=true` (GPU targets,
+    where that loop would be one thread per column walking every position)
+    the positions are instead sorted by row, with gathers only: keys
+    `id * N + n` merged in `ceil(log2 N)` rounds (each output finds its key
+    by a merge-path search), then each row's positions within a chunk of 256
+    sorted positions summed by one thread, then each row's pieces in order.
+    Every thread runs at most max(256, N / 256) iterations in order, and
+    every sum has one order, so every run gives the same bits.
   }];
+  let options = [
+    Option<"sortScatterPositions", "sort-scatter-positions", "bool", /*default=*/"false",
+           "Lower scatter-adds by sorting their positions (parallel, deterministic)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",

@@ -25,6 +25,7 @@ public:
 
   bool hasDeviceArena() const override { return false; }
   bool fusesBias() const override { return false; }
+  bool sortsScatterPositions() const override { return false; }
   void addRuntimeBoundPasses(OpPassManager &pm, bool forwardOnly) const override;
   void addLinalgPasses(OpPassManager &pm) const override;
   void addLowering(OpPassManager &pm) const override;

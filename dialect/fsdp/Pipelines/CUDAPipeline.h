@@ -50,6 +50,7 @@ public:
 
   bool hasDeviceArena() const override { return true; }
   bool fusesBias() const override { return true; }
+  bool sortsScatterPositions() const override { return true; }
   void addRuntimeBoundPasses(OpPassManager &pm, bool forwardOnly) const override;
   void addTensorPasses(OpPassManager &pm) const override;
   void addBufferPasses(OpPassManager &pm) const override;

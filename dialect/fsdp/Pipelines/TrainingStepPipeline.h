@@ -26,6 +26,10 @@ public:
   /// Whether a linear layer's bias is added in its product's epilogue
   /// (fsdp-lower-gemms{fuse-bias}).
   virtual bool fusesBias() const = 0;
+  /// Whether a scatter-add (the embedding gradient) sorts its positions, so
+  /// that every step of it is parallel (convert-fsdp-to-linalg{sort-scatter-
+  /// positions}).
+  virtual bool sortsScatterPositions() const = 0;
   /// Passes on the step's model ops once it is bound to the runtime, before
   /// they become linalg (the CUDA target's fused attention); `forwardOnly`
   /// for the evaluation step.

@@ -55,10 +55,14 @@ double bufferBytes(Value memref) {
 
 /// A loop's iterations in one thread: a lower bound that is the thread's own
 /// index (a block's threads striding through a row) counts from 0; an
-/// unknown upper bound or step counts once.
-int64_t threadTrips(scf::ForOp loop) {
+/// unknown upper bound or step counts once. An upper bound min(n, c) counts
+/// c in the thread's `longest` chain and once in its work: the loops with
+/// such bounds (the sorted scatter's) visit each element once over all
+/// threads.
+int64_t threadTrips(scf::ForOp loop, bool longest = false) {
   std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
-  std::optional<int64_t> upper = getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> upper = longest ? largestValueOf(loop.getUpperBound())
+                                         : getConstantIntValue(loop.getUpperBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
   if (!upper || !step || *step <= 0)
     return 1;
@@ -67,11 +71,11 @@ int64_t threadTrips(scf::ForOp loop) {
 
 /// The iterations of the loops around `op`: in a kernel, those one thread
 /// runs; on the host, the launches of a kernel per step.
-int64_t tripsAround(Operation *op) {
+int64_t tripsAround(Operation *op, bool longest = false) {
   int64_t trips = 1;
   for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
        loop = loop->getParentOfType<scf::ForOp>())
-    trips *= threadTrips(loop);
+    trips *= threadTrips(loop, longest);
   return trips;
 }
 
@@ -232,7 +236,7 @@ private:
     if (isa<gpu::AllReduceOp>(op))
       combines = true;
     int64_t trips = tripsAround(op);
-    serialTrips = std::max(serialTrips, trips);
+    serialTrips = std::max(serialTrips, tripsAround(op, /*longest=*/true));
     double executions = static_cast<double>(totalThreads) * activeShare(op) * trips;
     auto access = [&](Value memref, Type element, bool store) {
       auto vector = dyn_cast<VectorType>(element);

@@ -14,19 +14,23 @@ namespace mlir::fsdp {
 using namespace mlir;
 using namespace mlir::fsdp;
 
-void mlir::fsdp::populateFSDPToLinalgPatterns(RewritePatternSet &patterns) {
+void mlir::fsdp::populateFSDPToLinalgPatterns(RewritePatternSet &patterns,
+                                              bool sortScatterPositions) {
   populateFSDPAttentionToLinalgPatterns(patterns);
   populateFSDPMatmulToLinalgPatterns(patterns);
   populateFSDPElementwiseToLinalgPatterns(patterns);
   populateFSDPReductionToLinalgPatterns(patterns);
   populateFSDPRotaryToLinalgPatterns(patterns);
   populateFSDPLayoutToLinalgPatterns(patterns);
+  populateFSDPEmbeddingGradToLinalgPatterns(patterns, sortScatterPositions);
   populateFSDPSliceToLinalgPatterns(patterns);
 }
 
 namespace {
 struct ConvertFSDPToLinalgPass
     : public fsdp::impl::ConvertFSDPToLinalgPassBase<ConvertFSDPToLinalgPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     ConversionTarget target(*ctx);
@@ -36,7 +40,7 @@ struct ConvertFSDPToLinalgPass
     // Parameters and their updates are state: convert-fsdp-to-runtime's job.
     target.addLegalOp<ParamOp, UseOp, UpdateOp>();
     RewritePatternSet patterns(ctx);
-    populateFSDPToLinalgPatterns(patterns);
+    populateFSDPToLinalgPatterns(patterns, sortScatterPositions);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       return signalPassFailure();
     getOperation()->walk([](linalg::GenericOp table) { table->removeAttr(kRotaryTableAttr); });

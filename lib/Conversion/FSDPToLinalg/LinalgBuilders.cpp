@@ -231,3 +231,19 @@ Value ScalarMath::toIndex(Value integer) {
 Value ScalarMath::greaterInt(Value x, Value y) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, x, y);
 }
+
+Value mlir::fsdp::reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target) {
+  if (input.getType() == target)
+    return input;
+  RankedTensorType from = tensorType(input);
+  if (target.getRank() == 0 || from.getRank() == 0) {
+    // Rank 0 <-> all-ones shapes need no grouping.
+    if (target.getRank() == 0)
+      return tensor::CollapseShapeOp::create(b, loc, target, input,
+                                             ArrayRef<ReassociationIndices>{});
+    return tensor::ExpandShapeOp::create(b, loc, target, input,
+                                         ArrayRef<ReassociationIndices>{});
+  }
+  Value flat = collapseLeading(b, loc, input, 0);
+  return expandLeading(b, loc, flat, target, 0);
+}

@@ -80,6 +80,10 @@ Value collapseLeading(OpBuilder &b, Location loc, Value value, int64_t keep);
 Value expandLeading(OpBuilder &b, Location loc, Value value, RankedTensorType type,
                     int64_t keep);
 
+/// Any shape to any shape of the same element count, row-major: through the
+/// flat vector, which bufferizes to views, never copies.
+Value reshapeTo(OpBuilder &b, Location loc, Value input, RankedTensorType target);
+
 /// A floating-point constant of `type`.
 Value constantFloat(OpBuilder &b, Location loc, Type type, double value);
 

@@ -428,42 +428,49 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 #sc = affine_map<(d0) -> ()>
 #sc0 = affine_map<() -> ()>
 
-// The scatter-add of an embedding gradient, rows in order (two positions
-// may name the same row): a thread per column, which adds the rows in order.
+// A generic whose body runs a loop of its own (the sorted embedding
+// gradient's piece sums: a count read from memory, capped at 256, then rows
+// gathered by position): a thread per point, each running its loop once (not
+// once per element of a 16-byte run, one loop after the other).
 // CHECK-LABEL: func.func @fsdp_train_step
-// CHECK-DAG:  %[[C8:.+]] = arith.constant 8 : index
 // CHECK:      scf.parallel (%[[BLOCK:.+]]) = (%{{.+}}) to (%{{.+}}) step (%[[STEP:.+]]) {
 // CHECK-NEXT:   scf.parallel (%[[THREAD:.+]]) = (%{{.+}}) to (%[[STEP]]) step (%{{.+}}) {
-// CHECK-NEXT:     %[[D:.+]] = arith.addi %[[THREAD]], %[[BLOCK]] : index
-// CHECK:          scf.for %[[N:.+]] = %{{.+}} to %[[C8]] step %{{.+}} {
-// CHECK-NEXT:       %[[ID:.+]] = memref.load %{{.+}}[%[[N]]] : memref<8xi32>
-// CHECK-NEXT:       %[[R:.+]] = arith.index_cast %[[ID]] : i32 to index
-// CHECK-NEXT:       %[[G:.+]] = memref.load %{{.+}}[%[[N]], %[[D]]] : memref<8x16xf32>
-// CHECK-NEXT:       %[[OLD:.+]] = memref.load %[[T:.+]][%[[R]], %[[D]]] : memref<4x16xf32>
-// CHECK-NEXT:       %[[NEW:.+]] = arith.addf %[[OLD]], %[[G]] : f32
-// CHECK-NEXT:       memref.store %[[NEW]], %[[T]][%[[R]], %[[D]]] : memref<4x16xf32>
+// CHECK:          %[[COUNT:.+]] = memref.load %{{.+}} : memref<8xi32>
+// CHECK:          %[[BOUND:.+]] = arith.minsi %{{.+}}, %{{.+}} : index
+// CHECK:          %[[SUM:.+]] = scf.for %{{.+}} = %{{.+}} to %[[BOUND]] step %{{.+}} iter_args(%{{.+}} = %{{.+}}) -> (f32) {
+// CHECK:            memref.load %{{.+}} : memref<8x16xf32>
+// CHECK:          memref.store %[[SUM]], %{{.+}} : memref<8x16xf32>
+// CHECK-NOT:      scf.for
+// CHECK:          scf.reduce
 // LAUNCH-LABEL: func.func @fsdp_train_step
 // LAUNCH-COUNT-1: gpu.launch blocks
 // LAUNCH-NOT: gpu.launch
 func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
   %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %c8 = arith.constant 8 : index
-  %c16 = arith.constant 16 : index
   %c1024 = arith.constant 1024 : index
   %c4096 = arith.constant 4096 : index
-  %ids = memref.view %arena[%c0][] : memref<16384xi8> to memref<8xi32>
+  %counts = memref.view %arena[%c0][] : memref<16384xi8> to memref<8xi32>
   %grad = memref.view %arena[%c1024][] : memref<16384xi8> to memref<8x16xf32>
-  %table = memref.view %arena[%c4096][] : memref<16384xi8> to memref<4x16xf32>
-  scf.for %n = %c0 to %c8 step %c1 {
-    %id = memref.load %ids[%n] : memref<8xi32>
-    %row = arith.index_cast %id : i32 to index
-    scf.for %d = %c0 to %c16 step %c1 {
-      %g = memref.load %grad[%n, %d] : memref<8x16xf32>
-      %old = memref.load %table[%row, %d] : memref<4x16xf32>
-      %new = arith.addf %old, %g : f32
-      memref.store %new, %table[%row, %d] : memref<4x16xf32>
+  %sums = memref.view %arena[%c4096][] : memref<16384xi8> to memref<8x16xf32>
+  linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]}
+      outs(%sums : memref<8x16xf32>) {
+  ^bb0(%out: f32):
+    %p = linalg.index 0 : index
+    %d = linalg.index 1 : index
+    %count = memref.load %counts[%p] : memref<8xi32>
+    %n = arith.index_cast %count : i32 to index
+    %cap = arith.constant 256 : index
+    %bound = arith.minsi %n, %cap : index
+    %zero = arith.constant 0.0 : f32
+    %i0 = arith.constant 0 : index
+    %i1 = arith.constant 1 : index
+    %sum = scf.for %t = %i0 to %bound step %i1 iter_args(%acc = %zero) -> (f32) {
+      %row = arith.addi %p, %t : index
+      %g = memref.load %grad[%row, %d] : memref<8x16xf32>
+      %next = arith.addf %acc, %g : f32
+      scf.yield %next : f32
     }
+    linalg.yield %sum : f32
   }
   %r = arith.constant 0.0 : f32
   return %r : f32

@@ -3,7 +3,7 @@
 // The upstream GPU mapping turns a two-level scf.parallel nest into a launch:
 // the outer loop's iterations become blocks, the inner one's threads. This
 // pass gives every piece of the step's device work exactly that shape, so
-// each linalg op (or copy, or sequential scatter) becomes one kernel with
+// each linalg op (or copy) becomes one kernel with
 // enough threads, in program order.
 //
 //===----------------------------------------------------------------------===//
@@ -311,10 +311,6 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
         starts.resize(linalgOp.getNumDpsInits());
         nest = lowerToLoopNest(rewriter, linalgOp, starts, threadShape(),
                                std::exchange(prologue, nullptr));
-      } else if (auto loop = dyn_cast<scf::ForOp>(op)) {
-        nest = parallelizeScatter(rewriter, loop, arena);
-        if (succeeded(nest) && !*nest && failed(wrapInSingleIteration(rewriter, op)))
-          return failure();
       } else if (failed(wrapInSingleIteration(rewriter, op))) {
         return failure();
       }

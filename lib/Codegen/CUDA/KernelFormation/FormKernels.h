@@ -3,9 +3,8 @@
 // How fsdp-cuda-form-kernels shapes the step's device work into GPU kernels
 // (docs/CUDA.md, section 1), one idea a file: reductions
 // (ReductionKernels.cpp), scalar ops in the kernels around them
-// (ScalarKernels.cpp), the embedding gradient's scatter (ScatterKernels.cpp),
-// vector accesses (WideThreads.cpp), fewer launches (KernelFusion.cpp), and
-// the pass itself (FormKernels.cpp).
+// (ScalarKernels.cpp), vector accesses (WideThreads.cpp), fewer launches
+// (KernelFusion.cpp), and the pass itself (FormKernels.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -95,8 +94,7 @@ bool isFullReductionNest(scf::ParallelOp nest);
 void appendToFullReduction(RewriterBase &rewriter, scf::ParallelOp nest, linalg::LinalgOp op);
 
 //===----------------------------------------------------------------------===//
-// Scalar ops in other kernels (ScalarKernels.cpp), the scatter
-// (ScatterKernels.cpp)
+// Scalar ops in other kernels (ScalarKernels.cpp)
 //===----------------------------------------------------------------------===//
 
 /// Whether the scalar (rank-0) linalg op `op` costs more than a load when
@@ -115,17 +113,6 @@ bool isCostlyScalar(linalg::LinalgOp op);
 LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest, linalg::LinalgOp scalar,
                             bool store, const ArenaAccesses &arena);
 
-/// A sequential scatter nest (an embedding gradient's
-/// `table[ids[n], d] += grad[n, d]`: rows in order, because two positions may
-/// name the same row) as an scf.parallel over its inner loop: each column d
-/// is its own thread, which adds the rows in the same order. Legal when every
-/// access to a buffer the inner loop writes is at column d (its last index is
-/// the inner induction variable, the others are fixed before the inner loop)
-/// and those bytes are read through no other buffer. Null when `outer` is
-/// not such a nest.
-FailureOr<scf::ParallelOp> parallelizeScatter(RewriterBase &rewriter, scf::ForOp outer,
-                                              const ArenaAccesses &arena);
-
 //===----------------------------------------------------------------------===//
 // Vector accesses (WideThreads.cpp)
 //===----------------------------------------------------------------------===//
@@ -136,8 +123,9 @@ FailureOr<scf::ParallelOp> parallelizeScatter(RewriterBase &rewriter, scf::ForOp
 /// accesses contiguously along that loop, as many as divide the extent: the
 /// last loop goes over runs of that many elements, the body is repeated for
 /// each element of a run, and each contiguous access's copies become one
-/// vector.load or vector.store. Returns the elements a thread takes (1:
-/// `nest` is unchanged). `vectorBytes` is a power of two.
+/// vector.load or vector.store. A body with loops of its own keeps a thread
+/// per element. Returns the elements a thread takes (1: `nest` is
+/// unchanged). `vectorBytes` is a power of two.
 int64_t widenThreads(RewriterBase &rewriter, scf::ParallelOp nest, int64_t vectorBytes);
 
 //===----------------------------------------------------------------------===//

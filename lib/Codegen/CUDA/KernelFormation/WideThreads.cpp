@@ -106,6 +106,11 @@ int64_t mlir::fsdp::widenThreads(RewriterBase &rewriter, scf::ParallelOp nest,
       !isConstantIntValue(nest.getStep()[last], 1))
     return 1;
   Block *body = nest.getBody();
+  // A body with loops of its own (a search, a piece's sum) would run each
+  // loop once per element of the run, one after the other: a longer chain
+  // in every thread for loads that stay scalar inside the loops.
+  if (llvm::any_of(body->without_terminator(), [](Operation &op) { return op.getNumRegions(); }))
+    return 1;
   // The body of one element; the accesses that become vector ones.
   SmallVector<Operation *> element =
       llvm::map_to_vector(body->without_terminator(), [](Operation &op) { return &op; });

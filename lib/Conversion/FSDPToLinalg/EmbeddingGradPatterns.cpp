@@ -1,0 +1,338 @@
+//===- EmbeddingGradPatterns.cpp - the embedding gradient's scatter-add ---===//
+//
+// table_grad[ids[n], d] += grad[n, d]: two positions may name the same row,
+// so the rows cannot simply be written in parallel. On a CPU one loop over
+// the positions in order is the fastest there is. On a GPU that loop is one
+// thread per column walking every position (16,384 in order for the 1B
+// Llama), so there the positions are sorted by row first, with gathers only:
+//
+//   keys     [N]    ids[n] * N + n: distinct, ordered by (row, position)
+//   merge    [N]    ceil(log2 N) rounds, each merging sorted runs pairwise
+//                   (every output finds its element by a merge-path search)
+//   pieces   [N]    a piece: positions of one row within one chunk of
+//                   kPieceRows sorted positions; its length at its start
+//   sums     [N, D] each piece's rows added in position order (f32)
+//   starts   [V+1]  where each table row's positions begin in sorted order
+//   result   [V, D] each row's pieces added in order, rounded once
+//
+// Every loop a thread runs has at most max(kPieceRows, N / kPieceRows) trips,
+// and every sum has one order: the same bits every run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinalgBuilders.h"
+
+#include "fsdp/Conversion/FSDPToLinalg.h"
+#include "fsdp/IR/FSDPOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// Sorted positions summed together by one thread: a piece never crosses a
+/// multiple of this in sorted order, so no thread adds more rows in order.
+constexpr int64_t kPieceRows = 256;
+
+/// The halvings a binary search needs to close an interval of `size`.
+int64_t searchTrips(int64_t size) { return llvm::Log2_64(std::max<int64_t>(size, 1)) + 1; }
+
+/// Index and i64 arithmetic in a generic's body.
+class IntMath {
+public:
+  IntMath(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  Value index(int64_t value) { return arith::ConstantIndexOp::create(b, loc, value); }
+  Value i64(int64_t value) { return arith::ConstantIntOp::create(b, loc, value, 64); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  /// Quotient and remainder of non-negative values.
+  Value div(Value x, Value y) { return arith::DivUIOp::create(b, loc, x, y); }
+  Value rem(Value x, Value y) { return arith::RemUIOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value less(Value x, Value y) { return compare(arith::CmpIPredicate::slt, x, y); }
+  Value equal(Value x, Value y) { return compare(arith::CmpIPredicate::eq, x, y); }
+  Value notEqual(Value x, Value y) { return compare(arith::CmpIPredicate::ne, x, y); }
+  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
+  Value either(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
+  Value truth() { return arith::ConstantIntOp::create(b, loc, 1, 1); }
+  Value select(Value condition, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, condition, x, y);
+  }
+  Value toIndex(Value x) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), x); }
+  Value toI32(Value x) { return arith::IndexCastOp::create(b, loc, b.getI32Type(), x); }
+  /// An index or a narrower integer (an id) as i64.
+  Value toI64(Value x) {
+    if (x.getType().isIndex())
+      return arith::IndexCastOp::create(b, loc, b.getI64Type(), x);
+    if (x.getType().getIntOrFloatBitWidth() < 64)
+      return arith::ExtSIOp::create(b, loc, b.getI64Type(), x);
+    return x;
+  }
+
+  /// The first index in [lo, hi) where `goesRight` is false, or hi: the
+  /// predicate holds on a prefix of the interval. A fixed number of halvings
+  /// (enough for an interval of `maxSize`), so the loop's trips are known.
+  Value search(Value lo, Value hi, int64_t maxSize, function_ref<Value(Value)> goesRight) {
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), index(searchTrips(maxSize)), index(1), ValueRange{lo, hi},
+        [&](OpBuilder &nested, Location nestedLoc, Value, ValueRange bounds) {
+          IntMath m(nested, nestedLoc);
+          Value open = m.less(bounds[0], bounds[1]);
+          Value mid = m.div(m.add(bounds[0], bounds[1]), m.index(2));
+          Value right = goesRight(mid);
+          Value newLo = m.select(m.both(open, right), m.add(mid, m.index(1)), bounds[0]);
+          Value newHi = m.select(open, m.select(right, bounds[1], mid), bounds[1]);
+          scf::YieldOp::create(nested, nestedLoc, ValueRange{newLo, newHi});
+        });
+    return loop.getResult(0);
+  }
+
+private:
+  Value compare(arith::CmpIPredicate predicate, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, predicate, x, y);
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
+/// The generics of one sorted scatter-add of `positions` rows.
+class SortedScatterBuilder {
+public:
+  SortedScatterBuilder(OpBuilder &b, Location loc, int64_t positions)
+      : b(b), loc(loc), positions(positions) {}
+
+  /// ids[n] * N + n, sorted.
+  Value sortedKeys(Value ids) {
+    auto type = RankedTensorType::get({positions}, b.getI64Type());
+    Value keys = buildElementwise(b, loc, type, ids, [&](OpBuilder &nested, Location l,
+                                                          ValueRange args) {
+      IntMath m(nested, l);
+      Value n = m.toI64(linalg::IndexOp::create(nested, l, 0));
+      return m.add(m.mul(m.toI64(args[0]), m.i64(positions)), n);
+    });
+    for (int64_t width = 1; width < positions; width *= 2)
+      keys = mergeRound(keys, width);
+    return keys;
+  }
+
+  /// At each piece's first sorted position its length, 0 elsewhere.
+  Value pieceLengths(Value sorted) {
+    auto type = RankedTensorType::get({positions}, b.getI32Type());
+    return buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
+      IntMath m(nested, l);
+      Value p = linalg::IndexOp::create(nested, l, 0);
+      Value row = rowOf(m, keyAt(nested, l, sorted, p));
+      Value previous = rowOf(m, keyAt(nested, l, sorted, m.sub(m.max(p, m.index(1)), m.index(1))));
+      Value piece = m.index(kPieceRows);
+      Value starts = m.either(m.equal(m.rem(p, piece), m.index(0)), m.notEqual(previous, row));
+      Value chunkEnd = m.min(m.index(positions), m.mul(m.add(m.div(p, piece), m.index(1)), piece));
+      Value nextRow = m.mul(m.add(row, m.i64(1)), m.i64(positions));
+      Value end = m.search(p, chunkEnd, kPieceRows, [&](Value mid) {
+        return m.less(keyAt(nested, l, sorted, mid), nextRow);
+      });
+      return m.toI32(m.select(starts, m.sub(end, p), m.index(0)));
+    });
+  }
+
+  /// At each piece's start, its gradient rows added in position order.
+  Value pieceSums(Value sorted, Value lengths, Value grad) {
+    auto gradType = llvm::cast<RankedTensorType>(grad.getType());
+    RankedTensorType type = computeTensorType(gradType);
+    Type f32 = type.getElementType();
+    return buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
+      IntMath m(nested, l);
+      Value p = linalg::IndexOp::create(nested, l, 0);
+      Value d = linalg::IndexOp::create(nested, l, 1);
+      Value length = m.toIndex(tensor::ExtractOp::create(nested, l, lengths, p));
+      auto loop = scf::ForOp::create(
+          nested, l, m.index(0), m.min(length, m.index(kPieceRows)), m.index(1),
+          ValueRange{constantFloat(nested, l, f32, 0.0)},
+          [&](OpBuilder &inner, Location il, Value t, ValueRange sum) {
+            IntMath im(inner, il);
+            Value key = keyAt(inner, il, sorted, im.add(p, t));
+            Value position = im.toIndex(im.rem(key, im.i64(positions)));
+            Value g = gatherElement(inner, il, grad, ValueRange{position, d});
+            scf::YieldOp::create(inner, il, ValueRange{arith::AddFOp::create(inner, il, sum[0], g)});
+          });
+      return loop.getResult(0);
+    });
+  }
+
+  /// Where the sorted positions of each of `rows` table rows begin, and the
+  /// end of the last.
+  Value rowStarts(Value sorted, int64_t rows) {
+    auto type = RankedTensorType::get({rows + 1}, b.getI32Type());
+    return buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
+      IntMath m(nested, l);
+      Value row = m.toI64(linalg::IndexOp::create(nested, l, 0));
+      Value firstKey = m.mul(row, m.i64(positions));
+      Value start = m.search(m.index(0), m.index(positions), positions, [&](Value mid) {
+        return m.less(keyAt(nested, l, sorted, mid), firstKey);
+      });
+      return m.toI32(start);
+    });
+  }
+
+  /// Each table row's pieces added in order, rounded once to `tableType`.
+  Value rowSums(Value sums, Value starts, RankedTensorType tableType) {
+    int64_t chunks = llvm::divideCeil(positions, kPieceRows);
+    return buildParallel(b, loc, tableType, {}, {}, [&](OpBuilder &nested, Location l,
+                                                       ValueRange) {
+      IntMath m(nested, l);
+      Value row = linalg::IndexOp::create(nested, l, 0);
+      Value d = linalg::IndexOp::create(nested, l, 1);
+      Value lo = m.toIndex(tensor::ExtractOp::create(nested, l, starts, row));
+      Value hi = m.toIndex(tensor::ExtractOp::create(nested, l, starts, m.add(row, m.index(1))));
+      Value piece = m.index(kPieceRows);
+      Value firstChunk = m.div(lo, piece);
+      // (hi - 1) / L - lo / L + 1 pieces when the row has positions.
+      Value spanned = m.add(m.sub(m.div(m.max(m.sub(hi, m.index(1)), lo), piece), firstChunk),
+                            m.index(1));
+      Value pieces = m.select(m.less(lo, hi), spanned, m.index(0));
+      Type f32 = computeType(tableType.getElementType());
+      auto loop = scf::ForOp::create(
+          nested, l, m.index(0), m.min(pieces, m.index(chunks)), m.index(1),
+          ValueRange{constantFloat(nested, l, f32, 0.0)},
+          [&](OpBuilder &inner, Location il, Value t, ValueRange sum) {
+            IntMath im(inner, il);
+            Value later = im.mul(im.add(firstChunk, t), piece);
+            Value start = im.select(im.equal(t, im.index(0)), lo, later);
+            Value part = tensor::ExtractOp::create(inner, il, sums, ValueRange{start, d});
+            scf::YieldOp::create(inner, il,
+                                 ValueRange{arith::AddFOp::create(inner, il, sum[0], part)});
+          });
+      return loop.getResult(0);
+    });
+  }
+
+private:
+  /// One round: runs of `width` sorted keys merged pairwise into runs of
+  /// twice that. Output j of a pair of runs A, B is min(A[i], B[j - i]) where
+  /// i, the number of A's keys among the first j outputs, is the first i
+  /// with A[i] > B[j - 1 - i] (the merge path; keys are distinct).
+  Value mergeRound(Value keys, int64_t width) {
+    auto type = llvm::cast<RankedTensorType>(keys.getType());
+    return buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
+      IntMath m(nested, l);
+      Value k = linalg::IndexOp::create(nested, l, 0);
+      Value n = m.index(positions), w = m.index(width), pair = m.index(2 * width);
+      Value base = m.mul(m.div(k, pair), pair);
+      Value second = m.add(base, w);
+      Value lengthA = m.min(w, m.sub(n, base));
+      Value lengthB = m.min(w, m.max(m.sub(n, second), m.index(0)));
+      Value j = m.sub(k, base);
+      Value lo = m.max(m.sub(j, lengthB), m.index(0)), hi = m.min(j, lengthA);
+      Value i = m.search(lo, hi, width, [&](Value mid) {
+        Value a = keyAt(nested, l, keys, m.add(base, mid));
+        Value bKey = keyAt(nested, l, keys, m.sub(m.add(second, j), m.add(mid, m.index(1))));
+        return m.less(a, bKey);
+      });
+      Value a = keyAt(nested, l, keys, m.add(base, i));
+      Value bKey = keyAt(nested, l, keys, m.sub(m.add(second, j), i));
+      // A's key when A has keys left and B has none or a larger one.
+      Value bLeft = m.less(m.sub(j, i), lengthB);
+      Value takeA = m.both(m.less(i, lengthA), m.select(bLeft, m.less(a, bKey), m.truth()));
+      return m.select(takeA, a, bKey);
+    });
+  }
+
+  /// The key at `position`, clamped into the tensor: a search's probe past
+  /// either end (whose result it does not use) reads a real element.
+  Value keyAt(OpBuilder &nested, Location l, Value keys, Value position) {
+    IntMath m(nested, l);
+    Value inside = m.min(m.max(position, m.index(0)), m.index(positions - 1));
+    return tensor::ExtractOp::create(nested, l, keys, inside);
+  }
+
+  Value rowOf(IntMath &m, Value key) { return m.div(key, m.i64(positions)); }
+
+  OpBuilder &b;
+  Location loc;
+  int64_t positions;
+};
+
+/// ids and grad as [N] and [N, D].
+std::pair<Value, Value> flatOperands(OpBuilder &b, EmbeddingGradOp op) {
+  RankedTensorType idsType = op.getIndices().getType();
+  int64_t positions = idsType.getNumElements(), features = op.getType().getDimSize(1);
+  Value ids = reshapeTo(b, op.getLoc(), op.getIndices(),
+                        RankedTensorType::get({positions}, idsType.getElementType()));
+  auto gradType = llvm::cast<RankedTensorType>(op.getGrad().getType());
+  Value grad = reshapeTo(b, op.getLoc(), op.getGrad(),
+                         RankedTensorType::get({positions, features}, gradType.getElementType()));
+  return {ids, grad};
+}
+
+/// The positions in order, each row added into an f32 table.
+struct OrderedEmbeddingGradLowering : OpRewritePattern<EmbeddingGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingGradOp op, PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType tableType = op.getType();
+    auto [ids, grad] = flatOperands(rewriter, op);
+    int64_t positions = op.getIndices().getType().getNumElements(),
+            features = tableType.getDimSize(1);
+    // Rows of one index add up in f32; the table gradient is rounded once.
+    RankedTensorType sumType = computeTensorType(tableType);
+    Value zeros = buildFilled(rewriter, loc, sumType, 0.0);
+    auto index = [&](int64_t value) {
+      return arith::ConstantIndexOp::create(rewriter, loc, value).getResult();
+    };
+    Value zero = index(0), one = index(1);
+    auto outer = scf::ForOp::create(
+        rewriter, loc, zero, index(positions), one, ValueRange{zeros},
+        [&](OpBuilder &b, Location l, Value n, ValueRange acc) {
+          Value id = tensor::ExtractOp::create(b, l, ids, n);
+          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), id);
+          auto inner = scf::ForOp::create(
+              b, l, zero, index(features), one, acc,
+              [&](OpBuilder &ib, Location il, Value d, ValueRange table) {
+                Value g = gatherElement(ib, il, grad, ValueRange{n, d});
+                Value old = tensor::ExtractOp::create(ib, il, table[0], ValueRange{row, d});
+                Value sum = arith::AddFOp::create(ib, il, old, g);
+                Value updated =
+                    tensor::InsertOp::create(ib, il, sum, table[0], ValueRange{row, d});
+                scf::YieldOp::create(ib, il, updated);
+              });
+          scf::YieldOp::create(b, l, inner.getResults());
+        });
+    rewriter.replaceOp(op, castTo(rewriter, loc, outer.getResult(0), tableType));
+    return success();
+  }
+};
+
+/// The positions sorted by row, then summed in pieces (the file's comment).
+struct SortedEmbeddingGradLowering : OpRewritePattern<EmbeddingGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(EmbeddingGradOp op, PatternRewriter &rewriter) const override {
+    RankedTensorType tableType = op.getType();
+    auto [ids, grad] = flatOperands(rewriter, op);
+    SortedScatterBuilder scatter(rewriter, op.getLoc(),
+                                 op.getIndices().getType().getNumElements());
+    Value sorted = scatter.sortedKeys(ids);
+    Value sums = scatter.pieceSums(sorted, scatter.pieceLengths(sorted), grad);
+    Value starts = scatter.rowStarts(sorted, tableType.getDimSize(0));
+    rewriter.replaceOp(op, scatter.rowSums(sums, starts, tableType));
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::fsdp::populateFSDPEmbeddingGradToLinalgPatterns(RewritePatternSet &patterns,
+                                                           bool sortPositions) {
+  if (sortPositions)
+    patterns.add<SortedEmbeddingGradLowering>(patterns.getContext());
+  else
+    patterns.add<OrderedEmbeddingGradLowering>(patterns.getContext());
+}
