@@ -31,6 +31,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::fsdp;
 
@@ -43,13 +45,19 @@ constexpr int64_t kPieceRows = 256;
 /// The halvings a binary search needs to close an interval of `size`.
 int64_t searchTrips(int64_t size) { return llvm::Log2_64(std::max<int64_t>(size, 1)) + 1; }
 
-/// Index and i64 arithmetic in a generic's body.
+/// Integer arithmetic in a generic's body. Positions, lengths and the
+/// searches' bounds are i32 and become index only to address a tensor: a
+/// kernel's index values then stay provably within 32 bits
+/// (fsdp-cuda-narrow-kernel-indices), which a loop-carried or loaded index
+/// would not.
 class IntMath {
 public:
   IntMath(OpBuilder &b, Location loc) : b(b), loc(loc) {}
 
-  Value index(int64_t value) { return arith::ConstantIndexOp::create(b, loc, value); }
-  Value i64(int64_t value) { return arith::ConstantIntOp::create(b, loc, value, 64); }
+  Value i32(int64_t value) { return constant(b.getI32Type(), value); }
+  Value constant(Type type, int64_t value) {
+    return arith::ConstantIntOp::create(b, loc, type, value);
+  }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
@@ -67,29 +75,35 @@ public:
   Value select(Value condition, Value x, Value y) {
     return arith::SelectOp::create(b, loc, condition, x, y);
   }
+  /// The enclosing generic's iteration index `dim`, as i32.
+  Value position(int64_t dim) { return to(b.getI32Type(), linalg::IndexOp::create(b, loc, dim)); }
+  /// An i32 as an index, to address a tensor.
   Value toIndex(Value x) { return arith::IndexCastOp::create(b, loc, b.getIndexType(), x); }
-  Value toI32(Value x) { return arith::IndexCastOp::create(b, loc, b.getI32Type(), x); }
-  /// An index or a narrower integer (an id) as i64.
-  Value toI64(Value x) {
+  /// An integer or index converted to the integer `type` (sign-extended or
+  /// truncated: every value here fits both).
+  Value to(Type type, Value x) {
+    if (x.getType() == type)
+      return x;
     if (x.getType().isIndex())
-      return arith::IndexCastOp::create(b, loc, b.getI64Type(), x);
-    if (x.getType().getIntOrFloatBitWidth() < 64)
-      return arith::ExtSIOp::create(b, loc, b.getI64Type(), x);
-    return x;
+      return arith::IndexCastOp::create(b, loc, type, x);
+    if (x.getType().getIntOrFloatBitWidth() < type.getIntOrFloatBitWidth())
+      return arith::ExtSIOp::create(b, loc, type, x);
+    return arith::TruncIOp::create(b, loc, type, x);
   }
 
-  /// The first index in [lo, hi) where `goesRight` is false, or hi: the
+  /// The first position in [lo, hi) where `goesRight` is false, or hi: the
   /// predicate holds on a prefix of the interval. A fixed number of halvings
   /// (enough for an interval of `maxSize`), so the loop's trips are known.
   Value search(Value lo, Value hi, int64_t maxSize, function_ref<Value(Value)> goesRight) {
+    auto index = [&](int64_t value) { return arith::ConstantIndexOp::create(b, loc, value); };
     auto loop = scf::ForOp::create(
         b, loc, index(0), index(searchTrips(maxSize)), index(1), ValueRange{lo, hi},
         [&](OpBuilder &nested, Location nestedLoc, Value, ValueRange bounds) {
           IntMath m(nested, nestedLoc);
           Value open = m.less(bounds[0], bounds[1]);
-          Value mid = m.div(m.add(bounds[0], bounds[1]), m.index(2));
+          Value mid = m.div(m.add(bounds[0], bounds[1]), m.i32(2));
           Value right = goesRight(mid);
-          Value newLo = m.select(m.both(open, right), m.add(mid, m.index(1)), bounds[0]);
+          Value newLo = m.select(m.both(open, right), m.add(mid, m.i32(1)), bounds[0]);
           Value newHi = m.select(open, m.select(right, bounds[1], mid), bounds[1]);
           scf::YieldOp::create(nested, nestedLoc, ValueRange{newLo, newHi});
         });
@@ -105,20 +119,23 @@ private:
   Location loc;
 };
 
-/// The generics of one sorted scatter-add of `positions` rows.
+/// The generics of one sorted scatter-add of `positions` rows into a table
+/// of `rows` rows.
 class SortedScatterBuilder {
 public:
-  SortedScatterBuilder(OpBuilder &b, Location loc, int64_t positions)
-      : b(b), loc(loc), positions(positions) {}
+  SortedScatterBuilder(OpBuilder &b, Location loc, int64_t positions, int64_t rows)
+      : b(b), loc(loc), positions(positions),
+        // id * N + n for every id in [0, rows] (rowStarts' bound) and n < N.
+        keyType(b.getIntegerType((rows + 1) * positions <= std::numeric_limits<int32_t>::max() ? 32 : 64)) {}
 
   /// ids[n] * N + n, sorted.
   Value sortedKeys(Value ids) {
-    auto type = RankedTensorType::get({positions}, b.getI64Type());
+    auto type = RankedTensorType::get({positions}, keyType);
     Value keys = buildElementwise(b, loc, type, ids, [&](OpBuilder &nested, Location l,
                                                           ValueRange args) {
       IntMath m(nested, l);
-      Value n = m.toI64(linalg::IndexOp::create(nested, l, 0));
-      return m.add(m.mul(m.toI64(args[0]), m.i64(positions)), n);
+      Value n = m.to(keyType, m.position(0));
+      return m.add(m.mul(m.to(keyType, args[0]), m.constant(keyType, positions)), n);
     });
     for (int64_t width = 1; width < positions; width *= 2)
       keys = mergeRound(keys, width);
@@ -130,17 +147,17 @@ public:
     auto type = RankedTensorType::get({positions}, b.getI32Type());
     return buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
       IntMath m(nested, l);
-      Value p = linalg::IndexOp::create(nested, l, 0);
+      Value p = m.position(0);
       Value row = rowOf(m, keyAt(nested, l, sorted, p));
-      Value previous = rowOf(m, keyAt(nested, l, sorted, m.sub(m.max(p, m.index(1)), m.index(1))));
-      Value piece = m.index(kPieceRows);
-      Value starts = m.either(m.equal(m.rem(p, piece), m.index(0)), m.notEqual(previous, row));
-      Value chunkEnd = m.min(m.index(positions), m.mul(m.add(m.div(p, piece), m.index(1)), piece));
-      Value nextRow = m.mul(m.add(row, m.i64(1)), m.i64(positions));
+      Value previous = rowOf(m, keyAt(nested, l, sorted, m.sub(m.max(p, m.i32(1)), m.i32(1))));
+      Value piece = m.i32(kPieceRows);
+      Value starts = m.either(m.equal(m.rem(p, piece), m.i32(0)), m.notEqual(previous, row));
+      Value chunkEnd = m.min(m.i32(positions), m.mul(m.add(m.div(p, piece), m.i32(1)), piece));
+      Value nextRow = m.mul(m.add(row, m.constant(keyType, 1)), m.constant(keyType, positions));
       Value end = m.search(p, chunkEnd, kPieceRows, [&](Value mid) {
         return m.less(keyAt(nested, l, sorted, mid), nextRow);
       });
-      return m.toI32(m.select(starts, m.sub(end, p), m.index(0)));
+      return m.select(starts, m.sub(end, p), m.i32(0));
     });
   }
 
@@ -151,35 +168,36 @@ public:
     Type f32 = type.getElementType();
     return buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
       IntMath m(nested, l);
-      Value p = linalg::IndexOp::create(nested, l, 0);
+      Value p = m.position(0);
       Value d = linalg::IndexOp::create(nested, l, 1);
-      Value length = m.toIndex(tensor::ExtractOp::create(nested, l, lengths, p));
+      Value length = tensor::ExtractOp::create(nested, l, lengths, m.toIndex(p));
+      Value zero = arith::ConstantIndexOp::create(nested, l, 0);
+      Value one = arith::ConstantIndexOp::create(nested, l, 1);
       auto loop = scf::ForOp::create(
-          nested, l, m.index(0), m.min(length, m.index(kPieceRows)), m.index(1),
+          nested, l, zero, m.toIndex(m.min(length, m.i32(kPieceRows))), one,
           ValueRange{constantFloat(nested, l, f32, 0.0)},
           [&](OpBuilder &inner, Location il, Value t, ValueRange sum) {
             IntMath im(inner, il);
-            Value key = keyAt(inner, il, sorted, im.add(p, t));
-            Value position = im.toIndex(im.rem(key, im.i64(positions)));
-            Value g = gatherElement(inner, il, grad, ValueRange{position, d});
+            Value key = keyAt(inner, il, sorted, im.add(p, im.to(inner.getI32Type(), t)));
+            Value position = im.to(inner.getI32Type(), im.rem(key, im.constant(keyType, positions)));
+            Value g = gatherElement(inner, il, grad, ValueRange{im.toIndex(position), d});
             scf::YieldOp::create(inner, il, ValueRange{arith::AddFOp::create(inner, il, sum[0], g)});
           });
       return loop.getResult(0);
     });
   }
 
-  /// Where the sorted positions of each of `rows` table rows begin, and the
-  /// end of the last.
+  /// Where the sorted positions of each table row begin, and the end of the
+  /// last.
   Value rowStarts(Value sorted, int64_t rows) {
     auto type = RankedTensorType::get({rows + 1}, b.getI32Type());
     return buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
       IntMath m(nested, l);
-      Value row = m.toI64(linalg::IndexOp::create(nested, l, 0));
-      Value firstKey = m.mul(row, m.i64(positions));
-      Value start = m.search(m.index(0), m.index(positions), positions, [&](Value mid) {
+      Value row = m.to(keyType, m.position(0));
+      Value firstKey = m.mul(row, m.constant(keyType, positions));
+      return m.search(m.i32(0), m.i32(positions), positions, [&](Value mid) {
         return m.less(keyAt(nested, l, sorted, mid), firstKey);
       });
-      return m.toI32(start);
     });
   }
 
@@ -189,25 +207,28 @@ public:
     return buildParallel(b, loc, tableType, {}, {}, [&](OpBuilder &nested, Location l,
                                                        ValueRange) {
       IntMath m(nested, l);
-      Value row = linalg::IndexOp::create(nested, l, 0);
+      Value row = m.position(0);
       Value d = linalg::IndexOp::create(nested, l, 1);
-      Value lo = m.toIndex(tensor::ExtractOp::create(nested, l, starts, row));
-      Value hi = m.toIndex(tensor::ExtractOp::create(nested, l, starts, m.add(row, m.index(1))));
-      Value piece = m.index(kPieceRows);
+      Value lo = tensor::ExtractOp::create(nested, l, starts, m.toIndex(row));
+      Value hi = tensor::ExtractOp::create(nested, l, starts, m.toIndex(m.add(row, m.i32(1))));
+      Value piece = m.i32(kPieceRows);
       Value firstChunk = m.div(lo, piece);
       // (hi - 1) / L - lo / L + 1 pieces when the row has positions.
-      Value spanned = m.add(m.sub(m.div(m.max(m.sub(hi, m.index(1)), lo), piece), firstChunk),
-                            m.index(1));
-      Value pieces = m.select(m.less(lo, hi), spanned, m.index(0));
+      Value spanned =
+          m.add(m.sub(m.div(m.max(m.sub(hi, m.i32(1)), lo), piece), firstChunk), m.i32(1));
+      Value pieces = m.select(m.less(lo, hi), spanned, m.i32(0));
       Type f32 = computeType(tableType.getElementType());
+      Value zero = arith::ConstantIndexOp::create(nested, l, 0);
+      Value one = arith::ConstantIndexOp::create(nested, l, 1);
       auto loop = scf::ForOp::create(
-          nested, l, m.index(0), m.min(pieces, m.index(chunks)), m.index(1),
+          nested, l, zero, m.toIndex(m.min(pieces, m.i32(chunks))), one,
           ValueRange{constantFloat(nested, l, f32, 0.0)},
           [&](OpBuilder &inner, Location il, Value t, ValueRange sum) {
             IntMath im(inner, il);
-            Value later = im.mul(im.add(firstChunk, t), piece);
-            Value start = im.select(im.equal(t, im.index(0)), lo, later);
-            Value part = tensor::ExtractOp::create(inner, il, sums, ValueRange{start, d});
+            Value k = im.to(inner.getI32Type(), t);
+            Value later = im.mul(im.add(firstChunk, k), piece);
+            Value start = im.select(im.equal(k, im.i32(0)), lo, later);
+            Value part = tensor::ExtractOp::create(inner, il, sums, ValueRange{im.toIndex(start), d});
             scf::YieldOp::create(inner, il,
                                  ValueRange{arith::AddFOp::create(inner, il, sum[0], part)});
           });
@@ -224,17 +245,17 @@ private:
     auto type = llvm::cast<RankedTensorType>(keys.getType());
     return buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
       IntMath m(nested, l);
-      Value k = linalg::IndexOp::create(nested, l, 0);
-      Value n = m.index(positions), w = m.index(width), pair = m.index(2 * width);
+      Value k = m.position(0);
+      Value n = m.i32(positions), w = m.i32(width), pair = m.i32(2 * width);
       Value base = m.mul(m.div(k, pair), pair);
       Value second = m.add(base, w);
       Value lengthA = m.min(w, m.sub(n, base));
-      Value lengthB = m.min(w, m.max(m.sub(n, second), m.index(0)));
+      Value lengthB = m.min(w, m.max(m.sub(n, second), m.i32(0)));
       Value j = m.sub(k, base);
-      Value lo = m.max(m.sub(j, lengthB), m.index(0)), hi = m.min(j, lengthA);
+      Value lo = m.max(m.sub(j, lengthB), m.i32(0)), hi = m.min(j, lengthA);
       Value i = m.search(lo, hi, width, [&](Value mid) {
         Value a = keyAt(nested, l, keys, m.add(base, mid));
-        Value bKey = keyAt(nested, l, keys, m.sub(m.add(second, j), m.add(mid, m.index(1))));
+        Value bKey = keyAt(nested, l, keys, m.sub(m.add(second, j), m.add(mid, m.i32(1))));
         return m.less(a, bKey);
       });
       Value a = keyAt(nested, l, keys, m.add(base, i));
@@ -246,19 +267,20 @@ private:
     });
   }
 
-  /// The key at `position`, clamped into the tensor: a search's probe past
-  /// either end (whose result it does not use) reads a real element.
+  /// The key at the i32 `position`, clamped into the tensor: a search's
+  /// probe past either end (whose result it does not use) reads a real key.
   Value keyAt(OpBuilder &nested, Location l, Value keys, Value position) {
     IntMath m(nested, l);
-    Value inside = m.min(m.max(position, m.index(0)), m.index(positions - 1));
-    return tensor::ExtractOp::create(nested, l, keys, inside);
+    Value inside = m.min(m.max(position, m.i32(0)), m.i32(positions - 1));
+    return tensor::ExtractOp::create(nested, l, keys, m.toIndex(inside));
   }
 
-  Value rowOf(IntMath &m, Value key) { return m.div(key, m.i64(positions)); }
+  Value rowOf(IntMath &m, Value key) { return m.div(key, m.constant(keyType, positions)); }
 
   OpBuilder &b;
   Location loc;
   int64_t positions;
+  Type keyType;
 };
 
 /// ids and grad as [N] and [N, D].
@@ -317,8 +339,8 @@ struct SortedEmbeddingGradLowering : OpRewritePattern<EmbeddingGradOp> {
   LogicalResult matchAndRewrite(EmbeddingGradOp op, PatternRewriter &rewriter) const override {
     RankedTensorType tableType = op.getType();
     auto [ids, grad] = flatOperands(rewriter, op);
-    SortedScatterBuilder scatter(rewriter, op.getLoc(),
-                                 op.getIndices().getType().getNumElements());
+    SortedScatterBuilder scatter(rewriter, op.getLoc(), op.getIndices().getType().getNumElements(),
+                                 tableType.getDimSize(0));
     Value sorted = scatter.sortedKeys(ids);
     Value sums = scatter.pieceSums(sorted, scatter.pieceLengths(sorted), grad);
     Value starts = scatter.rowStarts(sorted, tableType.getDimSize(0));
