@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::fsdp {
@@ -90,7 +92,13 @@ bool keepsInputLives(Operation *producer, Operation *consumer, ArrayRef<Operatio
   bool collectiveBetween = next != calls.end() && order.isBefore(*next, consumer);
   if (producer->hasOneUse() && !collectiveBetween)
     return true;
-  for (Value input : producer->getOperands()) {
+  // What the producer reads: its inputs, and an init only if its body reads
+  // it (an elementwise op's tensor.empty is no value kept alive).
+  auto generic = cast<linalg::GenericOp>(producer);
+  for (OpOperand &operand : generic->getOpOperands()) {
+    if (!generic.payloadUsesValueFromOperand(&operand))
+      continue;
+    Value input = operand.get();
     bool readLater = llvm::any_of(input.getUsers(), [&](Operation *user) {
       return user != producer && user->getBlock() == consumer->getBlock() &&
              !order.isBefore(user, consumer);
@@ -101,6 +109,19 @@ bool keepsInputLives(Operation *producer, Operation *consumer, ArrayRef<Operatio
   return true;
 }
 
+/// Whether fusing `producer` into one of several consumers, each computing
+/// it again, costs only arithmetic: its body reads no other tensor and no
+/// iteration index (a gather, such as the embedding's rows, would read them
+/// again in each consumer, and a reduction it joined could no longer be
+/// split: fsdp-cuda-split-reductions).
+bool isRecomputable(Operation *producer) {
+  WalkResult found = producer->walk([](Operation *op) {
+    return isa<tensor::ExtractOp, linalg::IndexOp>(op) ? WalkResult::interrupt()
+                                                       : WalkResult::advance();
+  });
+  return !found.wasInterrupted();
+}
+
 /// Scalar ops stay apart. The chain that sums one value per unit (the squared
 /// gradient norms, for clipping) would otherwise fuse into one op with an
 /// operand per unit: a kernel whose size grows with the model's depth. Apart,
@@ -108,6 +129,119 @@ bool keepsInputLives(Operation *producer, Operation *consumer, ArrayRef<Operatio
 /// fusion anyway.
 bool hasLoops(Operation *producer) {
   return cast<linalg::GenericOp>(producer).getNumLoops() > 0;
+}
+
+/// Whether `op` is an elementwise generic with loops, on tensors.
+bool isElementwise(linalg::GenericOp op) {
+  return op.getNumLoops() > 0 && op.getNumParallelLoops() == op.getNumLoops() &&
+         op.hasPureTensorSemantics();
+}
+
+/// Whether `op` reads a result of `producer`, in its operands or its body.
+bool reads(Operation *op, Operation *producer) {
+  return llvm::any_of(producer->getUsers(), [&](Operation *user) { return op->isAncestor(user); });
+}
+
+/// Whether the elementwise generics `a` and `b` (b later in the block) can
+/// be one: the same iteration space, an input both read through the same
+/// map, and `b` reading nothing `a` computes.
+bool areSiblings(linalg::GenericOp a, linalg::GenericOp b) {
+  if (!isElementwise(b) || a.getStaticLoopRanges() != b.getStaticLoopRanges() ||
+      ShapedType::isDynamicShape(a.getStaticLoopRanges()) || reads(b, a))
+    return false;
+  return llvm::any_of(a.getDpsInputOperands(), [&](OpOperand *x) {
+    return llvm::any_of(b.getDpsInputOperands(), [&](OpOperand *y) {
+      return x->get() == y->get() &&
+             a.getMatchingIndexingMap(x) == b.getMatchingIndexingMap(y);
+    });
+  });
+}
+
+/// One generic computing `a`'s results and then `b`'s, at `b`'s place,
+/// reading each input they share (the same value through the same map) once.
+linalg::GenericOp fuseSiblings(RewriterBase &rewriter, linalg::GenericOp a, linalg::GenericOp b) {
+  SmallVector<Value> inputs, inits;
+  SmallVector<AffineMap> inputMaps, initMaps;
+  // Each op's block argument's index among the fused op's.
+  SmallVector<SmallVector<unsigned>> argOf(2);
+  for (auto [k, op] : llvm::enumerate(std::array{a, b}))
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(input);
+      auto same = llvm::find_if(llvm::seq<unsigned>(0, inputs.size()), [&](unsigned i) {
+        return inputs[i] == input->get() && inputMaps[i] == map;
+      });
+      if (same != llvm::seq<unsigned>(0, inputs.size()).end()) {
+        argOf[k].push_back(*same);
+        continue;
+      }
+      argOf[k].push_back(inputs.size());
+      inputs.push_back(input->get());
+      inputMaps.push_back(map);
+    }
+  for (auto [k, op] : llvm::enumerate(std::array{a, b}))
+    for (OpOperand &init : op.getDpsInitsMutable()) {
+      argOf[k].push_back(inputs.size() + inits.size());
+      inits.push_back(init.get());
+      initMaps.push_back(op.getMatchingIndexingMap(&init));
+    }
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.append(initMaps);
+  SmallVector<Type> results(a->getResultTypes());
+  llvm::append_range(results, b->getResultTypes());
+  rewriter.setInsertionPoint(b);
+  auto fused = linalg::GenericOp::create(
+      rewriter, b.getLoc(), results, inputs, inits, maps, a.getIteratorTypesArray(),
+      [&](OpBuilder &nested, Location loc, ValueRange args) {
+        SmallVector<Value> yielded;
+        for (auto [k, op] : llvm::enumerate(std::array{a, b})) {
+          IRMapping mapping;
+          for (auto [arg, index] : llvm::zip(op.getBody()->getArguments(), argOf[k]))
+            mapping.map(arg, args[index]);
+          for (Operation &bodyOp : op.getBody()->without_terminator())
+            nested.clone(bodyOp, mapping);
+          for (Value value : op.getBody()->getTerminator()->getOperands())
+            yielded.push_back(mapping.lookupOrDefault(value));
+        }
+        linalg::YieldOp::create(nested, loc, yielded);
+      });
+  rewriter.replaceOp(a, fused.getResults().take_front(a->getNumResults()));
+  rewriter.replaceOp(b, fused.getResults().drop_front(a->getNumResults()));
+  return fused;
+}
+
+/// The first sibling of `a` after it (areSiblings) that no runtime call
+/// separates from it, nor an op that reads `a`'s results (the fused op takes
+/// the sibling's place).
+linalg::GenericOp nextSibling(linalg::GenericOp a) {
+  for (Operation *next = a->getNextNode(); next && !isa<func::CallOp>(next);
+       next = next->getNextNode()) {
+    auto b = dyn_cast<linalg::GenericOp>(next);
+    if (b && areSiblings(a, b))
+      return b;
+    if (reads(next, a))
+      return {};
+  }
+  return {};
+}
+
+/// Fuses each elementwise generic of `block` with its next sibling, as long
+/// as it has one (SwiGLU's backward: the gate's and the up projection's
+/// gradients read the incoming gradient and the gate once).
+void fuseSiblingsIn(Block &block) {
+  IRRewriter rewriter(block.getParentOp()->getContext());
+  for (Operation *op = block.empty() ? nullptr : &block.front(); op;) {
+    auto a = dyn_cast<linalg::GenericOp>(op);
+    linalg::GenericOp b = a && isElementwise(a) ? nextSibling(a) : linalg::GenericOp();
+    if (!b) {
+      op = op->getNextNode();
+      continue;
+    }
+    // The ops between them may have siblings of their own: look again from
+    // where `a` was.
+    Operation *before = a->getPrevNode();
+    fuseSiblings(rewriter, a, b);
+    op = before ? before->getNextNode() : &block.front();
+  }
 }
 
 struct FSDPFuseElementwisePass
@@ -126,6 +260,7 @@ struct FSDPFuseElementwisePass
       Operation *producer = operand->get().getDefiningOp();
       return producer && isa<linalg::GenericOp>(producer) &&
              isa<linalg::GenericOp>(operand->getOwner()) && hasLoops(producer) &&
+             (producer->hasOneUse() || isRecomputable(producer)) &&
              keepsInputLives(producer, operand->getOwner(), calls, order);
     });
     // The canonicalizer that follows simplifies regions; here it would
@@ -133,7 +268,8 @@ struct FSDPFuseElementwisePass
     GreedyRewriteConfig config;
     config.setListener(&order).setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
-      signalPassFailure();
+      return signalPassFailure();
+    getOperation()->walk([](Block *block) { fuseSiblingsIn(*block); });
   }
 };
 } // namespace

@@ -17,6 +17,24 @@ def FSDPFuseElementwisePass : Pass<"fsdp-fuse-elementwise"> {
     not fused: the chain that sums a value of every unit (the squared
     gradient norms, for clipping) stays a series of identical adds sharing
     one kernel, not one op whose operands grow with the model's depth.
+
+    An op read by several others is computed again in each of them (and not
+    stored) when that costs only arithmetic (its body gathers nothing) and
+    keeps none of its inputs alive longer than something else does: SwiGLU's
+    `silu(gate)`, read by the forward product and the up projection's
+    gradient, is never written. Then two elementwise ops over the same
+    iteration space that read an operand in common, with no runtime call
+    between them and nothing between reading the first's results, become one
+    op with both results, which reads each shared operand once: SwiGLU's
+    backward is one loop nest reading the incoming gradient, the gate and the
+    up projection, writing both gradients.
+
+    ```mlir
+    %du = linalg.generic ... ins(%d, %g : ...)      // d * silu(g)
+    %dg = linalg.generic ... ins(%d, %u, %g : ...)  // d * u * silu'(g)
+    // become
+    %grads:2 = linalg.generic ... ins(%d, %g, %u : ...)
+    ```
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
