@@ -7,10 +7,12 @@
 // float64 reference and prints the table. Built with the CUDA backend; runs
 // only where there is a GPU (the check kit, docs/CUDA.md section 5).
 //
-//   fsdp-attention-check B,H,HKV,T,D [causal] [deterministic] DIR [repeats]
+//   fsdp-attention-check B,H,HKV,T,D [causal] [deterministic] [bshd] DIR [repeats]
 //
 // DIR holds query.bin, key.bin, value.bin and out_grad.bin (bf16, row-major
-// [B, H, T, D] and [B, HKV, T, D]); the program writes out.bin, lse.bin (f32
+// [B, H, T, D] and [B, HKV, T, D]; with `bshd` the calls take them as
+// [B, T, H, D], FSDPRT_ATTENTION_BSHD, swapped on the way in and the results
+// on the way out); the program writes out.bin, lse.bin (f32
 // [B, H, T]), query_grad.bin, key_grad.bin and value_grad.bin there, and
 // prints one JSON object: each pass's engine and workspace, the median
 // milliseconds of `repeats` calls of each (CUDA events; 0: no timing), and
@@ -148,27 +150,49 @@ std::string quoted(const std::string &text) {
   return out + "\"";
 }
 
+/// A bf16 [b, x, y, d] array as [b, y, x, d].
+std::vector<char> swapMiddle(const std::vector<char> &data, int64_t b, int64_t x, int64_t y,
+                             int64_t d) {
+  std::vector<char> swapped(data.size());
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < x; ++j)
+      for (int64_t k = 0; k < y; ++k)
+        std::memcpy(&swapped[(((i * y + k) * x + j) * d) * 2],
+                    &data[(((i * x + j) * y + k) * d) * 2], static_cast<size_t>(d) * 2);
+  return swapped;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   bool causal = std::find(args.begin(), args.end(), "causal") != args.end();
   bool deterministic = std::find(args.begin(), args.end(), "deterministic") != args.end();
+  bool bshd = std::find(args.begin(), args.end(), "bshd") != args.end();
   args.erase(std::remove_if(args.begin(), args.end(),
                             [](const std::string &a) {
-                              return a == "causal" || a == "deterministic";
+                              return a == "causal" || a == "deterministic" || a == "bshd";
                             }),
              args.end());
   if (args.size() < 2 || args.size() > 3)
-    fail("usage: fsdp-attention-check B,H,HKV,T,D [causal] [deterministic] DIR [repeats]");
+    fail("usage: fsdp-attention-check B,H,HKV,T,D [causal] [deterministic] [bshd] DIR "
+         "[repeats]");
   int64_t b = 0, h = 0, hkv = 0, t = 0, d = 0;
   if (std::sscanf(args[0].c_str(), "%ld,%ld,%ld,%ld,%ld", &b, &h, &hkv, &t, &d) != 5)
     fail("the shape '" + args[0] + "' is not B,H,HKV,T,D");
   std::string dir = args[1];
   int repeats = args.size() == 3 ? std::atoi(args[2].c_str()) : 0;
 
-  fsdprt::AttentionShape shape =
-      fsdprt::attentionShape(b, h, hkv, t, d, causal, static_cast<float>(1.0 / std::sqrt(d)));
+  int32_t layout = bshd ? FSDPRT_ATTENTION_BSHD : FSDPRT_ATTENTION_BHSD;
+  fsdprt::AttentionShape shape = fsdprt::attentionShape(
+      b, h, hkv, t, d, causal, static_cast<float>(1.0 / std::sqrt(d)), layout);
+  // The files' [B, H, T, D] as the calls take them, and back.
+  auto toCall = [&](const std::vector<char> &data, int64_t heads) {
+    return bshd ? swapMiddle(data, b, heads, t, d) : data;
+  };
+  auto fromCall = [&](const std::vector<char> &data, int64_t heads) {
+    return bshd ? swapMiddle(data, b, t, heads, d) : data;
+  };
   fsdprt::checkAttention("fsdp-attention-check", shape);
   size_t queryBytes = shape.queryElements() * 2, keyBytes = shape.keyElements() * 2,
          lseBytes = shape.rows() * 4;
@@ -190,34 +214,34 @@ int main(int argc, char **argv) {
 #endif
   void *workspace = upload(nullptr, std::max<int64_t>({forwardWorkspace, backwardWorkspace, 1}));
 
-  std::vector<char> q = readFile(dir + "/query.bin", queryBytes),
-                    k = readFile(dir + "/key.bin", keyBytes),
-                    v = readFile(dir + "/value.bin", keyBytes),
-                    dO = readFile(dir + "/out_grad.bin", queryBytes);
+  std::vector<char> q = toCall(readFile(dir + "/query.bin", queryBytes), h),
+                    k = toCall(readFile(dir + "/key.bin", keyBytes), hkv),
+                    v = toCall(readFile(dir + "/value.bin", keyBytes), hkv),
+                    dO = toCall(readFile(dir + "/out_grad.bin", queryBytes), h);
   void *dq = upload(&q, queryBytes), *dk = upload(&k, keyBytes), *dv = upload(&v, keyBytes),
        *ddO = upload(&dO, queryBytes), *out = upload(nullptr, queryBytes),
        *lse = upload(nullptr, lseBytes), *gq = upload(nullptr, queryBytes),
        *gk = upload(nullptr, keyBytes), *gv = upload(nullptr, keyBytes);
   float scale = shape.scale;
   auto runForward = [&] {
-    fsdprt_attention_bf16(b, h, hkv, t, d, causal, scale, dq, dk, dv, out,
+    fsdprt_attention_bf16(b, h, hkv, t, d, causal, scale, layout, dq, dk, dv, out,
                           static_cast<float *>(lse), workspace, kWorkspaceLimit);
   };
   auto runBackward = [&] {
-    fsdprt_attention_grad_bf16(b, h, hkv, t, d, causal, scale, deterministic, dq, dk, dv, out,
-                               static_cast<const float *>(lse), ddO, gq, gk, gv, workspace,
-                               kWorkspaceLimit);
+    fsdprt_attention_grad_bf16(b, h, hkv, t, d, causal, scale, layout, deterministic, dq, dk,
+                               dv, out, static_cast<const float *>(lse), ddO, gq, gk, gv,
+                               workspace, kWorkspaceLimit);
   };
   runForward();
   runBackward();
   synchronize();
-  writeFile(dir + "/out.bin", download(out, queryBytes));
+  writeFile(dir + "/out.bin", fromCall(download(out, queryBytes), h));
   writeFile(dir + "/lse.bin", download(lse, lseBytes));
   std::vector<char> first[3] = {download(gq, queryBytes), download(gk, keyBytes),
                                 download(gv, keyBytes)};
-  writeFile(dir + "/query_grad.bin", first[0]);
-  writeFile(dir + "/key_grad.bin", first[1]);
-  writeFile(dir + "/value_grad.bin", first[2]);
+  writeFile(dir + "/query_grad.bin", fromCall(first[0], h));
+  writeFile(dir + "/key_grad.bin", fromCall(first[1], hkv));
+  writeFile(dir + "/value_grad.bin", fromCall(first[2], hkv));
   runBackward();
   synchronize();
   bool repeatable = download(gq, queryBytes) == first[0] && download(gk, keyBytes) == first[1] &&

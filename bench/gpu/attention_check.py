@@ -92,7 +92,7 @@ def reference(q, k, v, o, do, causal, rounding=False):
     return out, lse[..., 0], dq, dk, dv
 
 
-def run_driver(driver, shape, causal, deterministic, work, repeats, rng):
+def run_driver(driver, shape, causal, deterministic, work, repeats, rng, layout="bhsd"):
     b, h, hkv, t, d = shape
     os.makedirs(work, exist_ok=True)
     operands = {}
@@ -102,7 +102,8 @@ def run_driver(driver, shape, causal, deterministic, work, repeats, rng):
         bits.tofile(os.path.join(work, name + ".bin"))
         operands[name] = bits
     command = [driver, ",".join(map(str, shape))] + (["causal"] if causal else []) + \
-        (["deterministic"] if deterministic else []) + [work, str(repeats)]
+        (["deterministic"] if deterministic else []) + (["bshd"] if layout == "bshd" else []) + \
+        [work, str(repeats)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         return operands, {"error": (done.stderr or done.stdout).strip()[-600:]}
@@ -113,10 +114,11 @@ def relative(x, ref):
     return float(np.linalg.norm(x - ref) / np.linalg.norm(ref))
 
 
-def correct_case(driver, case, deterministic, work, rng, rounded_once):
+def correct_case(driver, case, deterministic, work, rng, rounded_once, layout="bhsd"):
     *shape, causal = case
     b, h, hkv, t, d = shape
-    operands, result = run_driver(driver, tuple(shape), causal, deterministic, work, 0, rng)
+    operands, result = run_driver(driver, tuple(shape), causal, deterministic, work, 0, rng,
+                                  layout)
     result.update(shape=shape, causal=causal, deterministic=deterministic)
     if "error" in result:
         result["ok"] = False
@@ -144,9 +146,9 @@ def correct_case(driver, case, deterministic, work, rng, rounded_once):
     return result
 
 
-def speed_case(driver, name, deterministic, work, rng):
+def speed_case(driver, name, deterministic, work, rng, layout="bhsd"):
     b, h, hkv, t, d = SPEED[name]
-    _, result = run_driver(driver, SPEED[name], True, deterministic, work, 20, rng)
+    _, result = run_driver(driver, SPEED[name], True, deterministic, work, 20, rng, layout)
     result.update(shape=name, deterministic=deterministic)
     if "error" in result:
         return result
@@ -165,6 +167,9 @@ def main():
     parser.add_argument("--parts", default="correct,speed")
     parser.add_argument("--rounded-once", action="store_true",
                         help="the bounds of a driver that rounds each result once (the host's)")
+    parser.add_argument("--layout", choices=["bhsd", "bshd"], default="bhsd",
+                        help="how the calls' operands lie: [B, H, T, D], or [B, T, H, D] "
+                             "(FSDPRT_ATTENTION_BSHD; the files stay [B, H, T, D])")
     args = parser.parse_args()
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     failed = False
@@ -173,7 +178,7 @@ def main():
         for case in CORRECT:
             for deterministic in (False, True):
                 result = correct_case(args.driver, case, deterministic, args.work, rng,
-                                      args.rounded_once)
+                                      args.rounded_once, args.layout)
                 print(json.dumps(result), flush=True)
                 failed |= not result["ok"]
                 errors = result.get("errors", {})
@@ -184,7 +189,7 @@ def main():
     if "speed" in args.parts:
         for name in SPEED:
             for deterministic in (False, True):
-                result = speed_case(args.driver, name, deterministic, args.work, rng)
+                result = speed_case(args.driver, name, deterministic, args.work, rng, args.layout)
                 print(json.dumps(result), flush=True)
                 if "error" in result:
                     rows.append(f"speed {name} det={int(deterministic)}: "

@@ -13,6 +13,7 @@
 // CHECK-DAG: %[[D:.+]] = arith.constant 64 : i64
 // CHECK-DAG: %[[CAUSAL:.+]] = arith.constant 1 : i32
 // CHECK-DAG: %[[SCALE:.+]] = arith.constant 1.250000e-01 : f32
+// CHECK-DAG: %[[BHSD:.+]] = arith.constant 0 : i32
 // CHECK: %[[QB:.+]] = bufferization.to_buffer %[[Q]] read_only : tensor<2x8x128x64xbf16> to memref<2x8x128x64xbf16>
 // CHECK: %[[KB:.+]] = bufferization.to_buffer %[[K]] read_only
 // CHECK: %[[VB:.+]] = bufferization.to_buffer %[[V]] read_only
@@ -22,7 +23,7 @@
 // CHECK: %[[L:.+]] = bufferization.to_tensor %[[LSE]] restrict writable
 // CHECK: %[[WS:.+]] = memref.alloc() : memref<256xi8>
 // CHECK: %[[WSB:.+]] = arith.constant 256 : i64
-// CHECK: call @fsdprt_attention_bf16(%[[B]], %[[H]], %{{[^,]+}}, %[[T]], %[[D]], %[[CAUSAL]], %[[SCALE]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[WSB]]) : (i64, i64, i64, i64, i64, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
+// CHECK: call @fsdprt_attention_bf16(%[[B]], %[[H]], %{{[^,]+}}, %[[T]], %[[D]], %[[CAUSAL]], %[[SCALE]], %[[BHSD]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[WSB]]) : (i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK: return %[[O]], %[[L]]
 // CHECK-NOT: fsdp.attention
 func.func @forward(%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x128x64xbf16>, %v: tensor<2x2x128x64xbf16>)
@@ -43,13 +44,14 @@ func.func @forward(%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x128x64xbf16>, %v:
 // CHECK-LABEL: func.func @backward
 // CHECK: %[[CAUSAL:.+]] = arith.constant 1 : i32
 // CHECK: arith.constant 1.250000e-01 : f32
+// CHECK: %[[LAYOUT:.+]] = arith.constant 0 : i32
 // FAST: %[[FLAG:.+]] = arith.constant 0 : i32
 // DET: %[[FLAG:.+]] = arith.constant 1 : i32
 // CHECK-COUNT-6: bufferization.to_buffer {{.*}} read_only
 // CHECK-COUNT-3: memref.alloc() : memref<
 // FAST: memref.alloc() : memref<825856xi8>
 // DET: memref.alloc() : memref<1350144xi8>
-// CHECK: call @fsdprt_attention_grad_bf16({{.*}}, %[[CAUSAL]], %{{[^,]+}}, %[[FLAG]], {{.*}}) : (i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
+// CHECK: call @fsdprt_attention_grad_bf16({{.*}}, %[[CAUSAL]], %{{[^,]+}}, %[[LAYOUT]], %[[FLAG]], {{.*}}) : (i64, i64, i64, i64, i64, i32, f32, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK-NOT: fsdp.attention_grad
 func.func @backward(%q: tensor<2x8x100x64xbf16>, %k: tensor<2x2x100x64xbf16>, %v: tensor<2x2x100x64xbf16>,
                     %o: tensor<2x8x100x64xbf16>, %lse: tensor<2x8x100xf32>, %do: tensor<2x8x100x64xbf16>)
@@ -58,6 +60,52 @@ func.func @backward(%q: tensor<2x8x100x64xbf16>, %k: tensor<2x2x100x64xbf16>, %v
   %dq, %dk, %dv = fsdp.attention_grad %q, %k, %v, %o, %lse, %do, %zero causal
       : tensor<2x8x100x64xbf16>, tensor<2x2x100x64xbf16>, tensor<2x2x100x64xbf16>, tensor<2x8x100xf32>
   return %dq, %dk, %dv : tensor<2x8x100x64xbf16>, tensor<2x2x100x64xbf16>, tensor<2x2x100x64xbf16>
+}
+
+// -----
+
+// Operands that are transposes of [B, S, H, D] tensors (the projections' rows split into
+// heads) are read where they lie: the call takes those tensors (layout 1,
+// FSDPRT_ATTENTION_BSHD) and writes its output and gradients as [B, S, H, D]; a transpose
+// of a result back to [B, S, H, D] is the result itself, and no transpose is left. The
+// backward finds the forward's output as such a transpose too; the log-sum-exp stays
+// [B, H, S].
+// CHECK-LABEL: func.func @sequence_major
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x128x8x64xbf16>, %[[K:[^:]+]]: tensor<2x128x2x64xbf16>, %[[V:[^:]+]]: tensor<2x128x2x64xbf16>, %[[DO:[^:]+]]: tensor<2x128x8x64xbf16>)
+// CHECK: arith.constant 1.250000e-01 : f32
+// CHECK-NEXT: %[[BSHD:.+]] = arith.constant 1 : i32
+// CHECK: bufferization.to_buffer %[[Q]] read_only : tensor<2x128x8x64xbf16>
+// CHECK: bufferization.to_buffer %[[K]] read_only : tensor<2x128x2x64xbf16>
+// CHECK: bufferization.to_buffer %[[V]] read_only : tensor<2x128x2x64xbf16>
+// CHECK: %[[OUT:.+]] = bufferization.to_tensor %{{.+}} restrict writable : memref<2x128x8x64xbf16>
+// CHECK: memref.alloc() : memref<2x8x128xf32>
+// CHECK: call @fsdprt_attention_bf16(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[BSHD]],
+// CHECK: arith.constant 1.250000e-01 : f32
+// CHECK-NEXT: %[[GRAD_BSHD:.+]] = arith.constant 1 : i32
+// CHECK: bufferization.to_buffer %[[OUT]] read_only : tensor<2x128x8x64xbf16>
+// CHECK: bufferization.to_buffer %[[DO]] read_only : tensor<2x128x8x64xbf16>
+// CHECK: %[[DQ:.+]] = bufferization.to_tensor %{{.+}} restrict writable : memref<2x128x8x64xbf16>
+// CHECK: %[[DK:.+]] = bufferization.to_tensor %{{.+}} restrict writable : memref<2x128x2x64xbf16>
+// CHECK: call @fsdprt_attention_grad_bf16(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[GRAD_BSHD]],
+// CHECK-NOT: fsdp.transpose
+// CHECK: return %[[OUT]], %[[DQ]], %[[DK]]
+func.func @sequence_major(%q: tensor<2x128x8x64xbf16>, %k: tensor<2x128x2x64xbf16>,
+                          %v: tensor<2x128x2x64xbf16>, %dot: tensor<2x128x8x64xbf16>)
+    -> (tensor<2x128x8x64xbf16>, tensor<2x128x8x64xbf16>, tensor<2x128x2x64xbf16>) {
+  %qh = fsdp.transpose %q [0, 2, 1, 3] : tensor<2x128x8x64xbf16> -> tensor<2x8x128x64xbf16>
+  %kh = fsdp.transpose %k [0, 2, 1, 3] : tensor<2x128x2x64xbf16> -> tensor<2x2x128x64xbf16>
+  %vh = fsdp.transpose %v [0, 2, 1, 3] : tensor<2x128x2x64xbf16> -> tensor<2x2x128x64xbf16>
+  %o, %lse = fsdp.attention %qh, %kh, %vh causal
+      : tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>
+        -> tensor<2x8x128x64xbf16>, tensor<2x8x128xf32>
+  %ot = fsdp.transpose %o [0, 2, 1, 3] : tensor<2x8x128x64xbf16> -> tensor<2x128x8x64xbf16>
+  %do = fsdp.transpose %dot [0, 2, 1, 3] : tensor<2x128x8x64xbf16> -> tensor<2x8x128x64xbf16>
+  %zero = arith.constant dense<0.0> : tensor<2x8x128xf32>
+  %dq, %dk, %dv = fsdp.attention_grad %qh, %kh, %vh, %o, %lse, %do, %zero causal
+      : tensor<2x8x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x2x128x64xbf16>, tensor<2x8x128xf32>
+  %dqt = fsdp.transpose %dq [0, 2, 1, 3] : tensor<2x8x128x64xbf16> -> tensor<2x128x8x64xbf16>
+  %dkt = fsdp.transpose %dk [0, 2, 1, 3] : tensor<2x2x128x64xbf16> -> tensor<2x128x2x64xbf16>
+  return %ot, %dqt, %dkt : tensor<2x128x8x64xbf16>, tensor<2x128x8x64xbf16>, tensor<2x128x2x64xbf16>
 }
 
 // -----

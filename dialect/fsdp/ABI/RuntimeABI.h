@@ -56,9 +56,9 @@ constexpr llvm::StringLiteral kGemmBias = "fsdprt_sgemm_bias";
 constexpr int64_t kGemmBiasAlignment = 16;
 
 /// `fsdprt_attention_bf16(batch, heads, kv_heads, seq, head_dim, causal,
-/// scale, query, key, value, out, lse, workspace, workspace_bytes)` and
-/// `fsdprt_attention_grad_bf16(..., scale, deterministic, query, key, value,
-/// out, lse, out_grad, query_grad, key_grad, value_grad, workspace,
+/// scale, layout, query, key, value, out, lse, workspace, workspace_bytes)` and
+/// `fsdprt_attention_grad_bf16(..., scale, layout, deterministic, query, key,
+/// value, out, lse, out_grad, query_grad, key_grad, value_grad, workspace,
 /// workspace_bytes)`: fused attention on the compute stream (fsdp-fuse-attention).
 constexpr llvm::StringLiteral kAttentionBF16 = "fsdprt_attention_bf16";
 constexpr llvm::StringLiteral kAttentionGradBF16 = "fsdprt_attention_grad_bf16";
@@ -77,6 +77,10 @@ inline bool isBF16GemmCallee(llvm::StringRef callee) {
 inline bool isBatchedGemmCallee(llvm::StringRef callee) {
   return callee == kBatchedGemm || callee == kBatchedGemmBF16;
 }
+
+/// FSDPRT_ATTENTION_*: how an attention call's operands and results lie,
+/// [B, H, S, D] or [B, S, H, D] (the log-sum-exp [B, H, S] either way).
+enum class RuntimeAttentionLayout : int32_t { BHSD = 0, BSHD = 1 };
 
 /// FSDPRT_DTYPE_*: the element type of a reduction.
 enum class RuntimeDType : int32_t { F32 = 0, BF16 = 1 };

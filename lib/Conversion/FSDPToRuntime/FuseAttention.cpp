@@ -18,9 +18,12 @@
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/IR/Matchers.h"
 
 #include "llvm/ADT/STLExtras.h"
+
+#include <array>
 
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_FSDPFUSEATTENTIONPASS
@@ -63,11 +66,72 @@ bool isZeros(Value value) {
          constant.getSplatValue<APFloat>().isZero();
 }
 
+/// The swap of heads and sequence, [B, S, H, D] <-> [B, H, S, D].
+constexpr std::array<int64_t, 4> kSwapHeadsAndSequence = {0, 2, 1, 3};
+
+/// The [B, S, H, D] tensor whose transpose `value` ([B, H, S, D]) is, or
+/// null: a projection's rows split into heads, which the call reads in place.
+Value sequenceMajorSource(Value value) {
+  auto transpose = value.getDefiningOp<TransposeOp>();
+  if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>(kSwapHeadsAndSequence))
+    return {};
+  return transpose.getInput();
+}
+
+/// Whether every one of `operands` is such a transpose: the call then takes
+/// them, and gives its results, as [B, S, H, D] (FSDPRT_ATTENTION_BSHD).
+bool takesSequenceMajor(ValueRange operands) {
+  return llvm::all_of(operands, [](Value operand) { return sequenceMajorSource(operand); });
+}
+
 /// Builds the runtime calls in place of the attention ops.
 struct FusedCallBuilder {
   OpBuilder b;
   ModuleOp module;
   bool deterministic;
+
+  /// The buffer of an operand as the call takes it: `tensor` itself, or
+  /// with `sequenceMajor` the [B, S, H, D] tensor it is the transpose of.
+  Value operandBuffer(Location loc, Value tensor, bool sequenceMajor) {
+    return operandBuffer(loc, sequenceMajor ? sequenceMajorSource(tensor) : tensor);
+  }
+
+  /// A result the call writes, in a fresh buffer: [B, S, H, D] with
+  /// `sequenceMajor`. Its address is the call's argument; once the call is
+  /// made, bindResults puts the buffer's tensor in place of `result`.
+  struct ResultBuffer {
+    Value result, tensor, address;
+    bool sequenceMajor;
+  };
+  ResultBuffer resultBufferOf(Location loc, Value result, bool sequenceMajor) {
+    auto type = llvm::cast<RankedTensorType>(result.getType());
+    if (sequenceMajor)
+      type = type.clone(applyPermutation(type.getShape(), kSwapHeadsAndSequence));
+    auto [address, tensor] = resultBuffer(loc, type);
+    return {result, tensor, address, sequenceMajor};
+  }
+
+  /// After the call: each result replaced by its buffer's tensor, or by that
+  /// tensor's transpose to [B, H, S, D], where each transpose back to
+  /// [B, S, H, D] becomes the tensor itself.
+  void bindResults(ArrayRef<ResultBuffer> results) {
+    for (ResultBuffer r : results) {
+      if (!r.sequenceMajor) {
+        r.result.replaceAllUsesWith(r.tensor);
+        continue;
+      }
+      Value headMajor = TransposeOp::create(b, r.result.getLoc(), r.tensor, kSwapHeadsAndSequence);
+      r.result.replaceAllUsesWith(headMajor);
+      for (Operation *user : llvm::make_early_inc_range(headMajor.getUsers()))
+        if (auto back = dyn_cast<TransposeOp>(user);
+            back && back.getPermutation() == ArrayRef<int64_t>(kSwapHeadsAndSequence)) {
+          back.getResult().replaceAllUsesWith(r.tensor);
+          back->erase();
+        }
+      if (headMajor.use_empty())
+        headMajor.getDefiningOp()->erase();
+    }
+  }
 
   /// The buffer a tensor operand lies in, read by the call alone.
   Value operandBuffer(Location loc, Value tensor) {
@@ -94,9 +158,10 @@ struct FusedCallBuilder {
     return {bufferAddress(b, loc, buffer), i64Constant(b, loc, bytes)};
   }
 
-  /// batch, heads, kv_heads, seq, head_dim, causal, scale: the calls' first arguments.
+  /// batch, heads, kv_heads, seq, head_dim, causal, scale, layout: the calls'
+  /// first arguments.
   SmallVector<Value> shapeArguments(Location loc, Value query, Value key, bool causal,
-                                    double scale) {
+                                    double scale, bool sequenceMajor) {
     ArrayRef<int64_t> q = llvm::cast<RankedTensorType>(query.getType()).getShape();
     ArrayRef<int64_t> k = llvm::cast<RankedTensorType>(key.getType()).getShape();
     return {i64Constant(b, loc, q[0]),
@@ -105,7 +170,9 @@ struct FusedCallBuilder {
             i64Constant(b, loc, q[2]),
             i64Constant(b, loc, q[3]),
             i32Constant(b, loc, causal),
-            arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(scale)))};
+            arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(scale))),
+            i32Constant(b, loc, static_cast<int32_t>(sequenceMajor ? RuntimeAttentionLayout::BSHD
+                                                                   : RuntimeAttentionLayout::BHSD))};
   }
 
   void call(Location loc, StringRef name, ValueRange args) {
@@ -116,42 +183,57 @@ struct FusedCallBuilder {
   void replace(AttentionOp op) {
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
-    SmallVector<Value> args =
-        shapeArguments(loc, op.getQuery(), op.getKey(), op.getCausal(), op.getScaleValue());
+    bool sequenceMajor = takesSequenceMajor({op.getQuery(), op.getKey(), op.getValue()});
+    SmallVector<Value> args = shapeArguments(loc, op.getQuery(), op.getKey(), op.getCausal(),
+                                             op.getScaleValue(), sequenceMajor);
     for (Value operand : {op.getQuery(), op.getKey(), op.getValue()})
-      args.push_back(operandBuffer(loc, operand));
-    auto [out, result] = resultBuffer(loc, op.getResult().getType());
-    auto [lse, lseResult] = resultBuffer(loc, op.getLse().getType());
+      args.push_back(operandBuffer(loc, operand, sequenceMajor));
+    SmallVector<ResultBuffer> results = {resultBufferOf(loc, op.getResult(), sequenceMajor),
+                                         resultBufferOf(loc, op.getLse(), false)};
+    for (const ResultBuffer &r : results)
+      args.push_back(r.address);
     auto [workspaceAddress, workspaceBytes] = workspace(loc, kForwardWorkspaceBytes);
-    args.append({out, lse, workspaceAddress, workspaceBytes});
+    args.append({workspaceAddress, workspaceBytes});
     call(loc, kAttentionBF16, args);
-    op.getResult().replaceAllUsesWith(result);
-    op.getLse().replaceAllUsesWith(lseResult);
-    op->erase();
+    bindResults(results);
+    eraseWithDeadTransposes(op);
   }
 
   void replace(AttentionGradOp op) {
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
-    SmallVector<Value> args =
-        shapeArguments(loc, op.getQuery(), op.getKey(), op.getCausal(), op.getScaleValue());
+    bool sequenceMajor = takesSequenceMajor(
+        {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(), op.getGrad()});
+    SmallVector<Value> args = shapeArguments(loc, op.getQuery(), op.getKey(), op.getCausal(),
+                                             op.getScaleValue(), sequenceMajor);
     args.push_back(i32Constant(b, loc, deterministic));
-    for (Value operand : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(), op.getLse(),
-                          op.getGrad()})
-      args.push_back(operandBuffer(loc, operand));
-    SmallVector<Value> results;
+    for (Value operand : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput()})
+      args.push_back(operandBuffer(loc, operand, sequenceMajor));
+    args.push_back(operandBuffer(loc, op.getLse()));
+    args.push_back(operandBuffer(loc, op.getGrad(), sequenceMajor));
+    SmallVector<ResultBuffer> results;
     for (Value gradient : op->getResults()) {
-      auto [address, tensor] =
-          resultBuffer(loc, llvm::cast<RankedTensorType>(gradient.getType()));
-      args.push_back(address);
-      results.push_back(tensor);
+      results.push_back(resultBufferOf(loc, gradient, sequenceMajor));
+      args.push_back(results.back().address);
     }
     auto [workspaceAddress, workspaceBytes] =
         workspace(loc, backwardWorkspaceBytes(op.getQuery(), op.getKey()));
     args.append({workspaceAddress, workspaceBytes});
     call(loc, kAttentionGradBF16, args);
-    op->replaceAllUsesWith(results);
+    bindResults(results);
+    eraseWithDeadTransposes(op);
+  }
+
+  /// Erases `op`, and the transposes to [B, H, S, D] it alone read.
+  static void eraseWithDeadTransposes(Operation *op) {
+    SmallVector<Operation *> transposes;
+    for (Value operand : op->getOperands())
+      if (sequenceMajorSource(operand))
+        transposes.push_back(operand.getDefiningOp());
     op->erase();
+    for (Operation *transpose : transposes)
+      if (transpose->use_empty())
+        transpose->erase();
   }
 
   /// What cuDNN 9's backward plans ask for (docs/CUDA.md): the query
@@ -191,7 +273,13 @@ struct FSDPFuseAttentionPass
       else
         ++same->count;
     };
+    // Collected first: a replacement erases transposes after its op.
+    SmallVector<Operation *> attentions;
     module.walk([&](Operation *op) {
+      if (isa<AttentionOp, AttentionGradOp>(op))
+        attentions.push_back(op);
+    });
+    for (Operation *op : attentions) {
       if (auto attention = dyn_cast<AttentionOp>(op)) {
         std::string why = refusal(attention.getQuery(), attention.getKey());
         why.empty() ? builder.replace(attention) : refuse(op, why);
@@ -201,7 +289,7 @@ struct FSDPFuseAttentionPass
           why = "the gradient of its log-sum-exp is not zero (the fused backward has none)";
         why.empty() ? builder.replace(grad) : refuse(op, why);
       }
-    });
+    }
     // At the location alone: the op itself would add nothing a model's
     // author needs.
     if (!quiet)

@@ -59,9 +59,19 @@ void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, i
                        float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
                        float beta, float *c, int64_t ldc, const float *bias);
 
+/* How an attention's bf16 operands and results lie (`layout`): as
+ * [batch, heads, seq, head_dim] (fsdp.attention's own operands), or as
+ * [batch, seq, heads, head_dim] (the projections' rows, split into heads:
+ * no transpose before or after the call). The log-sum-exp is
+ * [batch, heads, seq] either way. */
+#define FSDPRT_ATTENTION_BHSD 0
+#define FSDPRT_ATTENTION_BSHD 1
+
 /* Scaled dot-product attention on bf16 operands (fsdp.attention in a bf16
  * plan): `query` and `out` are [batch, heads, seq, head_dim], `key` and
- * `value` [batch, kv_heads, seq, head_dim], row-major and contiguous; `heads`
+ * `value` [batch, kv_heads, seq, head_dim], row-major and contiguous, with
+ * FSDPRT_ATTENTION_BHSD (`layout`), their heads and sequence swapped with
+ * FSDPRT_ATTENTION_BSHD; `heads`
  * is a multiple of `kv_heads`, and query heads g * heads / kv_heads to
  * (g + 1) * heads / kv_heads - 1 read key and value head g. out =
  * softmax(scale * query key^T) value, the scores and the softmax in f32, out
@@ -72,9 +82,9 @@ void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, i
  * memory at `workspace` (a shape cuDNN cannot run within them is a fatal
  * error); the CPU target computes the same in plain loops. */
 void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
-                           int64_t head_dim, int32_t causal, float scale, const void *query,
-                           const void *key, const void *value, void *out, float *lse,
-                           void *workspace, int64_t workspace_bytes);
+                           int64_t head_dim, int32_t causal, float scale, int32_t layout,
+                           const void *query, const void *key, const void *value, void *out,
+                           float *lse, void *workspace, int64_t workspace_bytes);
 
 /* The gradient of fsdprt_attention_bf16 with respect to its query, key and
  * value, from its operands, its `out` and `lse` and the gradient of `out`
@@ -83,7 +93,7 @@ void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64
  * `deterministic` the result does not depend on the order in which the GPU
  * runs the work (on the CUDA target it then needs more workspace). */
 void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
-                                int64_t head_dim, int32_t causal, float scale,
+                                int64_t head_dim, int32_t causal, float scale, int32_t layout,
                                 int32_t deterministic, const void *query, const void *key,
                                 const void *value, const void *out, const float *lse,
                                 const void *out_grad, void *query_grad, void *key_grad,

@@ -15,7 +15,7 @@ static void checkPositive(const char *what, int64_t value, const char *name) {
 }
 
 AttentionShape attentionShape(int64_t batch, int64_t heads, int64_t kvHeads, int64_t seq,
-                              int64_t headDim, int32_t causal, float scale) {
+                              int64_t headDim, int32_t causal, float scale, int32_t layout) {
   AttentionShape shape;
   shape.batch = batch;
   shape.heads = heads;
@@ -24,6 +24,7 @@ AttentionShape attentionShape(int64_t batch, int64_t heads, int64_t kvHeads, int
   shape.headDim = headDim;
   shape.causal = causal != 0;
   shape.scale = scale;
+  shape.layout = layout;
   return shape;
 }
 
@@ -38,6 +39,9 @@ void checkAttention(const char *what, const AttentionShape &shape) {
           " is not a multiple of kv_heads = " + std::to_string(shape.kvHeads));
   if (!std::isfinite(shape.scale))
     fatal(std::string(what) + ": scale is not finite");
+  if (shape.layout != FSDPRT_ATTENTION_BHSD && shape.layout != FSDPRT_ATTENTION_BSHD)
+    fatal(std::string(what) + ": layout = " + std::to_string(shape.layout) +
+          " is neither FSDPRT_ATTENTION_BHSD (0) nor FSDPRT_ATTENTION_BSHD (1)");
   // Each factor is at most 2^62 after the checks above; the products are
   // taken in long double so that an overflow cannot wrap to a small size.
   long double elements = static_cast<long double>(shape.batch) * shape.heads * shape.seq *
@@ -51,7 +55,7 @@ std::string describeAttention(const AttentionShape &shape) {
   text << "batch = " << shape.batch << ", heads = " << shape.heads
        << ", kv_heads = " << shape.kvHeads << ", seq = " << shape.seq
        << ", head_dim = " << shape.headDim << (shape.causal ? ", causal" : "")
-       << ", scale = " << shape.scale;
+       << ", scale = " << shape.scale << (shape.sequenceMajor() ? ", [B, S, H, D]" : "");
   return text.str();
 }
 

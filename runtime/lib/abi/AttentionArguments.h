@@ -11,17 +11,23 @@
 #ifndef FSDPRT_ABI_ATTENTIONARGUMENTS_H
 #define FSDPRT_ABI_ATTENTIONARGUMENTS_H
 
+#include "fsdprt/fsdprt.h"
+
 #include <cstdint>
 #include <string>
 
 namespace fsdprt {
 
 /// One attention: queries [batch, heads, seq, headDim], keys and values
-/// [batch, kvHeads, seq, headDim], all row-major and contiguous.
+/// [batch, kvHeads, seq, headDim], all row-major and contiguous, or with
+/// `layout` FSDPRT_ATTENTION_BSHD [batch, seq, heads, headDim].
 struct AttentionShape {
   int64_t batch = 0, heads = 0, kvHeads = 0, seq = 0, headDim = 0;
   bool causal = false;
   float scale = 0;
+  int32_t layout = FSDPRT_ATTENTION_BHSD;
+
+  bool sequenceMajor() const { return layout == FSDPRT_ATTENTION_BSHD; }
 
   int64_t queryElements() const { return batch * heads * seq * headDim; }
   int64_t keyElements() const { return batch * kvHeads * seq * headDim; }
@@ -33,11 +39,12 @@ struct AttentionShape {
 
 /// The shape of fsdprt_attention_bf16's arguments.
 AttentionShape attentionShape(int64_t batch, int64_t heads, int64_t kvHeads, int64_t seq,
-                              int64_t headDim, int32_t causal, float scale);
+                              int64_t headDim, int32_t causal, float scale,
+                              int32_t layout = 0);
 
 /// Checks that every size is positive, that kvHeads divides heads, that the
-/// scale is finite and that no operand has more than 2^62 bytes. Errors name
-/// `what` and the argument.
+/// scale is finite, that the layout is one of FSDPRT_ATTENTION_* and that no
+/// operand has more than 2^62 bytes. Errors name `what` and the argument.
 void checkAttention(const char *what, const AttentionShape &shape);
 
 /// "batch = 2, heads = 8, kv_heads = 2, seq = 16, head_dim = 64, causal,

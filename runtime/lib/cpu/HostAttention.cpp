@@ -45,8 +45,11 @@ void narrowed(const std::vector<double> &values, void *data) {
     bits[i] = roundToBF16(values[i]);
 }
 
-/// Row `t` of head `h` of batch `b` in a [batch, heads, seq, headDim] tensor.
+/// Row `t` of head `h` of batch `b` in a [batch, heads, seq, headDim]
+/// tensor, or a [batch, seq, heads, headDim] one (FSDPRT_ATTENTION_BSHD).
 int64_t rowOffset(const AttentionShape &s, int64_t heads, int64_t b, int64_t h, int64_t t) {
+  if (s.sequenceMajor())
+    return ((b * s.seq + t) * heads + h) * s.headDim;
   return ((b * heads + h) * s.seq + t) * s.headDim;
 }
 
@@ -89,10 +92,10 @@ using namespace fsdprt;
 
 extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
                                       int64_t head_dim, int32_t causal, float scale,
-                                      const void *query, const void *key, const void *value,
-                                      void *out, float *lse, void * /*workspace*/,
-                                      int64_t /*workspace_bytes*/) {
-  AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale);
+                                      int32_t layout, const void *query, const void *key,
+                                      const void *value, void *out, float *lse,
+                                      void * /*workspace*/, int64_t /*workspace_bytes*/) {
+  AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
   checkAttention("fsdprt_attention_bf16", s);
   std::vector<double> q = widened(query, s.queryElements()), k = widened(key, s.keyElements()),
                       v = widened(value, s.keyElements()), o(s.queryElements());
@@ -122,13 +125,13 @@ extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_h
 
 extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads,
                                            int64_t seq, int64_t head_dim, int32_t causal,
-                                           float scale, int32_t /*deterministic*/,
+                                           float scale, int32_t layout, int32_t /*deterministic*/,
                                            const void *query, const void *key, const void *value,
                                            const void *out, const float *lse,
                                            const void *out_grad, void *query_grad,
                                            void *key_grad, void *value_grad,
                                            void * /*workspace*/, int64_t /*workspace_bytes*/) {
-  AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale);
+  AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
   checkAttention("fsdprt_attention_grad_bf16", s);
   std::vector<double> q = widened(query, s.queryElements()), k = widened(key, s.keyElements()),
                       v = widened(value, s.keyElements()), o = widened(out, s.queryElements()),

@@ -16,10 +16,11 @@
 // attention.
 //
 // Tensors are cuDNN's [B, H, S, D] with the strides of a contiguous
-// row-major [B, H, S, D] array, which is how fsdp.attention's operands lie
-// in the arena; the log-sum-exp is cuDNN's softmax statistics [B, H, S, 1]
-// in f32 (the natural log of the row's sum of exp of the scaled scores),
-// exactly the op's second result.
+// row-major [B, H, S, D] array, as fsdp.attention's operands are, or of a
+// [B, S, H, D] one (FSDPRT_ATTENTION_BSHD: the projections' rows split into
+// heads, which cuDNN reads in place of their transposes); the log-sum-exp is
+// cuDNN's softmax statistics [B, H, S, 1] in f32 (the natural log of the
+// row's sum of exp of the scaled scores), exactly the op's second result.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +40,7 @@
 #include <memory>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 namespace fsdprt {
 
@@ -57,7 +59,8 @@ struct AttentionKey {
     uint32_t scaleBits;
     std::memcpy(&scaleBits, &shape.scale, sizeof(scaleBits));
     return std::make_tuple(pass, shape.batch, shape.heads, shape.kvHeads, shape.seq,
-                           shape.headDim, shape.causal, scaleBits, deterministic, workspaceLimit);
+                           shape.headDim, shape.causal, scaleBits, shape.layout, deterministic,
+                           workspaceLimit);
   }
   bool operator<(const AttentionKey &other) const { return tied() < other.tied(); }
 };
@@ -116,14 +119,18 @@ cudnnHandle_t openedHandle(const char *what) {
 }
 
 /// Gives `tensor` its name and uid, and the dims [batch, heads, seq, width]
-/// of `type` with the strides of a contiguous row-major array.
+/// of `type` with the strides of a contiguous row-major array of those dims,
+/// or with `sequenceMajor` of [batch, seq, heads, width].
 fe::graph::Tensor_attributes &laidOut(fe::graph::Tensor_attributes &tensor, const char *name,
-                                      Uid uid, int64_t batch, int64_t heads, int64_t seq,
-                                      int64_t width, fe::DataType_t type) {
+                                      Uid uid, bool sequenceMajor, int64_t batch, int64_t heads,
+                                      int64_t seq, int64_t width, fe::DataType_t type) {
+  std::vector<int64_t> strides = {heads * seq * width, seq * width, width, 1};
+  if (sequenceMajor)
+    strides = {seq * heads * width, width, heads * width, 1};
   return tensor.set_name(name)
       .set_uid(uid)
       .set_dim({batch, heads, seq, width})
-      .set_stride({heads * seq * width, seq * width, width, 1})
+      .set_stride(strides)
       .set_data_type(type);
 }
 
@@ -148,11 +155,16 @@ std::shared_ptr<fe::graph::Graph> describeGraph(const AttentionKey &key) {
   const AttentionShape &s = key.shape;
   constexpr auto kBf16 = fe::DataType_t::BFLOAT16;
   constexpr auto kF32 = fe::DataType_t::FLOAT;
+  // The operands and results as the call lays them out; the log-sum-exp
+  // [B, H, S, 1] always.
+  bool major = s.sequenceMajor();
   auto graph = std::make_shared<fe::graph::Graph>();
   graph->set_io_data_type(kBf16).set_intermediate_data_type(kF32).set_compute_data_type(kF32);
-  auto query = tensorOf(*graph, "query", kQuery, s.batch, s.heads, s.seq, s.headDim, kBf16);
-  auto keys = tensorOf(*graph, "key", kKey, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
-  auto value = tensorOf(*graph, "value", kValue, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
+  auto query =
+      tensorOf(*graph, "query", kQuery, major, s.batch, s.heads, s.seq, s.headDim, kBf16);
+  auto keys = tensorOf(*graph, "key", kKey, major, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
+  auto value =
+      tensorOf(*graph, "value", kValue, major, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
   if (key.pass == AttentionPass::Forward) {
     auto options = fe::graph::SDPA_attributes()
                        .set_name("attention")
@@ -160,13 +172,14 @@ std::shared_ptr<fe::graph::Graph> describeGraph(const AttentionKey &key) {
                        .set_causal_mask(s.causal)
                        .set_attn_scale(s.scale);
     auto [out, lse] = graph->sdpa(query, keys, value, options);
-    setOutput(out, "out", kOut, s.batch, s.heads, s.seq, s.headDim, kBf16);
-    setOutput(lse, "lse", kLse, s.batch, s.heads, s.seq, 1, kF32);
+    setOutput(out, "out", kOut, major, s.batch, s.heads, s.seq, s.headDim, kBf16);
+    setOutput(lse, "lse", kLse, false, s.batch, s.heads, s.seq, 1, kF32);
     return graph;
   }
-  auto out = tensorOf(*graph, "out", kOut, s.batch, s.heads, s.seq, s.headDim, kBf16);
-  auto outGrad = tensorOf(*graph, "out_grad", kOutGrad, s.batch, s.heads, s.seq, s.headDim, kBf16);
-  auto lse = tensorOf(*graph, "lse", kLse, s.batch, s.heads, s.seq, 1, kF32);
+  auto out = tensorOf(*graph, "out", kOut, major, s.batch, s.heads, s.seq, s.headDim, kBf16);
+  auto outGrad =
+      tensorOf(*graph, "out_grad", kOutGrad, major, s.batch, s.heads, s.seq, s.headDim, kBf16);
+  auto lse = tensorOf(*graph, "lse", kLse, false, s.batch, s.heads, s.seq, 1, kF32);
   auto options = fe::graph::SDPA_backward_attributes()
                      .set_name("attention_grad")
                      .set_causal_mask(s.causal)
@@ -174,9 +187,11 @@ std::shared_ptr<fe::graph::Graph> describeGraph(const AttentionKey &key) {
                      .set_deterministic_algorithm(key.deterministic);
   auto [queryGrad, keyGrad, valueGrad] =
       graph->sdpa_backward(query, keys, value, out, outGrad, lse, options);
-  setOutput(queryGrad, "query_grad", kQueryGrad, s.batch, s.heads, s.seq, s.headDim, kBf16);
-  setOutput(keyGrad, "key_grad", kKeyGrad, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
-  setOutput(valueGrad, "value_grad", kValueGrad, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
+  setOutput(queryGrad, "query_grad", kQueryGrad, major, s.batch, s.heads, s.seq, s.headDim,
+            kBf16);
+  setOutput(keyGrad, "key_grad", kKeyGrad, major, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
+  setOutput(valueGrad, "value_grad", kValueGrad, major, s.batch, s.kvHeads, s.seq, s.headDim,
+            kBf16);
   return graph;
 }
 
@@ -286,11 +301,12 @@ using namespace fsdprt;
 
 extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
                                       int64_t head_dim, int32_t causal, float scale,
-                                      const void *query, const void *key, const void *value,
-                                      void *out, float *lse, void *workspace,
+                                      int32_t layout, const void *query, const void *key,
+                                      const void *value, void *out, float *lse, void *workspace,
                                       int64_t workspace_bytes) {
   const char *what = "fsdprt_attention_bf16";
-  AttentionShape shape = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale);
+  AttentionShape shape =
+      attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
   checkAttention(what, shape);
   AttentionKey plan{AttentionPass::Forward, shape, false, workspace_bytes};
   execute(what, plan, forwardPointers(query, key, value, out, lse), workspace);
@@ -299,13 +315,15 @@ extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_h
 
 extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads,
                                            int64_t seq, int64_t head_dim, int32_t causal,
-                                           float scale, int32_t deterministic, const void *query,
-                                           const void *key, const void *value, const void *out,
-                                           const float *lse, const void *out_grad,
-                                           void *query_grad, void *key_grad, void *value_grad,
-                                           void *workspace, int64_t workspace_bytes) {
+                                           float scale, int32_t layout, int32_t deterministic,
+                                           const void *query, const void *key, const void *value,
+                                           const void *out, const float *lse,
+                                           const void *out_grad, void *query_grad,
+                                           void *key_grad, void *value_grad, void *workspace,
+                                           int64_t workspace_bytes) {
   const char *what = "fsdprt_attention_grad_bf16";
-  AttentionShape shape = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale);
+  AttentionShape shape =
+      attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
   checkAttention(what, shape);
   AttentionKey plan{AttentionPass::Backward, shape, deterministic != 0, workspace_bytes};
   execute(what, plan,

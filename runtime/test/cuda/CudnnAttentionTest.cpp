@@ -54,14 +54,19 @@ json nodeOf(const json &graph) {
   return graph.at("nodes").at(0);
 }
 
-/// Expects `name` to be a row-major contiguous [b, h, s, w] tensor of `type`.
+/// Expects `name` to be a [b, h, s, w] tensor of `type` with the strides of
+/// a row-major contiguous array of those dims, or with `sequenceMajor` of
+/// [b, s, h, w] (FSDPRT_ATTENTION_BSHD).
 void expectTensor(const json &graph, const std::string &name,
-                  std::vector<int64_t> dims, const std::string &type) {
+                  std::vector<int64_t> dims, const std::string &type,
+                  bool sequenceMajor = false) {
   json tensor = tensorNamed(graph, name);
   SCOPED_TRACE(name);
   EXPECT_EQ(tensor.at("dim").get<std::vector<int64_t>>(), dims);
   std::vector<int64_t> strides{dims[1] * dims[2] * dims[3], dims[2] * dims[3],
                                dims[3], 1};
+  if (sequenceMajor)
+    strides = {dims[1] * dims[2] * dims[3], dims[3], dims[1] * dims[3], 1};
   EXPECT_EQ(tensor.at("stride").get<std::vector<int64_t>>(), strides);
   EXPECT_EQ(tensor.at("data_type"), type);
   EXPECT_EQ(tensor.at("is_virtual"), false);
@@ -109,6 +114,25 @@ TEST(CudnnAttentionGraph, ForwardLaysOutGroupedQueriesAndTheLogSumExp) {
   EXPECT_EQ(graph.at("context").at("io_data_type"), "BFLOAT16");
   EXPECT_EQ(graph.at("context").at("compute_data_type"), "FLOAT");
   EXPECT_EQ(graph.at("context").at("intermediate_data_type"), "FLOAT");
+}
+
+TEST(CudnnAttentionGraph, SequenceMajorOperandsAreStridedTheLogSumExpIsNot) {
+  // The projections' rows split into heads, [B, S, H, D], read and written
+  // in place of their transposes.
+  AttentionShape shape = attentionShape(2, 4, 2, 64, 32, /*causal=*/1, 0.125f,
+                                        FSDPRT_ATTENTION_BSHD);
+  json forward = graphOf(AttentionPass::Forward, shape);
+  expectTensor(forward, "query", {2, 4, 64, 32}, "BFLOAT16", true);
+  expectTensor(forward, "key", {2, 2, 64, 32}, "BFLOAT16", true);
+  expectTensor(forward, "value", {2, 2, 64, 32}, "BFLOAT16", true);
+  expectTensor(forward, "out", {2, 4, 64, 32}, "BFLOAT16", true);
+  expectTensor(forward, "lse", {2, 4, 64, 1}, "FLOAT");
+  json backward = graphOf(AttentionPass::Backward, shape, /*deterministic=*/true);
+  for (const char *name : {"query", "out", "out_grad", "query_grad"})
+    expectTensor(backward, name, {2, 4, 64, 32}, "BFLOAT16", true);
+  for (const char *name : {"key", "value", "key_grad", "value_grad"})
+    expectTensor(backward, name, {2, 2, 64, 32}, "BFLOAT16", true);
+  expectTensor(backward, "lse", {2, 4, 64, 1}, "FLOAT");
 }
 
 TEST(CudnnAttentionGraph, CausalIsTheBandBelowTheDiagonal) {

@@ -22,8 +22,8 @@ module {
   llvm.mlir.global external constant @fsdp_manifest("{\22recompute\22:{\22attention_flops\22:2048,\22causal_attention_flops\22:1024,\22product_flops\22:1000}}\00") {addr_space = 0 : i32}
   func.func private @fsdprt_sgemm(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64)
   func.func private @fsdprt_gemm_bf16_batched(i32, i32, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, f32, !llvm.ptr, i64, i64)
-  func.func private @fsdprt_attention_bf16(i64, i64, i64, i64, i64, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64)
-  func.func private @fsdprt_attention_grad_bf16(i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64)
+  func.func private @fsdprt_attention_bf16(i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64)
+  func.func private @fsdprt_attention_grad_bf16(i64, i64, i64, i64, i64, i32, f32, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64)
   func.func @fsdp_train_step(%arena: memref<4096xi8>, %step: i64, %lr: f32) -> f32 {
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
@@ -42,8 +42,8 @@ module {
     func.call @fsdprt_sgemm(%i0, %i0, %c8_i64, %c16_i64, %c32_i64, %one, %p, %c32_i64, %p, %c16_i64, %zero, %p, %c16_i64) : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
     func.call @fsdprt_sgemm(%i0, %i0, %c2_i64, %c4_i64, %c4_i64, %one, %p, %c4_i64, %p, %c4_i64, %zero, %p, %c4_i64) {fsdp.recomputed} : (i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64) -> ()
     func.call @fsdprt_gemm_bf16_batched(%i0, %i0, %c3_i64, %c4_i64, %c8_i64, %c16_i64, %one, %p, %c16_i64, %c4_i64, %p, %c8_i64, %c8_i64, %zero, %p, %c8_i64, %c8_i64) : (i32, i32, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, f32, !llvm.ptr, i64, i64) -> ()
-    func.call @fsdprt_attention_bf16(%c2_i64, %c4_i64, %c4_i64, %c16_i64, %c8_i64, %i1, %one, %p, %p, %p, %p, %p, %p, %c8_i64) : (i64, i64, i64, i64, i64, i32, f32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
-    func.call @fsdprt_attention_grad_bf16(%c2_i64, %c4_i64, %c4_i64, %c16_i64, %c8_i64, %i1, %one, %i0, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %c8_i64) : (i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
+    func.call @fsdprt_attention_bf16(%c2_i64, %c4_i64, %c4_i64, %c16_i64, %c8_i64, %i1, %one, %i0, %p, %p, %p, %p, %p, %p, %c8_i64) : (i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
+    func.call @fsdprt_attention_grad_bf16(%c2_i64, %c4_i64, %c4_i64, %c16_i64, %c8_i64, %i1, %one, %i0, %i0, %p, %p, %p, %p, %p, %p, %p, %p, %p, %p, %c8_i64) : (i64, i64, i64, i64, i64, i32, f32, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
     %x = memref.alloc() : memref<4x8xbf16>
     %y = memref.alloc() : memref<4x8xf32>
     linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
