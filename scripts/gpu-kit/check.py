@@ -736,13 +736,20 @@ PARTS = ("correctness", "attention", "sanitize", "speed", "kernels")
 
 def attention(report, node):
     """The runtime's fused attention (cuDNN) against float64 at small shapes, then timed at
-    the Llamas' (bench/gpu/attention_check.py driving bin/fsdp-attention-check)."""
+    the Llamas' (bench/gpu/attention_check.py driving bin/fsdp-attention-check): in the
+    [B, S, H, D] layout the trainers' calls use, then checked in [B, H, S, D] too."""
     driver = os.path.join(BUNDLE, "bin", "fsdp-attention-check")
     if not os.path.exists(driver):
         report.part("attention", "-", "fused attention", "SKIP", "not in this bundle")
         return
     script = os.path.join(BUNDLE, "bench", "gpu", "attention_check.py")
+    for layout, parts in (("bshd", "correct,speed"), ("bhsd", "correct")):
+        attention_run(report, node, script, driver, layout, parts)
+
+
+def attention_run(report, node, script, driver, layout, parts):
     status, out, seconds = node.run([sys.executable, "-u", script, "--driver", driver,
+                                     "--layout", layout, "--parts", parts,
                                      "--work", os.path.join(node.work, "attention")], 300)
     results = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     for r in results:
@@ -752,19 +759,19 @@ def attention(report, node):
                                          "backward_tflops", "forward_workspace",
                                          "backward_workspace", "backward_repeatable",
                                          "forward_engine", "backward_engine") if k in r}
-            report.part("attention", r["shape"], "speed" + (" deterministic" if
+            report.part("attention", r["shape"], f"{layout} speed" + (" deterministic" if
                         r["deterministic"] else ""), "PASS" if ok else "FAIL",
                         r.get("error") or " ".join(f"{k}={v}" for k, v in figures.items()),
                         **figures)
         else:
             report.part("attention", "x".join(map(str, r["shape"])),
-                        ("causal " if r["causal"] else "") +
+                        f"{layout} " + ("causal " if r["causal"] else "") +
                         ("deterministic" if r["deterministic"] else "fused"),
                         "PASS" if r["ok"] else "FAIL", r.get("error") or " ".join(
                             f"{k}={v:.2e}" for k, v in r.get("errors", {}).items()),
                         **r.get("errors", {}))
     if status != 0 and not any(not r.get("ok", True) for r in results):
-        report.part("attention", "-", "fused attention", "FAIL",
+        report.part("attention", "-", f"fused attention ({layout})", "FAIL",
                     f"exit {status}: {out[-600:]}")
 
 
