@@ -288,23 +288,33 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 #sc = affine_map<(d0) -> ()>
 #sc0 = affine_map<() -> ()>
 
-// Row maxima of 24 rows of 100 contiguous elements: a block of 128 threads
-// per row (whole warps, no more than the row needs), each folding a strided
-// slice from the identity, then a block reduction; thread 0 combines the
-// fill's value (no fill kernel left) with the result and stores it.
+// Row maxima of 24 rows of 100 contiguous elements: a block per row whose threads fold
+// runs of 4 adjacent elements, one 16-byte load a run, the run's elements in order (25
+// runs: one warp of 32 threads, however large the block may be), from the identity; then
+// a block reduction; thread 0 combines the fill's value (no fill kernel left) with the
+// result and stores it.
 // CHECK-LABEL: func.func @fsdp_train_step
 // LAUNCH-LABEL: func.func @fsdp_train_step
 // CHECK-DAG:  %[[NEG:.+]] = arith.constant 0xFF800000 : f32
 // CHECK-DAG:  %[[FILL:.+]] = arith.constant -1.000000e+03 : f32
 // CHECK-DAG:  %[[C24:.+]] = arith.constant 24 : index
-// CHECK-DAG:  %[[C128:.+]] = arith.constant 128 : index
-// CHECK-DAG:  %[[C100:.+]] = arith.constant 100 : index
+// CHECK-DAG:  %[[C32:.+]] = arith.constant 32 : index
+// CHECK-DAG:  %[[C25:.+]] = arith.constant 25 : index
+// CHECK-DAG:  %[[C4:.+]] = arith.constant 4 : index
 // CHECK-NOT:  linalg.fill
 // CHECK:      scf.parallel (%[[ROW:.+]]) = (%{{.+}}) to (%[[C24]]) step (%{{.+}}) {
-// CHECK-NEXT:   scf.parallel (%[[LANE:.+]]) = (%{{.+}}) to (%[[C128]]) step (%{{.+}}) {
-// CHECK-NEXT:     %[[PART:.+]] = scf.for %[[K:.+]] = %[[LANE]] to %[[C100]] step %[[C128]] iter_args(%[[ACC:.+]] = %[[NEG]]) -> (f32) {
-// CHECK-NEXT:       %[[X:.+]] = memref.load %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>
-// CHECK-NEXT:       arith.maximumf %[[ACC]], %[[X]] : f32
+// CHECK-NEXT:   scf.parallel (%[[LANE:.+]]) = (%{{.+}}) to (%[[C32]]) step (%{{.+}}) {
+// CHECK-NEXT:     %[[PART:.+]] = scf.for %[[R:.+]] = %[[LANE]] to %[[C25]] step %[[C32]] iter_args(%[[ACC:.+]] = %[[NEG]]) -> (f32) {
+// CHECK-NEXT:       %[[K:.+]] = arith.muli %[[R]], %[[C4]] : index
+// CHECK-NEXT:       %[[VEC:.+]] = vector.load %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>, vector<4xf32>
+// CHECK-NEXT:       %[[X0:.+]] = vector.extract %[[VEC]][0]
+// CHECK-NEXT:       %[[X1:.+]] = vector.extract %[[VEC]][1]
+// CHECK-NEXT:       %[[X2:.+]] = vector.extract %[[VEC]][2]
+// CHECK-NEXT:       %[[X3:.+]] = vector.extract %[[VEC]][3]
+// CHECK-NEXT:       %[[M0:.+]] = arith.maximumf %[[ACC]], %[[X0]] : f32
+// CHECK-NEXT:       %[[M1:.+]] = arith.maximumf %[[M0]], %[[X1]] : f32
+// CHECK-NEXT:       %[[M2:.+]] = arith.maximumf %[[M1]], %[[X2]] : f32
+// CHECK-NEXT:       arith.maximumf %[[M2]], %[[X3]] : f32
 // CHECK:          %[[ALL:.+]] = gpu.all_reduce maximumf %[[PART]] uniform
 // CHECK:          %[[MAX:.+]] = arith.maximumf %[[ALL]], %[[FILL]] : f32
 // CHECK-NEXT:     %[[FIRST:.+]] = arith.cmpi eq, %[[LANE]], %{{.+}} : index
@@ -312,10 +322,10 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 // CHECK-NEXT:       memref.store %[[MAX]], %{{.+}}[%[[ROW]]] : memref<24xf32>
 // B64-LABEL:  func.func @fsdp_train_step
 // B64-DAG:    %[[C24:.+]] = arith.constant 24 : index
-// B64-DAG:    %[[C64:.+]] = arith.constant 64 : index
+// B64-DAG:    %[[C32:.+]] = arith.constant 32 : index
 // B64:        scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C24]]) step (%{{.+}}) {
-// B64-NEXT:     scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C64]]) step (%{{.+}}) {
-// B64-NEXT:       scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[C64]] iter_args
+// B64-NEXT:     scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C32]]) step (%{{.+}}) {
+// B64-NEXT:       scf.for %{{.+}} = %{{.+}} to %{{.+}} step %[[C32]] iter_args
 func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
   %c0 = arith.constant 0 : index
   %c12288 = arith.constant 12288 : index
@@ -560,7 +570,7 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 
 // The row-wise op after a block reduction (x minus its row's sum) runs in
 // its kernel: each block's threads compute their row with the result in
-// hand. A reduction of the same rows before them that touches no byte they
+// hand, in runs of 4 (16-byte loads and stores). A reduction of the same rows before them that touches no byte they
 // write shares the kernel too (one block reduction after the other).
 // CHECK-LABEL: func.func @fsdp_train_step
 // LAUNCH-LABEL: func.func @fsdp_train_step
@@ -571,10 +581,14 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 // CHECK:          %[[SUM:.+]] = gpu.all_reduce add
 // CHECK:          %[[ROWSUM:.+]] = arith.addf %[[SUM]], %{{.+}} : f32
 // CHECK:          scf.if
-// CHECK:          scf.for %[[K:.+]] = %[[LANE]] to %{{.+}} step %[[T]] {
-// CHECK-NEXT:       %[[X:.+]] = memref.load %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>
-// CHECK-NEXT:       %[[Y:.+]] = arith.subf %[[X]], %[[ROWSUM]] : f32
-// CHECK-NEXT:       memref.store %[[Y]], %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>
+// CHECK:          scf.for %[[R:.+]] = %[[LANE]] to %{{.+}} step %[[T]] {
+// CHECK-NEXT:       %[[K:.+]] = arith.muli %[[R]], %{{.+}} : index
+// CHECK-NEXT:       %[[X:.+]] = vector.load %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>, vector<4xf32>
+// CHECK-NEXT:       %[[X0:.+]] = vector.extract %[[X]][0]
+// CHECK-COUNT-3:    vector.extract %[[X]]
+// CHECK-NEXT:       %[[Y0:.+]] = arith.subf %[[X0]], %[[ROWSUM]] : f32
+// CHECK:            %[[YS:.+]] = vector.from_elements %[[Y0]],
+// CHECK-NEXT:       vector.store %[[YS]], %{{.+}}[%[[ROW]], %[[K]]] : memref<24x100xf32>, vector<4xf32>
 // LAUNCH-COUNT-1: gpu.launch blocks
 // LAUNCH-NOT: gpu.launch
 func.func @fsdp_train_step(%arena: memref<32768xi8>, %step: i64, %lr: f32) -> f32 {
@@ -659,23 +673,31 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 
 // A residual add, then a norm's sum of squares over each row of what it made,
 // then the normalisation: one kernel, a block per row. Each thread adds and
-// stores the elements it folds, and folds the sums it made, not a reload; the
-// normalisation then goes through the row with the total in hand.
+// stores the elements it folds, runs of 4 with one 16-byte load of each input
+// and one 16-byte store of the sums, and folds the sums it made, not a reload;
+// the normalisation then goes through the row in the same runs with the total
+// in hand.
 // CHECK-LABEL: func.func @fsdp_train_step
 // CHECK:      scf.parallel (%[[ROW:.+]]) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
 // CHECK-NEXT:   scf.parallel (%[[LANE:.+]]) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
-// CHECK:          %[[PART:.+]] = scf.for %[[J:.+]] = %[[LANE]] to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (f32) {
-// CHECK-NEXT:       %[[X:.+]] = memref.load %[[XS:.+]][%[[ROW]], %[[J]]] : memref<4x128xf32>
-// CHECK-NEXT:       %[[Y:.+]] = memref.load %[[YS:.+]][%[[ROW]], %[[J]]] : memref<4x128xf32>
-// CHECK-NEXT:       %[[H:.+]] = arith.addf %[[X]], %[[Y]] : f32
-// CHECK-NEXT:       memref.store %[[H]], %[[HS:.+]][%[[ROW]], %[[J]]] : memref<4x128xf32>
+// CHECK:          %[[PART:.+]] = scf.for %[[R:.+]] = %[[LANE]] to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (f32) {
+// CHECK-NEXT:       %[[J:.+]] = arith.muli %[[R]], %{{.+}} : index
+// CHECK-NEXT:       %[[X:.+]] = vector.load %[[XS:.+]][%[[ROW]], %[[J]]] : memref<4x128xf32>, vector<4xf32>
+// CHECK-NEXT:       %[[X0:.+]] = vector.extract %[[X]][0]
+// CHECK-COUNT-3:    vector.extract %[[X]]
+// CHECK-NEXT:       %[[Y:.+]] = vector.load %[[YS:.+]][%[[ROW]], %[[J]]] : memref<4x128xf32>, vector<4xf32>
+// CHECK-NEXT:       %[[Y0:.+]] = vector.extract %[[Y]][0]
+// CHECK-COUNT-3:    vector.extract %[[Y]]
+// CHECK-NEXT:       %[[H:.+]] = arith.addf %[[X0]], %[[Y0]] : f32
 // CHECK-NEXT:       %[[SQ:.+]] = arith.mulf %[[H]], %[[H]] : f32
-// CHECK-NEXT:       %[[NEXT:.+]] = arith.addf %[[SQ]], %[[ACC]] : f32
-// CHECK-NEXT:       scf.yield %[[NEXT]] : f32
+// CHECK-NEXT:       arith.addf %[[SQ]], %[[ACC]] : f32
+// CHECK:            %[[HV:.+]] = vector.from_elements %[[H]],
+// CHECK-NEXT:       vector.store %[[HV]], %[[HS:.+]][%[[ROW]], %[[J]]] : memref<4x128xf32>, vector<4xf32>
 // CHECK:          gpu.all_reduce add %[[PART]] uniform
 // CHECK:          scf.for
-// CHECK:            memref.load %[[HS]]
+// CHECK:            vector.load %[[HS]]
 // CHECK:            arith.divf
+// CHECK:            vector.store
 // LAUNCH-LABEL: func.func @fsdp_train_step
 // LAUNCH-COUNT-1: gpu.launch blocks
 // LAUNCH-NOT: gpu.launch

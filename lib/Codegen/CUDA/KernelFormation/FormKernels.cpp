@@ -142,7 +142,7 @@ FailureOr<scf::ParallelOp> lowerToLoopNest(RewriterBase &rewriter, linalg::Linal
     return failure();
   op = *ordered;
   if (op.getNumReductionLoops() > 0)
-    return lowerReduction(rewriter, op, inits, shape.blockSize, prologue);
+    return lowerReduction(rewriter, op, inits, shape.blockSize, shape.vectorBytes, prologue);
   rewriter.setInsertionPoint(op);
   if (op.getNumParallelLoops() == 0) {
     FailureOr<scf::ParallelOp> single = wrapInSingleIteration(rewriter, op);
@@ -290,7 +290,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
       fullReduction = nullptr;
       // A row-wise op right after a block reduction runs in its kernel.
       if (linalgOp && rowReduction && onlyPureOpsBetween(rowReduction, op) &&
-          succeeded(fuseRowEpilogue(rewriter, rowReduction, linalgOp, arena))) {
+          succeeded(fuseRowEpilogue(rewriter, rowReduction, linalgOp, arena, vectorBytes))) {
         rowReduction = nullptr;
         continue;
       }

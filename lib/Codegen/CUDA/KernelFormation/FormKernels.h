@@ -49,8 +49,13 @@ SmallVector<Value> takeFusableFills(linalg::LinalgOp op);
 /// With a `prologue` (isRowPrologue), the block reduction's threads also run
 /// it: each computes and stores the prologue's elements it folds, folding
 /// the values rather than loading them, and the prologue is erased.
+/// A block reduction along one contiguous dimension folds runs of adjacent
+/// elements that make `vectorBytes` of its smallest input element, with one
+/// vector load of each input a run (and one vector store of each prologue
+/// output): a thread folds run after run, the elements of a run in order.
 FailureOr<scf::ParallelOp> lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                                           ArrayRef<Value> inits, int64_t blockSize,
+                                          int64_t vectorBytes,
                                           linalg::LinalgOp prologue = nullptr);
 
 /// Whether the elementwise op `producer`, right before the reduction `op`
@@ -74,9 +79,11 @@ bool isRowPrologue(linalg::LinalgOp producer, linalg::LinalgOp op, const ArenaAc
 /// unless `op`'s leading loops are the reduction's rows, it reads the
 /// result only at its own row, touches no other byte of it and writes no
 /// byte the reduction reads (by `arena`), and every thread has the result
-/// (the reduction started from a value, not from memory).
+/// (the reduction started from a value, not from memory). A block's threads
+/// go through the row in runs of adjacent elements, as they folded it
+/// (vector accesses of `vectorBytes`).
 LogicalResult fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelOp nest, linalg::LinalgOp op,
-                              const ArenaAccesses &arena);
+                              const ArenaAccesses &arena, int64_t vectorBytes);
 
 /// The values the scalar (rank-0) linalg op `op` yields when its outputs
 /// hold `outs`, computed at the insertion point.
@@ -116,6 +123,13 @@ LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest, linalg
 //===----------------------------------------------------------------------===//
 // Vector accesses (WideThreads.cpp)
 //===----------------------------------------------------------------------===//
+
+/// The loads (or stores) `copies` of one element's access, each the same
+/// access `k` elements on along a unit-stride last dimension, as one vector
+/// access: the vector load where the first load was, each copy's value
+/// taken from it; the vector store where the last store was, of the copies'
+/// values.
+void packAccesses(RewriterBase &rewriter, ArrayRef<Operation *> copies);
 
 /// Gives each thread of the elementwise nest `nest` (an scf.parallel whose
 /// last loop goes from 0 by 1 to a static extent) the adjacent elements of

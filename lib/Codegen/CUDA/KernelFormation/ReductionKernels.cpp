@@ -179,13 +179,102 @@ SmallVector<Value> runPrologueAt(OpBuilder &b, Location loc, linalg::LinalgOp pr
   return made;
 }
 
-/// A block per output point; its threads fold strided slices of the reduced
-/// elements, then combine them in a gpu.all_reduce, and thread 0 stores.
+/// The elements a block reduction's thread folds as one run: as many
+/// adjacent elements of its one reduced dimension as make `vectorBytes` of
+/// the smallest element an input reads along it, dividing the dimension
+/// (so a run never crosses a row's end); 1 otherwise.
+int64_t runWidth(linalg::LinalgOp op, ArrayRef<int64_t> reduced, int64_t vectorBytes) {
+  if (reduced.size() != 1)
+    return 1;
+  unsigned dim = op.getNumLoops() - 1;
+  int64_t smallest = 0;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    auto type = dyn_cast<MemRefType>(input->get().getType());
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (!type || map.getNumResults() == 0 || map.getResults().back() != getAffineDimExpr(dim, op.getContext()))
+      continue;
+    int64_t bytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    smallest = smallest ? std::min(smallest, bytes) : bytes;
+  }
+  if (!smallest)
+    return 1;
+  int64_t width = std::max<int64_t>(vectorBytes / smallest, 1);
+  while (width > 1 && reduced[0] % width != 0)
+    width /= 2;
+  return width;
+}
+
+/// The last index of a load or store; null for other ops.
+Value lastIndexOf(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return load.getIndices().empty() ? Value() : load.getIndices().back();
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return store.getIndices().empty() ? Value() : store.getIndices().back();
+  return {};
+}
+
+/// Whether `a` and `b` are the same kind of access to the same memref at the
+/// same indices but the last.
+bool sameAccessButLast(Operation *a, Operation *b) {
+  if (a->getName() != b->getName())
+    return false;
+  auto indices = [](Operation *op) -> std::pair<Value, OperandRange> {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return {load.getMemRef(), load.getIndices()};
+    auto store = cast<memref::StoreOp>(op);
+    return {store.getMemRef(), store.getIndices()};
+  };
+  auto [memrefA, indicesA] = indices(a);
+  auto [memrefB, indicesB] = indices(b);
+  return memrefA == memrefB && indicesA.size() == indicesB.size() &&
+         llvm::equal(indicesA.drop_back(), indicesB.drop_back());
+}
+
+/// The accesses of `body` at the runs' elements (`offsets[k]`, the k-th
+/// element's index along a unit-stride last dimension) as vector accesses.
+void packRuns(RewriterBase &rewriter, Block *body, ArrayRef<Value> offsets) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  SmallVector<Operation *> accesses;
+  for (Operation &op : body->without_terminator())
+    if (lastIndexOf(&op))
+      accesses.push_back(&op);
+  // Packing erases a run's accesses.
+  llvm::DenseSet<Operation *> packed;
+  for (Operation *first : accesses) {
+    if (packed.contains(first) || lastIndexOf(first) != offsets.front())
+      continue;
+    Value memref = isa<memref::LoadOp>(first) ? cast<memref::LoadOp>(first).getMemRef()
+                                              : cast<memref::StoreOp>(first).getMemRef();
+    auto type = cast<MemRefType>(memref.getType());
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (!VectorType::isValidElementType(type.getElementType()) ||
+        failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+      continue;
+    SmallVector<Operation *> copies = {first};
+    for (Value at : offsets.drop_front()) {
+      auto copy = llvm::find_if(accesses, [&](Operation *op) {
+        return !packed.contains(op) && lastIndexOf(op) == at && sameAccessButLast(first, op);
+      });
+      if (copy == accesses.end())
+        break;
+      copies.push_back(*copy);
+    }
+    if (copies.size() != offsets.size())
+      continue;
+    packed.insert(copies.begin(), copies.end());
+    packAccesses(rewriter, copies);
+  }
+}
+
+/// A block per output point; its threads fold strided runs of the reduced
+/// elements (runWidth: one vector access of each contiguous operand a run),
+/// then combine them in a gpu.all_reduce, and thread 0 stores.
 /// With a `prologue` (isRowPrologue), each thread first computes and stores
 /// the prologue's elements it folds, and folds those values.
 scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> inits,
                                  ArrayRef<int64_t> ranges, unsigned numParallel,
-                                 Operation *combiner, int64_t blockSize,
+                                 Operation *combiner, int64_t blockSize, int64_t vectorBytes,
                                  linalg::LinalgOp prologue) {
   Location loc = op.getLoc();
   gpu::AllReduceOperation kind = *allReduceKind(combiner);
@@ -196,9 +285,10 @@ scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, Ar
     points *= extent;
   for (int64_t extent : reduced)
     elements *= extent;
-  // Whole warps, no more threads than elements (a short row gets a small block).
+  int64_t width = runWidth(op, reduced, vectorBytes), runs = elements / width;
+  // Whole warps, no more threads than runs (a short row gets a small block).
   int64_t warp = std::min<int64_t>(blockSize, 32);
-  int64_t threads = std::min<int64_t>(blockSize, llvm::alignTo(elements, warp));
+  int64_t threads = std::min<int64_t>(blockSize, llvm::alignTo(runs, warp));
   Value zero = indexConstant(rewriter, loc, 0), one = indexConstant(rewriter, loc, 1);
   auto blocks =
       scf::ParallelOp::create(rewriter, loc, zero, indexConstant(rewriter, loc, points), one);
@@ -213,25 +303,39 @@ scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, Ar
   Type type = getElementTypeOrSelf(op.getDpsInits()[0]);
   Value start =
       arith::ConstantOp::create(rewriter, loc, type, rewriter.getFloatAttr(type, identity(kind)));
-  auto fold = scf::ForOp::create(rewriter, loc, thread, indexConstant(rewriter, loc, elements),
-                                 indexConstant(rewriter, loc, threads), ValueRange{start},
-                                 [&](OpBuilder &b, Location l, Value linear, ValueRange acc) {
-                                   SmallVector<Value> ivs = point;
-                                   llvm::append_range(ivs, unflatten(b, l, linear, reduced));
-                                   SmallVector<Value> made;
-                                   if (prologue)
-                                     made = runPrologueAt(b, l, prologue, ivs);
-                                   auto given = [&](OpOperand *input) -> Value {
-                                     if (!prologue)
-                                       return Value();
-                                     auto outs = prologue.getDpsInits();
-                                     auto it = llvm::find(outs, input->get());
-                                     return it == outs.end() ? Value()
-                                                             : made[it - outs.begin()];
-                                   };
-                                   scf::YieldOp::create(b, l,
-                                                        inlineBody(b, l, op, ivs, acc, given));
-                                 });
+  // The index of each element of a run: `first + k`.
+  SmallVector<Value> offsets;
+  auto foldElement = [&](OpBuilder &b, Location l, Value linear, ValueRange acc) {
+    SmallVector<Value> ivs = point;
+    llvm::append_range(ivs, unflatten(b, l, linear, reduced));
+    SmallVector<Value> made;
+    if (prologue)
+      made = runPrologueAt(b, l, prologue, ivs);
+    auto given = [&](OpOperand *input) -> Value {
+      if (!prologue)
+        return Value();
+      auto outs = prologue.getDpsInits();
+      auto it = llvm::find(outs, input->get());
+      return it == outs.end() ? Value() : made[it - outs.begin()];
+    };
+    return inlineBody(b, l, op, ivs, acc, given);
+  };
+  auto fold = scf::ForOp::create(
+      rewriter, loc, thread, indexConstant(rewriter, loc, runs),
+      indexConstant(rewriter, loc, threads), ValueRange{start},
+      [&](OpBuilder &b, Location l, Value run, ValueRange acc) {
+        Value first = width == 1 ? run : arith::MulIOp::create(b, l, run, indexConstant(b, l, width));
+        SmallVector<Value> values(acc);
+        for (int64_t k = 0; k < width; ++k) {
+          offsets.push_back(k == 0 ? first
+                                   : arith::AddIOp::create(b, l, first, indexConstant(b, l, k))
+                                         .getResult());
+          values = foldElement(b, l, offsets.back(), values);
+        }
+        scf::YieldOp::create(b, l, values);
+      });
+  if (width > 1)
+    packRuns(rewriter, fold.getBody(), offsets);
   auto total = gpu::AllReduceOp::create(
       rewriter, loc, type, fold.getResult(0),
       gpu::AllReduceOperationAttr::get(rewriter.getContext(), kind), rewriter.getUnitAttr());
@@ -337,6 +441,7 @@ bool mlir::fsdp::isRowPrologue(linalg::LinalgOp producer, linalg::LinalgOp op,
 
 FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                                                       ArrayRef<Value> inits, int64_t blockSize,
+                                                      int64_t vectorBytes,
                                                       linalg::LinalgOp prologue) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   if (ShapedType::isDynamicShape(ranges))
@@ -347,7 +452,7 @@ FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter, li
   scf::ParallelOp nest;
   if (reducesCooperatively(op))
     nest = lowerCooperative(rewriter, op, inits, ranges, numParallel, combiner, blockSize,
-                            prologue);
+                            vectorBytes, prologue);
   else if (prologue)
     return op.emitOpError("is no block reduction, and cannot run the op before it");
   else if (numParallel > 0)
@@ -361,8 +466,49 @@ FailureOr<scf::ParallelOp> mlir::fsdp::lowerReduction(RewriterBase &rewriter, li
   return nest;
 }
 
+namespace {
+
+/// Runs the elementwise `op` over the points of `row` (its leading loops),
+/// its `inner` extents flattened: from `first` by `stride` runs of `width`
+/// adjacent points (one vector access of each contiguous operand a run).
+/// `given` supplies an input's value instead of a load.
+void goThroughRow(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> row,
+                  ArrayRef<int64_t> inner, Value first, int64_t stride, int64_t width,
+                  llvm::function_ref<Value(OpOperand *)> given) {
+  int64_t elements = 1;
+  for (int64_t extent : inner)
+    elements *= extent;
+  SmallVector<Value> offsets;
+  auto loop = scf::ForOp::create(
+      rewriter, op.getLoc(), first, indexConstant(rewriter, op.getLoc(), elements / width),
+      indexConstant(rewriter, op.getLoc(), stride), ValueRange{},
+      [&](OpBuilder &b, Location l, Value run, ValueRange) {
+        Value start = width == 1 ? run : arith::MulIOp::create(b, l, run, indexConstant(b, l, width));
+        for (int64_t k = 0; k < width; ++k) {
+          offsets.push_back(k == 0 ? start
+                                   : arith::AddIOp::create(b, l, start, indexConstant(b, l, k))
+                                         .getResult());
+          SmallVector<Value> ivs(row);
+          llvm::append_range(ivs, unflatten(b, l, offsets.back(), inner));
+          SmallVector<Value> outs;
+          for (auto [i, out] : llvm::enumerate(op.getDpsInits()))
+            outs.push_back(memref::LoadOp::create(b, l, out, outputIndices(b, l, op, i, ivs)));
+          SmallVector<Value> values = inlineBody(b, l, op, ivs, outs, given);
+          for (auto [i, value] : llvm::enumerate(values))
+            memref::StoreOp::create(b, l, value, op.getDpsInits()[i],
+                                    outputIndices(b, l, op, i, ivs));
+        }
+        scf::YieldOp::create(b, l);
+      });
+  if (width > 1)
+    packRuns(rewriter, loop.getBody(), offsets);
+}
+
+} // namespace
+
 LogicalResult mlir::fsdp::fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelOp nest,
-                                          linalg::LinalgOp op, const ArenaAccesses &arena) {
+                                          linalg::LinalgOp op, const ArenaAccesses &arena,
+                                          int64_t vectorBytes) {
   if (op.getNumReductionLoops() != 0 || !op.hasPureBufferSemantics())
     return failure();
   // Where the row's result is stored, and where the op's work goes: after
@@ -445,26 +591,13 @@ LogicalResult mlir::fsdp::fuseRowEpilogue(RewriterBase &rewriter, scf::ParallelO
   // After the views of op's buffers (all that lies between them).
   rewriter.moveOpBefore(nest, op);
   rewriter.setInsertionPoint(where->getTerminator());
-  Location loc = op.getLoc();
-  Value first = cooperative ? lanes.getInductionVars()[0] : indexConstant(rewriter, loc, 0);
+  Value first = cooperative ? lanes.getInductionVars()[0] : indexConstant(rewriter, op.getLoc(), 0);
   int64_t stride = cooperative ? *getConstantIntValue(lanes.getUpperBound()[0]) : 1;
-  scf::ForOp::create(
-      rewriter, loc, first, indexConstant(rewriter, loc, elements),
-      indexConstant(rewriter, loc, stride), ValueRange{},
-      [&](OpBuilder &b, Location l, Value linear, ValueRange) {
-        SmallVector<Value> ivs = row;
-        llvm::append_range(ivs, unflatten(b, l, linear, inner));
-        SmallVector<Value> outs;
-        for (auto [i, out] : llvm::enumerate(op.getDpsInits()))
-          outs.push_back(memref::LoadOp::create(b, l, out, outputIndices(b, l, op, i, ivs)));
-        SmallVector<Value> values = inlineBody(b, l, op, ivs, outs, [&](OpOperand *input) -> Value {
-          return input->get() == reduced ? result : Value();
-        });
-        for (auto [i, value] : llvm::enumerate(values))
-          memref::StoreOp::create(b, l, value, op.getDpsInits()[i],
-                                  outputIndices(b, l, op, i, ivs));
-        scf::YieldOp::create(b, l);
-      });
+  // A block's threads go through the row in runs, as they folded it.
+  int64_t width = cooperative ? runWidth(op, inner, vectorBytes) : 1;
+  goThroughRow(rewriter, op, row, inner, first, stride, width, [&](OpOperand *input) -> Value {
+    return input->get() == reduced ? result : Value();
+  });
   rewriter.eraseOp(op);
   return success();
 }

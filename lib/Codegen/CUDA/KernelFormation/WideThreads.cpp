@@ -69,11 +69,9 @@ bool isContiguous(Operation *op, Value column, const SetVector<Operation *> &dep
          succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
 
-/// The loads (or stores) `copies` of one element's access, each the same
-/// access `k` elements on, as one vector access: the vector load where the
-/// first load was, each copy's value taken from it; the vector store where
-/// the last store was, of the copies' values.
-void packAccesses(RewriterBase &rewriter, ArrayRef<Operation *> copies) {
+} // namespace
+
+void mlir::fsdp::packAccesses(RewriterBase &rewriter, ArrayRef<Operation *> copies) {
   Location loc = copies.front()->getLoc();
   if (auto first = dyn_cast<memref::LoadOp>(copies.front())) {
     auto type = VectorType::get({static_cast<int64_t>(copies.size())}, first.getType());
@@ -94,8 +92,6 @@ void packAccesses(RewriterBase &rewriter, ArrayRef<Operation *> copies) {
   for (Operation *copy : copies)
     rewriter.eraseOp(copy);
 }
-
-} // namespace
 
 int64_t mlir::fsdp::widenThreads(RewriterBase &rewriter, scf::ParallelOp nest,
                                  int64_t vectorBytes) {
