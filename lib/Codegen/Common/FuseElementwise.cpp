@@ -209,11 +209,17 @@ linalg::GenericOp fuseSiblings(RewriterBase &rewriter, linalg::GenericOp a, lina
   return fused;
 }
 
-/// The first sibling of `a` after it (areSiblings) that no runtime call
-/// separates from it, nor an op that reads `a`'s results (the fused op takes
-/// the sibling's place).
+/// How far after an op its sibling may be, in ops: the fused op runs at the
+/// sibling's place, so the first op's inputs live until there.
+constexpr int kMaxSiblingDistance = 32;
+
+/// The first sibling of `a` after it (areSiblings), at most
+/// kMaxSiblingDistance ops on, that no runtime call separates from it, nor an
+/// op that reads `a`'s results (the fused op takes the sibling's place).
 linalg::GenericOp nextSibling(linalg::GenericOp a) {
-  for (Operation *next = a->getNextNode(); next && !isa<func::CallOp>(next);
+  int distance = 0;
+  for (Operation *next = a->getNextNode();
+       next && !isa<func::CallOp>(next) && distance++ < kMaxSiblingDistance;
        next = next->getNextNode()) {
     auto b = dyn_cast<linalg::GenericOp>(next);
     if (b && areSiblings(a, b))

@@ -100,32 +100,39 @@ struct FusedCallBuilder {
   /// `sequenceMajor`. Its address is the call's argument; once the call is
   /// made, bindResults puts the buffer's tensor in place of `result`.
   struct ResultBuffer {
-    Value result, tensor, address;
+    Value result, buffer, address;
+    RankedTensorType type;
     bool sequenceMajor;
   };
   ResultBuffer resultBufferOf(Location loc, Value result, bool sequenceMajor) {
     auto type = llvm::cast<RankedTensorType>(result.getType());
     if (sequenceMajor)
       type = type.clone(applyPermutation(type.getShape(), kSwapHeadsAndSequence));
-    auto [address, tensor] = resultBuffer(loc, type);
-    return {result, tensor, address, sequenceMajor};
+    Value buffer =
+        memref::AllocOp::create(b, loc, MemRefType::get(type.getShape(), type.getElementType()));
+    return {result, buffer, bufferAddress(b, loc, buffer), type, sequenceMajor};
   }
 
-  /// After the call: each result replaced by its buffer's tensor, or by that
-  /// tensor's transpose to [B, H, S, D], where each transpose back to
-  /// [B, S, H, D] becomes the tensor itself.
+  /// After the call: each result replaced by its buffer's tensor, read only
+  /// there (a pass that puts an op right after the tensor's definition, as
+  /// fsdp-widen-bf16-products does, must not read the buffer before the call
+  /// writes it), or by that tensor's transpose to [B, H, S, D], where each
+  /// transpose back to [B, S, H, D] becomes the tensor itself.
   void bindResults(ArrayRef<ResultBuffer> results) {
-    for (ResultBuffer r : results) {
+    for (const ResultBuffer &r : results) {
+      Value tensor = bufferization::ToTensorOp::create(b, r.result.getLoc(), r.type, r.buffer,
+                                                       b.getUnitAttr(), b.getUnitAttr());
+      Value result = r.result;
       if (!r.sequenceMajor) {
-        r.result.replaceAllUsesWith(r.tensor);
+        result.replaceAllUsesWith(tensor);
         continue;
       }
-      Value headMajor = TransposeOp::create(b, r.result.getLoc(), r.tensor, kSwapHeadsAndSequence);
-      r.result.replaceAllUsesWith(headMajor);
+      Value headMajor = TransposeOp::create(b, result.getLoc(), tensor, kSwapHeadsAndSequence);
+      result.replaceAllUsesWith(headMajor);
       for (Operation *user : llvm::make_early_inc_range(headMajor.getUsers()))
         if (auto back = dyn_cast<TransposeOp>(user);
             back && back.getPermutation() == ArrayRef<int64_t>(kSwapHeadsAndSequence)) {
-          back.getResult().replaceAllUsesWith(r.tensor);
+          back.getResult().replaceAllUsesWith(tensor);
           back->erase();
         }
       if (headMajor.use_empty())
@@ -140,15 +147,6 @@ struct FusedCallBuilder {
         b, loc, MemRefType::get(type.getShape(), type.getElementType()), tensor,
         /*read_only=*/true);
     return bufferAddress(b, loc, buffer);
-  }
-
-  /// A fresh buffer of `type` for a result, its address, and the result.
-  std::pair<Value, Value> resultBuffer(Location loc, RankedTensorType type) {
-    Value buffer = memref::AllocOp::create(
-        b, loc, MemRefType::get(type.getShape(), type.getElementType()));
-    Value tensor = bufferization::ToTensorOp::create(b, loc, type, buffer, b.getUnitAttr(),
-                                                     b.getUnitAttr());
-    return {bufferAddress(b, loc, buffer), tensor};
   }
 
   /// Workspace for the call (64-byte aligned in the arena, as every buffer):
