@@ -228,9 +228,9 @@ int main(int argc, char **argv) {
                           static_cast<float *>(lse), workspace, kWorkspaceLimit);
   };
   auto runBackward = [&] {
-    fsdprt_attention_grad_bf16(b, h, hkv, t, d, causal, scale, layout, deterministic, dq, dk,
-                               dv, out, static_cast<const float *>(lse), ddO, gq, gk, gv,
-                               workspace, kWorkspaceLimit);
+    fsdprt_attention_grad_bf16(b, h, hkv, t, d, causal, scale, layout, deterministic, dq, dk, dv,
+                               out, static_cast<const float *>(lse), ddO, gq, gk, gv, workspace,
+                               kWorkspaceLimit);
   };
   runForward();
   runBackward();

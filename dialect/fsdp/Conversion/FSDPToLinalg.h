@@ -28,8 +28,7 @@ void populateFSDPLayoutToLinalgPatterns(RewritePatternSet &patterns);
 /// order, or, with `sortPositions`, the positions sorted by table row and
 /// summed in pieces, every step of it parallel and in a fixed order (the
 /// GPU's lowering).
-void populateFSDPEmbeddingGradToLinalgPatterns(RewritePatternSet &patterns,
-                                               bool sortPositions);
+void populateFSDPEmbeddingGradToLinalgPatterns(RewritePatternSet &patterns, bool sortPositions);
 /// fsdp.slice and fsdp.slice_grad.
 void populateFSDPSliceToLinalgPatterns(RewritePatternSet &patterns);
 

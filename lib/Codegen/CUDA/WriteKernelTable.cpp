@@ -61,8 +61,8 @@ double bufferBytes(Value memref) {
 /// threads.
 int64_t threadTrips(scf::ForOp loop, bool longest = false) {
   std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
-  std::optional<int64_t> upper = longest ? largestValueOf(loop.getUpperBound())
-                                         : getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> upper =
+      longest ? largestValueOf(loop.getUpperBound()) : getConstantIntValue(loop.getUpperBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
   if (!upper || !step || *step <= 0)
     return 1;

@@ -151,8 +151,7 @@ bool areSiblings(linalg::GenericOp a, linalg::GenericOp b) {
     return false;
   return llvm::any_of(a.getDpsInputOperands(), [&](OpOperand *x) {
     return llvm::any_of(b.getDpsInputOperands(), [&](OpOperand *y) {
-      return x->get() == y->get() &&
-             a.getMatchingIndexingMap(x) == b.getMatchingIndexingMap(y);
+      return x->get() == y->get() && a.getMatchingIndexingMap(x) == b.getMatchingIndexingMap(y);
     });
   });
 }

@@ -126,17 +126,18 @@ public:
   SortedScatterBuilder(OpBuilder &b, Location loc, int64_t positions, int64_t rows)
       : b(b), loc(loc), positions(positions),
         // id * N + n for every id in [0, rows] (rowStarts' bound) and n < N.
-        keyType(b.getIntegerType((rows + 1) * positions <= std::numeric_limits<int32_t>::max() ? 32 : 64)) {}
+        keyType(b.getIntegerType(
+            (rows + 1) * positions <= std::numeric_limits<int32_t>::max() ? 32 : 64)) {}
 
   /// ids[n] * N + n, sorted.
   Value sortedKeys(Value ids) {
     auto type = RankedTensorType::get({positions}, keyType);
-    Value keys = buildElementwise(b, loc, type, ids, [&](OpBuilder &nested, Location l,
-                                                          ValueRange args) {
-      IntMath m(nested, l);
-      Value n = m.to(keyType, m.position(0));
-      return m.add(m.mul(m.to(keyType, args[0]), m.constant(keyType, positions)), n);
-    });
+    Value keys =
+        buildElementwise(b, loc, type, ids, [&](OpBuilder &nested, Location l, ValueRange args) {
+          IntMath m(nested, l);
+          Value n = m.to(keyType, m.position(0));
+          return m.add(m.mul(m.to(keyType, args[0]), m.constant(keyType, positions)), n);
+        });
     for (int64_t width = 1; width < positions; width *= 2)
       keys = mergeRound(keys, width);
     return keys;
@@ -179,9 +180,11 @@ public:
           [&](OpBuilder &inner, Location il, Value t, ValueRange sum) {
             IntMath im(inner, il);
             Value key = keyAt(inner, il, sorted, im.add(p, im.to(inner.getI32Type(), t)));
-            Value position = im.to(inner.getI32Type(), im.rem(key, im.constant(keyType, positions)));
+            Value position =
+                im.to(inner.getI32Type(), im.rem(key, im.constant(keyType, positions)));
             Value g = gatherElement(inner, il, grad, ValueRange{im.toIndex(position), d});
-            scf::YieldOp::create(inner, il, ValueRange{arith::AddFOp::create(inner, il, sum[0], g)});
+            scf::YieldOp::create(inner, il,
+                                 ValueRange{arith::AddFOp::create(inner, il, sum[0], g)});
           });
       return loop.getResult(0);
     });
@@ -195,17 +198,15 @@ public:
       IntMath m(nested, l);
       Value row = m.to(keyType, m.position(0));
       Value firstKey = m.mul(row, m.constant(keyType, positions));
-      return m.search(m.i32(0), m.i32(positions), positions, [&](Value mid) {
-        return m.less(keyAt(nested, l, sorted, mid), firstKey);
-      });
+      return m.search(m.i32(0), m.i32(positions), positions,
+                      [&](Value mid) { return m.less(keyAt(nested, l, sorted, mid), firstKey); });
     });
   }
 
   /// Each table row's pieces added in order, rounded once to `tableType`.
   Value rowSums(Value sums, Value starts, RankedTensorType tableType) {
     int64_t chunks = llvm::divideCeil(positions, kPieceRows);
-    return buildParallel(b, loc, tableType, {}, {}, [&](OpBuilder &nested, Location l,
-                                                       ValueRange) {
+    return buildParallel(b, loc, tableType, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
       IntMath m(nested, l);
       Value row = m.position(0);
       Value d = linalg::IndexOp::create(nested, l, 1);
@@ -228,7 +229,8 @@ public:
             Value k = im.to(inner.getI32Type(), t);
             Value later = im.mul(im.add(firstChunk, k), piece);
             Value start = im.select(im.equal(k, im.i32(0)), lo, later);
-            Value part = tensor::ExtractOp::create(inner, il, sums, ValueRange{im.toIndex(start), d});
+            Value part =
+                tensor::ExtractOp::create(inner, il, sums, ValueRange{im.toIndex(start), d});
             scf::YieldOp::create(inner, il,
                                  ValueRange{arith::AddFOp::create(inner, il, sum[0], part)});
           });
@@ -322,8 +324,7 @@ struct OrderedEmbeddingGradLowering : OpRewritePattern<EmbeddingGradOp> {
                 Value g = gatherElement(ib, il, grad, ValueRange{n, d});
                 Value old = tensor::ExtractOp::create(ib, il, table[0], ValueRange{row, d});
                 Value sum = arith::AddFOp::create(ib, il, old, g);
-                Value updated =
-                    tensor::InsertOp::create(ib, il, sum, table[0], ValueRange{row, d});
+                Value updated = tensor::InsertOp::create(ib, il, sum, table[0], ValueRange{row, d});
                 scf::YieldOp::create(ib, il, updated);
               });
           scf::YieldOp::create(b, l, inner.getResults());

@@ -241,8 +241,7 @@ Value mlir::fsdp::reshapeTo(OpBuilder &b, Location loc, Value input, RankedTenso
     if (target.getRank() == 0)
       return tensor::CollapseShapeOp::create(b, loc, target, input,
                                              ArrayRef<ReassociationIndices>{});
-    return tensor::ExpandShapeOp::create(b, loc, target, input,
-                                         ArrayRef<ReassociationIndices>{});
+    return tensor::ExpandShapeOp::create(b, loc, target, input, ArrayRef<ReassociationIndices>{});
   }
   Value flat = collapseLeading(b, loc, input, 0);
   return expandLeading(b, loc, flat, target, 0);

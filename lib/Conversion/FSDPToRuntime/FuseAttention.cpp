@@ -158,8 +158,8 @@ struct FusedCallBuilder {
 
   /// batch, heads, kv_heads, seq, head_dim, causal, scale, layout: the calls'
   /// first arguments.
-  SmallVector<Value> shapeArguments(Location loc, Value query, Value key, bool causal,
-                                    double scale, bool sequenceMajor) {
+  SmallVector<Value> shapeArguments(Location loc, Value query, Value key, bool causal, double scale,
+                                    bool sequenceMajor) {
     ArrayRef<int64_t> q = llvm::cast<RankedTensorType>(query.getType()).getShape();
     ArrayRef<int64_t> k = llvm::cast<RankedTensorType>(key.getType()).getShape();
     return {i64Constant(b, loc, q[0]),
@@ -169,8 +169,9 @@ struct FusedCallBuilder {
             i64Constant(b, loc, q[3]),
             i32Constant(b, loc, causal),
             arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(scale))),
-            i32Constant(b, loc, static_cast<int32_t>(sequenceMajor ? RuntimeAttentionLayout::BSHD
-                                                                   : RuntimeAttentionLayout::BHSD))};
+            i32Constant(b, loc,
+                        static_cast<int32_t>(sequenceMajor ? RuntimeAttentionLayout::BSHD
+                                                           : RuntimeAttentionLayout::BHSD))};
   }
 
   void call(Location loc, StringRef name, ValueRange args) {

@@ -39,8 +39,7 @@ struct AttentionShape {
 
 /// The shape of fsdprt_attention_bf16's arguments.
 AttentionShape attentionShape(int64_t batch, int64_t heads, int64_t kvHeads, int64_t seq,
-                              int64_t headDim, int32_t causal, float scale,
-                              int32_t layout = 0);
+                              int64_t headDim, int32_t causal, float scale, int32_t layout = 0);
 
 /// Checks that every size is positive, that kvHeads divides heads, that the
 /// scale is finite, that the layout is one of FSDPRT_ATTENTION_* and that no

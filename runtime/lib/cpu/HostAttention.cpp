@@ -89,12 +89,11 @@ template <typename Body> void forEachPair(const AttentionShape &s, Body body) {
 
 using namespace fsdprt;
 
-
 extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
-                                      int64_t head_dim, int32_t causal, float scale,
-                                      int32_t layout, const void *query, const void *key,
-                                      const void *value, void *out, float *lse,
-                                      void * /*workspace*/, int64_t /*workspace_bytes*/) {
+                                      int64_t head_dim, int32_t causal, float scale, int32_t layout,
+                                      const void *query, const void *key, const void *value,
+                                      void *out, float *lse, void * /*workspace*/,
+                                      int64_t /*workspace_bytes*/) {
   AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
   checkAttention("fsdprt_attention_bf16", s);
   std::vector<double> q = widened(query, s.queryElements()), k = widened(key, s.keyElements()),
@@ -127,9 +126,8 @@ extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t
                                            int64_t seq, int64_t head_dim, int32_t causal,
                                            float scale, int32_t layout, int32_t /*deterministic*/,
                                            const void *query, const void *key, const void *value,
-                                           const void *out, const float *lse,
-                                           const void *out_grad, void *query_grad,
-                                           void *key_grad, void *value_grad,
+                                           const void *out, const float *lse, const void *out_grad,
+                                           void *query_grad, void *key_grad, void *value_grad,
                                            void * /*workspace*/, int64_t /*workspace_bytes*/) {
   AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
   checkAttention("fsdprt_attention_grad_bf16", s);

@@ -58,9 +58,8 @@ struct AttentionKey {
   auto tied() const {
     uint32_t scaleBits;
     std::memcpy(&scaleBits, &shape.scale, sizeof(scaleBits));
-    return std::make_tuple(pass, shape.batch, shape.heads, shape.kvHeads, shape.seq,
-                           shape.headDim, shape.causal, scaleBits, shape.layout, deterministic,
-                           workspaceLimit);
+    return std::make_tuple(pass, shape.batch, shape.heads, shape.kvHeads, shape.seq, shape.headDim,
+                           shape.causal, scaleBits, shape.layout, deterministic, workspaceLimit);
   }
   bool operator<(const AttentionKey &other) const { return tied() < other.tied(); }
 };
@@ -160,8 +159,7 @@ std::shared_ptr<fe::graph::Graph> describeGraph(const AttentionKey &key) {
   bool major = s.sequenceMajor();
   auto graph = std::make_shared<fe::graph::Graph>();
   graph->set_io_data_type(kBf16).set_intermediate_data_type(kF32).set_compute_data_type(kF32);
-  auto query =
-      tensorOf(*graph, "query", kQuery, major, s.batch, s.heads, s.seq, s.headDim, kBf16);
+  auto query = tensorOf(*graph, "query", kQuery, major, s.batch, s.heads, s.seq, s.headDim, kBf16);
   auto keys = tensorOf(*graph, "key", kKey, major, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
   auto value =
       tensorOf(*graph, "value", kValue, major, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
@@ -187,8 +185,7 @@ std::shared_ptr<fe::graph::Graph> describeGraph(const AttentionKey &key) {
                      .set_deterministic_algorithm(key.deterministic);
   auto [queryGrad, keyGrad, valueGrad] =
       graph->sdpa_backward(query, keys, value, out, outGrad, lse, options);
-  setOutput(queryGrad, "query_grad", kQueryGrad, major, s.batch, s.heads, s.seq, s.headDim,
-            kBf16);
+  setOutput(queryGrad, "query_grad", kQueryGrad, major, s.batch, s.heads, s.seq, s.headDim, kBf16);
   setOutput(keyGrad, "key_grad", kKeyGrad, major, s.batch, s.kvHeads, s.seq, s.headDim, kBf16);
   setOutput(valueGrad, "value_grad", kValueGrad, major, s.batch, s.kvHeads, s.seq, s.headDim,
             kBf16);
@@ -300,9 +297,9 @@ void closeCudnn() {
 using namespace fsdprt;
 
 extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
-                                      int64_t head_dim, int32_t causal, float scale,
-                                      int32_t layout, const void *query, const void *key,
-                                      const void *value, void *out, float *lse, void *workspace,
+                                      int64_t head_dim, int32_t causal, float scale, int32_t layout,
+                                      const void *query, const void *key, const void *value,
+                                      void *out, float *lse, void *workspace,
                                       int64_t workspace_bytes) {
   const char *what = "fsdprt_attention_bf16";
   AttentionShape shape =
@@ -317,10 +314,9 @@ extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t
                                            int64_t seq, int64_t head_dim, int32_t causal,
                                            float scale, int32_t layout, int32_t deterministic,
                                            const void *query, const void *key, const void *value,
-                                           const void *out, const float *lse,
-                                           const void *out_grad, void *query_grad,
-                                           void *key_grad, void *value_grad, void *workspace,
-                                           int64_t workspace_bytes) {
+                                           const void *out, const float *lse, const void *out_grad,
+                                           void *query_grad, void *key_grad, void *value_grad,
+                                           void *workspace, int64_t workspace_bytes) {
   const char *what = "fsdprt_attention_grad_bf16";
   AttentionShape shape =
       attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);

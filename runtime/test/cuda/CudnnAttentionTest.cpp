@@ -57,9 +57,8 @@ json nodeOf(const json &graph) {
 /// Expects `name` to be a [b, h, s, w] tensor of `type` with the strides of
 /// a row-major contiguous array of those dims, or with `sequenceMajor` of
 /// [b, s, h, w] (FSDPRT_ATTENTION_BSHD).
-void expectTensor(const json &graph, const std::string &name,
-                  std::vector<int64_t> dims, const std::string &type,
-                  bool sequenceMajor = false) {
+void expectTensor(const json &graph, const std::string &name, std::vector<int64_t> dims,
+                  const std::string &type, bool sequenceMajor = false) {
   json tensor = tensorNamed(graph, name);
   SCOPED_TRACE(name);
   EXPECT_EQ(tensor.at("dim").get<std::vector<int64_t>>(), dims);
@@ -119,8 +118,8 @@ TEST(CudnnAttentionGraph, ForwardLaysOutGroupedQueriesAndTheLogSumExp) {
 TEST(CudnnAttentionGraph, SequenceMajorOperandsAreStridedTheLogSumExpIsNot) {
   // The projections' rows split into heads, [B, S, H, D], read and written
   // in place of their transposes.
-  AttentionShape shape = attentionShape(2, 4, 2, 64, 32, /*causal=*/1, 0.125f,
-                                        FSDPRT_ATTENTION_BSHD);
+  AttentionShape shape =
+      attentionShape(2, 4, 2, 64, 32, /*causal=*/1, 0.125f, FSDPRT_ATTENTION_BSHD);
   json forward = graphOf(AttentionPass::Forward, shape);
   expectTensor(forward, "query", {2, 4, 64, 32}, "BFLOAT16", true);
   expectTensor(forward, "key", {2, 2, 64, 32}, "BFLOAT16", true);

@@ -55,8 +55,7 @@ SmallVector<Value> takeFusableFills(linalg::LinalgOp op);
 /// output): a thread folds run after run, the elements of a run in order.
 FailureOr<scf::ParallelOp> lowerReduction(RewriterBase &rewriter, linalg::LinalgOp op,
                                           ArrayRef<Value> inits, int64_t blockSize,
-                                          int64_t vectorBytes,
-                                          linalg::LinalgOp prologue = nullptr);
+                                          int64_t vectorBytes, linalg::LinalgOp prologue = nullptr);
 
 /// Whether the elementwise op `producer`, right before the reduction `op`
 /// with only side-effect-free ops in between, can run in `op`'s block

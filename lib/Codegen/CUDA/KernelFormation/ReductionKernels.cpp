@@ -191,7 +191,8 @@ int64_t runWidth(linalg::LinalgOp op, ArrayRef<int64_t> reduced, int64_t vectorB
   for (OpOperand *input : op.getDpsInputOperands()) {
     auto type = dyn_cast<MemRefType>(input->get().getType());
     AffineMap map = op.getMatchingIndexingMap(input);
-    if (!type || map.getNumResults() == 0 || map.getResults().back() != getAffineDimExpr(dim, op.getContext()))
+    if (!type || map.getNumResults() == 0 ||
+        map.getResults().back() != getAffineDimExpr(dim, op.getContext()))
       continue;
     int64_t bytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
     smallest = smallest ? std::min(smallest, bytes) : bytes;
@@ -324,12 +325,13 @@ scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, Ar
       rewriter, loc, thread, indexConstant(rewriter, loc, runs),
       indexConstant(rewriter, loc, threads), ValueRange{start},
       [&](OpBuilder &b, Location l, Value run, ValueRange acc) {
-        Value first = width == 1 ? run : arith::MulIOp::create(b, l, run, indexConstant(b, l, width));
+        Value first =
+            width == 1 ? run : arith::MulIOp::create(b, l, run, indexConstant(b, l, width));
         SmallVector<Value> values(acc);
         for (int64_t k = 0; k < width; ++k) {
-          offsets.push_back(k == 0 ? first
-                                   : arith::AddIOp::create(b, l, first, indexConstant(b, l, k))
-                                         .getResult());
+          offsets.push_back(
+              k == 0 ? first
+                     : arith::AddIOp::create(b, l, first, indexConstant(b, l, k)).getResult());
           values = foldElement(b, l, offsets.back(), values);
         }
         scf::YieldOp::create(b, l, values);
@@ -483,11 +485,12 @@ void goThroughRow(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> r
       rewriter, op.getLoc(), first, indexConstant(rewriter, op.getLoc(), elements / width),
       indexConstant(rewriter, op.getLoc(), stride), ValueRange{},
       [&](OpBuilder &b, Location l, Value run, ValueRange) {
-        Value start = width == 1 ? run : arith::MulIOp::create(b, l, run, indexConstant(b, l, width));
+        Value start =
+            width == 1 ? run : arith::MulIOp::create(b, l, run, indexConstant(b, l, width));
         for (int64_t k = 0; k < width; ++k) {
-          offsets.push_back(k == 0 ? start
-                                   : arith::AddIOp::create(b, l, start, indexConstant(b, l, k))
-                                         .getResult());
+          offsets.push_back(
+              k == 0 ? start
+                     : arith::AddIOp::create(b, l, start, indexConstant(b, l, k)).getResult());
           SmallVector<Value> ivs(row);
           llvm::append_range(ivs, unflatten(b, l, offsets.back(), inner));
           SmallVector<Value> outs;
