@@ -203,8 +203,9 @@ linalg::GenericOp fuseSiblings(RewriterBase &rewriter, linalg::GenericOp a, lina
         }
         linalg::YieldOp::create(nested, loc, yielded);
       });
-  rewriter.replaceOp(a, fused.getResults().take_front(a->getNumResults()));
-  rewriter.replaceOp(b, fused.getResults().drop_front(a->getNumResults()));
+  unsigned resultsOfA = a->getNumResults();
+  rewriter.replaceOp(a, fused.getResults().take_front(resultsOfA));
+  rewriter.replaceOp(b, fused.getResults().drop_front(resultsOfA));
   return fused;
 }
 

@@ -225,10 +225,10 @@ struct FusedCallBuilder {
 
   /// Erases `op`, and the transposes to [B, H, S, D] it alone read.
   static void eraseWithDeadTransposes(Operation *op) {
-    SmallVector<Operation *> transposes;
+    SetVector<Operation *> transposes;
     for (Value operand : op->getOperands())
       if (sequenceMajorSource(operand))
-        transposes.push_back(operand.getDefiningOp());
+        transposes.insert(operand.getDefiningOp());
     op->erase();
     for (Operation *transpose : transposes)
       if (transpose->use_empty())
