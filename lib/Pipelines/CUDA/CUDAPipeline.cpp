@@ -72,7 +72,8 @@ void mlir::fsdp::CUDAPipelineTarget::addLowering(OpPassManager &pm) const {
   pm.addPass(createFSDPSplitUnalignedBiasesPass());
   pm.addPass(createFSDPInsertStreamEventsPass());
   pm.addPass(createConvertBufferizationToMemRefPass());
-  // Folds the buffers loops carry (a scatter's), so the loops stand alone.
+  // Folds the buffers loops carry (the attention's key-block loops), so the
+  // loops stand alone.
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createFSDPFormKernelsPass(FSDPFormKernelsPassOptions{options.blockSize}));
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
