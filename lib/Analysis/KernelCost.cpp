@@ -108,18 +108,23 @@ std::optional<int64_t> mlir::fsdp::largestValueOf(Value bound) {
   return lhs ? lhs : rhs;
 }
 
+int64_t mlir::fsdp::loopTrips(scf::ForOp loop, bool longest) {
+  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> upper =
+      longest ? largestValueOf(loop.getUpperBound()) : getConstantIntValue(loop.getUpperBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  if (!upper || !step || *step <= 0)
+    return 1;
+  return std::max<int64_t>(0, llvm::divideCeil(*upper - lower.value_or(0), *step));
+}
+
 int64_t mlir::fsdp::bodyLoopTrips(Operation *op) {
   int64_t longest = 1;
   op->walk([&](scf::ForOp loop) {
     int64_t chain = 1;
     for (auto around = loop; around && op->isAncestor(around);
-         around = around->getParentOfType<scf::ForOp>()) {
-      std::optional<int64_t> lower = getConstantIntValue(around.getLowerBound()),
-                             upper = largestValueOf(around.getUpperBound()),
-                             step = getConstantIntValue(around.getStep());
-      if (lower && upper && step && *step > 0)
-        chain *= std::max<int64_t>(1, llvm::divideCeil(*upper - *lower, *step));
-    }
+         around = around->getParentOfType<scf::ForOp>())
+      chain *= std::max<int64_t>(1, loopTrips(around, /*longest=*/true));
     longest = std::max(longest, chain);
   });
   return longest;

@@ -63,6 +63,14 @@ KernelTime predictKernelTime(const KernelWork &work, const DeviceProfile &profil
 /// and capped by what its lowering knows (the sorted scatter's pieces).
 std::optional<int64_t> largestValueOf(Value bound);
 
+/// A loop's iterations in one thread: a lower bound that is the thread's own
+/// index (a block's threads striding through a row) counts from 0; an
+/// unknown upper bound or step counts once. An upper bound min(n, c) counts
+/// c in the thread's `longest` chain and once in its work: the loops with
+/// such bounds (the sorted scatter's) visit each element once over all
+/// threads.
+int64_t loopTrips(scf::ForOp loop, bool longest = false);
+
 /// The most iterations one thread runs in order in the loops of `op`'s
 /// body (a loop inside a linalg op's body: a search, a piece's sum), each
 /// nest's loops multiplied, the longest nest; 1 without loops.

@@ -53,29 +53,13 @@ double bufferBytes(Value memref) {
          static_cast<double>(llvm::divideCeil(type.getElementTypeBitWidth(), 8));
 }
 
-/// A loop's iterations in one thread: a lower bound that is the thread's own
-/// index (a block's threads striding through a row) counts from 0; an
-/// unknown upper bound or step counts once. An upper bound min(n, c) counts
-/// c in the thread's `longest` chain and once in its work: the loops with
-/// such bounds (the sorted scatter's) visit each element once over all
-/// threads.
-int64_t threadTrips(scf::ForOp loop, bool longest = false) {
-  std::optional<int64_t> lower = getConstantIntValue(loop.getLowerBound());
-  std::optional<int64_t> upper =
-      longest ? largestValueOf(loop.getUpperBound()) : getConstantIntValue(loop.getUpperBound());
-  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-  if (!upper || !step || *step <= 0)
-    return 1;
-  return std::max<int64_t>(0, llvm::divideCeil(*upper - lower.value_or(0), *step));
-}
-
 /// The iterations of the loops around `op`: in a kernel, those one thread
 /// runs; on the host, the launches of a kernel per step.
 int64_t tripsAround(Operation *op, bool longest = false) {
   int64_t trips = 1;
   for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
        loop = loop->getParentOfType<scf::ForOp>())
-    trips *= threadTrips(loop, longest);
+    trips *= loopTrips(loop, longest);
   return trips;
 }
 
@@ -215,7 +199,7 @@ private:
   static bool loadedInSameLoop(Operation *op, Value root) {
     for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
          loop = loop->getParentOfType<scf::ForOp>()) {
-      if (threadTrips(loop) < 2)
+      if (loopTrips(loop) < 2)
         continue;
       WalkResult found = loop.walk([&](Operation *nested) {
         Value source;

@@ -110,6 +110,24 @@ public:
     return loop.getResult(0);
   }
 
+  /// The f32 sum, in order, of `term(k)` for k = 0 .. bound - 1 (an i32
+  /// `bound` at most `maxTrips`, which the loop states as min(bound, maxTrips)
+  /// so that its longest chain is known: KernelCost's largestValueOf).
+  Value orderedSum(Value bound, int64_t maxTrips, Type f32,
+                   function_ref<Value(OpBuilder &, Location, Value)> term) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    auto loop = scf::ForOp::create(b, loc, zero, toIndex(min(bound, i32(maxTrips))), one,
+                                   ValueRange{constantFloat(b, loc, f32, 0.0)},
+                                   [&](OpBuilder &inner, Location l, Value t, ValueRange sum) {
+                                     Value k = IntMath(inner, l).to(inner.getI32Type(), t);
+                                     Value next =
+                                         arith::AddFOp::create(inner, l, sum[0], term(inner, l, k));
+                                     scf::YieldOp::create(inner, l, next);
+                                   });
+    return loop.getResult(0);
+  }
+
 private:
   Value compare(arith::CmpIPredicate predicate, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, predicate, x, y);
@@ -164,29 +182,20 @@ public:
 
   /// At each piece's start, its gradient rows added in position order.
   Value pieceSums(Value sorted, Value lengths, Value grad) {
-    auto gradType = llvm::cast<RankedTensorType>(grad.getType());
-    RankedTensorType type = computeTensorType(gradType);
-    Type f32 = type.getElementType();
+    RankedTensorType type = computeTensorType(llvm::cast<RankedTensorType>(grad.getType()));
     return buildParallel(b, loc, type, {}, {}, [&](OpBuilder &nested, Location l, ValueRange) {
       IntMath m(nested, l);
       Value p = m.position(0);
       Value d = linalg::IndexOp::create(nested, l, 1);
       Value length = tensor::ExtractOp::create(nested, l, lengths, m.toIndex(p));
-      Value zero = arith::ConstantIndexOp::create(nested, l, 0);
-      Value one = arith::ConstantIndexOp::create(nested, l, 1);
-      auto loop = scf::ForOp::create(
-          nested, l, zero, m.toIndex(m.min(length, m.i32(kPieceRows))), one,
-          ValueRange{constantFloat(nested, l, f32, 0.0)},
-          [&](OpBuilder &inner, Location il, Value t, ValueRange sum) {
+      return m.orderedSum(
+          length, kPieceRows, type.getElementType(), [&](OpBuilder &inner, Location il, Value k) {
             IntMath im(inner, il);
-            Value key = keyAt(inner, il, sorted, im.add(p, im.to(inner.getI32Type(), t)));
+            Value key = keyAt(inner, il, sorted, im.add(p, k));
             Value position =
                 im.to(inner.getI32Type(), im.rem(key, im.constant(keyType, positions)));
-            Value g = gatherElement(inner, il, grad, ValueRange{im.toIndex(position), d});
-            scf::YieldOp::create(inner, il,
-                                 ValueRange{arith::AddFOp::create(inner, il, sum[0], g)});
+            return gatherElement(inner, il, grad, ValueRange{im.toIndex(position), d});
           });
-      return loop.getResult(0);
     });
   }
 
@@ -218,23 +227,14 @@ public:
       Value spanned =
           m.add(m.sub(m.div(m.max(m.sub(hi, m.i32(1)), lo), piece), firstChunk), m.i32(1));
       Value pieces = m.select(m.less(lo, hi), spanned, m.i32(0));
-      Type f32 = computeType(tableType.getElementType());
-      Value zero = arith::ConstantIndexOp::create(nested, l, 0);
-      Value one = arith::ConstantIndexOp::create(nested, l, 1);
-      auto loop = scf::ForOp::create(
-          nested, l, zero, m.toIndex(m.min(pieces, m.i32(chunks))), one,
-          ValueRange{constantFloat(nested, l, f32, 0.0)},
-          [&](OpBuilder &inner, Location il, Value t, ValueRange sum) {
+      return m.orderedSum(
+          pieces, chunks, computeType(tableType.getElementType()),
+          [&](OpBuilder &inner, Location il, Value k) -> Value {
             IntMath im(inner, il);
-            Value k = im.to(inner.getI32Type(), t);
             Value later = im.mul(im.add(firstChunk, k), piece);
             Value start = im.select(im.equal(k, im.i32(0)), lo, later);
-            Value part =
-                tensor::ExtractOp::create(inner, il, sums, ValueRange{im.toIndex(start), d});
-            scf::YieldOp::create(inner, il,
-                                 ValueRange{arith::AddFOp::create(inner, il, sum[0], part)});
+            return tensor::ExtractOp::create(inner, il, sums, ValueRange{im.toIndex(start), d});
           });
-      return loop.getResult(0);
     });
   }
 

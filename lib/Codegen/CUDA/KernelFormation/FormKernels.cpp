@@ -228,17 +228,16 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
 
   ThreadShape threadShape() const { return {blockSize, vectorBytes}; }
 
-  /// Every piece of device work of `body` as one scf.parallel of one
-  /// dimension; a loop of the host's is not device work itself.
-  LogicalResult formKernels(IRRewriter &rewriter, Block &body, const ArenaAccesses &arena) {
-    // Copies are kernels like any other.
+  /// The device work of `body` in order, copies made linalg ops like any
+  /// other; `inits` gets the values the reductions start from (the fills
+  /// that only start them).
+  static SmallVector<Operation *> deviceWorkOf(IRRewriter &rewriter, Block &body,
+                                               DenseMap<Operation *, SmallVector<Value>> &inits) {
     for (auto copy : llvm::make_early_inc_range(body.getOps<memref::CopyOp>())) {
       rewriter.setInsertionPoint(copy);
       linalg::CopyOp::create(rewriter, copy.getLoc(), copy.getSource(), copy.getTarget());
       rewriter.eraseOp(copy);
     }
-    // Fills that only start a reduction become its accumulators' first value.
-    DenseMap<Operation *, SmallVector<Value>> inits;
     for (auto op : llvm::to_vector(body.getOps<linalg::LinalgOp>()))
       if (op.getNumReductionLoops() > 0)
         inits[op] = takeFusableFills(op);
@@ -246,6 +245,26 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
     for (Operation &op : body.without_terminator())
       if (!isHostLoop(&op) && isDeviceWork(&op))
         work.push_back(&op);
+    return work;
+  }
+
+  /// Each nest of `body` of several dimensions but a block reduction's as
+  /// one dimension, which the GPU mapping then tiles into blocks of threads.
+  static void collapseNests(IRRewriter &rewriter, Block &body) {
+    SmallVector<scf::ParallelOp> nests(body.getOps<scf::ParallelOp>());
+    for (scf::ParallelOp nest : nests)
+      if (nest.getNumLoops() > 1 && !nest->hasAttr(kCooperativeNestAttr)) {
+        std::vector<unsigned> all(nest.getNumLoops());
+        std::iota(all.begin(), all.end(), 0);
+        collapseParallelLoops(rewriter, nest, {all});
+      }
+  }
+
+  /// Every piece of device work of `body` as one scf.parallel of one
+  /// dimension; a loop of the host's is not device work itself.
+  LogicalResult formKernels(IRRewriter &rewriter, Block &body, const ArenaAccesses &arena) {
+    DenseMap<Operation *, SmallVector<Value>> inits;
+    SmallVector<Operation *> work = deviceWorkOf(rewriter, body, inits);
     // The nest of the last full reduction, while only scalar work follows it.
     scf::ParallelOp fullReduction;
     // The nest of the block reduction just lowered.
@@ -332,14 +351,7 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
     }
     if (failed(settleScalar()))
       return failure();
-    // One dimension, then blocks of threads.
-    SmallVector<scf::ParallelOp> nests(body.getOps<scf::ParallelOp>());
-    for (scf::ParallelOp nest : nests)
-      if (nest.getNumLoops() > 1 && !nest->hasAttr(kCooperativeNestAttr)) {
-        std::vector<unsigned> all(nest.getNumLoops());
-        std::iota(all.begin(), all.end(), 0);
-        collapseParallelLoops(rewriter, nest, {all});
-      }
+    collapseNests(rewriter, body);
     return success();
   }
 };

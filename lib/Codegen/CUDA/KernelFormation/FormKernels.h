@@ -123,6 +123,14 @@ LogicalResult prependScalar(RewriterBase &rewriter, scf::ParallelOp nest, linalg
 // Vector accesses (WideThreads.cpp)
 //===----------------------------------------------------------------------===//
 
+/// The memref a memref.load or memref.store accesses, and its indices;
+/// null for other ops.
+std::pair<Value, ValueRange> accessOf(Operation *op);
+
+/// Whether `memref` can be read and written a vector at a time along its
+/// last dimension: a vector element type and unit stride there.
+bool hasVectorRows(Value memref);
+
 /// The loads (or stores) `copies` of one element's access, each the same
 /// access `k` elements on along a unit-stride last dimension, as one vector
 /// access: the vector load where the first load was, each copy's value

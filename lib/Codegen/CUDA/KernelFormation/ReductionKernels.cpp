@@ -207,27 +207,16 @@ int64_t runWidth(linalg::LinalgOp op, ArrayRef<int64_t> reduced, int64_t vectorB
 
 /// The last index of a load or store; null for other ops.
 Value lastIndexOf(Operation *op) {
-  if (auto load = dyn_cast<memref::LoadOp>(op))
-    return load.getIndices().empty() ? Value() : load.getIndices().back();
-  if (auto store = dyn_cast<memref::StoreOp>(op))
-    return store.getIndices().empty() ? Value() : store.getIndices().back();
-  return {};
+  auto [memref, indices] = accessOf(op);
+  return memref && !indices.empty() ? indices.back() : Value();
 }
 
 /// Whether `a` and `b` are the same kind of access to the same memref at the
 /// same indices but the last.
 bool sameAccessButLast(Operation *a, Operation *b) {
-  if (a->getName() != b->getName())
-    return false;
-  auto indices = [](Operation *op) -> std::pair<Value, OperandRange> {
-    if (auto load = dyn_cast<memref::LoadOp>(op))
-      return {load.getMemRef(), load.getIndices()};
-    auto store = cast<memref::StoreOp>(op);
-    return {store.getMemRef(), store.getIndices()};
-  };
-  auto [memrefA, indicesA] = indices(a);
-  auto [memrefB, indicesB] = indices(b);
-  return memrefA == memrefB && indicesA.size() == indicesB.size() &&
+  auto [memrefA, indicesA] = accessOf(a);
+  auto [memrefB, indicesB] = accessOf(b);
+  return a->getName() == b->getName() && memrefA == memrefB && indicesA.size() == indicesB.size() &&
          llvm::equal(indicesA.drop_back(), indicesB.drop_back());
 }
 
@@ -242,15 +231,8 @@ void packRuns(RewriterBase &rewriter, Block *body, ArrayRef<Value> offsets) {
   // Packing erases a run's accesses.
   llvm::DenseSet<Operation *> packed;
   for (Operation *first : accesses) {
-    if (packed.contains(first) || lastIndexOf(first) != offsets.front())
-      continue;
-    Value memref = isa<memref::LoadOp>(first) ? cast<memref::LoadOp>(first).getMemRef()
-                                              : cast<memref::StoreOp>(first).getMemRef();
-    auto type = cast<MemRefType>(memref.getType());
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (!VectorType::isValidElementType(type.getElementType()) ||
-        failed(type.getStridesAndOffset(strides, offset)) || strides.back() != 1)
+    if (packed.contains(first) || lastIndexOf(first) != offsets.front() ||
+        !hasVectorRows(accessOf(first).first))
       continue;
     SmallVector<Operation *> copies = {first};
     for (Value at : offsets.drop_front()) {
@@ -266,6 +248,17 @@ void packRuns(RewriterBase &rewriter, Block *body, ArrayRef<Value> offsets) {
     packed.insert(copies.begin(), copies.end());
     packAccesses(rewriter, copies);
   }
+}
+
+/// The indices of a run's `width` elements, `run * width + k`.
+SmallVector<Value> runElements(OpBuilder &b, Location loc, Value run, int64_t width) {
+  if (width == 1)
+    return {run};
+  Value first = arith::MulIOp::create(b, loc, run, indexConstant(b, loc, width));
+  SmallVector<Value> elements = {first};
+  for (int64_t k = 1; k < width; ++k)
+    elements.push_back(arith::AddIOp::create(b, loc, first, indexConstant(b, loc, k)));
+  return elements;
 }
 
 /// A block per output point; its threads fold strided runs of the reduced
@@ -321,21 +314,15 @@ scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, Ar
     };
     return inlineBody(b, l, op, ivs, acc, given);
   };
-  auto fold = scf::ForOp::create(
-      rewriter, loc, thread, indexConstant(rewriter, loc, runs),
-      indexConstant(rewriter, loc, threads), ValueRange{start},
-      [&](OpBuilder &b, Location l, Value run, ValueRange acc) {
-        Value first =
-            width == 1 ? run : arith::MulIOp::create(b, l, run, indexConstant(b, l, width));
-        SmallVector<Value> values(acc);
-        for (int64_t k = 0; k < width; ++k) {
-          offsets.push_back(
-              k == 0 ? first
-                     : arith::AddIOp::create(b, l, first, indexConstant(b, l, k)).getResult());
-          values = foldElement(b, l, offsets.back(), values);
-        }
-        scf::YieldOp::create(b, l, values);
-      });
+  auto fold = scf::ForOp::create(rewriter, loc, thread, indexConstant(rewriter, loc, runs),
+                                 indexConstant(rewriter, loc, threads), ValueRange{start},
+                                 [&](OpBuilder &b, Location l, Value run, ValueRange acc) {
+                                   offsets = runElements(b, l, run, width);
+                                   SmallVector<Value> values(acc);
+                                   for (Value linear : offsets)
+                                     values = foldElement(b, l, linear, values);
+                                   scf::YieldOp::create(b, l, values);
+                                 });
   if (width > 1)
     packRuns(rewriter, fold.getBody(), offsets);
   auto total = gpu::AllReduceOp::create(
@@ -485,14 +472,10 @@ void goThroughRow(RewriterBase &rewriter, linalg::LinalgOp op, ArrayRef<Value> r
       rewriter, op.getLoc(), first, indexConstant(rewriter, op.getLoc(), elements / width),
       indexConstant(rewriter, op.getLoc(), stride), ValueRange{},
       [&](OpBuilder &b, Location l, Value run, ValueRange) {
-        Value start =
-            width == 1 ? run : arith::MulIOp::create(b, l, run, indexConstant(b, l, width));
-        for (int64_t k = 0; k < width; ++k) {
-          offsets.push_back(
-              k == 0 ? start
-                     : arith::AddIOp::create(b, l, start, indexConstant(b, l, k)).getResult());
+        offsets = runElements(b, l, run, width);
+        for (Value linear : offsets) {
           SmallVector<Value> ivs(row);
-          llvm::append_range(ivs, unflatten(b, l, offsets.back(), inner));
+          llvm::append_range(ivs, unflatten(b, l, linear, inner));
           SmallVector<Value> outs;
           for (auto [i, out] : llvm::enumerate(op.getDpsInits()))
             outs.push_back(memref::LoadOp::create(b, l, out, outputIndices(b, l, op, i, ivs)));

@@ -43,15 +43,6 @@ bool isColumn(Value index, Value column) {
   return index == column;
 }
 
-/// The memref a load or store accesses, and its indices; null otherwise.
-std::pair<Value, ValueRange> accessOf(Operation *op) {
-  if (auto load = dyn_cast<memref::LoadOp>(op))
-    return {load.getMemRef(), load.getIndices()};
-  if (auto store = dyn_cast<memref::StoreOp>(op))
-    return {store.getMemRef(), store.getIndices()};
-  return {};
-}
-
 /// Whether `op` loads or stores contiguously along `column`: its last index
 /// is `column`, no other index is computed from it (`dependents`), and the
 /// memref's last dimension has unit stride.
@@ -62,14 +53,26 @@ bool isContiguous(Operation *op, Value column, const SetVector<Operation *> &dep
         return index.getDefiningOp() && dependents.contains(index.getDefiningOp());
       }))
     return false;
+  return hasVectorRows(memref);
+}
+
+} // namespace
+
+std::pair<Value, ValueRange> mlir::fsdp::accessOf(Operation *op) {
+  if (auto load = dyn_cast<memref::LoadOp>(op))
+    return {load.getMemRef(), load.getIndices()};
+  if (auto store = dyn_cast<memref::StoreOp>(op))
+    return {store.getMemRef(), store.getIndices()};
+  return {};
+}
+
+bool mlir::fsdp::hasVectorRows(Value memref) {
   auto type = cast<MemRefType>(memref.getType());
   SmallVector<int64_t> strides;
   int64_t offset;
   return VectorType::isValidElementType(type.getElementType()) &&
          succeeded(type.getStridesAndOffset(strides, offset)) && strides.back() == 1;
 }
-
-} // namespace
 
 void mlir::fsdp::packAccesses(RewriterBase &rewriter, ArrayRef<Operation *> copies) {
   Location loc = copies.front()->getLoc();
