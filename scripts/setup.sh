@@ -40,6 +40,11 @@ fi
 if ! python3 -c 'import safetensors' 2>/dev/null; then
   python3 -m pip install --quiet safetensors
 fi
+# Lizard measures every function's length for test/Style/function-length.test (pinned:
+# another version may parse C++ differently).
+if ! python3 -c 'import lizard, sys; sys.exit(lizard.version != "1.24.3")' 2>/dev/null; then
+  python3 -m pip install --quiet lizard==1.24.3
+fi
 # lit drives the test suite; Debian ships it inside llvm-N-tools, PyPI has it otherwise.
 if [ ! -x "/usr/lib/llvm-${LLVM_VERSION}/bin/lit" ] && ! python3 -c 'import lit' 2>/dev/null; then
   python3 -m pip install --quiet lit

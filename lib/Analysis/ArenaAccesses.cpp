@@ -1,8 +1,8 @@
 //===- ArenaAccesses.cpp - the arena bytes each op of the step touches ----===//
 
-#include "fsdp/Analysis/ArenaAccesses.h"
+#include "Analysis/ArenaAccesses.h"
 
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/RuntimeABI.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

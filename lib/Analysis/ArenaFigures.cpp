@@ -1,6 +1,6 @@
 //===- ArenaFigures.cpp - a compiled step's arena, from its manifest ------===//
 
-#include "fsdp/Analysis/ArenaFigures.h"
+#include "Analysis/ArenaFigures.h"
 
 #include "llvm/Support/JSON.h"
 

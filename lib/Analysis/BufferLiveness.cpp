@@ -1,8 +1,8 @@
 //===- BufferLiveness.cpp - when a buffer of the step is live -------------===//
 
-#include "fsdp/Analysis/BufferLiveness.h"
+#include "Analysis/BufferLiveness.h"
 
-#include "fsdp/ABI/BufferKinds.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Operation.h"

@@ -1,6 +1,6 @@
 //===- KernelCost.cpp - the predicted time of one GPU kernel --------------===//
 
-#include "fsdp/Analysis/KernelCost.h"
+#include "Analysis/KernelCost.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"

@@ -1,6 +1,6 @@
 //===- ShardingLayout.cpp - units as flat, padded, sharded buffers --------===//
 
-#include "fsdp/Analysis/ShardingLayout.h"
+#include "Analysis/ShardingLayout.h"
 
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/MathExtras.h"

@@ -1,12 +1,12 @@
 //===- StepCost.cpp - the predicted time of a compiled step ---------------===//
 
-#include "fsdp/Analysis/StepCost.h"
+#include "Analysis/StepCost.h"
 
-#include "fsdp/Analysis/ArenaAccesses.h"
-#include "fsdp/Analysis/KernelCost.h"
+#include "Analysis/ArenaAccesses.h"
+#include "Analysis/KernelCost.h"
 
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/RuntimeABI.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

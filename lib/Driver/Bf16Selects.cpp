@@ -7,7 +7,7 @@
 #include "llvm/IR/InstIterator.h"
 #include "llvm/IR/Instructions.h"
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 void selectBf16AsIntegers(llvm::Module &module) {
   llvm::SmallVector<llvm::SelectInst *> selects;
@@ -28,4 +28,4 @@ void selectBf16AsIntegers(llvm::Module &module) {
   }
 }
 
-} // namespace fsdpc
+} // namespace mlir::fsdp

@@ -13,18 +13,18 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPC_BF16SELECTS_H
-#define FSDPC_BF16SELECTS_H
+#ifndef FSDP_DRIVER_BF16SELECTS_H
+#define FSDP_DRIVER_BF16SELECTS_H
 
 #include "llvm/IR/Module.h"
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 /// Rewrites every `select` of bfloat (or vectors of bfloat) in `module` as a
 /// select of the same bits as i16, bitcast to bfloat after. Run after LLVM's
 /// optimisation, which would move the bitcasts back.
 void selectBf16AsIntegers(llvm::Module &module);
 
-} // namespace fsdpc
+} // namespace mlir::fsdp
 
-#endif // FSDPC_BF16SELECTS_H
+#endif // FSDP_DRIVER_BF16SELECTS_H

@@ -3,8 +3,8 @@
 #include "Budget.h"
 
 #include "Diagnostics.h"
+#include "Utils/ByteCounts.h"
 #include "fsdp/IR/FSDPOps.h"
-#include "fsdp/Utils/ByteCounts.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -12,7 +12,7 @@
 using namespace mlir;
 
 FailureOr<std::optional<fsdp::MemoryBudget>>
-fsdpc::memoryBudget(const CompilerOptions &options, ModuleOp model,
+mlir::fsdp::memoryBudget(const CompilerOptions &options, ModuleOp model,
                     const fsdp::DeviceProfile &profile) {
   fsdp::MemoryBudget budget;
   budget.runtime = profile.runtime;
@@ -47,7 +47,7 @@ fsdpc::memoryBudget(const CompilerOptions &options, ModuleOp model,
   return std::optional<fsdp::MemoryBudget>(budget);
 }
 
-std::string fsdpc::costJson(const fsdp::PlanEvaluation &planned, const fsdp::DeviceProfile &profile,
+std::string mlir::fsdp::costJson(const fsdp::PlanEvaluation &planned, const fsdp::DeviceProfile &profile,
                             const std::optional<fsdp::MemoryBudget> &budget) {
   const fsdp::StepCost &cost = planned.cost;
   llvm::json::Object object{{"profile", profile.name},
@@ -73,7 +73,7 @@ std::string fsdpc::costJson(const fsdp::PlanEvaluation &planned, const fsdp::Dev
   return text;
 }
 
-FailureOr<fsdp::PlanFix> fsdpc::handleOverBudget(const CompilerOptions &flags, ModuleOp model,
+FailureOr<fsdp::PlanFix> mlir::fsdp::handleOverBudget(const CompilerOptions &flags, ModuleOp model,
                                                  const fsdp::PlanEvaluation &planned,
                                                  const fsdp::MemoryBudget &budget,
                                                  const fsdp::DeviceProfile &profile,

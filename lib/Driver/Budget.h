@@ -10,15 +10,15 @@
 #ifndef FSDP_DRIVER_BUDGET_H
 #define FSDP_DRIVER_BUDGET_H
 
-#include "fsdp/Driver/Driver.h"
-#include "fsdp/Planning/FitSearch.h"
+#include "Driver/Driver.h"
+#include "Planning/FitSearch.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
 #include <optional>
 #include <string>
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 /// The memory budget from --device-memory or the plan's device_memory, with
 /// the runtime's own memory from the profile or --runtime-memory; none when
@@ -42,6 +42,6 @@ std::string costJson(const mlir::fsdp::PlanEvaluation &planned,
                      const mlir::fsdp::DeviceProfile &profile,
                      const std::optional<mlir::fsdp::MemoryBudget> &budget);
 
-} // namespace fsdpc
+} // namespace mlir::fsdp
 
 #endif // FSDP_DRIVER_BUDGET_H

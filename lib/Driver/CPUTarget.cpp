@@ -16,7 +16,7 @@
 
 using namespace mlir;
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 FailureOr<std::unique_ptr<llvm::TargetMachine>> createCPUTargetMachine(const CPUTarget &target) {
   llvm::InitializeNativeTarget();
@@ -73,4 +73,4 @@ bool hasBf16Products(const llvm::TargetMachine &machine) {
   return info->checkFeatures("+avx512bf16") || info->checkFeatures("+amx-bf16");
 }
 
-} // namespace fsdpc
+} // namespace mlir::fsdp

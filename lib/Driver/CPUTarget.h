@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPC_CPUTARGET_H
-#define FSDPC_CPUTARGET_H
+#ifndef FSDP_DRIVER_CPUTARGET_H
+#define FSDP_DRIVER_CPUTARGET_H
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/CodeGen.h"
@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 struct CPUTarget {
   /// A CPU name LLVM knows, or "native" for the host CPU and its features.
@@ -41,6 +41,6 @@ bool hasBf16Products(const llvm::TargetMachine &machine);
 mlir::FailureOr<std::unique_ptr<llvm::TargetMachine>>
 createCPUTargetMachine(const CPUTarget &target);
 
-} // namespace fsdpc
+} // namespace mlir::fsdp
 
-#endif // FSDPC_CPUTARGET_H
+#endif // FSDP_DRIVER_CPUTARGET_H

@@ -13,18 +13,18 @@
 #include "Budget.h"
 #include "CPUTarget.h"
 #include "Diagnostics.h"
+#include "Driver/Driver.h"
 #include "Emission.h"
 #include "EvalStep.h"
 #include "ParallelCodeGen.h"
+#include "Planning/FastestPlan.h"
 #include "TargetChoice.h"
-#include "fsdp/ABI/RuntimeABI.h"
-#include "fsdp/Driver/Driver.h"
+#include "Utils/ByteCounts.h"
+#include "Utils/ManifestGlobal.h"
+#include "Utils/RuntimeABI.h"
 #include "fsdp/IR/FSDPOps.h"
-#include "fsdp/Planning/FastestPlan.h"
 #include "fsdp/Planning/Passes.h"
 #include "fsdp/Transforms/Passes.h"
-#include "fsdp/Utils/ByteCounts.h"
-#include "fsdp/Utils/ManifestGlobal.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,7 +43,7 @@
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
-using namespace fsdpc;
+using namespace mlir::fsdp;
 
 namespace {
 
@@ -315,7 +315,7 @@ private:
   LogicalResult emit(llvm::TargetMachine &machine) {
     if (options.emit == Emit::PTX)
       return writePtx(options, {*step, *eval}, {"training step", "evaluation step"});
-    if (failed(fsdpc::mergeEvalStep(*step, *eval)))
+    if (failed(mlir::fsdp::mergeEvalStep(*step, *eval)))
       return failure();
     if (options.emit == Emit::MLIR)
       return writeOutput(options, [&](llvm::raw_ostream &os) { (*step)->print(os); });
@@ -335,12 +335,12 @@ private:
   /// The optimised LLVM IR, or its object.
   LogicalResult emitOptimised(llvm::Module &llvmModule, llvm::TargetMachine &machine) {
     TimingScope optimising = timing.nest("LLVM optimisation");
-    if (failed(fsdpc::optimise(llvmModule, machine, options.optLevel)))
+    if (failed(mlir::fsdp::optimise(llvmModule, machine, options.optLevel)))
       return failure();
     optimising.stop();
     if (options.emit == Emit::Object) {
       TimingScope generating = timing.nest("Code generation");
-      return fsdpc::writeObject(llvmModule, machine, options.outputFile);
+      return mlir::fsdp::writeObject(llvmModule, machine, options.outputFile);
     }
     return writeOutput(options, [&](llvm::raw_ostream &os) { llvmModule.print(os, nullptr); });
   }
@@ -348,7 +348,7 @@ private:
   /// The trainer: the module compiled in parts on -j threads, then linked.
   LogicalResult emitTrainer(std::unique_ptr<llvm::Module> llvmModule) {
     TimingScope compiling = timing.nest("LLVM optimisation and code generation");
-    FailureOr<SmallVector<std::string>> objects = fsdpc::compileInParts(
+    FailureOr<SmallVector<std::string>> objects = mlir::fsdp::compileInParts(
         std::move(llvmModule), cpuTarget(options), options.optLevel, options.jobs);
     if (failed(objects))
       return failure();
@@ -377,12 +377,12 @@ private:
 
 } // namespace
 
-LogicalResult fsdpc::compile(const CompilerOptions &options, const RuntimeLinkage &runtime) {
+LogicalResult mlir::fsdp::compile(const CompilerOptions &options, const RuntimeLinkage &runtime) {
   if (failed(checkFlags(options, runtime)))
     return failure();
   // A bad --cpu or --cpu-features is reported before the model is compiled.
   FailureOr<std::unique_ptr<llvm::TargetMachine>> machine =
-      fsdpc::createCPUTargetMachine(cpuTarget(options));
+      mlir::fsdp::createCPUTargetMachine(cpuTarget(options));
   if (failed(machine))
     return failure();
 

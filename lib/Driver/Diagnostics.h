@@ -7,7 +7,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 /// Prints `fsdpc: error: <message>` (a flag's or a file's error: the IR's own
 /// are located) and returns failure.
@@ -16,6 +16,6 @@ inline mlir::LogicalResult fail(const llvm::Twine &message) {
   return mlir::failure();
 }
 
-} // namespace fsdpc
+} // namespace mlir::fsdp
 
 #endif // FSDP_DRIVER_DIAGNOSTICS_H

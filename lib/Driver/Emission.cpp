@@ -3,7 +3,7 @@
 #include "Emission.h"
 
 #include "Diagnostics.h"
-#include "fsdp/Planning/Pictures.h"
+#include "Planning/Pictures.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -15,7 +15,7 @@
 
 using namespace mlir;
 
-LogicalResult fsdpc::writePictures(const CompilerOptions &options,
+LogicalResult mlir::fsdp::writePictures(const CompilerOptions &options,
                                    const fsdp::PlanEvaluation &planned,
                                    const fsdp::DeviceProfile &profile,
                                    const std::optional<fsdp::MemoryBudget> &budget) {
@@ -53,7 +53,7 @@ LogicalResult fsdpc::writePictures(const CompilerOptions &options,
   return success();
 }
 
-LogicalResult fsdpc::writeOutput(const CompilerOptions &options,
+LogicalResult mlir::fsdp::writeOutput(const CompilerOptions &options,
                                  llvm::function_ref<void(llvm::raw_ostream &)> write) {
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(options.outputFile, &error);
@@ -64,7 +64,7 @@ LogicalResult fsdpc::writeOutput(const CompilerOptions &options,
   return success();
 }
 
-LogicalResult fsdpc::writePtx(const CompilerOptions &options, ArrayRef<ModuleOp> steps,
+LogicalResult mlir::fsdp::writePtx(const CompilerOptions &options, ArrayRef<ModuleOp> steps,
                               ArrayRef<StringRef> names) {
   return writeOutput(options, [&](llvm::raw_ostream &os) {
     for (auto [step, name] : llvm::zip(steps, names))
@@ -78,7 +78,7 @@ LogicalResult fsdpc::writePtx(const CompilerOptions &options, ArrayRef<ModuleOp>
   });
 }
 
-LogicalResult fsdpc::linkTrainer(const CompilerOptions &options, const RuntimeLinkage &runtime,
+LogicalResult mlir::fsdp::linkTrainer(const CompilerOptions &options, const RuntimeLinkage &runtime,
                                  ArrayRef<std::string> objects, bool cudaRuntime) {
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName("c++");
   if (!driver)

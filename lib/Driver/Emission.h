@@ -9,8 +9,8 @@
 #ifndef FSDP_DRIVER_EMISSION_H
 #define FSDP_DRIVER_EMISSION_H
 
-#include "fsdp/Driver/Driver.h"
-#include "fsdp/Planning/FitSearch.h"
+#include "Driver/Driver.h"
+#include "Planning/FitSearch.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 /// --timeline and --memory-svg (with --measured-trace's marks), of the plan
 /// compiled.
@@ -42,6 +42,6 @@ mlir::LogicalResult writePtx(const CompilerOptions &options, llvm::ArrayRef<mlir
 mlir::LogicalResult linkTrainer(const CompilerOptions &options, const RuntimeLinkage &runtime,
                                 llvm::ArrayRef<std::string> objects, bool cudaRuntime);
 
-} // namespace fsdpc
+} // namespace mlir::fsdp
 
 #endif // FSDP_DRIVER_EMISSION_H

@@ -2,14 +2,14 @@
 
 #include "EvalStep.h"
 
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/RuntimeABI.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 /// A symbol the module only declares: a runtime or library function.
 static bool isDeclaration(Operation *op) {
@@ -50,4 +50,4 @@ LogicalResult mergeEvalStep(ModuleOp trainer, ModuleOp eval) {
   return success();
 }
 
-} // namespace fsdpc
+} // namespace mlir::fsdp

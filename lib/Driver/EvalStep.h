@@ -7,13 +7,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPC_EVALSTEP_H
-#define FSDPC_EVALSTEP_H
+#ifndef FSDP_DRIVER_EVALSTEP_H
+#define FSDP_DRIVER_EVALSTEP_H
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 /// Moves the evaluation step `eval` (a module the target's pipeline has
 /// lowered, as `trainer`) into `trainer`: its step becomes fsdp_eval_step,
@@ -22,6 +22,6 @@ namespace fsdpc {
 /// once.
 mlir::LogicalResult mergeEvalStep(mlir::ModuleOp trainer, mlir::ModuleOp eval);
 
-} // namespace fsdpc
+} // namespace mlir::fsdp
 
-#endif // FSDPC_EVALSTEP_H
+#endif // FSDP_DRIVER_EVALSTEP_H

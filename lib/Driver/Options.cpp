@@ -7,11 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/Driver/Driver.h"
+#include "Driver/Driver.h"
 
+#include "Pipelines/CPU/CPUPipeline.h"
+#include "Pipelines/CUDA/CUDAPipeline.h"
 #include "TestPasses.h"
-#include "fsdp/Pipelines/CPUPipeline.h"
-#include "fsdp/Pipelines/CUDAPipeline.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -25,12 +25,12 @@ namespace cl = llvm::cl;
 
 namespace {
 
-using fsdpc::Emit;
-using fsdpc::Target;
+using mlir::fsdp::Emit;
+using mlir::fsdp::Target;
 
 struct CommandLine {
   /// Where the flags are stored: their defaults are CompilerOptions's.
-  fsdpc::CompilerOptions values;
+  mlir::fsdp::CompilerOptions values;
   // --help lists these groups, and nothing of LLVM's or MLIR's own options
   // (hidden: --help-hidden still lists them).
   cl::OptionCategory targetCategory{"Target", "Where the trainer runs and how it is built"};
@@ -209,7 +209,7 @@ void hideOtherOptions(llvm::ArrayRef<const cl::OptionCategory *> categories) {
 
 } // namespace
 
-void fsdpc::registerCompilerCLOptions() {
+void mlir::fsdp::registerCompilerCLOptions() {
   // --mlir-print-ir-after=<pass> and friends show any stage of the pipeline;
   // the passes must be registered before the options that name them.
   fsdp::registerCPUPipeline();
@@ -226,7 +226,7 @@ void fsdpc::registerCompilerCLOptions() {
                     &flags.outputCategory, &flags.debugCategory});
 }
 
-fsdpc::CompilerOptions fsdpc::compilerOptionsFromCL() {
+mlir::fsdp::CompilerOptions mlir::fsdp::compilerOptionsFromCL() {
   CompilerOptions options = commandLine->values;
   if (commandLine->report.getNumOccurrences())
     options.report = commandLine->report.getValue();

@@ -19,7 +19,7 @@
 
 using namespace mlir;
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 LogicalResult writeObject(llvm::Module &module, llvm::TargetMachine &machine,
                           llvm::StringRef path) {
@@ -127,4 +127,4 @@ FailureOr<llvm::SmallVector<std::string>> compileInParts(std::unique_ptr<llvm::M
   return objects;
 }
 
-} // namespace fsdpc
+} // namespace mlir::fsdp

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPC_PARALLELCODEGEN_H
-#define FSDPC_PARALLELCODEGEN_H
+#ifndef FSDP_DRIVER_PARALLELCODEGEN_H
+#define FSDP_DRIVER_PARALLELCODEGEN_H
 
 #include "CPUTarget.h"
 
@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 /// Runs LLVM's optimisation pipeline of level `optLevel` (0-3) on `module`
 /// for `machine`.
@@ -36,6 +36,6 @@ mlir::FailureOr<llvm::SmallVector<std::string>> compileInParts(std::unique_ptr<l
                                                                const CPUTarget &target,
                                                                unsigned optLevel, unsigned parts);
 
-} // namespace fsdpc
+} // namespace mlir::fsdp
 
-#endif // FSDPC_PARALLELCODEGEN_H
+#endif // FSDP_DRIVER_PARALLELCODEGEN_H

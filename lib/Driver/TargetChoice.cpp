@@ -58,7 +58,7 @@ public:
 
 } // namespace
 
-FailureOr<SmallVector<int64_t>> fsdpc::parseGrid(const CompilerOptions &options) {
+FailureOr<SmallVector<int64_t>> mlir::fsdp::parseGrid(const CompilerOptions &options) {
   SmallVector<int64_t> grid;
   for (StringRef size : llvm::split(options.grid, ',')) {
     int64_t value;
@@ -71,7 +71,7 @@ FailureOr<SmallVector<int64_t>> fsdpc::parseGrid(const CompilerOptions &options)
   return grid;
 }
 
-fsdpc::CPUTarget fsdpc::cpuTarget(const CompilerOptions &options) {
+mlir::fsdp::CPUTarget mlir::fsdp::cpuTarget(const CompilerOptions &options) {
   CPUTarget machine;
   machine.cpu = options.cpu;
   machine.features = options.cpuFeatures;
@@ -82,7 +82,7 @@ fsdpc::CPUTarget fsdpc::cpuTarget(const CompilerOptions &options) {
   return machine;
 }
 
-FailureOr<fsdp::CUDAPipelineOptions> fsdpc::cudaOptions(const CompilerOptions &options,
+FailureOr<fsdp::CUDAPipelineOptions> mlir::fsdp::cudaOptions(const CompilerOptions &options,
                                                         const RuntimeLinkage &runtime) {
   fsdp::CUDAPipelineOptions cuda;
   if (!options.gpuArchs.empty())
@@ -118,7 +118,7 @@ FailureOr<fsdp::CUDAPipelineOptions> fsdpc::cudaOptions(const CompilerOptions &o
   return cuda;
 }
 
-LogicalResult fsdpc::checkBF16Archs(ModuleOp module, ArrayRef<std::string> chips) {
+LogicalResult mlir::fsdp::checkBF16Archs(ModuleOp module, ArrayRef<std::string> chips) {
   if (!usesBF16(module))
     return success();
   for (StringRef chip : chips) {
@@ -133,7 +133,7 @@ LogicalResult fsdpc::checkBF16Archs(ModuleOp module, ArrayRef<std::string> chips
 }
 
 std::unique_ptr<fsdp::PipelineTarget>
-fsdpc::pipelineTarget(const CompilerOptions &options,
+mlir::fsdp::pipelineTarget(const CompilerOptions &options,
                       const std::optional<fsdp::CUDAPipelineOptions> &cuda, bool cpuBf16Products) {
   if (options.target == Target::CPU)
     return std::make_unique<fsdp::CPUPipelineTarget>(options.outlineKernels,

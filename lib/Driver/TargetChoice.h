@@ -9,9 +9,9 @@
 #define FSDP_DRIVER_TARGETCHOICE_H
 
 #include "CPUTarget.h"
-#include "fsdp/Driver/Driver.h"
-#include "fsdp/Pipelines/CPUPipeline.h"
-#include "fsdp/Pipelines/CUDAPipeline.h"
+#include "Driver/Driver.h"
+#include "Pipelines/CPU/CPUPipeline.h"
+#include "Pipelines/CUDA/CUDAPipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -19,7 +19,7 @@
 #include <memory>
 #include <optional>
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 /// The sizes of --grid=N or --grid=R,S.
 mlir::FailureOr<llvm::SmallVector<int64_t>> parseGrid(const CompilerOptions &options);
@@ -44,6 +44,6 @@ std::unique_ptr<mlir::fsdp::PipelineTarget>
 pipelineTarget(const CompilerOptions &options,
                const std::optional<mlir::fsdp::CUDAPipelineOptions> &cuda, bool cpuBf16Products);
 
-} // namespace fsdpc
+} // namespace mlir::fsdp
 
 #endif // FSDP_DRIVER_TARGETCHOICE_H

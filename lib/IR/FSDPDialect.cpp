@@ -2,7 +2,7 @@
 
 #include "fsdp/IR/FSDPDialect.h"
 
-#include "fsdp/ABI/BufferKinds.h"
+#include "fsdp/IR/BufferKinds.h"
 #include "fsdp/IR/FSDPAttrs.h"
 #include "fsdp/IR/FSDPOps.h"
 

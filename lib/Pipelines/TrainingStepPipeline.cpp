@@ -1,9 +1,9 @@
 //===- TrainingStepPipeline.cpp - model file to a step, any target --------===//
 
-#include "fsdp/Pipelines/TrainingStepPipeline.h"
+#include "Pipelines/TrainingStepPipeline.h"
 
-#include "fsdp/Conversion/Passes.h"
 #include "fsdp/Codegen/Common/Passes.h"
+#include "fsdp/Conversion/Passes.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/RuntimeABI.h"
-#include "fsdp/Planning/Pictures.h"
+#include "Planning/Pictures.h"
+#include "Utils/RuntimeABI.h"
 
 #include "llvm/Support/JSON.h"
 

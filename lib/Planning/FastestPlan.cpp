@@ -1,6 +1,6 @@
 //===- FastestPlan.cpp - the fastest plan near the user's that fits -------===//
 
-#include "fsdp/Planning/FastestPlan.h"
+#include "Planning/FastestPlan.h"
 
 #include "CandidateErrors.h"
 

@@ -1,10 +1,10 @@
 //===- FitSearch.cpp - the cheapest plan changes that fit a budget --------===//
 
-#include "fsdp/Planning/FitSearch.h"
+#include "Planning/FitSearch.h"
 
 #include "CandidateErrors.h"
 
-#include "fsdp/Analysis/ShardingLayout.h"
+#include "Analysis/ShardingLayout.h"
 #include "fsdp/IR/FSDPDialect.h"
 #include "fsdp/Transforms/Passes.h"
 

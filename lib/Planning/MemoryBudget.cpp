@@ -1,7 +1,7 @@
 //===- MemoryBudget.cpp - does a plan fit a rank's memory? ----------------===//
 
-#include "fsdp/Planning/MemoryBudget.h"
-#include "fsdp/Utils/ByteCounts.h"
+#include "Planning/MemoryBudget.h"
+#include "Utils/ByteCounts.h"
 
 #include "llvm/Support/Format.h"
 

@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/Planning/Pictures.h"
+#include "Planning/Pictures.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"

@@ -1,6 +1,6 @@
 //===- PlanAccounting.cpp - a plan's bytes per rank, before a run --------===//
 
-#include "fsdp/Planning/PlanAccounting.h"
+#include "Planning/PlanAccounting.h"
 
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"

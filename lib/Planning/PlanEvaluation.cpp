@@ -1,10 +1,10 @@
 //===- PlanEvaluation.cpp - a plan's exact memory and predicted time ------===//
 
-#include "fsdp/Planning/PlanEvaluation.h"
+#include "Planning/PlanEvaluation.h"
 
-#include "fsdp/Analysis/BufferLiveness.h"
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Analysis/BufferLiveness.h"
+#include "Utils/RuntimeABI.h"
+#include "fsdp/IR/BufferKinds.h"
 #include "fsdp/IR/FSDPDialect.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -5,11 +5,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/Analysis/ArenaFigures.h"
-#include "fsdp/Analysis/ShardingLayout.h"
+#include "Analysis/ArenaFigures.h"
+#include "Analysis/ShardingLayout.h"
+#include "Planning/PlanAccounting.h"
+#include "Utils/ByteCounts.h"
 #include "fsdp/Planning/Passes.h"
-#include "fsdp/Planning/PlanAccounting.h"
-#include "fsdp/Utils/ByteCounts.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils/StepFunction.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -235,11 +236,12 @@ struct FSDPAccumulateMicroBatchesPass
     : public fsdp::impl::FSDPAccumulateMicroBatchesPassBase<FSDPAccumulateMicroBatchesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    auto step = requireStep(module, StepLevel::Model, getArgument());
+    if (!step)
+      return signalPassFailure();
     auto plan = module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName());
-    auto step = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!plan || !step) {
-      module.emitError("fsdp-accumulate-micro-batches needs a module with a plan and the "
-                       "@train_step of fsdp-autodiff");
+    if (!plan) {
+      module.emitError("fsdp-accumulate-micro-batches needs the module's 'fsdp.plan'");
       return signalPassFailure();
     }
     if (plan.getMicroBatches() == 1)

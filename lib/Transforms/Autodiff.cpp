@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils/StepFunction.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -135,7 +136,7 @@ void FSDPAutodiffPass::runOnOperation() {
   if (failed(maybeLoss))
     return signalPassFailure();
   func::FuncOp step = *maybeLoss;
-  step.setName("train_step");
+  step.setName(kModelStepFunction);
   SymbolTable symbols(module);
 
   // The step also takes its number and the learning rate.

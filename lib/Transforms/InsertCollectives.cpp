@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils/StepFunction.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -228,11 +229,12 @@ struct FSDPInsertCollectivesPass
     : public fsdp::impl::FSDPInsertCollectivesPassBase<FSDPInsertCollectivesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    auto step = requireStep(module, StepLevel::Model, getArgument());
+    if (!step)
+      return signalPassFailure();
     auto plan = module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName());
-    auto step = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!plan || !step || module.getOps<UnitOp>().empty()) {
-      module.emitError("fsdp-insert-collectives needs a partitioned module (fsdp-partition) "
-                       "with the @train_step of fsdp-autodiff");
+    if (!plan || module.getOps<UnitOp>().empty()) {
+      module.emitError("fsdp-insert-collectives needs a partitioned module (fsdp-partition)");
       return signalPassFailure();
     }
     if (failed(CollectiveInserter(module, plan, step).run(module)))

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils/StepFunction.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -218,11 +219,12 @@ struct FSDPLowerPrecisionPass
     : public fsdp::impl::FSDPLowerPrecisionPassBase<FSDPLowerPrecisionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    auto step = requireStep(module, StepLevel::Model, getArgument());
+    if (!step)
+      return signalPassFailure();
     auto plan = module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName());
-    auto step = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!plan || !step) {
-      module.emitError("fsdp-lower-precision needs a module with a plan and the "
-                       "@train_step of fsdp-autodiff");
+    if (!plan) {
+      module.emitError("fsdp-lower-precision needs the module's 'fsdp.plan'");
       return signalPassFailure();
     }
     if (plan.getParamDtype() == DType::F32 && plan.getReduceDtype() == DType::F32)

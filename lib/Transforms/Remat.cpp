@@ -19,6 +19,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils/StepFunction.h"
 #include "fsdp/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -235,11 +236,12 @@ LogicalResult Rematerializer::run() {
 struct FSDPRematPass : public fsdp::impl::FSDPRematPassBase<FSDPRematPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    auto step = requireStep(module, StepLevel::Model, getArgument());
+    if (!step)
+      return signalPassFailure();
     auto plan = module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName());
-    auto step = module.lookupSymbol<func::FuncOp>("train_step");
-    if (!plan || !step) {
-      module.emitError("fsdp-remat needs the module's 'fsdp.plan' and the @train_step of "
-                       "fsdp-autodiff");
+    if (!plan) {
+      module.emitError("fsdp-remat needs the module's 'fsdp.plan'");
       return signalPassFailure();
     }
     // Without a backward pass nothing is read again.

@@ -1,6 +1,6 @@
 //===- ByteCounts.cpp - Byte counts as people read them -------------------===//
 
-#include "fsdp/Utils/ByteCounts.h"
+#include "Utils/ByteCounts.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"

@@ -1,6 +1,6 @@
 //===- ManifestGlobal.cpp - Edits of the step's embedded manifest ---------===//
 
-#include "fsdp/Utils/ManifestGlobal.h"
+#include "Utils/ManifestGlobal.h"
 
 using namespace mlir;
 namespace json = llvm::json;

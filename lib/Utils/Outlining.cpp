@@ -1,6 +1,6 @@
 //===- Outlining.cpp - the step's code in small, shared functions ---------===//
 
-#include "fsdp/Utils/Outlining.h"
+#include "Utils/Outlining.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"

@@ -1,6 +1,6 @@
 //===- RuntimeCalls.cpp - calling the runtime from the step ---------------===//
 
-#include "fsdp/Utils/RuntimeCalls.h"
+#include "Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

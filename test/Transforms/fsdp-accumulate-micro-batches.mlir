@@ -1,6 +1,6 @@
 // RUN: fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -fsdp-lower-precision -fsdp-accumulate-micro-batches -verify-diagnostics | FileCheck %s --enable-var-scope
 // RUN: not fsdp-opt %s -split-input-file -fsdp-accumulate-micro-batches 2>&1 | FileCheck %s --check-prefix=NOSTEP
-// NOSTEP: error: fsdp-accumulate-micro-batches needs a module with a plan and the @train_step of fsdp-autodiff
+// NOSTEP: error: fsdp-accumulate-micro-batches needs the training step @train_step of fsdp-autodiff; the module has none
 
 // A 2-layer MLP (8 -> 16, ReLU, 16 -> 4; units fc1 and fc2) whose global batch
 // of 8 runs on 2 ranks as 2 micro-batches of 2 rows each.

@@ -1,8 +1,9 @@
 // RUN: fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -verify-diagnostics | FileCheck %s
 // The pass needs fsdp-partition's units and fsdp-autodiff's @train_step.
 // RUN: not fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-autodiff -fsdp-insert-collectives 2>&1 | FileCheck %s --check-prefix=UNPARTITIONED
-// RUN: not fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-partition -fsdp-insert-collectives 2>&1 | FileCheck %s --check-prefix=UNPARTITIONED
-// UNPARTITIONED: error: fsdp-insert-collectives needs a partitioned module (fsdp-partition) with the @train_step of fsdp-autodiff
+// RUN: not fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-partition -fsdp-insert-collectives 2>&1 | FileCheck %s --check-prefix=NOSTEP
+// UNPARTITIONED: error: fsdp-insert-collectives needs a partitioned module (fsdp-partition)
+// NOSTEP: error: fsdp-insert-collectives needs the training step @train_step of fsdp-autodiff; the module has none
 
 // The FSDP schedule of one model, a 3-layer MLP (8 -> 16 -> 16 -> 4, ReLU,
 // cross-entropy) whose layers are the units fc1, fc2 and fc3, under each

@@ -1,6 +1,6 @@
 // RUN: fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -fsdp-lower-precision | FileCheck %s
 // RUN: not fsdp-opt %s -split-input-file -fsdp-lower-precision 2>&1 | FileCheck %s --check-prefix=NOSTEP
-// NOSTEP: error: fsdp-lower-precision needs a module with a plan and the @train_step of fsdp-autodiff
+// NOSTEP: error: fsdp-lower-precision needs the training step @train_step of fsdp-autodiff; the module has none
 
 // docs/MixedPrecision.md applied to one model, a 2-layer MLP (8 -> 16, ReLU,
 // 16 -> 4, cross-entropy; units fc1 and fc2), under several plans.

@@ -4,7 +4,7 @@
 // RUN: fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-remat -fsdp-insert-collectives -verify-diagnostics | FileCheck %s --check-prefix=GATHER
 // The pass needs fsdp-autodiff's @train_step.
 // RUN: not fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-remat 2>&1 | FileCheck %s --check-prefix=NOSTEP
-// NOSTEP: error: fsdp-remat needs the module's 'fsdp.plan' and the @train_step of fsdp-autodiff
+// NOSTEP: error: fsdp-remat needs the training step @train_step of fsdp-autodiff; the module has none
 
 // Two residual blocks (units a and b: h = x + tanh(x W)) and a head (unit head)
 // with the loss. tanh's gradient reads its result, so each block's backward needs

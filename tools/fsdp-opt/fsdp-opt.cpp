@@ -5,12 +5,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Pipelines/CPU/CPUPipeline.h"
+#include "Pipelines/CUDA/CUDAPipeline.h"
+#include "TestPasses.h"
 #include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPDialect.h"
-#include "fsdp/Pipelines/CPUPipeline.h"
-#include "fsdp/Pipelines/CUDAPipeline.h"
 #include "fsdp/Planning/Passes.h"
-#include "TestPasses.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -7,7 +7,7 @@
 
 #include "RuntimeLinkage.h"
 
-#include "fsdp/Driver/Driver.h"
+#include "Driver/Driver.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -15,8 +15,8 @@
 namespace {
 
 /// The runtime's archives and link flags, as CMake wrote them.
-fsdpc::RuntimeLinkage runtimeOfThisBuild() {
-  fsdpc::RuntimeLinkage runtime;
+mlir::fsdp::RuntimeLinkage runtimeOfThisBuild() {
+  mlir::fsdp::RuntimeLinkage runtime;
   runtime.mainLibrary = FSDP_RUNTIME_MAIN_LIBRARY;
   runtime.library = FSDP_RUNTIME_LIBRARY;
   runtime.sharedLibrary = FSDP_RUNTIME_SHARED_LIBRARY;
@@ -35,13 +35,13 @@ fsdpc::RuntimeLinkage runtimeOfThisBuild() {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  fsdpc::registerCompilerCLOptions();
+  mlir::fsdp::registerCompilerCLOptions();
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "fsdpc: compiles an FSDP-MLIR model file into a native trainer\n\n"
       "  fsdpc model.mlir --target=cpu -o trainer\n"
       "  fsdpc model.mlir --target=cuda --gpu-arch=sm_80,sm_90 -o trainer\n"
       "  mpirun -np 2 ./trainer --steps 100\n");
-  return mlir::succeeded(fsdpc::compile(fsdpc::compilerOptionsFromCL(), runtimeOfThisBuild())) ? 0
+  return mlir::succeeded(mlir::fsdp::compile(mlir::fsdp::compilerOptionsFromCL(), runtimeOfThisBuild())) ? 0
                                                                                                : 1;
 }

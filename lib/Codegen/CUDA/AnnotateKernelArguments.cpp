@@ -21,7 +21,7 @@
 #include "KernelFormation/FormKernels.h"
 #include "KernelLaunches.h"
 
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/RuntimeABI.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -36,12 +36,10 @@ using namespace mlir::fsdp;
 
 namespace {
 
-/// The arena, and so every buffer of the plan, is 64-byte aligned
-/// (runtime/lib/abi/Arena.h, fsdp-assign-buffers): the most a pointer into it
-/// is known to be.
-constexpr int64_t kArenaAlignment = 64;
-
-/// The largest power of two up to the arena's alignment dividing `offset`.
+/// The largest power of two up to the arena's alignment dividing `offset`:
+/// the arena, and so every buffer of the plan, is kArenaAlignment-aligned
+/// (the runtime allocates it so, fsdp-assign-buffers places buffers so), the
+/// most a pointer into it is known to be.
 int64_t alignmentOf(int64_t offset) {
   return offset == 0 ? kArenaAlignment : std::min(offset & -offset, kArenaAlignment);
 }

@@ -10,10 +10,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/Outlining.h"
+#include "Utils/RuntimeABI.h"
+#include "Utils/RuntimeCalls.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
-#include "fsdp/Utils/Outlining.h"
-#include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/SymbolTable.h"
@@ -34,9 +35,9 @@ struct FSDPBundleKernelsPass
     : public fsdp::impl::FSDPBundleKernelsPassBase<FSDPBundleKernelsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
-    if (!step || step.isExternal())
-      return;
+    auto step = requireStep(module, StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     SmallVector<gpu::LaunchFuncOp> launches;
     step.walk([&](gpu::LaunchFuncOp launch) { launches.push_back(launch); });
     if (launches.empty())

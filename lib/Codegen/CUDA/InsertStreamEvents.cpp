@@ -9,10 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/Analysis/ArenaAccesses.h"
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Analysis/ArenaAccesses.h"
+#include "Utils/RuntimeABI.h"
+#include "Utils/RuntimeCalls.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
-#include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -153,9 +154,9 @@ struct FSDPInsertStreamEventsPass
     : public fsdp::impl::FSDPInsertStreamEventsPassBase<FSDPInsertStreamEventsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
-    if (!step || step.isExternal())
-      return;
+    auto step = requireStep(module, StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     if (step.getNumArguments() == 0 ||
         !llvm::isa<MemRefType>(step.getArgument(0).getType()) ||
         !llvm::cast<MemRefType>(step.getArgument(0).getType()).hasStaticShape()) {

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_LIB_TRANSFORMS_KERNELLAUNCHES_H
-#define FSDP_LIB_TRANSFORMS_KERNELLAUNCHES_H
+#ifndef FSDP_CODEGEN_CUDA_KERNELLAUNCHES_H
+#define FSDP_CODEGEN_CUDA_KERNELLAUNCHES_H
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -32,4 +32,4 @@ launchesByKernel(ModuleOp module) {
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_LIB_TRANSFORMS_KERNELLAUNCHES_H
+#endif // FSDP_CODEGEN_CUDA_KERNELLAUNCHES_H

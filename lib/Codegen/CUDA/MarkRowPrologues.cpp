@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "KernelFormation/FormKernels.h"
 
@@ -40,9 +40,9 @@ Operation *nextWork(Operation *op) {
 struct FSDPMarkRowProloguesPass
     : public fsdp::impl::FSDPMarkRowProloguesPassBase<FSDPMarkRowProloguesPass> {
   void runOnOperation() override {
-    auto step = getOperation().lookupSymbol<func::FuncOp>(kStepFunction);
-    if (!step || step.isExternal())
-      return;
+    auto step = requireStep(getOperation(), StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     UnitAttr unit = UnitAttr::get(&getContext());
     for (auto producer : step.getBody().front().getOps<linalg::LinalgOp>()) {
       auto reduction = dyn_cast_or_null<linalg::LinalgOp>(nextWork(producer));

@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/RuntimeABI.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
 
 #include "KernelOrigins.h"

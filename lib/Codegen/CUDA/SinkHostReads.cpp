@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -94,9 +94,9 @@ struct FSDPSinkHostReadsPass
     : public fsdp::impl::FSDPSinkHostReadsPassBase<FSDPSinkHostReadsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
-    if (!step || step.isExternal())
-      return;
+    auto step = requireStep(module, StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     Block &body = step.getBody().front();
     FailureOr<llvm::SetVector<Operation *>> device = findDeviceValues(body);
     if (failed(device))

@@ -8,10 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/RuntimeABI.h"
-#include "fsdp/Analysis/ArenaAccesses.h"
+#include "Analysis/ArenaAccesses.h"
+#include "Utils/RuntimeABI.h"
+#include "Utils/RuntimeCalls.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
-#include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -89,9 +90,9 @@ struct FSDPSplitUnalignedBiasesPass
           FSDPSplitUnalignedBiasesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
-    if (!step || step.isExternal())
-      return;
+    auto step = requireStep(module, StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     Value arena = step.getArgument(0);
     SmallVector<func::CallOp> unaligned;
     step.walk([&](func::CallOp call) {

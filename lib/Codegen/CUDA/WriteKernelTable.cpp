@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/Analysis/KernelCost.h"
+#include "Analysis/KernelCost.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
 
 #include "KernelOrigins.h"

@@ -6,11 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
-#include "fsdp/Analysis/BufferLiveness.h"
+#include "Analysis/BufferLiveness.h"
+#include "Utils/ManifestGlobal.h"
+#include "Utils/StepFunction.h"
+#include "Utils/RuntimeABI.h"
 #include "fsdp/Codegen/Common/Passes.h"
-#include "fsdp/Utils/ManifestGlobal.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -29,8 +30,6 @@ using namespace mlir::fsdp;
 namespace json = llvm::json;
 
 namespace {
-
-constexpr int64_t kAlignment = 64;
 
 /// One buffer of the step: its size, the ops (by position in the step's
 /// block) between which it is live, and where it goes.
@@ -64,7 +63,7 @@ int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
     for (Buffer *other : conflicts) {
       if (offset + buffer->bytes <= other->offset)
         break;
-      offset = std::max<int64_t>(offset, llvm::alignTo(other->offset + other->bytes, kAlignment));
+      offset = std::max<int64_t>(offset, llvm::alignTo(other->offset + other->bytes, kArenaAlignment));
     }
     buffer->offset = offset;
     peak = std::max(peak, offset + buffer->bytes);
@@ -166,11 +165,12 @@ struct FSDPAssignBuffersPass
     : public fsdp::impl::FSDPAssignBuffersPassBase<FSDPAssignBuffersPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
+    auto step = requireStep(module, StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     auto manifest = module.lookupSymbol<LLVM::GlobalOp>(kManifestGlobal);
-    if (!step || step.isExternal() || !manifest) {
-      module.emitError("fsdp-assign-buffers needs the step and manifest of "
-                       "convert-fsdp-to-runtime");
+    if (!manifest) {
+      module.emitError("fsdp-assign-buffers needs the manifest of convert-fsdp-to-runtime");
       return signalPassFailure();
     }
     if (!step.getBody().hasOneBlock()) {

@@ -5,10 +5,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/RuntimeABI.h"
+#include "Utils/RuntimeCalls.h"
 #include "fsdp/Codegen/Common/Passes.h"
-#include "fsdp/Utils/RuntimeCalls.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"

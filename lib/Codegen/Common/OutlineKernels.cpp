@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/RuntimeABI.h"
-#include "fsdp/Analysis/ArenaAccesses.h"
+#include "Analysis/ArenaAccesses.h"
+#include "Utils/Outlining.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/Common/Passes.h"
-#include "fsdp/Utils/Outlining.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -110,9 +110,9 @@ struct FSDPOutlineKernelsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
-    if (!step || step.isExternal())
-      return;
+    auto step = requireStep(module, StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     ArenaAccesses arena(step);
     KernelTable kernels(module);
     for (Operation &op : llvm::make_early_inc_range(step.getBody().front()))

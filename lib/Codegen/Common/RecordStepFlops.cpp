@@ -6,10 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/RuntimeABI.h"
-#include "fsdp/Analysis/StepCost.h"
+#include "Analysis/StepCost.h"
+#include "Utils/ManifestGlobal.h"
+#include "Utils/StepFunction.h"
+#include "Utils/RuntimeABI.h"
 #include "fsdp/Codegen/Common/Passes.h"
-#include "fsdp/Utils/ManifestGlobal.h"
 
 #include <cmath>
 
@@ -48,9 +49,11 @@ struct FSDPRecordStepFlopsPass
     : public fsdp::impl::FSDPRecordStepFlopsPassBase<FSDPRecordStepFlopsPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
+    auto step = requireStep(module, StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     auto manifest = module.lookupSymbol<LLVM::GlobalOp>(kManifestGlobal);
-    if (!step || step.isExternal() || !manifest || !step.getBody().hasOneBlock()) {
+    if (!manifest || !step.getBody().hasOneBlock()) {
       module.emitError("fsdp-record-step-flops needs the step, as one block, and the manifest "
                        "of convert-fsdp-to-runtime");
       return signalPassFailure();

@@ -9,9 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/Outlining.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/Common/Passes.h"
-#include "fsdp/Utils/Outlining.h"
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
@@ -114,9 +114,9 @@ struct FSDPSplitStepPass : public fsdp::impl::FSDPSplitStepPassBase<FSDPSplitSte
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
-    if (!step || step.isExternal())
-      return;
+    auto step = requireStep(module, StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     if (maxOpsPerPart < 1) {
       module.emitError("fsdp-split-step: max-ops-per-part must be at least 1");
       return signalPassFailure();

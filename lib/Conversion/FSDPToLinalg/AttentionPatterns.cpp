@@ -25,14 +25,14 @@
 
 #include "LinalgBuilders.h"
 
-#include "fsdp/ABI/BufferKinds.h"
 #include "fsdp/Conversion/FSDPToLinalg.h"
+#include "fsdp/IR/BufferKinds.h"
 #include "fsdp/IR/FSDPOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <cmath>
 

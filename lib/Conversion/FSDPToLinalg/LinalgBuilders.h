@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_LIB_CONVERSION_FSDPTOLINALG_LINALGBUILDERS_H
-#define FSDP_LIB_CONVERSION_FSDPTOLINALG_LINALGBUILDERS_H
+#ifndef FSDP_CONVERSION_FSDPTOLINALG_LINALGBUILDERS_H
+#define FSDP_CONVERSION_FSDPTOLINALG_LINALGBUILDERS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
@@ -133,4 +133,4 @@ private:
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_LIB_CONVERSION_FSDPTOLINALG_LINALGBUILDERS_H
+#endif // FSDP_CONVERSION_FSDPTOLINALG_LINALGBUILDERS_H

@@ -24,7 +24,7 @@ namespace {
 struct Allocator {
   int64_t end = 0;
   ArenaRegion take(int64_t bytes) {
-    ArenaRegion region{static_cast<int64_t>(llvm::alignTo(end, ArenaLayout::kAlignment)),
+    ArenaRegion region{static_cast<int64_t>(llvm::alignTo(end, kArenaAlignment)),
                        bytes};
     end = region.offset + bytes;
     return region;
@@ -79,10 +79,10 @@ ArenaLayout ArenaLayout::build(ModuleOp module, ArrayRef<RankedTensorType> input
     layout.inputs.push_back(arena.take(tensorBytes(input)));
   if (deviceArena)
     layout.deviceScalars = arena.take(kScalarBytes);
-  layout.persistentBytes = llvm::alignTo(arena.end, kAlignment);
+  layout.persistentBytes = llvm::alignTo(arena.end, kArenaAlignment);
   if (offload) {
     layout.hostCoefficient = host.take(sizeof(float));
-    layout.hostBytes = llvm::alignTo(host.end, kAlignment);
+    layout.hostBytes = llvm::alignTo(host.end, kArenaAlignment);
   }
   return layout;
 }

@@ -1,8 +1,9 @@
 //===- ArenaLayout.h - where the step's persistent tensors live -*- C++ -*-===//
 
-#ifndef FSDP_LIB_CONVERSION_FSDPTORUNTIME_ARENALAYOUT_H
-#define FSDP_LIB_CONVERSION_FSDPTORUNTIME_ARENALAYOUT_H
+#ifndef FSDP_CONVERSION_FSDPTORUNTIME_ARENALAYOUT_H
+#define FSDP_CONVERSION_FSDPTORUNTIME_ARENALAYOUT_H
 
+#include "Utils/RuntimeABI.h"
 #include "fsdp/IR/FSDPOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -52,17 +53,20 @@ struct UnitRegions {
 };
 
 /// The persistent part of one rank's arena: each unit's shards, then the
-/// batch's inputs, then (device arena) the step's scalars, each 64-byte
-/// aligned. The step's transient buffers follow (fsdp-assign-buffers places
+/// batch's inputs, then (device arena) the step's scalars, each aligned to
+/// kArenaAlignment. The step's transient buffers follow (fsdp-assign-buffers places
 /// them).
 struct ArenaLayout {
-  static constexpr int64_t kAlignment = 64;
-  /// Where the step's scalars lie in `deviceScalars` (docs/Runtime.md,
-  /// section 2): the runtime writes lr and step, the step writes its loss
-  /// and its optimizer's factors of the step (computed once, read by every
-  /// update: StepLowering::stepFactorsOf), f32 each.
-  static constexpr int64_t kLrOffset = 0, kLossOffset = 4, kStepOffset = 8,
-                           kStepFactorsOffset = 16, kStepFactorSlots = 3, kScalarBytes = 32;
+  /// Where the step's scalars lie in `deviceScalars` (fsdprt.h's
+  /// FSDPRT_DEVICE_SCALARS_*): the runtime writes lr and step, the step
+  /// writes its loss and its optimizer's factors of the step (computed once,
+  /// read by every update: StepLowering::stepFactorsOf), f32 each.
+  static constexpr int64_t kLrOffset = FSDPRT_DEVICE_SCALARS_LR,
+                           kLossOffset = FSDPRT_DEVICE_SCALARS_LOSS,
+                           kStepOffset = FSDPRT_DEVICE_SCALARS_STEP,
+                           kStepFactorsOffset = FSDPRT_DEVICE_SCALARS_STEP_FACTORS,
+                           kStepFactorSlots = FSDPRT_DEVICE_SCALARS_STEP_FACTOR_SLOTS,
+                           kScalarBytes = FSDPRT_DEVICE_SCALARS_BYTES;
 
   SmallVector<UnitRegions> units;
   SmallVector<ArenaRegion> inputs;
@@ -92,4 +96,4 @@ int64_t paramByteOffset(ParamOp param);
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_LIB_CONVERSION_FSDPTORUNTIME_ARENALAYOUT_H
+#endif // FSDP_CONVERSION_FSDPTORUNTIME_ARENALAYOUT_H

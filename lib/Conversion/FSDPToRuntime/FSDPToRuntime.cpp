@@ -15,8 +15,9 @@
 #include "Manifest.h"
 #include "StepLowering.h"
 
+#include "Utils/StepFunction.h"
+#include "Utils/RuntimeABI.h"
 #include "fsdp/Conversion/Passes.h"
-#include "fsdp/ABI/RuntimeABI.h"
 #include "fsdp/IR/FSDPOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -169,11 +170,12 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
 
 void ConvertFSDPToRuntimePass::runOnOperation() {
   ModuleOp module = getOperation();
+  auto step = requireStep(module, StepLevel::Model, getArgument());
+  if (!step)
+    return signalPassFailure();
   auto plan = module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName());
-  auto step = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!plan || !step || module.getOps<UnitOp>().empty()) {
-    module.emitError("convert-fsdp-to-runtime needs the plan, the units of fsdp-partition "
-                     "and the @train_step of fsdp-autodiff");
+  if (!plan || module.getOps<UnitOp>().empty()) {
+    module.emitError("convert-fsdp-to-runtime needs the plan and the units of fsdp-partition");
     return signalPassFailure();
   }
   if (failed(convert(module, plan, step)))

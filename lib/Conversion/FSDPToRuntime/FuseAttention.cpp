@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/RuntimeABI.h"
+#include "Utils/RuntimeCalls.h"
 #include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPOps.h"
-#include "fsdp/Utils/RuntimeCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

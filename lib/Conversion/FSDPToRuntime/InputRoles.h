@@ -1,7 +1,7 @@
 //===- InputRoles.h - how the model uses each input -------------*- C++ -*-===//
 
-#ifndef FSDP_LIB_CONVERSION_FSDPTORUNTIME_INPUTROLES_H
-#define FSDP_LIB_CONVERSION_FSDPTORUNTIME_INPUTROLES_H
+#ifndef FSDP_CONVERSION_FSDPTORUNTIME_INPUTROLES_H
+#define FSDP_CONVERSION_FSDPTORUNTIME_INPUTROLES_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -21,4 +21,4 @@ FailureOr<SmallVector<InputRole>> findInputRoles(func::FuncOp step, unsigned num
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_LIB_CONVERSION_FSDPTORUNTIME_INPUTROLES_H
+#endif // FSDP_CONVERSION_FSDPTORUNTIME_INPUTROLES_H

@@ -2,8 +2,8 @@
 
 #include "Manifest.h"
 
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/RuntimeABI.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSwitch.h"

@@ -1,13 +1,13 @@
 //===- Manifest.h - the JSON document the runtime reads ---------*- C++ -*-===//
 
-#ifndef FSDP_LIB_CONVERSION_FSDPTORUNTIME_MANIFEST_H
-#define FSDP_LIB_CONVERSION_FSDPTORUNTIME_MANIFEST_H
+#ifndef FSDP_CONVERSION_FSDPTORUNTIME_MANIFEST_H
+#define FSDP_CONVERSION_FSDPTORUNTIME_MANIFEST_H
 
 #include "ArenaLayout.h"
 
+#include "InputRoles.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringMap.h"
-#include "InputRoles.h"
 
 #include <string>
 
@@ -26,4 +26,4 @@ std::string buildManifest(PlanAttr plan, const ArenaLayout &layout,
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_LIB_CONVERSION_FSDPTORUNTIME_MANIFEST_H
+#endif // FSDP_CONVERSION_FSDPTORUNTIME_MANIFEST_H

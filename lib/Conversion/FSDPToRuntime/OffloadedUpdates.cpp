@@ -13,9 +13,9 @@
 
 #include "OptimizerUpdate.h"
 
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
-#include "fsdp/Utils/RuntimeCalls.h"
+#include "Utils/RuntimeABI.h"
+#include "Utils/RuntimeCalls.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

@@ -1,7 +1,7 @@
 //===- OptimizerUpdate.h - in-place optimizer steps on buffers --*- C++ -*-===//
 
-#ifndef FSDP_LIB_CONVERSION_FSDPTORUNTIME_OPTIMIZERUPDATE_H
-#define FSDP_LIB_CONVERSION_FSDPTORUNTIME_OPTIMIZERUPDATE_H
+#ifndef FSDP_CONVERSION_FSDPTORUNTIME_OPTIMIZERUPDATE_H
+#define FSDP_CONVERSION_FSDPTORUNTIME_OPTIMIZERUPDATE_H
 
 #include "fsdp/IR/FSDPAttrs.h"
 
@@ -46,4 +46,4 @@ linalg::GenericOp buildOptimizerUpdate(OpBuilder &b, Location loc,
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_LIB_CONVERSION_FSDPTORUNTIME_OPTIMIZERUPDATE_H
+#endif // FSDP_CONVERSION_FSDPTORUNTIME_OPTIMIZERUPDATE_H

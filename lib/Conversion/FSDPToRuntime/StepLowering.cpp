@@ -10,9 +10,9 @@
 
 #include "OptimizerUpdate.h"
 
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
-#include "fsdp/Utils/RuntimeCalls.h"
+#include "Utils/RuntimeABI.h"
+#include "Utils/RuntimeCalls.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -29,7 +29,7 @@ static RuntimeDType runtimeDType(Type element) {
 
 Value StepLowering::allocBytes(Location loc, int64_t size, StringRef kind) {
   auto alloc = memref::AllocOp::create(b, loc, MemRefType::get({size}, b.getI8Type()),
-                                       b.getI64IntegerAttr(ArenaLayout::kAlignment));
+                                       b.getI64IntegerAttr(kArenaAlignment));
   alloc->setAttr(kBufferKindAttr, b.getStringAttr(kind));
   return alloc;
 }

@@ -1,14 +1,14 @@
 //===- CPUPipeline.cpp - model file to LLVM dialect for CPUs --------------===//
 
-#include "fsdp/Pipelines/CPUPipeline.h"
+#include "Pipelines/CPU/CPUPipeline.h"
 
 #include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPDialect.h"
 #include "fsdp/Transforms/Passes.h"
 
-#include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"

@@ -7,12 +7,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/Pipelines/CUDAPipeline.h"
+#include "Pipelines/CUDA/CUDAPipeline.h"
 
+#include "Pipelines/CPU/CPUPipeline.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
 #include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/Conversion/Passes.h"
-#include "fsdp/Pipelines/CPUPipeline.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"

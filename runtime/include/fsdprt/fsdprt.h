@@ -159,20 +159,23 @@ void fsdprt_host_parallel(fsdprt_host_task task, void *host_arena, float lr, int
  * stream, and a *_start does not wait for earlier work of another stream: the
  * step orders them with events. On the CPU target everything runs in program
  * order: the streams are NULL and the calls only check their arguments. An
- * unknown stream, an event outside [0, 65536) or a wait on an event not
+ * unknown stream, an event outside [0, FSDPRT_MAX_EVENTS) or a wait on an event not
  * recorded earlier in the same step is a fatal error on both. */
 enum {
   FSDPRT_STREAM_COMPUTE = 0,
   FSDPRT_STREAM_ALL_GATHER = 1,
   FSDPRT_STREAM_REDUCE_SCATTER = 2,
-  FSDPRT_STREAM_COPY = 3
+  FSDPRT_STREAM_COPY = 3,
+  FSDPRT_STREAM_COUNT = 4
 };
+/* Event ids are in [0, FSDPRT_MAX_EVENTS). */
+enum { FSDPRT_MAX_EVENTS = 65536 };
 
 /* The stream (a cudaStream_t; NULL on the CPU target) the step launches its
  * kernels on. */
 void *fsdprt_stream(int32_t stream);
 
-/* Records event `event` (0 <= event < 65536; created on first use) on `stream`. */
+/* Records event `event` (0 <= event < FSDPRT_MAX_EVENTS; created on first use) on `stream`. */
 void fsdprt_event_record(int32_t event, int32_t stream);
 
 /* Later work on `stream` waits for the last recording of `event` in this step. */
@@ -202,17 +205,38 @@ void mgpuStreamDestroy(void *stream);
 /* NUL-terminated JSON manifest (docs/Runtime.md, section 2, version 2). */
 extern const char fsdp_manifest[];
 
+/* The arena's alignment: the runtime allocates the arena and the host arena
+ * at an address that is a multiple of it, and the compiler places every
+ * region and buffer of the step at an offset that is a multiple of it. */
+enum { FSDPRT_ARENA_ALIGNMENT = 64 };
+
+/* The device scalars (manifest.device_scalars): FSDPRT_DEVICE_SCALARS_BYTES
+ * of the arena's persistent part, at these byte offsets. The runtime writes
+ * lr (f32) and step (i64), its first FSDPRT_DEVICE_SCALARS_RUNTIME_BYTES,
+ * before each step; the step writes its loss (f32) and its optimizer's
+ * factors of the step (up to FSDPRT_DEVICE_SCALARS_STEP_FACTOR_SLOTS f32s,
+ * computed once a step and read by every update). */
+enum {
+  FSDPRT_DEVICE_SCALARS_LR = 0,
+  FSDPRT_DEVICE_SCALARS_LOSS = 4,
+  FSDPRT_DEVICE_SCALARS_STEP = 8,
+  FSDPRT_DEVICE_SCALARS_RUNTIME_BYTES = 16,
+  FSDPRT_DEVICE_SCALARS_STEP_FACTORS = 16,
+  FSDPRT_DEVICE_SCALARS_STEP_FACTOR_SLOTS = 3,
+  FSDPRT_DEVICE_SCALARS_BYTES = 32
+};
+
 /* Runs forward, backward and the optimizer update of one step in place on
- * `arena` (manifest.arena_bytes bytes, 64-byte aligned; in device memory on
- * the CUDA target) and returns this rank's loss on its part of the batch,
- * before the update (the runtime averages it over the ranks). `step` counts
- * from 1.
+ * `arena` (manifest.arena_bytes bytes, FSDPRT_ARENA_ALIGNMENT-aligned; in
+ * device memory on the CUDA target) and returns this rank's loss on its part
+ * of the batch, before the update (the runtime averages it over the ranks).
+ * `step` counts from 1.
  *
  * With manifest.device_scalars (the CUDA target's manifests) the step reads
- * `lr` (f32, at offset + 0) and `step` (i64, at offset + 8) from the arena,
- * where the runtime writes them before each step on the compute stream, and
- * leaves its loss as the f32 at offset + 4, which the runtime reads once the
- * step's work on the compute stream is done; the arguments are still passed
+ * `lr` and `step` from the device scalars (FSDPRT_DEVICE_SCALARS_*), where
+ * the runtime writes them before each step on the compute stream, and leaves
+ * its loss there, which the runtime reads once the step's work on the
+ * compute stream is done; the arguments are still passed
  * (for host code), and the return value is not the loss (fsdpc's step
  * returns NaN). The runtime may replay the step's device work as a CUDA
  * graph without calling it (docs/Runtime.md, section 7). */

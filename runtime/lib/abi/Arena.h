@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_ARENA_H
-#define FSDPRT_ARENA_H
+#ifndef FSDPRT_ABI_ARENA_H
+#define FSDPRT_ABI_ARENA_H
 
 #include <cstddef>
 #include <cstdint>
@@ -92,4 +92,4 @@ private:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_ARENA_H
+#endif // FSDPRT_ABI_ARENA_H

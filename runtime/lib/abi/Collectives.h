@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_COLLECTIVES_H
-#define FSDPRT_COLLECTIVES_H
+#ifndef FSDPRT_ABI_COLLECTIVES_H
+#define FSDPRT_ABI_COLLECTIVES_H
 
 #include "abi/Manifest.h"
 
@@ -100,4 +100,4 @@ std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t g
 
 } // namespace fsdprt
 
-#endif // FSDPRT_COLLECTIVES_H
+#endif // FSDPRT_ABI_COLLECTIVES_H

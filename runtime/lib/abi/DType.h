@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_DTYPE_H
-#define FSDPRT_DTYPE_H
+#ifndef FSDPRT_ABI_DTYPE_H
+#define FSDPRT_ABI_DTYPE_H
 
 #include <cstddef>
 #include <cstdint>
@@ -62,4 +62,4 @@ int64_t loadInteger(DType type, const void *src);
 
 } // namespace fsdprt
 
-#endif // FSDPRT_DTYPE_H
+#endif // FSDPRT_ABI_DTYPE_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_DEVICE_H
-#define FSDPRT_DEVICE_H
+#ifndef FSDPRT_ABI_DEVICE_H
+#define FSDPRT_ABI_DEVICE_H
 
 #include "abi/Manifest.h"
 #include "trainer/Ranks.h"
@@ -117,4 +117,4 @@ public:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_DEVICE_H
+#endif // FSDPRT_ABI_DEVICE_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_DEVICESCALARS_H
-#define FSDPRT_DEVICESCALARS_H
+#ifndef FSDPRT_ABI_DEVICESCALARS_H
+#define FSDPRT_ABI_DEVICESCALARS_H
 
 #include "abi/Arena.h"
 #include "abi/Manifest.h"
@@ -40,4 +40,4 @@ const void *deviceLoss(const Manifest &manifest, const Arena &arena);
 
 } // namespace fsdprt
 
-#endif // FSDPRT_DEVICESCALARS_H
+#endif // FSDPRT_ABI_DEVICESCALARS_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_ERROR_H
-#define FSDPRT_ERROR_H
+#ifndef FSDPRT_ABI_ERROR_H
+#define FSDPRT_ABI_ERROR_H
 
 #include <string>
 
@@ -47,4 +47,4 @@ std::string formatReal(double value);
 
 } // namespace fsdprt
 
-#endif // FSDPRT_ERROR_H
+#endif // FSDPRT_ABI_ERROR_H

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_GEMMARGUMENTS_H
-#define FSDPRT_GEMMARGUMENTS_H
+#ifndef FSDPRT_ABI_GEMMARGUMENTS_H
+#define FSDPRT_ABI_GEMMARGUMENTS_H
 
 #include <cstdint>
 
@@ -44,4 +44,4 @@ void checkBias(const char *what, const GemmShape &gemm, const void *bias);
 
 } // namespace fsdprt
 
-#endif // FSDPRT_GEMMARGUMENTS_H
+#endif // FSDPRT_ABI_GEMMARGUMENTS_H

@@ -7,10 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_MANIFEST_H
-#define FSDPRT_MANIFEST_H
+#ifndef FSDPRT_ABI_MANIFEST_H
+#define FSDPRT_ABI_MANIFEST_H
 
 #include "abi/DType.h"
+#include "fsdprt/fsdprt.h"
 
 #include <cstdint>
 #include <map>
@@ -119,17 +120,21 @@ struct InputSpec {
 
 /// Where a step that runs from a recording (a CUDA graph, which replays its
 /// kernels with the arguments they were captured with) finds what changes
-/// from step to step, and leaves its loss: 16 bytes of the persistent part
+/// from step to step, and leaves its loss: kBytes of the persistent part
 /// (device_scalars, docs/Runtime.md, section 2).
 struct DeviceScalarsSpec {
   int64_t offset = 0;
-  /// The region's bytes, and the first 16 of them, which the runtime writes
+  /// The region's bytes, and the first kRuntimeBytes of them, which the runtime writes
   /// before each step; the step keeps its optimizer's factors of the step in
   /// the rest (computed once a step, read by every update).
-  static constexpr int64_t kBytes = 32, kRuntimeBytes = 16;
-  static constexpr int64_t kLr = 0;   // f32, written by the runtime before each step
-  static constexpr int64_t kLoss = 4; // f32, written by the step
-  static constexpr int64_t kStep = 8; // i64, written by the runtime before each step
+  static constexpr int64_t kBytes = FSDPRT_DEVICE_SCALARS_BYTES,
+                           kRuntimeBytes = FSDPRT_DEVICE_SCALARS_RUNTIME_BYTES;
+  // f32, written by the runtime before each step
+  static constexpr int64_t kLr = FSDPRT_DEVICE_SCALARS_LR;
+  // f32, written by the step
+  static constexpr int64_t kLoss = FSDPRT_DEVICE_SCALARS_LOSS;
+  // i64, written by the runtime before each step
+  static constexpr int64_t kStep = FSDPRT_DEVICE_SCALARS_STEP;
 };
 
 /// A collective the step starts (collectives, optional): `all_gather`,
@@ -220,4 +225,4 @@ std::string formatShape(const std::vector<int64_t> &shape);
 
 } // namespace fsdprt
 
-#endif // FSDPRT_MANIFEST_H
+#endif // FSDPRT_ABI_MANIFEST_H

@@ -11,17 +11,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_STREAMEVENTS_H
-#define FSDPRT_STREAMEVENTS_H
+#ifndef FSDPRT_ABI_STREAMEVENTS_H
+#define FSDPRT_ABI_STREAMEVENTS_H
+
+#include "fsdprt/fsdprt.h"
 
 #include <cstdint>
 
 namespace fsdprt {
 
 /// The streams FSDPRT_STREAM_COMPUTE, _ALL_GATHER, _REDUCE_SCATTER and _COPY.
-constexpr int32_t kStreams = 4;
+constexpr int32_t kStreams = FSDPRT_STREAM_COUNT;
 /// Event ids are in [0, kMaxEvents).
-constexpr int32_t kMaxEvents = 65536;
+constexpr int32_t kMaxEvents = FSDPRT_MAX_EVENTS;
 
 /// Checks `stream` is one of the kStreams streams; fatal otherwise, naming
 /// the call `what`.
@@ -40,4 +42,4 @@ void startStepEvents();
 
 } // namespace fsdprt
 
-#endif // FSDPRT_STREAMEVENTS_H
+#endif // FSDPRT_ABI_STREAMEVENTS_H

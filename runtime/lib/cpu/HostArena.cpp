@@ -8,13 +8,14 @@
 #include "abi/Arena.h"
 
 #include "abi/Error.h"
+#include "fsdprt/fsdprt.h"
 
 #include <cstdlib>
 #include <cstring>
 
 namespace fsdprt {
 
-static constexpr size_t kAlignment = 64;
+static constexpr size_t kAlignment = FSDPRT_ARENA_ALIGNMENT;
 
 Arena::Arena(size_t bytes) : bytes(bytes) {
   // aligned_alloc wants a multiple of the alignment, and a zero-byte arena

@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_CHECKPOINT_H
-#define FSDPRT_CHECKPOINT_H
+#ifndef FSDPRT_IO_CHECKPOINT_H
+#define FSDPRT_IO_CHECKPOINT_H
 
 #include "abi/Arena.h"
 #include "abi/Manifest.h"
@@ -61,4 +61,4 @@ TrainingPosition loadCheckpoint(const std::string &dir, const Manifest &manifest
 
 } // namespace fsdprt
 
-#endif // FSDPRT_CHECKPOINT_H
+#endif // FSDPRT_IO_CHECKPOINT_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_DATAFILE_H
-#define FSDPRT_DATAFILE_H
+#ifndef FSDPRT_IO_DATAFILE_H
+#define FSDPRT_IO_DATAFILE_H
 
 #include "abi/Manifest.h"
 #include "trainer/BatchSource.h"
@@ -65,4 +65,4 @@ private:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_DATAFILE_H
+#endif // FSDPRT_IO_DATAFILE_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_INPUTFILE_H
-#define FSDPRT_INPUTFILE_H
+#ifndef FSDPRT_IO_INPUTFILE_H
+#define FSDPRT_IO_INPUTFILE_H
 
 #include "abi/DType.h"
 
@@ -53,4 +53,4 @@ private:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_INPUTFILE_H
+#endif // FSDPRT_IO_INPUTFILE_H

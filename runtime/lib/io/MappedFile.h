@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_MAPPEDFILE_H
-#define FSDPRT_MAPPEDFILE_H
+#ifndef FSDPRT_IO_MAPPEDFILE_H
+#define FSDPRT_IO_MAPPEDFILE_H
 
 #include <cstddef>
 #include <cstdint>
@@ -36,4 +36,4 @@ private:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_MAPPEDFILE_H
+#endif // FSDPRT_IO_MAPPEDFILE_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_OUTPUTFILE_H
-#define FSDPRT_OUTPUTFILE_H
+#ifndef FSDPRT_IO_OUTPUTFILE_H
+#define FSDPRT_IO_OUTPUTFILE_H
 
 #include <cstddef>
 #include <cstdio>
@@ -40,4 +40,4 @@ private:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_OUTPUTFILE_H
+#endif // FSDPRT_IO_OUTPUTFILE_H

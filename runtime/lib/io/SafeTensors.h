@@ -12,8 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_SAFETENSORS_H
-#define FSDPRT_SAFETENSORS_H
+#ifndef FSDPRT_IO_SAFETENSORS_H
+#define FSDPRT_IO_SAFETENSORS_H
 
 #include "abi/Manifest.h"
 #include "trainer/HostShards.h"
@@ -49,4 +49,4 @@ void initFromSafetensors(const Manifest &manifest, const std::string &path, int6
 
 } // namespace fsdprt
 
-#endif // FSDPRT_SAFETENSORS_H
+#endif // FSDPRT_IO_SAFETENSORS_H

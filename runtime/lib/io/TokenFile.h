@@ -16,8 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_TOKENFILE_H
-#define FSDPRT_TOKENFILE_H
+#ifndef FSDPRT_IO_TOKENFILE_H
+#define FSDPRT_IO_TOKENFILE_H
 
 #include "abi/Manifest.h"
 #include "trainer/BatchSource.h"
@@ -110,4 +110,4 @@ private:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_TOKENFILE_H
+#endif // FSDPRT_IO_TOKENFILE_H

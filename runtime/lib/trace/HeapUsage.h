@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_HEAPUSAGE_H
-#define FSDPRT_HEAPUSAGE_H
+#ifndef FSDPRT_TRACE_HEAPUSAGE_H
+#define FSDPRT_TRACE_HEAPUSAGE_H
 
 #include <cstdint>
 
@@ -26,4 +26,4 @@ void keepFreedMemoryForReuse();
 
 } // namespace fsdprt
 
-#endif // FSDPRT_HEAPUSAGE_H
+#endif // FSDPRT_TRACE_HEAPUSAGE_H

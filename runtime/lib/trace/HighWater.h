@@ -20,8 +20,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_HIGHWATER_H
-#define FSDPRT_HIGHWATER_H
+#ifndef FSDPRT_TRACE_HIGHWATER_H
+#define FSDPRT_TRACE_HIGHWATER_H
 
 #include "abi/Arena.h"
 #include "abi/Manifest.h"
@@ -68,4 +68,4 @@ struct StepHighWater {
 
 } // namespace fsdprt
 
-#endif // FSDPRT_HIGHWATER_H
+#endif // FSDPRT_TRACE_HIGHWATER_H

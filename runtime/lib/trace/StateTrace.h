@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_STATETRACE_H
-#define FSDPRT_STATETRACE_H
+#ifndef FSDPRT_TRACE_STATETRACE_H
+#define FSDPRT_TRACE_STATETRACE_H
 
 #include "abi/Arena.h"
 #include "abi/Manifest.h"
@@ -32,4 +32,4 @@ void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &a
 
 } // namespace fsdprt
 
-#endif // FSDPRT_STATETRACE_H
+#endif // FSDPRT_TRACE_STATETRACE_H

@@ -17,8 +17,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_STEPTIMELINE_H
-#define FSDPRT_STEPTIMELINE_H
+#ifndef FSDPRT_TRACE_STEPTIMELINE_H
+#define FSDPRT_TRACE_STEPTIMELINE_H
 
 #include <chrono>
 #include <cstdint>
@@ -106,4 +106,4 @@ private:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_STEPTIMELINE_H
+#endif // FSDPRT_TRACE_STEPTIMELINE_H

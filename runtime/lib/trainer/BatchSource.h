@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_BATCHSOURCE_H
-#define FSDPRT_BATCHSOURCE_H
+#ifndef FSDPRT_TRAINER_BATCHSOURCE_H
+#define FSDPRT_TRAINER_BATCHSOURCE_H
 
 #include "abi/DeviceScalars.h"
 
@@ -76,4 +76,4 @@ void loadBatch(BatchSource &source, int64_t step, const Manifest &manifest, Aren
 
 } // namespace fsdprt
 
-#endif // FSDPRT_BATCHSOURCE_H
+#endif // FSDPRT_TRAINER_BATCHSOURCE_H

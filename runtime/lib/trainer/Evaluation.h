@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_EVALUATION_H
-#define FSDPRT_EVALUATION_H
+#ifndef FSDPRT_TRAINER_EVALUATION_H
+#define FSDPRT_TRAINER_EVALUATION_H
 
 #include "abi/Arena.h"
 #include "abi/Manifest.h"
@@ -46,4 +46,4 @@ private:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_EVALUATION_H
+#endif // FSDPRT_TRAINER_EVALUATION_H

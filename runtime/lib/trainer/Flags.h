@@ -13,8 +13,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_FLAGS_H
-#define FSDPRT_FLAGS_H
+#ifndef FSDPRT_TRAINER_FLAGS_H
+#define FSDPRT_TRAINER_FLAGS_H
 
 #include "abi/CollectiveTimeout.h"
 #include "abi/DType.h"
@@ -79,4 +79,4 @@ const char *usageText();
 
 } // namespace fsdprt
 
-#endif // FSDPRT_FLAGS_H
+#endif // FSDPRT_TRAINER_FLAGS_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_HOSTPARALLEL_H
-#define FSDPRT_HOSTPARALLEL_H
+#ifndef FSDPRT_TRAINER_HOSTPARALLEL_H
+#define FSDPRT_TRAINER_HOSTPARALLEL_H
 
 #include <cstdint>
 #include <functional>
@@ -29,4 +29,4 @@ void parallelChunks(int64_t count, int64_t minChunk,
 
 } // namespace fsdprt
 
-#endif // FSDPRT_HOSTPARALLEL_H
+#endif // FSDPRT_TRAINER_HOSTPARALLEL_H

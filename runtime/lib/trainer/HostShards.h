@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_HOSTSHARDS_H
-#define FSDPRT_HOSTSHARDS_H
+#ifndef FSDPRT_TRAINER_HOSTSHARDS_H
+#define FSDPRT_TRAINER_HOSTSHARDS_H
 
 #include "abi/Manifest.h"
 
@@ -30,4 +30,4 @@ struct HostShards {
 
 } // namespace fsdprt
 
-#endif // FSDPRT_HOSTSHARDS_H
+#endif // FSDPRT_TRAINER_HOSTSHARDS_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_INIT_H
-#define FSDPRT_INIT_H
+#ifndef FSDPRT_TRAINER_INIT_H
+#define FSDPRT_TRAINER_INIT_H
 
 #include "abi/Manifest.h"
 #include "trainer/HostShards.h"
@@ -53,4 +53,4 @@ void initializeShards(const Manifest &manifest, uint64_t seed, int64_t shardInde
 
 } // namespace fsdprt
 
-#endif // FSDPRT_INIT_H
+#endif // FSDPRT_TRAINER_INIT_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_LRSCHEDULE_H
-#define FSDPRT_LRSCHEDULE_H
+#ifndef FSDPRT_TRAINER_LRSCHEDULE_H
+#define FSDPRT_TRAINER_LRSCHEDULE_H
 
 #include <cstdint>
 #include <optional>
@@ -45,4 +45,4 @@ struct LrSchedule {
 
 } // namespace fsdprt
 
-#endif // FSDPRT_LRSCHEDULE_H
+#endif // FSDPRT_TRAINER_LRSCHEDULE_H

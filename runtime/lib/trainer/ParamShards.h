@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_PARAMSHARDS_H
-#define FSDPRT_PARAMSHARDS_H
+#ifndef FSDPRT_TRAINER_PARAMSHARDS_H
+#define FSDPRT_TRAINER_PARAMSHARDS_H
 
 #include "abi/Manifest.h"
 #include "trainer/HostShards.h"
@@ -55,4 +55,4 @@ void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const Ho
 
 } // namespace fsdprt
 
-#endif // FSDPRT_PARAMSHARDS_H
+#endif // FSDPRT_TRAINER_PARAMSHARDS_H

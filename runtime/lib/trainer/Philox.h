@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_PHILOX_H
-#define FSDPRT_PHILOX_H
+#ifndef FSDPRT_TRAINER_PHILOX_H
+#define FSDPRT_TRAINER_PHILOX_H
 
 #include <array>
 #include <cstdint>
@@ -41,4 +41,4 @@ double standardNormal(const PhiloxBlock &w);
 
 } // namespace fsdprt
 
-#endif // FSDPRT_PHILOX_H
+#endif // FSDPRT_TRAINER_PHILOX_H

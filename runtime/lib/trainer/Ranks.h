@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_RANKS_H
-#define FSDPRT_RANKS_H
+#ifndef FSDPRT_TRAINER_RANKS_H
+#define FSDPRT_TRAINER_RANKS_H
 
 #include <mpi.h>
 
@@ -77,4 +77,4 @@ std::vector<int64_t> gatherToRankZero(int64_t value);
 
 } // namespace fsdprt
 
-#endif // FSDPRT_RANKS_H
+#endif // FSDPRT_TRAINER_RANKS_H

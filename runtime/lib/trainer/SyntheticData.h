@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_SYNTHETICDATA_H
-#define FSDPRT_SYNTHETICDATA_H
+#ifndef FSDPRT_TRAINER_SYNTHETICDATA_H
+#define FSDPRT_TRAINER_SYNTHETICDATA_H
 
 #include "abi/Manifest.h"
 #include "trainer/BatchSource.h"
@@ -88,4 +88,4 @@ private:
 
 } // namespace fsdprt
 
-#endif // FSDPRT_SYNTHETICDATA_H
+#endif // FSDPRT_TRAINER_SYNTHETICDATA_H

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_TRAINER_H
-#define FSDPRT_TRAINER_H
+#ifndef FSDPRT_TRAINER_TRAINER_H
+#define FSDPRT_TRAINER_TRAINER_H
 
 #include "abi/Manifest.h"
 
@@ -41,4 +41,4 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
 
 } // namespace fsdprt
 
-#endif // FSDPRT_TRAINER_H
+#endif // FSDPRT_TRAINER_TRAINER_H

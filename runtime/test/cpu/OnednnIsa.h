@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_TEST_ONEDNNISA_H
-#define FSDPRT_TEST_ONEDNNISA_H
+#ifndef FSDPRT_TEST_CPU_ONEDNNISA_H
+#define FSDPRT_TEST_CPU_ONEDNNISA_H
 
 #include <algorithm>
 #include <cctype>
@@ -60,4 +60,4 @@ inline bool expectsNativeBf16() {
 
 } // namespace test
 
-#endif // FSDPRT_TEST_ONEDNNISA_H
+#endif // FSDPRT_TEST_CPU_ONEDNNISA_H

@@ -49,8 +49,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_TEST_FAKECUDA_H
-#define FSDPRT_TEST_FAKECUDA_H
+#ifndef FSDPRT_TEST_CUDA_FAKECUDA_H
+#define FSDPRT_TEST_CUDA_FAKECUDA_H
 
 #include <cuda_runtime_api.h>
 
@@ -145,4 +145,4 @@ template <typename... Args> void logCall(const char *function, const Args &...ar
 
 } // namespace fake_cuda
 
-#endif // FSDPRT_TEST_FAKECUDA_H
+#endif // FSDPRT_TEST_CUDA_FAKECUDA_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_TEST_OPENCUDADEVICE_H
-#define FSDPRT_TEST_OPENCUDADEVICE_H
+#ifndef FSDPRT_TEST_CUDA_OPENCUDADEVICE_H
+#define FSDPRT_TEST_CUDA_OPENCUDADEVICE_H
 
 #include "abi/Device.h"
 #include "cuda/FakeCuda.h"
@@ -52,4 +52,4 @@ protected:
   }
 };
 
-#endif // FSDPRT_TEST_OPENCUDADEVICE_H
+#endif // FSDPRT_TEST_CUDA_OPENCUDADEVICE_H

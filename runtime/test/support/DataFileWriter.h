@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_TEST_DATAFILEWRITER_H
-#define FSDPRT_TEST_DATAFILEWRITER_H
+#ifndef FSDPRT_TEST_SUPPORT_DATAFILEWRITER_H
+#define FSDPRT_TEST_SUPPORT_DATAFILEWRITER_H
 
 #include <cstdint>
 #include <cstdio>
@@ -56,4 +56,4 @@ private:
 
 } // namespace fsdprt::test
 
-#endif // FSDPRT_TEST_DATAFILEWRITER_H
+#endif // FSDPRT_TEST_SUPPORT_DATAFILEWRITER_H

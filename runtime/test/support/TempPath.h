@@ -1,7 +1,7 @@
 //===- TempPath.h - A file name of the running test -------------*- C++ -*-===//
 
-#ifndef FSDPRT_TEST_TEMPPATH_H
-#define FSDPRT_TEST_TEMPPATH_H
+#ifndef FSDPRT_TEST_SUPPORT_TEMPPATH_H
+#define FSDPRT_TEST_SUPPORT_TEMPPATH_H
 
 #include <gtest/gtest.h>
 
@@ -28,4 +28,4 @@ private:
 
 } // namespace fsdprt::test
 
-#endif // FSDPRT_TEST_TEMPPATH_H
+#endif // FSDPRT_TEST_SUPPORT_TEMPPATH_H

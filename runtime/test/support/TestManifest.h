@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDPRT_TEST_TESTMANIFEST_H
-#define FSDPRT_TEST_TESTMANIFEST_H
+#ifndef FSDPRT_TEST_SUPPORT_TESTMANIFEST_H
+#define FSDPRT_TEST_SUPPORT_TESTMANIFEST_H
 
 #include <nlohmann/json.hpp>
 
@@ -63,4 +63,4 @@ inline nlohmann::json shardedClassifierManifest() {
 
 } // namespace fsdprt::test
 
-#endif // FSDPRT_TEST_TESTMANIFEST_H
+#endif // FSDPRT_TEST_SUPPORT_TESTMANIFEST_H

@@ -1,7 +1,7 @@
 //===- TestMatrices.h - Small row-major matrices for product tests -*- C++ -*-===//
 
-#ifndef FSDPRT_TEST_TESTMATRICES_H
-#define FSDPRT_TEST_TESTMATRICES_H
+#ifndef FSDPRT_TEST_SUPPORT_TESTMATRICES_H
+#define FSDPRT_TEST_SUPPORT_TESTMATRICES_H
 
 #include <cstddef>
 #include <cstdint>
@@ -21,4 +21,4 @@ inline std::vector<float> matrix(int64_t rows, int64_t cols, int64_t ld, int sal
 
 } // namespace test
 
-#endif // FSDPRT_TEST_TESTMATRICES_H
+#endif // FSDPRT_TEST_SUPPORT_TESTMATRICES_H

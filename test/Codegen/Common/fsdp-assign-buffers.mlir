@@ -114,7 +114,7 @@ module {
 
 // -----
 
-// expected-error@+1 {{fsdp-assign-buffers needs the step and manifest of convert-fsdp-to-runtime}}
+// expected-error@+1 {{fsdp-assign-buffers needs the manifest of convert-fsdp-to-runtime}}
 module {
   func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32

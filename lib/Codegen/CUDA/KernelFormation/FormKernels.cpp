@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/Analysis/ArenaAccesses.h"
-#include "fsdp/ABI/BufferKinds.h"
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Analysis/ArenaAccesses.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
+#include "fsdp/IR/BufferKinds.h"
 
 #include "FormKernels.h"
 
@@ -182,9 +182,9 @@ struct FSDPFormKernelsPass : public fsdp::impl::FSDPFormKernelsPassBase<FSDPForm
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto step = module.lookupSymbol<func::FuncOp>(kStepFunction);
-    if (!step || step.isExternal())
-      return;
+    auto step = requireStep(module, StepLevel::Runtime, getArgument());
+    if (!step)
+      return signalPassFailure();
     if (blockSize < 1 || blockSize > 1024) {
       module.emitError() << "fsdp-cuda-form-kernels: block-size " << static_cast<int64_t>(blockSize)
                          << " is not in [1, 1024], the threads a CUDA block can have";

@@ -8,11 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_TRANSFORMS_FORMKERNELS_H
-#define FSDP_TRANSFORMS_FORMKERNELS_H
+#ifndef FSDP_CODEGEN_CUDA_KERNELFORMATION_FORMKERNELS_H
+#define FSDP_CODEGEN_CUDA_KERNELFORMATION_FORMKERNELS_H
 
-#include "fsdp/Analysis/ArenaAccesses.h"
-#include "fsdp/Analysis/KernelCost.h"
+#include "Analysis/ArenaAccesses.h"
+#include "Analysis/KernelCost.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -181,4 +181,4 @@ bool onlyPureOpsBetween(Operation *first, Operation *second);
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_TRANSFORMS_FORMKERNELS_H
+#endif // FSDP_CODEGEN_CUDA_KERNELFORMATION_FORMKERNELS_H

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Utils/RuntimeABI.h"
 
 #include "FormKernels.h"
 

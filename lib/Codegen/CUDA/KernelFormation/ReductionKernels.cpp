@@ -10,7 +10,7 @@
 
 #include "FormKernels.h"
 
-#include "fsdp/Analysis/KernelCost.h"
+#include "Analysis/KernelCost.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"

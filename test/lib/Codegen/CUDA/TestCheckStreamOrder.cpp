@@ -12,8 +12,9 @@
 
 #include "TestPasses.h"
 
-#include "fsdp/Analysis/ArenaAccesses.h"
-#include "fsdp/ABI/RuntimeABI.h"
+#include "Analysis/ArenaAccesses.h"
+#include "Utils/RuntimeABI.h"
+#include "Utils/StepFunction.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -130,8 +131,8 @@ struct TestCheckStreamOrderPass
   }
 
   void runOnOperation() override {
-    auto step = getOperation().lookupSymbol<func::FuncOp>(kStepFunction);
-    if (step && !step.isExternal() && failed(checkStep(step)))
+    auto step = requireStep(getOperation(), StepLevel::Runtime, getArgument());
+    if (!step || failed(checkStep(step)))
       signalPassFailure();
   }
 };

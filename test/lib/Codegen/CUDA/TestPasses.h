@@ -1,7 +1,7 @@
 //===- TestPasses.h - passes only tests use ---------------------*- C++ -*-===//
 
-#ifndef FSDP_TEST_LIB_TRANSFORMS_TESTPASSES_H
-#define FSDP_TEST_LIB_TRANSFORMS_TESTPASSES_H
+#ifndef FSDP_TEST_CODEGEN_CUDA_TESTPASSES_H
+#define FSDP_TEST_CODEGEN_CUDA_TESTPASSES_H
 
 #include <memory>
 
@@ -26,4 +26,4 @@ void registerTestCheckStreamOrderPass();
 } // namespace fsdp::test
 } // namespace mlir
 
-#endif // FSDP_TEST_LIB_TRANSFORMS_TESTPASSES_H
+#endif // FSDP_TEST_CODEGEN_CUDA_TESTPASSES_H

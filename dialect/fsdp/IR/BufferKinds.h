@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_ABI_BUFFERKINDS_H
-#define FSDP_ABI_BUFFERKINDS_H
+#ifndef FSDP_IR_BUFFERKINDS_H
+#define FSDP_IR_BUFFERKINDS_H
 
 #include "llvm/ADT/StringRef.h"
 
@@ -57,4 +57,4 @@ constexpr llvm::StringLiteral kRowPrologueAttr = "fsdp.row_prologue";
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_ABI_BUFFERKINDS_H
+#endif // FSDP_IR_BUFFERKINDS_H

@@ -9,7 +9,7 @@
 #ifndef FSDP_PLANNING_PLANACCOUNTING_H
 #define FSDP_PLANNING_PLANACCOUNTING_H
 
-#include "fsdp/Analysis/ShardingLayout.h"
+#include "Analysis/ShardingLayout.h"
 
 #include "llvm/ADT/SmallVector.h"
 

@@ -9,10 +9,10 @@
 #ifndef FSDP_PLANNING_PLANEVALUATION_H
 #define FSDP_PLANNING_PLANEVALUATION_H
 
-#include "fsdp/Analysis/ArenaFigures.h"
-#include "fsdp/Analysis/StepCost.h"
+#include "Analysis/ArenaFigures.h"
+#include "Analysis/StepCost.h"
+#include "Pipelines/TrainingStepPipeline.h"
 #include "fsdp/IR/FSDPAttrs.h"
-#include "fsdp/Pipelines/TrainingStepPipeline.h"
 
 #include "mlir/IR/BuiltinOps.h"
 

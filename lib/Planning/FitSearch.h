@@ -18,7 +18,7 @@
 #ifndef FSDP_PLANNING_FITSEARCH_H
 #define FSDP_PLANNING_FITSEARCH_H
 
-#include "fsdp/Planning/MemoryBudget.h"
+#include "Planning/MemoryBudget.h"
 
 #include <vector>
 

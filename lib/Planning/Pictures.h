@@ -12,7 +12,7 @@
 #ifndef FSDP_PLANNING_PICTURES_H
 #define FSDP_PLANNING_PICTURES_H
 
-#include "fsdp/Planning/PlanEvaluation.h"
+#include "Planning/PlanEvaluation.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

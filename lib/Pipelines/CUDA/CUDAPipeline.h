@@ -1,9 +1,9 @@
 //===- CUDAPipeline.h - model file to a CUDA trainer's step -----*- C++ -*-===//
 
-#ifndef FSDP_PIPELINES_CUDAPIPELINE_H
-#define FSDP_PIPELINES_CUDAPIPELINE_H
+#ifndef FSDP_PIPELINES_CUDA_CUDAPIPELINE_H
+#define FSDP_PIPELINES_CUDA_CUDAPIPELINE_H
 
-#include "fsdp/Pipelines/TrainingStepPipeline.h"
+#include "Pipelines/TrainingStepPipeline.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -74,4 +74,4 @@ void registerCUDAPipelineDependencies(DialectRegistry &registry);
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_PIPELINES_CUDAPIPELINE_H
+#endif // FSDP_PIPELINES_CUDA_CUDAPIPELINE_H

@@ -10,7 +10,7 @@
 #ifndef FSDP_PLANNING_MEMORYBUDGET_H
 #define FSDP_PLANNING_MEMORYBUDGET_H
 
-#include "fsdp/Planning/PlanEvaluation.h"
+#include "Planning/PlanEvaluation.h"
 
 #include "llvm/Support/raw_ostream.h"
 

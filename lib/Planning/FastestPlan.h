@@ -15,7 +15,7 @@
 #ifndef FSDP_PLANNING_FASTESTPLAN_H
 #define FSDP_PLANNING_FASTESTPLAN_H
 
-#include "fsdp/Planning/FitSearch.h"
+#include "Planning/FitSearch.h"
 
 namespace mlir::fsdp {
 

@@ -1,9 +1,9 @@
 //===- CPUPipeline.h - model file to LLVM dialect for CPUs ------*- C++ -*-===//
 
-#ifndef FSDP_PIPELINES_CPUPIPELINE_H
-#define FSDP_PIPELINES_CPUPIPELINE_H
+#ifndef FSDP_PIPELINES_CPU_CPUPIPELINE_H
+#define FSDP_PIPELINES_CPU_CPUPIPELINE_H
 
-#include "fsdp/Pipelines/TrainingStepPipeline.h"
+#include "Pipelines/TrainingStepPipeline.h"
 
 #include "mlir/IR/DialectRegistry.h"
 
@@ -44,4 +44,4 @@ void registerCPUPipelineDependencies(DialectRegistry &registry);
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_PIPELINES_CPUPIPELINE_H
+#endif // FSDP_PIPELINES_CPU_CPUPIPELINE_H

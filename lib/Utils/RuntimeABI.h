@@ -1,12 +1,15 @@
 //===- RuntimeABI.h - symbols shared with the runtime -----------*- C++ -*-===//
 //
 // The names of runtime/include/fsdprt/fsdprt.h that the compiler emits or
-// calls. docs/Runtime.md is the contract.
+// calls, and its enums and layout facts as the compiler's types: their values
+// are fsdprt.h's, stated there once. docs/Runtime.md is the contract.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_ABI_RUNTIMEABI_H
-#define FSDP_ABI_RUNTIMEABI_H
+#ifndef FSDP_UTILS_RUNTIMEABI_H
+#define FSDP_UTILS_RUNTIMEABI_H
+
+#include "fsdprt/fsdprt.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -80,10 +83,13 @@ inline bool isBatchedGemmCallee(llvm::StringRef callee) {
 
 /// FSDPRT_ATTENTION_*: how an attention call's operands and results lie,
 /// [B, H, S, D] or [B, S, H, D] (the log-sum-exp [B, H, S] either way).
-enum class RuntimeAttentionLayout : int32_t { BHSD = 0, BSHD = 1 };
+enum class RuntimeAttentionLayout : int32_t {
+  BHSD = FSDPRT_ATTENTION_BHSD,
+  BSHD = FSDPRT_ATTENTION_BSHD
+};
 
 /// FSDPRT_DTYPE_*: the element type of a reduction.
-enum class RuntimeDType : int32_t { F32 = 0, BF16 = 1 };
+enum class RuntimeDType : int32_t { F32 = FSDPRT_DTYPE_F32, BF16 = FSDPRT_DTYPE_BF16 };
 
 // The CUDA target's host code (docs/Runtime.md, section 7).
 
@@ -97,11 +103,20 @@ constexpr llvm::StringLiteral kStreamWaitEvent = "fsdprt_stream_wait_event";
 /// FSDPRT_STREAM_*: kernels and GEMMs run on the compute stream, all-gathers
 /// on their own, reduce-scatters and all-reduces on a third, offload's copies
 /// between host and device on a fourth.
-enum class RuntimeStream : int32_t { Compute = 0, AllGather = 1, ReduceScatter = 2, Copy = 3 };
-constexpr int kNumRuntimeStreams = 4;
+enum class RuntimeStream : int32_t {
+  Compute = FSDPRT_STREAM_COMPUTE,
+  AllGather = FSDPRT_STREAM_ALL_GATHER,
+  ReduceScatter = FSDPRT_STREAM_REDUCE_SCATTER,
+  Copy = FSDPRT_STREAM_COPY
+};
+constexpr int kNumRuntimeStreams = FSDPRT_STREAM_COUNT;
 /// Event ids are in [0, kMaxRuntimeEvents).
-constexpr int kMaxRuntimeEvents = 65536;
+constexpr int kMaxRuntimeEvents = FSDPRT_MAX_EVENTS;
+
+/// The arena's alignment: every region and buffer the compiler places in it
+/// starts at a multiple of it.
+constexpr int64_t kArenaAlignment = FSDPRT_ARENA_ALIGNMENT;
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_ABI_RUNTIMEABI_H
+#endif // FSDP_UTILS_RUNTIMEABI_H

@@ -12,7 +12,7 @@
 #ifndef FSDP_ANALYSIS_KERNELCOST_H
 #define FSDP_ANALYSIS_KERNELCOST_H
 
-#include "fsdp/Analysis/DeviceProfile.h"
+#include "Analysis/DeviceProfile.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"

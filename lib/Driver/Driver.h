@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-namespace fsdpc {
+namespace mlir::fsdp {
 
 enum class Emit { MLIR, LLVM, Object, Executable, PTX };
 enum class Target { CPU, CUDA };
@@ -39,7 +39,7 @@ struct CompilerOptions {
   std::string deviceMemory;
   bool fit = false;
   /// --fit=fastest: of the plans that fit, the one with the shortest
-  /// predicted step near the given one (fsdp/Planning/FastestPlan.h).
+  /// predicted step near the given one (Planning/FastestPlan.h).
   bool fitFastest = false;
   /// --fit's value as given: empty or `fastest`; anything else is an error.
   std::string fitValue;
@@ -115,6 +115,6 @@ CompilerOptions compilerOptionsFromCL();
 /// (`fsdpc: error: ...`, or located at the model) before failure returns.
 mlir::LogicalResult compile(const CompilerOptions &options, const RuntimeLinkage &runtime);
 
-} // namespace fsdpc
+} // namespace mlir::fsdp
 
 #endif // FSDP_DRIVER_DRIVER_H

@@ -18,7 +18,7 @@
 #ifndef FSDP_ANALYSIS_STEPCOST_H
 #define FSDP_ANALYSIS_STEPCOST_H
 
-#include "fsdp/Analysis/DeviceProfile.h"
+#include "Analysis/DeviceProfile.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
