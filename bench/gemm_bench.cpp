@@ -174,14 +174,30 @@ void usage() {
              stdout);
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+/// What the command line asks for.
+struct BenchOptions {
   int reps = 20, warmup = 3, threads = 0;
   float alpha = 1.0f, beta = 0.0f;
   std::string dtype;
   std::vector<std::string> impls;
   std::vector<Shape> shapes;
+};
+
+/// Appends the libraries of --impl's comma-separated `list` to `impls`.
+void parseImplList(const std::string &list, std::vector<std::string> &impls) {
+  for (size_t start = 0; start <= list.size();) {
+    size_t end = std::min(list.find(',', start), list.size());
+    std::string name = list.substr(start, end - start);
+    if (std::find(std::begin(kImpls), std::end(kImpls), name) == std::end(kImpls))
+      fail("unknown library '" + name + "' in --impl (see --help)");
+    impls.push_back(name);
+    start = end + 1;
+  }
+}
+
+/// Reads the flags and shape arguments into `options`; false (after printing
+/// the usage) where one asks for --help.
+bool parseBenchArguments(int argc, char **argv, BenchOptions &options) {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&]() -> const char * {
@@ -191,52 +207,44 @@ int main(int argc, char **argv) {
     };
     if (arg == "--help" || arg == "-h") {
       usage();
-      return 0;
+      return false;
     } else if (arg == "--reps") {
-      reps = static_cast<int>(parseNumber(arg, value(), 1));
+      options.reps = static_cast<int>(parseNumber(arg, value(), 1));
     } else if (arg == "--warmup") {
-      warmup = static_cast<int>(parseNumber(arg, value(), 0));
+      options.warmup = static_cast<int>(parseNumber(arg, value(), 0));
     } else if (arg == "--threads") {
-      threads = static_cast<int>(parseNumber(arg, value(), 1));
+      options.threads = static_cast<int>(parseNumber(arg, value(), 1));
     } else if (arg == "--alpha") {
-      alpha = static_cast<float>(parseNumber(arg, value(), -1e30));
+      options.alpha = static_cast<float>(parseNumber(arg, value(), -1e30));
     } else if (arg == "--beta") {
-      beta = static_cast<float>(parseNumber(arg, value(), -1e30));
+      options.beta = static_cast<float>(parseNumber(arg, value(), -1e30));
     } else if (arg == "--dtype") {
-      dtype = value();
-      if (dtype != "f32" && dtype != "bf16")
-        fail("--dtype expects f32 or bf16, got '" + dtype + "'");
+      options.dtype = value();
+      if (options.dtype != "f32" && options.dtype != "bf16")
+        fail("--dtype expects f32 or bf16, got '" + options.dtype + "'");
     } else if (arg == "--impl") {
-      std::string list = value();
-      for (size_t start = 0; start <= list.size();) {
-        size_t end = std::min(list.find(',', start), list.size());
-        std::string name = list.substr(start, end - start);
-        if (std::find(std::begin(kImpls), std::end(kImpls), name) == std::end(kImpls))
-          fail("unknown library '" + name + "' in --impl (see --help)");
-        impls.push_back(name);
-        start = end + 1;
-      }
+      parseImplList(value(), options.impls);
     } else if (arg.size() > 1 && arg[0] == '-') {
       fail("unknown flag '" + arg + "' (see --help)");
     } else {
-      shapes.push_back(parseShape(arg));
+      options.shapes.push_back(parseShape(arg));
     }
   }
-  if (shapes.empty()) {
-    std::string line;
-    while (std::getline(std::cin, line)) {
-      size_t start = line.find_first_not_of(" \t\r");
-      if (start != std::string::npos && line[start] != '#')
-        shapes.push_back(parseShape(line.substr(start)));
-    }
-  }
-  if (shapes.empty())
-    fail("no shapes given (arguments or stdin)");
-  if (threads == 0)
-    threads = openblas_get_num_threads();
-  openblas_set_num_threads(threads);
-  omp_set_num_threads(threads);
+  return true;
+}
 
+/// The shapes of stdin's lines, blank lines and '#' comments skipped.
+void readShapesFromStdin(std::vector<Shape> &shapes) {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    size_t start = line.find_first_not_of(" \t\r");
+    if (start != std::string::npos && line[start] != '#')
+      shapes.push_back(parseShape(line.substr(start)));
+  }
+}
+
+/// Each shape's operands: shape i's from seeds 2i + 1 and 2i + 2.
+std::vector<Problem> makeProblems(const std::vector<Shape> &shapes) {
   std::vector<Problem> problems(shapes.size());
   for (size_t i = 0; i < shapes.size(); ++i) {
     Problem &p = problems[i];
@@ -254,131 +262,199 @@ int main(int argc, char **argv) {
     round(p.b, p.b16);
     round(p.c, p.c16);
   }
-  using fsdprt::OnednnKernels;
-  if (impls.empty() && !dtype.empty())
-    impls = {"fsdprt_" + dtype};
-  else if (impls.empty())
-    impls.assign(std::begin(kLibraries), std::end(kLibraries));
+  return problems;
+}
 
+using ProductRun = std::function<void()>;
+
+/// Appends oneDNN's run of one of its kernel sets (`impl`) on `p` and the
+/// kernel it runs, or nothing and "unimplemented" where oneDNN has none.
+void addOnednnRun(const std::string &impl, Problem &p, float alpha, float beta,
+                  std::vector<ProductRun> &runs, std::vector<std::string> &kernels) {
+  using fsdprt::OnednnKernels;
+  // One of oneDNN's kernel sets. The first call creates the runtime's
+  // cached primitive, or says that oneDNN has none for this shape.
+  OnednnKernels set = impl == "onednn_f32"   ? OnednnKernels::F32Brgemm
+                      : impl == "onednn_jit" ? OnednnKernels::F32Jit
+                                             : OnednnKernels::Bf16Native;
+  bool f32 = set != OnednnKernels::Bf16Native;
+  std::optional<std::string> kernel = fsdprt::onednnKernel(set);
+  const void *a = f32 ? static_cast<const void *>(p.a.data()) : p.a16.data();
+  const void *b = f32 ? static_cast<const void *>(p.b.data()) : p.b16.data();
+  void *c = f32 ? static_cast<void *>(p.c.data()) : p.c16.data();
+  if (!kernel || !fsdprt::onednnGemm(set, p.batch(), alpha, a, b, beta, c)) {
+    runs.push_back(nullptr);
+    kernels.push_back("unimplemented");
+    return;
+  }
+  runs.push_back([set, &p, alpha, a, b, beta, c] {
+    fsdprt::onednnGemm(set, p.batch(), alpha, a, b, beta, c);
+  });
+  kernels.push_back(*kernel);
+}
+
+/// Appends the run of library `impl`'s product on `p` and the kernel it runs.
+void addLibraryRun(const std::string &impl, Problem &p, float alpha, float beta,
+                   std::vector<ProductRun> &runs, std::vector<std::string> &kernels) {
+  if (impl == "sgemm") {
+    runs.push_back([&p, alpha, beta] {
+      fsdprt::openblasSgemm(p.batch(), alpha, p.a.data(), p.b.data(), beta, p.c.data());
+    });
+    kernels.push_back(std::string("openblas ") + openblas_get_corename());
+  } else if (impl == "widened") {
+    runs.push_back([&p, alpha, beta] {
+      fsdprt::widenedGemmBf16(p.batch(), alpha, p.a16.data(), p.b16.data(), beta, p.c16.data());
+    });
+    kernels.push_back("widened, " + fsdprt::f32GemmLine());
+  } else if (impl == "fsdprt_f32") {
+    runs.push_back([&p, alpha, beta] {
+      fsdprt::f32Gemm(p.batch(), alpha, p.a.data(), p.b.data(), beta, p.c.data());
+    });
+    kernels.push_back(fsdprt::f32GemmLine());
+  } else if (impl == "fsdprt_bf16") {
+    const fsdprt::GemmShape g = p.batch().gemm;
+    runs.push_back([&p, g, alpha, beta] {
+      fsdprt_gemm_bf16(g.transA, g.transB, g.m, g.n, g.k, alpha, p.a16.data(), g.lda, p.b16.data(),
+                       g.ldb, beta, p.c16.data(), g.ldc);
+    });
+    kernels.push_back(fsdprt::bf16GemmLine());
+  } else {
+    addOnednnRun(impl, p, alpha, beta, runs, kernels);
+  }
+}
+
+/// The seconds of each run's timed rounds: --warmup rounds, then --reps
+/// timed ones, each round running every shape once.
+std::vector<std::vector<double>> timeRounds(const std::vector<ProductRun> &runs,
+                                            const BenchOptions &options) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::vector<double>> seconds(runs.size());
+  for (int r = 0; r < options.warmup + options.reps; ++r)
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (!runs[i])
+        continue;
+      Clock::time_point start = Clock::now();
+      runs[i]();
+      Clock::time_point end = Clock::now();
+      if (r >= options.warmup)
+        seconds[i].push_back(std::chrono::duration<double>(end - start).count());
+    }
+  return seconds;
+}
+
+/// Times library `impl` on every problem, appending a Timing per problem to
+/// `timings`.
+void timeLibrary(const std::string &impl, std::vector<Problem> &problems,
+                 const BenchOptions &options, std::vector<Timing> &timings) {
   // Per library: a function per shape that runs its product once (nothing
   // where the library has none), and the kernel it runs.
-  using Clock = std::chrono::steady_clock;
-  std::map<std::string, std::vector<Timing>> timings;
-  for (const std::string &impl : impls) {
-    std::vector<std::function<void()>> runs;
-    std::vector<std::string> kernels;
-    for (Problem &p : problems) {
-      if (impl == "sgemm") {
-        runs.push_back([&p, alpha, beta] {
-          fsdprt::openblasSgemm(p.batch(), alpha, p.a.data(), p.b.data(), beta, p.c.data());
-        });
-        kernels.push_back(std::string("openblas ") + openblas_get_corename());
-      } else if (impl == "widened") {
-        runs.push_back([&p, alpha, beta] {
-          fsdprt::widenedGemmBf16(p.batch(), alpha, p.a16.data(), p.b16.data(), beta, p.c16.data());
-        });
-        kernels.push_back("widened, " + fsdprt::f32GemmLine());
-      } else if (impl == "fsdprt_f32") {
-        runs.push_back([&p, alpha, beta] {
-          fsdprt::f32Gemm(p.batch(), alpha, p.a.data(), p.b.data(), beta, p.c.data());
-        });
-        kernels.push_back(fsdprt::f32GemmLine());
-      } else if (impl == "fsdprt_bf16") {
-        const fsdprt::GemmShape g = p.batch().gemm;
-        runs.push_back([&p, g, alpha, beta] {
-          fsdprt_gemm_bf16(g.transA, g.transB, g.m, g.n, g.k, alpha, p.a16.data(), g.lda,
-                           p.b16.data(), g.ldb, beta, p.c16.data(), g.ldc);
-        });
-        kernels.push_back(fsdprt::bf16GemmLine());
-      } else {
-        // One of oneDNN's kernel sets. The first call creates the runtime's
-        // cached primitive, or says that oneDNN has none for this shape.
-        OnednnKernels set = impl == "onednn_f32"   ? OnednnKernels::F32Brgemm
-                            : impl == "onednn_jit" ? OnednnKernels::F32Jit
-                                                   : OnednnKernels::Bf16Native;
-        bool f32 = set != OnednnKernels::Bf16Native;
-        std::optional<std::string> kernel = fsdprt::onednnKernel(set);
-        const void *a = f32 ? static_cast<const void *>(p.a.data()) : p.a16.data();
-        const void *b = f32 ? static_cast<const void *>(p.b.data()) : p.b16.data();
-        void *c = f32 ? static_cast<void *>(p.c.data()) : p.c16.data();
-        if (!kernel || !fsdprt::onednnGemm(set, p.batch(), alpha, a, b, beta, c)) {
-          runs.push_back(nullptr);
-          kernels.push_back("unimplemented");
-          continue;
-        }
-        runs.push_back([set, &p, alpha, a, b, beta, c] {
-          fsdprt::onednnGemm(set, p.batch(), alpha, a, b, beta, c);
-        });
-        kernels.push_back(*kernel);
-      }
+  std::vector<ProductRun> runs;
+  std::vector<std::string> kernels;
+  for (Problem &p : problems)
+    addLibraryRun(impl, p, options.alpha, options.beta, runs, kernels);
+  std::vector<std::vector<double>> seconds = timeRounds(runs, options);
+  for (size_t i = 0; i < problems.size(); ++i) {
+    Timing t;
+    t.kernel = kernels[i];
+    if (!seconds[i].empty()) {
+      t.medianS = std::max(median(seconds[i]), 1e-12);
+      t.bestS = std::max(*std::min_element(seconds[i].begin(), seconds[i].end()), 1e-12);
     }
-    std::vector<std::vector<double>> seconds(problems.size());
-    for (int r = 0; r < warmup + reps; ++r)
-      for (size_t i = 0; i < problems.size(); ++i) {
-        if (!runs[i])
-          continue;
-        Clock::time_point start = Clock::now();
-        runs[i]();
-        Clock::time_point end = Clock::now();
-        if (r >= warmup)
-          seconds[i].push_back(std::chrono::duration<double>(end - start).count());
-      }
-    for (size_t i = 0; i < problems.size(); ++i) {
-      Timing t;
-      t.kernel = kernels[i];
-      if (!seconds[i].empty()) {
-        t.medianS = std::max(median(seconds[i]), 1e-12);
-        t.bestS = std::max(*std::min_element(seconds[i].begin(), seconds[i].end()), 1e-12);
-      }
-      timings[impl].push_back(t);
-    }
+    timings.push_back(t);
   }
+}
+
+using LibraryTimings = std::map<std::string, std::vector<Timing>>;
+
+/// The output's fields before the shapes: threads, libraries' setups, flags.
+void printBenchHeader(const BenchOptions &options) {
+  using fsdprt::OnednnKernels;
   std::printf("{\n  \"threads\": %d,\n  \"openblas_threads\": %d,\n  \"omp_threads\": %d,\n"
               "  \"openblas_config\": \"%s\",\n  \"onednn\": \"%s\",\n"
               "  \"onednn_f32_matmul\": %s,\n  \"onednn_bf16_matmul\": %s,\n"
               "  \"openblas_core\": \"%s\",\n"
               "  \"reps\": %d,\n  \"warmup\": %d,\n"
               "  \"alpha\": %g,\n  \"beta\": %g,\n  \"impls\": [",
-              threads, openblas_get_num_threads(), omp_get_max_threads(), openblas_get_config(),
-              fsdprt::onednnVersionAndIsa().c_str(),
+              options.threads, openblas_get_num_threads(), omp_get_max_threads(),
+              openblas_get_config(), fsdprt::onednnVersionAndIsa().c_str(),
               fsdprt::onednnKernel(OnednnKernels::F32Brgemm) ? "true" : "false",
               fsdprt::onednnKernel(OnednnKernels::Bf16Native) ? "true" : "false",
-              fsdprt::openblasCoreDescription().c_str(), reps, warmup, static_cast<double>(alpha),
-              static_cast<double>(beta));
-  for (size_t j = 0; j < impls.size(); ++j)
-    std::printf("%s\"%s\"", j ? ", " : "", impls[j].c_str());
+              fsdprt::openblasCoreDescription().c_str(), options.reps, options.warmup,
+              static_cast<double>(options.alpha), static_cast<double>(options.beta));
+  for (size_t j = 0; j < options.impls.size(); ++j)
+    std::printf("%s\"%s\"", j ? ", " : "", options.impls[j].c_str());
   std::printf("],\n  \"shapes\": [\n");
+}
+
+/// Prints shape `i`'s entry and adds each library's median seconds on it to
+/// `totalSeconds`; returns the shape's flops.
+double printShapeResults(size_t i, const BenchOptions &options, LibraryTimings &timings,
+                         std::map<std::string, double> &totalSeconds) {
+  const std::vector<std::string> &impls = options.impls;
+  const Shape &s = options.shapes[i];
+  double flops =
+      2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  const Timing &first = timings[impls[0]][i];
+  auto rate = [&](double seconds) { return seconds > 0 ? flops / seconds * 1e-9 : 0.0; };
+  std::printf("    {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"trans_a\": %d, \"trans_b\": %d, "
+              "\"flops\": %.0f, \"median_s\": %.9f, \"best_s\": %.9f, \"gflops\": %.3f, "
+              "\"gflops_best\": %.3f,\n     \"impls\": {",
+              static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k),
+              s.transA ? 1 : 0, s.transB ? 1 : 0, flops, first.medianS, first.bestS,
+              rate(first.medianS), rate(first.bestS));
+  for (size_t j = 0; j < impls.size(); ++j) {
+    const Timing &t = timings[impls[j]][i];
+    totalSeconds[impls[j]] += t.medianS;
+    std::printf("%s\n       \"%s\": {\"median_s\": %.9f, \"gflops\": %.3f, "
+                "\"gflops_best\": %.3f, \"kernel\": \"%s\"}",
+                j ? "," : "", impls[j].c_str(), t.medianS, rate(t.medianS), rate(t.bestS),
+                t.kernel.c_str());
+  }
+  std::printf("}}%s\n", i + 1 == options.shapes.size() ? "" : ",");
+  return flops;
+}
+
+/// The whole output: the header, each shape's entry, each library's GFLOP/s
+/// over all the shapes.
+void printBenchResults(const BenchOptions &options, LibraryTimings &timings) {
+  printBenchHeader(options);
   std::map<std::string, double> totalSeconds;
   double totalFlops = 0;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    const Shape &s = shapes[i];
-    double flops =
-        2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
-    totalFlops += flops;
-    const Timing &first = timings[impls[0]][i];
-    auto rate = [&](double seconds) { return seconds > 0 ? flops / seconds * 1e-9 : 0.0; };
-    std::printf("    {\"m\": %lld, \"n\": %lld, \"k\": %lld, \"trans_a\": %d, \"trans_b\": %d, "
-                "\"flops\": %.0f, \"median_s\": %.9f, \"best_s\": %.9f, \"gflops\": %.3f, "
-                "\"gflops_best\": %.3f,\n     \"impls\": {",
-                static_cast<long long>(s.m), static_cast<long long>(s.n),
-                static_cast<long long>(s.k), s.transA ? 1 : 0, s.transB ? 1 : 0, flops,
-                first.medianS, first.bestS, rate(first.medianS), rate(first.bestS));
-    for (size_t j = 0; j < impls.size(); ++j) {
-      const Timing &t = timings[impls[j]][i];
-      totalSeconds[impls[j]] += t.medianS;
-      std::printf("%s\n       \"%s\": {\"median_s\": %.9f, \"gflops\": %.3f, "
-                  "\"gflops_best\": %.3f, \"kernel\": \"%s\"}",
-                  j ? "," : "", impls[j].c_str(), t.medianS, rate(t.medianS), rate(t.bestS),
-                  t.kernel.c_str());
-    }
-    std::printf("}}%s\n", i + 1 == shapes.size() ? "" : ",");
-  }
+  for (size_t i = 0; i < options.shapes.size(); ++i)
+    totalFlops += printShapeResults(i, options, timings, totalSeconds);
   std::printf("  ],\n  \"gflops\": {");
-  for (size_t j = 0; j < impls.size(); ++j) {
-    double seconds = totalSeconds[impls[j]];
-    std::printf("%s\"%s\": %.3f", j ? ", " : "", impls[j].c_str(),
+  for (size_t j = 0; j < options.impls.size(); ++j) {
+    double seconds = totalSeconds[options.impls[j]];
+    std::printf("%s\"%s\": %.3f", j ? ", " : "", options.impls[j].c_str(),
                 seconds > 0 ? totalFlops / seconds * 1e-9 : 0.0);
   }
   std::printf("}\n}\n");
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  BenchOptions options;
+  if (!parseBenchArguments(argc, argv, options))
+    return 0;
+  if (options.shapes.empty())
+    readShapesFromStdin(options.shapes);
+  if (options.shapes.empty())
+    fail("no shapes given (arguments or stdin)");
+  if (options.threads == 0)
+    options.threads = openblas_get_num_threads();
+  openblas_set_num_threads(options.threads);
+  omp_set_num_threads(options.threads);
+
+  std::vector<Problem> problems = makeProblems(options.shapes);
+  if (options.impls.empty() && !options.dtype.empty())
+    options.impls = {"fsdprt_" + options.dtype};
+  else if (options.impls.empty())
+    options.impls.assign(std::begin(kLibraries), std::end(kLibraries));
+
+  LibraryTimings timings;
+  for (const std::string &impl : options.impls)
+    timeLibrary(impl, problems, options, timings[impl]);
+  printBenchResults(options, timings);
   return 0;
 }

@@ -23,6 +23,7 @@ A benchmark, not a test: it exits 0 whether or not the target is met (1 only on 
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -330,84 +331,139 @@ def measure_round(args, trainer, sgemm_bench, shape_lines, alpha, beta, log):
     return records, step_times, sgemm
 
 
-def bench(args, workdir):
+@dataclasses.dataclass
+class MlpBench:
+    """What the steps of bench() share: the model, its trainer and the check of its GEMMs,
+    and what the rounds measured."""
+    args: argparse.Namespace
+    workdir: str
+    fsdpc: str
+    sgemm_bench: str
+    dims: list
+    model: str
+    gemms: list
+    total_flops: int
+    trainer: str = ""
+    check: str = ""
+    # What fsdp-lower-gemms passes (C zero-filled first), if unreadable.
+    alpha: float = 1.0
+    beta: float = 1.0
+    notes: list = dataclasses.field(default_factory=list)
+    machine: dict = dataclasses.field(default_factory=dict)
+    busy: float | None = None
+    other: float | None = None
+    step_times: list = dataclasses.field(default_factory=list)
+    rounds: list = dataclasses.field(default_factory=list)
+    first_loss: float | None = None
+    last_loss: float | None = None
+    sgemm: dict | None = None
+    shape_medians: list = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class StepVsSgemm:
+    """The rounds' figures: the step's time and the same GEMMs' in sgemm alone."""
+    step_s: float
+    step_gflops: float
+    shape_s: list
+    sgemm_s: float
+    sgemm_gflops: float
+    ratio: float
+    met: bool
+    round_ratios: list
+
+
+def write_mlp_model(args, workdir):
+    """Step 1: the model. Returns the MlpBench with it and its GEMMs."""
     fsdpc = args.fsdpc
     if not os.access(fsdpc, os.X_OK):
         raise BenchError(f"--fsdpc: '{fsdpc}' is not an executable (build it, or pass --fsdpc)")
     sgemm_bench = find_sgemm_bench(args.sgemm_bench, fsdpc, workdir)
 
-    # 1. The model.
     dims = mlp_width.layer_dims(args.width)
     model = os.path.join(workdir, f"mlp_w{args.width}_b{args.batch}.mlir")
     with open(model, "w") as f:
         f.write(mlp_width.generate(args.width, args.batch))
     gemms = step_gemms(args.batch, dims)
     total_flops = sum(gemm_flops(g) for g in gemms)
+    return MlpBench(args=args, workdir=workdir, fsdpc=fsdpc, sgemm_bench=sgemm_bench, dims=dims,
+                    model=model, gemms=gemms, total_flops=total_flops)
 
-    # 2. Compile; read the step's GEMM calls back from the lowered MLIR.
-    trainer = os.path.join(workdir, "trainer")
-    run([fsdpc, model, "--grid=1", "-o", trainer], "fsdpc")
+
+def compile_and_check_gemms(state):
+    """Step 2: compile; read the step's GEMM calls back from the lowered MLIR."""
+    fsdpc, model, workdir = state.fsdpc, state.model, state.workdir
+    state.trainer = os.path.join(workdir, "trainer")
+    run([fsdpc, model, "--grid=1", "-o", state.trainer], "fsdpc")
     lowered_path = os.path.join(workdir, "step.lowered.mlir")
     run([fsdpc, model, "--grid=1", "--emit=mlir", "-o", lowered_path], "fsdpc --emit=mlir")
     with open(lowered_path) as f:
         compiled = compiled_gemms(f.read())
-    expected = sorted(g[1:] for g in gemms)
-    alpha, beta = 1.0, 1.0  # what fsdp-lower-gemms passes (C zero-filled first), if unreadable
-    notes = []
+    expected = sorted(g[1:] for g in state.gemms)
     if compiled is None:
-        check = "not checked (could not read the fsdprt_sgemm calls of the lowered step)"
+        state.check = "not checked (could not read the fsdprt_sgemm calls of the lowered step)"
     else:
         calls, batched, alphas, betas = compiled
         if len(alphas) == 1 and len(betas) == 1:
-            alpha, beta = alphas.pop(), betas.pop()
+            state.alpha, state.beta = alphas.pop(), betas.pop()
         if calls == expected and batched == 0:
-            check = f"matches the compiled step ({len(calls)} fsdprt_sgemm calls)"
+            state.check = f"matches the compiled step ({len(calls)} fsdprt_sgemm calls)"
         else:
-            check = (f"MISMATCH: the compiled step calls fsdprt_sgemm on {calls} "
-                     f"(+{batched} batched calls); counted {expected}")
-            notes.append("the GEMM list does not match the compiled step: FLOPs may be off")
+            state.check = (f"MISMATCH: the compiled step calls fsdprt_sgemm on {calls} "
+                           f"(+{batched} batched calls); counted {expected}")
+            state.notes.append("the GEMM list does not match the compiled step: FLOPs may be off")
 
-    # 3 and 4, --rounds times: train (warm-up + timed steps), then sgemm on the same
-    # shapes in the step's order. Alternating the two spreads any outside load over both.
-    machine = machine_info()
-    busy = cpu_busy()
-    shape_lines = "".join(f"{m},{n},{k},{ta},{tb}\n" for _, ta, tb, m, n, k in gemms)
-    step_times, rounds, first_loss, last_loss = [], [], None, None
-    sgemm = None
-    shape_medians = [[] for _ in gemms]
-    with OtherLoad() as load:
-        for r in range(args.rounds):
-            records, round_steps, sgemm = measure_round(
-                args, trainer, sgemm_bench, shape_lines, alpha, beta,
-                os.path.join(workdir, f"train.{r}.jsonl"))
-            first_loss, last_loss = records[0]["loss"], records[-1]["loss"]
-            step_times += round_steps
-            for i, shape in enumerate(sgemm["shapes"]):
-                shape_medians[i].append(shape["median_s"])
-            rounds.append({"step_s": statistics.median(round_steps),
-                           "sgemm_s": sgemm["total_median_s"], "sgemm": sgemm})
-    other = load.fraction
 
+def measure_rounds(state):
+    """Steps 3 and 4, --rounds times: train (warm-up + timed steps), then sgemm on the same
+    shapes in the step's order. Alternating the two spreads any outside load over both."""
+    args = state.args
+    shape_lines = "".join(f"{m},{n},{k},{ta},{tb}\n" for _, ta, tb, m, n, k in state.gemms)
+    state.shape_medians = [[] for _ in state.gemms]
+    for r in range(args.rounds):
+        records, round_steps, state.sgemm = measure_round(
+            args, state.trainer, state.sgemm_bench, shape_lines, state.alpha, state.beta,
+            os.path.join(state.workdir, f"train.{r}.jsonl"))
+        state.first_loss, state.last_loss = records[0]["loss"], records[-1]["loss"]
+        state.step_times += round_steps
+        for i, shape in enumerate(state.sgemm["shapes"]):
+            state.shape_medians[i].append(shape["median_s"])
+        state.rounds.append({"step_s": statistics.median(round_steps),
+                             "sgemm_s": state.sgemm["total_median_s"], "sgemm": state.sgemm})
+
+
+def step_vs_sgemm(state):
     # Step: the median of every timed step of every round. sgemm: per shape, the median
     # over the rounds of its per-round median; summed over the step's GEMMs.
-    step_s = statistics.median(step_times)
-    step_gflops = total_flops / step_s * 1e-9
-    shape_s = [statistics.median(m) for m in shape_medians]
+    step_s = statistics.median(state.step_times)
+    step_gflops = state.total_flops / step_s * 1e-9
+    shape_s = [statistics.median(m) for m in state.shape_medians]
     sgemm_s = sum(shape_s)
-    sgemm_gflops = total_flops / sgemm_s * 1e-9
+    sgemm_gflops = state.total_flops / sgemm_s * 1e-9
     ratio = step_gflops / sgemm_gflops
     met = ratio >= TARGET_RATIO
-    round_ratios = [rd["sgemm_s"] / rd["step_s"] for rd in rounds]
+    round_ratios = [rd["sgemm_s"] / rd["step_s"] for rd in state.rounds]
+    return StepVsSgemm(step_s=step_s, step_gflops=step_gflops, shape_s=shape_s, sgemm_s=sgemm_s,
+                       sgemm_gflops=sgemm_gflops, ratio=ratio, met=met, round_ratios=round_ratios)
 
-    # 5. Report.
-    machine["openblas_threads"] = sgemm["openblas_threads"]
-    machine["openblas_config"] = sgemm["openblas_config"]
-    if busy is not None:
-        machine["cpu_busy_before"] = round(busy, 3)
-    if other is not None:
-        machine["other_load_during"] = round(other, 3)
-    ms = lambda s: f"{s * 1e3:.3f} ms"  # noqa: E731
 
+def record_openblas_and_load(state):
+    machine = state.machine
+    machine["openblas_threads"] = state.sgemm["openblas_threads"]
+    machine["openblas_config"] = state.sgemm["openblas_config"]
+    if state.busy is not None:
+        machine["cpu_busy_before"] = round(state.busy, 3)
+    if state.other is not None:
+        machine["other_load_during"] = round(state.other, 3)
+
+
+def fmt_ms(s):
+    return f"{s * 1e3:.3f} ms"
+
+
+def print_run_header(state):
+    args, machine, dims, sgemm = state.args, state.machine, state.dims, state.sgemm
+    busy, other = state.busy, state.other
     print("MLP training step vs OpenBLAS sgemm  (bench/run_mlp_bench.py)")
     print(f"machine: nproc {machine['nproc']}"
           + (f" (available {machine['nproc_available']})" if "nproc_available" in machine else "")
@@ -421,52 +477,82 @@ def bench(args, workdir):
           + "".join(f", {v}={machine[v]}" for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
                                                      "GOTO_NUM_THREADS") if v in machine))
     print(f"model: {dims[0][0]} -> {args.width} -> {args.width} -> {dims[-1][1]}, batch {args.batch},"
-          f" grid [1], AdamW; fsdpc {fsdpc}")
-    print(f"GEMMs per step: {len(gemms)}, {total_flops / 1e9:.4f} GFLOP; {check}")
+          f" grid [1], AdamW; fsdpc {state.fsdpc}")
+    print(f"GEMMs per step: {len(state.gemms)}, {state.total_flops / 1e9:.4f} GFLOP; {state.check}")
     print(f"trainer: {args.rounds} run(s) of {args.warmup} warm-up + {args.steps} timed steps"
-          f" (synthetic data); loss {first_loss:.4f} -> {last_loss:.4f}")
+          f" (synthetic data); loss {state.first_loss:.4f} -> {state.last_loss:.4f}")
     print(f"sgemm: {args.rounds} run(s) of {sgemm['warmup']} warm-up + {sgemm['reps']} timed"
           f" rounds over the shapes, alpha {sgemm['alpha']:g}, beta {sgemm['beta']:g}")
+
+
+def print_gemm_times(gemms, shape_s):
     print()
     print(f"  {'GEMM':<20} {'shape TA TB MxNxK':<22} {'GFLOP':>8} {'sgemm time':>12} {'sgemm GFLOP/s':>14}")
     for g, t in zip(gemms, shape_s):
         print(f"  {g[0]:<20} {fmt_shape(g):<22} {gemm_flops(g) / 1e9:>8.4f}"
-              f" {ms(t):>12} {gemm_flops(g) / t * 1e-9:>14.1f}")
+              f" {fmt_ms(t):>12} {gemm_flops(g) / t * 1e-9:>14.1f}")
+
+
+def print_step_vs_sgemm(state, figures):
+    step_s, sgemm_s, step_times = figures.step_s, figures.sgemm_s, state.step_times
     print()
     rows = [
-        ("step time (median)", ms(step_s)
-         + f"   (min {ms(min(step_times))}, max {ms(max(step_times))})"),
-        ("sgemm time, same GEMMs", ms(sgemm_s) + f"   ({100 * sgemm_s / step_s:.1f}% of the step)"),
-        ("step GFLOP/s", f"{step_gflops:.1f}"),
-        ("sgemm GFLOP/s", f"{sgemm_gflops:.1f}"),
-        ("ratio step / sgemm", f"{ratio:.3f}"),
-        ("target", f">= {TARGET_RATIO:.2f}: {'MET' if met else 'NOT MET'}"),
+        ("step time (median)", fmt_ms(step_s)
+         + f"   (min {fmt_ms(min(step_times))}, max {fmt_ms(max(step_times))})"),
+        ("sgemm time, same GEMMs",
+         fmt_ms(sgemm_s) + f"   ({100 * sgemm_s / step_s:.1f}% of the step)"),
+        ("step GFLOP/s", f"{figures.step_gflops:.1f}"),
+        ("sgemm GFLOP/s", f"{figures.sgemm_gflops:.1f}"),
+        ("ratio step / sgemm", f"{figures.ratio:.3f}"),
+        ("target", f">= {TARGET_RATIO:.2f}: {'MET' if figures.met else 'NOT MET'}"),
     ]
-    if len(rounds) > 1:
-        rows.insert(5, ("ratio per round", ", ".join(f"{x:.3f}" for x in round_ratios)))
+    if len(state.rounds) > 1:
+        rows.insert(5, ("ratio per round", ", ".join(f"{x:.3f}" for x in figures.round_ratios)))
     width = max(len(name) for name, _ in rows)
     for name, value in rows:
         print(f"  {name:<{width}}  {value}")
-    for note in notes:
-        print(f"note: {note}")
 
+
+def write_json_report(state, figures):
+    args, fig = state.args, figures
+    out = {
+        "width": args.width, "batch": args.batch, "dims": state.dims,
+        "steps": args.steps, "warmup": args.warmup, "loss_first": state.first_loss,
+        "loss_last": state.last_loss,
+        "gemms": [{"name": g[0], "trans_a": g[1], "trans_b": g[2], "m": g[3], "n": g[4],
+                   "k": g[5], "flops": gemm_flops(g)} for g in state.gemms],
+        "step_flops": state.total_flops, "gemm_check": state.check,
+        "step_times_s": state.step_times, "step_s": fig.step_s, "step_gflops": fig.step_gflops,
+        "sgemm_shape_s": fig.shape_s, "sgemm_s": fig.sgemm_s, "sgemm_gflops": fig.sgemm_gflops,
+        "rounds": state.rounds, "round_ratios": fig.round_ratios,
+        "ratio": fig.ratio, "target": TARGET_RATIO, "target_met": fig.met, "machine": state.machine,
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(out, f, indent=2)
+        f.write("\n")
+
+
+def bench(args, workdir):
+    state = write_mlp_model(args, workdir)
+    compile_and_check_gemms(state)
+
+    state.machine = machine_info()
+    state.busy = cpu_busy()
+    with OtherLoad() as load:
+        measure_rounds(state)
+    state.other = load.fraction
+    figures = step_vs_sgemm(state)
+
+    # 5. Report.
+    record_openblas_and_load(state)
+    print_run_header(state)
+    print_gemm_times(state.gemms, figures.shape_s)
+    print_step_vs_sgemm(state, figures)
+    for note in state.notes:
+        print(f"note: {note}")
     if args.json:
-        out = {
-            "width": args.width, "batch": args.batch, "dims": dims,
-            "steps": args.steps, "warmup": args.warmup, "loss_first": first_loss,
-            "loss_last": last_loss,
-            "gemms": [{"name": g[0], "trans_a": g[1], "trans_b": g[2], "m": g[3], "n": g[4],
-                       "k": g[5], "flops": gemm_flops(g)} for g in gemms],
-            "step_flops": total_flops, "gemm_check": check,
-            "step_times_s": step_times, "step_s": step_s, "step_gflops": step_gflops,
-            "sgemm_shape_s": shape_s, "sgemm_s": sgemm_s, "sgemm_gflops": sgemm_gflops,
-            "rounds": rounds, "round_ratios": round_ratios,
-            "ratio": ratio, "target": TARGET_RATIO, "target_met": met, "machine": machine,
-        }
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
-            f.write("\n")
+        write_json_report(state, figures)
     return 0
 
 

@@ -38,6 +38,7 @@ without it (in the interpreter given by --torch-python) its columns say "not ins
 
 import argparse
 import collections
+import dataclasses
 import json
 import os
 import re
@@ -425,7 +426,31 @@ def median_or_none(xs):
     return statistics.median(xs) if xs else None
 
 
-def bench(args, workdir):
+@dataclasses.dataclass
+class PrecisionBench:
+    """What the steps of bench() share: the run's settings and model, and what it measured."""
+    args: argparse.Namespace
+    workdir: str
+    fsdpc: str
+    cfg: dict
+    precisions: list
+    ranks: list
+    gemms: list
+    tokens: int
+    step_flops: int
+    notes: list = dataclasses.field(default_factory=list)
+    trainers: list = dataclasses.field(default_factory=list)
+    checks: dict = dataclasses.field(default_factory=dict)
+    alpha: float = 1.0
+    beta: float = 0.0
+    torch_ref: Torch | None = None
+    machine: dict = dataclasses.field(default_factory=dict)
+    busy: float | None = None
+    other: float | None = None
+    gemm_cols: dict = dataclasses.field(default_factory=collections.OrderedDict)
+
+
+def start_precision_bench(args, workdir):
     fsdpc = os.path.abspath(args.fsdpc)
     if not os.access(fsdpc, os.X_OK):
         raise BenchError(f"--fsdpc: '{fsdpc}' is not an executable (build it, or pass --fsdpc)")
@@ -436,89 +461,100 @@ def bench(args, workdir):
     step_flops = sum(gemm_flops(g) for g in gemms)
     precisions = args.precisions.split(",")
     ranks = [int(r) for r in args.ranks.split(",")]
-    notes, failed = [], False
+    return PrecisionBench(args=args, workdir=workdir, fsdpc=fsdpc, cfg=cfg, precisions=precisions,
+                          ranks=ranks, gemms=gemms, tokens=tokens, step_flops=step_flops)
 
-    # 1. Models and trainers; the GEMM check at grid 1.
-    trainers = [Trainer(p, g, args.threads) for p in precisions for g in ranks]
-    checks, alpha_beta = {}, None
-    for tr in trainers:
-        model = tr.build(fsdpc, cfg, workdir)
+
+def build_trainers_and_check_gemms(state):
+    """Step 1: models and trainers; the GEMM check at grid 1."""
+    state.trainers = [Trainer(p, g, state.args.threads)
+                      for p in state.precisions for g in state.ranks]
+    alpha_beta = None
+    for tr in state.trainers:
+        model = tr.build(state.fsdpc, state.cfg, state.workdir)
         if tr.error or tr.ranks != 1:
             continue
-        lowered = os.path.join(workdir, f"step-{tr.precision}.lowered.mlir")
-        res = subprocess.run([fsdpc, model, "--grid=1", "--emit=mlir", "-o", lowered],
+        lowered = os.path.join(state.workdir, f"step-{tr.precision}.lowered.mlir")
+        res = subprocess.run([state.fsdpc, model, "--grid=1", "--emit=mlir", "-o", lowered],
                              capture_output=True, text=True)
         if res.returncode == 0:
-            checks[tr.precision], ab = check_gemms(gemms, lowered)
+            state.checks[tr.precision], ab = check_gemms(state.gemms, lowered)
             alpha_beta = alpha_beta or ab
         else:
-            checks[tr.precision] = f"not checked (fsdpc --emit=mlir failed: {res.stderr.strip()[:300]})"
-    alpha, beta = alpha_beta or (1.0, 0.0)
+            state.checks[tr.precision] = ("not checked (fsdpc --emit=mlir failed: "
+                                          f"{res.stderr.strip()[:300]})")
+    state.alpha, state.beta = alpha_beta or (1.0, 0.0)
 
-    torch_ref = None if args.no_torch else Torch(args.torch_python, args.threads, workdir)
-    if torch_ref and torch_ref.note:
-        notes.append(torch_ref.note)
-    variants = [v for v in TORCH_VARIANTS if v[1] in precisions]
 
-    # 2 and 3, alternating --rounds times.
-    machine = machine_info()
-    busy = cpu_busy()
-    with OtherLoad() as load:
-        for r in range(args.rounds):
-            for tr in trainers:
-                tr.measure(cfg, args.steps, args.warmup, os.path.join(workdir, f"{tr.name}.{r}.jsonl"))
-            if torch_ref and torch_ref.version:
-                torch_ref.measure(cfg, variants, args.steps, args.warmup, args.torch_adamw, f"steps{r}")
-            print(f"round {r + 1}/{args.rounds}: "
-                  + ", ".join(f"{tr.name} {1e3 * statistics.median(tr.times):.1f} ms"
-                              for tr in trainers if tr.times)
-                  + ("".join(f", {n} {1e3 * statistics.median(v['times']):.1f} ms"
-                             for n, v in torch_ref.results.items() if v["times"])
-                     if torch_ref else ""), flush=True)
+def measure_rounds(state, variants):
+    """Steps 2 and 3, alternating --rounds times."""
+    args, torch_ref = state.args, state.torch_ref
+    for r in range(args.rounds):
+        for tr in state.trainers:
+            tr.measure(state.cfg, args.steps, args.warmup,
+                       os.path.join(state.workdir, f"{tr.name}.{r}.jsonl"))
+        if torch_ref and torch_ref.version:
+            torch_ref.measure(state.cfg, variants, args.steps, args.warmup, args.torch_adamw,
+                              f"steps{r}")
+        print(f"round {r + 1}/{args.rounds}: "
+              + ", ".join(f"{tr.name} {1e3 * statistics.median(tr.times):.1f} ms"
+                          for tr in state.trainers if tr.times)
+              + ("".join(f", {n} {1e3 * statistics.median(v['times']):.1f} ms"
+                         for n, v in torch_ref.results.items() if v["times"])
+                 if torch_ref else ""), flush=True)
 
-        # 4. The GEMMs alone.
-        gemm_cols = collections.OrderedDict()
-        if not args.no_gemm:
-            try:
-                sgemm = find_sgemm_bench(args.sgemm_bench, fsdpc, workdir)
-                gemm_cols["sgemm f32"], data = gemm_bench_json(
-                    sgemm, [], gemms, args.gemm_reps, alpha, beta, args.threads, "fsdp-bench-sgemm")
-                machine["openblas_threads"] = data.get("openblas_threads")
-                machine["openblas_config"] = data.get("openblas_config")
-            except BenchError as error:
-                notes.append(f"sgemm column skipped: {error}")
-            binary, why = find_bf16_gemm_bench(args.gemm_bench, fsdpc)
-            if binary:
-                try:
-                    gemm_cols["bf16 GEMM"], _ = gemm_bench_json(
-                        binary, shlex.split(args.gemm_bench_args), gemms, args.gemm_reps, alpha,
-                        beta, args.threads, os.path.basename(binary))
-                except BenchError as error:
-                    notes.append(f"bf16 GEMM column skipped: {error}")
-                if "--dtype f32" in subprocess.run([binary, "--help"], capture_output=True,
-                                                   text=True).stdout:
-                    try:
-                        gemm_cols["f32 GEMM"], _ = gemm_bench_json(
-                            binary, ["--dtype", "f32"], gemms, args.gemm_reps, alpha, beta,
-                            args.threads, os.path.basename(binary))
-                    except BenchError as error:
-                        notes.append(f"f32 GEMM column skipped: {error}")
-            else:
-                notes.append(f"bf16 GEMM column skipped: {why}")
-            if torch_ref and torch_ref.version:
-                out = torch_ref.call({"mode": "gemm", "gemms": gemms, "warmup": 2,
-                                      "reps": args.gemm_reps, "threads": args.threads}, "gemm")
-                gemm_cols["torch f32"] = out["gemm"]["f32"]
-                gemm_cols["torch bf16"] = out["gemm"]["bf16"]
-    other = load.fraction
 
-    # 5. Report.
+def measure_gemms_alone(state):
+    """Step 4: the GEMMs alone, one column (seconds per call of each GEMM) per benchmark."""
+    args = state.args
+    try:
+        sgemm = find_sgemm_bench(args.sgemm_bench, state.fsdpc, state.workdir)
+        state.gemm_cols["sgemm f32"], data = gemm_bench_json(
+            sgemm, [], state.gemms, args.gemm_reps, state.alpha, state.beta, args.threads,
+            "fsdp-bench-sgemm")
+        state.machine["openblas_threads"] = data.get("openblas_threads")
+        state.machine["openblas_config"] = data.get("openblas_config")
+    except BenchError as error:
+        state.notes.append(f"sgemm column skipped: {error}")
+    binary, why = find_bf16_gemm_bench(args.gemm_bench, state.fsdpc)
+    if binary:
+        measure_runtime_gemms_alone(state, binary)
+    else:
+        state.notes.append(f"bf16 GEMM column skipped: {why}")
+    if state.torch_ref and state.torch_ref.version:
+        out = state.torch_ref.call({"mode": "gemm", "gemms": state.gemms, "warmup": 2,
+                                    "reps": args.gemm_reps, "threads": args.threads}, "gemm")
+        state.gemm_cols["torch f32"] = out["gemm"]["f32"]
+        state.gemm_cols["torch bf16"] = out["gemm"]["bf16"]
+
+
+def measure_runtime_gemms_alone(state, binary):
+    """The bf16 GEMM column of the GEMM benchmark binary, and its f32 one if it has one."""
+    args = state.args
+    try:
+        state.gemm_cols["bf16 GEMM"], _ = gemm_bench_json(
+            binary, shlex.split(args.gemm_bench_args), state.gemms, args.gemm_reps, state.alpha,
+            state.beta, args.threads, os.path.basename(binary))
+    except BenchError as error:
+        state.notes.append(f"bf16 GEMM column skipped: {error}")
+    if "--dtype f32" in subprocess.run([binary, "--help"], capture_output=True,
+                                       text=True).stdout:
+        try:
+            state.gemm_cols["f32 GEMM"], _ = gemm_bench_json(
+                binary, ["--dtype", "f32"], state.gemms, args.gemm_reps, state.alpha, state.beta,
+                args.threads, os.path.basename(binary))
+        except BenchError as error:
+            state.notes.append(f"f32 GEMM column skipped: {error}")
+
+
+def result_rows(state, variants):
+    """One row per trainer, then one per PyTorch variant of the precisions run."""
+    torch_ref = state.torch_ref
     rows = []
-    for tr in trainers:
+    for tr in state.trainers:
         rows.append({"config": tr.name, "label": tr.label, "precision": tr.precision,
                      "ranks": tr.ranks, "threads_per_rank": tr.threads, "times_s": tr.times,
                      "step_s": median_or_none(tr.times), "losses": tr.losses, "error": tr.error})
-        failed |= tr.error is not None
     for name, dtype, attention in TORCH_VARIANTS:
         if (name, dtype, attention) not in variants:
             continue
@@ -529,30 +565,37 @@ def bench(args, workdir):
         elif not torch_ref.version:
             error = "not installed"
         rows.append({"config": name, "label": TORCH_LABELS[name], "precision": dtype,
-                     "ranks": 1, "threads_per_rank": args.threads, "times_s": res["times"],
+                     "ranks": 1, "threads_per_rank": state.args.threads, "times_s": res["times"],
                      "step_s": median_or_none(res["times"]), "losses": res.get("losses"),
                      "error": error})
+    return rows
+
+
+def torch_step_s(by_name, precision, sdpa):
+    """PyTorch's step time at that precision, with SDPA or the model's attention (or None)."""
+    row = by_name.get(f"torch-{precision}{'-sdpa' if sdpa else ''}")
+    return row["step_s"] if row else None
+
+
+def add_rates_and_ratios(rows, tokens, step_flops):
     by_name = {r["config"]: r for r in rows}
-
-    def ref_of(precision, sdpa):
-        row = by_name.get(f"torch-{precision}{'-sdpa' if sdpa else ''}")
-        return row["step_s"] if row else None
-
     for row in rows:
         s = row["step_s"]
         row["tokens_per_s"] = tokens / s if s else None
         row["gemm_tflops"] = step_flops / s * 1e-12 if s else None
         for key, sdpa in (("ratio_torch", False), ("ratio_torch_sdpa", True)):
-            ref = ref_of(row["precision"], sdpa)
+            ref = torch_step_s(by_name, row["precision"], sdpa)
             row[key] = s / ref if s and ref else None
 
-    ms = lambda s: f"{s * 1e3:9.1f}" if s else f"{'-':>9}"  # noqa: E731
-    rt = lambda x: f"{x:8.3f}" if x else f"{'-':>8}"  # noqa: E731
+
+def print_run_header(state):
+    args, cfg, machine, torch_ref = state.args, state.cfg, state.machine, state.torch_ref
+    busy, other = state.busy, state.other
     print()
     print("small Llama training step, f32 and bf16, against PyTorch  (bench/run_precision_bench.py)")
     print(f"model: {cfg['layers']} blocks, dim {cfg['dim']}, {cfg['heads']} heads "
           f"({cfg['kv_heads']} kv), ffn {cfg['ffn']}, vocab {cfg['vocab']}; batch {cfg['batch']} x "
-          f"{cfg['seq']} tokens = {tokens} tokens/step; AdamW lr {ADAMW['lr']:g} betas "
+          f"{cfg['seq']} tokens = {state.tokens} tokens/step; AdamW lr {ADAMW['lr']:g} betas "
           f"({ADAMW['beta1']:g}, {ADAMW['beta2']:g}) wd {ADAMW['weight_decay']:g}, clip {CLIP_GRAD_NORM:g}")
     print(f"machine: nproc {machine['nproc']}, {machine['cpu']}, load average {machine.get('loadavg', '?')}"
           + (f", CPU busy before {100 * busy:.0f}%" if busy is not None else "")
@@ -571,8 +614,13 @@ def bench(args, workdir):
         print(f"PyTorch {torch_ref.info.get('torch', torch_ref.version)}, CPU capability "
               f"{torch_ref.info.get('cpu_capability')}, {torch_ref.info.get('threads')} threads, "
               f"AdamW implementation: {args.torch_adamw}")
-    print(f"GEMMs: {step_flops / 1e9:.2f} GFLOP per step (model, 1 rank); "
-          + "; ".join(f"{p}: {c}" for p, c in checks.items()))
+    print(f"GEMMs: {state.step_flops / 1e9:.2f} GFLOP per step (model, 1 rank); "
+          + "; ".join(f"{p}: {c}" for p, c in state.checks.items()))
+
+
+def print_result_table(rows):
+    ms = lambda s: f"{s * 1e3:9.1f}" if s else f"{'-':>9}"  # noqa: E731
+    rt = lambda x: f"{x:8.3f}" if x else f"{'-':>8}"  # noqa: E731
     print()
     print(f"  {'config':<34} {'ms/step':>9} {'tokens/s':>9} {'GEMM TF/s':>9} {'vs torch':>8} "
           f"{'vs SDPA':>8}  loss")
@@ -587,14 +635,19 @@ def bench(args, workdir):
     print("  (vs torch: ms/step over PyTorch's at the same precision with the model's attention;"
           " vs SDPA: with F.scaled_dot_product_attention)")
 
+
+def report_targets(rows):
+    """Prints whether each trainer met its target; returns them."""
+    by_name = {r["config"]: r for r in rows}
     targets = []
     for row in rows:
         if not row["config"].startswith("fsdpc-") or row["step_s"] is None:
             continue
         if row["precision"] == "f32":
-            ref, what = ref_of("f32", False), "PyTorch eager fp32"
+            ref, what = torch_step_s(by_name, "f32", False), "PyTorch eager fp32"
         else:
-            refs = [x for x in (ref_of("bf16", False), ref_of("bf16", True)) if x]
+            refs = [x for x in (torch_step_s(by_name, "bf16", False),
+                                torch_step_s(by_name, "bf16", True)) if x]
             ref, what = (min(refs) if refs else None), "PyTorch bf16 autocast (faster attention)"
         met = None if ref is None else row["step_s"] <= ref
         targets.append({"config": row["config"], "reference": what, "reference_s": ref,
@@ -602,67 +655,114 @@ def bench(args, workdir):
         print(f"target {row['label']} <= {what}: "
               + ("no reference" if ref is None else
                  f"{1e3 * row['step_s']:.1f} vs {1e3 * ref:.1f} ms: {'MET' if met else 'NOT MET'}"))
+    return targets
 
+
+def report_gemms_alone(state, rows):
+    """Prints the GEMMs' table and shares, if measured; returns its rows and per-column totals."""
+    if not state.gemm_cols:
+        return [], {}
+    gemm_rows, totals = print_gemm_table(state)
+    print_gemm_shares(rows, totals)
+    return gemm_rows, totals
+
+
+def print_gemm_table(state):
+    args, gemms, gemm_cols, step_flops = state.args, state.gemms, state.gemm_cols, state.step_flops
     gemm_rows = []
-    if gemm_cols:
-        print()
-        print(f"GEMMs of one step alone (1 process, {args.threads} threads; a batched product: batch x"
-              f" one instance for the GEMM benchmarks, one torch.bmm for torch): ms per step (GFLOP/s)")
-        header = f"  {'GEMM':<32} {'shape':<22} {'n':>3} {'GFLOP':>7}"
-        for col in gemm_cols:
-            header += f" {col:>17}"
-        print(header)
-        totals = {col: 0.0 for col in gemm_cols}
-        for i, g in enumerate(gemms):
-            line = f"  {g[0][:32]:<32} {fmt_shape(g):<22} {g[7]:>3} {gemm_flops(g) / 1e9:7.2f}"
-            entry = {"names": g[0], "trans_a": g[1], "trans_b": g[2], "batch": g[3], "m": g[4],
-                     "n": g[5], "k": g[6], "count": g[7], "flops": gemm_flops(g)}
-            for col, per_call in gemm_cols.items():
-                t = per_call[i] * g[7]
-                totals[col] += t
-                entry[col + " s/call"] = per_call[i]
-                line += f" {t * 1e3:8.1f} ({gemm_flops(g) / t * 1e-9:6.1f})"
-            gemm_rows.append(entry)
-            print(line)
-        line = f"  {'all GEMMs of the step':<32} {'':<22} {'':>3} {step_flops / 1e9:7.2f}"
-        for col in gemm_cols:
-            line += f" {totals[col] * 1e3:8.1f} ({step_flops / totals[col] * 1e-9:6.1f})"
+    print()
+    print(f"GEMMs of one step alone (1 process, {args.threads} threads; a batched product: batch x"
+          f" one instance for the GEMM benchmarks, one torch.bmm for torch): ms per step (GFLOP/s)")
+    header = f"  {'GEMM':<32} {'shape':<22} {'n':>3} {'GFLOP':>7}"
+    for col in gemm_cols:
+        header += f" {col:>17}"
+    print(header)
+    totals = {col: 0.0 for col in gemm_cols}
+    for i, g in enumerate(gemms):
+        line = f"  {g[0][:32]:<32} {fmt_shape(g):<22} {g[7]:>3} {gemm_flops(g) / 1e9:7.2f}"
+        entry = {"names": g[0], "trans_a": g[1], "trans_b": g[2], "batch": g[3], "m": g[4],
+                 "n": g[5], "k": g[6], "count": g[7], "flops": gemm_flops(g)}
+        for col, per_call in gemm_cols.items():
+            t = per_call[i] * g[7]
+            totals[col] += t
+            entry[col + " s/call"] = per_call[i]
+            line += f" {t * 1e3:8.1f} ({gemm_flops(g) / t * 1e-9:6.1f})"
+        gemm_rows.append(entry)
         print(line)
-        shares = []
-        for row in rows:
-            col = {"f32": "f32 GEMM" if "f32 GEMM" in totals else "sgemm f32",
-                   "bf16": "bf16 GEMM"}[row["precision"]]
-            if row["config"].startswith("torch"):
-                col = f"torch {row['precision']}"
-            if row["step_s"] and col in totals:
-                row["gemm_share"] = totals[col] / row["step_s"]
-                shares.append(f"{row['config']} {100 * row['gemm_share']:.0f}% ({col})")
-        if shares:
-            print("  GEMM time alone / step time: " + ", ".join(shares))
-    for tr in trainers:
+    line = f"  {'all GEMMs of the step':<32} {'':<22} {'':>3} {step_flops / 1e9:7.2f}"
+    for col in gemm_cols:
+        line += f" {totals[col] * 1e3:8.1f} ({step_flops / totals[col] * 1e-9:6.1f})"
+    print(line)
+    return gemm_rows, totals
+
+
+def print_gemm_shares(rows, totals):
+    """Each row's GEMM time alone over its step time (row["gemm_share"])."""
+    shares = []
+    for row in rows:
+        col = {"f32": "f32 GEMM" if "f32 GEMM" in totals else "sgemm f32",
+               "bf16": "bf16 GEMM"}[row["precision"]]
+        if row["config"].startswith("torch"):
+            col = f"torch {row['precision']}"
+        if row["step_s"] and col in totals:
+            row["gemm_share"] = totals[col] / row["step_s"]
+            shares.append(f"{row['config']} {100 * row['gemm_share']:.0f}% ({col})")
+    if shares:
+        print("  GEMM time alone / step time: " + ", ".join(shares))
+
+
+def write_json_report(state, rows, targets, gemm_rows, totals):
+    args, torch_ref, machine = state.args, state.torch_ref, state.machine
+    out = {"model": state.cfg, "tokens_per_step": state.tokens, "step_gemm_flops": state.step_flops,
+           "adamw": ADAMW, "clip_grad_norm": CLIP_GRAD_NORM, "threads": args.threads,
+           "steps": args.steps, "warmup": args.warmup, "rounds": args.rounds,
+           "gemm_check": state.checks, "results": rows, "targets": targets,
+           "gemm": gemm_rows, "gemm_totals_s": totals,
+           "gemm_alpha_beta": [state.alpha, state.beta],
+           "torch": (torch_ref.info or {"version": torch_ref.version}) if torch_ref else None,
+           "torch_adamw": args.torch_adamw, "notes": state.notes, "machine": machine}
+    if state.busy is not None:
+        machine["cpu_busy_before"] = round(state.busy, 3)
+    if state.other is not None:
+        machine["other_load_during"] = round(state.other, 3)
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(out, f, indent=2)
+        f.write("\n")
+
+
+def bench(args, workdir):
+    state = start_precision_bench(args, workdir)
+    build_trainers_and_check_gemms(state)
+    state.torch_ref = None if args.no_torch else Torch(args.torch_python, args.threads, workdir)
+    if state.torch_ref and state.torch_ref.note:
+        state.notes.append(state.torch_ref.note)
+    variants = [v for v in TORCH_VARIANTS if v[1] in state.precisions]
+
+    # 2 and 3, alternating --rounds times; 4. the GEMMs alone.
+    state.machine = machine_info()
+    state.busy = cpu_busy()
+    with OtherLoad() as load:
+        measure_rounds(state, variants)
+        if not args.no_gemm:
+            measure_gemms_alone(state)
+    state.other = load.fraction
+
+    # 5. Report.
+    rows = result_rows(state, variants)
+    add_rates_and_ratios(rows, state.tokens, state.step_flops)
+    print_run_header(state)
+    print_result_table(rows)
+    targets = report_targets(rows)
+    gemm_rows, totals = report_gemms_alone(state, rows)
+    for tr in state.trainers:
         if tr.error:
             print(f"\n{tr.label} FAILED:\n{tr.error}")
-    for note in notes:
+    for note in state.notes:
         print(f"note: {note}")
-
     if args.json:
-        out = {"model": cfg, "tokens_per_step": tokens, "step_gemm_flops": step_flops,
-               "adamw": ADAMW, "clip_grad_norm": CLIP_GRAD_NORM, "threads": args.threads,
-               "steps": args.steps, "warmup": args.warmup, "rounds": args.rounds,
-               "gemm_check": checks, "results": rows, "targets": targets,
-               "gemm": gemm_rows, "gemm_totals_s": totals if gemm_cols else {},
-               "gemm_alpha_beta": [alpha, beta],
-               "torch": (torch_ref.info or {"version": torch_ref.version}) if torch_ref else None,
-               "torch_adamw": args.torch_adamw, "notes": notes, "machine": machine}
-        if busy is not None:
-            machine["cpu_busy_before"] = round(busy, 3)
-        if other is not None:
-            machine["other_load_during"] = round(other, 3)
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=2)
-            f.write("\n")
-    return 1 if failed else 0
+        write_json_report(state, rows, targets, gemm_rows, totals)
+    return 1 if any(tr.error is not None for tr in state.trainers) else 0
 
 
 def main(argv=None):

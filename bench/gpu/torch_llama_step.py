@@ -116,6 +116,153 @@ def cpu_name():
 # ---------------------------------------------------------------------------
 
 
+def select_device(torch, args, cuda, res):
+    """The device of --device (its properties into res) and the thread count."""
+    if cuda:
+        if not torch.cuda.is_available():
+            raise RuntimeError("CUDA is not available to this PyTorch "
+                               f"({torch.__version__}, built for CUDA {torch.version.cuda})")
+        device = torch.device(args.device)
+        if device.index is None:  # "cuda": the current device, with its index
+            device = torch.device("cuda", torch.cuda.current_device())
+        torch.cuda.set_device(device)
+        props = torch.cuda.get_device_properties(device)
+        res.update(device_name=torch.cuda.get_device_name(device),
+                   device_capability=list(torch.cuda.get_device_capability(device)),
+                   device_memory_bytes=props.total_memory,
+                   allow_tf32=torch.backends.cuda.matmul.allow_tf32)
+        torch.cuda.reset_peak_memory_stats(device)
+    else:
+        device = torch.device("cpu")
+        res.update(device_name=cpu_name())
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    res["threads"] = torch.get_num_threads()
+    return device
+
+
+def choose_adamw(args, cuda, res):
+    """(fused, foreach) of make_optimizer for --adamw."""
+    fused = foreach = None
+    adamw = args.adamw if args.adamw != "auto" else ("fused" if cuda else "default")
+    if adamw == "fused":
+        fused = True
+    elif adamw == "foreach":
+        foreach = True
+    res["adamw"] = adamw
+    return fused, foreach
+
+
+def build_train_step(torch, args, mode, device, fused, foreach):
+    """The model, its optimizer and batches; returns step(i), which runs step i and returns
+    its loss."""
+    cfg = args.cfg
+    # rope_k "kv" with SDPA: the rotary on the KV heads, as --attention flash writes it.
+    model = torch_llama.build_llama(torch, cfg, attention=args.attention, device=device,
+                                    dtype=torch.float32, seed=args.seed,
+                                    rope_k="kv" if args.attention == "sdpa" else "heads")
+    opt = torch_llama.make_optimizer(torch, model, fused=fused, foreach=foreach)
+    params = list(model.parameters())
+    batches = torch_llama.random_batches(torch, cfg, count=4, seed=args.seed + 1,
+                                         device=device)
+    step_model = model
+    if mode == "compile":
+        kw = {"mode": args.compile_mode} if args.compile_mode else {}
+        step_model = torch.compile(model, **kw)
+    autocast = device.type if args.precision == "bf16" else None
+
+    def step(i):
+        tokens, targets = batches[i % len(batches)]
+        return torch_llama.train_step(torch, step_model, opt, tokens, targets,
+                                      autocast=autocast, params=params)
+
+    return step
+
+
+def warm_up_steps(args, step, sync, res, save):
+    """Runs the --warmup untimed steps; returns their losses."""
+    losses, warm_s = [], []
+    for i in range(args.warmup):
+        start = time.perf_counter()
+        losses.append(step(i).item())
+        sync()
+        warm_s.append(time.perf_counter() - start)
+        res.update(warmup_step_s=[round(x, 4) for x in warm_s], first_loss=losses[0])
+        save(res)
+    return losses
+
+
+def timed_steps(torch, args, step, sync, cuda, losses):
+    """Runs the --steps timed steps, their losses appended to losses; returns (the steps'
+    times in ms, the wall time of them all in s)."""
+    n = args.steps
+    times_ms, loss_tensors = [], []
+    sync()
+    wall0 = time.perf_counter()
+    if cuda:
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(n)]
+        for i in range(n):
+            events[i][0].record()
+            loss = step(args.warmup + i).detach()
+            # A CUDA-graph mode (--compile-mode reduce-overhead) reuses its outputs.
+            loss_tensors.append(loss.clone() if args.compile_mode else loss)
+            events[i][1].record()
+        sync()
+        wall = time.perf_counter() - wall0
+        times_ms = [a.elapsed_time(b) for a, b in events]
+        losses += [x.item() for x in loss_tensors]
+    else:
+        for i in range(n):
+            start = time.perf_counter()
+            losses.append(step(args.warmup + i).item())
+            times_ms.append(1e3 * (time.perf_counter() - start))
+        wall = time.perf_counter() - wall0
+    return times_ms, wall
+
+
+def record_step_times(args, res, times_ms, wall, losses):
+    n = args.steps
+    cfg = args.cfg
+    median_ms = statistics.median(times_ms)
+    tokens = torch_llama.llama_tokens_per_step(cfg)
+    flops = torch_llama.llama_step_flops(cfg)
+    tflops = flops / (median_ms * 1e-3) / 1e12
+    res.update(
+        ok=True, phase="done",
+        median_step_ms=median_ms, min_step_ms=min(times_ms),
+        mean_step_ms=statistics.fmean(times_ms),
+        wall_ms_per_step=1e3 * wall / n,
+        step_ms=[round(x, 4) for x in times_ms],
+        tokens_per_s=tokens / (median_ms * 1e-3),
+        model_tflops=tflops,
+        mfu=(tflops / args.peak_tflops) if args.peak_tflops else None,
+        first_loss=losses[0], last_loss=losses[-1])
+    if any(x != x or x in (float("inf"), float("-inf")) for x in (losses[0], losses[-1])):
+        res["note"] = "non-finite loss"
+
+
+def record_mode_error(res, error):
+    """The error being handled, and its traceback, into res."""
+    text = f"{type(error).__name__}: {error}"
+    if len(text) > 4000:
+        text = text[:2000] + "\n...\n" + text[-2000:]
+    res.update(ok=False, error=text, traceback=traceback.format_exc()[-4000:])
+
+
+def record_memory_and_duration(torch, cuda, res, t0):
+    if cuda and torch.cuda.is_available():
+        try:
+            res["max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated()
+            res["max_memory_reserved_bytes"] = torch.cuda.max_memory_reserved()
+        except Exception:  # noqa: BLE001 - e.g. a broken context after a CUDA error
+            pass
+    else:
+        res["max_memory_allocated_bytes"] = None
+    res["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    res["mode_s"] = round(time.perf_counter() - t0, 3)
+
+
 def run_mode(args, mode, save):
     """Measures one mode; save(result) is called at each phase, so that a killed child
     still leaves how far it got. Returns the result (error set on failure)."""
@@ -135,131 +282,31 @@ def run_mode(args, mode, save):
                python=platform.python_version(), import_s=round(time.perf_counter() - t0, 3))
     try:
         res["phase"] = "device"
-        if cuda:
-            if not torch.cuda.is_available():
-                raise RuntimeError("CUDA is not available to this PyTorch "
-                                   f"({torch.__version__}, built for CUDA {torch.version.cuda})")
-            device = torch.device(args.device)
-            if device.index is None:  # "cuda": the current device, with its index
-                device = torch.device("cuda", torch.cuda.current_device())
-            torch.cuda.set_device(device)
-            props = torch.cuda.get_device_properties(device)
-            res.update(device_name=torch.cuda.get_device_name(device),
-                       device_capability=list(torch.cuda.get_device_capability(device)),
-                       device_memory_bytes=props.total_memory,
-                       allow_tf32=torch.backends.cuda.matmul.allow_tf32)
-            torch.cuda.reset_peak_memory_stats(device)
-        else:
-            device = torch.device("cpu")
-            res.update(device_name=cpu_name())
-        if args.threads:
-            torch.set_num_threads(args.threads)
-        res["threads"] = torch.get_num_threads()
-        fused = foreach = None
-        adamw = args.adamw if args.adamw != "auto" else ("fused" if cuda else "default")
-        if adamw == "fused":
-            fused = True
-        elif adamw == "foreach":
-            foreach = True
-        res["adamw"] = adamw
+        device = select_device(torch, args, cuda, res)
+        fused, foreach = choose_adamw(args, cuda, res)
         save(res)
 
         res["phase"] = "build"
-        cfg = args.cfg
-        # rope_k "kv" with SDPA: the rotary on the KV heads, as --attention flash writes it.
-        model = torch_llama.build_llama(torch, cfg, attention=args.attention, device=device,
-                                        dtype=torch.float32, seed=args.seed,
-                                        rope_k="kv" if args.attention == "sdpa" else "heads")
-        opt = torch_llama.make_optimizer(torch, model, fused=fused, foreach=foreach)
-        params = list(model.parameters())
-        batches = torch_llama.random_batches(torch, cfg, count=4, seed=args.seed + 1,
-                                             device=device)
-        step_model = model
-        if mode == "compile":
-            kw = {"mode": args.compile_mode} if args.compile_mode else {}
-            step_model = torch.compile(model, **kw)
-        autocast = device.type if args.precision == "bf16" else None
-
-        def step(i):
-            tokens, targets = batches[i % len(batches)]
-            return torch_llama.train_step(torch, step_model, opt, tokens, targets,
-                                          autocast=autocast, params=params)
+        step = build_train_step(torch, args, mode, device, fused, foreach)
 
         def sync():
             if cuda:
                 torch.cuda.synchronize(device)
 
-        losses, warm_s = [], []
         res["phase"] = "warm-up"
         save(res)
-        for i in range(args.warmup):
-            start = time.perf_counter()
-            losses.append(step(i).item())
-            sync()
-            warm_s.append(time.perf_counter() - start)
-            res.update(warmup_step_s=[round(x, 4) for x in warm_s], first_loss=losses[0])
-            save(res)
+        losses = warm_up_steps(args, step, sync, res, save)
 
         res["phase"] = "timed steps"
         save(res)
-        n = args.steps
-        times_ms, loss_tensors = [], []
-        sync()
-        wall0 = time.perf_counter()
-        if cuda:
-            events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                      for _ in range(n)]
-            for i in range(n):
-                events[i][0].record()
-                loss = step(args.warmup + i).detach()
-                # A CUDA-graph mode (--compile-mode reduce-overhead) reuses its outputs.
-                loss_tensors.append(loss.clone() if args.compile_mode else loss)
-                events[i][1].record()
-            sync()
-            wall = time.perf_counter() - wall0
-            times_ms = [a.elapsed_time(b) for a, b in events]
-            losses += [x.item() for x in loss_tensors]
-        else:
-            for i in range(n):
-                start = time.perf_counter()
-                losses.append(step(args.warmup + i).item())
-                times_ms.append(1e3 * (time.perf_counter() - start))
-            wall = time.perf_counter() - wall0
-
-        median_ms = statistics.median(times_ms)
-        tokens = torch_llama.llama_tokens_per_step(cfg)
-        flops = torch_llama.llama_step_flops(cfg)
-        tflops = flops / (median_ms * 1e-3) / 1e12
-        res.update(
-            ok=True, phase="done",
-            median_step_ms=median_ms, min_step_ms=min(times_ms),
-            mean_step_ms=statistics.fmean(times_ms),
-            wall_ms_per_step=1e3 * wall / n,
-            step_ms=[round(x, 4) for x in times_ms],
-            tokens_per_s=tokens / (median_ms * 1e-3),
-            model_tflops=tflops,
-            mfu=(tflops / args.peak_tflops) if args.peak_tflops else None,
-            first_loss=losses[0], last_loss=losses[-1])
-        if any(x != x or x in (float("inf"), float("-inf")) for x in (losses[0], losses[-1])):
-            res["note"] = "non-finite loss"
+        times_ms, wall = timed_steps(torch, args, step, sync, cuda, losses)
+        record_step_times(args, res, times_ms, wall, losses)
     except BaseException as error:  # noqa: BLE001 - reported; the other modes still run
         if isinstance(error, KeyboardInterrupt):
             raise
-        text = f"{type(error).__name__}: {error}"
-        if len(text) > 4000:
-            text = text[:2000] + "\n...\n" + text[-2000:]
-        res.update(ok=False, error=text, traceback=traceback.format_exc()[-4000:])
+        record_mode_error(res, error)
     finally:
-        if cuda and torch.cuda.is_available():
-            try:
-                res["max_memory_allocated_bytes"] = torch.cuda.max_memory_allocated()
-                res["max_memory_reserved_bytes"] = torch.cuda.max_memory_reserved()
-            except Exception:  # noqa: BLE001 - e.g. a broken context after a CUDA error
-                pass
-        else:
-            res["max_memory_allocated_bytes"] = None
-        res["max_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        res["mode_s"] = round(time.perf_counter() - t0, 3)
+        record_memory_and_duration(torch, cuda, res, t0)
         save(res)
     return res
 

@@ -8,6 +8,7 @@
 
 #include "Analysis/DeviceProfile.h"
 
+#include "mlir/Support/LLVM.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -129,41 +130,101 @@ DeviceProfile cpu() {
   return profile;
 }
 
-/// Reads a profile file: every rate is required, so a misspelt key is an
-/// error rather than a silent zero.
-llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
-  namespace json = llvm::json;
-  auto error = [&](const llvm::Twine &message) {
-    return llvm::createStringError(path + ": " + message);
-  };
-  llvm::Expected<json::Value> value = json::parse(text);
-  if (!value)
-    return error(llvm::toString(value.takeError()));
-  const json::Object *object = value->getAsObject();
-  if (!object)
-    return error("a device profile is a JSON object");
-  DeviceProfile profile;
-  // The first thing wrong with the file.
-  std::string missing;
-  auto fail = [&](const llvm::Twine &why) {
+/// A profile file's error: its path, then what is wrong.
+llvm::Error profileFileError(StringRef path, const llvm::Twine &message) {
+  return llvm::createStringError(path + ": " + message);
+}
+
+/// Reads a profile file's JSON object into a DeviceProfile, section by
+/// section, keeping the first thing wrong with the file.
+class ProfileFileReader {
+public:
+  explicit ProfileFileReader(const llvm::json::Object *object) : object(object) {}
+
+  /// Reads every section, in the order their errors take precedence.
+  void readSections() {
+    onlyFields(object, "",
+               {"name",
+                "description",
+                "matmul_flops",
+                "attention_flops",
+                "vector_flops",
+                "vector_divides",
+                "scalar_flops",
+                "dependent_flops",
+                "memory_bandwidth",
+                "memory_bandwidth_by_footprint",
+                "op_overhead",
+                "ranks_per_node",
+                "nics_per_node",
+                "intra_node",
+                "inter_node",
+                "host_device_bandwidth",
+                "host",
+                "async_collectives",
+                "runtime_bytes",
+                "kernels"},
+               "a device profile");
+    readProductRates();
+    readLoopRates();
+    readKernels();
+    if (const llvm::json::Value *byFootprint = object->get("memory_bandwidth_by_footprint"))
+      curve(byFootprint, "memory_bandwidth_by_footprint", profile.memoryBandwidthByFootprint);
+    number(object, "op_overhead", "", profile.opOverhead, false);
+    number(object, "host_device_bandwidth", "", profile.hostDeviceBandwidth, false);
+    readLink("intra_node", profile.intraNode);
+    readLink("inter_node", profile.interNode);
+    readHost();
+    number(object, "ranks_per_node", "", ranksPerNode, true);
+    profile.ranksPerNode = static_cast<int64_t>(ranksPerNode);
+    readRuntimeBytes();
+  }
+
+  /// The profile read, or the first thing wrong with the file.
+  llvm::Expected<DeviceProfile> finish(StringRef path) {
+    if (!missing.empty())
+      return profileFileError(path, missing);
+    if (profile.ranksPerNode != ranksPerNode)
+      return profileFileError(path, "ranks_per_node must be a whole number");
+    if (object->get("nics_per_node")) {
+      std::optional<int64_t> nics = object->getInteger("nics_per_node");
+      if (!nics || *nics < 1)
+        return profileFileError(path, "nics_per_node must be a whole number of at least 1");
+      profile.nicsPerNode = *nics;
+    }
+    profile.runtime = {static_cast<int64_t>(context), static_cast<int64_t>(collectives),
+                       static_cast<int64_t>(workspace)};
+    std::optional<bool> async = object->getBoolean("async_collectives");
+    if (!async)
+      return profileFileError(path, "async_collectives is missing or not true/false");
+    profile.asyncCollectives = *async;
+    profile.name = object->getString("name").value_or(path).str();
+    profile.description = object->getString("description").value_or("").str();
+    return std::move(profile);
+  }
+
+private:
+  void fail(const llvm::Twine &why) {
     if (missing.empty())
       missing = why.str();
-  };
-  auto number = [&](const json::Object *o, StringRef key, StringRef where, double &out,
-                    bool positive) {
+  }
+
+  void number(const llvm::json::Object *o, StringRef key, StringRef where, double &out,
+              bool positive) {
     std::optional<double> x = o ? o->getNumber(key) : std::nullopt;
     if (!x || *x < 0 || (positive && *x == 0))
       return fail(where + key + (x ? " must be positive" : " is missing or not a number"));
     out = *x;
-  };
-  // A curve: [size, value] pairs, both positive, sizes ascending.
-  auto curve = [&](const json::Value *v, const std::string &where, SizeCurve &out) {
-    const json::Array *points = v ? v->getAsArray() : nullptr;
+  }
+
+  /// A curve: [size, value] pairs, both positive, sizes ascending.
+  void curve(const llvm::json::Value *v, const std::string &where, SizeCurve &out) {
+    const llvm::json::Array *points = v ? v->getAsArray() : nullptr;
     auto bad = [&](StringRef why) { fail(where + " " + why); };
     if (!points || points->empty())
       return bad("must be a non-empty array of [size, value] pairs");
-    for (const json::Value &point : *points) {
-      const json::Array *pair = point.getAsArray();
+    for (const llvm::json::Value &point : *points) {
+      const llvm::json::Array *pair = point.getAsArray();
       std::optional<double> size = pair && pair->size() == 2 ? (*pair)[0].getAsNumber()
                                                               : std::nullopt;
       std::optional<double> value = size ? (*pair)[1].getAsNumber() : std::nullopt;
@@ -173,60 +234,65 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
         return bad("must be in ascending order of size");
       out.emplace_back(*size, *value);
     }
-  };
-  // Every field of an object must be one of `known`: a misspelling is an
-  // error, not a rate silently left out.
-  auto onlyFields = [&](const json::Object *o, const std::string &where,
-                        ArrayRef<StringRef> known, StringRef what) {
+  }
+
+  /// Every field of an object must be one of `known`: a misspelling is an
+  /// error, not a rate silently left out.
+  void onlyFields(const llvm::json::Object *o, const std::string &where, ArrayRef<StringRef> known,
+                  StringRef what) {
     for (const auto &[field, value] : *o)
       if (!llvm::is_contained(known, StringRef(field)))
         fail(where + StringRef(field) + " is not a field of " + what + " (" +
              llvm::join(known, ", ") + ")");
-  };
-  onlyFields(object, "",
-             {"name", "description", "matmul_flops", "attention_flops", "vector_flops",
-              "vector_divides",
-              "scalar_flops", "dependent_flops", "memory_bandwidth",
-              "memory_bandwidth_by_footprint", "op_overhead", "ranks_per_node", "nics_per_node",
-              "intra_node",
-              "inter_node", "host_device_bandwidth", "host", "async_collectives",
-              "runtime_bytes", "kernels"},
-             "a device profile");
-  // A section's object (`what`), its fields checked like the top level's.
-  auto section = [&](StringRef key, ArrayRef<StringRef> known, StringRef what) {
-    const json::Object *o = object->getObject(key);
+  }
+
+  /// A section's object (`what`), its fields checked like the top level's.
+  const llvm::json::Object *section(StringRef key, ArrayRef<StringRef> known, StringRef what) {
+    const llvm::json::Object *o = object->getObject(key);
     if (o)
       onlyFields(o, (key + ".").str(), known, what);
     return o;
-  };
-  const json::Object *flops = section("matmul_flops", {"f32", "bf16"}, "the product rates");
-  number(flops, "f32", "matmul_flops.", profile.matmulFlopsF32, true);
-  number(flops, "bf16", "matmul_flops.", profile.matmulFlopsBF16, true);
-  const json::Object *attention =
-      section("attention_flops", {"forward", "backward", "head_dim", "row_overhead"},
-              "the fused attention's rates");
-  // Optional: a profile of a device without the fused attention has none.
-  if (attention) {
-    number(attention, "forward", "attention_flops.", profile.attentionFlopsForward, true);
-    number(attention, "backward", "attention_flops.", profile.attentionFlopsBackward, true);
-    if (attention->get("head_dim") || attention->get("row_overhead")) {
-      number(attention, "head_dim", "attention_flops.", profile.attentionHeadDim, true);
-      number(attention, "row_overhead", "attention_flops.", profile.attentionRowOverhead, false);
+  }
+
+  /// The matrix products' rates, and the fused attention's.
+  void readProductRates() {
+    const llvm::json::Object *flops = section("matmul_flops", {"f32", "bf16"}, "the product rates");
+    number(flops, "f32", "matmul_flops.", profile.matmulFlopsF32, true);
+    number(flops, "bf16", "matmul_flops.", profile.matmulFlopsBF16, true);
+    const llvm::json::Object *attention =
+        section("attention_flops", {"forward", "backward", "head_dim", "row_overhead"},
+                "the fused attention's rates");
+    // Optional: a profile of a device without the fused attention has none.
+    if (attention) {
+      number(attention, "forward", "attention_flops.", profile.attentionFlopsForward, true);
+      number(attention, "backward", "attention_flops.", profile.attentionFlopsBackward, true);
+      if (attention->get("head_dim") || attention->get("row_overhead")) {
+        number(attention, "head_dim", "attention_flops.", profile.attentionHeadDim, true);
+        number(attention, "row_overhead", "attention_flops.", profile.attentionRowOverhead, false);
+      }
     }
   }
-  number(object, "vector_flops", "", profile.vectorFlops, true);
-  number(object, "vector_divides", "", profile.vectorDivides, true);
-  profile.scalarFlops = profile.vectorFlops;
-  profile.dependentFlops = std::numeric_limits<double>::infinity();
-  if (object->get("scalar_flops") || object->get("dependent_flops")) {
-    number(object, "scalar_flops", "", profile.scalarFlops, true);
-    number(object, "dependent_flops", "", profile.dependentFlops, true);
+
+  /// The loops' arithmetic rates and the memory's.
+  void readLoopRates() {
+    number(object, "vector_flops", "", profile.vectorFlops, true);
+    number(object, "vector_divides", "", profile.vectorDivides, true);
+    profile.scalarFlops = profile.vectorFlops;
+    profile.dependentFlops = std::numeric_limits<double>::infinity();
+    if (object->get("scalar_flops") || object->get("dependent_flops")) {
+      number(object, "scalar_flops", "", profile.scalarFlops, true);
+      number(object, "dependent_flops", "", profile.dependentFlops, true);
+    }
+    number(object, "memory_bandwidth", "", profile.memoryBandwidth, true);
   }
-  number(object, "memory_bandwidth", "", profile.memoryBandwidth, true);
-  // Optional: a GPU's parallelism, for kernels that cannot fill it.
-  if (const json::Object *kernels = section(
-          "kernels", {"multiprocessors", "serial_iteration", "memory_carried_iteration"},
-          "a GPU's kernels")) {
+
+  /// Optional: a GPU's parallelism, for kernels that cannot fill it.
+  void readKernels() {
+    const llvm::json::Object *kernels =
+        section("kernels", {"multiprocessors", "serial_iteration", "memory_carried_iteration"},
+                "a GPU's kernels");
+    if (!kernels)
+      return;
     double multiprocessors = 0;
     number(kernels, "multiprocessors", "kernels.", multiprocessors, true);
     number(kernels, "serial_iteration", "kernels.", profile.serialIterationSeconds, true);
@@ -236,17 +302,14 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
     if (profile.multiprocessors != multiprocessors)
       fail("kernels.multiprocessors must be a whole number");
   }
-  if (const json::Value *byFootprint = object->get("memory_bandwidth_by_footprint"))
-    curve(byFootprint, "memory_bandwidth_by_footprint", profile.memoryBandwidthByFootprint);
-  number(object, "op_overhead", "", profile.opOverhead, false);
-  number(object, "host_device_bandwidth", "", profile.hostDeviceBandwidth, false);
-  // A kind's rates, and its measured times where given.
-  auto rates = [&](const json::Object *o, const std::string &where, AlphaBeta &out) {
+
+  /// A kind's rates, and its measured times where given.
+  void rates(const llvm::json::Object *o, const std::string &where, AlphaBeta &out) {
     number(o, "latency", where, out.latency, false);
     number(o, "bandwidth", where, out.bandwidth, true);
     if (!o || !o->get("measured"))
       return;
-    const json::Object *measured = o->getObject("measured");
+    const llvm::json::Object *measured = o->getObject("measured");
     std::string at = where + "measured.";
     if (!measured)
       return fail(where + "measured must be an object");
@@ -257,65 +320,73 @@ llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
     if (out.measuredRanks != ranks || (ranks != 0 && ranks < 2))
       fail(at + "ranks must be a whole number of at least 2");
     curve(measured->get("seconds_by_bytes"), at + "seconds_by_bytes", out.measuredSeconds);
-  };
-  // A link's latency and bandwidth are its all-gather's, and its
-  // reduce-scatter's unless `reduce_scatter` gives the latter's own.
-  for (auto [key, link] : {std::pair<StringRef, LinkProfile *>{"intra_node", &profile.intraNode},
-                           {"inter_node", &profile.interNode}}) {
-    const json::Object *o = section(key, {"latency", "bandwidth", "measured", "reduce_scatter"}, "a link");
+  }
+
+  /// A link's latency and bandwidth are its all-gather's, and its
+  /// reduce-scatter's unless `reduce_scatter` gives the latter's own.
+  void readLink(StringRef key, LinkProfile &link) {
+    const llvm::json::Object *o =
+        section(key, {"latency", "bandwidth", "measured", "reduce_scatter"}, "a link");
     std::string where = (key + ".").str();
-    rates(o, where, link->gather);
-    link->reduce = link->gather;
+    rates(o, where, link.gather);
+    link.reduce = link.gather;
     if (o && o->get("reduce_scatter")) {
-      const json::Object *reduce = o->getObject("reduce_scatter");
+      const llvm::json::Object *reduce = o->getObject("reduce_scatter");
       where += "reduce_scatter.";
-      link->reduce = AlphaBeta();
+      link.reduce = AlphaBeta();
       if (reduce)
         onlyFields(reduce, where, {"latency", "bandwidth", "measured"}, "a collective's rates");
-      rates(reduce, where, link->reduce);
+      rates(reduce, where, link.reduce);
     }
   }
-  // The host's rates: required beside a device (offload's update runs
-  // there); on the CPU the host is the device.
-  if (const json::Object *host =
-          section("host", {"memory_bandwidth", "vector_flops", "vector_divides"}, "the host");
-      host || profile.hostDeviceBandwidth > 0) {
-    number(host, "memory_bandwidth", "host.", profile.hostMemoryBandwidth, true);
-    number(host, "vector_flops", "host.", profile.hostVectorFlops, true);
-    number(host, "vector_divides", "host.", profile.hostVectorDivides, true);
-  } else {
-    profile.hostMemoryBandwidth = profile.memoryBandwidth;
-    profile.hostVectorFlops = profile.vectorFlops;
-    profile.hostVectorDivides = profile.vectorDivides;
+
+  /// The host's rates: required beside a device (offload's update runs
+  /// there); on the CPU the host is the device.
+  void readHost() {
+    if (const llvm::json::Object *host =
+            section("host", {"memory_bandwidth", "vector_flops", "vector_divides"}, "the host");
+        host || profile.hostDeviceBandwidth > 0) {
+      number(host, "memory_bandwidth", "host.", profile.hostMemoryBandwidth, true);
+      number(host, "vector_flops", "host.", profile.hostVectorFlops, true);
+      number(host, "vector_divides", "host.", profile.hostVectorDivides, true);
+    } else {
+      profile.hostMemoryBandwidth = profile.memoryBandwidth;
+      profile.hostVectorFlops = profile.vectorFlops;
+      profile.hostVectorDivides = profile.vectorDivides;
+    }
   }
+
+  /// The runtime's own device memory beside the arena.
+  void readRuntimeBytes() {
+    const llvm::json::Object *runtime =
+        section("runtime_bytes", {"context", "collectives", "workspace"}, "the runtime's memory");
+    number(runtime, "context", "runtime_bytes.", context, false);
+    number(runtime, "collectives", "runtime_bytes.", collectives, false);
+    number(runtime, "workspace", "runtime_bytes.", workspace, false);
+  }
+
+  const llvm::json::Object *object;
+  DeviceProfile profile;
+  // The first thing wrong with the file.
+  std::string missing;
+  // ranks_per_node as read (finish checks that it is whole), and the
+  // runtime's bytes.
   double ranksPerNode = 0;
-  number(object, "ranks_per_node", "", ranksPerNode, true);
-  profile.ranksPerNode = static_cast<int64_t>(ranksPerNode);
-  const json::Object *runtime = section("runtime_bytes", {"context", "collectives", "workspace"},
-                                           "the runtime's memory");
   double context = 0, collectives = 0, workspace = 0;
-  number(runtime, "context", "runtime_bytes.", context, false);
-  number(runtime, "collectives", "runtime_bytes.", collectives, false);
-  number(runtime, "workspace", "runtime_bytes.", workspace, false);
-  if (!missing.empty())
-    return error(missing);
-  if (profile.ranksPerNode != ranksPerNode)
-    return error("ranks_per_node must be a whole number");
-  if (object->get("nics_per_node")) {
-    std::optional<int64_t> nics = object->getInteger("nics_per_node");
-    if (!nics || *nics < 1)
-      return error("nics_per_node must be a whole number of at least 1");
-    profile.nicsPerNode = *nics;
-  }
-  profile.runtime = {static_cast<int64_t>(context), static_cast<int64_t>(collectives),
-                     static_cast<int64_t>(workspace)};
-  std::optional<bool> async = object->getBoolean("async_collectives");
-  if (!async)
-    return error("async_collectives is missing or not true/false");
-  profile.asyncCollectives = *async;
-  profile.name = object->getString("name").value_or(path).str();
-  profile.description = object->getString("description").value_or("").str();
-  return profile;
+};
+
+/// Reads a profile file: every rate is required, so a misspelt key is an
+/// error rather than a silent zero.
+llvm::Expected<DeviceProfile> parse(StringRef path, StringRef text) {
+  llvm::Expected<llvm::json::Value> value = llvm::json::parse(text);
+  if (!value)
+    return profileFileError(path, llvm::toString(value.takeError()));
+  const llvm::json::Object *object = value->getAsObject();
+  if (!object)
+    return profileFileError(path, "a device profile is a JSON object");
+  ProfileFileReader reader(object);
+  reader.readSections();
+  return reader.finish(path);
 }
 
 } // namespace

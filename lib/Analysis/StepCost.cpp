@@ -406,143 +406,174 @@ double dtypeBytes(Value dtype) {
   return constantInt(dtype).value_or(0) == static_cast<int64_t>(RuntimeDType::BF16) ? 2 : 4;
 }
 
-} // namespace
+/// Plays the step's block in order on the runtime's streams and the host's
+/// clock (StepCost.h), pricing each op from the profile.
+class StepPlayer {
+public:
+  StepPlayer(const DeviceProfile &profile, RankGrid grid)
+      : profile(profile), grid(grid), world(grid.replicas * grid.shardRanks),
+        node(std::max<int64_t>(1, profile.ranksPerNode)) {}
 
-StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &profile,
-                                     RankGrid grid) {
-  int64_t world = grid.replicas * grid.shardRanks;
-  int64_t node = std::max<int64_t>(1, profile.ranksPerNode);
+  /// Plays one op of the step's block.
+  void play(Operation &op) {
+    cost.opStart.push_back(now);
+    auto call = dyn_cast<func::CallOp>(&op);
+    StringRef callee = call ? call.getCallee() : StringRef();
+    if (callee == kAllGatherStart || callee == kReduceScatterStart || callee == kAllReduceStart)
+      return startCollective(op, call, callee);
+    if (isCopyStart(callee))
+      return startCopy(op, call, callee);
+    if (callee == kWait)
+      return wait(call);
+    if (!isComputeOp(&op))
+      return;
+    Work work = stepOpWork(op);
+    if (callee == kHostParallel)
+      return runHostUpdate(op, work);
+    runCompute(op, call, callee, work);
+  }
+
+  /// The step's cost once every op is played: it ends when the last of the
+  /// clocks and streams does.
+  StepCost finish() {
+    cost.stepSeconds = std::max(now, hostNow);
+    for (double free : streamFree)
+      cost.stepSeconds = std::max(cost.stepSeconds, free);
+    return std::move(cost);
+  }
+
+private:
   // Ranks fill nodes in order; a shard group is shardRanks consecutive ranks,
   // a replica group one rank of each shard group. A group spanning nodes
   // crosses them on the interfaces of its ranks on a node.
-  auto link = [&](bool spansNodes, int64_t ranksOnANode) {
+  LinkProfile groupLink(bool spansNodes, int64_t ranksOnANode) const {
     return spansNodes ? profile.crossNodeRing(ranksOnANode) : profile.intraNode;
-  };
-  auto group = [&](Value id) -> std::pair<int64_t, LinkProfile> {
+  }
+
+  /// The size and link of the group a collective's group operand names.
+  std::pair<int64_t, LinkProfile> group(Value id) const {
     switch (constantInt(id).value_or(0)) {
     case 1:
-      return {grid.shardRanks, link(grid.shardRanks > node, node)};
+      return {grid.shardRanks, groupLink(grid.shardRanks > node, node)};
     case 2:
-      return {grid.replicas, link(grid.replicas > 1 && world > node,
-                                  std::max<int64_t>(1, node / grid.shardRanks))};
+      return {grid.replicas, groupLink(grid.replicas > 1 && world > node,
+                                       std::max<int64_t>(1, node / grid.shardRanks))};
     default:
-      return {world, link(world > node, node)};
+      return {world, groupLink(world > node, node)};
     }
-  };
+  }
 
-  StepCost cost;
-  // The compute stream's clock, and the host's: the host launches device work
-  // without waiting for it and is held only by what it computes or waits for
-  // itself (offload's updates, the gradients they read).
-  double now = 0, hostNow = 0;
-  double streamFree[kNumRuntimeStreams] = {};
-  // A collective's op by its handle; without asynchronous progress it is
-  // timed when it is waited for.
-  DenseMap<Value, size_t> pending;
-  auto runCollective = [&](TimedOp &timed, double duration, double ready) {
+  /// A start call's op on its stream, not yet timed.
+  static TimedOp startedOp(Operation &op, StringRef callee) {
+    TimedOp timed{&op, ArenaAccesses::streamOf(&op), 0, 0, callee.drop_front(7).str(), 0, 0};
+    if (auto unit = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
+      timed.unit = unit.getValue().str();
+    return timed;
+  }
+
+  /// Records a started op, for the wait on its handle to find.
+  void addStarted(func::CallOp call, TimedOp timed, double duration) {
+    pending[call.getResult(0)] = cost.ops.size();
+    durations.push_back(duration);
+    cost.ops.push_back(std::move(timed));
+  }
+
+  void runCollective(TimedOp &timed, double duration, double ready) {
     timed.start = std::max(ready, streamFree[timed.stream]);
     timed.end = timed.start + duration;
     streamFree[timed.stream] = timed.end;
     cost.communicationSeconds += duration;
-  };
-  SmallVector<double> durations;
+  }
 
-  for (Operation &op : step.getBody().front()) {
-    cost.opStart.push_back(now);
-    auto call = dyn_cast<func::CallOp>(&op);
-    StringRef callee = call ? call.getCallee() : StringRef();
-    if (callee == kAllGatherStart || callee == kReduceScatterStart || callee == kAllReduceStart) {
-      TimedOp timed{&op, ArenaAccesses::streamOf(&op), 0, 0, callee.drop_front(7).str(), 0, 0};
-      if (auto unit = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
-        timed.unit = unit.getValue().str();
-      double total = 0;
-      CollectiveKind kind;
-      std::pair<int64_t, LinkProfile> members;
-      if (callee == kAllGatherStart) {
-        kind = CollectiveKind::AllGather;
-        members = group(call.getOperand(3));
-        total = static_cast<double>(constantInt(call.getOperand(2)).value_or(0)) *
-                static_cast<double>(members.first);
-      } else if (callee == kReduceScatterStart) {
-        kind = CollectiveKind::ReduceScatter;
-        members = group(call.getOperand(5));
-        total = static_cast<double>(constantInt(call.getOperand(2)).value_or(0)) *
-                dtypeBytes(call.getOperand(3)) * static_cast<double>(members.first);
-      } else {
-        kind = CollectiveKind::AllReduce;
-        members = group(call.getOperand(4));
-        total = static_cast<double>(constantInt(call.getOperand(1)).value_or(0)) *
-                dtypeBytes(call.getOperand(2));
+  /// An all-gather, reduce-scatter or all-reduce start: a ring over its
+  /// group, run at once with asynchronous progress.
+  void startCollective(Operation &op, func::CallOp call, StringRef callee) {
+    TimedOp timed = startedOp(op, callee);
+    double total = 0;
+    CollectiveKind kind;
+    std::pair<int64_t, LinkProfile> members;
+    if (callee == kAllGatherStart) {
+      kind = CollectiveKind::AllGather;
+      members = group(call.getOperand(3));
+      total = static_cast<double>(constantInt(call.getOperand(2)).value_or(0)) *
+              static_cast<double>(members.first);
+    } else if (callee == kReduceScatterStart) {
+      kind = CollectiveKind::ReduceScatter;
+      members = group(call.getOperand(5));
+      total = static_cast<double>(constantInt(call.getOperand(2)).value_or(0)) *
+              dtypeBytes(call.getOperand(3)) * static_cast<double>(members.first);
+    } else {
+      kind = CollectiveKind::AllReduce;
+      members = group(call.getOperand(4));
+      total = static_cast<double>(constantInt(call.getOperand(1)).value_or(0)) *
+              dtypeBytes(call.getOperand(2));
+    }
+    double g = static_cast<double>(members.first);
+    timed.bytes = g > 1 ? (g - 1) / g * total * (kind == CollectiveKind::AllReduce ? 2 : 1) : 0;
+    double duration = ringSeconds(kind, members.first, total, members.second);
+    if (profile.asyncCollectives)
+      runCollective(timed, duration, now);
+    addStarted(call, std::move(timed), duration);
+  }
+
+  /// A copy between host and device, on the copy stream at the host link's
+  /// rate once the host has what it copies.
+  void startCopy(Operation &op, func::CallOp call, StringRef callee) {
+    TimedOp timed = startedOp(op, callee);
+    timed.bytes = static_cast<double>(constantInt(call.getOperand(2)).value_or(0));
+    double duration =
+        profile.hostDeviceBandwidth > 0 ? timed.bytes / profile.hostDeviceBandwidth : 0;
+    timed.start = std::max({now, hostNow, streamFree[timed.stream]});
+    timed.end = timed.start + duration;
+    streamFree[timed.stream] = timed.end;
+    cost.copySeconds += duration;
+    addStarted(call, std::move(timed), duration);
+  }
+
+  /// A wait on a started op's handle: the compute stream (or the host, for a
+  /// copy to the host) holds until it is done.
+  void wait(func::CallOp call) {
+    auto it = pending.find(call.getOperand(0));
+    if (it == pending.end())
+      return;
+    TimedOp &started = cost.ops[it->second];
+    StringRef startedBy = cast<func::CallOp>(started.op).getCallee();
+    bool copy = isCopyStart(startedBy);
+    if (startedBy == kCopyToHostStart) {
+      // The host, not the compute stream, reads what arrives.
+      hostNow = std::max(hostNow, started.end);
+      started.waited = hostNow;
+    } else {
+      if (!copy && !profile.asyncCollectives)
+        runCollective(started, durations[it->second], now);
+      if (started.end > now) {
+        (copy ? cost.exposedCopySeconds : cost.exposedCommunicationSeconds) += started.end - now;
+        now = started.end;
       }
-      double g = static_cast<double>(members.first);
-      timed.bytes = g > 1 ? (g - 1) / g * total * (kind == CollectiveKind::AllReduce ? 2 : 1) : 0;
-      double duration = ringSeconds(kind, members.first, total, members.second);
-      if (profile.asyncCollectives)
-        runCollective(timed, duration, now);
-      pending[call.getResult(0)] = cost.ops.size();
-      durations.push_back(duration);
-      cost.ops.push_back(std::move(timed));
-      continue;
+      started.waited = now;
     }
-    if (isCopyStart(callee)) {
-      TimedOp timed{&op, ArenaAccesses::streamOf(&op), 0, 0, callee.drop_front(7).str(), 0, 0};
-      if (auto unit = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
-        timed.unit = unit.getValue().str();
-      timed.bytes = static_cast<double>(constantInt(call.getOperand(2)).value_or(0));
-      double duration =
-          profile.hostDeviceBandwidth > 0 ? timed.bytes / profile.hostDeviceBandwidth : 0;
-      timed.start = std::max({now, hostNow, streamFree[timed.stream]});
-      timed.end = timed.start + duration;
-      streamFree[timed.stream] = timed.end;
-      cost.copySeconds += duration;
-      pending[call.getResult(0)] = cost.ops.size();
-      durations.push_back(duration);
-      cost.ops.push_back(std::move(timed));
-      continue;
-    }
-    if (callee == kWait) {
-      auto it = pending.find(call.getOperand(0));
-      if (it == pending.end())
-        continue;
-      TimedOp &started = cost.ops[it->second];
-      StringRef startedBy = cast<func::CallOp>(started.op).getCallee();
-      bool copy = isCopyStart(startedBy);
-      if (startedBy == kCopyToHostStart) {
-        // The host, not the compute stream, reads what arrives.
-        hostNow = std::max(hostNow, started.end);
-        started.waited = hostNow;
-      } else {
-        if (!copy && !profile.asyncCollectives)
-          runCollective(started, durations[it->second], now);
-        if (started.end > now) {
-          (copy ? cost.exposedCopySeconds : cost.exposedCommunicationSeconds) +=
-              started.end - now;
-          now = started.end;
-        }
-        started.waited = now;
-      }
-      pending.erase(it);
-      continue;
-    }
-    if (!isComputeOp(&op))
-      continue;
-    Work work = stepOpWork(op);
-    if (callee == kHostParallel) {
-      // The update is elementwise and vectorised, on the host's cores: its
-      // divisions add to its other arithmetic as on the device.
-      double seconds = std::max(work.bytes / profile.hostMemoryBandwidth,
-                                work.arithmetic / profile.hostVectorFlops +
-                                    work.divides / profile.hostVectorDivides);
-      std::string unit;
-      if (auto name = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
-        unit = name.getValue().str();
-      cost.ops.push_back(TimedOp{&op, kHostTrack, hostNow, hostNow + seconds, "host update", 0,
-                                 work.bytes, unit, hostNow + seconds});
-      cost.hostSeconds += seconds;
-      durations.push_back(seconds);
-      hostNow += seconds;
-      continue;
-    }
+    pending.erase(it);
+  }
+
+  /// Offload's update on the host's clock.
+  void runHostUpdate(Operation &op, const Work &work) {
+    // The update is elementwise and vectorised, on the host's cores: its
+    // divisions add to its other arithmetic as on the device.
+    double seconds = std::max(work.bytes / profile.hostMemoryBandwidth,
+                              work.arithmetic / profile.hostVectorFlops +
+                                  work.divides / profile.hostVectorDivides);
+    std::string unit;
+    if (auto name = op.getAttrOfType<StringAttr>(kCollectiveUnitAttr))
+      unit = name.getValue().str();
+    cost.ops.push_back(TimedOp{&op, kHostTrack, hostNow, hostNow + seconds, "host update", 0,
+                               work.bytes, unit, hostNow + seconds});
+    cost.hostSeconds += seconds;
+    durations.push_back(seconds);
+    hostNow += seconds;
+  }
+
+  /// Device work on the compute stream.
+  void runCompute(Operation &op, func::CallOp call, StringRef callee, const Work &work) {
     // Device work the host launches after work of its own starts after it.
     now = std::max(now, hostNow);
     double footprint = footprintOf(&op, work);
@@ -561,10 +592,30 @@ StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &pro
     durations.push_back(seconds);
     now += seconds;
   }
-  cost.stepSeconds = std::max(now, hostNow);
-  for (double free : streamFree)
-    cost.stepSeconds = std::max(cost.stepSeconds, free);
-  return cost;
+
+  const DeviceProfile &profile;
+  RankGrid grid;
+  int64_t world, node;
+  StepCost cost;
+  // The compute stream's clock, and the host's: the host launches device work
+  // without waiting for it and is held only by what it computes or waits for
+  // itself (offload's updates, the gradients they read).
+  double now = 0, hostNow = 0;
+  double streamFree[kNumRuntimeStreams] = {};
+  // A collective's op by its handle; without asynchronous progress it is
+  // timed when it is waited for.
+  DenseMap<Value, size_t> pending;
+  SmallVector<double> durations;
+};
+
+} // namespace
+
+StepCost mlir::fsdp::predictStepCost(func::FuncOp step, const DeviceProfile &profile,
+                                     RankGrid grid) {
+  StepPlayer player(profile, grid);
+  for (Operation &op : step.getBody().front())
+    player.play(op);
+  return player.finish();
 }
 
 StepFlops mlir::fsdp::countStepFlops(func::FuncOp step) {

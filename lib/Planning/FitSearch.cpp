@@ -160,131 +160,183 @@ void onThreads(MLIRContext *context, size_t count, llvm::function_ref<void(size_
   context->exitMultiThreadedExecution();
 }
 
-} // namespace
+/// A candidate with the effect of its changes added up from their single
+/// evaluations: what to skip, and the order to try the rest in.
+struct FitCandidate {
+  Choice choice;
+  int64_t estimatedNeeded;
+  double estimatedSeconds;
+};
 
-FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &base,
-                                       const FitOptions &options) {
-  MLIRContext *context = model.getContext();
-  CandidateErrors::Capture capture(context);
-  const MemoryBudget &budget = options.budget;
-  PlanFields baseFields = base.plan.getFields();
-  SmallVector<Change> changes = changesFrom(baseFields, *options.target);
-  int64_t baseNeeded = budget.needed(base);
-  double baseSeconds = PlanFix{"", 0, base}.deviceSeconds();
+/// A candidate of a level on its way to an outcome.
+struct FitTrial {
+  const FitCandidate *candidate;
+  enum { Impossible, Skipped, Compiled } status = Impossible;
+  PlanAttr plan;
+  FailureOr<PlanEvaluation> evaluation = failure();
+  std::string error;
+};
 
+/// The search around one model's plan, level by level (one, two, three
+/// changes), and what it has learnt of each choice so far.
+class FitSearcher {
+public:
+  FitSearcher(ModuleOp model, const PlanEvaluation &base, const FitOptions &options)
+      : model(model), base(base), options(options), context(model.getContext()),
+        budget(options.budget), baseFields(base.plan.getFields()),
+        changes(changesFrom(baseFields, *options.target)), baseNeeded(budget.needed(base)),
+        baseSeconds(PlanFix{"", 0, base}.deviceSeconds()) {}
+
+  FitSearchResult run() {
+    SmallVector<Choice> level;
+    for (unsigned i = 0; i < changes.size(); ++i)
+      level.push_back({i});
+    for (unsigned size = 1; size <= options.maxChanges && !level.empty(); ++size)
+      level = searchLevel(level, size);
+    rankFits();
+    return std::move(result);
+  }
+
+private:
+  ModuleOp model;
+  const PlanEvaluation &base;
+  const FitOptions &options;
+  MLIRContext *context;
+  const MemoryBudget &budget;
+  PlanFields baseFields;
+  SmallVector<Change> changes;
+  int64_t baseNeeded;
+  double baseSeconds;
   FitSearchResult result;
   std::map<Choice, Outcome> outcomes;
-  auto describe = [&](const Choice &choice) {
+
+  std::string describe(const Choice &choice) const {
     std::string text;
     for (unsigned index : choice)
       text += (text.empty() ? "" : ", ") + changes[index].text;
     return text;
-  };
-  auto fitsAlready = [&](const Choice &choice) {
+  }
+
+  bool extendsAFit(const Choice &choice) const {
     // A subset that fits makes this choice only more change.
     for (const auto &[done, outcome] : outcomes)
       if (outcome.compiled && outcome.needed <= budget.deviceBytes && done.size() < choice.size() &&
           llvm::all_of(done, [&](unsigned i) { return llvm::is_contained(choice, i); }))
         return true;
     return false;
-  };
+  }
 
-  SmallVector<Choice> level;
-  for (unsigned i = 0; i < changes.size(); ++i)
-    level.push_back({i});
-  for (unsigned size = 1; size <= options.maxChanges && !level.empty(); ++size) {
-    // Each candidate with the effect of its changes added up from their
-    // single evaluations: what to skip, and the order to try the rest in.
-    struct Candidate {
-      Choice choice;
-      int64_t estimatedNeeded;
-      double estimatedSeconds;
-    };
-    SmallVector<Candidate> candidates;
-    for (const Choice &choice : level) {
-      if (fitsAlready(choice)) {
-        ++result.skipped;
-        continue;
-      }
-      int64_t needed = baseNeeded;
-      double seconds = baseSeconds;
-      bool known = true;
-      if (size > 1) {
-        for (unsigned index : choice) {
-          const Outcome &single = outcomes[{index}];
-          if (!single.compiled) {
-            known = false;
-            break;
-          }
-          needed += single.needed - baseNeeded;
-          seconds += PlanFix{"", 0, *single.evaluation}.deviceSeconds() - baseSeconds;
-        }
-        if (!known || needed > budget.deviceBytes) {
-          ++result.skipped;
-          continue;
-        }
-      }
-      candidates.push_back({choice, needed, seconds});
-    }
-    llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
-      return a.estimatedSeconds < b.estimatedSeconds;
-    });
-
+  /// Tries the choices of one level (`size` changes each); returns the next.
+  SmallVector<Choice> searchLevel(ArrayRef<Choice> level, unsigned size) {
+    SmallVector<FitCandidate> candidates = levelCandidates(level, size);
     // Which candidates to compile (the cheap checks, in order), then their
     // compiles side by side on the context's threads (candidates of a level
     // do not depend on each other), then their outcomes in order.
-    struct Trial {
-      const Candidate *candidate;
-      enum { Impossible, Skipped, Compiled } status = Impossible;
-      PlanAttr plan;
-      FailureOr<PlanEvaluation> evaluation = failure();
-      std::string error;
-    };
-    std::vector<Trial> trials;
-    for (const Candidate &candidate : candidates) {
-      Trial &trial = trials.emplace_back(Trial{&candidate});
-      PlanFields fields = baseFields;
-      for (unsigned index : candidate.choice)
-        changes[index].apply(fields);
-      FailureOr<int64_t> state = failure();
-      {
-        CandidateErrors errors(trial.error);
-        trial.plan = PlanAttr::get(context, fields, [&] { return emitError(model.getLoc()); });
-        if (trial.plan)
-          state = shardedStateBytes(model, trial.plan);
-      }
-      if (failed(state))
-        continue;
-      if (*state + budget.runtime.total() > budget.deviceBytes) {
-        // Compiles, but its sharded state alone is over: no use combining.
-        Outcome &outcome = outcomes[candidate.choice];
-        outcome.compiled = true;
-        outcome.needed = *state + budget.runtime.total();
-        trial.status = Trial::Skipped;
+    std::vector<FitTrial> trials;
+    for (const FitCandidate &candidate : candidates)
+      screenCandidate(trials.emplace_back(FitTrial{&candidate}));
+    compileTrials(trials);
+    recordOutcomes(trials, size);
+    return nextLevel(candidates);
+  }
+
+  /// The choices of a level not skipped, the cheapest estimate first.
+  SmallVector<FitCandidate> levelCandidates(ArrayRef<Choice> level, unsigned size) {
+    SmallVector<FitCandidate> candidates;
+    for (const Choice &choice : level) {
+      if (extendsAFit(choice)) {
         ++result.skipped;
         continue;
       }
-      if (result.evaluated >= options.maxEvaluations) {
-        trial.status = Trial::Skipped;
+      std::optional<FitCandidate> candidate = estimateCandidate(choice, size);
+      if (!candidate) {
         ++result.skipped;
         continue;
       }
-      ++result.evaluated;
-      trial.status = Trial::Compiled;
+      candidates.push_back(*candidate);
     }
-    SmallVector<Trial *> compiles;
-    for (Trial &trial : trials)
-      if (trial.status == Trial::Compiled)
+    llvm::stable_sort(candidates, [](const FitCandidate &a, const FitCandidate &b) {
+      return a.estimatedSeconds < b.estimatedSeconds;
+    });
+    return candidates;
+  }
+
+  /// `choice` with its changes' single effects added up; none when one of
+  /// them did not compile or they would not fit.
+  std::optional<FitCandidate> estimateCandidate(const Choice &choice, unsigned size) {
+    int64_t needed = baseNeeded;
+    double seconds = baseSeconds;
+    bool known = true;
+    if (size > 1) {
+      for (unsigned index : choice) {
+        const Outcome &single = outcomes[{index}];
+        if (!single.compiled) {
+          known = false;
+          break;
+        }
+        needed += single.needed - baseNeeded;
+        // A change whose sharded state alone was over was never compiled: its
+        // time is not known, and counts as the base's.
+        if (single.evaluation)
+          seconds += PlanFix{"", 0, *single.evaluation}.deviceSeconds() - baseSeconds;
+      }
+      if (!known || needed > budget.deviceBytes)
+        return std::nullopt;
+    }
+    return FitCandidate{choice, needed, seconds};
+  }
+
+  /// The cheap checks of one candidate: whether its plan builds, and whether
+  /// its sharded state leaves room; marks it to compile when both hold.
+  void screenCandidate(FitTrial &trial) {
+    const FitCandidate &candidate = *trial.candidate;
+    PlanFields fields = baseFields;
+    for (unsigned index : candidate.choice)
+      changes[index].apply(fields);
+    FailureOr<int64_t> state = failure();
+    {
+      CandidateErrors errors(trial.error);
+      trial.plan = PlanAttr::get(context, fields, [&] { return emitError(model.getLoc()); });
+      if (trial.plan)
+        state = shardedStateBytes(model, trial.plan);
+    }
+    if (failed(state))
+      return;
+    if (*state + budget.runtime.total() > budget.deviceBytes) {
+      // Compiles, but its sharded state alone is over: no use combining.
+      Outcome &outcome = outcomes[candidate.choice];
+      outcome.compiled = true;
+      outcome.needed = *state + budget.runtime.total();
+      trial.status = FitTrial::Skipped;
+      ++result.skipped;
+      return;
+    }
+    if (result.evaluated >= options.maxEvaluations) {
+      trial.status = FitTrial::Skipped;
+      ++result.skipped;
+      return;
+    }
+    ++result.evaluated;
+    trial.status = FitTrial::Compiled;
+  }
+
+  void compileTrials(std::vector<FitTrial> &trials) {
+    SmallVector<FitTrial *> compiles;
+    for (FitTrial &trial : trials)
+      if (trial.status == FitTrial::Compiled)
         compiles.push_back(&trial);
     onThreads(context, compiles.size(), [&](size_t i) {
-      Trial &trial = *compiles[i];
+      FitTrial &trial = *compiles[i];
       CandidateErrors errors(trial.error);
       trial.evaluation = evaluatePlan(model, trial.plan, *options.target, *options.profile,
                                       /*verifyEachPass=*/false);
     });
-    for (Trial &trial : trials) {
+  }
+
+  void recordOutcomes(std::vector<FitTrial> &trials, unsigned size) {
+    for (FitTrial &trial : trials) {
       const Choice &choice = trial.candidate->choice;
-      if (trial.status == Trial::Skipped)
+      if (trial.status == FitTrial::Skipped)
         continue;
       if (failed(trial.evaluation)) {
         // A single change this model cannot take; no combination has it.
@@ -299,12 +351,14 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
       if (outcome.needed <= budget.deviceBytes)
         result.fits.push_back({describe(choice), size, *outcome.evaluation});
     }
+  }
 
-    // The next level: each choice that did not fit, with one more change on
-    // another knob.
+  /// The next level: each choice that did not fit, with one more change on
+  /// another knob.
+  SmallVector<Choice> nextLevel(ArrayRef<FitCandidate> candidates) {
     SmallVector<Choice> next;
     std::set<Choice> seen;
-    for (const Candidate &candidate : candidates) {
+    for (const FitCandidate &candidate : candidates) {
       const Outcome &outcome = outcomes[candidate.choice];
       if (!outcome.compiled || outcome.needed <= budget.deviceBytes)
         continue;
@@ -318,21 +372,30 @@ FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &bas
           next.push_back(extended);
       }
     }
-    level = std::move(next);
+    return next;
   }
 
-  // The ranks a user has come first: a fix on more ranks needs more devices.
-  // Then the device time per step, then the fewest changes.
-  int64_t ranks = base.worldSize();
-  llvm::stable_sort(result.fits, [&](const PlanFix &a, const PlanFix &b) {
-    bool aMore = a.evaluation.worldSize() > ranks, bMore = b.evaluation.worldSize() > ranks;
-    if (aMore != bMore)
-      return bMore;
-    if (a.deviceSeconds() != b.deviceSeconds())
-      return a.deviceSeconds() < b.deviceSeconds();
-    return a.numChanges < b.numChanges;
-  });
-  if (result.fits.size() > options.maxResults)
-    result.fits.resize(options.maxResults);
-  return result;
+  void rankFits() {
+    // The ranks a user has come first: a fix on more ranks needs more devices.
+    // Then the device time per step, then the fewest changes.
+    int64_t ranks = base.worldSize();
+    llvm::stable_sort(result.fits, [&](const PlanFix &a, const PlanFix &b) {
+      bool aMore = a.evaluation.worldSize() > ranks, bMore = b.evaluation.worldSize() > ranks;
+      if (aMore != bMore)
+        return bMore;
+      if (a.deviceSeconds() != b.deviceSeconds())
+        return a.deviceSeconds() < b.deviceSeconds();
+      return a.numChanges < b.numChanges;
+    });
+    if (result.fits.size() > options.maxResults)
+      result.fits.resize(options.maxResults);
+  }
+};
+
+} // namespace
+
+FitSearchResult mlir::fsdp::searchFits(ModuleOp model, const PlanEvaluation &base,
+                                       const FitOptions &options) {
+  CandidateErrors::Capture capture(model.getContext());
+  return FitSearcher(model, base, options).run();
 }

@@ -62,64 +62,76 @@ std::string escape(StringRef text) {
   return out;
 }
 
-} // namespace
-
-void mlir::fsdp::writeMemorySvg(llvm::raw_ostream &os, const PlanEvaluation &plan,
-                                int64_t runtimeBytes, int64_t budgetBytes, StringRef title,
-                                const MeasuredHighWater *measured) {
-  const MemoryTimeline &memory = plan.memory;
-  double step = std::max(plan.cost.stepSeconds, 1e-12);
-  double runtime = static_cast<double>(runtimeBytes);
-  double top = std::max(runtime + static_cast<double>(plan.arena.arenaBytes),
-                        static_cast<double>(budgetBytes)) *
-               1.08;
-  // Binary units for bytes, whichever keeps the axis readable.
+/// One picture being written: the plan's figures, and the scales from
+/// seconds and bytes to the picture's coordinates.
+struct MemorySvgPicture {
+  llvm::raw_ostream &os;
+  const PlanEvaluation &plan;
+  const MemoryTimeline &memory;
+  int64_t runtimeBytes, budgetBytes;
+  const MeasuredHighWater *measured;
+  double step, runtime, top;
   double unit = 1;
   const char *unitName = "B";
-  for (auto [scale, name] : {std::pair<double, const char *>{1024.0 * 1024 * 1024, "GiB"},
-                             {1024.0 * 1024, "MiB"},
-                             {1024.0, "KiB"}})
-    if (top >= 4 * scale) {
-      unit = scale;
-      unitName = name;
-      break;
-    }
-  auto x = [&](double seconds) { return kLeft + (kRight - kLeft) * seconds / step; };
-  auto y = [&](double bytes) { return kBottom - (kBottom - kTop) * bytes / top; };
+  /// The legend's entries placed so far.
+  int legendEntries = 0;
 
-  os << llvm::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-                     "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\" ",
-                     kWidth, kHeight, kWidth, kHeight)
-     << "data-arena-bytes=\"" << plan.arena.arenaBytes << "\" data-persistent-bytes=\""
-     << memory.persistentBytes << "\" data-peak-live-bytes=\"" << memory.peakLiveBytes
-     << "\" data-runtime-bytes=\"" << runtimeBytes << "\" data-budget-bytes=\"" << budgetBytes << "\" data-step-seconds=\""
-     << llvm::format("%.9g", plan.cost.stepSeconds) << "\" data-y-bottom=\"" << kBottom
-     << "\" data-y-top=\"" << kTop << "\" data-top-bytes=\"" << llvm::format("%.17g", top)
-     << "\">\n";
-  os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  os << "<text x=\"" << kLeft << "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">"
-     << escape(title) << "</text>\n";
+  MemorySvgPicture(llvm::raw_ostream &os, const PlanEvaluation &plan, int64_t runtimeBytes,
+                   int64_t budgetBytes, const MeasuredHighWater *measured)
+      : os(os), plan(plan), memory(plan.memory), runtimeBytes(runtimeBytes),
+        budgetBytes(budgetBytes), measured(measured), step(std::max(plan.cost.stepSeconds, 1e-12)),
+        runtime(static_cast<double>(runtimeBytes)),
+        top(std::max(runtime + static_cast<double>(plan.arena.arenaBytes),
+                     static_cast<double>(budgetBytes)) *
+            1.08) {
+    // Binary units for bytes, whichever keeps the axis readable.
+    for (auto [scale, name] : {std::pair<double, const char *>{1024.0 * 1024 * 1024, "GiB"},
+                               {1024.0 * 1024, "MiB"},
+                               {1024.0, "KiB"}})
+      if (top >= 4 * scale) {
+        unit = scale;
+        unitName = name;
+        break;
+      }
+  }
 
-  // The runtime's memory, the persistent arena, then each kind on the ones
-  // below it.
-  auto band = [&](StringRef kind, double from, int64_t bytes, const char *color) {
+  double x(double seconds) const { return kLeft + (kRight - kLeft) * seconds / step; }
+  double y(double bytes) const { return kBottom - (kBottom - kTop) * bytes / top; }
+
+  void writeHeader(StringRef title) {
+    os << llvm::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                       "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\" ",
+                       kWidth, kHeight, kWidth, kHeight)
+       << "data-arena-bytes=\"" << plan.arena.arenaBytes << "\" data-persistent-bytes=\""
+       << memory.persistentBytes << "\" data-peak-live-bytes=\"" << memory.peakLiveBytes
+       << "\" data-runtime-bytes=\"" << runtimeBytes << "\" data-budget-bytes=\"" << budgetBytes
+       << "\" data-step-seconds=\"" << llvm::format("%.9g", plan.cost.stepSeconds)
+       << "\" data-y-bottom=\"" << kBottom << "\" data-y-top=\"" << kTop << "\" data-top-bytes=\""
+       << llvm::format("%.17g", top) << "\">\n";
+    os << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+    os << "<text x=\"" << kLeft << "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">"
+       << escape(title) << "</text>\n";
+  }
+
+  void writeBand(StringRef kind, double from, int64_t bytes, const char *color) {
     os << llvm::format("<rect class=\"layer\" data-kind=\"%s\" data-peak-bytes=\"%lld\" "
                        "x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n",
                        kind.str().c_str(), static_cast<long long>(bytes), kLeft,
                        y(from + static_cast<double>(bytes)), kRight - kLeft,
                        y(from) - y(from + static_cast<double>(bytes)), color);
-  };
-  if (runtimeBytes > 0)
-    band("runtime", 0, runtimeBytes, kRuntime.color);
-  band("persistent", runtime, memory.persistentBytes, kPersistent.color);
-  for (size_t k = 0; k < kNumMemoryKinds; ++k) {
+  }
+
+  /// The bytes of `sample` under the kind `through`: the runtime's, the
+  /// persistent arena's and the kinds' before it.
+  double bytesBelowKind(const MemorySample &sample, size_t through) const {
+    double bytes = runtime + static_cast<double>(memory.persistentBytes);
+    for (size_t i = 0; i < through; ++i)
+      bytes += static_cast<double>(sample.bytes[i]);
+    return bytes;
+  }
+
+  void writeKindLayer(size_t k) {
     // Upper edge left to right, lower edge back: a step function each.
-    auto below = [&](const MemorySample &sample, size_t through) {
-      double bytes = runtime + static_cast<double>(memory.persistentBytes);
-      for (size_t i = 0; i < through; ++i)
-        bytes += static_cast<double>(sample.bytes[i]);
-      return bytes;
-    };
     int64_t peak = 0;
     std::string upper, lower;
     llvm::raw_string_ostream up(upper), down(lower);
@@ -128,26 +140,35 @@ void mlir::fsdp::writeMemorySvg(llvm::raw_ostream &os, const PlanEvaluation &pla
       peak = std::max(peak, samples[i].bytes[k]);
       double from = x(samples[i].time),
              to = x(i + 1 < samples.size() ? samples[i + 1].time : step);
-      up << llvm::format(" L%.2f,%.2f L%.2f,%.2f", from, y(below(samples[i], k + 1)), to,
-                         y(below(samples[i], k + 1)));
+      up << llvm::format(" L%.2f,%.2f L%.2f,%.2f", from, y(bytesBelowKind(samples[i], k + 1)), to,
+                         y(bytesBelowKind(samples[i], k + 1)));
     }
     for (size_t i = samples.size(); i-- > 0;) {
       double from = x(samples[i].time),
              to = x(i + 1 < samples.size() ? samples[i + 1].time : step);
-      down << llvm::format(" L%.2f,%.2f L%.2f,%.2f", to, y(below(samples[i], k)), from,
-                           y(below(samples[i], k)));
+      down << llvm::format(" L%.2f,%.2f L%.2f,%.2f", to, y(bytesBelowKind(samples[i], k)), from,
+                           y(bytesBelowKind(samples[i], k)));
     }
     if (samples.empty())
-      continue;
-    os << "<path class=\"layer\" data-kind=\"" << kMemoryKinds[k] << "\" data-peak-bytes=\""
-       << peak << "\" fill=\"" << kLayers[k].color << "\" stroke=\"none\" d=\"M"
-       << llvm::format("%.2f,%.2f", x(samples.front().time), y(below(samples.front(), k)))
+      return;
+    os << "<path class=\"layer\" data-kind=\"" << kMemoryKinds[k] << "\" data-peak-bytes=\"" << peak
+       << "\" fill=\"" << kLayers[k].color << "\" stroke=\"none\" d=\"M"
+       << llvm::format("%.2f,%.2f", x(samples.front().time), y(bytesBelowKind(samples.front(), k)))
        << upper << lower << " Z\"/>\n";
   }
 
-  // The planned arena and the budget.
-  auto level = [&](const char *cls, int64_t bytes, const char *color, const char *dash,
-                   const std::string &label) {
+  void writeLayers() {
+    // The runtime's memory, the persistent arena, then each kind on the ones
+    // below it.
+    if (runtimeBytes > 0)
+      writeBand("runtime", 0, runtimeBytes, kRuntime.color);
+    writeBand("persistent", runtime, memory.persistentBytes, kPersistent.color);
+    for (size_t k = 0; k < kNumMemoryKinds; ++k)
+      writeKindLayer(k);
+  }
+
+  void writeLevel(const char *cls, int64_t bytes, const char *color, const char *dash,
+                  const std::string &label) {
     os << llvm::format("<line class=\"%s\" data-bytes=\"%lld\" x1=\"%.2f\" x2=\"%.2f\" "
                        "y1=\"%.2f\" y2=\"%.2f\" stroke=\"%s\" stroke-width=\"1.5\" "
                        "stroke-dasharray=\"%s\"/>\n",
@@ -156,139 +177,178 @@ void mlir::fsdp::writeMemorySvg(llvm::raw_ostream &os, const PlanEvaluation &pla
        << llvm::format("<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"end\" fill=\"%s\">", kRight - 4,
                        y(static_cast<double>(bytes)) - 4, color)
        << escape(label) << "</text>\n";
-  };
-  level("arena", runtimeBytes + plan.arena.arenaBytes, "#333333", "6,3",
-        llvm::formatv("planned arena{0} {1:F2} {2}", runtimeBytes ? " + runtime" : "",
-                      (runtime + plan.arena.arenaBytes) / unit, unitName)
-            .str());
-  if (budgetBytes > 0)
-    level("budget", budgetBytes, "#d62728", "none",
-          llvm::formatv("budget {0:F2} {1}", budgetBytes / unit, unitName).str());
+  }
 
-  // The planned high-water mark, persistent_bytes until the first buffer is
-  // placed, and the trainer's marks on it: each scan sees the highest byte
-  // the step has written so far.
-  if (measured) {
-    assert(measured->afterGatherWaits.size() == memory.gatherWaits.size() &&
-           "the marks of another step (readMeasuredHighWater checks)");
-    auto height = [&](int64_t bytes) { return y(runtime + static_cast<double>(bytes)); };
+  /// The planned arena and the budget.
+  void writeArenaAndBudget() {
+    writeLevel("arena", runtimeBytes + plan.arena.arenaBytes, "#333333", "6,3",
+               llvm::formatv("planned arena{0} {1:F2} {2}", runtimeBytes ? " + runtime" : "",
+                             (runtime + plan.arena.arenaBytes) / unit, unitName)
+                   .str());
+    if (budgetBytes > 0)
+      writeLevel("budget", budgetBytes, "#d62728", "none",
+                 llvm::formatv("budget {0:F2} {1}", budgetBytes / unit, unitName).str());
+  }
+
+  double highWaterY(int64_t bytes) const { return y(runtime + static_cast<double>(bytes)); }
+
+  void writePlannedHighWater() {
     os << "<path class=\"planned-high-water\" data-final-bytes=\"" << memory.plannedHighWater
        << "\" fill=\"none\" stroke=\"" << kPlannedHighWaterColor
        << "\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\" d=\""
-       << llvm::format("M%.2f,%.2f", x(0), height(memory.persistentBytes));
+       << llvm::format("M%.2f,%.2f", x(0), highWaterY(memory.persistentBytes));
     const std::vector<MemorySample> &samples = memory.samples;
     for (size_t i = 0; i < samples.size(); ++i)
       os << llvm::format(" L%.2f,%.2f L%.2f,%.2f", x(samples[i].time),
-                         height(samples[i].plannedHighWater),
+                         highWaterY(samples[i].plannedHighWater),
                          x(i + 1 < samples.size() ? samples[i + 1].time : step),
-                         height(samples[i].plannedHighWater));
+                         highWaterY(samples[i].plannedHighWater));
     os << "\"/>\n";
-    auto point = [&](StringRef at, double seconds, int64_t bytes, int64_t planned,
-                     const std::string &attributes, const std::string &label) {
-      os << llvm::format("<circle class=\"measured-high-water\" data-at=\"%s\" "
-                         "data-time-seconds=\"%.9g\" data-measured-bytes=\"%lld\" "
-                         "data-planned-bytes=\"%lld\"%s cx=\"%.2f\" cy=\"%.2f\" r=\"3\" "
-                         "fill=\"%s\" stroke=\"white\" stroke-width=\"0.8\">",
-                         at.str().c_str(), seconds, static_cast<long long>(bytes),
-                         static_cast<long long>(planned), attributes.c_str(), x(seconds),
-                         height(bytes), kMeasuredHighWaterColor)
-         << "<title>" << escape(label)
-         << llvm::formatv(": measured {0} B, planned {1} B", bytes, planned).str()
-         << "</title></circle>\n";
-    };
+  }
+
+  void writeMeasuredPoint(StringRef at, double seconds, int64_t bytes, int64_t planned,
+                          const std::string &attributes, const std::string &label) {
+    os << llvm::format("<circle class=\"measured-high-water\" data-at=\"%s\" "
+                       "data-time-seconds=\"%.9g\" data-measured-bytes=\"%lld\" "
+                       "data-planned-bytes=\"%lld\"%s cx=\"%.2f\" cy=\"%.2f\" r=\"3\" "
+                       "fill=\"%s\" stroke=\"white\" stroke-width=\"0.8\">",
+                       at.str().c_str(), seconds, static_cast<long long>(bytes),
+                       static_cast<long long>(planned), attributes.c_str(), x(seconds),
+                       highWaterY(bytes), kMeasuredHighWaterColor)
+       << "<title>" << escape(label)
+       << llvm::formatv(": measured {0} B, planned {1} B", bytes, planned).str()
+       << "</title></circle>\n";
+  }
+
+  /// The planned high-water mark, persistent_bytes until the first buffer is
+  /// placed, and the trainer's marks on it: each scan sees the highest byte
+  /// the step has written so far.
+  void writeHighWaterMarks() {
+    assert(measured->afterGatherWaits.size() == memory.gatherWaits.size() &&
+           "the marks of another step (readMeasuredHighWater checks)");
+    writePlannedHighWater();
     for (auto [k, wait] : llvm::enumerate(memory.gatherWaits))
-      point("gather-wait", wait.time, measured->afterGatherWaits[k], wait.plannedHighWater,
-            llvm::formatv(" data-index=\"{0}\" data-op=\"{1}\" data-unit=\"{2}\"", k, wait.op,
-                          escape(wait.unit))
-                .str(),
-            "after the wait for " + wait.unit);
-    point("end-of-step", plan.cost.stepSeconds, measured->endOfStep, memory.plannedHighWater, "",
-          "end of the step");
+      writeMeasuredPoint("gather-wait", wait.time, measured->afterGatherWaits[k],
+                         wait.plannedHighWater,
+                         llvm::formatv(" data-index=\"{0}\" data-op=\"{1}\" data-unit=\"{2}\"", k,
+                                       wait.op, escape(wait.unit))
+                             .str(),
+                         "after the wait for " + wait.unit);
+    writeMeasuredPoint("end-of-step", plan.cost.stepSeconds, measured->endOfStep,
+                       memory.plannedHighWater, "", "end of the step");
   }
 
-  // Axes with ticks.
-  os << llvm::format("<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
-                     kLeft, kBottom, kRight, kBottom)
-     << llvm::format("<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
-                     kLeft, kTop, kLeft, kBottom);
-  double byteStep = niceStep(top / unit, 6) * unit;
-  for (double bytes = 0; bytes <= top; bytes += byteStep)
-    os << llvm::format("<text x=\"%.0f\" y=\"%.2f\" text-anchor=\"end\">%g</text>\n", kLeft - 6,
-                       y(bytes) + 4, bytes / unit);
-  os << llvm::format("<text x=\"20\" y=\"%.0f\" transform=\"rotate(-90 20 %.0f)\" "
-                     "text-anchor=\"middle\">bytes per rank (%s)</text>\n",
-                     (kTop + kBottom) / 2, (kTop + kBottom) / 2, unitName);
-  bool milli = step < 1;
-  double timeScale = milli ? 1e3 : 1, timeStep = niceStep(step * timeScale, 8) / timeScale;
-  for (double t = 0; t <= step * (1 + 1e-9); t += timeStep)
-    os << llvm::format("<text x=\"%.2f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n", x(t),
-                       kBottom + 18, t * timeScale);
-  os << llvm::format("<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">predicted time into "
-                     "the step (%s)</text>\n",
-                     (kLeft + kRight) / 2, kBottom + 38, milli ? "ms" : "s");
-
-  // Each unit's all-gathers, where compute gets the parameters: a tick, and
-  // the unit's name where there is room.
-  std::vector<const TimedOp *> gathers;
-  for (const TimedOp &op : plan.cost.ops)
-    if (op.name == "all_gather_start" && !op.unit.empty())
-      gathers.push_back(&op);
-  size_t every = std::max<size_t>(1, (gathers.size() + 39) / 40);
-  for (size_t i = 0; i < gathers.size(); ++i) {
-    double at = x(gathers[i]->waited);
-    os << llvm::format("<line class=\"gather\" x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.0f\" "
-                       "stroke=\"#4e79a7\" stroke-width=\"0.8\"/>\n",
-                       at, at, kTop - 6, kTop);
-    if (i % every == 0)
-      os << llvm::format("<text x=\"%.2f\" y=\"%.0f\" font-size=\"9\" transform=\"rotate(-60 "
-                         "%.2f %.0f)\">",
-                         at, kTop - 8, at, kTop - 8)
-         << escape(gathers[i]->unit) << "</text>\n";
+  /// Axes with ticks.
+  void writeAxes() {
+    os << llvm::format("<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
+                       kLeft, kBottom, kRight, kBottom)
+       << llvm::format("<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n",
+                       kLeft, kTop, kLeft, kBottom);
+    double byteStep = niceStep(top / unit, 6) * unit;
+    for (double bytes = 0; bytes <= top; bytes += byteStep)
+      os << llvm::format("<text x=\"%.0f\" y=\"%.2f\" text-anchor=\"end\">%g</text>\n", kLeft - 6,
+                         y(bytes) + 4, bytes / unit);
+    os << llvm::format("<text x=\"20\" y=\"%.0f\" transform=\"rotate(-90 20 %.0f)\" "
+                       "text-anchor=\"middle\">bytes per rank (%s)</text>\n",
+                       (kTop + kBottom) / 2, (kTop + kBottom) / 2, unitName);
+    bool milli = step < 1;
+    double timeScale = milli ? 1e3 : 1, timeStep = niceStep(step * timeScale, 8) / timeScale;
+    for (double t = 0; t <= step * (1 + 1e-9); t += timeStep)
+      os << llvm::format("<text x=\"%.2f\" y=\"%.0f\" text-anchor=\"middle\">%g</text>\n", x(t),
+                         kBottom + 18, t * timeScale);
+    os << llvm::format("<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">predicted time into "
+                       "the step (%s)</text>\n",
+                       (kLeft + kRight) / 2, kBottom + 38, milli ? "ms" : "s");
   }
 
-  // The legend, three to a row, with each kind's most bytes.
-  int entries = 0;
-  auto slot = [&] {
-    double left = kLeft + (kRight - kLeft) / 3 * (entries % 3),
-           baseline = kBottom + 66 + 18 * (entries / 3);
-    ++entries;
+  /// Each unit's all-gathers, where compute gets the parameters: a tick, and
+  /// the unit's name where there is room.
+  void writeGatherMarks() {
+    std::vector<const TimedOp *> gathers;
+    for (const TimedOp &op : plan.cost.ops)
+      if (op.name == "all_gather_start" && !op.unit.empty())
+        gathers.push_back(&op);
+    size_t every = std::max<size_t>(1, (gathers.size() + 39) / 40);
+    for (size_t i = 0; i < gathers.size(); ++i) {
+      double at = x(gathers[i]->waited);
+      os << llvm::format("<line class=\"gather\" x1=\"%.2f\" x2=\"%.2f\" y1=\"%.0f\" y2=\"%.0f\" "
+                         "stroke=\"#4e79a7\" stroke-width=\"0.8\"/>\n",
+                         at, at, kTop - 6, kTop);
+      if (i % every == 0)
+        os << llvm::format("<text x=\"%.2f\" y=\"%.0f\" font-size=\"9\" transform=\"rotate(-60 "
+                           "%.2f %.0f)\">",
+                           at, kTop - 8, at, kTop - 8)
+           << escape(gathers[i]->unit) << "</text>\n";
+    }
+  }
+
+  /// Where the next legend entry goes: three to a row.
+  std::pair<double, double> nextLegendSlot() {
+    double left = kLeft + (kRight - kLeft) / 3 * (legendEntries % 3),
+           baseline = kBottom + 66 + 18 * (legendEntries / 3);
+    ++legendEntries;
     return std::pair(left, baseline);
-  };
-  auto label = [&](double left, double baseline, StringRef name, int64_t bytes) {
+  }
+
+  void writeLegendLabel(double left, double baseline, StringRef name, int64_t bytes) {
     os << llvm::format("<text x=\"%.0f\" y=\"%.0f\" font-size=\"11\">", left + 14, baseline)
        << escape(name) << llvm::format(" (at most %.2f %s)", bytes / unit, unitName)
        << "</text>\n";
-  };
-  auto entry = [&](const Layer &layer, int64_t bytes) {
-    auto [left, baseline] = slot();
+  }
+
+  void writeLegendEntry(const Layer &layer, int64_t bytes) {
+    auto [left, baseline] = nextLegendSlot();
     os << llvm::format("<rect x=\"%.0f\" y=\"%.0f\" width=\"10\" height=\"10\" fill=\"%s\"/>",
                        left, baseline - 9, layer.color);
-    label(left, baseline, layer.name, bytes);
-  };
-  if (runtimeBytes > 0)
-    entry(kRuntime, runtimeBytes);
-  entry(kPersistent, memory.persistentBytes);
-  for (size_t k = 0; k < kNumMemoryKinds; ++k) {
-    int64_t peak = 0;
-    for (const MemorySample &sample : memory.samples)
-      peak = std::max(peak, sample.bytes[k]);
-    entry(kLayers[k], peak);
+    writeLegendLabel(left, baseline, layer.name, bytes);
   }
-  if (measured) {
-    auto [left, baseline] = slot();
+
+  void writeHighWaterLegend() {
+    auto [left, baseline] = nextLegendSlot();
     os << llvm::format("<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"%s\" "
                        "stroke-width=\"1.5\" stroke-dasharray=\"5,3\"/>",
                        left, left + 10, baseline - 4, baseline - 4, kPlannedHighWaterColor);
-    label(left, baseline, "planned high-water mark", memory.plannedHighWater);
-    std::tie(left, baseline) = slot();
+    writeLegendLabel(left, baseline, "planned high-water mark", memory.plannedHighWater);
+    std::tie(left, baseline) = nextLegendSlot();
     os << llvm::format("<circle cx=\"%.0f\" cy=\"%.0f\" r=\"3\" fill=\"%s\"/>", left + 5,
                        baseline - 4, kMeasuredHighWaterColor);
     int64_t most = measured->endOfStep;
     for (int64_t mark : measured->afterGatherWaits)
       most = std::max(most, mark);
-    label(left, baseline,
-          llvm::formatv("measured high-water mark, step {0}", measured->step).str(),
-          most);
+    writeLegendLabel(left, baseline,
+                     llvm::formatv("measured high-water mark, step {0}", measured->step).str(),
+                     most);
   }
+
+  /// The legend, three to a row, with each kind's most bytes.
+  void writeLegend() {
+    if (runtimeBytes > 0)
+      writeLegendEntry(kRuntime, runtimeBytes);
+    writeLegendEntry(kPersistent, memory.persistentBytes);
+    for (size_t k = 0; k < kNumMemoryKinds; ++k) {
+      int64_t peak = 0;
+      for (const MemorySample &sample : memory.samples)
+        peak = std::max(peak, sample.bytes[k]);
+      writeLegendEntry(kLayers[k], peak);
+    }
+    if (measured)
+      writeHighWaterLegend();
+  }
+};
+
+} // namespace
+
+void mlir::fsdp::writeMemorySvg(llvm::raw_ostream &os, const PlanEvaluation &plan,
+                                int64_t runtimeBytes, int64_t budgetBytes, StringRef title,
+                                const MeasuredHighWater *measured) {
+  MemorySvgPicture picture(os, plan, runtimeBytes, budgetBytes, measured);
+  picture.writeHeader(title);
+  picture.writeLayers();
+  picture.writeArenaAndBudget();
+  if (measured)
+    picture.writeHighWaterMarks();
+  picture.writeAxes();
+  picture.writeGatherMarks();
+  picture.writeLegend();
   os << "</svg>\n";
 }

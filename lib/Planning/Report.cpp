@@ -83,13 +83,16 @@ std::string bytesText(int64_t bytes) {
   return text;
 }
 
-void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &report) {
+void printReportHeading(raw_ostream &os, const ShardingLayout &layout, const Report &report) {
   PlanAttr plan = layout.plan;
   os << "fsdp-report: grid [";
   llvm::interleaveComma(plan.getGrid(), os);
   os << "], " << stringifyStrategy(plan.getStrategy()) << ", " << report.numParams
      << " parameters in " << layout.units.size() << " units, " << layout.shardRanks
      << "-way sharded, " << layout.replicas << " replica(s)\n\n";
+}
+
+void printReportPerRank(raw_ostream &os, const ShardingLayout &layout, const Report &report) {
   os << "per rank                                          bytes\n";
   os << "  parameter shards               " << bytesText(report.params) << "\n";
   os << "  gradient shards                " << bytesText(report.grads)
@@ -108,85 +111,94 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
         "    units, flat gradients), live only in the step's arena; shards are padded\n"
         "    to equal size, frozen parameters have no gradient or state)\n";
   os << "  gathered parameters at peak    " << bytesText(report.gatheredPeak) << "\n";
-  if (const std::optional<Report::Offload> &offload = report.offload) {
-    os << "\noffload = optimizer (trainable units)            bytes\n";
-    os << "  device: parameter shards       " << bytesText(offload->deviceParams) << "  ("
-       << stringifyDType(plan.getParamDtype()) << ", what the gathers read)\n";
-    os << "  host: f32 master shards        " << bytesText(offload->masters) << "\n";
-    os << "  host: optimizer state          " << bytesText(offload->state) << "\n";
-    os << "  host: gradient shards          " << bytesText(offload->gradients)
-       << "  (as they arrive; room for f32)\n";
-    if (offload->rounded > 0)
-      os << "  host: shards for the copy back " << bytesText(offload->rounded) << "\n";
-    os << "  host (page-locked, total)      " << bytesText(offload->host()) << "\n";
-  }
-  if (const std::optional<ArenaFigures> &arena = report.arena) {
-    os << "\narena plan of the compiled step                   bytes\n";
-    os << "  persistent (shards, inputs)    " << bytesText(arena->persistentBytes) << "\n";
-    os << "  transient buffers at peak      " << bytesText(arena->transientPeak) << "\n";
-    os << "    activations, temporaries     " << bytesText(arena->activations) << "\n";
-    os << "    gathered parameters          " << bytesText(arena->gathered) << "\n";
-    os << "    flat gradients               " << bytesText(arena->gradients) << "\n";
-    os << "    gradient shards              " << bytesText(arena->gradientShards) << "\n";
-    for (const auto &[dtype, bytes] : arena->dtypeBytes)
-      os << llvm::format("    of which %-21s", dtype.c_str()) << bytesText(bytes) << "\n";
-    os << "  arena (planned peak)           " << bytesText(arena->arenaBytes) << "\n";
-    if (arena->hostArenaBytes > 0) {
-      os << "  host arena (offload)           " << bytesText(arena->hostArenaBytes) << "\n";
-      os << "  host <-> device per step:\n";
-      os << "    gradient shards to the host  " << bytesText(arena->toHostBytes) << "\n";
-      os << "    parameter shards to device   " << bytesText(arena->toDeviceBytes) << "\n";
-    }
-    os << "\n";
-    if (const auto &recompute = arena->recompute) {
-      os << "recompute (remat = " << stringifyRematPolicy(plan.getRemat()) << ") per step\n";
-      os << llvm::format("  ops recomputed                 %18lld\n",
-                         static_cast<long long>(recompute->at("ops")));
-      int64_t flops = recompute->at("product_flops"), all = recompute->at("step_product_flops");
-      os << llvm::format("  matrix products, FLOPs         %18lld  (%lld products, %.1f%% of the "
-                         "step's %lld)\n",
-                         static_cast<long long>(flops),
-                         static_cast<long long>(recompute->at("products")),
-                         all ? 100.0 * static_cast<double>(flops) / static_cast<double>(all) : 0.0,
-                         static_cast<long long>(all));
-      os << llvm::format("  other ops, elements computed   %18lld\n\n",
-                         static_cast<long long>(recompute->at("other_elements")));
-    }
-  } else {
-    os << "  activations, workspace         (planned by fsdpc --report)\n\n";
-  }
+}
 
-  if (const std::optional<CostFigures> &cost = report.cost) {
-    os << "predicted step on " << cost->profile << " (docs/CostModel.md)            seconds\n";
-    auto line = [&](const char *what, double seconds) {
-      os << llvm::format("  %-32s%18.6f\n", what, seconds);
-    };
-    line("step", cost->step);
-    line("compute: matrix products", cost->matmul);
-    if (cost->attention > 0)
-      line("compute: fused attention", cost->attention);
-    line("compute: everything else", cost->otherCompute);
-    line("  of which launch overhead", cost->launches);
-    line("communication (own streams)", cost->communication);
-    line("communication exposed", cost->exposed);
-    if (plan.getOffload() == Offload::Optimizer) {
-      line("host <-> device copies", cost->copies);
-      line("copies exposed", cost->exposedCopies);
-      line("host: optimizer updates", cost->host);
-    }
-    os << "\n";
-    if (const auto &budget = cost->budget) {
-      int64_t device = budget->at("device_bytes"), needed = budget->at("needed_bytes");
-      os << "memory budget (" << cost->budgetOrigin << ")             bytes\n";
-      os << "  arena + runtime (" << budget->at("runtime_bytes") << ")  " << bytesText(needed)
-         << "\n";
-      os << "  device memory                  " << bytesText(device) << "\n";
-      os << (needed <= device ? "  spare                          "
-                              : "  OVER BY                        ")
-         << bytesText(needed <= device ? device - needed : needed - device) << "\n\n";
-    }
-  }
+void printReportOffload(raw_ostream &os, PlanAttr plan, const Report::Offload &offload) {
+  os << "\noffload = optimizer (trainable units)            bytes\n";
+  os << "  device: parameter shards       " << bytesText(offload.deviceParams) << "  ("
+     << stringifyDType(plan.getParamDtype()) << ", what the gathers read)\n";
+  os << "  host: f32 master shards        " << bytesText(offload.masters) << "\n";
+  os << "  host: optimizer state          " << bytesText(offload.state) << "\n";
+  os << "  host: gradient shards          " << bytesText(offload.gradients)
+     << "  (as they arrive; room for f32)\n";
+  if (offload.rounded > 0)
+    os << "  host: shards for the copy back " << bytesText(offload.rounded) << "\n";
+  os << "  host (page-locked, total)      " << bytesText(offload.host()) << "\n";
+}
 
+void printReportRecompute(raw_ostream &os, PlanAttr plan,
+                          const std::map<std::string, int64_t> &recompute) {
+  os << "recompute (remat = " << stringifyRematPolicy(plan.getRemat()) << ") per step\n";
+  os << llvm::format("  ops recomputed                 %18lld\n",
+                     static_cast<long long>(recompute.at("ops")));
+  int64_t flops = recompute.at("product_flops"), all = recompute.at("step_product_flops");
+  os << llvm::format("  matrix products, FLOPs         %18lld  (%lld products, %.1f%% of the "
+                     "step's %lld)\n",
+                     static_cast<long long>(flops),
+                     static_cast<long long>(recompute.at("products")),
+                     all ? 100.0 * static_cast<double>(flops) / static_cast<double>(all) : 0.0,
+                     static_cast<long long>(all));
+  os << llvm::format("  other ops, elements computed   %18lld\n\n",
+                     static_cast<long long>(recompute.at("other_elements")));
+}
+
+void printReportArena(raw_ostream &os, PlanAttr plan, const ArenaFigures &arena) {
+  os << "\narena plan of the compiled step                   bytes\n";
+  os << "  persistent (shards, inputs)    " << bytesText(arena.persistentBytes) << "\n";
+  os << "  transient buffers at peak      " << bytesText(arena.transientPeak) << "\n";
+  os << "    activations, temporaries     " << bytesText(arena.activations) << "\n";
+  os << "    gathered parameters          " << bytesText(arena.gathered) << "\n";
+  os << "    flat gradients               " << bytesText(arena.gradients) << "\n";
+  os << "    gradient shards              " << bytesText(arena.gradientShards) << "\n";
+  for (const auto &[dtype, bytes] : arena.dtypeBytes)
+    os << llvm::format("    of which %-21s", dtype.c_str()) << bytesText(bytes) << "\n";
+  os << "  arena (planned peak)           " << bytesText(arena.arenaBytes) << "\n";
+  if (arena.hostArenaBytes > 0) {
+    os << "  host arena (offload)           " << bytesText(arena.hostArenaBytes) << "\n";
+    os << "  host <-> device per step:\n";
+    os << "    gradient shards to the host  " << bytesText(arena.toHostBytes) << "\n";
+    os << "    parameter shards to device   " << bytesText(arena.toDeviceBytes) << "\n";
+  }
+  os << "\n";
+  if (const auto &recompute = arena.recompute)
+    printReportRecompute(os, plan, *recompute);
+}
+
+void printReportBudget(raw_ostream &os, const CostFigures &cost,
+                       const std::map<std::string, int64_t> &budget) {
+  int64_t device = budget.at("device_bytes"), needed = budget.at("needed_bytes");
+  os << "memory budget (" << cost.budgetOrigin << ")             bytes\n";
+  os << "  arena + runtime (" << budget.at("runtime_bytes") << ")  " << bytesText(needed) << "\n";
+  os << "  device memory                  " << bytesText(device) << "\n";
+  os << (needed <= device ? "  spare                          "
+                          : "  OVER BY                        ")
+     << bytesText(needed <= device ? device - needed : needed - device) << "\n\n";
+}
+
+void printReportCost(raw_ostream &os, PlanAttr plan, const CostFigures &cost) {
+  os << "predicted step on " << cost.profile << " (docs/CostModel.md)            seconds\n";
+  auto line = [&](const char *what, double seconds) {
+    os << llvm::format("  %-32s%18.6f\n", what, seconds);
+  };
+  line("step", cost.step);
+  line("compute: matrix products", cost.matmul);
+  if (cost.attention > 0)
+    line("compute: fused attention", cost.attention);
+  line("compute: everything else", cost.otherCompute);
+  line("  of which launch overhead", cost.launches);
+  line("communication (own streams)", cost.communication);
+  line("communication exposed", cost.exposed);
+  if (plan.getOffload() == Offload::Optimizer) {
+    line("host <-> device copies", cost.copies);
+    line("copies exposed", cost.exposedCopies);
+    line("host: optimizer updates", cost.host);
+  }
+  os << "\n";
+  if (const auto &budget = cost.budget)
+    printReportBudget(os, cost, *budget);
+}
+
+void printReportTraffic(raw_ostream &os, const Report &report) {
   UnitTraffic total;
   for (const UnitTraffic &t : report.traffic) {
     total.gatherForward += t.gatherForward;
@@ -200,22 +212,25 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
   os << "  reduce-scatter, gradients      " << bytesText(total.reduceScatter) << "\n";
   os << "  all-reduce, gradients          " << bytesText(total.allReduce) << "\n";
   os << "  all-reduce, gradient norm      " << bytesText(report.normAllReduce) << "\n\n";
-  if (plan.getMicroBatches() > 1) {
-    bool noSync = plan.getAccumulate() == Accumulation::NoSync;
-    os << "micro-batches: " << plan.getMicroBatches()
-       << " per step, accumulate = " << stringifyAccumulation(plan.getAccumulate())
-       << " (every gather runs once per micro-batch)\n";
-    os << "  accumulate                     kept across micro-batches   reduced per step\n";
-    auto row = [&](StringRef name, StringRef what, const AccumulationCost &cost, bool chosen) {
-      os << llvm::format("  %-15s%-15s %18lld %18lld%s\n", name.str().c_str(), what.str().c_str(),
-                         static_cast<long long>(cost.accumulatorBytes),
-                         static_cast<long long>(cost.reduceBytes), chosen ? "  <- plan" : "");
-    };
-    row("reduce_scatter", "(f32 shards)", report.reduceScatter, !noSync);
-    row("no_sync", "(flat grads)", report.noSync, noSync);
-    os << "\n";
-  }
+}
 
+void printReportMicroBatches(raw_ostream &os, PlanAttr plan, const Report &report) {
+  bool noSync = plan.getAccumulate() == Accumulation::NoSync;
+  os << "micro-batches: " << plan.getMicroBatches()
+     << " per step, accumulate = " << stringifyAccumulation(plan.getAccumulate())
+     << " (every gather runs once per micro-batch)\n";
+  os << "  accumulate                     kept across micro-batches   reduced per step\n";
+  auto row = [&](StringRef name, StringRef what, const AccumulationCost &cost, bool chosen) {
+    os << llvm::format("  %-15s%-15s %18lld %18lld%s\n", name.str().c_str(), what.str().c_str(),
+                       static_cast<long long>(cost.accumulatorBytes),
+                       static_cast<long long>(cost.reduceBytes), chosen ? "  <- plan" : "");
+  };
+  row("reduce_scatter", "(f32 shards)", report.reduceScatter, !noSync);
+  row("no_sync", "(flat grads)", report.noSync, noSync);
+  os << "\n";
+}
+
+void printReportUnits(raw_ostream &os, const ShardingLayout &layout, const Report &report) {
   os << llvm::format("%-24s %8s %16s %16s %16s %16s\n", "unit", "params", "elements", "shard bytes",
                      "gather bytes", "reduce bytes");
   for (auto [unit, traffic] : llvm::zip_equal(layout.units, report.traffic))
@@ -224,6 +239,24 @@ void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &rep
                        static_cast<long long>(unit.shardNumel * unit.elementBytes),
                        static_cast<long long>(traffic.gatherForward),
                        static_cast<long long>(traffic.reduceScatter + traffic.allReduce));
+}
+
+void printTable(raw_ostream &os, const ShardingLayout &layout, const Report &report) {
+  PlanAttr plan = layout.plan;
+  printReportHeading(os, layout, report);
+  printReportPerRank(os, layout, report);
+  if (const std::optional<Report::Offload> &offload = report.offload)
+    printReportOffload(os, plan, *offload);
+  if (const std::optional<ArenaFigures> &arena = report.arena)
+    printReportArena(os, plan, *arena);
+  else
+    os << "  activations, workspace         (planned by fsdpc --report)\n\n";
+  if (const std::optional<CostFigures> &cost = report.cost)
+    printReportCost(os, plan, *cost);
+  printReportTraffic(os, report);
+  if (plan.getMicroBatches() > 1)
+    printReportMicroBatches(os, plan, report);
+  printReportUnits(os, layout, report);
 }
 
 llvm::json::Object costJson(const AccumulationCost &cost) {

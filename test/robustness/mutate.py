@@ -765,7 +765,7 @@ def run_one(fsdp_opt, mutant, timeout, tool_args=()):
     return mutant
 
 
-def main(argv=None):
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fsdp-opt", required=True, help="path (or name on PATH) of fsdp-opt")
     ap.add_argument("--out-dir", required=True, help="where mutants are written; failing "
@@ -784,60 +784,76 @@ def main(argv=None):
                     help="an argument passed to the tool after the mutant (repeatable), "
                          "e.g. to run fsdpc or a pass pipeline instead of plain parsing")
     ap.add_argument("inputs", nargs="+", help="example .mlir files to mutate")
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
 
-    fsdp_opt = args.fsdp_opt
+
+def resolve_tool(fsdp_opt):
+    """The tool's absolute path when it exists (a bare name looked up on PATH)."""
     if os.sep not in fsdp_opt:
         fsdp_opt = shutil.which(fsdp_opt) or fsdp_opt
-    fsdp_opt = os.path.abspath(fsdp_opt) if os.path.exists(fsdp_opt) else fsdp_opt
-    if not (os.path.isfile(fsdp_opt) and os.access(fsdp_opt, os.X_OK)):
-        print("error: fsdp-opt not found or not executable: %s" % args.fsdp_opt)
-        return 2
+    return os.path.abspath(fsdp_opt) if os.path.exists(fsdp_opt) else fsdp_opt
 
+
+def read_sources(inputs):
     sources = []
-    for path in args.inputs:
+    for path in inputs:
         with open(path, encoding="utf-8") as f:
             sources.append((path, f.read()))
+    return sources
 
-    out_dir = os.path.abspath(args.out_dir)
+
+def prepare_out_dir(out_dir):
+    out_dir = os.path.abspath(out_dir)
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         os.remove(out_dir)  # e.g. a stale lit %t file
     os.makedirs(out_dir, exist_ok=True)
     for name in os.listdir(out_dir):  # remove only our own leftovers
         if re.match(r"mutant-\d+-[\w-]+\.mlir(\.stderr)?$", name):
             os.remove(os.path.join(out_dir, name))
+    return out_dir
 
-    mutants = generate(sources, args.count, args.seed)
+
+def write_mutants(mutants, out_dir):
     for m in mutants:
         base = os.path.splitext(os.path.basename(m.source))[0]
         m.path = os.path.join(out_dir, "mutant-%04d-%s-%s.mlir" % (m.index, m.kind, base))
         with open(m.path, "w", encoding="utf-8") as f:
             f.write(m.text)
 
-    # The unmodified inputs run first, as a baseline: they must not crash either,
-    # and if one is rejected most of its mutants only exercise the error path.
+
+def baseline_mutants(sources):
     baseline = []
     for name, text in sources:
         b = Mutant(-1, "original", name, text, "unmodified input")
         b.path = os.path.abspath(name)
         baseline.append(b)
+    return baseline
 
+
+def run_all(fsdp_opt, args, baseline, mutants):
+    """Runs the baseline, then the mutants, args.jobs at a time; returns both, run."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         run = lambda m: run_one(fsdp_opt, m, args.timeout, args.tool_args)
         baseline = list(pool.map(run, baseline))
         done = list(pool.map(run, mutants))
+    return baseline, done
 
-    failures = [m for m in baseline + done if m.status == "failed"]
+
+def keep_failing_mutants(done, keep_all):
+    """Writes each failing mutant's stderr beside it; removes the others unless keep_all."""
     for m in done:
         if m.status == "failed":
             with open(m.path + ".stderr", "w", encoding="utf-8") as f:
                 f.write("# %s: %s\n# from %s (%s)\n# %s\n" % (
                     m.kind, m.why, m.source, m.desc, " ".join(shlex.quote(c) for c in m.cmd)))
                 f.write(m.stderr)
-        elif not args.keep_all:
+        elif not keep_all:
             os.remove(m.path)
 
-    # Summary.
+
+def print_summary(args, fsdp_opt, sources, done, baseline):
+    """Prints the counts per kind of mutation and the baseline's outcome; returns the totals
+    [mutants, accepted, rejected, failed]."""
     per_kind = OrderedDict((k, [0, 0, 0, 0]) for k in MUTATORS)
     for m in done:
         row = per_kind[m.kind]
@@ -854,7 +870,10 @@ def main(argv=None):
         if b.status == "rejected":
             print("warning: the unmodified input %s is rejected; its mutants mostly "
                   "exercise the error path" % b.source)
+    return total
 
+
+def print_failures(failures):
     for m in failures:
         print("")
         print("FAIL [%s] %s" % (m.kind, m.why))
@@ -869,10 +888,13 @@ def main(argv=None):
             print("    | " + short(l, 200))
         print("  mutant:   %s" % m.path)
 
+
+def report_verdict(min_count, done, failures, baseline, out_dir, total):
+    """Prints PASS or why not; returns whether it passed."""
     ok = True
-    if len(done) < args.min_count:
+    if len(done) < min_count:
         print("\nFAIL: only %d mutants were run, at least %d are required"
-              % (len(done), args.min_count))
+              % (len(done), min_count))
         ok = False
     if failures:
         bad_base = [b for b in baseline if b.status == "failed"]
@@ -885,6 +907,30 @@ def main(argv=None):
     if ok:
         print("\nPASS: %d mutants, %d accepted, %d rejected with located errors"
               % (total[0], total[1], total[2]))
+    return ok
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    fsdp_opt = resolve_tool(args.fsdp_opt)
+    if not (os.path.isfile(fsdp_opt) and os.access(fsdp_opt, os.X_OK)):
+        print("error: fsdp-opt not found or not executable: %s" % args.fsdp_opt)
+        return 2
+
+    sources = read_sources(args.inputs)
+    out_dir = prepare_out_dir(args.out_dir)
+    mutants = generate(sources, args.count, args.seed)
+    write_mutants(mutants, out_dir)
+
+    # The unmodified inputs run first, as a baseline: they must not crash either,
+    # and if one is rejected most of its mutants only exercise the error path.
+    baseline, done = run_all(fsdp_opt, args, baseline_mutants(sources), mutants)
+
+    failures = [m for m in baseline + done if m.status == "failed"]
+    keep_failing_mutants(done, args.keep_all)
+    total = print_summary(args, fsdp_opt, sources, done, baseline)
+    print_failures(failures)
+    ok = report_verdict(args.min_count, done, failures, baseline, out_dir, total)
     return 0 if ok else 1
 
 

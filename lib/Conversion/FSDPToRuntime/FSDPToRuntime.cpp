@@ -57,9 +57,17 @@ LogicalResult verifyBatchDims(func::FuncOp step, ArrayRef<RankedTensorType> inpu
   return success();
 }
 
-LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
-                                                func::FuncOp step) {
-  MLIRContext *ctx = module.getContext();
+/// The step's inputs, as fsdp-accumulate-micro-batches left them.
+struct StepInputs {
+  int64_t microBatches;
+  /// The inputs of all micro-batches, and of one.
+  unsigned numArgs, numInputs;
+  /// One micro-batch's input types, and the rank's rows of each input.
+  SmallVector<RankedTensorType> inputTypes, rankTypes;
+};
+
+/// The step's inputs, checked against the plan.
+FailureOr<StepInputs> readStepInputs(func::FuncOp step, PlanAttr plan) {
   // The step's last two arguments are the step number and the learning rate;
   // before them, each micro-batch's inputs (fsdp-accumulate-micro-batches).
   int64_t microBatches = 1;
@@ -86,22 +94,19 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
     shape[0] *= microBatches;
     rankTypes.push_back(microBatch.clone(shape));
   }
-  for (ParamOp param : module.getOps<ParamOp>())
-    if (!param.getTensorType().getElementType().isF32())
-      return param.emitError("the CPU target supports f32 parameters only");
+  return StepInputs{microBatches, numArgs, numInputs, std::move(inputTypes), std::move(rankTypes)};
+}
 
-  if (plan.getOffload() == Offload::Optimizer && !deviceArena)
-    return emitError(module.getLoc(),
-                     "offload = optimizer moves the optimizer to host memory, where the CPU "
-                     "target keeps everything already; it applies to --target=cuda");
-  FailureOr<SmallVector<InputRole>> roles = findInputRoles(step, numInputs);
-  if (failed(roles))
-    return failure();
-  ArenaLayout layout = ArenaLayout::build(module, rankTypes, plan, deviceArena);
+/// The arenas the step now takes first, and the index of its first input
+/// after them.
+struct StepArenas {
+  Value arena, hostArena;
+  unsigned firstInput;
+};
 
-  // The new signature: (arena, [host arena,] step, lr) -> f32.
-  Block &body = step.getBody().front();
-  Location loc = step.getLoc();
+/// The new signature: (arena, [host arena,] step, lr) -> f32.
+StepArenas insertArenaArguments(Block &body, Location loc, const ArenaLayout &layout) {
+  MLIRContext *ctx = loc.getContext();
   auto arenaType = MemRefType::get({layout.persistentBytes}, IntegerType::get(ctx, 8));
   Value arena = body.insertArgument(0u, arenaType, loc);
   Value hostArena;
@@ -109,22 +114,26 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
     hostArena = body.insertArgument(
         1u, MemRefType::get({layout.hostBytes}, IntegerType::get(ctx, 8)), loc);
   unsigned firstInput = hostArena ? 2 : 1;
-  // Gathers run ahead by the plan's prefetch depth, within its cap on gathers
-  // in flight.
-  int64_t prefetch = std::max<int64_t>(
-      0, std::min<int64_t>(plan.getPrefetch(), plan.getMaxInflightGathers()));
-  StepLowering lowering(module, layout, arena, hostArena, body, prefetch);
-  for (int64_t m = 0; m < microBatches; ++m)
-    for (unsigned i = 0; i < numInputs; ++i)
-      body.getArgument(firstInput + m * numInputs + i)
-          .replaceAllUsesWith(lowering.tensor(
-              loc, arena, layout.inputs[i].offset + m * tensorBytes(inputTypes[i]),
-              inputTypes[i]));
-  if (failed(lowering.lower(body.getArgument(firstInput + numArgs),
-                            body.getArgument(firstInput + numArgs + 1))))
-    return failure();
+  return {arena, hostArena, firstInput};
+}
 
-  OpBuilder b(ctx);
+/// Replaces each micro-batch's input arguments by tensors of their rows in
+/// the arena.
+void bindStepInputs(StepLowering &lowering, Block &body, Location loc, const StepArenas &arenas,
+                    const StepInputs &inputs, const ArenaLayout &layout) {
+  for (int64_t m = 0; m < inputs.microBatches; ++m)
+    for (unsigned i = 0; i < inputs.numInputs; ++i)
+      body.getArgument(arenas.firstInput + m * inputs.numInputs + i)
+          .replaceAllUsesWith(lowering.tensor(
+              loc, arenas.arena, layout.inputs[i].offset + m * tensorBytes(inputs.inputTypes[i]),
+              inputs.inputTypes[i]));
+}
+
+/// Makes the step return its loss as an f32 scalar (a device step leaves the
+/// loss in the arena instead).
+LogicalResult returnStepLoss(func::FuncOp step, const ArenaLayout &layout, StepLowering &lowering) {
+  Block &body = step.getBody().front();
+  OpBuilder b(step.getContext());
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   b.setInsertionPoint(ret);
   Value lossTensor = ret.getOperand(0);
@@ -142,29 +151,83 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan,
     loss = tensor::ExtractOp::create(b, ret.getLoc(), lossTensor);
   }
   ret->setOperands(loss);
+  return success();
+}
+
+/// Drops the input arguments, now read from the arena, and names the step
+/// for the runtime.
+void finishStepSignature(func::FuncOp step, unsigned firstInput, unsigned numArgs) {
+  MLIRContext *ctx = step.getContext();
+  Block &body = step.getBody().front();
   body.eraseArguments(firstInput, numArgs);
   step->removeAttr(FSDPDialect::getMicroBatchesAttrName());
   step.setFunctionType(FunctionType::get(
       ctx, body.getArgumentTypes(), TypeRange{Float32Type::get(ctx)}));
   step.setName(kStepFunction);
+}
 
-  // The manifest, NUL-terminated for the C runtime.
-  std::string manifest =
-      buildManifest(plan, layout, rankTypes, *roles,
-                    module->getAttrOfType<DictionaryAttr>(FSDPDialect::getRecomputeAttrName()),
-                    lowering.hostGradTypes(), step);
+/// The manifest, NUL-terminated for the C runtime.
+void addManifestGlobal(ModuleOp module, Location loc, std::string manifest) {
+  MLIRContext *ctx = module.getContext();
   manifest.push_back('\0');
+  OpBuilder b(ctx);
   b.setInsertionPointToStart(module.getBody());
   auto manifestType = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), manifest.size());
   LLVM::GlobalOp::create(b, loc, manifestType, /*isConstant=*/true, LLVM::Linkage::External,
                          kManifestGlobal, b.getStringAttr(manifest));
+}
 
+/// The units, their parameters and the plan, which the arena and the
+/// manifest now hold.
+void eraseUnitsAndPlan(ModuleOp module) {
   for (ParamOp param : llvm::make_early_inc_range(module.getOps<ParamOp>()))
     param.erase();
   for (UnitOp unit : llvm::make_early_inc_range(module.getOps<UnitOp>()))
     unit.erase();
   module->removeAttr(FSDPDialect::getPlanAttrName());
   module->removeAttr(FSDPDialect::getRecomputeAttrName());
+}
+
+LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan, func::FuncOp step) {
+  FailureOr<StepInputs> inputs = readStepInputs(step, plan);
+  if (failed(inputs))
+    return failure();
+  for (ParamOp param : module.getOps<ParamOp>())
+    if (!param.getTensorType().getElementType().isF32())
+      return param.emitError("the CPU target supports f32 parameters only");
+
+  if (plan.getOffload() == Offload::Optimizer && !deviceArena)
+    return emitError(module.getLoc(),
+                     "offload = optimizer moves the optimizer to host memory, where the CPU "
+                     "target keeps everything already; it applies to --target=cuda");
+  FailureOr<SmallVector<InputRole>> roles = findInputRoles(step, inputs->numInputs);
+  if (failed(roles))
+    return failure();
+  ArenaLayout layout = ArenaLayout::build(module, inputs->rankTypes, plan, deviceArena);
+
+  Block &body = step.getBody().front();
+  Location loc = step.getLoc();
+  StepArenas arenas = insertArenaArguments(body, loc, layout);
+  // Gathers run ahead by the plan's prefetch depth, within its cap on gathers
+  // in flight.
+  int64_t prefetch =
+      std::max<int64_t>(0, std::min<int64_t>(plan.getPrefetch(), plan.getMaxInflightGathers()));
+  StepLowering lowering(module, layout, arenas.arena, arenas.hostArena, body, prefetch);
+  bindStepInputs(lowering, body, loc, arenas, *inputs, layout);
+  unsigned firstInput = arenas.firstInput, numArgs = inputs->numArgs;
+  if (failed(lowering.lower(body.getArgument(firstInput + numArgs),
+                            body.getArgument(firstInput + numArgs + 1))))
+    return failure();
+  if (failed(returnStepLoss(step, layout, lowering)))
+    return failure();
+  finishStepSignature(step, firstInput, numArgs);
+
+  addManifestGlobal(
+      module, loc,
+      buildManifest(plan, layout, inputs->rankTypes, *roles,
+                    module->getAttrOfType<DictionaryAttr>(FSDPDialect::getRecomputeAttrName()),
+                    lowering.hostGradTypes(), step));
+  eraseUnitsAndPlan(module);
   return success();
 }
 

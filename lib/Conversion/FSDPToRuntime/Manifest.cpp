@@ -105,56 +105,72 @@ static std::optional<int64_t> tokensPerStep(ArrayRef<RankedTensorType> inputType
   return std::nullopt;
 }
 
-std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
-                                      ArrayRef<RankedTensorType> inputTypes,
-                                      ArrayRef<InputRole> roles, DictionaryAttr recompute,
+/// A unit's entry; `hostGradTypes` as buildManifest's.
+static json::Object manifestUnit(const UnitRegions &regions,
+                                 const llvm::StringMap<Type> &hostGradTypes) {
+  UnitOp unit = regions.unit;
+  json::Object entry{{"name", unit.getSymName()},
+                     {"dtype", dtypeName(unit.getElementType())},
+                     {"trainable", regions.trainable},
+                     {"numel", static_cast<int64_t>(unit.getNumel())},
+                     {"shard_numel", static_cast<int64_t>(unit.getShard())},
+                     {"param_offset", regions.params.offset}};
+  // A trainable unit's grad_offset, in the step's transient buffers, is
+  // written by fsdp-assign-buffers.
+  if (regions.trainable) {
+    json::Array state;
+    for (const StateSlot &slot : regions.state)
+      state.push_back(json::Object{{"slot", slot.name}, {"offset", slot.region.offset}});
+    entry["state"] = std::move(state);
+  }
+  // Offloaded: param_offset is the device's copy in param_dtype; the
+  // master, the state and the gradient are in the host arena.
+  if (regions.offloaded()) {
+    entry["param_dtype"] = dtypeName(regions.paramsType);
+    // A step without gradients (the evaluation step) names the master's
+    // dtype: nothing arrives there.
+    Type gradType = hostGradTypes.lookup(unit.getSymName());
+    if (!gradType)
+      gradType = unit.getShardType().getElementType();
+    json::Object host{{"master_offset", regions.host->master.offset},
+                      {"grad_offset", regions.host->grad.offset},
+                      {"grad_dtype", dtypeName(gradType)}};
+    entry["host"] = std::move(host);
+  }
+  return entry;
+}
+
+/// The entry of `param`, a member of `unit`.
+static json::Object manifestParam(ParamOp param, UnitOp unit) {
+  return json::Object{{"name", param.getSymName()},
+                      {"shape", shapeOf(param.getTensorType())},
+                      {"dtype", dtypeName(param.getTensorType().getElementType())},
+                      {"unit", unit.getSymName()},
+                      {"trainable", !param.getFrozen()},
+                      {"init", initializerOf(param.getInit())},
+                      {"unit_offset", static_cast<int64_t>(*param.getOffset())}};
+}
+
+/// Appends the entries of the units and of their parameters, in the layout's
+/// order, to `units` and `params`; returns the last unit's ranks (1 without
+/// units), the manifest's shard_ranks.
+static int64_t manifestUnitsAndParams(const ArenaLayout &layout,
                                       const llvm::StringMap<Type> &hostGradTypes,
-                                      func::FuncOp step) {
-  json::Array units, params;
+                                      json::Array &units, json::Array &params) {
   int64_t shardRanks = 1;
   for (const UnitRegions &regions : layout.units) {
     UnitOp unit = regions.unit;
     shardRanks = unit.getRanks();
-    json::Object entry{{"name", unit.getSymName()},
-                       {"dtype", dtypeName(unit.getElementType())},
-                       {"trainable", regions.trainable},
-                       {"numel", static_cast<int64_t>(unit.getNumel())},
-                       {"shard_numel", static_cast<int64_t>(unit.getShard())},
-                       {"param_offset", regions.params.offset}};
-    // A trainable unit's grad_offset, in the step's transient buffers, is
-    // written by fsdp-assign-buffers.
-    if (regions.trainable) {
-      json::Array state;
-      for (const StateSlot &slot : regions.state)
-        state.push_back(json::Object{{"slot", slot.name}, {"offset", slot.region.offset}});
-      entry["state"] = std::move(state);
-    }
-    // Offloaded: param_offset is the device's copy in param_dtype; the
-    // master, the state and the gradient are in the host arena.
-    if (regions.offloaded()) {
-      entry["param_dtype"] = dtypeName(regions.paramsType);
-      // A step without gradients (the evaluation step) names the master's
-      // dtype: nothing arrives there.
-      Type gradType = hostGradTypes.lookup(unit.getSymName());
-      if (!gradType)
-        gradType = unit.getShardType().getElementType();
-      json::Object host{{"master_offset", regions.host->master.offset},
-                        {"grad_offset", regions.host->grad.offset},
-                        {"grad_dtype", dtypeName(gradType)}};
-      entry["host"] = std::move(host);
-    }
-    units.push_back(std::move(entry));
+    units.push_back(manifestUnit(regions, hostGradTypes));
     for (ParamOp param : unit.getMembers())
-      params.push_back(json::Object{
-          {"name", param.getSymName()},
-          {"shape", shapeOf(param.getTensorType())},
-          {"dtype", dtypeName(param.getTensorType().getElementType())},
-          {"unit", unit.getSymName()},
-          {"trainable", !param.getFrozen()},
-          {"init", initializerOf(param.getInit())},
-          {"unit_offset", static_cast<int64_t>(*param.getOffset())}});
+      params.push_back(manifestParam(param, unit));
   }
+  return shardRanks;
+}
 
+/// The entries of the inputs, with their places in the arena.
+static json::Array manifestInputs(ArrayRef<RankedTensorType> inputTypes, ArrayRef<InputRole> roles,
+                                  const ArenaLayout &layout) {
   json::Array inputs;
   for (auto [index, type] : llvm::enumerate(inputTypes)) {
     json::Object input{{"index", static_cast<int64_t>(index)},
@@ -167,7 +183,25 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
       input["bound"] = roles[index].bound;
     inputs.push_back(std::move(input));
   }
+  return inputs;
+}
 
+/// The integer fields of what fsdp-remat recorded.
+static json::Object manifestRecompute(DictionaryAttr recompute) {
+  json::Object counts;
+  for (NamedAttribute entry : recompute)
+    if (auto count = llvm::dyn_cast<IntegerAttr>(entry.getValue()))
+      counts[entry.getName().getValue()] = count.getInt();
+  return counts;
+}
+
+std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
+                                      ArrayRef<RankedTensorType> inputTypes,
+                                      ArrayRef<InputRole> roles, DictionaryAttr recompute,
+                                      const llvm::StringMap<Type> &hostGradTypes,
+                                      func::FuncOp step) {
+  json::Array units, params;
+  int64_t shardRanks = manifestUnitsAndParams(layout, hostGradTypes, units, params);
   json::Array grid;
   for (int64_t size : plan.getGrid())
     grid.push_back(size);
@@ -190,19 +224,14 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                         {"allow_tf32", plan.getAllowTf32()},
                         {"units", std::move(units)},
                         {"params", std::move(params)},
-                        {"inputs", std::move(inputs)},
+                        {"inputs", manifestInputs(inputTypes, roles, layout)},
                         {"collectives", stepCollectives(step)}};
   if (std::optional<int64_t> tokens = tokensPerStep(inputTypes, roles, world))
     manifest["tokens_per_step"] = *tokens;
   if (layout.deviceScalars)
     manifest["device_scalars"] = json::Object{{"offset", layout.deviceScalars->offset}};
-  if (recompute) {
-    json::Object counts;
-    for (NamedAttribute entry : recompute)
-      if (auto count = llvm::dyn_cast<IntegerAttr>(entry.getValue()))
-        counts[entry.getName().getValue()] = count.getInt();
-    manifest["recompute"] = std::move(counts);
-  }
+  if (recompute)
+    manifest["recompute"] = manifestRecompute(recompute);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << json::Value(std::move(manifest));

@@ -4,12 +4,12 @@
 // device: its gradient shard is copied to the host arena as soon as the
 // reduction that completes it is waited for, the host applies the optimizer
 // to the f32 master there (a task of the runtime's host threads), and the new
-// shard is copied back in param_dtype. The rest of StepLowering is the
-// device's step.
+// shard is copied back in param_dtype. StepLowering lowers the rest, the
+// device's step, and hands these updates over as it meets them.
 //
 //===----------------------------------------------------------------------===//
 
-#include "StepLowering.h"
+#include "OffloadedUpdates.h"
 
 #include "OptimizerUpdate.h"
 
@@ -17,16 +17,18 @@
 #include "Utils/RuntimeCalls.h"
 #include "fsdp/IR/BufferKinds.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
 
-Operation *StepLowering::completionOf(Value bytes) {
-  if (Value handle = reductionHandles.lookup(bytes))
+Operation *OffloadedUpdates::completionOf(Value bytes) {
+  if (Value handle = deviceStep.reductionHandleOf(bytes))
     for (Operation *user : handle.getUsers())
       if (auto call = dyn_cast<func::CallOp>(user); call && call.getCallee() == kWait)
         return call;
@@ -44,16 +46,16 @@ Operation *StepLowering::completionOf(Value bytes) {
   return last;
 }
 
-void StepLowering::startOffloadedUpdate(UpdateOp update, const UnitRegions &regions,
-                                        Value stepNumber, Value learningRate) {
+void OffloadedUpdates::startOffloadedUpdate(UpdateOp update, const UnitRegions &regions,
+                                            Value stepNumber, Value learningRate) {
   Location loc = update.getLoc();
   UnitOp unit = regions.unit;
   // A reduced bf16 shard travels as it is (half the bytes) and is widened on
   // the host.
   Value grad = update.getGrad(), bytes;
   if (auto widening = grad.getDefiningOp<ConvertOp>())
-    if (Value reduced = buffers.lookup(widening.getInput());
-        reduced && reductionHandles.count(reduced)) {
+    if (Value reduced = deviceStep.bufferOf(widening.getInput());
+        reduced && deviceStep.reductionHandleOf(reduced)) {
       bytes = reduced;
       grad = widening.getInput();
       hostWidenings.insert(widening);
@@ -61,7 +63,7 @@ void StepLowering::startOffloadedUpdate(UpdateOp update, const UnitRegions &regi
   if (!bytes) {
     // Its own buffer, but not the gradient shard the trainer reads: that is
     // the host's copy.
-    bytes = gradientShard(grad, unit);
+    bytes = deviceStep.gradientShard(grad, unit);
     bytes.getDefiningOp()->removeAttr(kGradientOfAttr);
   }
   Type gradType = llvm::cast<RankedTensorType>(grad.getType()).getElementType();
@@ -70,11 +72,11 @@ void StepLowering::startOffloadedUpdate(UpdateOp update, const UnitRegions &regi
   // backward goes on.
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointAfter(completionOf(bytes));
-  Value handle = start(
-      loc, kCopyToHostStart,
-      {bufferAddress(b, loc, hostArenaBytes(loc, regions.host->grad)),
-       bufferAddress(b, loc, bytes),
-       i64Constant(b, loc, unit.getShard() * elementBytes(gradType))});
+  Value handle =
+      deviceStep.start(loc, kCopyToHostStart,
+                       {bufferAddress(b, loc, deviceStep.hostArenaBytes(loc, regions.host->grad)),
+                        bufferAddress(b, loc, bytes),
+                        i64Constant(b, loc, unit.getShard() * elementBytes(gradType))});
   handle.getDefiningOp()->setAttr(kCollectiveUnitAttr, unit.getSymNameAttr());
   offloadedUpdates.push_back({&regions, update.getOptimizer(), handle, gradType,
                               update.getCoefficient(), stepNumber, learningRate});
@@ -112,7 +114,7 @@ static bool hoistWithOperands(Operation *op, Operation *&after) {
   return true;
 }
 
-void StepLowering::hoistSquaredNorm(Value grad, Operation *after) {
+void OffloadedUpdates::hoistSquaredNorm(Value grad, Operation *after) {
   // `reduce_sum(mul(g, g))`, g the gradient or its widening: what clipping
   // reads of this unit. Computed here, it is one fused reduction, and the
   // device's copy of the gradient dies with its copy to the host instead of
@@ -129,7 +131,7 @@ void StepLowering::hoistSquaredNorm(Value grad, Operation *after) {
   }
 }
 
-func::FuncOp StepLowering::buildHostTask(const OffloadedUpdate &pending, bool clipped) {
+func::FuncOp OffloadedUpdates::buildHostTask(const OffloadedUpdate &pending, bool clipped) {
   const UnitRegions &regions = *pending.regions;
   const HostRegions &host = *regions.host;
   UnitOp unit = regions.unit;
@@ -149,7 +151,7 @@ func::FuncOp StepLowering::buildHostTask(const OffloadedUpdate &pending, bool cl
   RankedTensorType shard = unit.getShardType();
   // Elements [begin, end) of a region of the host arena.
   auto chunk = [&](ArenaRegion region, Type elementType) -> Value {
-    Value whole = view(loc, arena, region.offset, shard.getShape(), elementType);
+    Value whole = deviceStep.view(loc, arena, region.offset, shard.getShape(), elementType);
     return memref::SubViewOp::create(b, loc, whole, ArrayRef<OpFoldResult>{begin},
                                      ArrayRef<OpFoldResult>{size},
                                      ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
@@ -170,7 +172,7 @@ func::FuncOp StepLowering::buildHostTask(const OffloadedUpdate &pending, bool cl
   return task;
 }
 
-Value StepLowering::emitHostUpdate(const OffloadedUpdate &pending, Value coefficient) {
+Value OffloadedUpdates::emitHostUpdate(const OffloadedUpdate &pending, Value coefficient) {
   const UnitRegions &regions = *pending.regions;
   const HostRegions &host = *regions.host;
   Location loc = regions.unit.getLoc();
@@ -188,15 +190,15 @@ Value StepLowering::emitHostUpdate(const OffloadedUpdate &pending, Value coeffic
   func::CallOp::create(b, loc, parallel, args)->setAttr(kCollectiveUnitAttr,
                                                          regions.unit.getSymNameAttr());
   ArenaRegion back = host.rounded.bytes > 0 ? host.rounded : host.master;
-  Value copy = start(loc, kCopyToDeviceStart,
-                     {bufferAddress(b, loc, arenaBytes(loc, regions.params)),
-                      bufferAddress(b, loc, hostArenaBytes(loc, back)),
-                      i64Constant(b, loc, back.bytes)});
+  Value copy = deviceStep.start(loc, kCopyToDeviceStart,
+                                {bufferAddress(b, loc, deviceStep.arenaBytes(loc, regions.params)),
+                                 bufferAddress(b, loc, deviceStep.hostArenaBytes(loc, back)),
+                                 i64Constant(b, loc, back.bytes)});
   copy.getDefiningOp()->setAttr(kCollectiveUnitAttr, regions.unit.getSymNameAttr());
   return copy;
 }
 
-void StepLowering::emitOffloadedUpdates() {
+void OffloadedUpdates::emitOffloadedUpdates() {
   if (offloadedUpdates.empty())
     return;
   llvm::sort(offloadedUpdates, [](const OffloadedUpdate &x, const OffloadedUpdate &y) {
@@ -214,7 +216,7 @@ void StepLowering::emitOffloadedUpdates() {
     b.setInsertionPoint(index + 1 < offloadedUpdates.size()
                             ? offloadedUpdates[index + 1].copyHandle.getDefiningOp()
                             : end);
-    wait(pending.regions->unit.getLoc(), pending.copyHandle);
+    deviceStep.wait(pending.regions->unit.getLoc(), pending.copyHandle);
     if (!clipped)
       copiesBack.push_back(emitHostUpdate(pending, Value()));
   }
@@ -222,19 +224,26 @@ void StepLowering::emitOffloadedUpdates() {
   if (clipped) {
     // The coefficient reaches the host once.
     Location loc = offloadedUpdates.front().regions->unit.getLoc();
-    Value device = allocBytes(loc, sizeof(float), kCollectiveKind);
-    materializeInto(loc, offloadedUpdates.front().coefficient, device);
+    Value device = deviceStep.allocBytes(loc, sizeof(float), kCollectiveKind);
+    deviceStep.materializeInto(loc, offloadedUpdates.front().coefficient, device);
     ArenaRegion region = layout.hostCoefficient;
-    wait(loc, start(loc, kCopyToHostStart,
-                    {bufferAddress(b, loc, hostArenaBytes(loc, region)),
-                     bufferAddress(b, loc, device), i64Constant(b, loc, region.bytes)}));
+    deviceStep.wait(
+        loc, deviceStep.start(loc, kCopyToHostStart,
+                              {bufferAddress(b, loc, deviceStep.hostArenaBytes(loc, region)),
+                               bufferAddress(b, loc, device), i64Constant(b, loc, region.bytes)}));
     auto coefficient = memref::LoadOp::create(
-        b, loc, view(loc, hostArena, region.offset, {}, b.getF32Type()), ValueRange{});
+        b, loc, deviceStep.view(loc, hostArena, region.offset, {}, b.getF32Type()), ValueRange{});
     coefficient->setAttr(kOnHostAttr, b.getUnitAttr());
     for (const OffloadedUpdate &pending : offloadedUpdates)
       copiesBack.push_back(emitHostUpdate(pending, coefficient));
   }
   // The new shards are on the device before the step returns.
   for (Value copy : copiesBack)
-    wait(copy.getLoc(), copy);
+    deviceStep.wait(copy.getLoc(), copy);
+}
+
+void OffloadedUpdates::eraseHostWidenings() {
+  for (Operation *widening : llvm::make_early_inc_range(hostWidenings))
+    if (widening->use_empty())
+      widening->erase();
 }

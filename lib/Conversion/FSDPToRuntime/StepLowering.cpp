@@ -244,7 +244,7 @@ LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
                               "fsdp-partition and fsdp-insert-collectives first");
   const UnitRegions &regions = layout.of(unit.getSymName());
   if (regions.offloaded()) {
-    startOffloadedUpdate(update, regions, stepNumber, learningRate);
+    offloaded.startOffloadedUpdate(update, regions, stepNumber, learningRate);
     return success();
   }
   RankedTensorType type = unit.getShardType();
@@ -395,7 +395,7 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
     lowered.push_back(&op);
   }
   zeroGradientShards();
-  emitOffloadedUpdates();
+  offloaded.emitOffloadedUpdates();
   // Gathered and flat buffers are read only by the ops lowered here.
   for (Operation *op : lowered)
     op->dropAllReferences();
@@ -404,8 +404,6 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
     op->erase();
   }
   // The device no longer widens what offloaded updates widen on the host.
-  for (Operation *widening : llvm::make_early_inc_range(hostWidenings))
-    if (widening->use_empty())
-      widening->erase();
+  offloaded.eraseHostWidenings();
   return success();
 }

@@ -144,6 +144,202 @@ static double parseNonNegative(std::string_view flag, const std::string &text) {
   return *value;
 }
 
+namespace {
+
+/// A flag of the command line, with its value given after `=` or as the next
+/// argument; a value missing or wrong is a fatal error naming the flag.
+class FlagArgument {
+public:
+  /// The flag at argv[i]: taking the next argument as its value moves `i` on.
+  FlagArgument(std::string_view arg, int argc, const char *const *argv, int &i)
+      : flag(arg), argc(argc), argv(argv), i(i) {
+    if (size_t equals = arg.find('='); equals != std::string_view::npos) {
+      flag = arg.substr(0, equals);
+      inlineValue = std::string(arg.substr(equals + 1));
+    }
+  }
+
+  std::string_view name() const { return flag; }
+
+  std::string value() {
+    if (inlineValue)
+      return *inlineValue;
+    if (i + 1 >= argc)
+      fatal(std::string(flag) + " needs a value");
+    return argv[++i];
+  }
+
+  void noValue() const {
+    if (inlineValue)
+      fatal(std::string(flag) + " takes no value");
+  }
+
+  int64_t positive() {
+    return static_cast<int64_t>(parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
+  }
+
+  int64_t nonNegative() {
+    return static_cast<int64_t>(
+        parseUnsigned(flag, value(), 0, INT64_MAX, "a non-negative integer"));
+  }
+
+  std::string path() {
+    std::string text = value();
+    if (text.empty())
+      fatal(std::string(flag) + " needs a file name");
+    return text;
+  }
+
+private:
+  std::string_view flag;
+  std::optional<std::string> inlineValue;
+  int argc;
+  const char *const *argv;
+  int &i;
+};
+
+} // namespace
+
+/// The run's length, its seed and the learning rate's schedule.
+static bool parseScheduleFlag(FlagArgument &flag, TrainerOptions &options) {
+  std::string_view name = flag.name();
+  if (name == "--steps") {
+    options.steps = flag.nonNegative();
+  } else if (name == "--seed") {
+    options.seed = parseUnsigned(name, flag.value(), 0, UINT64_MAX, "an integer in [0, 2^64)");
+  } else if (name == "--warmup-steps") {
+    options.schedule.warmupSteps = flag.nonNegative();
+  } else if (name == "--lr-decay") {
+    std::string text = flag.value();
+    options.schedule.decay = parseLrDecay(text);
+    if (!options.schedule.decay)
+      fatal(std::string(name) + ": '" + text + "' is not none, cosine or linear");
+  } else if (name == "--decay-steps") {
+    options.schedule.decaySteps = flag.positive();
+  } else if (name == "--min-lr") {
+    options.schedule.floor = parseNonNegative(name, flag.value());
+  } else if (name == "--lr") {
+    options.lr = parseLearningRate(name, flag.value());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// The training data and the held-out data.
+static bool parseDataFlag(FlagArgument &flag, TrainerOptions &options) {
+  std::string_view name = flag.name();
+  if (name == "--data") {
+    options.dataPath = flag.path();
+  } else if (name == "--token-dtype") {
+    std::string text = flag.value();
+    options.tokenDType = parseTokenDType(text);
+    if (!options.tokenDType)
+      fatal(std::string(name) + ": '" + text + "' is not uint16 or uint32");
+  } else if (name == "--eval-data") {
+    options.evalDataPath = flag.path();
+  } else if (name == "--eval-every") {
+    options.evalEvery = flag.positive();
+  } else if (name == "--eval-batches") {
+    options.evalBatches = flag.positive();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// The run's log, and the parameters it starts from and exports.
+static bool parseOutputFlag(FlagArgument &flag, TrainerOptions &options) {
+  std::string_view name = flag.name();
+  if (name == "--log-every") {
+    options.logEvery = flag.positive();
+  } else if (name == "--log-json") {
+    options.logJsonPath = flag.path();
+  } else if (name == "--init-from") {
+    options.initFromPath = flag.path();
+  } else if (name == "--export") {
+    options.exportPath = flag.path();
+  } else if (name == "--export-dtype") {
+    std::string text = flag.value();
+    if (text == "f32")
+      options.exportDType = DType::F32;
+    else if (text == "bf16")
+      options.exportDType = DType::BF16;
+    else
+      fatal(std::string(name) + ": '" + text + "' is not f32 or bf16");
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// Checkpoints: where and how often they are saved, and the one resumed.
+static bool parseCheckpointFlag(FlagArgument &flag, TrainerOptions &options) {
+  std::string_view name = flag.name();
+  if (name == "--save") {
+    options.saveDir = flag.path();
+  } else if (name == "--save-every") {
+    options.saveEvery = flag.positive();
+  } else if (name == "--keep") {
+    options.keep = flag.positive();
+  } else if (name == "--resume") {
+    options.resumeDir = flag.path();
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// Tracing, the collectives' timeout, MFU's peak and the CUDA debugging flags.
+static bool parseDebugFlag(FlagArgument &flag, TrainerOptions &options) {
+  std::string_view name = flag.name();
+  if (name == "--trace-state") {
+    options.traceStatePath = flag.path();
+  } else if (name == "--trace") {
+    options.tracePath = flag.path();
+  } else if (name == "--collective-timeout") {
+    std::string text = flag.value();
+    std::optional<double> seconds = parseFinite(text);
+    // At least a millisecond, at most a year: a limit that means something.
+    if (!seconds || !(*seconds >= 0.001 && *seconds <= 365.0 * 24 * 3600))
+      fatal(std::string(name) + ": '" + text + "' is not a number of seconds in [0.001, 31536000]");
+    options.collectiveTimeout = Milliseconds(static_cast<int64_t>(*seconds * 1000.0));
+  } else if (name == "--peak-tflops") {
+    std::string text = flag.value();
+    std::optional<double> tflops = parseFinite(text);
+    if (!tflops || !(*tflops > 0.0))
+      fatal(std::string(name) + ": '" + text + "' is not a positive number of TFLOP/s");
+    options.peakTflops = *tflops;
+  } else if (name == "--debug-sync") {
+    flag.noValue();
+    options.debugSync = true;
+  } else if (name == "--no-cuda-graph") {
+    flag.noValue();
+    options.noCudaGraph = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/// The flags that print something and exit instead of training.
+static bool parseInfoFlag(FlagArgument &flag, TrainerOptions &options) {
+  std::string_view name = flag.name();
+  if (name == "--print-manifest") {
+    flag.noValue();
+    options.printManifest = true;
+  } else if (name == "--version") {
+    flag.noValue();
+    options.version = true;
+  } else if (name == "--help") {
+    flag.noValue();
+    options.help = true;
+  } else {
+    return false;
+  }
+  return true;
+}
+
 TrainerOptions parseFlags(int argc, const char *const *argv) {
   TrainerOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -153,129 +349,14 @@ TrainerOptions parseFlags(int argc, const char *const *argv) {
     if (arg[1] != '-')
       fatal("unknown flag '" + std::string(arg) + "' (see --help)");
 
-    std::string_view flag = arg;
-    std::optional<std::string> inlineValue;
-    if (size_t equals = arg.find('='); equals != std::string_view::npos) {
-      flag = arg.substr(0, equals);
-      inlineValue = std::string(arg.substr(equals + 1));
-    }
-    auto value = [&]() -> std::string {
-      if (inlineValue)
-        return *inlineValue;
-      if (i + 1 >= argc)
-        fatal(std::string(flag) + " needs a value");
-      return argv[++i];
-    };
-    auto noValue = [&] {
-      if (inlineValue)
-        fatal(std::string(flag) + " takes no value");
-    };
-    auto positive = [&] {
-      return static_cast<int64_t>(
-          parseUnsigned(flag, value(), 1, INT64_MAX, "a positive integer"));
-    };
-    auto nonNegative = [&] {
-      return static_cast<int64_t>(
-          parseUnsigned(flag, value(), 0, INT64_MAX, "a non-negative integer"));
-    };
-    auto path = [&] {
-      std::string text = value();
-      if (text.empty())
-        fatal(std::string(flag) + " needs a file name");
-      return text;
-    };
-
-    if (flag == "--steps") {
-      options.steps = nonNegative();
-    } else if (flag == "--seed") {
-      options.seed = parseUnsigned(flag, value(), 0, UINT64_MAX, "an integer in [0, 2^64)");
-    } else if (flag == "--warmup-steps") {
-      options.schedule.warmupSteps = nonNegative();
-    } else if (flag == "--lr-decay") {
-      std::string text = value();
-      options.schedule.decay = parseLrDecay(text);
-      if (!options.schedule.decay)
-        fatal(std::string(flag) + ": '" + text + "' is not none, cosine or linear");
-    } else if (flag == "--decay-steps") {
-      options.schedule.decaySteps = positive();
-    } else if (flag == "--min-lr") {
-      options.schedule.floor = parseNonNegative(flag, value());
-    } else if (flag == "--data") {
-      options.dataPath = path();
-    } else if (flag == "--token-dtype") {
-      std::string text = value();
-      options.tokenDType = parseTokenDType(text);
-      if (!options.tokenDType)
-        fatal(std::string(flag) + ": '" + text + "' is not uint16 or uint32");
-    } else if (flag == "--eval-data") {
-      options.evalDataPath = path();
-    } else if (flag == "--eval-every") {
-      options.evalEvery = positive();
-    } else if (flag == "--eval-batches") {
-      options.evalBatches = positive();
-    } else if (flag == "--lr") {
-      options.lr = parseLearningRate(flag, value());
-    } else if (flag == "--log-every") {
-      options.logEvery = positive();
-    } else if (flag == "--log-json") {
-      options.logJsonPath = path();
-    } else if (flag == "--init-from") {
-      options.initFromPath = path();
-    } else if (flag == "--export") {
-      options.exportPath = path();
-    } else if (flag == "--export-dtype") {
-      std::string text = value();
-      if (text == "f32")
-        options.exportDType = DType::F32;
-      else if (text == "bf16")
-        options.exportDType = DType::BF16;
-      else
-        fatal(std::string(flag) + ": '" + text + "' is not f32 or bf16");
-    } else if (flag == "--save") {
-      options.saveDir = path();
-    } else if (flag == "--save-every") {
-      options.saveEvery = positive();
-    } else if (flag == "--keep") {
-      options.keep = positive();
-    } else if (flag == "--resume") {
-      options.resumeDir = path();
-    } else if (flag == "--trace-state") {
-      options.traceStatePath = path();
-    } else if (flag == "--trace") {
-      options.tracePath = path();
-    } else if (flag == "--collective-timeout") {
-      std::string text = value();
-      std::optional<double> seconds = parseFinite(text);
-      // At least a millisecond, at most a year: a limit that means something.
-      if (!seconds || !(*seconds >= 0.001 && *seconds <= 365.0 * 24 * 3600))
-        fatal(std::string(flag) + ": '" + text +
-              "' is not a number of seconds in [0.001, 31536000]");
-      options.collectiveTimeout = Milliseconds(static_cast<int64_t>(*seconds * 1000.0));
-    } else if (flag == "--peak-tflops") {
-      std::string text = value();
-      std::optional<double> tflops = parseFinite(text);
-      if (!tflops || !(*tflops > 0.0))
-        fatal(std::string(flag) + ": '" + text + "' is not a positive number of TFLOP/s");
-      options.peakTflops = *tflops;
-    } else if (flag == "--debug-sync") {
-      noValue();
-      options.debugSync = true;
-    } else if (flag == "--no-cuda-graph") {
-      noValue();
-      options.noCudaGraph = true;
-    } else if (flag == "--print-manifest") {
-      noValue();
-      options.printManifest = true;
-    } else if (flag == "--version") {
-      noValue();
-      options.version = true;
-    } else if (flag == "--help") {
-      noValue();
-      options.help = true;
+    FlagArgument flag(arg, argc, argv, i);
+    if (!parseScheduleFlag(flag, options) && !parseDataFlag(flag, options) &&
+        !parseOutputFlag(flag, options) && !parseCheckpointFlag(flag, options) &&
+        !parseDebugFlag(flag, options) && !parseInfoFlag(flag, options))
+      fatal("unknown flag '" + std::string(flag.name()) + "' (see --help)");
+    // --help stops parsing: the rest is not looked at.
+    if (options.help)
       return options;
-    } else {
-      fatal("unknown flag '" + std::string(flag) + "' (see --help)");
-    }
   }
   return options;
 }

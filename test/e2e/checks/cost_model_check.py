@@ -134,23 +134,26 @@ def close(a, b, rel=1e-9):
     return abs(a - b) <= rel * max(abs(a), abs(b))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--fsdpc", required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--gpt", required=True)
-    parser.add_argument("--work", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.work, exist_ok=True)
-    failures = []
+class Checks:
+    """Prints each check's verdict as it comes; keeps the names of those that failed."""
 
-    def check(name, ok, detail):
+    def __init__(self):
+        self.failures = []
+
+    def __call__(self, name, ok, detail):
         print(f"{'ok  ' if ok else 'FAIL'} {name}: {detail}", flush=True)
         if not ok:
-            failures.append(name)
+            self.failures.append(name)
 
-    # The MLP of examples/mlp.mlir: 784 -> 256 -> 256 -> 10, batch 64.
-    layers, batch = [(784, 256), (256, 256), (256, 10)], 64
+
+# The MLP of examples/mlp.mlir: 784 -> 256 -> 256 -> 10, batch 64.
+MLP_LAYERS, MLP_BATCH = [(784, 256), (256, 256), (256, 10)], 64
+# The links' bandwidth of the profiles that time the collectives.
+LINK_BANDWIDTH = 1e6
+
+
+def check_products_only(args, check):
+    layers, batch = MLP_LAYERS, MLP_BATCH
     rate = 1e9
     products = report(args.fsdpc, args.model, 1, profile(f"{args.work}/products.json", matmul=rate))
     for ranks in [1, 2]:
@@ -163,7 +166,10 @@ def main():
               f"step {predicted['step_seconds']:.9f} s, {predicted['matmul_flops']:.0f} FLOPs "
               f"counted, {flops} by hand / {rate:g} = {flops / rate:.9f} s")
 
-    bandwidth = 1e6
+
+def check_links_only(args, check):
+    """Returns the 2-rank MLP's units and the bytes a rank sends."""
+    bandwidth = LINK_BANDWIDTH
     links = report(args.fsdpc, args.model, 2, profile(f"{args.work}/links.json", bandwidth=bandwidth))
     # Every unit gathered for forward and reduce-scattered; gathered again
     # for backward except the first layer's, whose weights backward never
@@ -178,6 +184,11 @@ def main():
           f"communication {predicted['communication_seconds']:.9f} s, exposed "
           f"{predicted['exposed_communication_seconds']:.9f} s, step {predicted['step_seconds']:.9f}"
           f" s; {sent} B sent / {bandwidth:g} B/s = {sent / bandwidth:.9f} s")
+    return units, sent
+
+
+def check_links_across_nodes(args, check):
+    bandwidth = LINK_BANDWIDTH
 
     # A ring across two nodes of 2 ranks each.
     def across(nics, intra):
@@ -197,6 +208,10 @@ def main():
               f"communication {seconds:.9f} s; {sent4} B sent / {rate:g} B/s = "
               f"{sent4 / rate:.9f} s")
 
+
+def check_links_by_kind(args, check, units):
+    """Returns the bytes a rank gathers and those it reduces, of the 2-rank MLP's units."""
+    bandwidth = LINK_BANDWIDTH
     # A reduce-scatter at a rate of its own (MPI's is slower than its
     # all-gather): the gathers' bytes at the link's bandwidth, the
     # reductions' at theirs.
@@ -213,9 +228,13 @@ def main():
           f"communication {predicted['communication_seconds']:.9f} s, step "
           f"{predicted['step_seconds']:.9f} s; {gathered} B gathered / {bandwidth:g} B/s + "
           f"{reduced} B reduced / {slower:g} B/s = {expected:.9f} s")
+    return gathered, reduced
 
+
+def check_overlap(args, check, sent):
+    bandwidth = LINK_BANDWIDTH
     # Products and links of similar size: overlap hides some communication.
-    flops = 3 * 2 * 32 * sum(i * o for i, o in layers) - 2 * 32 * 784 * 256
+    flops = 3 * 2 * 32 * sum(i * o for i, o in MLP_LAYERS) - 2 * 32 * 784 * 256
     both_rate = flops / (sent / bandwidth)
     for asynchronous in [False, True]:
         path = profile(f"{args.work}/both-{asynchronous}.json", matmul=both_rate,
@@ -233,6 +252,8 @@ def main():
               f"compute {compute:.6f} s, communication {p['communication_seconds']:.6f} s, "
               f"exposed {p['exposed_communication_seconds']:.6f} s, step {p['step_seconds']:.6f} s")
 
+
+def check_memory_by_footprint(args, check):
     # Memory rates by footprint: an op in cache moves its bytes faster.
     curve, dram = [[20000, 8e9], [400000, 2e9]], 1e9
     path = profile(f"{args.work}/footprint.json",
@@ -258,17 +279,23 @@ def main():
           f"compute {compute:.9f} s, {len(ops)} ops by hand {expected:.9f} s; ops below, "
           f"between and beyond the measured footprints: {regions}")
 
+
+def check_serial_reductions(args, check):
+    batch, classes = MLP_BATCH, MLP_LAYERS[-1][1]
     # Reductions along the innermost dimension run one addition at a time.
     dependent = 1e6
     serial = report(args.fsdpc, args.model, 1, profile(
         f"{args.work}/serial.json", extra={"scalar_flops": INFINITE, "dependent_flops": dependent}))
-    classes = layers[-1][1]
     steps = 2 * (2 + 1) * batch * classes + batch
     p = serial["predicted"]
     check("serial reductions", close(p["other_compute_seconds"], steps / dependent) and
           close(p["step_seconds"], steps / dependent),
           f"other compute {p['other_compute_seconds']:.9f} s; 2 x (2 + 1) x {batch} x {classes} + "
           f"{batch} = {steps} steps / {dependent:g} per s = {steps / dependent:.9f} s")
+
+
+def check_divider(args, check):
+    batch, classes = MLP_BATCH, MLP_LAYERS[-1][1]
 
     # The divider: AdamW's 3 per shard element and the softmax gradient's one
     # per logit; its time adds to the other arithmetic's.
@@ -288,6 +315,9 @@ def main():
           f"{divider:g} per s = {divisions / divider:.9f} s; with the other arithmetic "
           f"({arithmetic:.9f} s) {both:.9f} s")
 
+
+def check_measured_collectives(args, check, gathered, reduced):
+    bandwidth = LINK_BANDWIDTH
     # Measured collectives: the gather's times are 1 ns per byte of the whole
     # buffer, measured up to 1 KiB only (the MLP's are larger: along the last
     # line), the reduce-scatter's 4 ns per byte.
@@ -309,9 +339,9 @@ def main():
           f"x 1 ns + {reduced} B x 4 ns) = {expected:.9f} s; 4 ranks (not measured): "
           f"{grid4['predicted']['communication_seconds']:.9f} s, {sent4} B / {bandwidth:g} B/s")
 
+
+def check_products_in_loop(args, check, gpt):
     # Key blocks in a loop: the same product FLOPs whatever the block.
-    with open(args.gpt) as f:
-        gpt = f.read()
     matmul = {}
     for block in [32, 16, 8]:
         path = f"{args.work}/gpt-block{block}.mlir"
@@ -324,6 +354,8 @@ def main():
           "products with key blocks of 32, 16, 8: " +
           ", ".join(f"{matmul[b]:.9f} s" for b in [32, 16, 8]))
 
+
+def check_fused_attention(args, check, gpt):
     # Fused attention: bf16 GPT on the CUDA target, only its rates finite.
     bf16_gpt = f"{args.work}/gpt-bf16.mlir"
     with open(bf16_gpt, "w") as f:
@@ -345,6 +377,8 @@ def main():
           f"{fused['attention_seconds']:.9f} s, step {fused['step_seconds']:.9f} s, by hand "
           f"{expected:.9f} s")
 
+
+def check_offload(args, check):
     # Offload: the plan's optimizer on the host.
     with open(args.model) as f:
         text = f.read().replace("#fsdp.plan<", "#fsdp.plan<offload = optimizer, ", 1)
@@ -364,8 +398,32 @@ def main():
           f"{p['step_seconds']:.9f} s; {shard} elements: 8 B / {link:g} B/s = {copies:.9f} s, "
           f"16 B / {memory:g} B/s = {updates:.9f} s")
 
-    if failures:
-        sys.exit(f"FAILED: {', '.join(failures)}")
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--fsdpc", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--gpt", required=True)
+    parser.add_argument("--work", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.work, exist_ok=True)
+    check = Checks()
+    check_products_only(args, check)
+    units, sent = check_links_only(args, check)
+    check_links_across_nodes(args, check)
+    gathered, reduced = check_links_by_kind(args, check, units)
+    check_overlap(args, check, sent)
+    check_memory_by_footprint(args, check)
+    check_serial_reductions(args, check)
+    check_divider(args, check)
+    check_measured_collectives(args, check, gathered, reduced)
+    with open(args.gpt) as f:
+        gpt = f.read()
+    check_products_in_loop(args, check, gpt)
+    check_fused_attention(args, check, gpt)
+    check_offload(args, check)
+    if check.failures:
+        sys.exit(f"FAILED: {', '.join(check.failures)}")
     print("PASS: the predicted step matches the hand-derived figures")
 
 

@@ -562,20 +562,36 @@ def logged_step1_loss(log_path):
     return float(records[0]["loss"])
 
 
-def check_case(c, fsdpc, work, mutate=None, verbose=False):
-    """Returns (ok, (worst relative error, worst |diff| / tol), message lines, number of
-    checks, seconds). The relative error is over elements with |gradient| >= MIN_GRAD.
-    `mutate` multiplies the analytic gradient (a self-test: every case must fail)."""
-    start = time.time()
-    d = os.path.join(work, c.name)
-    os.makedirs(d, exist_ok=True)
-    p = lambda name: os.path.join(d, name)
+class CaseProbe:
+    """What the checks of one case read: the case, its files (path(name) in its
+    directory), its trainer and data file, P0 (flat float32) and the analytic gradient."""
+
+    def __init__(self, c, path, trainer, data, flat0):
+        self.case, self.path, self.trainer, self.data, self.flat0 = c, path, trainer, data, flat0
+        self.grad = None
+
+
+class CaseTally:
+    """What the checks of one case found so far: whether they all passed, the worst
+    relative error (of elements with |gradient| >= MIN_GRAD) and |diff| / tol, the number
+    of checks and the lines to print."""
+
+    def __init__(self, verbose):
+        self.verbose = verbose
+        self.ok, self.worst, self.worst_ratio, self.checks, self.lines = True, 0.0, 0.0, 0, []
+
+
+def compile_case(c, fsdpc, p):
+    """Writes the case's model and compiles it; returns the trainer and its manifest."""
     with open(p("model.mlir"), "w") as f:
         f.write(c.mlir)
     trainer = p("trainer")
     run([*shlex.split(fsdpc), p("model.mlir"), "--grid=1", "-o", trainer])
     manifest = json.loads(run([trainer, "--print-manifest"]))
+    return trainer, manifest
 
+
+def check_manifest(c, manifest):
     # The manifest must list our parameters and inputs, in order, with the roles we mean.
     got = [(q["name"], list(q["shape"])) for q in manifest["params"]]
     want = [(n, list(s)) for n, s, _ in c.params]
@@ -589,8 +605,10 @@ def check_case(c, fsdpc, work, mutate=None, verbose=False):
     if (opt["kind"], opt["lr"], opt["momentum"], opt["weight_decay"],
             manifest["clip_grad_norm"]) != ("sgd", 1, 0, 0, 0):
         raise CaseError("optimizer is not plain SGD with lr 1: %r" % (opt,))
-    batch = manifest["batch"]
 
+
+def write_case_data(c, p, batch):
+    """Returns the data file and its tensors [(dtype, values)]."""
     # One batch of data: sample b of the file is batch element b of step 1.
     tensors = []
     for k, (name, shape, dtype, _role, gen) in enumerate(c.inputs):
@@ -599,81 +617,128 @@ def check_case(c, fsdpc, work, mutate=None, verbose=False):
     data = p("data.bin")
     datafile.write(data, tensors)
     assert tensors[0][1].shape[0] == batch
+    return data, tensors
 
+
+def write_p0(c, p):
+    """Returns P0, per parameter and flat."""
     # P0, float32 in manifest order (flat: element j of the concatenated parameters).
     p0 = [np.asarray(gen(seeded(c.name, 2, k), shape), dtype=np.float32)
           for k, (_, shape, gen) in enumerate(c.params)]
     flat0 = np.concatenate([a.ravel() for a in p0])
     write_params(p("p0.safetensors"), c.params, flat0)
+    return p0, flat0
 
+
+def analytic_gradient(probe):
+    c, p, flat0 = probe.case, probe.path, probe.flat0
     # Analytic gradient: one SGD step with lr 1.
-    run([trainer, "--steps", "1", "--lr", "1", "--data", data, "--init-from",
+    run([probe.trainer, "--steps", "1", "--lr", "1", "--data", probe.data, "--init-from",
          p("p0.safetensors"), "--export", p("p1.safetensors"), "--log-json", p("p1.json"),
          "--log-every", "1000"])
     try:
         flat1 = read_params(p("p1.safetensors"), c.params, dtype=np.float32)
     except ValueError as e:
         raise CaseError("--export: %s" % e)
-    grad = flat0.astype(np.float64) - flat1.astype(np.float64)
-    if mutate is not None:
-        grad *= mutate
+    return flat0.astype(np.float64) - flat1.astype(np.float64)
 
-    lines, ok, checks = [], True, 0
+
+def check_reference_loss(probe, p0, tensors, tally):
+    """The step-1 loss of the analytic step against the case's float64 reference."""
+    c = probe.case
+    loss = logged_step1_loss(probe.path("p1.json"))
+    want = c.reference({n: a.astype(np.float64) for (n, _, _), a in zip(c.params, p0)},
+                       [values for _, values in tensors])
+    tally.checks += 1
+    within = abs(loss - want) <= REF_RTOL * abs(want)
+    tally.ok = tally.ok and within
+    if not within or tally.verbose:
+        tally.lines.append("  step-1 loss %.9g, reference %.9g: relative %.2g %s %g"
+                           % (loss, want, abs(loss - want) / abs(want), "<=" if within else ">",
+                              REF_RTOL))
+
+
+def numerical_gradient(probe, pname, i, j):
+    """(L+ - L-) / (x_j+ - x_j-) of element j of the flat parameters, element i of pname."""
+    c, p, flat0 = probe.case, probe.path, probe.flat0
+    plus, minus = flat0.copy(), flat0.copy()
+    plus[j] = np.float32(np.float64(flat0[j]) + H)
+    minus[j] = np.float32(np.float64(flat0[j]) - H)
+    tag = "%s_%d" % (pname, i)
+    write_params(p(tag + "+.safetensors"), c.params, plus)
+    write_params(p(tag + "-.safetensors"), c.params, minus)
+    lp = step1_loss(probe.trainer, probe.data, p(tag + "+.safetensors"), p(tag + "+.json"))
+    lm = step1_loss(probe.trainer, probe.data, p(tag + "-.safetensors"), p(tag + "-.json"))
+    return (lp - lm) / (np.float64(plus[j]) - np.float64(minus[j]))
+
+
+def tally_element(tally, pname, shape, i, num, ana):
+    """Compares the numerical and analytic gradient of element i of pname."""
+    scale = max(abs(num), abs(ana))
+    err = abs(num - ana)
+    tol = RTOL * scale + ATOL
+    rel = err / scale if scale > 0 else 0.0
+    if scale >= MIN_GRAD:
+        tally.worst = max(tally.worst, rel)
+    tally.worst_ratio = max(tally.worst_ratio, err / tol)
+    tally.checks += 1
+    if err > tol:
+        tally.ok = False
+    if err > tol or tally.verbose:
+        tally.lines.append("  %s[%s]: numerical %.6g analytic %.6g |diff| %.3g %s tol %.3g"
+                           % (pname, ",".join(str(v) for v in np.unravel_index(i, shape)),
+                              num, ana, err, ">" if err > tol else "<=", tol))
+
+
+def check_param_gradient(probe, tally, k, pname, shape, size, offset):
+    """Checks the picked elements of parameter k, pname, at offset in the flat parameters."""
+    c = probe.case
+    if pname in c.picks:
+        picks = list(c.picks[pname])
+    else:
+        n = min(CHECKS_PER_PARAM, size)
+        picks = sorted(seeded(c.name, 3, k).choice(size, n, replace=False).tolist())
+    largest = 0.0
+    for i in picks:
+        j = offset + i
+        num = numerical_gradient(probe, pname, i, j)
+        ana = probe.grad[j]
+        tally_element(tally, pname, shape, i, num, ana)
+        largest = max(largest, abs(ana))
+    if largest < MIN_GRAD:
+        tally.ok = False
+        tally.lines.append("  %s: largest checked |gradient| %.3g < %.3g: not discriminating"
+                           % (pname, largest, MIN_GRAD))
+
+
+def check_case(c, fsdpc, work, mutate=None, verbose=False):
+    """Returns (ok, (worst relative error, worst |diff| / tol), message lines, number of
+    checks, seconds). The relative error is over elements with |gradient| >= MIN_GRAD.
+    `mutate` multiplies the analytic gradient (a self-test: every case must fail)."""
+    start = time.time()
+    d = os.path.join(work, c.name)
+    os.makedirs(d, exist_ok=True)
+    p = lambda name: os.path.join(d, name)
+    trainer, manifest = compile_case(c, fsdpc, p)
+    check_manifest(c, manifest)
+    batch = manifest["batch"]
+    data, tensors = write_case_data(c, p, batch)
+    p0, flat0 = write_p0(c, p)
+    probe = CaseProbe(c, p, trainer, data, flat0)
+    probe.grad = analytic_gradient(probe)
+    if mutate is not None:
+        probe.grad *= mutate
+
+    tally = CaseTally(verbose)
     if c.reference is not None:
-        loss = logged_step1_loss(p("p1.json"))
-        want = c.reference({n: a.astype(np.float64) for (n, _, _), a in zip(c.params, p0)},
-                           [values for _, values in tensors])
-        checks += 1
-        within = abs(loss - want) <= REF_RTOL * abs(want)
-        ok = ok and within
-        if not within or verbose:
-            lines.append("  step-1 loss %.9g, reference %.9g: relative %.2g %s %g"
-                         % (loss, want, abs(loss - want) / abs(want), "<=" if within else ">",
-                            REF_RTOL))
-    worst = 0.0
-    worst_ratio = 0.0
+        check_reference_loss(probe, p0, tensors, tally)
     offset = 0
     for k, ((pname, shape, _), values) in enumerate(zip(c.params, p0)):
         size = values.size
-        if pname in c.picks:
-            picks = list(c.picks[pname])
-        else:
-            n = min(CHECKS_PER_PARAM, size)
-            picks = sorted(seeded(c.name, 3, k).choice(size, n, replace=False).tolist())
-        largest = 0.0
-        for i in picks:
-            j = offset + i
-            plus, minus = flat0.copy(), flat0.copy()
-            plus[j] = np.float32(np.float64(flat0[j]) + H)
-            minus[j] = np.float32(np.float64(flat0[j]) - H)
-            tag = "%s_%d" % (pname, i)
-            write_params(p(tag + "+.safetensors"), c.params, plus)
-            write_params(p(tag + "-.safetensors"), c.params, minus)
-            lp = step1_loss(trainer, data, p(tag + "+.safetensors"), p(tag + "+.json"))
-            lm = step1_loss(trainer, data, p(tag + "-.safetensors"), p(tag + "-.json"))
-            num = (lp - lm) / (np.float64(plus[j]) - np.float64(minus[j]))
-            ana = grad[j]
-            scale = max(abs(num), abs(ana))
-            err = abs(num - ana)
-            tol = RTOL * scale + ATOL
-            rel = err / scale if scale > 0 else 0.0
-            if scale >= MIN_GRAD:
-                worst = max(worst, rel)
-            worst_ratio = max(worst_ratio, err / tol)
-            largest = max(largest, abs(ana))
-            checks += 1
-            if err > tol:
-                ok = False
-            if err > tol or verbose:
-                lines.append("  %s[%s]: numerical %.6g analytic %.6g |diff| %.3g %s tol %.3g"
-                             % (pname, ",".join(str(v) for v in np.unravel_index(i, shape)),
-                                num, ana, err, ">" if err > tol else "<=", tol))
-        if largest < MIN_GRAD:
-            ok = False
-            lines.append("  %s: largest checked |gradient| %.3g < %.3g: not discriminating"
-                         % (pname, largest, MIN_GRAD))
+        check_param_gradient(probe, tally, k, pname, shape, size, offset)
         offset += size
-    return ok, (worst, worst_ratio), lines, checks, time.time() - start
+    seconds = time.time() - start
+    return tally.ok, (tally.worst, tally.worst_ratio), tally.lines, tally.checks, seconds
 
 
 def main():

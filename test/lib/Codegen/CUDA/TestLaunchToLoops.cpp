@@ -110,16 +110,23 @@ Value combineLikeABlock(OpBuilder &b, Location loc, gpu::AllReduceOperation kind
   return memref::LoadOp::create(b, loc, values, zero);
 }
 
-LogicalResult lowerLaunch(gpu::LaunchOp launch) {
+/// Fails, with the launch's diagnostic, on a launch of a form that loops
+/// cannot run.
+LogicalResult checkLaunchRunsAsLoops(gpu::LaunchOp launch) {
   if (!launch.getAsyncDependencies().empty() || launch.getAsyncToken() ||
       launch.getDynamicSharedMemorySize() || launch.hasClusterSize())
     return launch.emitOpError("only synchronous launches without shared memory or clusters "
                               "run as loops");
   if (!launch.getBody().hasOneBlock())
     return launch.emitOpError("expected a kernel body of one block");
-  // The body, cut at its block reductions.
-  SmallVector<SmallVector<Operation *>> segments(1);
-  SmallVector<gpu::AllReduceOp> reductions;
+  return success();
+}
+
+/// The body, cut at its block reductions: segment i runs up to reduction i,
+/// the last segment (`segments` starts with one) to the end of the body.
+LogicalResult cutLaunchBodyAtReductions(gpu::LaunchOp launch,
+                                        SmallVectorImpl<SmallVector<Operation *>> &segments,
+                                        SmallVectorImpl<gpu::AllReduceOp> &reductions) {
   for (Operation &op : launch.getBody().front().without_terminator()) {
     auto reduce = dyn_cast<gpu::AllReduceOp>(op);
     if (reduce) {
@@ -137,21 +144,75 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
                                 "the top level: it cannot run as sequential loops");
     segments.back().push_back(&op);
   }
+  return success();
+}
 
-  OpBuilder b(launch);
-  Location loc = launch.getLoc();
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
-  gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
-  Value threads =
-      arith::MulIOp::create(b, loc, arith::MulIOp::create(b, loc, block.x, block.y), block.z);
-  // Each thread's value at a reduction, one array per reduction.
-  SmallVector<Value> values;
-  for (gpu::AllReduceOp reduce : reductions)
-    values.push_back(memref::AllocaOp::create(
-        b, loc, MemRefType::get({ShapedType::kDynamic}, reduce.getType()), ValueRange{threads}));
-  auto loopNest = [&](ArrayRef<Value> bounds) {
+/// Builds, in a launch's place, the loops that run its body, cut into
+/// `segments` at its `reductions`: loops over blocks, in which each segment
+/// runs in loops over threads, each reduction's result combined in between.
+class LaunchAsLoopsBuilder {
+public:
+  LaunchAsLoopsBuilder(gpu::LaunchOp launch, ArrayRef<SmallVector<Operation *>> segments,
+                       ArrayRef<gpu::AllReduceOp> reductions)
+      : launch(launch), segments(segments), reductions(reductions), b(launch), loc(launch.getLoc()),
+        block(launch.getBlockSizeOperandValues()) {}
+
+  /// Fails where a value used across a reduction cannot be computed again.
+  LogicalResult build() {
+    buildBlockLoops();
+    for (auto [i, segment] : llvm::enumerate(segments))
+      for (Operation *op : segment)
+        segmentOf[op] = i;
+    for (auto [i, segment] : llvm::enumerate(segments)) {
+      b.restoreInsertionPoint(inBlock);
+      SmallVector<Value> tids = buildLoopNest({block.z, block.y, block.x});
+      gpu::KernelDim3 threadIds = launch.getThreadIds();
+      IRMapping mapping = shared;
+      mapping.map(threadIds.z, tids[0]);
+      mapping.map(threadIds.y, tids[1]);
+      mapping.map(threadIds.x, tids[2]);
+      if (failed(cloneSegment(i, segment, mapping)))
+        return failure();
+      if (i == reductions.size())
+        break;
+      if (failed(buildBlockReduction(i, tids, mapping)))
+        return failure();
+    }
+    return success();
+  }
+
+private:
+  /// The loops over blocks, after what all blocks share; the launch's block
+  /// ids and grid and block sizes mapped to the loops' ids and the sizes.
+  void buildBlockLoops() {
+    zero = arith::ConstantIndexOp::create(b, loc, 0);
+    one = arith::ConstantIndexOp::create(b, loc, 1);
+    gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
+    threads =
+        arith::MulIOp::create(b, loc, arith::MulIOp::create(b, loc, block.x, block.y), block.z);
+    // Each thread's value at a reduction, one array per reduction.
+    for (gpu::AllReduceOp reduce : reductions)
+      values.push_back(memref::AllocaOp::create(
+          b, loc, MemRefType::get({ShapedType::kDynamic}, reduce.getType()), ValueRange{threads}));
+    // Blocks outermost, x fastest, as a GPU numbers its threads.
+    SmallVector<Value> blockIdValues = buildLoopNest({grid.z, grid.y, grid.x});
+    inBlock = b.saveInsertionPoint();
+
+    gpu::KernelDim3 blockIds = launch.getBlockIds();
+    gpu::KernelDim3 gridArgs = launch.getGridSize(), blockArgs = launch.getBlockSize();
+    shared.map(blockIds.z, blockIdValues[0]);
+    shared.map(blockIds.y, blockIdValues[1]);
+    shared.map(blockIds.x, blockIdValues[2]);
+    SmallVector<Value> sizeArgs = {gridArgs.x,  gridArgs.y,  gridArgs.z,
+                                   blockArgs.x, blockArgs.y, blockArgs.z};
+    SmallVector<Value> sizes = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
+    for (auto [arg, size] : llvm::zip(sizeArgs, sizes))
+      shared.map(arg, size);
+  }
+
+  /// Loops from 0 to each of `bounds`, each in the previous one; leaves the
+  /// builder in the innermost and returns their ids.
+  SmallVector<Value> buildLoopNest(ArrayRef<Value> bounds) {
     SmallVector<Value> ids;
     for (Value bound : bounds) {
       auto loop = scf::ForOp::create(b, loc, zero, bound, one);
@@ -159,52 +220,29 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
       b.setInsertionPoint(loop.getBody()->getTerminator());
     }
     return ids;
-  };
-  // Blocks outermost, x fastest, as a GPU numbers its threads.
-  SmallVector<Value> blockIdValues = loopNest({grid.z, grid.y, grid.x});
-  OpBuilder::InsertPoint inBlock = b.saveInsertionPoint();
+  }
 
-  IRMapping shared;
-  gpu::KernelDim3 blockIds = launch.getBlockIds(), threadIds = launch.getThreadIds();
-  gpu::KernelDim3 gridArgs = launch.getGridSize(), blockArgs = launch.getBlockSize();
-  shared.map(blockIds.z, blockIdValues[0]);
-  shared.map(blockIds.y, blockIdValues[1]);
-  shared.map(blockIds.x, blockIdValues[2]);
-  SmallVector<Value> sizeArgs = {gridArgs.x,  gridArgs.y,  gridArgs.z,
-                                 blockArgs.x, blockArgs.y, blockArgs.z};
-  SmallVector<Value> sizes = {grid.x, grid.y, grid.z, block.x, block.y, block.z};
-  for (auto [arg, size] : llvm::zip(sizeArgs, sizes))
-    shared.map(arg, size);
-
-  DenseMap<Operation *, size_t> segmentOf;
-  for (auto [i, segment] : llvm::enumerate(segments))
-    for (Operation *op : segment)
-      segmentOf[op] = i;
-  for (auto [i, segment] : llvm::enumerate(segments)) {
-    b.restoreInsertionPoint(inBlock);
-    SmallVector<Value> tids = loopNest({block.z, block.y, block.x});
-    IRMapping mapping = shared;
-    mapping.map(threadIds.z, tids[0]);
-    mapping.map(threadIds.y, tids[1]);
-    mapping.map(threadIds.x, tids[2]);
-    // What an earlier segment computed, computed again.
-    std::function<LogicalResult(Value)> recompute = [&](Value value) -> LogicalResult {
-      Operation *def = value.getDefiningOp();
-      if (mapping.contains(value) || !def || !segmentOf.count(def) || segmentOf[def] == i)
-        return success();
-      if (!isMemoryEffectFree(def) || def->getNumRegions() != 0)
-        return def->emitOpError("is used across a block reduction but has effects: it "
-                                "cannot be computed again");
-      for (Value operand : def->getOperands())
-        if (failed(recompute(operand)))
-          return failure();
-      b.clone(*def, mapping);
+  /// What an earlier segment computed, computed again in segment `segment`.
+  LogicalResult recompute(Value value, size_t segment, IRMapping &mapping) {
+    Operation *def = value.getDefiningOp();
+    if (mapping.contains(value) || !def || !segmentOf.count(def) || segmentOf[def] == segment)
       return success();
-    };
+    if (!isMemoryEffectFree(def) || def->getNumRegions() != 0)
+      return def->emitOpError("is used across a block reduction but has effects: it "
+                              "cannot be computed again");
+    for (Value operand : def->getOperands())
+      if (failed(recompute(operand, segment, mapping)))
+        return failure();
+    b.clone(*def, mapping);
+    return success();
+  }
+
+  /// Segment `i`'s ops, each after what it uses of earlier segments.
+  LogicalResult cloneSegment(size_t i, ArrayRef<Operation *> segment, IRMapping &mapping) {
     for (Operation *op : segment) {
       WalkResult used = op->walk([&](Operation *nested) {
         for (Value operand : nested->getOperands())
-          if (failed(recompute(operand)))
+          if (failed(recompute(operand, i, mapping)))
             return WalkResult::interrupt();
         return WalkResult::advance();
       });
@@ -212,11 +250,14 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
         return failure();
       b.clone(*op, mapping);
     }
-    if (i == reductions.size())
-      break;
+    return success();
+  }
+
+  /// Reduction `i`, at the end of its segment's loops over threads (`tids`).
+  LogicalResult buildBlockReduction(size_t i, ArrayRef<Value> tids, IRMapping &mapping) {
     // The thread's value, at its linear id; then the block's result.
     gpu::AllReduceOp reduce = reductions[i];
-    if (failed(recompute(reduce.getValue())))
+    if (failed(recompute(reduce.getValue(), i, mapping)))
       return failure();
     Value linear = arith::AddIOp::create(
         b, loc,
@@ -229,7 +270,34 @@ LogicalResult lowerLaunch(gpu::LaunchOp launch) {
     b.restoreInsertionPoint(inBlock);
     shared.map(reduce.getResult(), combineLikeABlock(b, loc, *reduce.getOp(), values[i], threads));
     inBlock = b.saveInsertionPoint();
+    return success();
   }
+
+  gpu::LaunchOp launch;
+  ArrayRef<SmallVector<Operation *>> segments;
+  ArrayRef<gpu::AllReduceOp> reductions;
+  OpBuilder b;
+  Location loc;
+  gpu::KernelDim3 block;
+  Value zero, one, threads;
+  /// Each reduction's array of its threads' values.
+  SmallVector<Value> values;
+  /// Inside the loops over blocks, after what is built there so far.
+  OpBuilder::InsertPoint inBlock;
+  /// What every thread's copy of the body maps the same way.
+  IRMapping shared;
+  DenseMap<Operation *, size_t> segmentOf;
+};
+
+LogicalResult lowerLaunch(gpu::LaunchOp launch) {
+  if (failed(checkLaunchRunsAsLoops(launch)))
+    return failure();
+  SmallVector<SmallVector<Operation *>> segments(1);
+  SmallVector<gpu::AllReduceOp> reductions;
+  if (failed(cutLaunchBodyAtReductions(launch, segments, reductions)))
+    return failure();
+  if (failed(LaunchAsLoopsBuilder(launch, segments, reductions).build()))
+    return failure();
   launch.erase();
   return success();
 }
