@@ -13,7 +13,7 @@ using namespace mlir;
 
 FailureOr<std::optional<fsdp::MemoryBudget>>
 mlir::fsdp::memoryBudget(const CompilerOptions &options, ModuleOp model,
-                    const fsdp::DeviceProfile &profile) {
+                         const fsdp::DeviceProfile &profile) {
   fsdp::MemoryBudget budget;
   budget.runtime = profile.runtime;
   if (!options.runtimeMemory.empty()) {
@@ -47,8 +47,9 @@ mlir::fsdp::memoryBudget(const CompilerOptions &options, ModuleOp model,
   return std::optional<fsdp::MemoryBudget>(budget);
 }
 
-std::string mlir::fsdp::costJson(const fsdp::PlanEvaluation &planned, const fsdp::DeviceProfile &profile,
-                            const std::optional<fsdp::MemoryBudget> &budget) {
+std::string mlir::fsdp::costJson(const fsdp::PlanEvaluation &planned,
+                                 const fsdp::DeviceProfile &profile,
+                                 const std::optional<fsdp::MemoryBudget> &budget) {
   const fsdp::StepCost &cost = planned.cost;
   llvm::json::Object object{{"profile", profile.name},
                             {"step_seconds", cost.stepSeconds},
@@ -74,10 +75,10 @@ std::string mlir::fsdp::costJson(const fsdp::PlanEvaluation &planned, const fsdp
 }
 
 FailureOr<fsdp::PlanFix> mlir::fsdp::handleOverBudget(const CompilerOptions &flags, ModuleOp model,
-                                                 const fsdp::PlanEvaluation &planned,
-                                                 const fsdp::MemoryBudget &budget,
-                                                 const fsdp::DeviceProfile &profile,
-                                                 const fsdp::PipelineTarget &target) {
+                                                      const fsdp::PlanEvaluation &planned,
+                                                      const fsdp::MemoryBudget &budget,
+                                                      const fsdp::DeviceProfile &profile,
+                                                      const fsdp::PipelineTarget &target) {
   fsdp::FitOptions options;
   options.budget = budget;
   options.target = &target;

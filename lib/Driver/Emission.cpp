@@ -16,9 +16,9 @@
 using namespace mlir;
 
 LogicalResult mlir::fsdp::writePictures(const CompilerOptions &options,
-                                   const fsdp::PlanEvaluation &planned,
-                                   const fsdp::DeviceProfile &profile,
-                                   const std::optional<fsdp::MemoryBudget> &budget) {
+                                        const fsdp::PlanEvaluation &planned,
+                                        const fsdp::DeviceProfile &profile,
+                                        const std::optional<fsdp::MemoryBudget> &budget) {
   // Read before any output is opened: a bad file leaves the outputs alone.
   std::optional<fsdp::MeasuredHighWater> measured;
   if (!options.measuredTraceFile.empty()) {
@@ -54,7 +54,7 @@ LogicalResult mlir::fsdp::writePictures(const CompilerOptions &options,
 }
 
 LogicalResult mlir::fsdp::writeOutput(const CompilerOptions &options,
-                                 llvm::function_ref<void(llvm::raw_ostream &)> write) {
+                                      llvm::function_ref<void(llvm::raw_ostream &)> write) {
   std::string error;
   std::unique_ptr<llvm::ToolOutputFile> out = openOutputFile(options.outputFile, &error);
   if (!out)
@@ -65,7 +65,7 @@ LogicalResult mlir::fsdp::writeOutput(const CompilerOptions &options,
 }
 
 LogicalResult mlir::fsdp::writePtx(const CompilerOptions &options, ArrayRef<ModuleOp> steps,
-                              ArrayRef<StringRef> names) {
+                                   ArrayRef<StringRef> names) {
   return writeOutput(options, [&](llvm::raw_ostream &os) {
     for (auto [step, name] : llvm::zip(steps, names))
       for (auto binary : ModuleOp(step).getOps<gpu::BinaryOp>())
@@ -79,7 +79,7 @@ LogicalResult mlir::fsdp::writePtx(const CompilerOptions &options, ArrayRef<Modu
 }
 
 LogicalResult mlir::fsdp::linkTrainer(const CompilerOptions &options, const RuntimeLinkage &runtime,
-                                 ArrayRef<std::string> objects, bool cudaRuntime) {
+                                      ArrayRef<std::string> objects, bool cudaRuntime) {
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName("c++");
   if (!driver)
     return fail("no C++ compiler driver (c++) on PATH to link the trainer");

@@ -83,7 +83,7 @@ mlir::fsdp::CPUTarget mlir::fsdp::cpuTarget(const CompilerOptions &options) {
 }
 
 FailureOr<fsdp::CUDAPipelineOptions> mlir::fsdp::cudaOptions(const CompilerOptions &options,
-                                                        const RuntimeLinkage &runtime) {
+                                                             const RuntimeLinkage &runtime) {
   fsdp::CUDAPipelineOptions cuda;
   if (!options.gpuArchs.empty())
     cuda.chips.assign(options.gpuArchs.begin(), options.gpuArchs.end());
@@ -134,7 +134,8 @@ LogicalResult mlir::fsdp::checkBF16Archs(ModuleOp module, ArrayRef<std::string> 
 
 std::unique_ptr<fsdp::PipelineTarget>
 mlir::fsdp::pipelineTarget(const CompilerOptions &options,
-                      const std::optional<fsdp::CUDAPipelineOptions> &cuda, bool cpuBf16Products) {
+                           const std::optional<fsdp::CUDAPipelineOptions> &cuda,
+                           bool cpuBf16Products) {
   if (options.target == Target::CPU)
     return std::make_unique<fsdp::CPUPipelineTarget>(options.outlineKernels,
                                                      options.fusesAttention(Target::CPU),

@@ -13,7 +13,7 @@ func::FuncOp mlir::fsdp::requireStep(ModuleOp module, StepLevel level, StringRef
   if (step && !step.isExternal())
     return step;
   module.emitError() << pass << " needs the training step @" << name << " of "
-                     << (model ? "fsdp-autodiff" : "convert-fsdp-to-runtime")
-                     << "; the module has " << (step ? "only its declaration" : "none");
+                     << (model ? "fsdp-autodiff" : "convert-fsdp-to-runtime") << "; the module has "
+                     << (step ? "only its declaration" : "none");
   return nullptr;
 }

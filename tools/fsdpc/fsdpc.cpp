@@ -42,6 +42,8 @@ int main(int argc, char **argv) {
       "  fsdpc model.mlir --target=cpu -o trainer\n"
       "  fsdpc model.mlir --target=cuda --gpu-arch=sm_80,sm_90 -o trainer\n"
       "  mpirun -np 2 ./trainer --steps 100\n");
-  return mlir::succeeded(mlir::fsdp::compile(mlir::fsdp::compilerOptionsFromCL(), runtimeOfThisBuild())) ? 0
-                                                                                               : 1;
+  return mlir::succeeded(
+             mlir::fsdp::compile(mlir::fsdp::compilerOptionsFromCL(), runtimeOfThisBuild()))
+             ? 0
+             : 1;
 }

@@ -8,8 +8,8 @@
 
 #include "Analysis/BufferLiveness.h"
 #include "Utils/ManifestGlobal.h"
-#include "Utils/StepFunction.h"
 #include "Utils/RuntimeABI.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/IR/BufferKinds.h"
 
@@ -63,7 +63,8 @@ int64_t placeBuffers(MutableArrayRef<Buffer> buffers) {
     for (Buffer *other : conflicts) {
       if (offset + buffer->bytes <= other->offset)
         break;
-      offset = std::max<int64_t>(offset, llvm::alignTo(other->offset + other->bytes, kArenaAlignment));
+      offset =
+          std::max<int64_t>(offset, llvm::alignTo(other->offset + other->bytes, kArenaAlignment));
     }
     buffer->offset = offset;
     peak = std::max(peak, offset + buffer->bytes);

@@ -8,8 +8,8 @@
 
 #include "Analysis/StepCost.h"
 #include "Utils/ManifestGlobal.h"
-#include "Utils/StepFunction.h"
 #include "Utils/RuntimeABI.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Codegen/Common/Passes.h"
 
 #include <cmath>

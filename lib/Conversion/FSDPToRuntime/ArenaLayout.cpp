@@ -24,8 +24,7 @@ namespace {
 struct Allocator {
   int64_t end = 0;
   ArenaRegion take(int64_t bytes) {
-    ArenaRegion region{static_cast<int64_t>(llvm::alignTo(end, kArenaAlignment)),
-                       bytes};
+    ArenaRegion region{static_cast<int64_t>(llvm::alignTo(end, kArenaAlignment)), bytes};
     end = region.offset + bytes;
     return region;
   }

@@ -15,8 +15,8 @@
 #include "Manifest.h"
 #include "StepLowering.h"
 
-#include "Utils/StepFunction.h"
 #include "Utils/RuntimeABI.h"
+#include "Utils/StepFunction.h"
 #include "fsdp/Conversion/Passes.h"
 #include "fsdp/IR/FSDPOps.h"
 
