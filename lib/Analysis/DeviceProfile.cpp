@@ -198,6 +198,9 @@ public:
     if (!async)
       return profileFileError(path, "async_collectives is missing or not true/false");
     profile.asyncCollectives = *async;
+    for (StringRef text : {"name", "description"})
+      if (object->get(text) && !object->getString(text))
+        return profileFileError(path, text + " must be a string");
     profile.name = object->getString("name").value_or(path).str();
     profile.description = object->getString("description").value_or("").str();
     return std::move(profile);
@@ -246,9 +249,20 @@ private:
              llvm::join(known, ", ") + ")");
   }
 
+  /// `o`'s field `key` as an object (null where absent); a field that is not
+  /// one is an error, not a section silently left out.
+  const llvm::json::Object *objectField(const llvm::json::Object *o, StringRef key,
+                                        const std::string &where) {
+    const llvm::json::Value *value = o ? o->get(key) : nullptr;
+    const llvm::json::Object *field = value ? value->getAsObject() : nullptr;
+    if (value && !field)
+      fail(where + key + " must be an object");
+    return field;
+  }
+
   /// A section's object (`what`), its fields checked like the top level's.
   const llvm::json::Object *section(StringRef key, ArrayRef<StringRef> known, StringRef what) {
-    const llvm::json::Object *o = object->getObject(key);
+    const llvm::json::Object *o = objectField(object, key, "");
     if (o)
       onlyFields(o, (key + ".").str(), known, what);
     return o;
@@ -307,12 +321,10 @@ private:
   void rates(const llvm::json::Object *o, const std::string &where, AlphaBeta &out) {
     number(o, "latency", where, out.latency, false);
     number(o, "bandwidth", where, out.bandwidth, true);
-    if (!o || !o->get("measured"))
-      return;
-    const llvm::json::Object *measured = o->getObject("measured");
-    std::string at = where + "measured.";
+    const llvm::json::Object *measured = objectField(o, "measured", where);
     if (!measured)
-      return fail(where + "measured must be an object");
+      return;
+    std::string at = where + "measured.";
     onlyFields(measured, at, {"ranks", "seconds_by_bytes"}, "measured times");
     double ranks = 0;
     number(measured, "ranks", at, ranks, true);
@@ -331,7 +343,7 @@ private:
     rates(o, where, link.gather);
     link.reduce = link.gather;
     if (o && o->get("reduce_scatter")) {
-      const llvm::json::Object *reduce = o->getObject("reduce_scatter");
+      const llvm::json::Object *reduce = objectField(o, "reduce_scatter", where);
       where += "reduce_scatter.";
       link.reduce = AlphaBeta();
       if (reduce)
