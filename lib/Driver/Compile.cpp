@@ -25,6 +25,7 @@
 #include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Planning/Passes.h"
 #include "fsdp/Transforms/Passes.h"
+#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -273,10 +274,12 @@ private:
     if (!global)
       return (*step).emitError("the compiled step has no manifest");
     return fsdp::editManifest(global, [&](llvm::json::Object &manifest) {
-      manifest["device_profile"] = llvm::json::Object{
-          {"name", profile->name},
-          {"matmul_flops", llvm::json::Object{{"f32", profile->matmulFlopsF32},
-                                              {"bf16", profile->matmulFlopsBF16}}}};
+      namespace schema = fsdprt::manifest;
+      manifest[schema::root::kDeviceProfile.key] = llvm::json::Object{
+          {schema::device_profile::kName.key, profile->name},
+          {schema::device_profile::kMatmulFlops.key,
+           llvm::json::Object{{schema::matmul_flops::kF32.key, profile->matmulFlopsF32},
+                              {schema::matmul_flops::kBf16.key, profile->matmulFlopsBF16}}}};
     });
   }
 

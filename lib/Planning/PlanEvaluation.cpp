@@ -6,6 +6,7 @@
 #include "Utils/RuntimeABI.h"
 #include "fsdp/IR/BufferKinds.h"
 #include "fsdp/IR/FSDPDialect.h"
+#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -124,9 +125,11 @@ FailureOr<PlanEvaluation> mlir::fsdp::evaluateBufferPlan(ModuleOp planned,
   const json::Object *object = value ? value->getAsObject() : nullptr;
   if (!value)
     llvm::consumeError(value.takeError());
-  auto get = [&](StringRef key) { return object ? object->getInteger(key).value_or(1) : 1; };
-  evaluation.grid = {std::max<int64_t>(1, get("replicas")),
-                     std::max<int64_t>(1, get("shard_ranks"))};
+  auto get = [&](const fsdprt::manifest::Field &field) {
+    return object ? object->getInteger(field.key).value_or(1) : 1;
+  };
+  evaluation.grid = {std::max<int64_t>(1, get(fsdprt::manifest::root::kReplicas)),
+                     std::max<int64_t>(1, get(fsdprt::manifest::root::kShardRanks))};
   evaluation.cost = predictStepCost(step, profile, evaluation.grid);
   evaluation.memory = memoryOverStep(step, evaluation.cost, arena->persistentBytes);
   for (TimedOp &op : evaluation.cost.ops)

@@ -10,6 +10,7 @@
 #include "Planning/PlanAccounting.h"
 #include "Utils/ByteCounts.h"
 #include "fsdp/Planning/Passes.h"
+#include "fsdprt/ManifestSchema.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -128,18 +129,19 @@ void printReportOffload(raw_ostream &os, PlanAttr plan, const Report::Offload &o
 
 void printReportRecompute(raw_ostream &os, PlanAttr plan,
                           const std::map<std::string, int64_t> &recompute) {
+  using namespace fsdprt::manifest::recompute;
   os << "recompute (remat = " << stringifyRematPolicy(plan.getRemat()) << ") per step\n";
   os << llvm::format("  ops recomputed                 %18lld\n",
-                     static_cast<long long>(recompute.at("ops")));
-  int64_t flops = recompute.at("product_flops"), all = recompute.at("step_product_flops");
+                     static_cast<long long>(recompute.at(kOps.key)));
+  int64_t flops = recompute.at(kProductFlops.key), all = recompute.at(kStepProductFlops.key);
   os << llvm::format("  matrix products, FLOPs         %18lld  (%lld products, %.1f%% of the "
                      "step's %lld)\n",
                      static_cast<long long>(flops),
-                     static_cast<long long>(recompute.at("products")),
+                     static_cast<long long>(recompute.at(kProducts.key)),
                      all ? 100.0 * static_cast<double>(flops) / static_cast<double>(all) : 0.0,
                      static_cast<long long>(all));
   os << llvm::format("  other ops, elements computed   %18lld\n\n",
-                     static_cast<long long>(recompute.at("other_elements")));
+                     static_cast<long long>(recompute.at(kOtherElements.key)));
 }
 
 void printReportArena(raw_ostream &os, PlanAttr plan, const ArenaFigures &arena) {

@@ -21,6 +21,7 @@
 
 #include "Utils/StepFunction.h"
 #include "fsdp/Transforms/Passes.h"
+#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -253,17 +254,17 @@ struct FSDPRematPass : public fsdp::impl::FSDPRematPassBase<FSDPRematPass> {
       return signalPassFailure();
     const RecomputeCost &cost = remat.cost();
     Builder b(module.getContext());
-    module->setAttr(
-        FSDPDialect::getRecomputeAttrName(),
-        b.getDictionaryAttr(
-            {b.getNamedAttr("ops", b.getI64IntegerAttr(cost.ops)),
-             b.getNamedAttr("products", b.getI64IntegerAttr(cost.products)),
-             b.getNamedAttr("product_flops", b.getI64IntegerAttr(cost.productFlops)),
-             b.getNamedAttr("other_elements", b.getI64IntegerAttr(cost.otherElements)),
-             b.getNamedAttr("step_product_flops", b.getI64IntegerAttr(cost.stepProductFlops)),
-             b.getNamedAttr("attention_flops", b.getI64IntegerAttr(cost.attentionFlops)),
-             b.getNamedAttr("causal_attention_flops",
-                            b.getI64IntegerAttr(cost.causalAttentionFlops))}));
+    using namespace fsdprt::manifest::recompute;
+    auto count = [&](const fsdprt::manifest::Field &field, int64_t value) {
+      return b.getNamedAttr(field.key, b.getI64IntegerAttr(value));
+    };
+    module->setAttr(FSDPDialect::getRecomputeAttrName(),
+                    b.getDictionaryAttr({count(kOps, cost.ops), count(kProducts, cost.products),
+                                         count(kProductFlops, cost.productFlops),
+                                         count(kOtherElements, cost.otherElements),
+                                         count(kStepProductFlops, cost.stepProductFlops),
+                                         count(kAttentionFlops, cost.attentionFlops),
+                                         count(kCausalAttentionFlops, cost.causalAttentionFlops)}));
   }
 };
 

@@ -12,6 +12,7 @@
 #include "Utils/StepFunction.h"
 #include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/IR/BufferKinds.h"
+#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -134,16 +135,17 @@ json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
       dtypeBytes[dtype] = dtypeBytes.getInteger(dtype).value_or(0) + buffer.bytes;
       ++count;
     }
-  return json::Object{{"peak_bytes", peak},
-                      {"live_bytes", std::max<int64_t>(mostBytes, 0)},
-                      {"buffers", static_cast<int64_t>(buffers.size())},
-                      {"live_buffers", count},
-                      {"gathered_bytes", bytes.lookup(kGatheredKind)},
-                      {"gradient_bytes", bytes.lookup(kGradientKind)},
-                      {"collective_bytes", bytes.lookup(kCollectiveKind)},
-                      {"gradient_shard_bytes", bytes.lookup(kGradientShardKind)},
-                      {"activation_bytes", bytes.lookup("")},
-                      {"dtype_bytes", std::move(dtypeBytes)}};
+  using namespace fsdprt::manifest::transient;
+  return json::Object{{kPeakBytes.key, peak},
+                      {kLiveBytes.key, std::max<int64_t>(mostBytes, 0)},
+                      {kBuffers.key, static_cast<int64_t>(buffers.size())},
+                      {kLiveBuffers.key, count},
+                      {kGatheredBytes.key, bytes.lookup(kGatheredKind)},
+                      {kGradientBytes.key, bytes.lookup(kGradientKind)},
+                      {kCollectiveBytes.key, bytes.lookup(kCollectiveKind)},
+                      {kGradientShardBytes.key, bytes.lookup(kGradientShardKind)},
+                      {kActivationBytes.key, bytes.lookup("")},
+                      {kDtypeBytes.key, std::move(dtypeBytes)}};
 }
 
 /// Rewrites the manifest's arena size, adds the transient plan and where each
@@ -151,14 +153,15 @@ json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
 LogicalResult updateManifest(LLVM::GlobalOp global, int64_t arenaBytes, json::Object plan,
                              const llvm::StringMap<int64_t> &gradOffsets) {
   return editManifest(global, [&](json::Object &manifest) {
-    manifest["arena_bytes"] = arenaBytes;
-    manifest["transient"] = std::move(plan);
-    if (json::Array *units = manifest.getArray("units"))
+    namespace schema = fsdprt::manifest;
+    manifest[schema::root::kArenaBytes.key] = arenaBytes;
+    manifest[schema::root::kTransient.key] = std::move(plan);
+    if (json::Array *units = manifest.getArray(schema::root::kUnits.key))
       for (json::Value &unit : *units)
         if (json::Object *entry = unit.getAsObject())
-          if (std::optional<StringRef> name = entry->getString("name"))
+          if (std::optional<StringRef> name = entry->getString(schema::unit::kName.key))
             if (auto offset = gradOffsets.find(*name); offset != gradOffsets.end())
-              (*entry)["grad_offset"] = offset->second;
+              (*entry)[schema::unit::kGradOffset.key] = offset->second;
   });
 }
 

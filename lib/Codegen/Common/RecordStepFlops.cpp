@@ -11,6 +11,7 @@
 #include "Utils/RuntimeABI.h"
 #include "Utils/StepFunction.h"
 #include "fsdp/Codegen/Common/Passes.h"
+#include "fsdprt/ManifestSchema.h"
 
 #include <cmath>
 
@@ -33,16 +34,17 @@ int64_t whole(double count) { return static_cast<int64_t>(std::llround(count)); 
 /// attentions' forward products as this step computes them, half of a
 /// causal one's where the step fuses attention, all where it tiles it.
 double rematFlops(const json::Object &manifest, bool fusesAttention) {
-  const json::Object *recompute = manifest.getObject("recompute");
+  using namespace fsdprt::manifest::recompute;
+  const json::Object *recompute = manifest.getObject(fsdprt::manifest::root::kRecompute.key);
   if (!recompute)
     return 0;
-  auto count = [&](StringRef key) {
-    return static_cast<double>(recompute->getInteger(key).value_or(0));
+  auto count = [&](const fsdprt::manifest::Field &field) {
+    return static_cast<double>(recompute->getInteger(field.key).value_or(0));
   };
-  double attention = count("attention_flops");
+  double attention = count(kAttentionFlops);
   if (fusesAttention)
-    attention -= count("causal_attention_flops") / 2;
-  return count("product_flops") + attention;
+    attention -= count(kCausalAttentionFlops) / 2;
+  return count(kProductFlops) + attention;
 }
 
 struct FSDPRecordStepFlopsPass
@@ -61,11 +63,13 @@ struct FSDPRecordStepFlopsPass
     StepFlops flops = countStepFlops(step);
     if (failed(editManifest(manifest, [&](json::Object &object) {
           double recomputed = flops.recomputed + rematFlops(object, flops.attention > 0);
-          object["step_flops"] = json::Object{{"products", whole(flops.products)},
-                                              {"bf16_products", whole(flops.bf16Products)},
-                                              {"attention", whole(flops.attention)},
-                                              {"recomputed", whole(recomputed)},
-                                              {"other", whole(flops.other)}};
+          using namespace fsdprt::manifest::step_flops;
+          object[fsdprt::manifest::root::kStepFlops.key] =
+              json::Object{{kProducts.key, whole(flops.products)},
+                           {kBf16Products.key, whole(flops.bf16Products)},
+                           {kAttention.key, whole(flops.attention)},
+                           {kRecomputed.key, whole(recomputed)},
+                           {kOther.key, whole(flops.other)}};
         })))
       return signalPassFailure();
   }

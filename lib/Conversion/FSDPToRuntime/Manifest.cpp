@@ -4,6 +4,7 @@
 
 #include "Utils/RuntimeABI.h"
 #include "fsdp/IR/BufferKinds.h"
+#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -13,6 +14,7 @@
 using namespace mlir;
 using namespace mlir::fsdp;
 namespace json = llvm::json;
+namespace schema = fsdprt::manifest;
 
 static StringRef dtypeName(Type type) {
   if (type.isF32())
@@ -34,51 +36,58 @@ static json::Array shapeOf(RankedTensorType type) {
 static double toDouble(const llvm::APFloat &value) { return value.convertToDouble(); }
 
 static json::Object initializerOf(InitializerAttrInterface init) {
+  using namespace schema::init;
   return llvm::TypeSwitch<Attribute, json::Object>(init)
-      .Case([](ZerosAttr) { return json::Object{{"kind", "zeros"}}; })
-      .Case([](OnesAttr) { return json::Object{{"kind", "ones"}}; })
+      .Case([](ZerosAttr) {
+        return json::Object{{kKind.key, "zeros"}};
+      })
+      .Case([](OnesAttr) {
+        return json::Object{{kKind.key, "ones"}};
+      })
       .Case([](ConstantAttr a) {
-        return json::Object{{"kind", "constant"}, {"value", toDouble(a.getValue())}};
+        return json::Object{{kKind.key, "constant"}, {kValue.key, toDouble(a.getValue())}};
       })
       .Case([](NormalAttr a) {
-        return json::Object{{"kind", "normal"},
-                            {"mean", toDouble(a.getMean())},
-                            {"std", toDouble(a.getStd())}};
+        return json::Object{{kKind.key, "normal"},
+                            {kMean.key, toDouble(a.getMean())},
+                            {kStd.key, toDouble(a.getStd())}};
       })
       .Case([](UniformAttr a) {
-        return json::Object{{"kind", "uniform"},
-                            {"low", toDouble(a.getLow())},
-                            {"high", toDouble(a.getHigh())}};
+        return json::Object{{kKind.key, "uniform"},
+                            {kLow.key, toDouble(a.getLow())},
+                            {kHigh.key, toDouble(a.getHigh())}};
       })
       .Case([](FanInNormalAttr a) {
-        return json::Object{{"kind", "fan_in_normal"}, {"scale", toDouble(a.getScale())}};
+        return json::Object{{kKind.key, "fan_in_normal"}, {kScale.key, toDouble(a.getScale())}};
       })
       .Case([](FanInUniformAttr a) {
-        return json::Object{{"kind", "fan_in_uniform"}, {"scale", toDouble(a.getScale())}};
+        return json::Object{{kKind.key, "fan_in_uniform"}, {kScale.key, toDouble(a.getScale())}};
       });
 }
 
 static json::Object optimizerOf(OptimizerAttrInterface optimizer) {
+  using namespace schema::optimizer;
   return llvm::TypeSwitch<Attribute, json::Object>(optimizer)
       .Case([](SGDAttr a) {
-        return json::Object{{"kind", "sgd"},
-                            {"lr", toDouble(a.getLr())},
-                            {"momentum", toDouble(a.getMomentum())},
-                            {"weight_decay", toDouble(a.getWeightDecay())}};
+        return json::Object{{kKind.key, "sgd"},
+                            {kLr.key, toDouble(a.getLr())},
+                            {kMomentum.key, toDouble(a.getMomentum())},
+                            {kWeightDecay.key, toDouble(a.getWeightDecay())}};
       })
       .Case([](AdamWAttr a) {
-        return json::Object{{"kind", "adamw"},
-                            {"lr", toDouble(a.getLr())},
-                            {"beta1", toDouble(a.getBeta1())},
-                            {"beta2", toDouble(a.getBeta2())},
-                            {"eps", toDouble(a.getEps())},
-                            {"weight_decay", toDouble(a.getWeightDecay())}};
+        return json::Object{{kKind.key, "adamw"},
+                            {kLr.key, toDouble(a.getLr())},
+                            {kBeta1.key, toDouble(a.getBeta1())},
+                            {kBeta2.key, toDouble(a.getBeta2())},
+                            {kEps.key, toDouble(a.getEps())},
+                            {kWeightDecay.key, toDouble(a.getWeightDecay())}};
       });
 }
 
 /// The collectives `step` starts, in the order it starts them (one block: no
 /// loop or branch runs any twice or not at all), each with its unit.
 static json::Array stepCollectives(func::FuncOp step) {
+  using namespace schema::collective;
   json::Array collectives;
   step.walk([&](func::CallOp call) {
     StringRef kind = llvm::StringSwitch<StringRef>(call.getCallee())
@@ -89,7 +98,8 @@ static json::Array stepCollectives(func::FuncOp step) {
     if (kind.empty())
       return;
     auto unit = call->getAttrOfType<StringAttr>(kCollectiveUnitAttr);
-    collectives.push_back(json::Object{{"kind", kind}, {"unit", unit ? unit.getValue() : ""}});
+    collectives.push_back(
+        json::Object{{kKind.key, kind}, {kUnit.key, unit ? unit.getValue() : ""}});
   });
   return collectives;
 }
@@ -108,47 +118,50 @@ static std::optional<int64_t> tokensPerStep(ArrayRef<RankedTensorType> inputType
 /// A unit's entry; `hostGradTypes` as buildManifest's.
 static json::Object manifestUnit(const UnitRegions &regions,
                                  const llvm::StringMap<Type> &hostGradTypes) {
+  using namespace schema::unit;
   UnitOp unit = regions.unit;
-  json::Object entry{{"name", unit.getSymName()},
-                     {"dtype", dtypeName(unit.getElementType())},
-                     {"trainable", regions.trainable},
-                     {"numel", static_cast<int64_t>(unit.getNumel())},
-                     {"shard_numel", static_cast<int64_t>(unit.getShard())},
-                     {"param_offset", regions.params.offset}};
+  json::Object entry{{kName.key, unit.getSymName()},
+                     {kDtype.key, dtypeName(unit.getElementType())},
+                     {kTrainable.key, regions.trainable},
+                     {kNumel.key, static_cast<int64_t>(unit.getNumel())},
+                     {kShardNumel.key, static_cast<int64_t>(unit.getShard())},
+                     {kParamOffset.key, regions.params.offset}};
   // A trainable unit's grad_offset, in the step's transient buffers, is
   // written by fsdp-assign-buffers.
   if (regions.trainable) {
     json::Array state;
     for (const StateSlot &slot : regions.state)
-      state.push_back(json::Object{{"slot", slot.name}, {"offset", slot.region.offset}});
-    entry["state"] = std::move(state);
+      state.push_back(json::Object{{schema::state_slot::kSlot.key, slot.name},
+                                   {schema::state_slot::kOffset.key, slot.region.offset}});
+    entry[kState.key] = std::move(state);
   }
   // Offloaded: param_offset is the device's copy in param_dtype; the
   // master, the state and the gradient are in the host arena.
   if (regions.offloaded()) {
-    entry["param_dtype"] = dtypeName(regions.paramsType);
+    entry[kParamDtype.key] = dtypeName(regions.paramsType);
     // A step without gradients (the evaluation step) names the master's
     // dtype: nothing arrives there.
     Type gradType = hostGradTypes.lookup(unit.getSymName());
     if (!gradType)
       gradType = unit.getShardType().getElementType();
-    json::Object host{{"master_offset", regions.host->master.offset},
-                      {"grad_offset", regions.host->grad.offset},
-                      {"grad_dtype", dtypeName(gradType)}};
-    entry["host"] = std::move(host);
+    json::Object host{{schema::unit_host::kMasterOffset.key, regions.host->master.offset},
+                      {schema::unit_host::kGradOffset.key, regions.host->grad.offset},
+                      {schema::unit_host::kGradDtype.key, dtypeName(gradType)}};
+    entry[kHost.key] = std::move(host);
   }
   return entry;
 }
 
 /// The entry of `param`, a member of `unit`.
 static json::Object manifestParam(ParamOp param, UnitOp unit) {
-  return json::Object{{"name", param.getSymName()},
-                      {"shape", shapeOf(param.getTensorType())},
-                      {"dtype", dtypeName(param.getTensorType().getElementType())},
-                      {"unit", unit.getSymName()},
-                      {"trainable", !param.getFrozen()},
-                      {"init", initializerOf(param.getInit())},
-                      {"unit_offset", static_cast<int64_t>(*param.getOffset())}};
+  using namespace schema::param;
+  return json::Object{{kName.key, param.getSymName()},
+                      {kShape.key, shapeOf(param.getTensorType())},
+                      {kDtype.key, dtypeName(param.getTensorType().getElementType())},
+                      {kUnit.key, unit.getSymName()},
+                      {kTrainable.key, !param.getFrozen()},
+                      {kInit.key, initializerOf(param.getInit())},
+                      {kUnitOffset.key, static_cast<int64_t>(*param.getOffset())}};
 }
 
 /// Appends the entries of the units and of their parameters, in the layout's
@@ -171,16 +184,15 @@ static int64_t manifestUnitsAndParams(const ArenaLayout &layout,
 /// The entries of the inputs, with their places in the arena.
 static json::Array manifestInputs(ArrayRef<RankedTensorType> inputTypes, ArrayRef<InputRole> roles,
                                   const ArenaLayout &layout) {
+  using namespace schema::input;
   json::Array inputs;
   for (auto [index, type] : llvm::enumerate(inputTypes)) {
-    json::Object input{{"index", static_cast<int64_t>(index)},
-                       {"shape", shapeOf(type)},
-                       {"dtype", dtypeName(type.getElementType())},
-                       {"role", roles[index].role},
-                       {"offset", layout.inputs[index].offset},
-                       {"bytes", layout.inputs[index].bytes}};
+    json::Object input{
+        {kIndex.key, static_cast<int64_t>(index)},      {kShape.key, shapeOf(type)},
+        {kDtype.key, dtypeName(type.getElementType())}, {kRole.key, roles[index].role},
+        {kOffset.key, layout.inputs[index].offset},     {kBytes.key, layout.inputs[index].bytes}};
     if (roles[index].bound > 0)
-      input["bound"] = roles[index].bound;
+      input[kBound.key] = roles[index].bound;
     inputs.push_back(std::move(input));
   }
   return inputs;
@@ -200,6 +212,7 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
                                       ArrayRef<InputRole> roles, DictionaryAttr recompute,
                                       const llvm::StringMap<Type> &hostGradTypes,
                                       func::FuncOp step) {
+  using namespace schema::root;
   json::Array units, params;
   int64_t shardRanks = manifestUnitsAndParams(layout, hostGradTypes, units, params);
   json::Array grid;
@@ -209,29 +222,30 @@ std::string mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
   int64_t localBatch = inputTypes.empty() || inputTypes.front().getRank() == 0
                            ? 1
                            : inputTypes.front().getDimSize(0);
-  json::Object manifest{{"version", 2},
-                        {"arena_bytes", layout.persistentBytes},
-                        {"persistent_bytes", layout.persistentBytes},
-                        {"host_arena_bytes", layout.hostBytes},
-                        {"batch", localBatch * world},
-                        {"local_batch", localBatch},
-                        {"grid", std::move(grid)},
-                        {"strategy", stringifyStrategy(plan.getStrategy())},
-                        {"shard_ranks", shardRanks},
-                        {"replicas", world / shardRanks},
-                        {"optimizer", optimizerOf(plan.getOptimizer())},
-                        {"clip_grad_norm", toDouble(plan.getClipGradNorm())},
-                        {"allow_tf32", plan.getAllowTf32()},
-                        {"units", std::move(units)},
-                        {"params", std::move(params)},
-                        {"inputs", manifestInputs(inputTypes, roles, layout)},
-                        {"collectives", stepCollectives(step)}};
+  json::Object manifest{{kVersion.key, schema::kFormatVersion},
+                        {kArenaBytes.key, layout.persistentBytes},
+                        {kPersistentBytes.key, layout.persistentBytes},
+                        {kHostArenaBytes.key, layout.hostBytes},
+                        {kBatch.key, localBatch * world},
+                        {kLocalBatch.key, localBatch},
+                        {kGrid.key, std::move(grid)},
+                        {kStrategy.key, stringifyStrategy(plan.getStrategy())},
+                        {kShardRanks.key, shardRanks},
+                        {kReplicas.key, world / shardRanks},
+                        {kOptimizer.key, optimizerOf(plan.getOptimizer())},
+                        {kClipGradNorm.key, toDouble(plan.getClipGradNorm())},
+                        {kAllowTf32.key, plan.getAllowTf32()},
+                        {kUnits.key, std::move(units)},
+                        {kParams.key, std::move(params)},
+                        {kInputs.key, manifestInputs(inputTypes, roles, layout)},
+                        {kCollectives.key, stepCollectives(step)}};
   if (std::optional<int64_t> tokens = tokensPerStep(inputTypes, roles, world))
-    manifest["tokens_per_step"] = *tokens;
+    manifest[kTokensPerStep.key] = *tokens;
   if (layout.deviceScalars)
-    manifest["device_scalars"] = json::Object{{"offset", layout.deviceScalars->offset}};
+    manifest[kDeviceScalars.key] =
+        json::Object{{schema::device_scalars::kOffset.key, layout.deviceScalars->offset}};
   if (recompute)
-    manifest["recompute"] = manifestRecompute(recompute);
+    manifest[kRecompute.key] = manifestRecompute(recompute);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << json::Value(std::move(manifest));

@@ -4,15 +4,19 @@
 // manifest repeats what the model said, and adds what only the compiler's
 // layout decides: how the grid splits into shards and replicas, units and
 // where their parameters lie, offsets inside the persistent region, sizes and
-// disjointness. Unknown
-// keys are ignored so that the compiler can add fields before the runtime
-// reads them.
+// disjointness. Unknown keys are ignored so that the compiler can add fields
+// before the runtime reads them.
+//
+// Keys are looked up, and named in messages, through ManifestSchema.h, the
+// table the compiler's writer spells them from too: a misspelt key fails to
+// compile rather than reading as an absent field.
 //
 //===----------------------------------------------------------------------===//
 
 #include "abi/Manifest.h"
 
 #include "abi/Error.h"
+#include "fsdprt/ManifestSchema.h"
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +28,9 @@
 namespace fsdprt {
 
 using json = nlohmann::json;
+// An alias, not `using namespace`: `manifest` and its objects' namespaces
+// (unit, param, input, init) are also the names of variables below.
+namespace schema = manifest;
 
 namespace {
 
@@ -36,15 +43,18 @@ public:
     fatal("manifest: " + (path.empty() ? std::string() : path + ": ") + what);
   }
 
-  bool has(const char *key) const { return value.is_object() && value.contains(key); }
+  // Keys come only from the schema: there is no overload taking a string.
+  bool has(const schema::Field &field) const {
+    return value.is_object() && value.contains(field.key);
+  }
 
-  Node field(const char *key) const {
+  Node field(const schema::Field &field) const {
     if (!value.is_object())
       fail("expected an object, got " + excerpt());
-    auto it = value.find(key);
+    auto it = value.find(field.key);
     if (it == value.end())
-      fail(std::string("missing field '") + key + "'");
-    return Node(*it, path.empty() ? std::string(key) : path + "." + key);
+      fail(std::string("missing field '") + field.key + "'");
+    return Node(*it, path.empty() ? std::string(field.key) : path + "." + field.key);
   }
 
   size_t arraySize() const {
@@ -167,9 +177,9 @@ static void checkPersistent(const Node &node, const Manifest &manifest, int64_t 
 /// Reads `offset` and `bytes` of an input and checks they fit.
 static void readPlacement(const Node &node, const Manifest &manifest, int64_t expectedBytes,
                           size_t alignment, int64_t &offset, int64_t &bytes) {
-  Node offsetNode = node.field("offset");
+  Node offsetNode = node.field(schema::input::kOffset);
   offset = offsetNode.integer(0);
-  Node bytesNode = node.field("bytes");
+  Node bytesNode = node.field(schema::input::kBytes);
   bytes = bytesNode.integer(1);
   if (bytes != expectedBytes)
     bytesNode.fail("the shape and dtype need " + std::to_string(expectedBytes) + " bytes, got " +
@@ -179,7 +189,7 @@ static void readPlacement(const Node &node, const Manifest &manifest, int64_t ex
 
 static InitSpec readInit(const Node &node, const std::vector<int64_t> &shape) {
   InitSpec init;
-  Node kindNode = node.field("kind");
+  Node kindNode = node.field(schema::init::kKind);
   std::string kind = kindNode.string();
   auto positive = [](const Node &field) {
     double value = field.real();
@@ -193,21 +203,22 @@ static InitSpec readInit(const Node &node, const std::vector<int64_t> &shape) {
     init.kind = InitKind::Ones;
   } else if (kind == "constant") {
     init.kind = InitKind::Constant;
-    init.value = node.field("value").real();
+    init.value = node.field(schema::init::kValue).real();
   } else if (kind == "normal") {
     init.kind = InitKind::Normal;
-    init.mean = node.field("mean").real();
-    init.std = positive(node.field("std"));
+    init.mean = node.field(schema::init::kMean).real();
+    init.std = positive(node.field(schema::init::kStd));
   } else if (kind == "uniform") {
     init.kind = InitKind::Uniform;
-    init.low = node.field("low").real();
-    init.high = node.field("high").real();
+    init.low = node.field(schema::init::kLow).real();
+    init.high = node.field(schema::init::kHigh).real();
     if (!(init.low < init.high))
-      node.fail("uniform needs low < high, got [" + formatReal(init.low) + ", " +
+      node.fail(std::string("uniform needs ") + schema::init::kLow.key + " < " +
+                schema::init::kHigh.key + ", got [" + formatReal(init.low) + ", " +
                 formatReal(init.high) + ")");
   } else if (kind == "fan_in_normal" || kind == "fan_in_uniform") {
     init.kind = kind == "fan_in_normal" ? InitKind::FanInNormal : InitKind::FanInUniform;
-    init.scale = positive(node.field("scale"));
+    init.scale = positive(node.field(schema::init::kScale));
     // fan_in is the product of every dimension but the last.
     if (shape.size() < 2)
       kindNode.fail(kind + " needs a parameter of rank 2 or more, got shape " + formatShape(shape));
@@ -232,7 +243,7 @@ static void readOptimizer(const Node &node, OptimizerSpec &optimizer) {
       field.fail("must be non-negative, got " + formatReal(value));
     return value;
   };
-  Node kindNode = node.field("kind");
+  Node kindNode = node.field(schema::optimizer::kKind);
   std::string kind = kindNode.string();
   if (kind == "sgd") {
     optimizer.kind = OptimizerKind::SGD;
@@ -241,25 +252,25 @@ static void readOptimizer(const Node &node, OptimizerSpec &optimizer) {
   } else {
     kindNode.fail("unknown optimizer '" + kind + "' (expected sgd or adamw)");
   }
-  Node lrNode = node.field("lr");
+  Node lrNode = node.field(schema::optimizer::kLr);
   optimizer.lr = lrNode.real();
   if (!(optimizer.lr > 0.0))
     lrNode.fail("must be positive, got " + formatReal(optimizer.lr));
   if (optimizer.kind == OptimizerKind::SGD) {
-    optimizer.momentum = unitInterval(node.field("momentum"));
+    optimizer.momentum = unitInterval(node.field(schema::optimizer::kMomentum));
   } else {
-    optimizer.beta1 = unitInterval(node.field("beta1"));
-    optimizer.beta2 = unitInterval(node.field("beta2"));
-    Node epsNode = node.field("eps");
+    optimizer.beta1 = unitInterval(node.field(schema::optimizer::kBeta1));
+    optimizer.beta2 = unitInterval(node.field(schema::optimizer::kBeta2));
+    Node epsNode = node.field(schema::optimizer::kEps);
     optimizer.eps = epsNode.real();
     if (!(optimizer.eps > 0.0))
       epsNode.fail("must be positive, got " + formatReal(optimizer.eps));
   }
-  optimizer.weightDecay = nonNegative(node.field("weight_decay"));
+  optimizer.weightDecay = nonNegative(node.field(schema::optimizer::kWeightDecay));
 }
 
 static void readGridAndStrategy(const Node &root, Manifest &manifest) {
-  Node gridNode = root.field("grid");
+  Node gridNode = root.field(schema::root::kGrid);
   size_t rank = gridNode.arraySize();
   if (rank < 1 || rank > 2)
     gridNode.fail("expected [shard] or [replicate, shard], got " + gridNode.excerpt());
@@ -273,7 +284,7 @@ static void readGridAndStrategy(const Node &root, Manifest &manifest) {
       gridNode.fail("grid holds more than 2^31 - 1 ranks");
   }
 
-  Node strategyNode = root.field("strategy");
+  Node strategyNode = root.field(schema::root::kStrategy);
   manifest.strategy = strategyNode.string();
   static const char *const kStrategies[] = {"full_shard", "shard_grad_op", "no_shard",
                                             "hybrid_shard"};
@@ -296,16 +307,17 @@ static void readGridAndStrategy(const Node &root, Manifest &manifest) {
 /// one rank for no_shard).
 static void readRanks(const Node &root, Manifest &manifest) {
   int32_t maxRanks = std::numeric_limits<int32_t>::max();
-  Node shardNode = root.field("shard_ranks");
+  Node shardNode = root.field(schema::root::kShardRanks);
   manifest.shardRanks = shardNode.integer(1, maxRanks);
-  Node replicasNode = root.field("replicas");
+  Node replicasNode = root.field(schema::root::kReplicas);
   manifest.replicas = replicasNode.integer(1, maxRanks);
   int64_t world = manifest.worldSize();
   int64_t product;
   if (__builtin_mul_overflow(manifest.shardRanks, manifest.replicas, &product) ||
       product != world)
-    replicasNode.fail("shard_ranks " + std::to_string(manifest.shardRanks) + " x replicas " +
-                      std::to_string(manifest.replicas) + " must be the " +
+    replicasNode.fail(std::string(schema::root::kShardRanks.key) + " " +
+                      std::to_string(manifest.shardRanks) + " x " + schema::root::kReplicas.key +
+                      " " + std::to_string(manifest.replicas) + " must be the " +
                       std::to_string(world) + " ranks of grid " + formatShape(manifest.grid));
   int64_t expected = world;
   std::string why = "shards over the whole grid " + formatShape(manifest.grid);
@@ -320,12 +332,13 @@ static void readRanks(const Node &root, Manifest &manifest) {
     shardNode.fail("strategy " + manifest.strategy + " " + why + ": expected " +
                    std::to_string(expected) + ", got " + std::to_string(manifest.shardRanks));
 
-  Node localNode = root.field("local_batch");
+  Node localNode = root.field(schema::root::kLocalBatch);
   manifest.localBatch = localNode.integer(1);
   int64_t rows;
   if (__builtin_mul_overflow(manifest.localBatch, world, &rows) || rows != manifest.batch)
-    localNode.fail("local_batch " + std::to_string(manifest.localBatch) + " on each of " +
-                   std::to_string(world) + " ranks must make up batch " +
+    localNode.fail(std::string(schema::root::kLocalBatch.key) + " " +
+                   std::to_string(manifest.localBatch) + " on each of " + std::to_string(world) +
+                   " ranks must make up " + schema::root::kBatch.key + " " +
                    std::to_string(manifest.batch));
 }
 
@@ -348,13 +361,13 @@ static void checkUnitRegion(const Node &node, const Manifest &manifest, const Un
 }
 
 static void readUnitState(const Node &unitNode, const Manifest &manifest, UnitSpec &unit) {
-  Node list = unitNode.field("state");
+  Node list = unitNode.field(schema::unit::kState);
   bool sgd = manifest.optimizer.kind == OptimizerKind::SGD;
   std::vector<std::string> required = optimizerSlots(manifest.optimizer);
   for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
     Node node = list.element(i);
     SlotSpec slot;
-    Node slotNode = node.field("slot");
+    Node slotNode = node.field(schema::state_slot::kSlot);
     slot.slot = slotNode.string();
     // SGD without momentum keeps nothing, but a momentum slot is harmless.
     bool known = sgd ? slot.slot == "momentum"
@@ -365,7 +378,7 @@ static void readUnitState(const Node &unitNode, const Manifest &manifest, UnitSp
     for (const SlotSpec &other : unit.state)
       if (other.slot == slot.slot)
         slotNode.fail("duplicate slot '" + slot.slot + "' of unit '" + unit.name + "'");
-    Node offsetNode = node.field("offset");
+    Node offsetNode = node.field(schema::state_slot::kOffset);
     slot.offset = offsetNode.integer(0);
     // The state's element type is the compiler's choice (e.g. f32 state for
     // bf16 parameters); the unit's dtype is the narrowest it can be.
@@ -383,75 +396,79 @@ static void readUnitState(const Node &unitNode, const Manifest &manifest, UnitSp
 /// An offloaded unit: param_offset is the device's copy in param_dtype; its
 /// "host" object places the master shard and the gradient in the host arena.
 static void readOffloadedUnit(const Node &node, const Manifest &manifest, UnitSpec &unit) {
-  Node hostNode = node.field("host");
+  Node hostNode = node.field(schema::unit::kHost);
   if (!unit.trainable)
     hostNode.fail("frozen unit '" + unit.name + "' has no optimizer to offload");
   unit.offloaded = true;
-  Node dtypeNode = node.field("param_dtype");
+  Node dtypeNode = node.field(schema::unit::kParamDtype);
   unit.deviceParamDType = readDType(dtypeNode);
   if (!isFloatDType(unit.deviceParamDType))
     dtypeNode.fail(std::string("expected f32 or bf16, got ") + dtypeName(unit.deviceParamDType));
   unit.deviceParamOffset = unit.paramOffset;
   size_t deviceSize = dtypeSize(unit.deviceParamDType);
-  checkPersistent(node.field("param_offset"), manifest, unit.deviceParamOffset,
+  checkPersistent(node.field(schema::unit::kParamOffset), manifest, unit.deviceParamOffset,
                   unit.shardNumel * static_cast<int64_t>(deviceSize), deviceSize);
-  Node masterNode = hostNode.field("master_offset");
+  Node masterNode = hostNode.field(schema::unit_host::kMasterOffset);
   unit.paramOffset = masterNode.integer(0);
   checkUnitRegion(masterNode, manifest, unit, unit.paramOffset, unit.shardBytes(),
                   dtypeSize(unit.dtype));
-  Node gradDTypeNode = hostNode.field("grad_dtype");
+  Node gradDTypeNode = hostNode.field(schema::unit_host::kGradDtype);
   unit.gradDType = readDType(gradDTypeNode);
   if (!isFloatDType(unit.gradDType))
     gradDTypeNode.fail(std::string("expected f32 or bf16, got ") + dtypeName(unit.gradDType));
-  Node gradNode = hostNode.field("grad_offset");
+  Node gradNode = hostNode.field(schema::unit_host::kGradOffset);
   unit.gradOffset = gradNode.integer(0);
   // Room for the gradient widened to f32 in place (--trace-state).
   checkUnitRegion(gradNode, manifest, unit, unit.gradOffset, unit.shardNumel * 4, 4);
 }
 
 static void readUnits(const Node &root, Manifest &manifest) {
-  Node list = root.field("units");
+  Node list = root.field(schema::root::kUnits);
   std::set<std::string> names;
   for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
     Node node = list.element(i);
     UnitSpec unit;
-    Node nameNode = node.field("name");
+    Node nameNode = node.field(schema::unit::kName);
     unit.name = nameNode.string();
     if (!names.insert(unit.name).second)
       nameNode.fail("duplicate unit name '" + unit.name + "'");
-    Node dtypeNode = node.field("dtype");
+    Node dtypeNode = node.field(schema::unit::kDtype);
     unit.dtype = readDType(dtypeNode);
     if (!isFloatDType(unit.dtype))
       dtypeNode.fail(std::string("units are f32 or bf16, got ") + dtypeName(unit.dtype));
-    unit.trainable = node.field("trainable").boolean();
-    unit.numel = node.field("numel").integer(1);
-    Node shardNode = node.field("shard_numel");
+    unit.trainable = node.field(schema::unit::kTrainable).boolean();
+    unit.numel = node.field(schema::unit::kNumel).integer(1);
+    Node shardNode = node.field(schema::unit::kShardNumel);
     unit.shardNumel = shardNode.integer(1);
     // The whole flat buffer (every rank's shard) must have a size in bytes.
     int64_t flatBytes;
     if (__builtin_mul_overflow(unit.shardNumel, manifest.shardRanks, &flatBytes) ||
         __builtin_mul_overflow(flatBytes, static_cast<int64_t>(dtypeSize(unit.dtype)),
                                &flatBytes))
-      shardNode.fail("shard_numel " + std::to_string(unit.shardNumel) + " x shard_ranks " +
+      shardNode.fail(std::string(schema::unit::kShardNumel.key) + " " +
+                     std::to_string(unit.shardNumel) + " x " + schema::root::kShardRanks.key + " " +
                      std::to_string(manifest.shardRanks) + " has more than 2^63 bytes");
     if (unit.numel > unit.shardNumel * manifest.shardRanks)
-      shardNode.fail("shard_ranks " + std::to_string(manifest.shardRanks) + " x shard_numel " +
-                     std::to_string(unit.shardNumel) + " elements cannot hold the unit's numel " +
-                     std::to_string(unit.numel));
+      shardNode.fail(std::string(schema::root::kShardRanks.key) + " " +
+                     std::to_string(manifest.shardRanks) + " x " + schema::unit::kShardNumel.key +
+                     " " + std::to_string(unit.shardNumel) + " elements cannot hold the unit's " +
+                     schema::unit::kNumel.key + " " + std::to_string(unit.numel));
     size_t elementSize = dtypeSize(unit.dtype);
-    Node paramNode = node.field("param_offset");
+    Node paramNode = node.field(schema::unit::kParamOffset);
     unit.paramOffset = paramNode.integer(0);
-    if (node.has("host")) {
+    if (node.has(schema::unit::kHost)) {
       readOffloadedUnit(node, manifest, unit);
     } else {
       checkPersistent(paramNode, manifest, unit.paramOffset, unit.shardBytes(), elementSize);
-      if (node.has("param_dtype"))
-        node.field("param_dtype").fail("only an offloaded unit (with \"host\") has a param_dtype");
+      if (node.has(schema::unit::kParamDtype))
+        node.field(schema::unit::kParamDtype)
+            .fail(std::string("only an offloaded unit (with \"") + schema::unit::kHost.key +
+                  "\") has a " + schema::unit::kParamDtype.key);
     }
     if (unit.offloaded) {
       readUnitState(node, manifest, unit);
     } else if (unit.trainable) {
-      Node gradNode = node.field("grad_offset");
+      Node gradNode = node.field(schema::unit::kGradOffset);
       unit.gradOffset = gradNode.integer(0);
       // The gradient shard is a buffer of the step, anywhere in the arena
       // (the compiler plans it to hold the gradient until the step returns).
@@ -459,36 +476,38 @@ static void readUnits(const Node &root, Manifest &manifest) {
                   elementSize);
       readUnitState(node, manifest, unit);
     } else {
-      if (node.has("grad_offset"))
-        node.field("grad_offset").fail("frozen unit '" + unit.name + "' has no gradient");
-      if (node.has("state") && node.field("state").arraySize() != 0)
-        node.field("state").fail("frozen unit '" + unit.name + "' has no optimizer state");
+      if (node.has(schema::unit::kGradOffset))
+        node.field(schema::unit::kGradOffset)
+            .fail("frozen unit '" + unit.name + "' has no gradient");
+      if (node.has(schema::unit::kState) && node.field(schema::unit::kState).arraySize() != 0)
+        node.field(schema::unit::kState)
+            .fail("frozen unit '" + unit.name + "' has no optimizer state");
     }
     manifest.units.push_back(std::move(unit));
   }
 }
 
 static void readParams(const Node &root, Manifest &manifest) {
-  Node list = root.field("params");
+  Node list = root.field(schema::root::kParams);
   std::set<std::string> names;
   for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
     Node node = list.element(i);
     ParamSpec param;
-    Node nameNode = node.field("name");
+    Node nameNode = node.field(schema::param::kName);
     param.name = nameNode.string();
     if (param.name.empty())
       nameNode.fail("parameter names must not be empty");
     if (!names.insert(param.name).second)
       nameNode.fail("duplicate parameter name '" + param.name + "'");
-    Node shapeNode = node.field("shape");
+    Node shapeNode = node.field(schema::param::kShape);
     param.shape = readShape(shapeNode, 0);
-    Node dtypeNode = node.field("dtype");
+    Node dtypeNode = node.field(schema::param::kDtype);
     param.dtype = readDType(dtypeNode);
     if (!isFloatDType(param.dtype))
       dtypeNode.fail(std::string("parameters are f32 or bf16, got ") + dtypeName(param.dtype));
     tensorBytes(shapeNode, param.shape, param.dtype);
 
-    Node unitNode = node.field("unit");
+    Node unitNode = node.field(schema::param::kUnit);
     param.unit = unitNode.string();
     auto unit = std::find_if(manifest.units.begin(), manifest.units.end(),
                              [&](const UnitSpec &u) { return u.name == param.unit; });
@@ -499,14 +518,14 @@ static void readParams(const Node &root, Manifest &manifest) {
     if (param.dtype != unit->dtype)
       dtypeNode.fail("unit '" + unit->name + "' is " + dtypeName(unit->dtype) + ", got " +
                      dtypeName(param.dtype));
-    Node trainableNode = node.field("trainable");
+    Node trainableNode = node.field(schema::param::kTrainable);
     param.trainable = trainableNode.boolean();
     if (param.trainable != unit->trainable)
       trainableNode.fail("unit '" + unit->name + "' is " +
                          (unit->trainable ? "trainable" : "frozen") + ", got " +
                          (param.trainable ? "true" : "false"));
-    param.init = readInit(node.field("init"), param.shape);
-    Node offsetNode = node.field("unit_offset");
+    param.init = readInit(node.field(schema::param::kInit), param.shape);
+    Node offsetNode = node.field(schema::param::kUnitOffset);
     param.unitOffset = offsetNode.integer(0);
     if (param.unitOffset > unit->numel || param.numElements() > unit->numel - param.unitOffset)
       offsetNode.fail("elements [" + std::to_string(param.unitOffset) + ", " +
@@ -551,24 +570,24 @@ static InputRole readRole(const Node &node) {
 }
 
 static void readInputs(const Node &root, Manifest &manifest) {
-  Node list = root.field("inputs");
+  Node list = root.field(schema::root::kInputs);
   for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
     Node node = list.element(i);
     InputSpec input;
-    Node indexNode = node.field("index");
+    Node indexNode = node.field(schema::input::kIndex);
     input.index = indexNode.integer(0);
     if (input.index != static_cast<int64_t>(i))
       indexNode.fail("inputs must be listed in order: expected index " + std::to_string(i) +
                      ", got " + std::to_string(input.index));
-    Node shapeNode = node.field("shape");
+    Node shapeNode = node.field(schema::input::kShape);
     input.shape = readShape(shapeNode, 1);
     if (input.shape[0] != manifest.localBatch)
-      shapeNode.fail("dimension 0 is this rank's batch dimension and must be local_batch " +
-                     std::to_string(manifest.localBatch) + ", got shape " +
-                     formatShape(input.shape));
-    Node dtypeNode = node.field("dtype");
+      shapeNode.fail(std::string("dimension 0 is this rank's batch dimension and must be ") +
+                     schema::root::kLocalBatch.key + " " + std::to_string(manifest.localBatch) +
+                     ", got shape " + formatShape(input.shape));
+    Node dtypeNode = node.field(schema::input::kDtype);
     input.dtype = readDType(dtypeNode);
-    Node roleNode = node.field("role");
+    Node roleNode = node.field(schema::input::kRole);
     input.role = readRole(roleNode);
     bool wantsIntegers = input.role == InputRole::Tokens || input.role == InputRole::Classes;
     if (wantsIntegers == isFloatDType(input.dtype))
@@ -580,7 +599,7 @@ static void readInputs(const Node &root, Manifest &manifest) {
       int64_t maxBound = input.dtype == DType::I32
                              ? int64_t(std::numeric_limits<int32_t>::max()) + 1
                              : std::numeric_limits<int64_t>::max();
-      input.bound = node.field("bound").integer(1, maxBound);
+      input.bound = node.field(schema::input::kBound).integer(1, maxBound);
     }
     readPlacement(node, manifest, tensorBytes(shapeNode, input.shape, input.dtype),
                   dtypeSize(input.dtype), input.offset, input.bytes);
@@ -611,9 +630,9 @@ static void checkDisjointRegions(std::vector<Region> regions, const char *where)
 /// step at offset + 8 needs 8-byte alignment (fsdpc places the scalars at a
 /// multiple of 64).
 static void readDeviceScalars(const Node &root, Manifest &manifest) {
-  if (!root.has("device_scalars"))
+  if (!root.has(schema::root::kDeviceScalars))
     return;
-  Node offsetNode = root.field("device_scalars").field("offset");
+  Node offsetNode = root.field(schema::root::kDeviceScalars).field(schema::device_scalars::kOffset);
   DeviceScalarsSpec scalars;
   scalars.offset = offsetNode.integer(0);
   checkPersistent(offsetNode, manifest, scalars.offset, DeviceScalarsSpec::kBytes, 8);
@@ -648,22 +667,22 @@ static void checkDisjoint(const Manifest &manifest) {
 }
 
 static void readCollectives(const Node &root, Manifest &manifest) {
-  if (!root.has("collectives"))
+  if (!root.has(schema::root::kCollectives))
     return;
   std::set<std::string> units;
   for (const UnitSpec &unit : manifest.units)
     units.insert(unit.name);
-  Node list = root.field("collectives");
+  Node list = root.field(schema::root::kCollectives);
   for (size_t i = 0, e = list.arraySize(); i < e; ++i) {
     Node node = list.element(i);
     CollectiveSpec collective;
-    Node kindNode = node.field("kind");
+    Node kindNode = node.field(schema::collective::kKind);
     collective.kind = kindNode.string();
     if (collective.kind != "all_gather" && collective.kind != "reduce_scatter" &&
         collective.kind != "all_reduce")
       kindNode.fail("expected all_gather, reduce_scatter or all_reduce, got '" +
                     collective.kind + "'");
-    Node unitNode = node.field("unit");
+    Node unitNode = node.field(schema::collective::kUnit);
     collective.unit = unitNode.string();
     if (!collective.unit.empty() && !units.count(collective.unit))
       unitNode.fail("no unit is named '" + collective.unit + "'");
@@ -682,32 +701,34 @@ static double readCount(const Node &node) {
 /// step_flops, tokens_per_step and device_profile: what throughput and MFU
 /// are computed from.
 static void readThroughputFields(const Node &root, Manifest &manifest) {
-  if (root.has("step_flops")) {
-    Node node = root.field("step_flops");
+  if (root.has(schema::root::kStepFlops)) {
+    Node node = root.field(schema::root::kStepFlops);
     StepFlopsSpec flops;
-    flops.products = readCount(node.field("products"));
-    Node bf16 = node.field("bf16_products");
+    flops.products = readCount(node.field(schema::step_flops::kProducts));
+    Node bf16 = node.field(schema::step_flops::kBf16Products);
     flops.bf16Products = readCount(bf16);
     if (flops.bf16Products > flops.products)
-      bf16.fail("exceeds products (" + formatReal(flops.products) + ")");
-    flops.attention = readCount(node.field("attention"));
-    Node recomputed = node.field("recomputed");
+      bf16.fail(std::string("exceeds ") + schema::step_flops::kProducts.key + " (" +
+                formatReal(flops.products) + ")");
+    flops.attention = readCount(node.field(schema::step_flops::kAttention));
+    Node recomputed = node.field(schema::step_flops::kRecomputed);
     flops.recomputed = readCount(recomputed);
     if (flops.recomputed > flops.products + flops.attention)
-      recomputed.fail("exceeds products and attention (" +
+      recomputed.fail(std::string("exceeds ") + schema::step_flops::kProducts.key + " and " +
+                      schema::step_flops::kAttention.key + " (" +
                       formatReal(flops.products + flops.attention) + ")");
-    flops.other = readCount(node.field("other"));
+    flops.other = readCount(node.field(schema::step_flops::kOther));
     manifest.stepFlops = flops;
   }
-  if (root.has("tokens_per_step"))
-    manifest.tokensPerStep = root.field("tokens_per_step").integer(1);
-  if (root.has("device_profile")) {
-    Node node = root.field("device_profile");
+  if (root.has(schema::root::kTokensPerStep))
+    manifest.tokensPerStep = root.field(schema::root::kTokensPerStep).integer(1);
+  if (root.has(schema::root::kDeviceProfile)) {
+    Node node = root.field(schema::root::kDeviceProfile);
     DeviceProfileSpec profile;
-    profile.name = node.field("name").string();
-    Node rates = node.field("matmul_flops");
-    profile.f32 = readCount(rates.field("f32"));
-    profile.bf16 = readCount(rates.field("bf16"));
+    profile.name = node.field(schema::device_profile::kName).string();
+    Node rates = node.field(schema::device_profile::kMatmulFlops);
+    profile.f32 = readCount(rates.field(schema::matmul_flops::kF32));
+    profile.bf16 = readCount(rates.field(schema::matmul_flops::kBf16));
     manifest.deviceProfile = profile;
   }
 }
@@ -744,28 +765,30 @@ Manifest parseManifest(std::string_view text) {
     root.fail("expected a JSON object, got " + root.excerpt());
 
   Manifest manifest;
-  Node versionNode = root.field("version");
+  Node versionNode = root.field(schema::root::kVersion);
   manifest.version = versionNode.integer();
-  if (manifest.version != 2)
-    versionNode.fail("this runtime reads version 2, got " + std::to_string(manifest.version) +
+  if (manifest.version != schema::kFormatVersion)
+    versionNode.fail("this runtime reads version " + std::to_string(schema::kFormatVersion) +
+                     ", got " + std::to_string(manifest.version) +
                      (manifest.version == 1 ? " (recompile the model with this fsdpc)" : ""));
-  manifest.arenaBytes = root.field("arena_bytes").integer(0);
-  manifest.persistentBytes = root.field("persistent_bytes").integer(0, manifest.arenaBytes);
-  if (root.has("host_arena_bytes"))
-    manifest.hostArenaBytes = root.field("host_arena_bytes").integer(0);
-  manifest.batch = root.field("batch").integer(1);
+  manifest.arenaBytes = root.field(schema::root::kArenaBytes).integer(0);
+  manifest.persistentBytes =
+      root.field(schema::root::kPersistentBytes).integer(0, manifest.arenaBytes);
+  if (root.has(schema::root::kHostArenaBytes))
+    manifest.hostArenaBytes = root.field(schema::root::kHostArenaBytes).integer(0);
+  manifest.batch = root.field(schema::root::kBatch).integer(1);
   readGridAndStrategy(root, manifest);
   readRanks(root, manifest);
-  readOptimizer(root.field("optimizer"), manifest.optimizer);
-  Node clipNode = root.field("clip_grad_norm");
+  readOptimizer(root.field(schema::root::kOptimizer), manifest.optimizer);
+  Node clipNode = root.field(schema::root::kClipGradNorm);
   manifest.clipGradNorm = clipNode.real();
   if (!(manifest.clipGradNorm >= 0.0))
     clipNode.fail("must be non-negative (0 disables clipping), got " +
                   formatReal(manifest.clipGradNorm));
   // Absent, the products are exact fp32: a plan compiled before the field
   // existed keeps its numbers.
-  if (root.has("allow_tf32"))
-    manifest.allowTf32 = root.field("allow_tf32").boolean();
+  if (root.has(schema::root::kAllowTf32))
+    manifest.allowTf32 = root.field(schema::root::kAllowTf32).boolean();
   readUnits(root, manifest);
   readParams(root, manifest);
   readInputs(root, manifest);
