@@ -1,7 +1,7 @@
 //===- ArenaFigures.h - a compiled step's arena, from its manifest -*- C++ -*-===//
 //
 // The figures of a step's buffer plan that fsdp-assign-buffers writes into the
-// manifest (and convert-fsdp-to-runtime's host arena of offload), read back in
+// #fsdp.manifest (and convert-fsdp-to-runtime's host arena of offload), read back in
 // one place for the budget, the fit search and fsdp-report.
 //
 //===----------------------------------------------------------------------===//
@@ -9,7 +9,7 @@
 #ifndef FSDP_ANALYSIS_ARENAFIGURES_H
 #define FSDP_ANALYSIS_ARENAFIGURES_H
 
-#include "llvm/ADT/StringRef.h"
+#include "fsdp/IR/FSDPAttrs.h"
 
 #include <cstdint>
 #include <map>
@@ -29,15 +29,15 @@ struct ArenaFigures {
   int64_t activations = 0, gathered = 0, gradients = 0, gradientShards = 0;
   std::map<std::string, int64_t> dtypeBytes;
   /// What recompute adds to a step (fsdp-remat), when the plan has remat.
-  std::optional<std::map<std::string, int64_t>> recompute;
+  RecomputeAttr recompute;
   /// offload = optimizer: the page-locked host arena (not in the budget), and
   /// the bytes the step copies to the host (gradient shards as they arrive,
   /// the clipping coefficient) and back (parameter shards in param_dtype).
   int64_t hostArenaBytes = 0, toHostBytes = 0, toDeviceBytes = 0;
 
-  /// Reads a manifest (JSON) written after fsdp-assign-buffers; none when it
-  /// is not JSON or has no buffer plan.
-  static std::optional<ArenaFigures> fromManifest(llvm::StringRef json);
+  /// Reads a manifest after fsdp-assign-buffers; none when it has no buffer
+  /// plan.
+  static std::optional<ArenaFigures> fromManifest(ManifestAttr manifest);
 };
 
 } // namespace mlir::fsdp

@@ -20,12 +20,10 @@
 #include "Planning/FastestPlan.h"
 #include "TargetChoice.h"
 #include "Utils/ByteCounts.h"
-#include "Utils/ManifestGlobal.h"
 #include "Utils/RuntimeABI.h"
 #include "fsdp/IR/FSDPOps.h"
 #include "fsdp/Planning/Passes.h"
 #include "fsdp/Transforms/Passes.h"
-#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -270,27 +268,26 @@ private:
   /// The profile the step was planned on, in its manifest: a CPU trainer's
   /// MFU divides by its product rates (a GPU's trainer knows its card).
   LogicalResult recordDeviceProfile() {
-    auto global = (*step).lookupSymbol<LLVM::GlobalOp>(fsdp::kManifestGlobal);
-    if (!global)
+    auto manifest =
+        (*step)->getAttrOfType<fsdp::ManifestAttr>(fsdp::FSDPDialect::getManifestAttrName());
+    if (!manifest)
       return (*step).emitError("the compiled step has no manifest");
-    return fsdp::editManifest(global, [&](llvm::json::Object &manifest) {
-      namespace schema = fsdprt::manifest;
-      manifest[schema::root::kDeviceProfile.key] = llvm::json::Object{
-          {schema::device_profile::kName.key, profile->name},
-          {schema::device_profile::kMatmulFlops.key,
-           llvm::json::Object{{schema::matmul_flops::kF32.key, profile->matmulFlopsF32},
-                              {schema::matmul_flops::kBf16.key, profile->matmulFlopsBF16}}}};
-    });
+    auto rates =
+        fsdp::DeviceProfileAttr::get(&ctx, profile->name, llvm::APFloat(profile->matmulFlopsF32),
+                                     llvm::APFloat(profile->matmulFlopsBF16));
+    (*step)->setAttr(fsdp::FSDPDialect::getManifestAttrName(), manifest.withDeviceProfile(rates));
+    return success();
   }
 
   /// The report describes the plan, with the arena of the step compiled as
-  /// far as its buffer plan; nothing is emitted.
+  /// far as its buffer plan (its manifest, on the model for fsdp-report);
+  /// nothing is emitted.
   LogicalResult writeReport() {
+    (*model)->setAttr(fsdp::FSDPDialect::getManifestAttrName(), planned->manifest);
     PassManager reportPM(&ctx);
     reportPM.addPass(fsdp::createFSDPFormUnitsPass());
     fsdp::FSDPReportPassOptions report;
     report.format = options.report->empty() ? "table" : *options.report;
-    report.arena = planned->manifest;
     report.cost = costJson(*planned, *profile, budget);
     reportPM.addPass(fsdp::createFSDPReportPass(report));
     return reportPM.run(*model);
@@ -304,13 +301,13 @@ private:
     FailureOr<std::unique_ptr<PassManager>> pm = passManager();
     if (failed(pm))
       return failure();
-    target->addLowering(**pm);
+    fsdp::buildLoweringPipeline(**pm, *target);
     if (failed((*pm)->run(*step)))
       return failure();
     eval = model->clone();
     PassManager evalPM(&ctx);
     fsdp::buildBufferPlanPipeline(evalPM, *evalTarget, /*forwardOnly=*/true);
-    evalTarget->addLowering(evalPM);
+    fsdp::buildLoweringPipeline(evalPM, *evalTarget);
     return evalPM.run(*eval);
   }
 

@@ -66,8 +66,13 @@ LogicalResult FSDPDialect::verifyOperationAttribute(Operation *op,
     return success();
   }
   if (name == getRecomputeAttrName()) {
-    if (!isa<ModuleOp>(op) || !isa<DictionaryAttr>(attribute.getValue()))
-      return op->emitError() << "'" << name << "' is a dictionary on the module";
+    if (!isa<ModuleOp>(op) || !isa<RecomputeAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a #fsdp.recompute on the module";
+    return success();
+  }
+  if (name == getManifestAttrName()) {
+    if (!isa<ModuleOp>(op) || !isa<ManifestAttr>(attribute.getValue()))
+      return op->emitError() << "'" << name << "' is a #fsdp.manifest on the module";
     return success();
   }
   if (name == getForwardOnlyAttrName()) {

@@ -93,7 +93,12 @@ void mlir::fsdp::buildHostLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
 }
 
+void mlir::fsdp::buildLoweringPipeline(OpPassManager &pm, const PipelineTarget &target) {
+  target.addLowering(pm);
+  pm.addPass(createFSDPSerializeManifestPass());
+}
+
 void mlir::fsdp::buildTrainingStepPipeline(OpPassManager &pm, const PipelineTarget &target) {
   buildBufferPlanPipeline(pm, target);
-  target.addLowering(pm);
+  buildLoweringPipeline(pm, target);
 }

@@ -53,6 +53,11 @@ public:
 void buildBufferPlanPipeline(OpPassManager &pm, const PipelineTarget &target,
                              bool forwardOnly = false);
 
+/// The second half: the target's lowering to the LLVM dialect, then the
+/// step's manifest written for the trainer (fsdp-serialize-manifest), what
+/// fsdpc runs once it has recorded its device profile in the manifest.
+void buildLoweringPipeline(OpPassManager &pm, const PipelineTarget &target);
+
 /// The whole pipeline: a model file to the LLVM dialect of the target's
 /// training step.
 void buildTrainingStepPipeline(OpPassManager &pm, const PipelineTarget &target);

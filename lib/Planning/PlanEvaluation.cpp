@@ -6,7 +6,6 @@
 #include "Utils/RuntimeABI.h"
 #include "fsdp/IR/BufferKinds.h"
 #include "fsdp/IR/FSDPDialect.h"
-#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -107,29 +106,18 @@ static MemoryTimeline memoryOverStep(func::FuncOp step, const StepCost &cost,
 
 FailureOr<PlanEvaluation> mlir::fsdp::evaluateBufferPlan(ModuleOp planned,
                                                          const DeviceProfile &profile) {
-  namespace json = llvm::json;
-  auto global = planned.lookupSymbol<LLVM::GlobalOp>(kManifestGlobal);
-  auto text = global ? llvm::dyn_cast_or_null<StringAttr>(global.getValueOrNull()) : StringAttr();
+  auto manifest = planned->getAttrOfType<ManifestAttr>(FSDPDialect::getManifestAttrName());
   auto step = planned.lookupSymbol<func::FuncOp>(kStepFunction);
-  if (!text || !step)
+  if (!manifest || !step)
     return planned.emitError("the compiled step has no manifest or no ") << kStepFunction;
-  StringRef manifest = text.getValue().rtrim('\0');
   std::optional<ArenaFigures> arena = ArenaFigures::fromManifest(manifest);
   if (!arena)
     return planned.emitError("the manifest has no buffer plan");
   PlanEvaluation evaluation;
   evaluation.arena = *arena;
-  evaluation.manifest = manifest.str();
+  evaluation.manifest = manifest;
   // The rank grid, for the links its collectives take.
-  llvm::Expected<json::Value> value = json::parse(manifest);
-  const json::Object *object = value ? value->getAsObject() : nullptr;
-  if (!value)
-    llvm::consumeError(value.takeError());
-  auto get = [&](const fsdprt::manifest::Field &field) {
-    return object ? object->getInteger(field.key).value_or(1) : 1;
-  };
-  evaluation.grid = {std::max<int64_t>(1, get(fsdprt::manifest::root::kReplicas)),
-                     std::max<int64_t>(1, get(fsdprt::manifest::root::kShardRanks))};
+  evaluation.grid = {manifest.getReplicas(), manifest.getShardRanks()};
   evaluation.cost = predictStepCost(step, profile, evaluation.grid);
   evaluation.memory = memoryOverStep(step, evaluation.cost, arena->persistentBytes);
   for (TimedOp &op : evaluation.cost.ops)

@@ -71,8 +71,8 @@ struct PlanEvaluation {
   /// lowered module no longer carries it).
   PlanAttr plan;
   ArenaFigures arena;
-  /// The compiled step's manifest, for fsdp-report's `arena`.
-  std::string manifest;
+  /// The compiled step's manifest, for fsdp-report.
+  ManifestAttr manifest;
   /// The predicted step; its ops' `op` pointers are cleared (the compiled
   /// copy is gone).
   StepCost cost;

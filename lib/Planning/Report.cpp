@@ -127,21 +127,31 @@ void printReportOffload(raw_ostream &os, PlanAttr plan, const Report::Offload &o
   os << "  host (page-locked, total)      " << bytesText(offload.host()) << "\n";
 }
 
-void printReportRecompute(raw_ostream &os, PlanAttr plan,
-                          const std::map<std::string, int64_t> &recompute) {
-  using namespace fsdprt::manifest::recompute;
+void printReportRecompute(raw_ostream &os, PlanAttr plan, RecomputeAttr recompute) {
   os << "recompute (remat = " << stringifyRematPolicy(plan.getRemat()) << ") per step\n";
   os << llvm::format("  ops recomputed                 %18lld\n",
-                     static_cast<long long>(recompute.at(kOps.key)));
-  int64_t flops = recompute.at(kProductFlops.key), all = recompute.at(kStepProductFlops.key);
+                     static_cast<long long>(recompute.getOps()));
+  int64_t flops = recompute.getProductFlops(), all = recompute.getStepProductFlops();
   os << llvm::format("  matrix products, FLOPs         %18lld  (%lld products, %.1f%% of the "
                      "step's %lld)\n",
-                     static_cast<long long>(flops),
-                     static_cast<long long>(recompute.at(kProducts.key)),
+                     static_cast<long long>(flops), static_cast<long long>(recompute.getProducts()),
                      all ? 100.0 * static_cast<double>(flops) / static_cast<double>(all) : 0.0,
                      static_cast<long long>(all));
   os << llvm::format("  other ops, elements computed   %18lld\n\n",
-                     static_cast<long long>(recompute.at(kOtherElements.key)));
+                     static_cast<long long>(recompute.getOtherElements()));
+}
+
+/// The report's `recompute`: the manifest's counts of what recompute adds
+/// (null without remat).
+llvm::json::Value recomputeJson(RecomputeAttr recompute) {
+  if (!recompute)
+    return nullptr;
+  using namespace fsdprt::manifest::recompute;
+  return llvm::json::Object{{kOps.key, recompute.getOps()},
+                            {kProducts.key, recompute.getProducts()},
+                            {kProductFlops.key, recompute.getProductFlops()},
+                            {kOtherElements.key, recompute.getOtherElements()},
+                            {kStepProductFlops.key, recompute.getStepProductFlops()}};
 }
 
 void printReportArena(raw_ostream &os, PlanAttr plan, const ArenaFigures &arena) {
@@ -162,8 +172,8 @@ void printReportArena(raw_ostream &os, PlanAttr plan, const ArenaFigures &arena)
     os << "    parameter shards to device   " << bytesText(arena.toDeviceBytes) << "\n";
   }
   os << "\n";
-  if (const auto &recompute = arena.recompute)
-    printReportRecompute(os, plan, *recompute);
+  if (arena.recompute)
+    printReportRecompute(os, plan, arena.recompute);
 }
 
 void printReportBudget(raw_ostream &os, const CostFigures &cost,
@@ -321,15 +331,7 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                                     {"gradient_bytes", arena->gradients},
                                     {"gradient_shard_bytes", arena->gradientShards},
                                     {"buffers", arena->buffers},
-                                    {"recompute",
-                                     [&]() -> json::Value {
-                                       if (!arena->recompute)
-                                         return nullptr;
-                                       json::Object counts;
-                                       for (const auto &[key, count] : *arena->recompute)
-                                         counts[key] = count;
-                                       return counts;
-                                     }()},
+                                    {"recompute", recomputeJson(arena->recompute)},
                                     {"dtype_bytes", [&] {
                                        json::Object dtypes;
                                        for (const auto &[dtype, bytes] : arena->dtypeBytes)
@@ -366,10 +368,12 @@ struct FSDPReportPass : public fsdp::impl::FSDPReportPassBase<FSDPReportPass> {
     if (failed(layout))
       return signalPassFailure();
     Report report{accountPlan(*layout)};
-    if (!arena.empty()) {
-      report.arena = ArenaFigures::fromManifest(arena);
+    if (auto manifest =
+            getOperation()->getAttrOfType<ManifestAttr>(FSDPDialect::getManifestAttrName())) {
+      report.arena = ArenaFigures::fromManifest(manifest);
       if (!report.arena) {
-        getOperation().emitError("fsdp-report: 'arena' is not the manifest's buffer plan");
+        getOperation().emitError("fsdp-report: the module's fsdp.manifest has no buffer plan "
+                                 "(fsdp-assign-buffers)");
         return signalPassFailure();
       }
     }

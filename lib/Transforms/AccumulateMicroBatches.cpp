@@ -218,18 +218,8 @@ LogicalResult MicroBatchSplitter::run() {
 
 /// What fsdp-remat recorded for one micro-batch, for the whole step.
 void scaleRecomputeCounts(ModuleOp module, int64_t count) {
-  auto recompute = module->getAttrOfType<DictionaryAttr>(FSDPDialect::getRecomputeAttrName());
-  if (!recompute)
-    return;
-  Builder b(module.getContext());
-  SmallVector<NamedAttribute> scaled;
-  for (NamedAttribute entry : recompute) {
-    auto value = llvm::dyn_cast<IntegerAttr>(entry.getValue());
-    scaled.push_back(
-        value ? b.getNamedAttr(entry.getName(), b.getI64IntegerAttr(value.getInt() * count))
-              : entry);
-  }
-  module->setAttr(FSDPDialect::getRecomputeAttrName(), b.getDictionaryAttr(scaled));
+  if (auto recompute = module->getAttrOfType<RecomputeAttr>(FSDPDialect::getRecomputeAttrName()))
+    module->setAttr(FSDPDialect::getRecomputeAttrName(), recompute.scaled(count));
 }
 
 struct FSDPAccumulateMicroBatchesPass

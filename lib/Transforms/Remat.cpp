@@ -21,7 +21,6 @@
 
 #include "Utils/StepFunction.h"
 #include "fsdp/Transforms/Passes.h"
-#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -253,18 +252,10 @@ struct FSDPRematPass : public fsdp::impl::FSDPRematPassBase<FSDPRematPass> {
     if (failed(remat.run()))
       return signalPassFailure();
     const RecomputeCost &cost = remat.cost();
-    Builder b(module.getContext());
-    using namespace fsdprt::manifest::recompute;
-    auto count = [&](const fsdprt::manifest::Field &field, int64_t value) {
-      return b.getNamedAttr(field.key, b.getI64IntegerAttr(value));
-    };
     module->setAttr(FSDPDialect::getRecomputeAttrName(),
-                    b.getDictionaryAttr({count(kOps, cost.ops), count(kProducts, cost.products),
-                                         count(kProductFlops, cost.productFlops),
-                                         count(kOtherElements, cost.otherElements),
-                                         count(kStepProductFlops, cost.stepProductFlops),
-                                         count(kAttentionFlops, cost.attentionFlops),
-                                         count(kCausalAttentionFlops, cost.causalAttentionFlops)}));
+                    RecomputeAttr::get(module.getContext(), cost.ops, cost.products,
+                                       cost.productFlops, cost.otherElements, cost.stepProductFlops,
+                                       cost.attentionFlops, cost.causalAttentionFlops));
   }
 };
 

@@ -1,4 +1,4 @@
-// RUN: fsdp-opt %s -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -fsdp-lower-precision -fsdp-accumulate-micro-batches -convert-fsdp-to-runtime | FileCheck %s --enable-var-scope
+// RUN: fsdp-opt %s -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -fsdp-lower-precision -fsdp-accumulate-micro-batches -convert-fsdp-to-runtime -fsdp-serialize-manifest | FileCheck %s --enable-var-scope
 
 // 2 micro-batches on 2 ranks of a batch of 8: each rank's 4 rows of each
 // input are one arena region, the manifest's input (shape [4, ...]), and

@@ -1,4 +1,4 @@
-// RUN: fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -fsdp-lower-precision -fsdp-accumulate-micro-batches -convert-fsdp-to-runtime=device-arena=true | FileCheck %s --enable-var-scope
+// RUN: fsdp-opt %s -split-input-file -fsdp-form-units -fsdp-partition -fsdp-autodiff -fsdp-insert-collectives -fsdp-lower-precision -fsdp-accumulate-micro-batches -convert-fsdp-to-runtime=device-arena=true -fsdp-serialize-manifest | FileCheck %s --enable-var-scope
 
 // offload = optimizer on 2 ranks, bf16 parameters and reductions, AdamW with
 // clipping. The device arena keeps each trainable unit's 16-element shard in

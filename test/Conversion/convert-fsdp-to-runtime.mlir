@@ -1,5 +1,6 @@
-// RUN: fsdp-opt %s -split-input-file -convert-fsdp-to-runtime | FileCheck %s
-// RUN: fsdp-opt %s -split-input-file -convert-fsdp-to-runtime=device-arena=true | FileCheck %s --check-prefix=DEVICE
+// RUN: fsdp-opt %s -split-input-file -convert-fsdp-to-runtime -fsdp-serialize-manifest | FileCheck %s
+// RUN: fsdp-opt %s -split-input-file -convert-fsdp-to-runtime=device-arena=true -fsdp-serialize-manifest | FileCheck %s --check-prefix=DEVICE
+// RUN: fsdp-opt %s -split-input-file -convert-fsdp-to-runtime | FileCheck %s --check-prefix=TYPED
 
 // Two ranks, full_shard, AdamW and clipping; the input is what
 // fsdp-insert-collectives makes of a tied embedding, a linear layer and a
@@ -7,6 +8,17 @@
 // shards of @e (0, 48 elements) and @s (192, 16), @e's two AdamW moments
 // (256, 448), then its half of the inputs (640, 704). The gradient shard of @e
 // is a buffer of the step (fsdp-assign-buffers writes its grad_offset).
+
+// Until fsdp-serialize-manifest, the manifest is the module's typed
+// fsdp.manifest: the plan, the arena so far (its persistent part), and the
+// units (no grad_offset yet), parameters, inputs and collectives.
+// TYPED-LABEL: module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [2], optimizer = #fsdp.adamw<lr = 0.01, weight_decay = 0.1>, clip_grad_norm = 1.0>, arena_bytes = 768, persistent_bytes = 768, local_batch = 1, shard_ranks = 2,
+// TYPED-SAME: units = [#fsdp.manifest_unit<name = "e", dtype = f32, trainable = true, numel = 80, shard_numel = 48, param_offset = 0, state = [#fsdp.state_slot<name = "exp_avg", offset = 256>, #fsdp.state_slot<name = "exp_avg_sq", offset = 448>]>, #fsdp.manifest_unit<name = "s", dtype = f32, trainable = false, numel = 4, shard_numel = 16, param_offset = 192>],
+// TYPED-SAME: params = [#fsdp.manifest_param<name = "emb", shape = [16, 4], dtype = f32, unit = "e", trainable = true, init = #fsdp.normal<std = 0.02>, unit_offset = 0>,
+// TYPED-SAME: inputs = [#fsdp.manifest_input<shape = [1, 3], dtype = i32, role = "tokens", bound = 16, offset = 640, bytes = 12>, #fsdp.manifest_input<shape = [1, 3], dtype = i32, role = "classes", bound = 16, offset = 704, bytes = 12>],
+// TYPED-SAME: collectives = [#fsdp.manifest_collective<kind = "all_gather", unit = "e">,
+// TYPED-SAME: tokens_per_step = 6>}
+// TYPED-NOT: llvm.mlir.global
 
 // CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
 // CHECK-SAME: {\22allow_tf32\22:false,\22arena_bytes\22:768,\22batch\22:2,\22clip_grad_norm\22:1

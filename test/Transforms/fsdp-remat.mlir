@@ -13,7 +13,7 @@
 // right before the first backward op that reads it. The head computes the loss
 // and is never recomputed.
 
-// CHECK-LABEL: module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit>, fsdp.recompute = {attention_flops = 0 : i64, causal_attention_flops = 0 : i64, ops = 4 : i64, other_elements = 64 : i64, product_flops = 1024 : i64, products = 2 : i64, step_product_flops = 4352 : i64}}
+// CHECK-LABEL: module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit>, fsdp.recompute = #fsdp.recompute<ops = 4, products = 2, product_flops = 1024, other_elements = 64, step_product_flops = 4352, attention_flops = 0, causal_attention_flops = 0>}
 // CHECK: func.func @train_step(%[[X:.+]]: tensor<4x8xf32>, %[[Y:.+]]: tensor<4x4xf32>,
 // CHECK-NEXT: %[[WA:.+]] = fsdp.use @a.w
 // CHECK-NEXT: %[[MA:.+]] = fsdp.matmul %[[X]], %[[WA]]
@@ -81,7 +81,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 // remat = selective keeps the results of matrix products: the blocks' backward
 // recompute only tanh, from the kept product.
 
-// CHECK-LABEL: module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = selective>, fsdp.recompute = {attention_flops = 0 : i64, causal_attention_flops = 0 : i64, ops = 2 : i64, other_elements = 64 : i64, product_flops = 0 : i64, products = 0 : i64, step_product_flops = 3328 : i64}}
+// CHECK-LABEL: module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = selective>, fsdp.recompute = #fsdp.recompute<ops = 2, products = 0, product_flops = 0, other_elements = 64, step_product_flops = 3328, attention_flops = 0, causal_attention_flops = 0>}
 // CHECK: %[[MA:.+]] = fsdp.matmul %{{[^ ]+}}, %{{[^ ]+}} :
 // CHECK-NEXT: %[[TA:.+]] = fsdp.tanh %[[MA]]
 // CHECK: %[[MB:.+]] = fsdp.matmul %{{[^ ]+}}, %{{[^ ]+}} :
@@ -117,7 +117,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 
 // remat_units chooses units by name: block b only; block a's tanh is kept.
 
-// CHECK-LABEL: remat_units = ["b"]>, fsdp.recompute = {attention_flops = 0 : i64, causal_attention_flops = 0 : i64, ops = 2 : i64
+// CHECK-LABEL: remat_units = ["b"]>, fsdp.recompute = #fsdp.recompute<ops = 2,
 // CHECK: %[[TA:.+]] = fsdp.tanh
 // CHECK: %[[MB:.+]] = fsdp.matmul %{{[^ ]+}}, %[[WB:[^ ]+]] :
 // CHECK: fsdp.mse
@@ -148,7 +148,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 
 // remat_every = 2: the 1st, 3rd, ... unit of the forward pass: block a, not b.
 
-// CHECK-LABEL: remat_every = 2>, fsdp.recompute = {attention_flops = 0 : i64, causal_attention_flops = 0 : i64, ops = 2 : i64
+// CHECK-LABEL: remat_every = 2>, fsdp.recompute = #fsdp.recompute<ops = 2,
 // CHECK: %[[MA:.+]] = fsdp.matmul %[[X:[^ ]+]], %[[WA:[^ ]+]] :
 // CHECK: fsdp.use @b.w
 // CHECK: %[[TB:.+]] = fsdp.tanh

@@ -82,10 +82,11 @@ def ConvertFSDPToRuntimePass : Pass<"convert-fsdp-to-runtime", "::mlir::ModuleOp
     with compute: after a gather completes, the next `min(prefetch,
     max_inflight_gathers)` gathers start, and a reduction is waited for right
     before its result is first read. The layout, the units and parameters
-    (offsets in their unit, initializers), the inputs' roles and the plan are written
-    into the `fsdp_manifest` global, a JSON document the runtime reads
-    (docs/Runtime.md). The fsdp ops, the params and the plan are gone
-    afterwards. Run it before `convert-fsdp-to-linalg`: it reads how the
+    (offsets in their unit, initializers), the inputs' roles and the plan are recorded
+    in the module's `fsdp.manifest` (`#fsdp.manifest`, which later passes
+    complete and `fsdp-serialize-manifest` writes as the JSON document the
+    runtime reads, docs/Runtime.md). The fsdp ops, the params and the plan
+    are gone afterwards. Run it before `convert-fsdp-to-linalg`: it reads how the
     model ops use the inputs.
 
     With `device-arena=true` (GPU targets) the step reads nothing from the

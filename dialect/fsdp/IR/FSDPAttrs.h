@@ -22,6 +22,20 @@ FailureOr<bool> parseBoolParameter(AsmParser &parser);
 FailureOr<SmallVector<int64_t>> parseGridParameter(AsmParser &parser);
 void printGridParameter(AsmPrinter &printer, ArrayRef<int64_t> grid);
 
+/// `[#fsdp.x<...>, ...]`: a list of attributes of one kind.
+template <typename AttrT> FailureOr<SmallVector<AttrT>> parseAttrListParameter(AsmParser &parser) {
+  SmallVector<AttrT> list;
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                     [&] { return parser.parseAttribute(list.emplace_back()); }))
+    return failure();
+  return list;
+}
+template <typename AttrT> void printAttrListParameter(AsmPrinter &printer, ArrayRef<AttrT> list) {
+  printer << '[';
+  llvm::interleaveComma(list, printer, [&](AttrT attr) { printer.printAttribute(attr); });
+  printer << ']';
+}
+
 /// Parses the keyword of an enum of the plan, listing the valid keywords when
 /// it is not one of them.
 template <typename EnumT>

@@ -370,4 +370,6 @@ def FSDP_Llama3RopeScalingAttr : FSDP_Attr<"Llama3RopeScaling", "llama3_rope"> {
   let genVerifyDecl = 1;
 }
 
+include "fsdp/IR/FSDPManifestAttrs.td"
+
 #endif // FSDP_ATTRS_TD

@@ -50,6 +50,9 @@ def FSDP_Dialect : Dialect {
     /// The module attribute where fsdp-remat records what recompute adds to
     /// the step, for fsdp-report (compiler-internal: models never carry it).
     static constexpr ::llvm::StringLiteral getRecomputeAttrName() { return "fsdp.recompute"; }
+    /// The module attribute that carries the lowered step's manifest, from
+    /// convert-fsdp-to-runtime to fsdp-serialize-manifest.
+    static constexpr ::llvm::StringLiteral getManifestAttrName() { return "fsdp.manifest"; }
     /// On @train_step after fsdp-accumulate-micro-batches: how many
     /// micro-batches its inputs hold (each input appears that many times).
     static constexpr ::llvm::StringLiteral getMicroBatchesAttrName() {

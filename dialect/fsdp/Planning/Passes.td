@@ -15,9 +15,9 @@ def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
     the prefetch depth), and the bytes each rank sends per step in each kind
     of collective (ring algorithms: a rank sends (S - 1) / S of an
     all-gathered or reduce-scattered buffer of S shards), unit by unit.
-    With `arena`, the buffer plan of the compiled step (what `fsdpc --report`
-    passes: the `arena_bytes`, `persistent_bytes` and `transient` fields of the
-    manifest after `fsdp-assign-buffers`), the report adds the activations and
+    With the module's `fsdp.manifest`, the compiled step's manifest after
+    `fsdp-assign-buffers` (what `fsdpc --report` attaches: its `arena_bytes`,
+    `persistent_bytes` and `transient`), the report adds the activations and
     temporaries, the gathered units and the flat gradients live at the arena's
     peak, and the planned arena itself; with its `recompute` field (a plan
     with `remat`: what `fsdp-remat` recorded), the ops recompute adds to each
@@ -36,8 +36,6 @@ def FSDPReportPass : Pass<"fsdp-report", "::mlir::ModuleOp"> {
   let options = [
     Option<"format", "format", "std::string", /*default=*/"\"table\"",
            "table (for people) or json (for scripts)">,
-    Option<"arena", "arena", "std::string", /*default=*/"\"\"",
-           "The compiled step's buffer plan, a JSON object (set by fsdpc --report)">,
     Option<"cost", "cost", "std::string", /*default=*/"\"\"",
            "The predicted step and the memory budget, a JSON object (set by fsdpc --report)">,
   ];

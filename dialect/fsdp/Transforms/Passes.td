@@ -179,9 +179,11 @@ def FSDPRematPass : Pass<"fsdp-remat", "::mlir::ModuleOp"> {
     where its forward ends). `remat_every = k` recomputes the 1st, (k+1)-th,
     ... unit part; `remat_units = [...]` only the units it names. What the
     copies add is recorded on the module for `fsdp-report` as
-    `fsdp.recompute = {ops, products, product_flops, other_elements,
-    step_product_flops}` (the last: the FLOPs of all the step's products,
-    the copies' included).
+    `fsdp.recompute = #fsdp.recompute<ops, products, product_flops,
+    other_elements, step_product_flops, attention_flops,
+    causal_attention_flops>` (`step_product_flops`: the FLOPs of all the
+    step's products, the copies' included), which the step's manifest
+    carries.
 
     ```mlir
     // remat = unit: after the loss, block0's forward again for its backward

@@ -7,18 +7,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "Analysis/BufferLiveness.h"
-#include "Utils/ManifestGlobal.h"
 #include "Utils/RuntimeABI.h"
 #include "Utils/StepFunction.h"
 #include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/IR/BufferKinds.h"
-#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::fsdp {
@@ -28,7 +25,6 @@ namespace mlir::fsdp {
 
 using namespace mlir;
 using namespace mlir::fsdp;
-namespace json = llvm::json;
 
 namespace {
 
@@ -103,7 +99,7 @@ std::string elementTypeName(memref::AllocOp alloc) {
 /// instant's total: a
 /// lower bound of any placement, which the arena peak exceeds only by
 /// fragmentation.
-json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
+TransientPlanAttr peakBreakdown(MLIRContext *ctx, ArrayRef<Buffer> buffers, int64_t peak) {
   // Swept in time: the bytes live at each buffer's first instant, the
   // earliest instant with the most kept (buffers come in block order).
   SmallVector<std::pair<int64_t, int64_t>> ends; // (last + 1, bytes), by time
@@ -125,44 +121,34 @@ json::Object peakBreakdown(ArrayRef<Buffer> buffers, int64_t peak) {
       busiest = instant;
     }
   }
-  llvm::StringMap<int64_t> bytes;
-  json::Object dtypeBytes;
+  llvm::StringMap<int64_t> bytes, dtypeBytes;
   int64_t count = 0;
   for (const Buffer &buffer : buffers)
     if (buffer.first <= busiest && busiest <= buffer.last) {
       bytes[buffer.kind] += buffer.bytes;
-      std::string dtype = elementTypeName(buffer.alloc);
-      dtypeBytes[dtype] = dtypeBytes.getInteger(dtype).value_or(0) + buffer.bytes;
+      dtypeBytes[elementTypeName(buffer.alloc)] += buffer.bytes;
       ++count;
     }
-  using namespace fsdprt::manifest::transient;
-  return json::Object{{kPeakBytes.key, peak},
-                      {kLiveBytes.key, std::max<int64_t>(mostBytes, 0)},
-                      {kBuffers.key, static_cast<int64_t>(buffers.size())},
-                      {kLiveBuffers.key, count},
-                      {kGatheredBytes.key, bytes.lookup(kGatheredKind)},
-                      {kGradientBytes.key, bytes.lookup(kGradientKind)},
-                      {kCollectiveBytes.key, bytes.lookup(kCollectiveKind)},
-                      {kGradientShardBytes.key, bytes.lookup(kGradientShardKind)},
-                      {kActivationBytes.key, bytes.lookup("")},
-                      {kDtypeBytes.key, std::move(dtypeBytes)}};
+  Builder b(ctx);
+  SmallVector<NamedAttribute> dtypes;
+  for (const auto &[dtype, total] : dtypeBytes)
+    dtypes.push_back(b.getNamedAttr(dtype, b.getI64IntegerAttr(total)));
+  return TransientPlanAttr::get(
+      ctx, peak, std::max<int64_t>(mostBytes, 0), static_cast<int64_t>(buffers.size()), count,
+      bytes.lookup(kGatheredKind), bytes.lookup(kGradientKind), bytes.lookup(kCollectiveKind),
+      bytes.lookup(kGradientShardKind), bytes.lookup(""), b.getDictionaryAttr(dtypes));
 }
 
-/// Rewrites the manifest's arena size, adds the transient plan and where each
+/// The manifest with the arena's size, its transient plan and where each
 /// unit's gradient shard lies (`gradOffsets`, by unit).
-LogicalResult updateManifest(LLVM::GlobalOp global, int64_t arenaBytes, json::Object plan,
-                             const llvm::StringMap<int64_t> &gradOffsets) {
-  return editManifest(global, [&](json::Object &manifest) {
-    namespace schema = fsdprt::manifest;
-    manifest[schema::root::kArenaBytes.key] = arenaBytes;
-    manifest[schema::root::kTransient.key] = std::move(plan);
-    if (json::Array *units = manifest.getArray(schema::root::kUnits.key))
-      for (json::Value &unit : *units)
-        if (json::Object *entry = unit.getAsObject())
-          if (std::optional<StringRef> name = entry->getString(schema::unit::kName.key))
-            if (auto offset = gradOffsets.find(*name); offset != gradOffsets.end())
-              (*entry)[schema::unit::kGradOffset.key] = offset->second;
-  });
+ManifestAttr withBufferPlan(ManifestAttr manifest, int64_t arenaBytes, TransientPlanAttr plan,
+                            const llvm::StringMap<int64_t> &gradOffsets) {
+  SmallVector<ManifestUnitAttr> units;
+  for (ManifestUnitAttr unit : manifest.getUnits()) {
+    auto offset = gradOffsets.find(unit.getName());
+    units.push_back(offset == gradOffsets.end() ? unit : unit.withGradOffset(offset->second));
+  }
+  return manifest.withBufferPlan(arenaBytes, plan, units);
 }
 
 struct FSDPAssignBuffersPass
@@ -172,7 +158,7 @@ struct FSDPAssignBuffersPass
     auto step = requireStep(module, StepLevel::Runtime, getArgument());
     if (!step)
       return signalPassFailure();
-    auto manifest = module.lookupSymbol<LLVM::GlobalOp>(kManifestGlobal);
+    auto manifest = module->getAttrOfType<ManifestAttr>(FSDPDialect::getManifestAttrName());
     if (!manifest) {
       module.emitError("fsdp-assign-buffers needs the manifest of convert-fsdp-to-runtime");
       return signalPassFailure();
@@ -225,7 +211,7 @@ struct FSDPAssignBuffersPass
     int64_t peak = placeBuffers(buffers);
     int64_t arenaBytes = persistent + peak;
     // Read from the allocations, which the placement below replaces.
-    json::Object breakdown = peakBreakdown(buffers, peak);
+    TransientPlanAttr breakdown = peakBreakdown(&getContext(), buffers, peak);
     llvm::StringMap<int64_t> gradOffsets;
     for (const Buffer &buffer : buffers)
       if (auto unit = buffer.alloc->getAttrOfType<StringAttr>(kGradientOfAttr))
@@ -248,8 +234,8 @@ struct FSDPAssignBuffersPass
     arena.setType(MemRefType::get({arenaBytes}, b.getI8Type()));
     step.setFunctionType(FunctionType::get(&getContext(), body.getArgumentTypes(),
                                            step.getResultTypes()));
-    if (failed(updateManifest(manifest, arenaBytes, std::move(breakdown), gradOffsets)))
-      signalPassFailure();
+    module->setAttr(FSDPDialect::getManifestAttrName(),
+                    withBufferPlan(manifest, arenaBytes, breakdown, gradOffsets));
   }
 };
 

@@ -7,11 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Analysis/StepCost.h"
-#include "Utils/ManifestGlobal.h"
 #include "Utils/RuntimeABI.h"
 #include "Utils/StepFunction.h"
 #include "fsdp/Codegen/Common/Passes.h"
-#include "fsdprt/ManifestSchema.h"
 
 #include <cmath>
 
@@ -22,29 +20,23 @@ namespace mlir::fsdp {
 
 using namespace mlir;
 using namespace mlir::fsdp;
-namespace json = llvm::json;
 
 namespace {
 
-/// A count as the manifest's integer.
+/// A count as the manifest's whole number.
 int64_t whole(double count) { return static_cast<int64_t>(std::llround(count)); }
 
 /// What the plan's rematerialisation adds to the products and attention
 /// (the manifest's recompute, from fsdp-remat): its products, and its
 /// attentions' forward products as this step computes them, half of a
 /// causal one's where the step fuses attention, all where it tiles it.
-double rematFlops(const json::Object &manifest, bool fusesAttention) {
-  using namespace fsdprt::manifest::recompute;
-  const json::Object *recompute = manifest.getObject(fsdprt::manifest::root::kRecompute.key);
+double rematFlops(RecomputeAttr recompute, bool fusesAttention) {
   if (!recompute)
     return 0;
-  auto count = [&](const fsdprt::manifest::Field &field) {
-    return static_cast<double>(recompute->getInteger(field.key).value_or(0));
-  };
-  double attention = count(kAttentionFlops);
+  double attention = static_cast<double>(recompute.getAttentionFlops());
   if (fusesAttention)
-    attention -= count(kCausalAttentionFlops) / 2;
-  return count(kProductFlops) + attention;
+    attention -= static_cast<double>(recompute.getCausalAttentionFlops()) / 2;
+  return static_cast<double>(recompute.getProductFlops()) + attention;
 }
 
 struct FSDPRecordStepFlopsPass
@@ -54,24 +46,18 @@ struct FSDPRecordStepFlopsPass
     auto step = requireStep(module, StepLevel::Runtime, getArgument());
     if (!step)
       return signalPassFailure();
-    auto manifest = module.lookupSymbol<LLVM::GlobalOp>(kManifestGlobal);
+    auto manifest = module->getAttrOfType<ManifestAttr>(FSDPDialect::getManifestAttrName());
     if (!manifest || !step.getBody().hasOneBlock()) {
       module.emitError("fsdp-record-step-flops needs the step, as one block, and the manifest "
                        "of convert-fsdp-to-runtime");
       return signalPassFailure();
     }
     StepFlops flops = countStepFlops(step);
-    if (failed(editManifest(manifest, [&](json::Object &object) {
-          double recomputed = flops.recomputed + rematFlops(object, flops.attention > 0);
-          using namespace fsdprt::manifest::step_flops;
-          object[fsdprt::manifest::root::kStepFlops.key] =
-              json::Object{{kProducts.key, whole(flops.products)},
-                           {kBf16Products.key, whole(flops.bf16Products)},
-                           {kAttention.key, whole(flops.attention)},
-                           {kRecomputed.key, whole(recomputed)},
-                           {kOther.key, whole(flops.other)}};
-        })))
-      return signalPassFailure();
+    double recomputed = flops.recomputed + rematFlops(manifest.getRecompute(), flops.attention > 0);
+    auto counts =
+        StepFlopsAttr::get(&getContext(), whole(flops.products), whole(flops.bf16Products),
+                           whole(flops.attention), whole(recomputed), whole(flops.other));
+    module->setAttr(FSDPDialect::getManifestAttrName(), manifest.withStepFlops(counts));
   }
 };
 

@@ -3,7 +3,7 @@
 // Turns `@train_step(inputs..., step, lr) -> loss` into
 // `fsdp_train_step(arena, step, lr) -> f32` on one arena laid out by
 // ArenaLayout (with offload = optimizer, a host arena after the arena), and
-// records the layout in the `fsdp_manifest` global. With the arena in device
+// records the layout in the module's `fsdp.manifest` (#fsdp.manifest). With the arena in device
 // memory the step takes lr and step from the arena and leaves its loss there
 // (the manifest's device_scalars): nothing of it depends on host values, so
 // the runtime can replay it as a CUDA graph.
@@ -166,17 +166,6 @@ void finishStepSignature(func::FuncOp step, unsigned firstInput, unsigned numArg
   step.setName(kStepFunction);
 }
 
-/// The manifest, NUL-terminated for the C runtime.
-void addManifestGlobal(ModuleOp module, Location loc, std::string manifest) {
-  MLIRContext *ctx = module.getContext();
-  manifest.push_back('\0');
-  OpBuilder b(ctx);
-  b.setInsertionPointToStart(module.getBody());
-  auto manifestType = LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), manifest.size());
-  LLVM::GlobalOp::create(b, loc, manifestType, /*isConstant=*/true, LLVM::Linkage::External,
-                         kManifestGlobal, b.getStringAttr(manifest));
-}
-
 /// The units, their parameters and the plan, which the arena and the
 /// manifest now hold.
 void eraseUnitsAndPlan(ModuleOp module) {
@@ -222,10 +211,10 @@ LogicalResult ConvertFSDPToRuntimePass::convert(ModuleOp module, PlanAttr plan, 
     return failure();
   finishStepSignature(step, firstInput, numArgs);
 
-  addManifestGlobal(
-      module, loc,
+  module->setAttr(
+      FSDPDialect::getManifestAttrName(),
       buildManifest(plan, layout, inputs->rankTypes, *roles,
-                    module->getAttrOfType<DictionaryAttr>(FSDPDialect::getRecomputeAttrName()),
+                    module->getAttrOfType<RecomputeAttr>(FSDPDialect::getRecomputeAttrName()),
                     lowering.hostGradTypes(), step));
   eraseUnitsAndPlan(module);
   return success();

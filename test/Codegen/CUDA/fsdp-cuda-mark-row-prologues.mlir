@@ -23,8 +23,7 @@
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 #tr = affine_map<(d0, d1) -> (d1, d0)>
-module {
-  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:128,\22persistent_bytes\22:128}\00") {addr_space = 0 : i32}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 128, local_batch = 1, shard_ranks = 1>} {
   func.func @fsdp_train_step(%arena: memref<128xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32
     %one = arith.constant 1.0 : f32
@@ -71,8 +70,7 @@ module {
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 #tr = affine_map<(d0, d1) -> (d1, d0)>
-module {
-  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:128,\22persistent_bytes\22:128}\00") {addr_space = 0 : i32}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 128, local_batch = 1, shard_ranks = 1>} {
   func.func @fsdp_train_step(%arena: memref<128xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32
     %one = arith.constant 1.0 : f32
@@ -117,8 +115,7 @@ module {
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 #tr = affine_map<(d0, d1) -> (d1, d0)>
-module {
-  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:128,\22persistent_bytes\22:128}\00") {addr_space = 0 : i32}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 128, local_batch = 1, shard_ranks = 1>} {
   func.func @fsdp_train_step(%arena: memref<128xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32
     %one = arith.constant 1.0 : f32
@@ -163,8 +160,7 @@ module {
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row = affine_map<(d0, d1) -> (d0)>
 #tr = affine_map<(d0, d1) -> (d1, d0)>
-module {
-  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:128,\22persistent_bytes\22:128}\00") {addr_space = 0 : i32}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 128, local_batch = 1, shard_ranks = 1>} {
   func.func private @fsdprt_collective(i64)
   func.func @fsdp_train_step(%arena: memref<128xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32

@@ -11,8 +11,9 @@
 //   (arena 384).
 // The arena grows to 128 + 272 bytes; at most 240 bytes are live at once.
 
-// CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: {\22arena_bytes\22:400,\22persistent_bytes\22:128,\22transient\22:{\22activation_bytes\22:176,\22buffers\22:5,\22collective_bytes\22:0,\22dtype_bytes\22:{\22bytes\22:64,\22f32\22:176},\22gathered_bytes\22:64,\22gradient_bytes\22:0,\22gradient_shard_bytes\22:0,\22live_buffers\22:4,\22live_bytes\22:240,\22peak_bytes\22:272}}\00")
+// CHECK-LABEL: module attributes {fsdp.manifest = #fsdp.manifest<
+// CHECK-SAME: arena_bytes = 400, persistent_bytes = 128,
+// CHECK-SAME: transient = #fsdp.transient_plan<peak_bytes = 272, live_bytes = 240, buffers = 5, live_buffers = 4, gathered_bytes = 64, gradient_bytes = 0, collective_bytes = 0, gradient_shard_bytes = 0, activation_bytes = 176, dtype_bytes = {bytes = 64 : i64, f32 = 176 : i64}>>}
 // CHECK: func.func @fsdp_train_step(%[[ARENA:.+]]: memref<400xi8>, %{{.+}}: i64, %{{.+}}: f32) -> f32
 // CHECK-NOT: memref.alloc
 // CHECK: %[[A:.+]] = memref.view %[[ARENA]][%c256][] {fsdp.buffer = "activation"} : memref<400xi8> to memref<16xf32>
@@ -26,8 +27,7 @@
 // CHECK: memref.load %[[B]]
 // CHECK: memref.load %[[C]]
 // CHECK-NOT: memref.alloc
-module {
-  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:128,\22persistent_bytes\22:128}\00") {addr_space = 0 : i32}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 128, local_batch = 1, shard_ranks = 1>} {
   func.func private @fsdprt_all_gather_start(!llvm.ptr, !llvm.ptr, i64, i32) -> i32
   func.func private @fsdprt_wait(i32)
   func.func @fsdp_train_step(%arena: memref<128xi8>, %step: i64, %lr: f32) -> f32 {
@@ -64,8 +64,8 @@ module {
 // %x, which the loop reads to its end, but %b, allocated after %a's last use
 // in the same iteration, takes %a's; %y, after the loop, takes %x's (arena
 // 64 + 128).
-// CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: \22arena_bytes\22:192,
+// CHECK-LABEL: module attributes {fsdp.manifest = #fsdp.manifest<
+// CHECK-SAME: arena_bytes = 192,
 // CHECK: %[[X:.+]] = memref.view %[[ARENA:.+]][%c64][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
 // CHECK: scf.for
 // CHECK: %[[A:.+]] = memref.view %[[ARENA]][%c128][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
@@ -73,8 +73,7 @@ module {
 // CHECK: %[[B:.+]] = memref.view %[[ARENA]][%c128{{.*}}][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
 // CHECK: linalg.copy ins(%[[X]] : memref<16xf32>) outs(%[[B]] : memref<16xf32>)
 // CHECK: memref.view %[[ARENA]][%c64{{.*}}][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
-module {
-  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:64,\22persistent_bytes\22:64}\00") {addr_space = 0 : i32}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 64, persistent_bytes = 64, local_batch = 1, shard_ranks = 1>} {
   func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32
     %c0 = arith.constant 0 : index
@@ -98,8 +97,7 @@ module {
 // -----
 
 // A buffer of any other region has no single life in the step's block.
-module {
-  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:64,\22persistent_bytes\22:64}\00") {addr_space = 0 : i32}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 64, persistent_bytes = 64, local_batch = 1, shard_ranks = 1>} {
   func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32
     %true = arith.constant true
@@ -128,13 +126,12 @@ module {
 // trainer to read after it: it lives to the end of the step, so %t, allocated
 // after its last use, cannot take its bytes, and its offset is written into
 // the manifest's unit as grad_offset.
-// CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: \22gradient_shard_bytes\22:64
-// CHECK-SAME: \22units\22:[{\22grad_offset\22:64,\22name\22:\22fc\22}]
+// CHECK-LABEL: module attributes {fsdp.manifest = #fsdp.manifest<
+// CHECK-SAME: units = [#fsdp.manifest_unit<name = "fc", dtype = f32, trainable = true, numel = 16, shard_numel = 16, param_offset = 0, grad_offset = 64>]
+// CHECK-SAME: gradient_shard_bytes = 64
 // CHECK: %[[GRAD:.+]] = memref.view %{{.+}}[%c64][] {fsdp.buffer = "gradient_shard"} : memref<192xi8> to memref<16xf32>
 // CHECK: %[[T:.+]] = memref.view %{{.+}}[%c128][] {fsdp.buffer = "activation"} : memref<192xi8> to memref<16xf32>
-module {
-  llvm.mlir.global external constant @fsdp_manifest("{\22arena_bytes\22:64,\22persistent_bytes\22:64,\22units\22:[{\22name\22:\22fc\22}]}\00") {addr_space = 0 : i32}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 64, persistent_bytes = 64, local_batch = 1, shard_ranks = 1, units = [#fsdp.manifest_unit<name = "fc", dtype = f32, trainable = true, numel = 16, shard_numel = 16, param_offset = 0>]>} {
   func.func @fsdp_train_step(%arena: memref<64xi8>, %step: i64, %lr: f32) -> f32 {
     %zero = arith.constant 0.0 : f32
     %c0 = arith.constant 0 : index

@@ -16,10 +16,9 @@
 //   attentions' forward products (2,048, causal 1,024): the step fuses attention,
 //   so the causal ones count half: 1,000 + 2,048 - 512 = 2,536. Together 18,984.
 
-// CHECK-LABEL: llvm.mlir.global external constant @fsdp_manifest(
-// CHECK-SAME: \22step_flops\22:{\22attention\22:114688,\22bf16_products\22:3072,\22other\22:176,\22products\22:11328,\22recomputed\22:18984}
-module {
-  llvm.mlir.global external constant @fsdp_manifest("{\22recompute\22:{\22attention_flops\22:2048,\22causal_attention_flops\22:1024,\22product_flops\22:1000}}\00") {addr_space = 0 : i32}
+// CHECK-LABEL: module attributes {fsdp.manifest = #fsdp.manifest<
+// CHECK-SAME: step_flops = #fsdp.step_flops<products = 11328, bf16_products = 3072, attention = 114688, recomputed = 18984, other = 176>
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 4096, persistent_bytes = 4096, local_batch = 1, shard_ranks = 1, recompute = #fsdp.recompute<ops = 3, products = 1, product_flops = 1000, other_elements = 0, step_product_flops = 12328, attention_flops = 2048, causal_attention_flops = 1024>>} {
   func.func private @fsdprt_sgemm(i32, i32, i64, i64, i64, f32, !llvm.ptr, i64, !llvm.ptr, i64, f32, !llvm.ptr, i64)
   func.func private @fsdprt_gemm_bf16_batched(i32, i32, i64, i64, i64, i64, f32, !llvm.ptr, i64, i64, !llvm.ptr, i64, i64, f32, !llvm.ptr, i64, i64)
   func.func private @fsdprt_attention_bf16(i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64)

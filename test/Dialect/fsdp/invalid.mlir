@@ -1298,9 +1298,61 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 
 // -----
 
-// fsdp.recompute is the compiler's record on the module, a dictionary.
-// expected-error@+1 {{'fsdp.recompute' is a dictionary on the module}}
-module attributes {fsdp.recompute = 3} {}
+// fsdp.recompute is the compiler's record on the module, a #fsdp.recompute.
+// expected-error@+1 {{'fsdp.recompute' is a #fsdp.recompute on the module}}
+module attributes {fsdp.recompute = {ops = 3 : i64}} {}
+
+// -----
+
+// fsdp.manifest is the lowered step's manifest, a #fsdp.manifest on the module.
+// expected-error@+1 {{'fsdp.manifest' is a #fsdp.manifest on the module}}
+module attributes {fsdp.manifest = "{}"} {}
+
+// -----
+
+// manifest: the persistent part lies within the arena.
+// expected-error@+1 {{the arena's persistent part (256 bytes) lies within its 128 bytes}}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 256, local_batch = 1, shard_ranks = 2>} {}
+
+// -----
+
+// manifest: shard_ranks divides the plan's ranks.
+// expected-error@+1 {{shard_ranks 3 divides the plan's 2 ranks}}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 64, local_batch = 1, shard_ranks = 3>} {}
+
+// -----
+
+// manifest: every parameter's unit is one of the manifest's.
+// expected-error@+1 {{parameter 'w' names no unit of the manifest: 'fc'}}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 64, local_batch = 1, shard_ranks = 2, params = [#fsdp.manifest_param<name = "w", shape = [4], dtype = f32, unit = "fc", trainable = true, init = #fsdp.zeros, unit_offset = 0>]>} {}
+
+// -----
+
+// manifest: a frozen unit has no gradient.
+// expected-error@+2 {{frozen unit 'fc' has no gradient, state or host regions}}
+// expected-error@+1 {{failed to parse FSDP_ManifestAttr parameter 'units'}}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 64, local_batch = 1, shard_ranks = 2, units = [#fsdp.manifest_unit<name = "fc", dtype = f32, trainable = false, numel = 4, shard_numel = 2, param_offset = 0, grad_offset = 64>]>} {}
+
+// -----
+
+// manifest: an offloaded unit has both its device copy's dtype and its host regions.
+// expected-error@+2 {{unit 'fc': param_dtype and host come together (an offloaded unit)}}
+// expected-error@+1 {{failed to parse FSDP_ManifestAttr parameter 'units'}}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 64, local_batch = 1, shard_ranks = 2, units = [#fsdp.manifest_unit<name = "fc", dtype = f32, trainable = true, numel = 4, shard_numel = 2, param_offset = 0, param_dtype = bf16>]>} {}
+
+// -----
+
+// manifest: an integer input has a bound.
+// expected-error@+2 {{role tokens needs integers with a positive bound, got 'i32'}}
+// expected-error@+1 {{failed to parse FSDP_ManifestAttr parameter 'inputs'}}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 64, local_batch = 1, shard_ranks = 2, inputs = [#fsdp.manifest_input<shape = [1, 4], dtype = i32, role = "tokens", offset = 0, bytes = 16>]>} {}
+
+// -----
+
+// manifest: a collective is one the runtime starts.
+// expected-error@+2 {{a collective is all_gather, reduce_scatter or all_reduce, got 'broadcast'}}
+// expected-error@+1 {{failed to parse FSDP_ManifestAttr parameter 'collectives'}}
+module attributes {fsdp.manifest = #fsdp.manifest<plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>, arena_bytes = 128, persistent_bytes = 64, local_batch = 1, shard_ranks = 2, collectives = [#fsdp.manifest_collective<kind = "broadcast">]>} {}
 
 // -----
 

@@ -132,8 +132,10 @@ def FSDPAssignBuffersPass : Pass<"fsdp-assign-buffers", "::mlir::ModuleOp"> {
     the loop's end.
 
     The step then allocates nothing: its memory is the arena, whose size (the
-    planned peak) and a breakdown of the buffers live at the peak it writes
-    into the manifest (`arena_bytes`, `transient`), before anything runs.
+    planned peak), a breakdown of the buffers live at the peak and each
+    trainable unit's gradient shard it writes into the module's
+    `#fsdp.manifest` (`arena_bytes`, `transient`, `grad_offset`), before
+    anything runs.
 
     ```mlir
     %alloc = memref.alloc() {alignment = 64 : i64} : memref<32x256xf32>
@@ -150,8 +152,8 @@ def FSDPRecordStepFlopsPass : Pass<"fsdp-record-step-flops", "::mlir::ModuleOp">
   let description = [{
     Counts the floating-point work of `fsdp_train_step` once its products
     are runtime calls (after `fsdp-lower-gemms`), recomputation included,
-    and records it in the manifest's `step_flops` for the trainer's TFLOP/s
-    and MFU (docs/Runtime.md):
+    and records it in the module's `#fsdp.manifest` (`step_flops`) for the
+    trainer's TFLOP/s and MFU (docs/Runtime.md):
 
     - `products`: 2 m n k for each matrix of each product call
       (`fsdprt_gemm*`), of which `bf16_products` in bf16;
@@ -184,6 +186,27 @@ def FSDPRecordStepFlopsPass : Pass<"fsdp-record-step-flops", "::mlir::ModuleOp">
     // adds 8192 to "other"
     ```
   }];
+}
+
+def FSDPSerializeManifestPass : Pass<"fsdp-serialize-manifest", "::mlir::ModuleOp"> {
+  let summary = "Writes the step's manifest as the JSON document the trainer reads";
+  let description = [{
+    The last pass of a step's pipeline: turns the module's `fsdp.manifest`
+    (`#fsdp.manifest`, recorded by `convert-fsdp-to-runtime` and completed by
+    `fsdp-assign-buffers`, `fsdp-record-step-flops` and fsdpc) into the
+    `fsdp_manifest` global, the NUL-terminated JSON document of
+    docs/Runtime.md, section 2, whose keys come from
+    runtime/include/fsdprt/ManifestSchema.def (every field:
+    docs/Reference/Manifest.md). The attribute is gone afterwards. A module
+    without the attribute, or one that already has the global, is an error.
+
+    ```mlir
+    module attributes {fsdp.manifest = #fsdp.manifest<plan = ..., arena_bytes = 1024, ...>}
+    // becomes
+    llvm.mlir.global external constant @fsdp_manifest("{\22allow_tf32\22:false,...}\00")
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 def FSDPLowerGemmsPass : Pass<"fsdp-lower-gemms", "::mlir::ModuleOp"> {
