@@ -2,6 +2,8 @@
 
 #include "Analysis/ShardingLayout.h"
 
+#include "fsdprt/ManifestSchema.h"
+
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -14,20 +16,10 @@ FailureOr<ShardingLayout> ShardingLayout::build(ModuleOp module) {
     return module.emitError("the module has no 'fsdp.plan'");
   ShardingLayout layout;
   layout.plan = plan;
-  ArrayRef<int64_t> grid = plan.getGrid();
-  switch (plan.getStrategy()) {
-  case Strategy::NoShard:
-    layout.replicas = plan.getWorldSize();
-    break;
-  case Strategy::HybridShard:
-    layout.replicas = grid.front();
-    layout.shardRanks = grid.back();
-    break;
-  case Strategy::FullShard:
-  case Strategy::ShardGradOp:
-    layout.shardRanks = plan.getWorldSize();
-    break;
-  }
+  // The plan verified its grid against the strategy's rules.
+  layout.shardRanks =
+      fsdprt::manifest::shardRanksOf(*strategySpec(plan.getStrategy()), plan.getGrid());
+  layout.replicas = plan.getWorldSize() / layout.shardRanks;
 
   llvm::MapVector<StringRef, UnitLayout> units;
   for (ParamOp param : module.getOps<ParamOp>()) {

@@ -7,6 +7,7 @@
 
 #include "Utils/RuntimeABI.h"
 #include "fsdp/IR/BufferKinds.h"
+#include "fsdprt/ManifestSchema.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -105,7 +106,9 @@ Work scalarWork(Operation *op) {
 Work gemmWork(func::CallOp call) {
   StringRef callee = call.getCallee();
   bool batched = isBatchedGemmCallee(callee);
-  double element = isBF16GemmCallee(callee) ? 2 : 4;
+  double element =
+      (isBF16GemmCallee(callee) ? fsdprt::manifest::dtype::kBF16 : fsdprt::manifest::dtype::kF32)
+          .bytes;
   unsigned first = batched ? 3 : 2;
   double batch = batched ? static_cast<double>(constantInt(call.getOperand(2)).value_or(1)) : 1;
   std::optional<int64_t> m = constantInt(call.getOperand(first)),
@@ -403,7 +406,8 @@ bool isCopyStart(StringRef callee) {
 }
 
 double dtypeBytes(Value dtype) {
-  return constantInt(dtype).value_or(0) == static_cast<int64_t>(RuntimeDType::BF16) ? 2 : 4;
+  bool bf16 = constantInt(dtype).value_or(0) == static_cast<int64_t>(RuntimeDType::BF16);
+  return (bf16 ? fsdprt::manifest::dtype::kBF16 : fsdprt::manifest::dtype::kF32).bytes;
 }
 
 /// Plays the step's block in order on the runtime's streams and the host's

@@ -244,24 +244,27 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t microBatches, Accumulation accumulate, UnitPolicy units,
                                int64_t minUnitParams, StringRef deviceMemory, Offload, bool,
                                bool, bool) {
-  if (grid.empty() || grid.size() > 2)
-    return emitError() << "grid must be [shard] or [replicate, shard], got "
-                       << grid.size() << " dimensions";
-  // Ranks are MPI ints: the whole grid must fit in one.
+  // The grid's rules, which the runtime's reader applies too.
+  namespace schema = fsdprt::manifest;
+  if (grid.empty() || grid.size() > schema::kMaxGridDims)
+    return emitError() << "grid must be [shard] or [replicate, shard], got " << grid.size()
+                       << " dimensions";
   int64_t worldSize = 1;
   for (int64_t size : grid) {
     if (size < 1)
       return emitError() << "grid sizes must be positive, got " << size;
-    if (llvm::MulOverflow(worldSize, size, worldSize) ||
-        worldSize > std::numeric_limits<int32_t>::max())
+    if (llvm::MulOverflow(worldSize, size, worldSize) || worldSize > schema::kMaxRanks)
       return emitError() << "grid holds more than 2^31 - 1 ranks";
   }
-  bool hybrid = strategy == Strategy::HybridShard;
-  if (hybrid && grid.size() != 2)
-    return emitError() << "hybrid_shard needs a 2-D grid [replicate, shard]";
-  if (!hybrid && grid.size() != 1)
-    return emitError() << "a 2-D grid needs strategy = hybrid_shard, got "
-                       << stringifyStrategy(strategy);
+  const schema::StrategySpec *spec = strategySpec(strategy);
+  if (!spec)
+    return emitError() << "strategy " << stringifyStrategy(strategy)
+                       << " is none the runtime knows (fsdprt/ManifestSchema.def)";
+  if (!schema::gridDimsFit(*spec, grid.size()))
+    return grid.size() == 1 ? emitError() << spec->name << " needs a 2-D grid [replicate, shard]"
+                            : emitError()
+                                  << "a 2-D grid needs strategy = "
+                                  << schema::strategy::kHybridShard.name << ", got " << spec->name;
   if (!optimizer)
     return emitError() << "plan needs an optimizer";
   if (!(clipGradNorm.convertToDouble() >= 0.0))
@@ -365,6 +368,14 @@ PlanAttr PlanAttr::withGrid(ArrayRef<int64_t> grid,
   PlanFields fields = getFields();
   fields.grid.assign(grid.begin(), grid.end());
   return get(getContext(), fields, emitError);
+}
+
+const fsdprt::manifest::StrategySpec *mlir::fsdp::strategySpec(Strategy strategy) {
+  return fsdprt::manifest::findByName(fsdprt::manifest::kStrategies, stringifyStrategy(strategy));
+}
+
+int64_t mlir::fsdp::dtypeBytes(DType dtype) {
+  return fsdprt::manifest::findByName(fsdprt::manifest::kDTypes, stringifyDType(dtype))->bytes;
 }
 
 int64_t PlanAttr::getWorldSize() const {

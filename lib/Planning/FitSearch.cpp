@@ -127,7 +127,7 @@ FailureOr<int64_t> shardedStateBytes(ModuleOp model, PlanAttr plan) {
     return failure();
   int64_t slots = plan.getOptimizer().getStateSlots().size(), bytes = 0;
   bool offload = plan.getOffload() == Offload::Optimizer;
-  int64_t offloadedBytes = plan.getParamDtype() == DType::BF16 ? 2 : 4;
+  int64_t offloadedBytes = dtypeBytes(plan.getParamDtype());
   for (const UnitLayout &unit : layout->units) {
     if (unit.trainable && offload)
       bytes += unit.shardNumel * offloadedBytes; // the device's copy only

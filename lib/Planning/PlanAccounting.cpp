@@ -12,8 +12,6 @@ using namespace mlir::fsdp;
 
 namespace {
 
-int64_t dtypeBytes(DType dtype) { return dtype == DType::BF16 ? 2 : 4; }
-
 /// Bytes a rank sends when a buffer of `ranks` equal shards of `shardBytes` is
 /// all-gathered or reduce-scattered with a ring: all shards but its own.
 int64_t ringGatherBytes(int64_t ranks, int64_t shardBytes) { return (ranks - 1) * shardBytes; }

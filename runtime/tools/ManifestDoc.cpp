@@ -1,12 +1,15 @@
 //===- ManifestDoc.cpp - docs/Reference/Manifest.md from the schema -------===//
 //
 // fsdprt-manifest-doc: prints the reference of the trainer's manifest, one
-// Markdown table per object, from the rows of fsdprt/ManifestSchema.def (the
-// table the compiler's writer and the runtime's reader take their keys from).
+// Markdown table per object, then its element types and strategies, from the
+// rows of fsdprt/ManifestSchema.def (the table the compiler's writer and the
+// runtime's reader take their keys from).
 // The build writes it to <build>/docs/fsdp/Manifest.md, beside the dialect's
 // references, and test/docs/references.test checks the committed copy.
 //
 //===----------------------------------------------------------------------===//
+
+#include "fsdprt/ManifestSchema.h"
 
 #include <cctype>
 #include <cstdio>
@@ -39,6 +42,37 @@ const ObjectRow kObjects[] = {
 const FieldRow kFields[] = {
 #define FSDPRT_MANIFEST_FIELD(ID, NAME, KEY, TYPE, UNIT, PRESENCE, MEANING)                       \
   {#ID, KEY, #TYPE, UNIT, #PRESENCE, MEANING},
+#include "fsdprt/ManifestSchema.def"
+};
+
+/// shard_ranks under a strategy, in words.
+constexpr const char *shardRanksText(fsdprt::manifest::ShardRanks shards) {
+  switch (shards) {
+  case fsdprt::manifest::ShardRanks::WholeGrid:
+    return "every rank of the grid";
+  case fsdprt::manifest::ShardRanks::OneRank:
+    return "1";
+  case fsdprt::manifest::ShardRanks::SecondDimension:
+    return "the grid's second dimension";
+  }
+  return "";
+}
+
+/// An element type or a strategy: a value some fields take.
+struct ValueRow {
+  const char *value;
+  const char *detail;
+  const char *meaning;
+};
+
+const ValueRow kDTypes[] = {
+#define FSDPRT_MANIFEST_DTYPE(NAME, VALUE, BYTES, FLOAT, MEANING) {VALUE, #BYTES, MEANING},
+#include "fsdprt/ManifestSchema.def"
+};
+
+const ValueRow kStrategies[] = {
+#define FSDPRT_MANIFEST_STRATEGY(NAME, VALUE, SHARDS, MEANING)                                     \
+  {VALUE, shardRanksText(fsdprt::manifest::ShardRanks::SHARDS), MEANING},
 #include "fsdprt/ManifestSchema.def"
 };
 
@@ -97,6 +131,15 @@ void printObject(const ObjectRow &object) {
   printFields(object.id);
 }
 
+/// A table of the values a field takes, with a heading and a detail column.
+template <size_t N>
+void printValues(const char *heading, const char *detail, const ValueRow (&rows)[N]) {
+  std::printf("\n## %s\n\n| Value | %s | Meaning |\n|---|---|---|\n", heading, detail);
+  for (const ValueRow &row : rows)
+    std::printf("| `%s` | %s | %s |\n", row.value, plainText(row.detail).c_str(),
+                plainText(row.meaning).c_str());
+}
+
 /// Whether every field belongs to an object of the table (one that does not
 /// would be left out of the reference).
 bool everyFieldHasItsObject() {
@@ -121,5 +164,7 @@ int main() {
   printIntroduction();
   for (const ObjectRow &object : kObjects)
     printObject(object);
+  printValues("Element types (`dtype`)", "Bytes", kDTypes);
+  printValues("Strategies (`strategy`)", "Ranks sharing one copy (`shard_ranks`)", kStrategies);
   return 0;
 }

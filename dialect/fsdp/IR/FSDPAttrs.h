@@ -8,6 +8,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectImplementation.h"
 
+#include "fsdprt/ManifestSchema.h"
+
 #include "fsdp/IR/FSDPEnums.h.inc"
 #include "fsdp/IR/FSDPAttrInterfaces.h.inc"
 
@@ -51,6 +53,14 @@ FailureOr<EnumT> parseEnumParameter(AsmParser &parser, uint64_t maxValue) {
     diag << (i ? ", " : "") << stringifyEnum(static_cast<EnumT>(i));
   return diag;
 }
+
+/// The manifest schema's entry of `strategy` (the enum's keyword is its
+/// name): which ranks share one copy of the model, by the grid's rules the
+/// compiler and the runtime both apply. Null for a strategy the runtime does
+/// not know.
+const fsdprt::manifest::StrategySpec *strategySpec(Strategy strategy);
+/// The bytes of one element of a plan's dtype (the manifest's table).
+int64_t dtypeBytes(DType dtype);
 
 /// A byte count written for people: `80GB`, `79.5GiB`, `512MiB`, `1000000`
 /// (SI units are powers of 1000, binary ones of 1024); none unless positive.

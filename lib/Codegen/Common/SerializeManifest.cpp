@@ -31,12 +31,12 @@ namespace {
 /// The manifest's name of an element type.
 StringRef manifestDType(Type type) {
   if (type.isF32())
-    return "f32";
+    return schema::dtype::kF32.name;
   if (type.isBF16())
-    return "bf16";
+    return schema::dtype::kBF16.name;
   if (type.isInteger(32))
-    return "i32";
-  return "i64";
+    return schema::dtype::kI32.name;
+  return schema::dtype::kI64.name;
 }
 
 json::Array integerList(ArrayRef<int64_t> values) { return json::Array(values); }

@@ -8,46 +8,23 @@
 
 namespace fsdprt {
 
+/// The schema's entry of `type`: DType follows its table's order.
+static const manifest::DTypeSpec &specOf(DType type) {
+  return manifest::kDTypes[static_cast<size_t>(type)];
+}
+
 std::optional<DType> parseDType(std::string_view name) {
-  if (name == "f32")
-    return DType::F32;
-  if (name == "bf16")
-    return DType::BF16;
-  if (name == "i32")
-    return DType::I32;
-  if (name == "i64")
-    return DType::I64;
-  return std::nullopt;
+  const manifest::DTypeSpec *spec = manifest::findByName(manifest::kDTypes, name);
+  if (!spec)
+    return std::nullopt;
+  return static_cast<DType>(spec - manifest::kDTypes);
 }
 
-const char *dtypeName(DType type) {
-  switch (type) {
-  case DType::F32:
-    return "f32";
-  case DType::BF16:
-    return "bf16";
-  case DType::I32:
-    return "i32";
-  case DType::I64:
-    return "i64";
-  }
-  return "?";
-}
+const char *dtypeName(DType type) { return specOf(type).name; }
 
-size_t dtypeSize(DType type) {
-  switch (type) {
-  case DType::F32:
-  case DType::I32:
-    return 4;
-  case DType::BF16:
-    return 2;
-  case DType::I64:
-    return 8;
-  }
-  return 0;
-}
+size_t dtypeSize(DType type) { return static_cast<size_t>(specOf(type).bytes); }
 
-bool isFloatDType(DType type) { return type == DType::F32 || type == DType::BF16; }
+bool isFloatDType(DType type) { return specOf(type).isFloat; }
 
 static uint32_t floatBits(float value) {
   uint32_t bits;

@@ -9,6 +9,8 @@
 #ifndef FSDPRT_ABI_DTYPE_H
 #define FSDPRT_ABI_DTYPE_H
 
+#include "fsdprt/ManifestSchema.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -17,7 +19,12 @@
 
 namespace fsdprt {
 
-enum class DType { F32, BF16, I32, I64 };
+/// The manifest's element types, in the order of fsdprt/ManifestSchema.def,
+/// which gives their names and sizes.
+enum class DType {
+#define FSDPRT_MANIFEST_DTYPE(NAME, VALUE, BYTES, FLOAT, MEANING) NAME,
+#include "fsdprt/ManifestSchema.def"
+};
 
 /// Parses a manifest dtype name (`f32`, `bf16`, `i32`, `i64`).
 std::optional<DType> parseDType(std::string_view name);

@@ -126,6 +126,14 @@ struct Region {
 
 } // namespace
 
+/// The names of a schema table's entries, for messages: `a, b, c or d`.
+template <typename Spec, size_t N> static std::string namesOf(const Spec (&table)[N]) {
+  std::string names;
+  for (size_t i = 0; i < N; ++i)
+    names += std::string(i == 0 ? "" : i + 1 == N ? " or " : ", ") + table[i].name;
+  return names;
+}
+
 static std::vector<int64_t> readShape(const Node &node, int64_t minRank) {
   size_t rank = node.arraySize();
   if (static_cast<int64_t>(rank) < minRank)
@@ -150,7 +158,7 @@ static DType readDType(const Node &node) {
   std::string name = node.string();
   std::optional<DType> dtype = parseDType(name);
   if (!dtype)
-    node.fail("unknown dtype '" + name + "' (expected f32, bf16, i32 or i64)");
+    node.fail("unknown dtype '" + name + "' (expected " + namesOf(schema::kDTypes) + ")");
   return *dtype;
 }
 
@@ -269,48 +277,57 @@ static void readOptimizer(const Node &node, OptimizerSpec &optimizer) {
   optimizer.weightDecay = nonNegative(node.field(schema::optimizer::kWeightDecay));
 }
 
-static void readGridAndStrategy(const Node &root, Manifest &manifest) {
+/// The grid and the strategy, by the grid's rules of fsdprt/ManifestSchema.h.
+static const schema::StrategySpec &readGridAndStrategy(const Node &root, Manifest &manifest) {
   Node gridNode = root.field(schema::root::kGrid);
   size_t rank = gridNode.arraySize();
-  if (rank < 1 || rank > 2)
+  if (rank < 1 || rank > schema::kMaxGridDims)
     gridNode.fail("expected [shard] or [replicate, shard], got " + gridNode.excerpt());
   int64_t worldSize = 1;
   for (size_t i = 0; i < rank; ++i) {
-    int64_t size = gridNode.element(i).integer(1, std::numeric_limits<int32_t>::max());
+    int64_t size = gridNode.element(i).integer(1, schema::kMaxRanks);
     manifest.grid.push_back(size);
-    // Ranks are MPI ints: the whole grid must fit in one.
     worldSize *= size;
-    if (worldSize > std::numeric_limits<int32_t>::max())
+    if (worldSize > schema::kMaxRanks)
       gridNode.fail("grid holds more than 2^31 - 1 ranks");
   }
 
   Node strategyNode = root.field(schema::root::kStrategy);
   manifest.strategy = strategyNode.string();
-  static const char *const kStrategies[] = {"full_shard", "shard_grad_op", "no_shard",
-                                            "hybrid_shard"};
-  if (std::find(std::begin(kStrategies), std::end(kStrategies), manifest.strategy) ==
-      std::end(kStrategies))
-    strategyNode.fail("unknown strategy '" + manifest.strategy +
-                      "' (expected full_shard, shard_grad_op, no_shard or hybrid_shard)");
-  bool hybrid = manifest.strategy == "hybrid_shard";
-  if (hybrid && rank != 2)
-    strategyNode.fail("hybrid_shard needs a 2-D grid [replicate, shard], got " +
-                      formatShape(manifest.grid));
-  if (!hybrid && rank != 1)
-    strategyNode.fail("a 2-D grid " + formatShape(manifest.grid) +
-                      " needs strategy hybrid_shard, got " + manifest.strategy);
+  const schema::StrategySpec *strategy = schema::findByName(schema::kStrategies, manifest.strategy);
+  if (!strategy)
+    strategyNode.fail("unknown strategy '" + manifest.strategy + "' (expected " +
+                      namesOf(schema::kStrategies) + ")");
+  if (!schema::gridDimsFit(*strategy, rank))
+    strategyNode.fail(rank == 1
+                          ? manifest.strategy + " needs a 2-D grid [replicate, shard], got " +
+                                formatShape(manifest.grid)
+                          : "a 2-D grid " + formatShape(manifest.grid) + " needs strategy " +
+                                schema::strategy::kHybridShard.name + ", got " + manifest.strategy);
+  return *strategy;
+}
+
+/// Why a strategy's copy of the model spans the ranks it does, for messages.
+static std::string shardRanksReason(const schema::StrategySpec &strategy,
+                                    const std::vector<int64_t> &grid) {
+  switch (strategy.shards) {
+  case schema::ShardRanks::OneRank:
+    return "keeps a whole copy on every rank";
+  case schema::ShardRanks::SecondDimension:
+    return "shards over the second dimension of grid " + formatShape(grid);
+  case schema::ShardRanks::WholeGrid:
+    break;
+  }
+  return "shards over the whole grid " + formatShape(grid);
 }
 
 /// shard_ranks and replicas: the grid read as replicas x shard_ranks, which
-/// the strategy decides (docs/Sharding.md: a shard axis of the whole grid for
-/// full_shard and shard_grad_op, of its second dimension for hybrid_shard, of
-/// one rank for no_shard).
-static void readRanks(const Node &root, Manifest &manifest) {
-  int32_t maxRanks = std::numeric_limits<int32_t>::max();
+/// the strategy decides (schema::shardRanksOf).
+static void readRanks(const Node &root, const schema::StrategySpec &strategy, Manifest &manifest) {
   Node shardNode = root.field(schema::root::kShardRanks);
-  manifest.shardRanks = shardNode.integer(1, maxRanks);
+  manifest.shardRanks = shardNode.integer(1, schema::kMaxRanks);
   Node replicasNode = root.field(schema::root::kReplicas);
-  manifest.replicas = replicasNode.integer(1, maxRanks);
+  manifest.replicas = replicasNode.integer(1, schema::kMaxRanks);
   int64_t world = manifest.worldSize();
   int64_t product;
   if (__builtin_mul_overflow(manifest.shardRanks, manifest.replicas, &product) ||
@@ -319,17 +336,10 @@ static void readRanks(const Node &root, Manifest &manifest) {
                       std::to_string(manifest.shardRanks) + " x " + schema::root::kReplicas.key +
                       " " + std::to_string(manifest.replicas) + " must be the " +
                       std::to_string(world) + " ranks of grid " + formatShape(manifest.grid));
-  int64_t expected = world;
-  std::string why = "shards over the whole grid " + formatShape(manifest.grid);
-  if (manifest.strategy == "no_shard") {
-    expected = 1;
-    why = "keeps a whole copy on every rank";
-  } else if (manifest.strategy == "hybrid_shard") {
-    expected = manifest.grid[1];
-    why = "shards over the second dimension of grid " + formatShape(manifest.grid);
-  }
+  int64_t expected = schema::shardRanksOf(strategy, manifest.grid);
   if (manifest.shardRanks != expected)
-    shardNode.fail("strategy " + manifest.strategy + " " + why + ": expected " +
+    shardNode.fail("strategy " + manifest.strategy + " " +
+                   shardRanksReason(strategy, manifest.grid) + ": expected " +
                    std::to_string(expected) + ", got " + std::to_string(manifest.shardRanks));
 
   Node localNode = root.field(schema::root::kLocalBatch);
@@ -777,8 +787,7 @@ Manifest parseManifest(std::string_view text) {
   if (root.has(schema::root::kHostArenaBytes))
     manifest.hostArenaBytes = root.field(schema::root::kHostArenaBytes).integer(0);
   manifest.batch = root.field(schema::root::kBatch).integer(1);
-  readGridAndStrategy(root, manifest);
-  readRanks(root, manifest);
+  readRanks(root, readGridAndStrategy(root, manifest), manifest);
   readOptimizer(root.field(schema::root::kOptimizer), manifest.optimizer);
   Node clipNode = root.field(schema::root::kClipGradNorm);
   manifest.clipGradNorm = clipNode.real();
