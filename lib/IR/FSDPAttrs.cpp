@@ -84,18 +84,18 @@ void mlir::fsdp::printF64Parameter(AsmPrinter &printer, const llvm::APFloat &val
     printer << 'e' << exponent;
 }
 
-FailureOr<SmallVector<int64_t>> mlir::fsdp::parseGridParameter(AsmParser &parser) {
-  SmallVector<int64_t> grid;
+FailureOr<SmallVector<int64_t>> mlir::fsdp::parseIntegerListParameter(AsmParser &parser) {
+  SmallVector<int64_t> list;
   if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
-        return parser.parseInteger(grid.emplace_back());
+        return parser.parseInteger(list.emplace_back());
       }))
     return failure();
-  return grid;
+  return list;
 }
 
-void mlir::fsdp::printGridParameter(AsmPrinter &printer, ArrayRef<int64_t> grid) {
+void mlir::fsdp::printIntegerListParameter(AsmPrinter &printer, ArrayRef<int64_t> list) {
   printer << '[';
-  llvm::interleaveComma(grid, printer);
+  llvm::interleaveComma(list, printer);
   printer << ']';
 }
 

@@ -398,7 +398,7 @@ LogicalResult RopeOp::verify() {
   if (shape.size() < 2)
     return emitOpError("needs positions and features: rank 2 or more, got ") << shape.size();
   int64_t rank = static_cast<int64_t>(shape.size());
-  if (getPositions() >= rank - 1)
+  if (static_cast<int64_t>(getPositions()) >= rank - 1)
     return emitOpError("positions must be a dimension before the last (the features), got ")
            << getPositions() << " of rank " << rank;
   double theta = getTheta().convertToDouble();

@@ -20,9 +20,9 @@ FailureOr<llvm::APFloat> parseF64Parameter(AsmParser &parser);
 void printF64Parameter(AsmPrinter &printer, const llvm::APFloat &value);
 /// `true` or `false`.
 FailureOr<bool> parseBoolParameter(AsmParser &parser);
-/// Parses a device grid: `[N]` or `[R, S]`.
-FailureOr<SmallVector<int64_t>> parseGridParameter(AsmParser &parser);
-void printGridParameter(AsmPrinter &printer, ArrayRef<int64_t> grid);
+/// `[2, 4]`: a device grid (`[N]` or `[R, S]`) or a tensor's dimensions.
+FailureOr<SmallVector<int64_t>> parseIntegerListParameter(AsmParser &parser);
+void printIntegerListParameter(AsmPrinter &printer, ArrayRef<int64_t> list);
 
 /// `[#fsdp.x<...>, ...]`: a list of attributes of one kind.
 template <typename AttrT> FailureOr<SmallVector<AttrT>> parseAttrListParameter(AsmParser &parser) {

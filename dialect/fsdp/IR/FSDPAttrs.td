@@ -41,8 +41,8 @@ class DefaultEnumParameter<EnumAttrInfo enum, string value>
 
 // Device grid: `[N]` (shard axis) or `[R, S]` (replicate x shard).
 def FSDP_GridParameter : ArrayRefParameter<"int64_t", "device grid"> {
-  let parser = [{ ::mlir::fsdp::parseGridParameter($_parser) }];
-  let printer = [{ ::mlir::fsdp::printGridParameter($_printer, $_self) }];
+  let parser = [{ ::mlir::fsdp::parseIntegerListParameter($_parser) }];
+  let printer = [{ ::mlir::fsdp::printIntegerListParameter($_printer, $_self) }];
 }
 
 //===----------------------------------------------------------------------===//

@@ -19,8 +19,8 @@ class FSDP_AttrListParameter<string attr, string desc>
 }
 // `[2, 3]`: a tensor's dimensions.
 def FSDP_ShapeParameter : ArrayRefParameter<"int64_t", "dimensions"> {
-  let parser = [{ ::mlir::fsdp::parseGridParameter($_parser) }];
-  let printer = [{ ::mlir::fsdp::printGridParameter($_printer, $_self) }];
+  let parser = [{ ::mlir::fsdp::parseIntegerListParameter($_parser) }];
+  let printer = [{ ::mlir::fsdp::printIntegerListParameter($_printer, $_self) }];
 }
 def FSDP_PlanParameter : AttrParameter<"::mlir::fsdp::PlanAttr", "the plan"> {
   let printer = "$_printer.printAttribute($_self)";
@@ -35,8 +35,13 @@ class FSDP_OptionalAttrParameter<string attr, string desc>
     : OptionalParameter<"::mlir::fsdp::" # attr, desc> {
   let printer = "$_printer.printAttribute($_self)";
 }
+// An integer or absent. Absent is std::nullopt, to which the printer compares
+// without reading an empty optional's storage (GCC warns it may be
+// uninitialised at -O1).
 class FSDP_OptionalI64Parameter<string desc>
-    : OptionalParameter<"::std::optional<int64_t>", desc>;
+    : OptionalParameter<"::std::optional<int64_t>", desc> {
+  let defaultValue = "::std::nullopt";
+}
 
 def FSDP_StateSlotAttr : FSDP_Attr<"StateSlot", "state_slot"> {
   let summary = "One optimizer slot of a unit in the step's manifest";
