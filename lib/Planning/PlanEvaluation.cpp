@@ -7,7 +7,6 @@
 #include "fsdp/IR/BufferKinds.h"
 #include "fsdp/IR/FSDPDialect.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Verifier.h"

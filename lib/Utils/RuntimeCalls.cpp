@@ -57,3 +57,12 @@ Value mlir::fsdp::i32Constant(OpBuilder &b, Location loc, int32_t value) {
 Value mlir::fsdp::i64Constant(OpBuilder &b, Location loc, int64_t value) {
   return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
 }
+
+LLVM::GlobalOp mlir::fsdp::defineCString(ModuleOp module, StringRef name, StringRef text) {
+  std::string bytes = text.str();
+  bytes.push_back('\0');
+  OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size());
+  return LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                                LLVM::Linkage::External, name, b.getStringAttr(bytes));
+}

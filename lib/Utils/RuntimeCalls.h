@@ -10,6 +10,7 @@
 #define FSDP_UTILS_RUNTIMECALLS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -30,6 +31,11 @@ Value bufferOfAddress(Value pointer);
 /// its sizes are.
 Value i32Constant(OpBuilder &b, Location loc, int32_t value);
 Value i64Constant(OpBuilder &b, Location loc, int64_t value);
+
+/// `const char name[]` at the start of `module`: `text`, NUL-terminated, a
+/// string the runtime reads from the generated object (the manifest, the
+/// kernels' origins).
+LLVM::GlobalOp defineCString(ModuleOp module, StringRef name, StringRef text);
 
 } // namespace mlir::fsdp
 

@@ -8,12 +8,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Utils/RuntimeABI.h"
+#include "Utils/RuntimeCalls.h"
 #include "fsdp/Codegen/CUDA/Passes.h"
 
 #include "KernelOrigins.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_FSDPRECORDKERNELORIGINSPASS
@@ -47,12 +47,7 @@ struct FSDPRecordKernelOriginsPass
     for (auto kernels : module.getOps<gpu::GPUModuleOp>())
       for (auto kernel : kernels.getOps<gpu::GPUFuncOp>())
         table += originLine(kernel);
-    table.push_back('\0');
-    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), table.size());
-    LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
-                           LLVM::Linkage::External, kKernelOriginsGlobal,
-                           b.getStringAttr(table));
+    defineCString(module, kKernelOriginsGlobal, table);
   }
 };
 

@@ -12,7 +12,6 @@
 #include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/IR/BufferKinds.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"

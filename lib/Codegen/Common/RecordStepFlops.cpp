@@ -7,7 +7,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "Analysis/StepCost.h"
-#include "Utils/RuntimeABI.h"
 #include "Utils/StepFunction.h"
 #include "fsdp/Codegen/Common/Passes.h"
 

@@ -7,12 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "Utils/RuntimeABI.h"
+#include "Utils/RuntimeCalls.h"
 #include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/IR/FSDPDialect.h"
 #include "fsdprt/ManifestSchema.h"
 
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/JSON.h"
 
@@ -262,13 +261,7 @@ struct FSDPSerializeManifestPass
           << kManifestGlobal << ", which the module already has";
       return signalPassFailure();
     }
-    // NUL-terminated: the runtime reads it as a C string.
-    std::string text = manifestJson(manifest);
-    text.push_back('\0');
-    OpBuilder b = OpBuilder::atBlockBegin(module.getBody());
-    auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
-    LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true, LLVM::Linkage::External,
-                           kManifestGlobal, b.getStringAttr(text));
+    defineCString(module, kManifestGlobal, manifestJson(manifest));
     module->removeAttr(FSDPDialect::getManifestAttrName());
   }
 };
