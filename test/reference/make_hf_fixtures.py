@@ -40,6 +40,12 @@ The models (2 layers, hidden 64, vocabulary 256, float32 unless said):
   qwen2          Qwen2ForCausalLM, 4 heads, 2 kv heads, ffn 96, q/k/v biases, tied,
                  eps 1e-6, rope_theta 1e6, no sliding window
   gpt2           GPT2LMHeadModel, 4 heads, 64 positions, gelu_new, no dropout, tied
+  qwen3          Qwen3ForCausalLM, 4 heads, 2 kv heads, head_dim 32 (not 64 / 4), ffn 96,
+                 q_norm and k_norm over each head, eps 1e-6, rope_theta 1e6, tied
+  olmo2          Olmo2ForCausalLM, 4 heads, 2 kv heads, ffn 96, norms after attention and
+                 MLP, q_norm and k_norm over the whole projections, eps 1e-6, untied
+  phi3           Phi3ForCausalLM, 4 heads, 2 kv heads, ffn 96, fused qkv_proj and
+                 gate_up_proj, partial_rotary_factor 0.75 (12 of 16 features rotate), tied
 Every weight is redrawn from a seeded torch generator after construction (matrices
 normal / sqrt(fan_in), embeddings 0.25 normal, norm weights 1 + 0.1 normal, biases 0.02
 normal), so that no tensor is at its init value and an importer that drops one fails.
@@ -62,7 +68,7 @@ DEFAULT_OUT = os.path.join(REPO, "test", "e2e", "Inputs", "hf")
 
 BATCH, SEQ, VOCAB, HIDDEN, LAYERS = 2, 16, 256, 64, 2
 BATCH_SEED = 20240601
-FIXTURES = ["llama", "llama3-scaled", "mistral", "qwen2", "gpt2"]
+FIXTURES = ["llama", "llama3-scaled", "mistral", "qwen2", "gpt2", "qwen3", "olmo2", "phi3"]
 SEEDS = {name: 1000 + i for i, name in enumerate(FIXTURES)}
 
 
@@ -92,6 +98,23 @@ def make_config(name):
             **common, num_key_value_heads=2, max_position_embeddings=64,
             rope_theta=1000000.0, rms_norm_eps=1e-6, use_sliding_window=False,
             sliding_window=None, max_window_layers=LAYERS, tie_word_embeddings=True)
+    if name == "qwen3":
+        return tf.Qwen3ForCausalLM, tf.Qwen3Config(
+            **common, num_key_value_heads=2, head_dim=32, max_position_embeddings=64,
+            rope_theta=1000000.0, rms_norm_eps=1e-6, use_sliding_window=False,
+            tie_word_embeddings=True)
+    if name == "olmo2":
+        return tf.Olmo2ForCausalLM, tf.Olmo2Config(
+            **common, num_key_value_heads=2, max_position_embeddings=64,
+            rope_theta=10000.0, rms_norm_eps=1e-6, pad_token_id=None,
+            tie_word_embeddings=False)
+    if name == "phi3":
+        return tf.Phi3ForCausalLM, tf.Phi3Config(
+            **common, num_key_value_heads=2, max_position_embeddings=64,
+            original_max_position_embeddings=64, rope_theta=10000.0,
+            partial_rotary_factor=0.75, rms_norm_eps=1e-5, resid_pdrop=0.0,
+            embd_pdrop=0.0, sliding_window=None, pad_token_id=None,
+            tie_word_embeddings=True)
     if name == "gpt2":
         return tf.GPT2LMHeadModel, tf.GPT2Config(
             vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=4, n_positions=64,

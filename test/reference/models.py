@@ -505,39 +505,81 @@ def hf_linear(t, x, prefix, names):
     return t(ops.add, y, t.use(prefix + ".bias")) if prefix + ".bias" in names else y
 
 
+def hf_projections(t, h, p, spec, names):
+    """The flat queries, keys and values of layer `p`: three products, or Phi-3's fused
+    qkv_proj cut in three (q: H * D features, then k and v: KV * D each), each of q and k
+    RMS-normed over the whole projection for OLMo 2."""
+    D = spec.head_dim
+    sizes = (spec.heads * D, spec.kv_heads * D, spec.kv_heads * D)
+    if spec.fused:
+        qkv = hf_linear(t, h, p + "self_attn.qkv_proj", names)
+        offsets = (0, sizes[0], sizes[0] + sizes[1])
+        flat = [t(ops.slice, qkv, dim=2, offset=o, size=n) for o, n in zip(offsets, sizes)]
+    else:
+        flat = [hf_linear(t, h, p + "self_attn.%s_proj" % n, names) for n in "qkv"]
+    if spec.qk_norm == "projection":
+        for k, n in enumerate("qk"):
+            flat[k] = t(ops.rms_norm, flat[k], t.use(p + "self_attn.%s_norm.weight" % n),
+                        eps=spec.rms_eps)
+    return dict(zip("qkv", flat))
+
+
+def hf_swiglu(t, f, p, spec, names):
+    """down(silu(gate f) * up f); Phi-3's gate_up_proj is [gate; up]."""
+    if spec.fused:
+        gate_up = hf_linear(t, f, p + "mlp.gate_up_proj", names)
+        gate, up = (t(ops.slice, gate_up, dim=2, offset=o, size=spec.ffn)
+                    for o in (0, spec.ffn))
+    else:
+        gate = hf_linear(t, f, p + "mlp.gate_proj", names)
+        up = hf_linear(t, f, p + "mlp.up_proj", names)
+    return hf_linear(t, t(ops.mul, t(ops.silu, gate), up), p + "mlp.down_proj", names)
+
+
 def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
-    """forward(tape, inputs) of fsdp-import-hf's Llama-family model (fsdp_hf/llama.py),
-    with fsdp.attention (fused: cuDNN's rounding) or (explicit) its definition written
-    out."""
+    """forward(tape, inputs) of fsdp-import-hf's Llama-family model (fsdp_hf/llama.py:
+    Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3), with fsdp.attention (fused: cuDNN's
+    rounding) or (explicit) its definition written out."""
     H, KV, D = spec.heads, spec.kv_heads, spec.head_dim
 
     def norm(t, x, name):
         return t(ops.rms_norm, x, t.use(name), eps=spec.rms_eps)
 
+    def branch(t, x, p, pre, post, body):
+        """x + post(body(pre(x))), each norm where the family has it."""
+        y = body(norm(t, x, p + pre + ".weight") if pre else x)
+        if post:
+            y = norm(t, y, p + post + ".weight")
+        return t(ops.add, x, y, point="add:residual")
+
+    def attention(t, h, p, b, T):
+        heads = hf_projections(t, h, p, spec, names)
+        heads["q"] = t(ops.reshape, heads["q"], (b, T, H, D))
+        if spec.qk_norm == "head":
+            heads["q"] = norm(t, heads["q"], p + "self_attn.q_norm.weight")
+            heads["k"] = norm(t, t(ops.reshape, heads["k"], (b, T, KV, D)),
+                              p + "self_attn.k_norm.weight")
+        for n in "kv":
+            heads[n] = grouped_heads(t, heads[n], b, T, H, KV, D, explicit)
+        for n in ("q", "k"):
+            heads[n] = t(ops.rope, heads[n], positions=1, theta=spec.rope_theta,
+                         rotary_dim=spec.rotary_dim, scaling=spec.llama3_scaling)
+        qh, kh, vh = (t(ops.transpose, heads[n], (0, 2, 1, 3)) for n in "qkv")
+        o = causal_attention(t, qh, kh, vh, key_block, explicit, fused)
+        oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, H * D))
+        return hf_linear(t, oc, p + "self_attn.o_proj", names)
+
     def forward(t, inputs):
         tokens, targets = inputs
         b, T = tokens.shape
+        n = spec.norms
         x = t(ops.embedding, t.use("model.embed_tokens.weight"), tokens)
         for i in range(spec.layers):
             p = "model.layers.%d." % i
-            h = norm(t, x, p + "input_layernorm.weight")
-            heads = {n: hf_linear(t, h, p + "self_attn.%s_proj" % n, names) for n in "qkv"}
-            heads["q"] = t(ops.reshape, heads["q"], (b, T, H, D))
-            for n in "kv":
-                heads[n] = grouped_heads(t, heads[n], b, T, H, KV, D, explicit)
-            for n in ("q", "k"):
-                heads[n] = t(ops.rope, heads[n], positions=1, theta=spec.rope_theta,
-                             scaling=spec.llama3_scaling)
-            qh, kh, vh = (t(ops.transpose, heads[n], (0, 2, 1, 3)) for n in "qkv")
-            o = causal_attention(t, qh, kh, vh, key_block, explicit, fused)
-            oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, H * D))
-            x1 = t(ops.add, x, hf_linear(t, oc, p + "self_attn.o_proj", names),
-                   point="add:residual")
-            f = norm(t, x1, p + "post_attention_layernorm.weight")
-            gate = hf_linear(t, f, p + "mlp.gate_proj", names)
-            up = hf_linear(t, f, p + "mlp.up_proj", names)
-            down = hf_linear(t, t(ops.mul, t(ops.silu, gate), up), p + "mlp.down_proj", names)
-            x = t(ops.add, x1, down, point="add:residual")
+            x = branch(t, x, p, n.pre_attention, n.post_attention,
+                       lambda h: attention(t, h, p, b, T))
+            x = branch(t, x, p, n.pre_mlp, n.post_mlp,
+                       lambda f: hf_swiglu(t, f, p, spec, names))
         xf = norm(t, x, "model.norm.weight")
         head = t.use("model.embed_tokens.weight" if spec.tied else "lm_head.weight")
         logits = t(ops.matmul, xf, head, transpose_rhs=True)

@@ -20,6 +20,11 @@ odd-sizes-reference.test run some). The mutants:
     softmax-scale-rounded odd-sizes' score scale 0.277 taken as 0.28
     qkv-split-swapped     a fused query-key-value product (a slice of a third of the last
                           dimension) split with the queries and keys swapped
+    gate-up-swapped       a fused gate-up product (a slice of half the last dimension,
+                          Phi-3's gate_up_proj) split with gate and up swapped
+    rotary-full-width     fsdp.rope's rotary_dim ignored: every feature turns
+    head-norm-over-heads  an RMS norm of heads [B, T, H, D] (Qwen3's q_norm, k_norm)
+                          taken over all of a position's heads rather than each one's D
     bf16-rotary-unrounded bf16 mode: fsdp.rope's result kept in f32
     bf16-silu-unrounded   bf16 mode: silu's result kept in f32
 """
@@ -111,6 +116,39 @@ def qkv_split_swapped():
     ops.slice = patched
 
 
+def gate_up_swapped():
+    real = ops.slice
+
+    def patched(x, dim, offset, size, **kwargs):
+        if dim == x.ndim - 1 and x.shape[dim] == 2 * size:
+            offset = size - offset
+        return real(x, dim, offset, size, **kwargs)
+    ops.slice = patched
+
+
+def rotary_full_width():
+    real = ops.rope
+    ops.rope = lambda *args, rotary_dim=None, **kwargs: real(*args, **kwargs)
+
+
+def head_norm_over_heads():
+    """rms_norm of a rank-4 input normalised over its last two dimensions."""
+    real = ops.rms_norm
+
+    def rms_norm(x, gamma, **kwargs):
+        if x.ndim != 4:
+            return real(x, gamma, **kwargs)
+        shape = x.shape
+        wide = np.tile(gamma, shape[2])
+        out, vjp = real(x.reshape(shape[:2] + (-1,)), wide, **kwargs)
+
+        def narrow_vjp(d):
+            dx, dwide = vjp(d.reshape(shape[:2] + (-1,)))
+            return dx.reshape(shape), dwide.reshape(shape[2], -1).sum(0)
+        return out.reshape(shape), narrow_vjp
+    ops.rms_norm = rms_norm
+
+
 def softmax_scale_rounded():
     real = ops.scale
     ops.scale = lambda x, factor, **kw: real(x, 0.28 if factor == 0.277 else factor, **kw)
@@ -133,6 +171,9 @@ MUTANTS = {
     "rotary-pairs-interleaved": rotary_pairs_interleaved,
     "softmax-scale-rounded": softmax_scale_rounded,
     "qkv-split-swapped": qkv_split_swapped,
+    "gate-up-swapped": gate_up_swapped,
+    "rotary-full-width": rotary_full_width,
+    "head-norm-over-heads": head_norm_over_heads,
     "bf16-rotary-unrounded": bf16_unrounded("rope"),
     "bf16-silu-unrounded": bf16_unrounded("silu"),
     # The fused attention's (cuDNN's) probabilities or scores' gradient not rounded

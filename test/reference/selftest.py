@@ -17,6 +17,9 @@
    reduce_dtype f32 and bf16): correct ones pass, ones with a rounding point moved fail;
    each line shows the margins (worst measured error / bound). The examples, and the
    small Llama with grouped-query flash attention on fewer plans.
+8. The imported models (hf: names) against Hugging Face itself: on each fixture of
+   test/e2e/Inputs/hf, the float64 forward from the checkpoint's weights gives the loss
+   transformers computed in float32 (expected.json) within 1e-6 relative.
 """
 import contextlib
 import io
@@ -659,9 +662,44 @@ def test_teacher_bf16():
                    rc == 0 and "PASS" in out.getvalue(), out.getvalue().splitlines()[-1])
 
 
+def fixture_params(package, directory, table, module):
+    """{name: float64 array} of a fixture's checkpoint, named as the model names them."""
+    wanted = {n for n, *_ in table}
+    params = {}
+    for name, ref in package.safetensors_io.checkpoint_tensors(directory).items():
+        if name.endswith(module.RECOMPUTED):
+            continue
+        params[module.checkpoint_name(name, wanted)] = ref.read_f32().astype(np.float64)
+    return params
+
+
+def test_hf_fixtures():
+    """The reference's hf: models against transformers' float32 loss. Both compute the same
+    function; the float32 roundoff of a 2-layer, width-64 model over 256 classes moves
+    the loss by some 1e-7 relative (hf_import_check.py), so 1e-6 holds it with room, while
+    any op written wrong (a norm's placement, a split, a rotation) moves it by 1e-3 or
+    more."""
+    package = models.fsdp_hf()
+    for folder in sorted(os.listdir(models.HF_FIXTURES)):
+        directory = os.path.join(models.HF_FIXTURES, folder)
+        batch = np.load(os.path.join(directory, "batch.npz"))
+        tokens, targets = batch["input_ids"], batch["targets"]
+        model = models.get("hf:%s,batch=%d,seq=%d" % ((folder,) + tokens.shape))
+        spec = package.config.model_spec(package.config.load(directory), tokens.shape[1])
+        module = package.family.module(spec)
+        params = fixture_params(package, directory, module.parameters(spec), module)
+        t = models.Tape(params)
+        loss = float(model["forward"](t, (tokens, targets)).data)
+        with open(os.path.join(directory, "expected.json")) as f:
+            expected = json.load(f)["loss"]
+        rel = abs(loss - expected) / abs(expected)
+        report("hf: %s: float64 loss %.9g, transformers' %.9g" % (folder, loss, expected),
+               rel <= 1e-6, "rel. %.1e" % rel)
+
+
 if __name__ == "__main__":
     for t in (test_rng, test_ops, test_model_grads, test_optim_and_data, test_training,
-              test_teacher, test_bf16_ops, test_teacher_bf16):
+              test_teacher, test_bf16_ops, test_teacher_bf16, test_hf_fixtures):
         t()
     print("%d failure(s)%s" % (len(FAILURES), (": " + ", ".join(FAILURES)) if FAILURES else ""))
     sys.exit(1 if FAILURES else 0)

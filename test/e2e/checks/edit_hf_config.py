@@ -38,7 +38,8 @@ def rewrite_weights(src, dst, prefix, buffers):
 
 
 def main():
-    ap = argparse.ArgumentParser()
+    # No -h: "-head_dim" removes a field.
+    ap = argparse.ArgumentParser(add_help=False)
     ap.add_argument("src")
     ap.add_argument("dst")
     ap.add_argument("--strip-prefix", default="")

@@ -31,17 +31,36 @@ METADATA = {
 }
 
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
-                 "qwen2": "Qwen2ForCausalLM", "gpt2": "GPT2LMHeadModel"}
+                 "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+                 "olmo2": "Olmo2ForCausalLM", "phi3": "Phi3ForCausalLM",
+                 "gpt2": "GPT2LMHeadModel"}
 # GPT-2's activation_function values that are the tanh form of GELU (fsdp.gelu).
 GPT2_GELU = ("gelu_new", "gelu_pytorch_tanh")
 GPT2_SUMMARY = ("summary_type", "summary_use_proj", "summary_activation",
                 "summary_proj_to_labels", "summary_first_dropout")
 
 
+@dataclasses.dataclass(frozen=True)
+class BlockNorms:
+    """The RMS norms of a decoder block, by their Hugging Face names (None: absent):
+    before and after the attention, before and after the MLP."""
+    pre_attention: str = None
+    post_attention: str = None
+    pre_mlp: str = None
+    post_mlp: str = None
+
+
+# Llama's pre-norms (the second, before the MLP, named for where it sits after the
+# attention); OLMo 2's norms of each branch's output before its residual add.
+PRE_NORMS = BlockNorms(pre_attention="input_layernorm", pre_mlp="post_attention_layernorm")
+POST_NORMS = BlockNorms(post_attention="post_attention_layernorm",
+                        post_mlp="post_feedforward_layernorm")
+
+
 @dataclasses.dataclass
 class LlamaSpec:
-    """A decoder of the Llama family: pre-norm RMSNorm blocks of grouped-query attention
-    with rotary positions and a SwiGLU MLP."""
+    """A decoder of the Llama family: RMSNorm blocks of grouped-query attention with
+    rotary positions and a SwiGLU MLP, with the variations of its descendants."""
     family: str
     vocab: int
     dim: int
@@ -58,6 +77,15 @@ class LlamaSpec:
     o_bias: bool = False
     mlp_bias: bool = False
     init_std: float = 0.02
+    norms: BlockNorms = PRE_NORMS
+    # RMS norms of the queries and keys before rotary: over each head's features
+    # ("head": Qwen3's q_norm and k_norm of [head_dim]) or over the whole projection
+    # ("projection": OLMo 2's, of [heads * head_dim]).
+    qk_norm: str = None
+    # Phi-3: q, k, v as one product (qkv_proj) and gate, up as one (gate_up_proj).
+    fused: bool = False
+    # The features each head rotates (Phi-3's partial_rotary_factor); None: all.
+    rotary_dim: int = None
 
 
 def llama2_spec(vocab, dim, layers, heads, kv_heads, ffn, rope_theta=10000.0):
@@ -154,29 +182,57 @@ def load(model_dir):
     return Fields(path, data)
 
 
-def _rope(fields):
-    """(theta, llama3 scaling or None) from rope_theta/rope_scaling or rope_parameters."""
+def _rope_params(fields):
+    """(where, the rotary parameters, theta): rope_parameters (transformers 5) or
+    rope_scaling and rope_theta at the top (transformers 4)."""
     if fields.has("rope_parameters"):
         params = fields.take("rope_parameters", kind=dict)
         if fields.has("rope_scaling") and fields.data["rope_scaling"] != params:
             raise fields.error("rope_scaling", "given beside rope_parameters, and different")
         fields.ignore("rope_scaling")
-        where = "rope_parameters"
         theta = params.get("rope_theta", fields.take("rope_theta", 10000.0))
-    else:
-        params = fields.take("rope_scaling", kind=dict) or {}
-        where = "rope_scaling"
-        theta = fields.take("rope_theta", 10000.0)
+        return "rope_parameters", params, theta
+    params = fields.take("rope_scaling", kind=dict) or {}
+    return "rope_scaling", params, fields.take("rope_theta", 10000.0)
+
+
+def _partial_rotary_factor(fields, where, params):
+    """Phi-3's partial_rotary_factor: in the rotary parameters (transformers 5) or at the
+    top (transformers 4); 1.0 (every feature rotates) unless given."""
+    top = fields.take("partial_rotary_factor", None, (int, float))
+    inner = params.get("partial_rotary_factor")
+    if top is not None and inner is not None and top != inner:
+        raise fields.error("partial_rotary_factor", f"differs from {where}'s")
+    factor = inner if inner is not None else top if top is not None else 1.0
+    if not isinstance(factor, (int, float)) or isinstance(factor, bool) or \
+            not 0 < factor <= 1:
+        raise fields.error("partial_rotary_factor", "expected a number in (0, 1]")
+    return float(factor)
+
+
+def _rope(fields, family):
+    """(theta, llama3 scaling or None, partial rotary factor) from rope_theta and
+    rope_scaling, or rope_parameters."""
+    where, params, theta = _rope_params(fields)
     if not isinstance(theta, (int, float)) or isinstance(theta, bool) or theta <= 1:
         raise fields.error("rope_theta", "expected a number above 1")
-    kind = params.get("rope_type", params.get("type", "default"))
     known = {"rope_type", "type", "rope_theta"}
+    partial = 1.0
+    if family == "phi3":
+        partial = _partial_rotary_factor(fields, where, params)
+        known.add("partial_rotary_factor")
+        # The context LongRoPE scales from; without LongRoPE it changes nothing.
+        fields.ignore("original_max_position_embeddings")
+    kind = params.get("rope_type", params.get("type", "default"))
+    if family == "phi3" and kind in ("su", "yarn", "longrope"):
+        raise fields.error(where, f"rope_type '{kind}' is Phi-3's LongRoPE scaling, which "
+                                  "is not supported (the default rotary embedding is)")
     if kind == "default":
         extra = sorted(set(params) - known)
         if extra:
             raise fields.error(where, f"field {extra[0]} of the default rotary embedding "
                                       "is not understood")
-        return float(theta), None
+        return float(theta), None, partial
     if kind != "llama3":
         raise fields.error(where, f"rope_type '{kind}' is not supported (default and "
                                   "llama3 are)")
@@ -192,14 +248,17 @@ def _rope(fields):
     if not (factor > 0 and 0 < low < high and isinstance(context, int) and context > 0):
         raise fields.error(where, "llama3 scaling needs factor > 0, 0 < low_freq_factor < "
                                   "high_freq_factor and a positive integer context")
-    return float(theta), (float(factor), float(low), float(high), int(context))
+    return float(theta), (float(factor), float(low), float(high), int(context)), partial
 
 
 def _sliding_window(fields, family, seq):
-    """Mistral's and Qwen2's sliding window: honoured only when it covers the sequence
-    (then every position sees all earlier ones, as full causal attention does)."""
+    """The sliding window of Mistral, Qwen2, Qwen3 and Phi-3: honoured only when it covers
+    the sequence (then every position sees all earlier ones, as full causal attention
+    does)."""
+    if family not in ("mistral", "qwen2", "qwen3", "phi3"):
+        return
     window = fields.take("sliding_window")
-    if family == "qwen2":
+    if family in ("qwen2", "qwen3"):
         use = fields.take("use_sliding_window", False)
         fields.ignore("max_window_layers")
         types = fields.take("layer_types")
@@ -208,8 +267,6 @@ def _sliding_window(fields, family, seq):
                 raise fields.error("layer_types", "sliding-window layers are not supported")
         if not use:
             return
-    elif family != "mistral":
-        return
     if window is not None and window < seq:
         field = "sliding_window"
         raise fields.error(field, f"a window of {window} positions, shorter than the "
@@ -253,43 +310,93 @@ def model_spec(fields, seq, no_dropout=False):
     return _llama_spec(fields, family, seq, no_dropout)
 
 
-def _llama_spec(fields, family, seq, no_dropout):
-    """The LlamaSpec of a Llama, Mistral or Qwen2 config."""
-    dim, heads = fields.required("hidden_size"), fields.required("num_attention_heads")
-    kv_heads = fields.take("num_key_value_heads", heads, int)
-    if heads % kv_heads:
-        raise fields.error("num_key_value_heads", f"must divide num_attention_heads ({heads})")
+# Families whose configs choose the projections' biases (attention_bias: q, k, v and o;
+# mlp_bias: gate, up and down); the others' biases are fixed by the family.
+ATTENTION_BIAS_FAMILIES = ("llama", "qwen3", "olmo2")
+MLP_BIAS_FAMILIES = ("llama",)
+# The biases fixed by the family: (q/k/v, o). Qwen2 always has q, k, v biases.
+FIXED_BIASES = {"qwen2": (True, False)}
+# Qwen3's head_dim when its config leaves it out (Qwen3Config's default, which need not
+# be hidden_size / num_attention_heads).
+QWEN3_HEAD_DIM = 128
+# RMS norms' epsilon when the config leaves it out (each family's config default).
+RMS_EPS = {"olmo2": 1e-5, "phi3": 1e-5}
+
+
+def _bias_flag(fields, field, family, families):
+    """A bias switch: honoured for `families`; elsewhere false is what the family has,
+    and true is refused."""
+    if family in families:
+        return bool(fields.take(field, False))
+    if fields.take(field, False):
+        raise fields.error(field, f"{family}'s projections have no such biases")
+    return False
+
+
+def _biases(fields, family):
+    """(q/k/v bias, o bias, MLP bias) of a Llama-family config."""
+    attention = _bias_flag(fields, "attention_bias", family, ATTENTION_BIAS_FAMILIES)
+    qkv, o = FIXED_BIASES.get(family, (attention, attention))
+    return qkv, o, _bias_flag(fields, "mlp_bias", family, MLP_BIAS_FAMILIES)
+
+
+def _head_dim(fields, family, dim, heads):
     if fields.has("head_dim"):
         head_dim = fields.required("head_dim")
+    elif family == "qwen3":
+        head_dim = QWEN3_HEAD_DIM
     elif dim % heads:
         raise fields.error("hidden_size", f"not a multiple of num_attention_heads ({heads})")
     else:
         head_dim = dim // heads
     if head_dim % 2:
         raise fields.error("head_dim", "the rotary embedding pairs features: must be even")
+    return head_dim
+
+
+def _rotary_dim(fields, head_dim, partial):
+    """The features each head rotates: int(head_dim * partial_rotary_factor), as Phi-3
+    computes it (None: all of them)."""
+    if partial == 1.0:
+        return None
+    rotary = int(head_dim * partial)
+    if rotary < 2 or rotary % 2:
+        raise fields.error("partial_rotary_factor", f"rotates {rotary} of {head_dim} "
+                                                    "features: must be a positive even number")
+    return rotary
+
+
+# The parts of each family's block beyond Llama's: its norms, query-key norms and fused
+# products.
+BLOCKS = {"qwen3": dict(qk_norm="head"), "olmo2": dict(norms=POST_NORMS, qk_norm="projection"),
+          "phi3": dict(fused=True)}
+
+
+def _llama_spec(fields, family, seq, no_dropout):
+    """The LlamaSpec of a Llama, Mistral, Qwen2, Qwen3, OLMo 2 or Phi-3 config."""
+    dim, heads = fields.required("hidden_size"), fields.required("num_attention_heads")
+    kv_heads = fields.take("num_key_value_heads", heads, int)
+    if heads % kv_heads:
+        raise fields.error("num_key_value_heads", f"must divide num_attention_heads ({heads})")
+    head_dim = _head_dim(fields, family, dim, heads)
     fields.require_value("hidden_act", ("silu",), "only silu (SwiGLU) is supported", "silu")
     _dropout(fields, ("attention_dropout", "hidden_dropout", "resid_pdrop", "embd_pdrop"),
              no_dropout)
     max_positions = fields.take("max_position_embeddings", None, int)
     if max_positions is not None and seq > max_positions:
         raise fields.error("max_position_embeddings", f"--seq {seq} is longer")
-    theta, scaling = _rope(fields)
+    theta, scaling, partial = _rope(fields, family)
     _sliding_window(fields, family, seq)
-    attention_bias = fields.take("attention_bias", False)
-    if family == "qwen2":
-        # Qwen2 always has q, k, v biases and no o bias.
-        qkv_bias, o_bias = True, False
-    else:
-        qkv_bias = o_bias = bool(attention_bias)
+    qkv_bias, o_bias, mlp_bias = _biases(fields, family)
     spec = LlamaSpec(
         family=family, vocab=fields.required("vocab_size"), dim=dim,
         layers=fields.required("num_hidden_layers"), heads=heads, kv_heads=kv_heads,
         head_dim=head_dim, ffn=fields.required("intermediate_size"),
-        rms_eps=float(fields.take("rms_norm_eps", 1e-6, (int, float))),
+        rms_eps=float(fields.take("rms_norm_eps", RMS_EPS.get(family, 1e-6), (int, float))),
         tied=bool(fields.take("tie_word_embeddings", False)),
         rope_theta=theta, llama3_scaling=scaling, qkv_bias=qkv_bias, o_bias=o_bias,
-        mlp_bias=bool(fields.take("mlp_bias", False)),
-        init_std=float(fields.take("initializer_range", 0.02, (int, float))))
+        mlp_bias=mlp_bias, init_std=float(fields.take("initializer_range", 0.02, (int, float))),
+        rotary_dim=_rotary_dim(fields, head_dim, partial), **BLOCKS.get(family, {}))
     _refuse_leftover(fields, family)
     return spec
 

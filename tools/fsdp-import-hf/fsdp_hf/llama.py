@@ -1,7 +1,7 @@
-"""A Llama-family decoder (Llama, Mistral, Qwen2) written in the fsdp dialect with Hugging
-Face's parameter names and layouts: every projection's weight `[out, in]` as a
-`torch.nn.Linear` holds it, applied with `fsdp.matmul ... transpose_rhs`, so a checkpoint's
-tensors are the model's parameters as they are, and an export is a copy.
+"""A Llama-family decoder (Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3) written in the fsdp
+dialect with Hugging Face's parameter names and layouts: every projection's weight
+`[out, in]` as a `torch.nn.Linear` holds it, applied with `fsdp.matmul ... transpose_rhs`,
+so a checkpoint's tensors are the model's parameters as they are, and an export is a copy.
 
 One FSDP unit for the token embedding, one per decoder layer, one for the final norm and
 the head (a tied head reads the embedding's unit again).
@@ -12,28 +12,55 @@ from .mlir_text import Writer, mlir_float, module_text, tensor
 RECOMPUTED = (".rotary_emb.inv_freq",)
 
 
+def _attention_parameters(spec, p, u, normal):
+    """Layer `p`'s attention parameters in unit `u`: q, k, v and o (Phi-3: qkv fused),
+    their biases, the query-key norms."""
+    C, D = spec.dim, spec.head_dim
+    Q, KV = spec.heads * D, spec.kv_heads * D
+    projections = [("qkv_proj", Q + 2 * KV, C, False)] if spec.fused else \
+        [("q_proj", Q, C, spec.qkv_bias), ("k_proj", KV, C, spec.qkv_bias),
+         ("v_proj", KV, C, spec.qkv_bias)]
+    table = []
+    for proj, out, inp, bias in projections + [("o_proj", C, Q, spec.o_bias)]:
+        table.append((p + f"self_attn.{proj}.weight", (out, inp), u, normal))
+        if bias:
+            table.append((p + f"self_attn.{proj}.bias", (out,), u, "#fsdp.zeros"))
+    if spec.qk_norm:
+        whole = spec.qk_norm == "projection"
+        table += [(p + "self_attn.q_norm.weight", (Q if whole else D,), u, "#fsdp.ones"),
+                  (p + "self_attn.k_norm.weight", (KV if whole else D,), u, "#fsdp.ones")]
+    return table
+
+
+def _mlp_parameters(spec, p, u, normal):
+    """Layer `p`'s SwiGLU parameters in unit `u` (Phi-3: gate and up fused)."""
+    C, F = spec.dim, spec.ffn
+    products = [("gate_up_proj", 2 * F, C)] if spec.fused else \
+        [("gate_proj", F, C), ("up_proj", F, C)]
+    table = []
+    for proj, out, inp in products + [("down_proj", C, F)]:
+        table.append((p + f"mlp.{proj}.weight", (out, inp), u, normal))
+        if spec.mlp_bias:
+            table.append((p + f"mlp.{proj}.bias", (out,), u, "#fsdp.zeros"))
+    return table
+
+
 def parameters(spec):
     """[(name, shape, unit, initializer)] in declaration order, as Hugging Face names
     them; initializers as its _init_weights: normal(0, initializer_range) for weights and
     embeddings, zeros for biases, ones for norms."""
-    C, F, V, D = spec.dim, spec.ffn, spec.vocab, spec.head_dim
-    Q, KV = spec.heads * D, spec.kv_heads * D
+    C, V = spec.dim, spec.vocab
     normal = f"#fsdp.normal<std = {mlir_float(spec.init_std)}>"
+    norms = spec.norms
     table = [("model.embed_tokens.weight", (V, C), "embed", normal)]
     for i in range(spec.layers):
         p, u = f"model.layers.{i}.", f"layers.{i}"
-        table.append((p + "input_layernorm.weight", (C,), u, "#fsdp.ones"))
-        for proj, out, bias in (("q_proj", Q, spec.qkv_bias), ("k_proj", KV, spec.qkv_bias),
-                                ("v_proj", KV, spec.qkv_bias), ("o_proj", C, spec.o_bias)):
-            table.append((p + f"self_attn.{proj}.weight", (out, Q if proj == "o_proj" else C),
-                          u, normal))
-            if bias:
-                table.append((p + f"self_attn.{proj}.bias", (out,), u, "#fsdp.zeros"))
-        table.append((p + "post_attention_layernorm.weight", (C,), u, "#fsdp.ones"))
-        for proj, out, inp in (("gate_proj", F, C), ("up_proj", F, C), ("down_proj", C, F)):
-            table.append((p + f"mlp.{proj}.weight", (out, inp), u, normal))
-            if spec.mlp_bias:
-                table.append((p + f"mlp.{proj}.bias", (out,), u, "#fsdp.zeros"))
+
+        def norm(name):
+            return [(p + name + ".weight", (C,), u, "#fsdp.ones")] if name else []
+        table += (norm(norms.pre_attention) + _attention_parameters(spec, p, u, normal) +
+                  norm(norms.post_attention) + norm(norms.pre_mlp) +
+                  _mlp_parameters(spec, p, u, normal) + norm(norms.post_mlp))
     table.append(("model.norm.weight", (C,), "head", "#fsdp.ones"))
     if not spec.tied:
         table.append(("lm_head.weight", (V, C), "head", normal))
@@ -61,72 +88,141 @@ class _Writer(Writer):
                    f"-> {tensor(B, T, n_out)}")
         return out
 
-    def split_heads(self, out, flat, n, to):
-        """[B, T, n * D] -> [B, T, to, D]: n heads, each repeated to / n times
-        (grouped-query heads broadcast for the explicit attention)."""
+    def split_heads(self, out, flat, n, to, gain=None):
+        """[B, T, n * D] -> [B, T, to, D]: n heads, each RMS-normed over its D features
+        by the parameter `gain` if given (Qwen3's q_norm, k_norm), then repeated to / n
+        times (grouped-query heads broadcast for the explicit attention)."""
         B, T, D = self.B, self.T, self.spec.head_dim
+        if gain is None:
+            if n == to:
+                self.w(f"{out}4 = fsdp.reshape {flat} : {tensor(B, T, n * D)} -> "
+                       f"{tensor(B, T, n, D)}")
+                return out + "4"
+            self.w(f"{out}5 = fsdp.reshape {flat} : {tensor(B, T, n * D)} -> "
+                   f"{tensor(B, T, n, 1, D)}")
+            return self.broadcast_heads(out, n, to)
+        self.w(f"{out}s = fsdp.reshape {flat} : {tensor(B, T, n * D)} -> {tensor(B, T, n, D)}")
+        normed = self.rms_norm(out + "sn", out + "s", gain, (B, T, n, D))
         if n == to:
-            self.w(f"{out}4 = fsdp.reshape {flat} : {tensor(B, T, n * D)} -> "
-                   f"{tensor(B, T, n, D)}")
-            return out + "4"
-        G = to // n
-        self.w(f"{out}5 = fsdp.reshape {flat} : {tensor(B, T, n * D)} -> "
+            return normed
+        self.w(f"{out}5 = fsdp.reshape {normed} : {tensor(B, T, n, D)} -> "
                f"{tensor(B, T, n, 1, D)}")
+        return self.broadcast_heads(out, n, to)
+
+    def broadcast_heads(self, out, n, to):
+        """out + "5" [B, T, n, 1, D] -> [B, T, to, D]: each head repeated to / n times."""
+        B, T, D = self.B, self.T, self.spec.head_dim
+        G = to // n
         self.w(f"{out}g = fsdp.broadcast {out}5 : {tensor(B, T, n, 1, D)} -> "
                f"{tensor(B, T, n, G, D)}")
         self.w(f"{out}4 = fsdp.reshape {out}g : {tensor(B, T, n, G, D)} -> "
                f"{tensor(B, T, to, D)}")
         return out + "4"
 
-    def rms_norm(self, out, x, weight):
-        X = tensor(self.B, self.T, self.spec.dim)
-        g = self.use(weight, (self.spec.dim,))
-        self.w(f"{out} = fsdp.rms_norm {x}, {g} eps {mlir_float(self.spec.rms_eps)} : {X}, "
-               f"{tensor(self.spec.dim)}")
+    def rms_norm(self, out, x, weight, shape=None):
+        """x's RMS norm over its last dimension (`shape`: [B, T, C] unless given) with
+        the gain parameter `weight`."""
+        shape = shape or (self.B, self.T, self.spec.dim)
+        g = self.use(weight, shape[-1:])
+        self.w(f"{out} = fsdp.rms_norm {x}, {g} eps {mlir_float(self.spec.rms_eps)} : "
+               f"{tensor(*shape)}, {tensor(shape[-1])}")
         return out
 
     def rope(self, out, x, heads):
         s = self.spec
         scaling = ""
+        if s.rotary_dim:
+            scaling += f" rotary_dim {s.rotary_dim}"
         if s.llama3_scaling:
             factor, low, high, context = s.llama3_scaling
-            scaling = (f" llama3_scaling <factor = {mlir_float(factor)}, "
-                       f"low_freq_factor = {mlir_float(low)}, "
-                       f"high_freq_factor = {mlir_float(high)}, "
-                       f"original_max_positions = {context}>")
+            scaling += (f" llama3_scaling <factor = {mlir_float(factor)}, "
+                        f"low_freq_factor = {mlir_float(low)}, "
+                        f"high_freq_factor = {mlir_float(high)}, "
+                        f"original_max_positions = {context}>")
         self.w(f"{out} = fsdp.rope {x} positions 1 theta {mlir_float(s.rope_theta)}{scaling} : "
                f"{tensor(self.B, self.T, heads, s.head_dim)}")
         return out
 
-    def layer(self, i, x):
-        s, B, T, C, D = self.spec, self.B, self.T, self.spec.dim, self.spec.head_dim
+    def split_last(self, out, x, sizes):
+        """x [B, T, sum(sizes)] cut along its last dimension into [B, T, size] pieces
+        named out + "0", out + "1", ... (Phi-3's fused products)."""
+        B, T, pieces, offset = self.B, self.T, [], 0
+        for k, size in enumerate(sizes):
+            self.w(f"{out}{k} = fsdp.slice {x} dim 2 offset {offset} size {size} : "
+                   f"{tensor(B, T, sum(sizes))} -> {tensor(B, T, size)}")
+            pieces.append(f"{out}{k}")
+            offset += size
+        return pieces
+
+    def projections(self, p, v, h):
+        """The flat queries, keys and values [B, T, n * D] of layer `p`'s input h, one at
+        a time (each written where it is first read): three products, or Phi-3's one
+        fused product cut in three; OLMo 2's query and key norms over the whole
+        projection."""
+        s, C, D = self.spec, self.spec.dim, self.spec.head_dim
+        sizes = (s.heads * D, s.kv_heads * D, s.kv_heads * D)
+        if s.fused:
+            qkv = self.linear(v + "qkv", h, p + "self_attn.qkv_proj", C, sum(sizes))
+            pieces = iter(self.split_last(v + "qkv", qkv, sizes))
+        for name, size in zip("qkv", sizes):
+            flat = next(pieces) if s.fused else \
+                self.linear(v + name, h, p + f"self_attn.{name}_proj", C, size)
+            if s.qk_norm == "projection" and name != "v":
+                flat = self.rms_norm(v + name + "n", flat, p + f"self_attn.{name}_norm.weight",
+                                     (self.B, self.T, size))
+            yield flat
+
+    def attention(self, p, v, h):
+        """Layer `p`'s attention of its input h, through o_proj: [B, T, C]."""
+        s, C, D = self.spec, self.spec.dim, self.spec.head_dim
         H, KV = s.heads, s.kv_heads
-        p, v = f"model.layers.{i}.", f"%l{i}_"
-        X = tensor(B, T, C)
-        self.lines.append(f"    // layer {i}")
-        h = self.rms_norm(v + "h", x, p + "input_layernorm.weight")
-        heads = {}
         # fsdp.attention takes the key/value heads as they are (each serves H / KV
         # query heads); the explicit form broadcasts them to all H first.
         KH = H if self.explicit else KV
-        for name, n in (("q", H), ("k", KV), ("v", KV)):
-            flat = self.linear(v + name, h, p + f"self_attn.{name}_proj", C, n * D)
-            heads[name] = self.split_heads(v + name, flat, n, H if name == "q" else KH)
+        heads = {}
+        for name, flat, n in zip("qkv", self.projections(p, v, h), (H, KV, KV)):
+            gain = p + f"self_attn.{name}_norm.weight" \
+                if s.qk_norm == "head" and name != "v" else None
+            heads[name] = self.split_heads(v + name, flat, n, H if name == "q" else KH, gain)
         heads["q"] = self.rope(v + "qr", heads["q"], H)
         heads["k"] = self.rope(v + "kr", heads["k"], KH)
         self.heads_attention(v, heads["q"], heads["k"], heads["v"], H, KH,
                              explicit=self.explicit)
-        attn = self.linear(v + "attn", v + "oc", p + "self_attn.o_proj", H * D, C)
-        self.w(f"{v}x1 = fsdp.add {x}, {attn} : {X}, {X} -> {X}")
-        f = self.rms_norm(v + "f", v + "x1", p + "post_attention_layernorm.weight")
-        FF = tensor(B, T, s.ffn)
-        gate = self.linear(v + "gate", f, p + "mlp.gate_proj", C, s.ffn)
-        up = self.linear(v + "up", f, p + "mlp.up_proj", C, s.ffn)
+        return self.linear(v + "attn", v + "oc", p + "self_attn.o_proj", H * D, C)
+
+    def mlp(self, p, v, f):
+        """Layer `p`'s SwiGLU of its input f: [B, T, C] (Phi-3: gate and up one product
+        cut in two)."""
+        s, C, F = self.spec, self.spec.dim, self.spec.ffn
+        if s.fused:
+            gate_up = self.linear(v + "gateup", f, p + "mlp.gate_up_proj", C, 2 * F)
+            gate, up = self.split_last(v + "gu", gate_up, (F, F))
+        else:
+            gate = self.linear(v + "gate", f, p + "mlp.gate_proj", C, F)
+            up = self.linear(v + "up", f, p + "mlp.up_proj", C, F)
+        FF = tensor(self.B, self.T, F)
         self.w(f"{v}act = fsdp.silu {gate} : {FF}")
         self.w(f"{v}gu = fsdp.mul {v}act, {up} : {FF}, {FF} -> {FF}")
-        down = self.linear(v + "down", v + "gu", p + "mlp.down_proj", s.ffn, C)
-        self.w(f"{v}out = fsdp.add {v}x1, {down} : {X}, {X} -> {X}")
-        return v + "out"
+        return self.linear(v + "down", v + "gu", p + "mlp.down_proj", F, C)
+
+    def residual(self, p, out, x, branch, pre, post, normed):
+        """out = x + post(branch(pre(x))): one half of layer `p`, with the norms the
+        family has before (`pre`, its result `normed`) and after (`post`) the branch."""
+        X = tensor(self.B, self.T, self.spec.dim)
+        h = self.rms_norm(normed, x, p + pre + ".weight") if pre else x
+        y = branch(h)
+        if post:
+            y = self.rms_norm(out + "n", y, p + post + ".weight")
+        self.w(f"{out} = fsdp.add {x}, {y} : {X}, {X} -> {X}")
+        return out
+
+    def layer(self, i, x):
+        p, v, norms = f"model.layers.{i}.", f"%l{i}_", self.spec.norms
+        self.lines.append(f"    // layer {i}")
+        x1 = self.residual(p, v + "x1", x, lambda h: self.attention(p, v, h),
+                           norms.pre_attention, norms.post_attention, v + "h")
+        return self.residual(p, v + "out", x1, lambda f: self.mlp(p, v, f),
+                             norms.pre_mlp, norms.post_mlp, v + "f")
 
 
 def write(spec, batch, seq, plan, key_block=None, header=(), frozen=frozenset(),
