@@ -406,6 +406,45 @@ LogicalResult Llama3RopeScalingAttr::verify(function_ref<InFlightDiagnostic()> e
   return success();
 }
 
+LogicalResult YarnRopeScalingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                          APFloat factor, APFloat betaFast, APFloat betaSlow,
+                                          int64_t originalMaxPositions, APFloat attentionFactor,
+                                          bool) {
+  double f = factor.convertToDouble(), fast = betaFast.convertToDouble(),
+         slow = betaSlow.convertToDouble(), m = attentionFactor.convertToDouble();
+  if (!std::isfinite(f) || !(f >= 1.0))
+    return emitError() << "yarn_rope factor must be at least 1, got " << f;
+  if (!std::isfinite(fast) || !std::isfinite(slow) || !(slow > 0.0) || !(fast > slow))
+    return emitError() << "yarn_rope needs 0 < beta_slow < beta_fast, got " << slow << " and "
+                       << fast;
+  if (originalMaxPositions < 1)
+    return emitError() << "yarn_rope original_max_positions must be positive, got "
+                       << originalMaxPositions;
+  if (!std::isfinite(m) || !(m > 0.0))
+    return emitError() << "yarn_rope attention_factor must be positive and finite, got " << m;
+  return success();
+}
+
+std::pair<double, double> YarnRopeScalingAttr::rampRange(int64_t rotary, double theta) const {
+  double r = static_cast<double>(rotary);
+  double context = static_cast<double>(getOriginalMaxPositions());
+  // The feature pair that turns `rotations` times over the original context.
+  auto feature = [&](double rotations) {
+    return r * std::log(context / (rotations * 2 * llvm::numbers::pi)) / (2 * std::log(theta));
+  };
+  double low = feature(getBetaFast().convertToDouble());
+  double high = feature(getBetaSlow().convertToDouble());
+  if (getTruncate()) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, r - 1);
+  if (low == high)
+    high += 0.001; // as Hugging Face does, against a division by zero
+  return {low, high};
+}
+
 //===----------------------------------------------------------------------===//
 // Registration
 //===----------------------------------------------------------------------===//

@@ -208,7 +208,7 @@ void AttentionOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   };
   auto grads = AttentionGradOp::create(b, loc, getQuery(), getKey(), getValue(), getResult(),
                                        getLse(), gradOf(0), gradOf(1), getCausalAttr(),
-                                       getScaleAttr(), getKeyBlockAttr());
+                                       getWindowAttr(), getScaleAttr(), getKeyBlockAttr());
   operandGrads.append({grads.getQueryGrad(), grads.getKeyGrad(), grads.getValueGrad()});
 }
 
@@ -231,12 +231,13 @@ void CausalMaskOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   operandGrads.push_back(CausalMaskGradOp::create(b, getLoc(), resultGrads[0]));
 }
 
-// A rotation's transpose is its inverse: the gradient rotates back.
+// A rotation's transpose is its inverse: the gradient rotates back (times
+// the same attention factor, which a transpose keeps).
 void RopeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                             SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(RopeOp::create(b, getLoc(), resultGrads[0], getPositionsAttr(),
-                                        getThetaAttr(), getRotaryDimAttr(), getScalingAttr(),
-                                        getInverse() ? UnitAttr() : b.getUnitAttr()));
+  operandGrads.push_back(RopeOp::create(
+      b, getLoc(), resultGrads[0], getPositionsAttr(), getThetaAttr(), getRotaryDimAttr(),
+      getScalingAttr(), getYarnAttr(), getInverse() ? UnitAttr() : b.getUnitAttr()));
 }
 
 //===----------------------------------------------------------------------===//

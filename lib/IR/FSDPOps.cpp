@@ -297,11 +297,12 @@ static LogicalResult verifySquareTrailingMatrix(Operation *op, RankedTensorType 
 
 /// The shape rule of fsdp.attention and its gradient: `query` [B, Hq, T, D],
 /// `key` and `value` [B, Hkv, S, D] of one element type, Hkv dividing Hq,
-/// T = S when causal, a positive finite scale. Returns the log-sum-exp type
-/// [B, Hq, T] x f32.
-static FailureOr<RankedTensorType>
-checkAttention(function_ref<InFlightDiagnostic()> emitError, Type queryType, Type keyType,
-               Type valueType, bool causal, std::optional<llvm::APFloat> scale) {
+/// T = S when causal, a window only with causal, a positive finite scale.
+/// Returns the log-sum-exp type [B, Hq, T] x f32.
+static FailureOr<RankedTensorType> checkAttention(function_ref<InFlightDiagnostic()> emitError,
+                                                  Type queryType, Type keyType, Type valueType,
+                                                  bool causal, bool windowed,
+                                                  std::optional<llvm::APFloat> scale) {
   auto q = llvm::cast<RankedTensorType>(queryType);
   auto k = llvm::cast<RankedTensorType>(keyType);
   auto v = llvm::cast<RankedTensorType>(valueType);
@@ -335,6 +336,11 @@ checkAttention(function_ref<InFlightDiagnostic()> emitError, Type queryType, Typ
                 << " and " << ks[2];
     return failure();
   }
+  if (windowed && !causal) {
+    emitError() << "a sliding window needs causal attention (it bounds how far back a "
+                   "query looks)";
+    return failure();
+  }
   if (scale && !(scale->convertToDouble() > 0.0 && std::isfinite(scale->convertToDouble()))) {
     emitError() << "scale must be positive and finite, got " << scale->convertToDouble();
     return failure();
@@ -354,12 +360,24 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Locatio
                                "'fsdp.attention' op ");
       },
       adaptor.getQuery().getType(), adaptor.getKey().getType(), adaptor.getValue().getType(),
-      adaptor.getCausal(), scale);
+      adaptor.getCausal(), adaptor.getWindow().has_value(), scale);
   if (failed(lse))
     return failure();
   inferred.push_back(adaptor.getQuery().getType());
   inferred.push_back(*lse);
   return success();
+}
+
+int64_t mlir::fsdp::attentionScoredPairs(int64_t queries, int64_t keys,
+                                         std::optional<int64_t> window, int64_t keyBlock) {
+  if (!window)
+    return queries * keys;
+  int64_t pairs = 0;
+  for (int64_t first = 0; first < queries; first += keyBlock) {
+    int64_t count = std::min(keyBlock, queries - first);
+    pairs += count * attentionWindowKeys(keys, *window, count);
+  }
+  return pairs;
 }
 
 double mlir::fsdp::attentionScale(std::optional<llvm::APFloat> scale,
@@ -373,7 +391,7 @@ LogicalResult AttentionGradOp::verify() {
   std::optional<llvm::APFloat> scale = getScale();
   FailureOr<RankedTensorType> lse =
       checkAttention([&] { return emitOpError(); }, getQuery().getType(), getKey().getType(),
-                     getValue().getType(), getCausal(), scale);
+                     getValue().getType(), getCausal(), getWindow().has_value(), scale);
   if (failed(lse))
     return failure();
   if (getLse().getType() != *lse)
@@ -408,6 +426,8 @@ LogicalResult RopeOp::verify() {
   if (rotary > shape.back() || rotary % 2 != 0)
     return emitOpError("rotates an even number of features, at most the ")
            << shape.back() << " of the last dimension; got " << rotary;
+  if (getScalingAttr() && getYarnAttr())
+    return emitOpError("takes one frequency scaling, Llama 3's or YaRN's, not both");
   // Positions are f32 in the angle: exact only below 2^24.
   if (shape[getPositions()] > (int64_t{1} << 24))
     return emitOpError("positions must be at most 2^24, got ") << shape[getPositions()];

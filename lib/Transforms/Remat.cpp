@@ -73,11 +73,15 @@ std::optional<int64_t> productFlops(Operation *op) {
   return std::nullopt;
 }
 
-/// A forward attention's products: 2 of 2 T S D per batch and query head.
+/// A forward attention's products: 2 of 2 T S D per batch and query head,
+/// of the band's pairs only with a sliding window.
 int64_t attentionFlops(AttentionOp attention) {
   auto query = llvm::cast<RankedTensorType>(attention.getQuery().getType());
   auto key = llvm::cast<RankedTensorType>(attention.getKey().getType());
-  return 2 * 2 * query.getNumElements() * key.getDimSize(2);
+  int64_t queries = query.getDimSize(2);
+  int64_t pairs = attentionScoredPairs(queries, key.getDimSize(2), attention.getWindow(),
+                                       attention.getKeyBlockValue());
+  return 2 * 2 * (query.getNumElements() / queries) * pairs;
 }
 
 class Rematerializer {
@@ -204,7 +208,9 @@ Value Rematerializer::recompute(Value value, OpBuilder &builder) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t flops = attentionFlops(attention);
     added.attentionFlops += flops;
-    if (attention.getCausal())
+    // A fused attention computes half of a causal one's square (a window's
+    // band is never fused).
+    if (attention.getCausal() && !attention.getWindow())
       added.causalAttentionFlops += flops;
   }
   return copies.lookup(value);

@@ -86,6 +86,24 @@ func.func @rope_partial_scaled(%x: tensor<5x10xbf16>) -> tensor<5x10xbf16> {
   return %0 : tensor<5x10xbf16>
 }
 
+// YaRN: each frequency times g / 4 + 1 - g, with g its place on the ramp clamped to
+// [0, 1] (for 8 features at base 10000 over a context of 16: low = max(0, floor(-1.10))
+// = 0, high = ceil(0.41) = 1), then every cosine and sine times the attention factor 1.25.
+// CHECK-LABEL: func.func @rope_yarn
+// CHECK: linalg.generic {{.+}} outs(%{{.+}} : tensor<6x4xf32>)
+// CHECK: math.exp2 %{{.+}} : f64
+// CHECK: arith.maximumf %{{.+}}, %cst{{.*}} : f64
+// CHECK: arith.minimumf %{{.+}}, %cst{{.*}} : f64
+// CHECK: math.sin
+// CHECK: %[[M:.+]] = arith.constant 1.250000e+00 : f32
+// CHECK: arith.mulf %{{.+}}, %[[M]] : f32
+// CHECK: math.cos
+// CHECK: arith.constant 1.250000e+00 : f32
+func.func @rope_yarn(%x: tensor<6x8xf32>) -> tensor<6x8xf32> {
+  %0 = fsdp.rope %x positions 0 theta 10000.0 yarn_scaling <factor = 4.0, beta_fast = 32.0, beta_slow = 1.0, original_max_positions = 16, attention_factor = 1.25, truncate = true> : tensor<6x8xf32>
+  return %0 : tensor<6x8xf32>
+}
+
 // The inverse rotation (the gradient) negates the partner's sign.
 // CHECK-LABEL: func.func @rope_inverse
 // CHECK: %[[S:.+]] = arith.subf %{{.+}}, %{{.+}} : f32

@@ -297,3 +297,34 @@ func.func @attention_loop(%q: tensor<1x4x8x3xf32>, %k: tensor<1x2x10x3xf32>) -> 
   %o, %lse = fsdp.attention %q, %k, %k key_block 4 : tensor<1x4x8x3xf32>, tensor<1x2x10x3xf32>, tensor<1x2x10x3xf32> -> tensor<1x4x8x3xf32>, tensor<1x4x8xf32>
   return %o : tensor<1x4x8x3xf32>
 }
+
+// A sliding window of 4 over 20 positions in blocks of 8: the queries are taken a block
+// at a time too (two full blocks in a loop, a last one of 4), each block's rows copied
+// together ([2, 2, 8, 3] -> [2, 16, 3]), against only the 4 + 8 - 1 = 11 keys its window
+// reaches, from max(0, first + 8 - 11) (the last block: 7 keys from 13). Scores exist
+// for 8 keys of a block at a time ([2, 16, 8], then the window's last 3), never for all
+// 20; a score is hidden after its query or 4 or more positions before it.
+// CHECK-LABEL: func.func @attention_window(
+// CHECK-DAG: %[[K:.+]] = tensor.collapse_shape %arg1 {{\[}}[0, 1], [2], [3]] : tensor<1x2x20x3xf32> into tensor<2x20x3xf32>
+// CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
+// CHECK-DAG: %[[C8:.+]] = arith.constant 8 : index
+// CHECK: scf.for %[[FIRST:.+]] = %{{.+}} to %[[C16]] step %[[C8]] iter_args({{.+}}) -> (tensor<2x2x20x3xf32>, tensor<2x2x20xf32>)
+// CHECK: %[[BACK:.+]] = arith.addi %[[FIRST]], %{{.+}} : index
+// CHECK: %[[START:.+]] = arith.maxsi %[[BACK]], %{{.+}} : index
+// CHECK: tensor.extract_slice %[[K]][0, %[[START]], 0] [2, 11, 3] [1, 1, 1] : tensor<2x20x3xf32> to tensor<2x11x3xf32>
+// CHECK: %[[ROWS:.+]] = linalg.copy ins(%{{.+}} : tensor<2x2x8x3xf32>)
+// CHECK: %[[Q:.+]] = tensor.collapse_shape %[[ROWS]] {{\[}}[0], [1, 2], [3]] : tensor<2x2x8x3xf32> into tensor<2x16x3xf32>
+// CHECK: linalg.batch_matmul {{.*}}ins(%[[Q]], %{{.+}} : tensor<2x16x3xf32>, tensor<2x8x3xf32>) outs(%{{.+}} : tensor<2x16x8xf32>)
+// CHECK: arith.remsi
+// CHECK: arith.ori
+// CHECK: linalg.batch_matmul {{.*}}ins(%[[Q]], %{{.+}} : tensor<2x16x3xf32>, tensor<2x3x3xf32>) outs(%{{.+}} : tensor<2x16x3xf32>)
+// CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, %[[FIRST]], 0] [2, 2, 8, 3] [1, 1, 1, 1]
+// CHECK: scf.yield
+// CHECK: tensor.extract_slice %[[K]][0, 13, 0] [2, 7, 3] [1, 1, 1] : tensor<2x20x3xf32> to tensor<2x7x3xf32>
+// CHECK-NOT: tensor<2x16x20xf32>
+// CHECK-NOT: tensor<2x16x11xf32>
+// CHECK: return
+func.func @attention_window(%q: tensor<1x4x20x3xf32>, %k: tensor<1x2x20x3xf32>) -> tensor<1x4x20x3xf32> {
+  %o, %lse = fsdp.attention %q, %k, %k causal window 4 key_block 8 : tensor<1x4x20x3xf32>, tensor<1x2x20x3xf32>, tensor<1x2x20x3xf32> -> tensor<1x4x20x3xf32>, tensor<1x4x20xf32>
+  return %o : tensor<1x4x20x3xf32>
+}

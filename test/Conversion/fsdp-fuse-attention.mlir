@@ -152,3 +152,16 @@ func.func @refused(%q: tensor<1x2x16x12xbf16>, %k: tensor<1x2x16x12xbf16>, %q8: 
       : tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>, tensor<1x2x16xf32>
   return %o, %o8, %dq : tensor<1x2x16x12xbf16>, tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>
 }
+
+// -----
+
+// A sliding window keeps the loops, which compute only the band.
+// CHECK-LABEL: func.func @window
+// CHECK: fsdp.attention %{{.+}} causal window 4
+func.func @window(%q: tensor<1x2x16x8xbf16>) -> tensor<1x2x16x8xbf16> {
+  // expected-remark @below {{(1 op, forward and backward): it has a sliding window (the fused call takes full causal attention; the loops compute the band)}}
+  %o, %lse = fsdp.attention %q, %q, %q causal window 4
+      : tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>
+        -> tensor<1x2x16x8xbf16>, tensor<1x2x16xf32>
+  return %o : tensor<1x2x16x8xbf16>
+}

@@ -23,8 +23,9 @@ Each fixture is a folder DIR/NAME holding
                                          and model.safetensors.index.json, bf16)
   batch.npz     input_ids int32 [2, 16] and targets int32 [2, 16]: one NumPy draw of
                 [2, 17] tokens in [0, 256) (seed BATCH_SEED), input_ids = [:, :16],
-                targets = [:, 1:]; the same batch in every folder
-  logits.npy    float32 [2, 16, 256], the model's logits on input_ids
+                targets = [:, 1:]; the same batch in every folder (longer where
+                FIXTURE_SEQ says)
+  logits.npy    float32 [2, T, 256], the model's logits on input_ids
   expected.json {family, model_type, architectures, transformers, torch,
                  loss: mean cross-entropy of `logits` against `targets` over all 32
                    positions, log-softmax in float64 (no label shifting),
@@ -46,6 +47,11 @@ The models (2 layers, hidden 64, vocabulary 256, float32 unless said):
                  MLP, q_norm and k_norm over the whole projections, eps 1e-6, untied
   phi3           Phi3ForCausalLM, 4 heads, 2 kv heads, ffn 96, fused qkv_proj and
                  gate_up_proj, partial_rotary_factor 0.75 (12 of 16 features rotate), tied
+  mistral-window as mistral with 2 kv heads and a sliding window of 16, on [2, 64] batches
+  qwen3-window   as qwen3 with head_dim 16 and a sliding window of 8 on layer 1 only
+                 (use_sliding_window, max_window_layers 1), on [2, 32] batches
+  qwen2-yarn     as qwen2 with YaRN rotary scaling (factor 4 over an original context of
+                 16, the attention factor 0.1 ln 4 + 1), on [2, 32] batches
 Every weight is redrawn from a seeded torch generator after construction (matrices
 normal / sqrt(fan_in), embeddings 0.25 normal, norm weights 1 + 0.1 normal, biases 0.02
 normal), so that no tensor is at its init value and an importer that drops one fails.
@@ -68,7 +74,10 @@ DEFAULT_OUT = os.path.join(REPO, "test", "e2e", "Inputs", "hf")
 
 BATCH, SEQ, VOCAB, HIDDEN, LAYERS = 2, 16, 256, 64, 2
 BATCH_SEED = 20240601
-FIXTURES = ["llama", "llama3-scaled", "mistral", "qwen2", "gpt2", "qwen3", "olmo2", "phi3"]
+FIXTURES = ["llama", "llama3-scaled", "mistral", "qwen2", "gpt2", "qwen3", "olmo2", "phi3",
+            "mistral-window", "qwen3-window", "qwen2-yarn"]
+# Sequences longer than SEQ, for the sliding windows to be shorter than them.
+FIXTURE_SEQ = {"mistral-window": 64, "qwen3-window": 32, "qwen2-yarn": 32}
 SEEDS = {name: 1000 + i for i, name in enumerate(FIXTURES)}
 
 
@@ -115,6 +124,22 @@ def make_config(name):
             partial_rotary_factor=0.75, rms_norm_eps=1e-5, resid_pdrop=0.0,
             embd_pdrop=0.0, sliding_window=None, pad_token_id=None,
             tie_word_embeddings=True)
+    if name == "mistral-window":
+        return tf.MistralForCausalLM, tf.MistralConfig(
+            **common, num_key_value_heads=2, max_position_embeddings=64,
+            rope_theta=10000.0, rms_norm_eps=1e-5, sliding_window=16,
+            tie_word_embeddings=False)
+    if name == "qwen3-window":
+        return tf.Qwen3ForCausalLM, tf.Qwen3Config(
+            **common, num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+            rope_theta=1000000.0, rms_norm_eps=1e-6, use_sliding_window=True,
+            sliding_window=8, max_window_layers=1, tie_word_embeddings=True)
+    if name == "qwen2-yarn":
+        return tf.Qwen2ForCausalLM, tf.Qwen2Config(
+            **common, num_key_value_heads=2, max_position_embeddings=64,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
+                             "original_max_position_embeddings": 16},
+            rms_norm_eps=1e-6, use_sliding_window=False, tie_word_embeddings=True)
     if name == "gpt2":
         return tf.GPT2LMHeadModel, tf.GPT2Config(
             vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=4, n_positions=64,
@@ -152,10 +177,10 @@ def perturb(model, seed):
             p.copy_(v.to(p.dtype))
 
 
-def make_batch():
+def make_batch(length=SEQ):
     rng = np.random.default_rng(BATCH_SEED)
-    seq = rng.integers(0, VOCAB, size=(BATCH, SEQ + 1)).astype(np.int32)
-    return np.ascontiguousarray(seq[:, :SEQ]), np.ascontiguousarray(seq[:, 1:])
+    seq = rng.integers(0, VOCAB, size=(BATCH, length + 1)).astype(np.int32)
+    return np.ascontiguousarray(seq[:, :length]), np.ascontiguousarray(seq[:, 1:])
 
 
 def evaluate(folder, input_ids, targets):
@@ -170,7 +195,7 @@ def evaluate(folder, input_ids, targets):
         assert p.dtype == torch.float32, p.dtype
     with torch.no_grad():
         logits = model(input_ids=torch.from_numpy(input_ids).long()).logits
-    assert logits.dtype == torch.float32 and tuple(logits.shape) == (BATCH, SEQ, VOCAB)
+    assert logits.dtype == torch.float32 and tuple(logits.shape) == input_ids.shape + (VOCAB,)
     t = torch.from_numpy(targets).long()
     lp = torch.log_softmax(logits.double(), dim=-1)
     loss = float(-lp.gather(-1, t.unsqueeze(-1)).mean())
@@ -196,7 +221,7 @@ def write_fixture(name, out):
         model.save_pretrained(folder, max_shard_size="100KB")
     else:
         model.save_pretrained(folder)
-    input_ids, targets = make_batch()
+    input_ids, targets = make_batch(FIXTURE_SEQ.get(name, SEQ))
     np.savez(os.path.join(folder, "batch.npz"), input_ids=input_ids, targets=targets)
     saved = {k: v.detach().float().clone() for k, v in model.state_dict().items()}
     model, logits, loss, loss_hf = evaluate(folder, input_ids, targets)
@@ -233,7 +258,8 @@ def verify_fixture(name, out):
     batch = np.load(os.path.join(folder, "batch.npz"))
     input_ids, targets = batch["input_ids"], batch["targets"]
     ok = input_ids.dtype == np.int32 and targets.dtype == np.int32
-    ok &= bool((np.stack(make_batch()) == np.stack([input_ids, targets])).all())
+    ok &= bool((np.stack(make_batch(FIXTURE_SEQ.get(name, SEQ))) ==
+                np.stack([input_ids, targets])).all())
     _, logits, loss, loss_hf = evaluate(folder, input_ids, targets)
     saved = np.load(os.path.join(folder, "logits.npy"))
     d_loss = abs(loss - expected["loss"]) / abs(expected["loss"])

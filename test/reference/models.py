@@ -396,14 +396,15 @@ def grouped_heads(t, x, b, T, heads, kv_heads, D, explicit):
     return t(ops.reshape, xg, (b, T, heads, D))
 
 
-def causal_attention(t, qh, kh, vh, key_block, explicit, fused=False):
+def causal_attention(t, qh, kh, vh, key_block, explicit, fused=False, window=None):
     """Causal attention of [B, H, T, D] queries: fsdp.attention in key blocks (fused: as
-    cuDNN's fused kernel computes it), or (explicit) scores, scale, causal_mask, softmax,
-    product with the values."""
+    cuDNN's fused kernel computes it; with a sliding `window` if given), or (explicit)
+    scores, scale, causal_mask, softmax, product with the values."""
     if fused:
-        return t(ops.attention, qh, kh, vh, causal=True, fused=True)
+        return t(ops.attention, qh, kh, vh, causal=True, fused=True, window=window)
     if not explicit:
-        return t(ops.attention, qh, kh, vh, causal=True, key_block=key_block)
+        return t(ops.attention, qh, kh, vh, causal=True, key_block=key_block, window=window)
+    assert window is None, "the explicit form has no sliding window"
     s = t(ops.batch_matmul, qh, kh, transpose_rhs=True)
     ss = t(ops.scale, s, factor=1.0 / qh.data.shape[-1] ** 0.5)
     m = t(ops.causal_mask, ss)
@@ -552,7 +553,8 @@ def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
             y = norm(t, y, p + post + ".weight")
         return t(ops.add, x, y, point="add:residual")
 
-    def attention(t, h, p, b, T):
+    def attention(t, h, i, b, T):
+        p = "model.layers.%d." % i
         heads = hf_projections(t, h, p, spec, names)
         heads["q"] = t(ops.reshape, heads["q"], (b, T, H, D))
         if spec.qk_norm == "head":
@@ -563,9 +565,10 @@ def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
             heads[n] = grouped_heads(t, heads[n], b, T, H, KV, D, explicit)
         for n in ("q", "k"):
             heads[n] = t(ops.rope, heads[n], positions=1, theta=spec.rope_theta,
-                         rotary_dim=spec.rotary_dim, scaling=spec.llama3_scaling)
+                         rotary_dim=spec.rotary_dim, scaling=spec.llama3_scaling,
+                         yarn=spec.yarn_scaling)
         qh, kh, vh = (t(ops.transpose, heads[n], (0, 2, 1, 3)) for n in "qkv")
-        o = causal_attention(t, qh, kh, vh, key_block, explicit, fused)
+        o = causal_attention(t, qh, kh, vh, key_block, explicit, fused, spec.window(i))
         oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, H * D))
         return hf_linear(t, oc, p + "self_attn.o_proj", names)
 
@@ -577,7 +580,7 @@ def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
         for i in range(spec.layers):
             p = "model.layers.%d." % i
             x = branch(t, x, p, n.pre_attention, n.post_attention,
-                       lambda h: attention(t, h, p, b, T))
+                       lambda h: attention(t, h, i, b, T))
             x = branch(t, x, p, n.pre_mlp, n.post_mlp,
                        lambda f: hf_swiglu(t, f, p, spec, names))
         xf = norm(t, x, "model.norm.weight")

@@ -25,6 +25,9 @@ odd-sizes-reference.test run some). The mutants:
     rotary-full-width     fsdp.rope's rotary_dim ignored: every feature turns
     head-norm-over-heads  an RMS norm of heads [B, T, H, D] (Qwen3's q_norm, k_norm)
                           taken over all of a position's heads rather than each one's D
+    window-one-longer     a sliding window of W taken as W + 1 (the key W positions back
+                          seen too)
+    yarn-factor-dropped   YaRN's attention factor left out of the cosines and sines
     bf16-rotary-unrounded bf16 mode: fsdp.rope's result kept in f32
     bf16-silu-unrounded   bf16 mode: silu's result kept in f32
 """
@@ -149,6 +152,23 @@ def head_norm_over_heads():
     ops.rms_norm = rms_norm
 
 
+def window_one_longer():
+    real = ops.attention
+
+    def attention(*args, window=None, **kwargs):
+        return real(*args, window=None if window is None else window + 1, **kwargs)
+    ops.attention = attention
+
+
+def yarn_factor_dropped():
+    real = ops.rope
+
+    def rope(*args, yarn=None, **kwargs):
+        return real(*args, yarn=None if yarn is None else yarn[:4] + (1.0,) + yarn[5:],
+                    **kwargs)
+    ops.rope = rope
+
+
 def softmax_scale_rounded():
     real = ops.scale
     ops.scale = lambda x, factor, **kw: real(x, 0.28 if factor == 0.277 else factor, **kw)
@@ -174,6 +194,8 @@ MUTANTS = {
     "gate-up-swapped": gate_up_swapped,
     "rotary-full-width": rotary_full_width,
     "head-norm-over-heads": head_norm_over_heads,
+    "window-one-longer": window_one_longer,
+    "yarn-factor-dropped": yarn_factor_dropped,
     "bf16-rotary-unrounded": bf16_unrounded("rope"),
     "bf16-silu-unrounded": bf16_unrounded("silu"),
     # The fused attention's (cuDNN's) probabilities or scores' gradient not rounded

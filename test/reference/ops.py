@@ -207,11 +207,34 @@ def causal_mask(x, prec=EXACT, point="causal_mask"):
     return prec.round(np.where(keep, x, -np.inf), point), lambda d: (np.where(keep, d, 0.0),)
 
 
-def rope_frequencies(rotary_dim, theta, scaling=None):
+def yarn_ramp(rotary_dim, theta, yarn):
+    """YaRN's place of each frequency on its ramp, clamp((i - low) / (high - low), 0, 1),
+    with low and high the features that turn beta_fast and beta_slow times over the
+    original context (Hugging Face's find_correction_range, truncated to integers unless
+    `truncate` is false)."""
+    factor, fast, slow, context, attention_factor, truncate = yarn
+
+    def feature(rotations):
+        return rotary_dim * math.log(context / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+    low, high = feature(fast), feature(slow)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, rotary_dim - 1)
+    if low == high:
+        high += 0.001
+    return np.clip((np.arange(rotary_dim // 2) - low) / (high - low), 0.0, 1.0)
+
+
+def rope_frequencies(rotary_dim, theta, scaling=None, yarn=None):
     """fsdp.rope's frequencies theta^(-2i / r), i < r / 2, with Llama 3's scaling when
     `scaling` = (factor, low_freq_factor, high_freq_factor, original_max_positions)
-    (Hugging Face's _compute_llama3_parameters), rounded to float32 as the spec says."""
+    (Hugging Face's _compute_llama3_parameters), or YaRN's when `yarn` = (factor,
+    beta_fast, beta_slow, original_max_positions, attention_factor, truncate): f (g /
+    factor + 1 - g) with g yarn_ramp's; rounded to float32 as the spec says."""
     f = theta ** (-2.0 * np.arange(rotary_dim // 2) / rotary_dim)
+    if yarn is not None:
+        g = yarn_ramp(rotary_dim, theta, yarn)
+        f = f * (g / yarn[0] + 1.0 - g)
     if scaling is not None:
         factor, low, high, context = scaling
         wavelength = 2.0 * np.pi / f
@@ -223,21 +246,23 @@ def rope_frequencies(rotary_dim, theta, scaling=None):
 
 
 def rope(x, positions, theta, rotary_dim=None, scaling=None, inverse=False, prec=EXACT,
-         point="rope"):
+         point="rope", yarn=None):
     """Rotary embedding of the last dimension (rotate-half pairs i, i + r/2) by the angle
     p f_i at position p (the index along `positions`): the angle is the float32 product
-    of p and f_i (as the spec and Hugging Face compute it), its cosine and sine exact.
-    `inverse` rotates by -angle, which is also the vjp."""
+    of p and f_i (as the spec and Hugging Face compute it), its cosine and sine exact,
+    times YaRN's attention factor with `yarn`. `inverse` rotates by -angle (times the
+    same factor), which is also the vjp."""
     r = x.shape[-1] if rotary_dim is None else rotary_dim
-    f = rope_frequencies(r, theta, scaling)
+    f = rope_frequencies(r, theta, scaling, yarn)
+    m = 1.0 if yarn is None else yarn[4]
     p = np.arange(x.shape[positions], dtype=np.float32)
     # [T, r/2], float32 products; their cosine and sine in the dtype the ops compute in
     # (float32 in a calibration, within the trainer's error there).
     angle = (p[:, None] * f[None, :]).astype(prec.dtype)
     shape = [1] * x.ndim
     shape[positions], shape[-1] = x.shape[positions], r // 2
-    cos = prec.math("cos", angle).reshape(shape)
-    sin = prec.math("sin", angle).reshape(shape)
+    cos = prec.math("cos", angle).reshape(shape) * m
+    sin = prec.math("sin", angle).reshape(shape) * m
 
     def turn(v, sign):
         a, b, rest = v[..., :r // 2], v[..., r // 2:r], v[..., r:]
@@ -248,11 +273,13 @@ def rope(x, positions, theta, rotary_dim=None, scaling=None, inverse=False, prec
 
 
 def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
-              point="attention", fused=False):
+              point="attention", fused=False, window=None):
     """fsdp.attention's output: softmax(scale q k^T [+ causal mask]) v per head, with
     q [B, Hq, T, D] and k, v [B, Hkv, S, D], query head h reading key head h // (Hq / Hkv);
-    `causal` (T = S) keeps key j for query i when j <= i. Mixed precision: f32
-    throughout, only the output rounded (its f32 log-sum-exp is not an output here).
+    `causal` (T = S) keeps key j for query i when j <= i, and with a `window` W only
+    when i - W < j as well (Hugging Face's sliding-window mask), all keys in one block.
+    Mixed precision: f32 throughout, only the output rounded (its f32 log-sum-exp is not
+    an output here).
 
     `key_block` computes it as the compiled lowering does (AttentionPatterns.cpp): keys
     one block at a time, an online softmax (running row maximum m and sum l, the output
@@ -272,9 +299,10 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
     hkv, s = k.shape[1], k.shape[2]
     g = hq // hkv
     scale = 1.0 / math.sqrt(d) if scale is None else scale
-    block = s if key_block is None else key_block
+    block = s if key_block is None or window is not None else key_block
     if causal:
         assert s == t, "causal attention needs as many keys as queries"
+    assert window is None or causal, "a window needs causal attention"
     # Query heads of one key head as rows: [B, Hkv, G * T, D] (the heads are contiguous).
     Q = q.reshape(b, hkv, g * t, d)
     row_pos = np.tile(np.arange(t), g)[:, None]
@@ -284,7 +312,11 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
         kb = k[:, :, first:first + block]
         S = prec.matmul(Q, _swap(kb)) * scale
         if causal:
-            S = np.where(first + np.arange(kb.shape[2])[None, :] <= row_pos, S, -np.inf)
+            key_pos = first + np.arange(kb.shape[2])[None, :]
+            seen = key_pos <= row_pos
+            if window is not None:
+                seen &= key_pos > row_pos - window
+            S = np.where(seen, S, -np.inf)
         return S
 
     def operand(x, name):

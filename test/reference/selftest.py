@@ -141,6 +141,8 @@ def test_ops():
          {"scale": 0.7}),
         ("attention key blocks of 2", ops.attention,
          (r((1, 4, 5, 2)), r((1, 2, 5, 2)), r((1, 2, 5, 2))), {"causal": True, "key_block": 2}),
+        ("attention sliding window 2", ops.attention,
+         (r((1, 4, 6, 2)), r((1, 2, 6, 2)), r((1, 2, 6, 2))), {"causal": True, "window": 2}),
         ("reshape", ops.reshape, (r((2, 3, 4)),), {"shape": (2, 3, 2, 2)}),
         ("transpose", ops.transpose, (r((2, 3, 4, 5)),), {"permutation": (0, 2, 1, 3)}),
         ("transpose 3-cycle", ops.transpose, (r((2, 3, 4)),), {"permutation": (2, 0, 1)}),
@@ -158,6 +160,10 @@ def test_ops():
          (np.random.default_rng(6).standard_normal((2, 3, 6, 10)),),
          {"positions": 2, "theta": 500.0, "rotary_dim": 6, "scaling": (4.0, 1.0, 4.0, 8),
           "inverse": True}),
+        ("rope partial, yarn", ops.rope,
+         (np.random.default_rng(6).standard_normal((2, 3, 6, 10)),),
+         {"positions": 2, "theta": 500.0, "rotary_dim": 8,
+          "yarn": (4.0, 32.0, 1.0, 4, 1.1386, True)}),
     ]
     for name, op, args, kw in cases:
         err = ops.check_vjp(op, args, range(len(args)), kw)

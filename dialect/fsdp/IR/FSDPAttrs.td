@@ -370,6 +370,44 @@ def FSDP_Llama3RopeScalingAttr : FSDP_Attr<"Llama3RopeScaling", "llama3_rope"> {
   let genVerifyDecl = 1;
 }
 
+def FSDP_YarnRopeScalingAttr : FSDP_Attr<"YarnRopeScaling", "yarn_rope"> {
+  let summary = "YaRN scaling of rotary frequencies for long contexts";
+  let description = [{
+    What Qwen, DeepSeek and others call `rope_type = "yarn"` (Peng et al.,
+    2023, as Hugging Face's `_compute_yarn_parameters` computes it): with `r`
+    the rotated features, `L` the original context (`original_max_positions`)
+    and frequency `j`'s ramp `g_j = clamp((j - low) / (high - low), 0, 1)`
+    between the features that turn `beta_fast` and `beta_slow` times over `L`,
+    `low = r ln(L / (2 pi beta_fast)) / (2 ln theta)` (floored with
+    `truncate`, at least 0) and `high` the same of `beta_slow` (ceiled with
+    `truncate`, at most `r - 1`; `high = low` is taken as `low + 0.001`), the
+    frequency is `f_j (g_j / factor + 1 - g_j)`: the low frequencies
+    interpolated, the high ones kept. Each cosine and sine is then multiplied
+    by `attention_factor` (the model's choice; `0.1 ln(factor) + 1` by
+    default in the paper), which scales every score by its square.
+
+    ```mlir
+    %y = fsdp.rope %x positions 1 theta 1000000.0
+        yarn_scaling <factor = 4.0, beta_fast = 32.0, beta_slow = 1.0,
+                      original_max_positions = 32768, attention_factor = 1.138629436111989,
+                      truncate = true>
+        : tensor<2x16x8x64xf32>
+    ```
+  }];
+  let parameters = (ins F64Parameter<"the context's extension">:$factor,
+                        F64Parameter<"rotations over the context above which a feature is kept">:$beta_fast,
+                        F64Parameter<"rotations below which a feature is interpolated">:$beta_slow,
+                        "int64_t":$original_max_positions,
+                        F64Parameter<"multiplier of every cosine and sine">:$attention_factor,
+                        "bool":$truncate);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The ramp's ends (low, high) for `rotary` features at base `theta`.
+    std::pair<double, double> rampRange(int64_t rotary, double theta) const;
+  }];
+}
+
 include "fsdp/IR/FSDPManifestAttrs.td"
 
 #endif // FSDP_ATTRS_TD

@@ -109,7 +109,8 @@ def FSDP_AttentionGradOp : FSDP_Op<"attention_grad",
     recomputed one block of keys at a time from `lse` (FlashAttention-2's
     backward): `P = exp(scale * Q K^T - lse)`, `dV = P^T dO`,
     `dS = P * (dO V^T - rowsum(dO * O) + dlse)`, `dQ = scale * dS K`,
-    `dK = scale * dS^T Q`, summed over the query heads of a group.
+    `dK = scale * dS^T Q`, summed over the query heads of a group. `causal`
+    and `window` mask the scores as the forward's did.
 
     ```mlir
     %dq, %dk, %dv = fsdp.attention_grad %q, %k, %v, %o, %lse, %do, %dlse causal
@@ -119,13 +120,16 @@ def FSDP_AttentionGradOp : FSDP_Op<"attention_grad",
   let arguments = (ins FSDP_Tensor:$query, FSDP_Tensor:$key, FSDP_Tensor:$value,
                        FSDP_Tensor:$output, FSDP_Tensor:$lse, FSDP_Tensor:$grad,
                        FSDP_Tensor:$lse_grad,
-                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
+                       UnitAttr:$causal,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window,
+                       OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$key_block);
   let results = (outs FSDP_Tensor:$query_grad, FSDP_Tensor:$key_grad,
                       FSDP_Tensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $lse `,` $grad `,` $lse_grad
-    (`causal` $causal^)? (`scale` custom<F64>($scale)^)? (`key_block` $key_block^)? attr-dict
+    (`causal` $causal^)? (`window` $window^)? (`scale` custom<F64>($scale)^)?
+    (`key_block` $key_block^)? attr-dict
     `:` type($query) `,` type($key) `,` type($value) `,` type($lse)
   }];
   let hasVerifier = 1;

@@ -13,6 +13,7 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <algorithm>
 #include <optional>
 
 namespace mlir::fsdp {
@@ -26,6 +27,19 @@ double attentionScale(std::optional<llvm::APFloat> scale, RankedTensorType query
 
 /// Keys per block of the attention lowering when the op does not say.
 constexpr int64_t kDefaultAttentionKeyBlock = 512;
+
+/// The keys a block of `queries` consecutive queries of a sliding window of
+/// `window` positions can reach: window + queries - 1, at most all `keys`.
+inline int64_t attentionWindowKeys(int64_t keys, int64_t window, int64_t queries) {
+  return std::min(keys, window + queries - 1);
+}
+
+/// The (query, key) pairs whose scores fsdp.attention's lowering computes
+/// per batch and query head: all T x S, or with a sliding window, for each
+/// block of `keyBlock` queries (fewer in the last), only the keys its window
+/// can reach: the band's work.
+int64_t attentionScoredPairs(int64_t queries, int64_t keys, std::optional<int64_t> window,
+                             int64_t keyBlock);
 } // namespace mlir::fsdp
 
 #define GET_OP_CLASSES

@@ -293,18 +293,20 @@ def FSDP_RopeOp : FSDP_Op<"rope", [Pure, FSDP_Differentiable, SameOperandsAndRes
     (from 0). The first `rotary_dim` features (default `D`, even) rotate in
     the rotate-half convention of Llama and GPT-NeoX: feature `i` pairs with
     `i + rotary_dim / 2`, at frequency `f_i = theta^(-2i / rotary_dim)`
-    (with `llama3_scaling`, Llama 3's: `#fsdp.llama3_rope`), and with
+    (with `llama3_scaling`, Llama 3's: `#fsdp.llama3_rope`; with
+    `yarn_scaling`, YaRN's: `#fsdp.yarn_rope`, whose attention factor `m`
+    multiplies every cosine and sine; `m = 1` otherwise), and with
     `a = p * f_i` at position `p`:
 
-        y[i]        = x[i] cos a - x[i + r/2] sin a
-        y[i + r/2]  = x[i + r/2] cos a + x[i] sin a
+        y[i]        = x[i] m cos a - x[i + r/2] m sin a
+        y[i + r/2]  = x[i + r/2] m cos a + x[i] m sin a
 
     Features from `rotary_dim` on pass unchanged. `f_i` is rounded to f32
     (Hugging Face computes it in f32 arithmetic, which can leave it an ulp
     from that) and the angle is the f32 product of the position and `f_i`,
     whose cosine and sine are taken in f32, as in Hugging Face's models; the
-    tables are never stored. `inverse` rotates by `-a`: the gradient, which a
-    rotation's transpose is.
+    tables are never stored. `inverse` rotates by `-a` (still times `m`):
+    the gradient, which the transpose of `m` times a rotation is.
 
     ```mlir
     %q_rot = fsdp.rope %q positions 1 theta 10000.0 : tensor<2x16x8x64xf32>
@@ -316,11 +318,13 @@ def FSDP_RopeOp : FSDP_Op<"rope", [Pure, FSDP_Differentiable, SameOperandsAndRes
                        F64Attr:$theta,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$rotary_dim,
                        OptionalAttr<FSDP_Llama3RopeScalingAttr>:$scaling,
+                       OptionalAttr<FSDP_YarnRopeScalingAttr>:$yarn,
                        UnitAttr:$inverse);
   let results = (outs FSDP_Tensor:$result);
   let assemblyFormat = [{
     $input `positions` $positions `theta` custom<F64>($theta)
-    (`rotary_dim` $rotary_dim^)? (`llama3_scaling` $scaling^)? (`inverse` $inverse^)?
+    (`rotary_dim` $rotary_dim^)? (`llama3_scaling` $scaling^)? (`yarn_scaling` $yarn^)?
+    (`inverse` $inverse^)?
     attr-dict
     `:` type($input)
   }];
@@ -339,7 +343,9 @@ def FSDP_AttentionOp : FSDP_Op<"attention", [Pure, FSDP_Differentiable, InferTyp
     attention: `Hq` is a multiple of `Hkv`, and query heads `g * Hq / Hkv`
     to `(g + 1) * Hq / Hkv - 1` read key and value head `g` (`Hq = Hkv` is
     multi-head attention). With `causal` (which needs `T = S`), query `t`
-    attends to keys `0..t`. `scale` defaults to `1 / sqrt(D)`.
+    attends to keys `0..t`; with a sliding `window` of `W` positions as well
+    (Mistral's, Gemma's local layers), only to the last `W` of them,
+    `t - W < s <= t`. `scale` defaults to `1 / sqrt(D)`.
 
     The results are the attention output `[B, Hq, T, D]`, of the query's
     type, and the log-sum-exp of each query row's scaled scores `[B, Hq, T]`
@@ -348,21 +354,29 @@ def FSDP_AttentionOp : FSDP_Op<"attention", [Pure, FSDP_Differentiable, InferTyp
     keys at a time with an online softmax, and the gradient recomputes them
     block by block from the log-sum-exp, so no `T x S` matrix exists beyond a
     `T x block` tile: `key_block` keys (default 512, fewer in the last
-    block). Models usually ignore the second result.
+    block). With a window, the queries are taken a block at a time too, and
+    each block's scores are computed only for the keys its window can reach,
+    so the work is the band's, not the whole square's. Models usually ignore
+    the second result.
 
     ```mlir
     %o, %lse = fsdp.attention %q, %k, %v causal
         : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x64xf32>
           -> tensor<2x8x16x64xf32>, tensor<2x8x16xf32>
+    %wo, %wlse = fsdp.attention %q, %k, %v causal window 4 key_block 8
+        : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x64xf32>
+          -> tensor<2x8x16x64xf32>, tensor<2x8x16xf32>
     ```
   }];
   let arguments = (ins FSDP_Tensor:$query, FSDP_Tensor:$key, FSDP_Tensor:$value,
-                       UnitAttr:$causal, OptionalAttr<F64Attr>:$scale,
+                       UnitAttr:$causal,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window,
+                       OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$key_block);
   let results = (outs FSDP_Tensor:$result, FSDP_Tensor:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value (`causal` $causal^)? (`scale` custom<F64>($scale)^)?
-    (`key_block` $key_block^)? attr-dict
+    $query `,` $key `,` $value (`causal` $causal^)? (`window` $window^)?
+    (`scale` custom<F64>($scale)^)? (`key_block` $key_block^)? attr-dict
     `:` type($query) `,` type($key) `,` type($value) `->` type($result) `,` type($lse)
   }];
   let extraClassDeclaration = [{

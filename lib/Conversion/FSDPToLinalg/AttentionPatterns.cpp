@@ -4,12 +4,17 @@
 // tensor ever has more than T x block scores (T query positions, `key_block`
 // keys). The full blocks are one scf.for over the key offset (the 70B step's
 // eight blocks per attention, unrolled, doubled its op count), carrying the
-// running values in place; a last, shorter block follows it. Forward: each block's scores feed an online softmax (the running row
-// maximum m, the running sum l of exp(score - m), and the output rescaled by
-// exp(m_old - m_new) whenever m grows); the log-sum-exp m + log(l) of every
-// row is the only statistic kept. Backward: each block's probabilities are
-// recomputed as exp(score - lse), and the block's key and value gradients
-// and its share of the query gradient follow from them.
+// running values in place; a last, shorter block follows it. Forward: each block's scores feed an
+// online softmax (the running row maximum m, the running sum l of exp(score - m), and the output
+// rescaled by exp(m_old - m_new) whenever m grows); the log-sum-exp m + log(l) of every row is the
+// only statistic kept. Backward: each block's probabilities are recomputed as exp(score - lse), and
+// the block's key and value gradients and its share of the query gradient follow from them.
+//
+// A sliding window (Mistral's, Gemma's local layers) takes the queries a
+// block at a time too: each block's scores are computed for the keys its
+// window reaches and no others (W + block - 1 of them, a slice whose start
+// follows the block), so a window's work is the band's. Its key and value
+// gradients add up over the blocks whose windows overlap.
 //
 // Grouped-query attention without copies: the query heads of one key head
 // are contiguous, so [B, Hq, T, D] is viewed as [B * Hkv, G * T, D] (G = Hq /
@@ -171,12 +176,67 @@ SmallVector<AffineMap> fullThenRows(OpBuilder &b, int64_t numFull, int64_t numRo
   return maps;
 }
 
-/// One block's scores times the scale, -infinity where causality hides the
-/// key: key first + c is after query (row mod T). `recomputed`: the forward
-/// pass computed these scores already (the backward's), which the product
-/// says (kRecomputedAttr) for the step's FLOP count.
-Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, OpFoldResult first,
-                   double scale, bool causal, int64_t positions, bool recomputed) {
+/// An index as i64 inside a generic's body.
+Value i64Value(OpBuilder &b, Location loc, OpFoldResult index) {
+  if (std::optional<int64_t> fixed = getConstantIntValue(index))
+    return arith::ConstantIntOp::create(b, loc, *fixed, 64);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), llvm::cast<Value>(index));
+}
+
+/// Which scores of a block are hidden: with `causal`, the keys after their
+/// query; with a `window` as well, the keys `window` or more positions before
+/// it. Row r of the block is query position queryFirst + (r mod positions)
+/// (the rows are the query heads of a group one after the other), column c
+/// key position keyFirst + c.
+struct ScoreMask {
+  bool causal = false;
+  std::optional<int64_t> window;
+  int64_t positions = 0;
+  OpFoldResult queryFirst, keyFirst;
+
+  /// Whether the score at (row, column) of the generic's body is hidden.
+  Value hidden(OpBuilder &b, Location loc) const {
+    ScalarMath math(b, loc);
+    Value query = arith::RemSIOp::create(b, loc, math.index(1),
+                                         arith::ConstantIntOp::create(b, loc, positions, 64));
+    if (getConstantIntValue(queryFirst) != 0)
+      query = arith::AddIOp::create(b, loc, query, i64Value(b, loc, queryFirst));
+    Value key = arith::AddIOp::create(b, loc, math.index(2), i64Value(b, loc, keyFirst));
+    Value after = math.greaterInt(key, query);
+    if (!window)
+      return after;
+    // key <= query - window, i.e. query - window + 1 > key.
+    Value reach =
+        arith::AddIOp::create(b, loc, query, arith::ConstantIntOp::create(b, loc, 1 - *window, 64));
+    return arith::OrIOp::create(b, loc, after, math.greaterInt(reach, key));
+  }
+
+  /// The mask of the block of keys from `first` of the keys this mask's start.
+  ScoreMask keysFrom(OpBuilder &b, Location loc, OpFoldResult first) const {
+    ScoreMask block = *this;
+    if (getConstantIntValue(keyFirst) == 0)
+      block.keyFirst = first;
+    else
+      block.keyFirst = addIndex(b, loc, keyFirst, first);
+    return block;
+  }
+
+  static OpFoldResult addIndex(OpBuilder &b, Location loc, OpFoldResult x, OpFoldResult y) {
+    std::optional<int64_t> cx = getConstantIntValue(x), cy = getConstantIntValue(y);
+    if (cx && cy)
+      return b.getIndexAttr(*cx + *cy);
+    return arith::AddIOp::create(b, loc, getValueOrCreateConstantIndexOp(b, loc, x),
+                                 getValueOrCreateConstantIndexOp(b, loc, y))
+        .getResult();
+  }
+};
+
+/// One block's scores times the scale, -infinity where `mask` hides them.
+/// `recomputed`: the forward pass computed these scores already (the
+/// backward's), which the product says (kRecomputedAttr) for the step's FLOP
+/// count.
+Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, double scale,
+                   const ScoreMask &mask, bool recomputed) {
   Value scores = batchMatmul(b, loc, queries, keys, false, true);
   if (recomputed)
     scores.getDefiningOp()->setAttr(kRecomputedAttr, b.getUnitAttr());
@@ -185,17 +245,9 @@ Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, OpFold
       [&](OpBuilder &nb, Location l, ValueRange x) {
         ScalarMath math(nb, l);
         Value scaled = math.mul(x[0], math.constant(x[0], scale));
-        if (!causal)
+        if (!mask.causal)
           return scaled;
-        Value query = arith::RemSIOp::create(nb, l, math.index(1),
-                                             arith::ConstantIntOp::create(nb, l, positions, 64));
-        Value offset;
-        if (std::optional<int64_t> fixed = getConstantIntValue(first))
-          offset = arith::ConstantIntOp::create(nb, l, *fixed, 64);
-        else
-          offset = arith::IndexCastOp::create(nb, l, nb.getI64Type(), llvm::cast<Value>(first));
-        Value key = arith::AddIOp::create(nb, l, math.index(2), offset);
-        return math.select(math.greaterInt(key, query), math.constant(x[0], -INFINITY), scaled);
+        return math.select(mask.hidden(nb, l), math.constant(x[0], -INFINITY), scaled);
       });
 }
 
@@ -293,22 +345,175 @@ struct GroupedAttention {
   Value queries, keys, values;
   double scale;
   bool causal;
+  std::optional<int64_t> window;
   int64_t blockSize;
 
   template <typename OpT>
   GroupedAttention(OpBuilder &b, Location loc, OpT op)
       : shape(op.getQuery(), op.getKey()), queries(groupRows(b, loc, op.getQuery(), shape)),
         keys(groupKeys(b, loc, op.getKey())), values(groupKeys(b, loc, op.getValue())),
-        scale(op.getScaleValue()), causal(op.getCausal()), blockSize(op.getKeyBlockValue()) {}
+        scale(op.getScaleValue()), causal(op.getCausal()), window(op.getWindow()),
+        blockSize(op.getKeyBlockValue()) {}
 
-  /// The scaled, masked scores of keys [first, first + keys of `blockKeys`),
-  /// `recomputed` in backward.
-  Value scores(OpBuilder &b, Location loc, Value blockKeys, OpFoldResult first,
-               bool recomputed = false) const {
-    return scaledScores(b, loc, queries, blockKeys, first, scale, causal, shape.queries,
-                        recomputed);
+  /// The mask of all queries against all keys.
+  ScoreMask wholeMask(OpBuilder &b) const {
+    return {causal, window, shape.queries, b.getIndexAttr(0), b.getIndexAttr(0)};
   }
 };
+
+/// The query positions [first, first + count) of a window's block, and the
+/// keys its window reaches: [keyFirst, keyFirst + keys).
+struct QueryBlock {
+  OpFoldResult first, keyFirst;
+  int64_t count, keys;
+
+  /// A block of `count` queries from `first`: its window of W keys per query
+  /// reaches W + count - 1 keys back from its last query (fewer at the
+  /// start), never before key 0.
+  QueryBlock(OpBuilder &b, Location loc, OpFoldResult first, int64_t count,
+             const GroupedAttention &g)
+      : first(first), count(count), keys(attentionWindowKeys(g.shape.keys, *g.window, count)) {
+    int64_t back = count - keys; // keyFirst = max(0, first + count - keys)
+    if (std::optional<int64_t> fixed = getConstantIntValue(first)) {
+      keyFirst = b.getIndexAttr(std::max<int64_t>(0, *fixed + back));
+      return;
+    }
+    Value start = arith::AddIOp::create(b, loc, llvm::cast<Value>(first),
+                                        arith::ConstantIndexOp::create(b, loc, back));
+    keyFirst = arith::MaxSIOp::create(b, loc, start, arith::ConstantIndexOp::create(b, loc, 0))
+                   .getResult();
+  }
+
+  ScoreMask mask(const GroupedAttention &g) const {
+    return {g.causal, g.window, count, first, keyFirst};
+  }
+};
+
+/// [G, Gq * T, ...] viewed as [G, Gq, T, ...]: the positions of each query
+/// head on their own axis.
+Value splitQueryHeads(OpBuilder &b, Location loc, Value rows, const AttentionShape &a) {
+  RankedTensorType type = tensorType(rows);
+  SmallVector<int64_t> shape = {a.groups(), a.queryHeads / a.keyHeads, a.queries};
+  SmallVector<ReassociationIndices> expand = {{0}, {1, 2}};
+  if (type.getRank() == 3) {
+    shape.push_back(a.headDim);
+    expand.push_back({3});
+  }
+  return tensor::ExpandShapeOp::create(b, loc, f32Tensor(b, shape), rows, expand);
+}
+
+/// The offsets, sizes and strides of positions [first, first + count) of
+/// every query head in a [G, Gq, T, ...] tensor.
+struct PositionSlice {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+
+  PositionSlice(OpBuilder &b, RankedTensorType split, OpFoldResult first, int64_t count) {
+    for (auto [dim, size] : llvm::enumerate(split.getShape())) {
+      offsets.push_back(dim == 2 ? first : b.getIndexAttr(0));
+      sizes.push_back(b.getIndexAttr(dim == 2 ? count : size));
+      strides.push_back(b.getIndexAttr(1));
+    }
+  }
+};
+
+/// The rows of positions [first, first + count) of every query head of
+/// `split` ([G, Gq, T, ...]), copied together: [G, Gq * count, ...].
+Value takeQueryBlock(OpBuilder &b, Location loc, Value split, OpFoldResult first, int64_t count) {
+  RankedTensorType type = tensorType(split);
+  PositionSlice at(b, type, first, count);
+  Value slice = tensor::ExtractSliceOp::create(b, loc, split, at.offsets, at.sizes, at.strides);
+  RankedTensorType blockType = tensorType(slice);
+  Value empty = tensor::EmptyOp::create(b, loc, blockType.getShape(), b.getF32Type());
+  Value block = linalg::CopyOp::create(b, loc, slice, empty).getResult(0);
+  SmallVector<ReassociationIndices> collapse = {{0}, {1, 2}};
+  if (type.getRank() == 4)
+    collapse.push_back({3});
+  return tensor::CollapseShapeOp::create(b, loc, block, collapse);
+}
+
+/// `rows` ([G, Gq * count, ...]) written at positions [first, first + count)
+/// of every query head of `into` ([G, Gq, T, ...]).
+Value putQueryBlock(OpBuilder &b, Location loc, Value rows, Value into, OpFoldResult first,
+                    int64_t count) {
+  RankedTensorType type = tensorType(into);
+  PositionSlice at(b, type, first, count);
+  Value slice = tensor::ExtractSliceOp::create(b, loc, into, at.offsets, at.sizes, at.strides);
+  SmallVector<ReassociationIndices> expand = {{0}, {1, 2}};
+  if (type.getRank() == 4)
+    expand.push_back({3});
+  Value block = tensor::ExpandShapeOp::create(b, loc, tensorType(slice), rows, expand);
+  Value copied = linalg::CopyOp::create(b, loc, block, slice).getResult(0);
+  return tensor::InsertSliceOp::create(b, loc, copied, into, at.offsets, at.sizes, at.strides);
+}
+
+/// The forward of `queries` ([G, R, D] rows) against `keys` and `values`
+/// ([G, K, D]), keys taken `g.blockSize` at a time with an online softmax:
+/// the output rows [G, R, D] and their log-sum-exp [G, R], in f32.
+std::pair<Value, Value> onlineSoftmax(OpBuilder &b, Location loc, const GroupedAttention &g,
+                                      Value queries, Value keys, Value values,
+                                      const ScoreMask &mask) {
+  ArrayRef<int64_t> rowShape = tensorType(queries).getShape();
+  // m: running row maximum; l: running sum of exp(score - m); acc: the
+  // output so far, scaled by exp(-m). They start at -infinity and zeros:
+  // the first block's exp(m - newMax) is then 0, and what it rescales 0.
+  RankedTensorType rows = f32Tensor(b, {rowShape[0], rowShape[1]});
+  Value m = buildFilled(b, loc, rows, -INFINITY), l = buildFilled(b, loc, rows, 0.0),
+        acc = buildFilled(b, loc, f32Tensor(b, rowShape), 0.0);
+  // Each block writes the running values in place (a loop's iterations
+  // carry them in one buffer each): the new maximum goes to a copy first,
+  // since the rescale reads the old one.
+  auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
+    Value scores = scaledScores(b, loc, queries, keyBlock(b, loc, keys, first, count), g.scale,
+                                mask.keysFrom(b, loc, first), /*recomputed=*/false);
+    Value newMax = rowReduce(b, loc, scores, /*max=*/true, copied(b, loc, m));
+    Value probs = expMinusRow(b, loc, scores, newMax);
+    Value blockValues = keyBlock(b, loc, values, first, count);
+    // The earlier blocks' share, rescaled to the new maximum.
+    Value rescale =
+        rowElementwise(b, loc, {m, newMax}, [](OpBuilder &nb, Location x, ValueRange v) {
+          ScalarMath math(nb, x);
+          return math.exp(math.sub(v[0], v[1]));
+        });
+    auto times = [](OpBuilder &nb, Location x, ValueRange v) {
+      return ScalarMath(nb, x).mul(v[1], v[0]);
+    };
+    l = rowReduce(b, loc, probs, /*max=*/false, updated(b, loc, l, rescale, times));
+    acc =
+        batchMatmul(b, loc, probs, blockValues, false, false, updated(b, loc, acc, rescale, times));
+    m = linalg::CopyOp::create(b, loc, newMax, m).getResult(0);
+  };
+  forEachKeyBlock(b, loc, tensorType(keys).getShape()[1], g.blockSize, {&m, &l, &acc}, block);
+  Value output = buildParallel(
+      b, loc, f32Tensor(b, rowShape), {acc, l}, fullThenRows(b, 1, 1),
+      [](OpBuilder &nb, Location x, ValueRange v) { return ScalarMath(nb, x).div(v[0], v[1]); });
+  Value lse = rowElementwise(b, loc, {m, l}, [](OpBuilder &nb, Location x, ValueRange v) {
+    ScalarMath math(nb, x);
+    return math.add(v[0], math.log(v[1]));
+  });
+  return {output, lse};
+}
+
+/// The forward with a window: each block of queries against the keys its
+/// window reaches. Output rows [G, Gq * T, D] and log-sum-exp [G, Gq * T].
+std::pair<Value, Value> windowedForward(OpBuilder &b, Location loc, const GroupedAttention &g) {
+  const AttentionShape &a = g.shape;
+  Value queries = splitQueryHeads(b, loc, g.queries, a);
+  Value output = tensor::EmptyOp::create(b, loc, tensorType(queries).getShape(), b.getF32Type());
+  Value lse = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{a.groups(), a.queryHeads / a.keyHeads, a.queries}, b.getF32Type());
+  auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
+    QueryBlock q(b, loc, first, count, g);
+    auto [rows, rowsLse] = onlineSoftmax(b, loc, g, takeQueryBlock(b, loc, queries, first, count),
+                                         keyBlock(b, loc, g.keys, q.keyFirst, q.keys),
+                                         keyBlock(b, loc, g.values, q.keyFirst, q.keys), q.mask(g));
+    output = putQueryBlock(b, loc, rows, output, first, count);
+    lse = putQueryBlock(b, loc, rowsLse, lse, first, count);
+  };
+  forEachKeyBlock(b, loc, a.queries, g.blockSize, {&output, &lse}, block);
+  SmallVector<ReassociationIndices> rows = {{0}, {1, 2}, {3}};
+  return {tensor::CollapseShapeOp::create(b, loc, output, rows),
+          tensor::CollapseShapeOp::create(b, loc, lse, ArrayRef(rows).drop_back())};
+}
 
 struct AttentionLowering : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -317,50 +522,112 @@ struct AttentionLowering : OpRewritePattern<AttentionOp> {
     Location loc = op.getLoc();
     OpBuilder &b = rewriter;
     GroupedAttention g(b, loc, op);
-    const AttentionShape &a = g.shape;
-
-    // m: running row maximum; l: running sum of exp(score - m); acc: the
-    // output so far, scaled by exp(-m). They start at -infinity and zeros:
-    // the first block's exp(m - newMax) is then 0, and what it rescales 0.
-    RankedTensorType rows = f32Tensor(b, {a.groups(), a.groupRows()});
-    Value m = buildFilled(b, loc, rows, -INFINITY), l = buildFilled(b, loc, rows, 0.0),
-          acc = buildFilled(b, loc, f32Tensor(b, {a.groups(), a.groupRows(), a.headDim}), 0.0);
-    // Each block writes the running values in place (a loop's iterations
-    // carry them in one buffer each): the new maximum goes to a copy first,
-    // since the rescale reads the old one.
-    auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
-      Value scores = g.scores(b, loc, keyBlock(b, loc, g.keys, first, count), first);
-      Value newMax = rowReduce(b, loc, scores, /*max=*/true, copied(b, loc, m));
-      Value probs = expMinusRow(b, loc, scores, newMax);
-      Value blockValues = keyBlock(b, loc, g.values, first, count);
-      // The earlier blocks' share, rescaled to the new maximum.
-      Value rescale =
-          rowElementwise(b, loc, {m, newMax}, [](OpBuilder &nb, Location x, ValueRange v) {
-            ScalarMath math(nb, x);
-            return math.exp(math.sub(v[0], v[1]));
-          });
-      auto times = [](OpBuilder &nb, Location x, ValueRange v) {
-        return ScalarMath(nb, x).mul(v[1], v[0]);
-      };
-      l = rowReduce(b, loc, probs, /*max=*/false, updated(b, loc, l, rescale, times));
-      acc = batchMatmul(b, loc, probs, blockValues, false, false,
-                        updated(b, loc, acc, rescale, times));
-      m = linalg::CopyOp::create(b, loc, newMax, m).getResult(0);
-    };
-    forEachKeyBlock(b, loc, a.keys, g.blockSize, {&m, &l, &acc}, block);
-    RankedTensorType resultType = op.getResult().getType();
-    Value output = buildParallel(
-        b, loc, f32Tensor(b, tensorType(acc).getShape()), {acc, l}, fullThenRows(b, 1, 1),
-        [](OpBuilder &nb, Location x, ValueRange v) { return ScalarMath(nb, x).div(v[0], v[1]); });
-    Value lse = rowElementwise(b, loc, {m, l}, [](OpBuilder &nb, Location x, ValueRange v) {
-      ScalarMath math(nb, x);
-      return math.add(v[0], math.log(v[1]));
-    });
-    rewriter.replaceOp(op, {ungroupRows(b, loc, output, resultType, a),
-                            ungroupRows(b, loc, lse, op.getLse().getType(), a)});
+    auto [output, lse] =
+        g.window ? windowedForward(b, loc, g)
+                 : onlineSoftmax(b, loc, g, g.queries, g.keys, g.values, g.wholeMask(b));
+    rewriter.replaceOp(op, {ungroupRows(b, loc, output, op.getResult().getType(), g.shape),
+                            ungroupRows(b, loc, lse, op.getLse().getType(), g.shape)});
     return success();
   }
 };
+
+/// What the gradient of one block of query rows needs besides the operands:
+/// the incoming gradient [G, R, D], the log-sum-exp [G, R] and the rows'
+/// centre rowsum(dO * O) - dlse [G, R].
+struct RowGradients {
+  Value queries, grad, lse, center;
+};
+
+/// The gradients accumulated block by block: the queries' [G, R, D], and
+/// the keys' and values' [G, K, D]. `accumulateKeys`: add each key block's
+/// gradients to what is there (a window's keys are reached by several query
+/// blocks); otherwise write them (each key block is visited once).
+struct BlockGradients {
+  Value query, key, value;
+  bool accumulateKeys;
+};
+
+/// `keys` ([G, K, D], a slice of `into` taken by keyBlock and updated in
+/// place) put back at keys [first, first + K) of `into`.
+Value putKeys(OpBuilder &b, Location loc, Value keys, Value into, OpFoldResult first) {
+  ArrayRef<int64_t> shape = tensorType(keys).getShape();
+  return tensor::InsertSliceOp::create(
+      b, loc, keys, into, ArrayRef<OpFoldResult>{b.getIndexAttr(0), first, b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(shape[0]), b.getIndexAttr(shape[1]),
+                             b.getIndexAttr(shape[2])},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)});
+}
+
+/// Writes (or adds, with `accumulate`) the product `lhs^T rhs` at keys
+/// [first, first + rows) of `into`.
+Value keyBlockProduct(OpBuilder &b, Location loc, Value lhs, Value rhs, Value into,
+                      OpFoldResult first, bool accumulate) {
+  if (!accumulate)
+    return insertKeyBlock(b, loc, batchMatmul(b, loc, lhs, rhs, true, false), into, first);
+  Value slice = keyBlock(b, loc, into, first, tensorType(lhs).getShape()[2]);
+  return putKeys(b, loc, batchMatmul(b, loc, lhs, rhs, true, false, slice), into, first);
+}
+
+/// The backward of query rows `r` against `keys` and `values` ([G, K, D]),
+/// the scores recomputed one key block at a time from the log-sum-exp.
+void blockBackward(OpBuilder &b, Location loc, const GroupedAttention &g, const RowGradients &r,
+                   Value keys, Value values, const ScoreMask &mask, BlockGradients &grads) {
+  auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
+    Value blockKeys = keyBlock(b, loc, keys, first, count);
+    Value scores = scaledScores(b, loc, r.queries, blockKeys, g.scale, mask.keysFrom(b, loc, first),
+                                /*recomputed=*/true);
+    Value probs = expMinusRow(b, loc, scores, r.lse);
+    grads.value = keyBlockProduct(b, loc, probs, r.grad, grads.value, first, grads.accumulateKeys);
+    Value probsGrad =
+        batchMatmul(b, loc, r.grad, keyBlock(b, loc, values, first, count), false, true);
+    // The gradient of the unscaled scores.
+    Value scoresGrad = buildParallel(
+        b, loc, tensorType(probs), {probs, probsGrad, r.center}, fullThenRows(b, 2, 1),
+        [scale = g.scale](OpBuilder &nb, Location x, ValueRange v) {
+          ScalarMath math(nb, x);
+          return math.mul(math.mul(v[0], math.sub(v[1], v[2])), math.constant(v[0], scale));
+        });
+    grads.query = batchMatmul(b, loc, scoresGrad, blockKeys, false, false, grads.query);
+    grads.key =
+        keyBlockProduct(b, loc, scoresGrad, r.queries, grads.key, first, grads.accumulateKeys);
+  };
+  forEachKeyBlock(b, loc, tensorType(keys).getShape()[1], g.blockSize,
+                  {&grads.query, &grads.key, &grads.value}, block);
+}
+
+/// The gradients with a window: each block of query rows against the keys
+/// its window reaches, its key and value gradients added where the windows
+/// of the blocks overlap.
+BlockGradients windowedBackward(OpBuilder &b, Location loc, const GroupedAttention &g,
+                                const RowGradients &all) {
+  const AttentionShape &a = g.shape;
+  RowGradients split = {splitQueryHeads(b, loc, all.queries, a),
+                        splitQueryHeads(b, loc, all.grad, a), splitQueryHeads(b, loc, all.lse, a),
+                        splitQueryHeads(b, loc, all.center, a)};
+  RankedTensorType keysType = tensorType(g.keys);
+  Value queryGrad =
+      tensor::EmptyOp::create(b, loc, tensorType(split.queries).getShape(), b.getF32Type());
+  Value keyGrad = buildFilled(b, loc, keysType, 0.0),
+        valueGrad = buildFilled(b, loc, keysType, 0.0);
+  auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
+    QueryBlock q(b, loc, first, count, g);
+    auto take = [&](Value value) { return takeQueryBlock(b, loc, value, first, count); };
+    RowGradients rows = {take(split.queries), take(split.grad), take(split.lse),
+                         take(split.center)};
+    BlockGradients grads = {buildFilled(b, loc, tensorType(rows.queries), 0.0),
+                            keyBlock(b, loc, keyGrad, q.keyFirst, q.keys),
+                            keyBlock(b, loc, valueGrad, q.keyFirst, q.keys), true};
+    blockBackward(b, loc, g, rows, keyBlock(b, loc, g.keys, q.keyFirst, q.keys),
+                  keyBlock(b, loc, g.values, q.keyFirst, q.keys), q.mask(g), grads);
+    queryGrad = putQueryBlock(b, loc, grads.query, queryGrad, first, count);
+    keyGrad = putKeys(b, loc, grads.key, keyGrad, q.keyFirst);
+    valueGrad = putKeys(b, loc, grads.value, valueGrad, q.keyFirst);
+  };
+  forEachKeyBlock(b, loc, a.queries, g.blockSize, {&queryGrad, &keyGrad, &valueGrad}, block);
+  return {tensor::CollapseShapeOp::create(b, loc, queryGrad,
+                                          SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}}),
+          keyGrad, valueGrad, true};
+}
 
 struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -386,34 +653,20 @@ struct AttentionGradLowering : OpRewritePattern<AttentionGradOp> {
         rowElementwise(b, loc, {dot, lseGrad}, [](OpBuilder &nb, Location x, ValueRange v) {
           return ScalarMath(nb, x).sub(v[0], v[1]);
         });
-
-    RankedTensorType keysType = tensorType(g.keys);
-    Value queryGrad = buildFilled(b, loc, tensorType(g.queries), 0.0);
-    Value keyGrad = tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type());
-    Value valueGrad = tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type());
-    auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
-      Value blockKeys = keyBlock(b, loc, g.keys, first, count);
-      Value scores = g.scores(b, loc, blockKeys, first, /*recomputed=*/true);
-      Value probs = expMinusRow(b, loc, scores, lse);
-      valueGrad =
-          insertKeyBlock(b, loc, batchMatmul(b, loc, probs, grad, true, false), valueGrad, first);
-      Value probsGrad =
-          batchMatmul(b, loc, grad, keyBlock(b, loc, g.values, first, count), false, true);
-      // The gradient of the unscaled scores.
-      Value scoresGrad = buildParallel(
-          b, loc, tensorType(probs), {probs, probsGrad, center}, fullThenRows(b, 2, 1),
-          [scale = g.scale](OpBuilder &nb, Location x, ValueRange v) {
-            ScalarMath math(nb, x);
-            return math.mul(math.mul(v[0], math.sub(v[1], v[2])), math.constant(v[0], scale));
-          });
-      queryGrad = batchMatmul(b, loc, scoresGrad, blockKeys, false, false, queryGrad);
-      keyGrad = insertKeyBlock(b, loc, batchMatmul(b, loc, scoresGrad, g.queries, true, false),
-                               keyGrad, first);
-    };
-    forEachKeyBlock(b, loc, a.keys, g.blockSize, {&queryGrad, &keyGrad, &valueGrad}, block);
-    rewriter.replaceOp(op, {ungroupRows(b, loc, queryGrad, op.getQueryGrad().getType(), a),
-                            ungroupKeys(b, loc, keyGrad, op.getKeyGrad().getType()),
-                            ungroupKeys(b, loc, valueGrad, op.getValueGrad().getType())});
+    RowGradients rows = {g.queries, grad, lse, center};
+    BlockGradients grads;
+    if (g.window) {
+      grads = windowedBackward(b, loc, g, rows);
+    } else {
+      RankedTensorType keysType = tensorType(g.keys);
+      grads = {buildFilled(b, loc, tensorType(g.queries), 0.0),
+               tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type()),
+               tensor::EmptyOp::create(b, loc, keysType.getShape(), b.getF32Type()), false};
+      blockBackward(b, loc, g, rows, g.keys, g.values, g.wholeMask(b), grads);
+    }
+    rewriter.replaceOp(op, {ungroupRows(b, loc, grads.query, op.getQueryGrad().getType(), a),
+                            ungroupKeys(b, loc, grads.key, op.getKeyGrad().getType()),
+                            ungroupKeys(b, loc, grads.value, op.getValueGrad().getType())});
     return success();
   }
 };

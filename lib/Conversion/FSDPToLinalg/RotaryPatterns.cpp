@@ -29,6 +29,21 @@ using namespace mlir::fsdp;
 
 namespace {
 
+/// YaRN's frequency `j` (i64) from the unscaled `f` (f64): f (g / factor + 1 - g)
+/// with g frequency j's place on the ramp, clamp((j - low) / (high - low), 0, 1).
+Value yarnFrequency(OpBuilder &b, Location loc, RopeOp op, YarnRopeScalingAttr yarn, Value j,
+                    Value f) {
+  Type f64 = b.getF64Type();
+  auto constant = [&](double value) { return constantFloat(b, loc, f64, value); };
+  ScalarMath m(b, loc);
+  auto [low, high] = yarn.rampRange(op.getRotaryDimValue(), op.getTheta().convertToDouble());
+  Value jf = arith::SIToFPOp::create(b, loc, f64, j);
+  Value ramp = m.div(m.sub(jf, constant(low)), constant(high - low));
+  Value g = m.min(m.max(ramp, constant(0.0)), constant(1.0));
+  Value keep = m.sub(constant(1.0), g);
+  return m.mul(f, m.add(m.div(g, constant(yarn.getFactor().convertToDouble())), keep));
+}
+
 /// Frequency `j` of `op` (i64) in f64: theta^(-2j / r), then Llama 3's scaling
 /// (Hugging Face's _compute_llama3_parameters: kept above the high bound,
 /// divided below the low one, smooth between).
@@ -39,6 +54,8 @@ Value frequency(OpBuilder &b, Location loc, RopeOp op, Value j) {
   double exponent = -2.0 * std::log2(op.getTheta().convertToDouble()) / rotary;
   Value jf = arith::SIToFPOp::create(b, loc, f64, j);
   Value f = math::Exp2Op::create(b, loc, arith::MulFOp::create(b, loc, jf, constant(exponent)));
+  if (YarnRopeScalingAttr yarn = op.getYarnAttr())
+    return yarnFrequency(b, loc, op, yarn, j, f);
   Llama3RopeScalingAttr scaling = op.getScalingAttr();
   if (!scaling)
     return f;
@@ -65,7 +82,9 @@ Value frequency(OpBuilder &b, Location loc, RopeOp op, Value j) {
 Value rotaryTable(OpBuilder &b, RopeOp op, bool sine) {
   int64_t positions = op.getType().getShape()[op.getPositions()];
   MLIRContext *ctx = b.getContext();
-  Attribute scaling = op.getScalingAttr() ? Attribute(op.getScalingAttr()) : UnitAttr::get(ctx);
+  Attribute scaling = op.getScalingAttr() ? Attribute(op.getScalingAttr())
+                      : op.getYarnAttr()  ? Attribute(op.getYarnAttr())
+                                          : UnitAttr::get(ctx);
   auto key = ArrayAttr::get(ctx, {b.getI64IntegerAttr(positions),
                                   b.getI64IntegerAttr(op.getRotaryDimValue()), op.getThetaAttr(),
                                   scaling, b.getI64IntegerAttr(sine)});
@@ -83,8 +102,12 @@ Value rotaryTable(OpBuilder &b, RopeOp op, bool sine) {
     Value f = arith::TruncFOp::create(nb, nloc, f32, frequency(nb, nloc, op, m.index(1)));
     Value position = arith::SIToFPOp::create(nb, nloc, f32, m.index(0));
     Value angle = arith::MulFOp::create(nb, nloc, position, f);
-    return sine ? math::SinOp::create(nb, nloc, angle).getResult()
-                : math::CosOp::create(nb, nloc, angle).getResult();
+    Value value = sine ? math::SinOp::create(nb, nloc, angle).getResult()
+                       : math::CosOp::create(nb, nloc, angle).getResult();
+    // YaRN's attention factor, as Hugging Face multiplies its f32 tables.
+    if (YarnRopeScalingAttr yarn = op.getYarnAttr())
+      value = m.mul(value, m.constant(value, yarn.getAttentionFactor().convertToDouble()));
+    return value;
   });
   table.getDefiningOp()->setAttr(kRotaryTableAttr, key);
   return table;

@@ -43,7 +43,7 @@ constexpr int64_t kForwardWorkspaceBytes = 256;
 
 /// Why the attention over `query` and `key` cannot be the runtime's fused
 /// call, or "" when it can.
-std::string refusal(Value query, Value key) {
+std::string refusal(Value query, Value key, std::optional<uint64_t> window) {
   auto q = llvm::cast<RankedTensorType>(query.getType());
   auto k = llvm::cast<RankedTensorType>(key.getType());
   if (!q.getElementType().isBF16())
@@ -55,6 +55,9 @@ std::string refusal(Value query, Value key) {
   if (headDim % 8 != 0 || headDim > kMaxHeadDim)
     return "its head dimension " + std::to_string(headDim) +
            " is not a multiple of 8 up to 256 (cuDNN's fused kernel)";
+  if (window)
+    return "it has a sliding window (the fused call takes full causal attention; the "
+           "loops compute the band)";
   return "";
 }
 
@@ -280,10 +283,10 @@ struct FSDPFuseAttentionPass
     });
     for (Operation *op : attentions) {
       if (auto attention = dyn_cast<AttentionOp>(op)) {
-        std::string why = refusal(attention.getQuery(), attention.getKey());
+        std::string why = refusal(attention.getQuery(), attention.getKey(), attention.getWindow());
         why.empty() ? builder.replace(attention) : refuse(op, why);
       } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
-        std::string why = refusal(grad.getQuery(), grad.getKey());
+        std::string why = refusal(grad.getQuery(), grad.getKey(), grad.getWindow());
         if (why.empty() && !isZeros(grad.getLseGrad()))
           why = "the gradient of its log-sum-exp is not zero (the fused backward has none)";
         why.empty() ? builder.replace(grad) : refuse(op, why);

@@ -548,6 +548,34 @@ func.func @f(%q: tensor<2x3x8x4xf32>, %k: tensor<2x2x8x4xf32>) {
 
 // -----
 
+// attention: a sliding window bounds how far back a causal query looks.
+func.func @f(%q: tensor<2x2x8x4xf32>) {
+  // expected-error@+2 {{'fsdp.attention' op a sliding window needs causal attention (it bounds how far back a query looks)}}
+  // expected-error@+1 {{'fsdp.attention' op failed to infer returned types}}
+  %o, %l = fsdp.attention %q, %q, %q window 4 : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
+// attention: a window of at least one position.
+func.func @f(%q: tensor<2x2x8x4xf32>) {
+  // expected-error@+1 {{attribute 'window' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %o, %l = fsdp.attention %q, %q, %q causal window 0 : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
+// attention_grad: the same rule.
+func.func @f(%q: tensor<2x2x8x4xf32>, %l: tensor<2x2x8xf32>) {
+  // expected-error@+1 {{'fsdp.attention_grad' op a sliding window needs causal attention (it bounds how far back a query looks)}}
+  %dq, %dk, %dv = fsdp.attention_grad %q, %q, %q, %q, %l, %q, %l window 4 : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
 // attention: causal needs as many queries as keys.
 func.func @f(%q: tensor<2x2x8x4xf32>, %k: tensor<2x2x6x4xf32>) {
   // expected-error@+2 {{'fsdp.attention' op causal attention needs as many query as key positions, got 8 and 6}}
@@ -690,6 +718,33 @@ func.func @f(%x: tensor<4x8xf32>) {
 func.func @f(%x: tensor<4x8xf32>) {
   // expected-error@+1 {{llama3_rope needs 0 < low_freq_factor < high_freq_factor, got 4.000000e+00 and 1.000000e+00}}
   %0 = fsdp.rope %x positions 0 theta 10000.0 llama3_scaling <factor = 8.0, low_freq_factor = 4.0, high_freq_factor = 1.0, original_max_positions = 8192> : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: one frequency scaling at a time.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.rope' op takes one frequency scaling, Llama 3's or YaRN's, not both}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 llama3_scaling <factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192> yarn_scaling <factor = 4.0, beta_fast = 32.0, beta_slow = 1.0, original_max_positions = 16, attention_factor = 1.0, truncate = true> : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: yarn's betas in order.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{yarn_rope needs 0 < beta_slow < beta_fast, got 3.200000e+01 and 1.000000e+00}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 yarn_scaling <factor = 4.0, beta_fast = 1.0, beta_slow = 32.0, original_max_positions = 16, attention_factor = 1.0, truncate = true> : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: yarn's attention factor is positive.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{yarn_rope attention_factor must be positive and finite, got 0.000000e+00}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 yarn_scaling <factor = 4.0, beta_fast = 32.0, beta_slow = 1.0, original_max_positions = 16, attention_factor = 0.0, truncate = true> : tensor<4x8xf32>
   return
 }
 

@@ -14,7 +14,8 @@ value, relative to the tensor's largest magnitude; TOL = 2e-5 leaves a factor of
 margin over the worst case measured (6.4e-6), and a 0.1% error in one term of the
 gradient (the softmax's row sum, tried by hand) already lands at 2.8e-4 to 5e-3.
 
-With --explicit, MHA cases are also compiled in the explicit form and must agree with
+The windowed cases mask keys W or more positions before their query as well (a
+sliding window). With --explicit, MHA cases without a window are also compiled in the explicit form and must agree with
 the attention model within the same bound, and the compiled plans' activation peaks
 (fsdpc --report) are printed for both at the case's length and at 4 times it: the
 attention's grows linearly in T (blocks of keys), the explicit one's quadratically.
@@ -44,14 +45,21 @@ CASES = [
     ("cross_gqa", 2, 6, 3, 5, 11, 4, False, 0.6, 4, False),
     ("causal_lse", 1, 2, 1, 6, 6, 5, True, None, 4, True),
     ("one_block", 1, 2, 2, 8, 8, 4, True, None, 512, False),
+    ("window_gqa", 1, 4, 2, 19, 19, 4, True, None, 4, False),
+    ("window_lse", 2, 2, 2, 13, 13, 3, True, None, 5, True),
+    ("window_wide", 1, 2, 1, 10, 10, 4, True, None, 4, False),
 ]
+# The sliding window of the windowed cases (query t sees keys t - W < s <= t): shorter
+# than a block of queries, longer than one, and reaching back past key 0 from every block.
+WINDOWS = {"window_gqa": 6, "window_lse": 3, "window_wide": 8}
 
 
 def attention_model(c):
     name, b, hq, hkv, t, s, d, causal, scale, block, with_lse = c
     q, k = [b, hq, t, d], [b, hkv, s, d]
-    attrs = (" causal" if causal else "") + ("" if scale is None else " scale %r" % scale) \
-        + " key_block %d" % block
+    window = WINDOWS.get(name)
+    attrs = (" causal" if causal else "") + ("" if window is None else " window %d" % window) \
+        + ("" if scale is None else " scale %r" % scale) + " key_block %d" % block
     body = ["%%o, %%lse = fsdp.attention %%q, %%k, %%v%s : %s, %s, %s -> %s, %s"
             % (attrs, ty(q), ty(k), ty(k), ty(q), ty([b, hq, t]))]
     args = [("t", q, "f32")]
@@ -94,7 +102,10 @@ def reference(c, q, k, v, t, u):
     kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)  # head h reads h // g
     scores = scale * q @ kk.transpose(0, 1, 3, 2)
     if causal:
-        scores = np.where(np.triu(np.ones((tq, s), bool), 1), -np.inf, scores)
+        hidden = np.triu(np.ones((tq, s), bool), 1)
+        if name in WINDOWS:
+            hidden |= np.tril(np.ones((tq, s), bool), -WINDOWS[name])
+        scores = np.where(hidden, -np.inf, scores)
     top = scores.max(axis=-1, keepdims=True)
     e = np.exp(scores - top)
     lse = (top + np.log(e.sum(axis=-1, keepdims=True)))[..., 0]
@@ -180,7 +191,7 @@ def main():
         worst, line = compare(name, loss, grads, ref_loss, ref_grads)
         print(line, flush=True)
         failures += worst > TOL
-        if args.explicit and hq == hkv and not with_lse:
+        if args.explicit and hq == hkv and not with_lse and name not in WINDOWS:
             loss2, grads2 = train_one_step(args.fsdpc, args.work, name + "-explicit",
                                            explicit_model(c), [q, k, v], tensors)
             worst2, line2 = compare(name + " explicit form", loss2, grads2, loss, grads)

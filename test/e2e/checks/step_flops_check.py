@@ -11,7 +11,8 @@ By hand, per rank of a step:
 - an attention of batch B, H heads, T queries and S keys of width D is P = 2 B H T S D
   per product, 2 forward and 5 backward (the scores recomputed, the gradients of the
   probabilities, queries, keys and values): tiled, all 7 P are products, the masked
-  blocks included; fused, they are "attention" and a causal one counts half; the
+  blocks included (with a sliding window, T S is the band's pairs: each block of
+  queries against the keys its window reaches, scored_pairs); fused, they are "attention" and a causal one counts half; the
   backward's scores are "recomputed" (1 P), so the model's FLOPs, products + attention -
   recomputed, count 6 P, PaLM's 2 forward and 4 backward;
 - recompute (remat = unit) adds products and attention that "recomputed" names too: the
@@ -54,11 +55,25 @@ def weights(text, skip=()):
 
 
 def attentions(text):
-    """(B, H, T, S, D, causal) of each fsdp.attention of the model."""
+    """(B, H, T, S, D, causal, window or None, key block) of each fsdp.attention of the
+    model."""
     found = re.findall(r"fsdp\.attention ([^:\n]*): tensor<(\d+)x(\d+)x(\d+)x(\d+)x\w+>, "
                        r"tensor<\d+x\d+x(\d+)x", text)
-    return [(int(b), int(h), int(t), int(s), int(d), " causal" in operands)
+    number = lambda name, text: int(re.search(name + r" (\d+)", text).group(1)) \
+        if name + " " in text else None  # noqa: E731
+    return [(int(b), int(h), int(t), int(s), int(d), " causal" in operands,
+             number("window", operands), number("key_block", operands) or 512)
             for operands, b, h, t, d, s in found]
+
+
+def scored_pairs(t, s, window, block):
+    """The (query, key) pairs a tiled attention scores: all T S, or with a sliding window
+    of W, for each block of queries (of the key block's size; the last one shorter), the
+    W + n - 1 keys its n queries reach (at most S)."""
+    if window is None:
+        return t * s
+    return sum(min(block, t - first) * min(s, window + min(block, t - first) - 1)
+               for first in range(0, t, block))
 
 
 def with_plan(path, text, fields):
@@ -142,13 +157,14 @@ def main():
     sequences, context = 8, heads[0][2]
     bf16 = with_plan(f"{args.work}/gpt-bf16.mlir", gpt, "param_dtype = bf16")
 
-    def by_hand(ranks, fused):
+    def by_hand(ranks, fused, heads=heads):
         rows = sequences // ranks * context
         dense = 3 * 2 * rows * linear
-        share = [2 * (b // ranks) * h * t * s * d for b, h, t, s, d, _ in heads]
+        share = [2 * (b // ranks) * h * scored_pairs(t, s, window, block) * d
+                 for b, h, t, s, d, _, window, block in heads]
         if not fused:
             return {"products": dense + 7 * sum(share), "attention": 0, "recomputed": sum(share)}
-        computed = [p // 2 if causal else p for p, (*_, causal) in zip(share, heads)]
+        computed = [p // 2 if causal else p for p, (*_, causal, _, _) in zip(share, heads)]
         return {"products": dense, "attention": 7 * sum(computed), "recomputed": sum(computed)}
 
     def model_flops(counts):
@@ -163,6 +179,22 @@ def main():
         expected = by_hand(ranks, fused=True)
         check(f"gpt bf16, {ranks} rank(s), fused attention", fused["step_flops"],
               {**expected, "bf16_products": expected["products"]})
+
+    # A sliding window of 8 over GPT's 32 positions in blocks of 16: the band's pairs,
+    # 16 x 23 + 16 x 23 = 736 of 1024 per head, not the square's (the attention in
+    # `heads` is read from the windowed text).
+    windowed = gpt.replace(" causal key_block", " causal window 8 key_block")
+    window_path = f"{args.work}/gpt-window.mlir"
+    with open(window_path, "w") as f:
+        f.write(windowed)
+    band = by_hand(1, fused=False, heads=attentions(windowed))
+    check("gpt, sliding window 8: the band's products",
+          counts(manifest_of(args.fsdpc, window_path, 1)),
+          {**band, "bf16_products": 0, "tokens": sequences * context})
+    remat = with_plan(f"{args.work}/gpt-window-remat.mlir", windowed, "remat = unit")
+    flops = manifest_of(args.fsdpc, remat, 1)["step_flops"]
+    check("gpt, sliding window 8, remat = unit: products + attention - recomputed",
+          {"model": model_flops(flops)}, {"model": model_flops(band)})
 
     # Micro-batches split the rows, not the work.
     micro = with_plan(f"{args.work}/gpt-micro.mlir", gpt, "micro_batches = 2")

@@ -6,6 +6,7 @@ field the importer does not know is refused too: it may change the model.
 """
 import dataclasses
 import json
+import math
 import os
 
 from . import HfError
@@ -73,6 +74,8 @@ class LlamaSpec:
     tied: bool
     rope_theta: float
     llama3_scaling: tuple = None  # (factor, low, high, original context)
+    # (factor, beta_fast, beta_slow, original context, attention factor, truncate)
+    yarn_scaling: tuple = None
     qkv_bias: bool = False
     o_bias: bool = False
     mlp_bias: bool = False
@@ -86,6 +89,12 @@ class LlamaSpec:
     fused: bool = False
     # The features each head rotates (Phi-3's partial_rotary_factor); None: all.
     rotary_dim: int = None
+    # Each layer's sliding window (query t sees keys t - W < s <= t), None where the
+    # layer attends to every earlier position; () for no layer.
+    windows: tuple = ()
+
+    def window(self, layer):
+        return self.windows[layer] if self.windows else None
 
 
 def llama2_spec(vocab, dim, layers, heads, kv_heads, ffn, rope_theta=10000.0):
@@ -210,9 +219,64 @@ def _partial_rotary_factor(fields, where, params):
     return float(factor)
 
 
+YARN_FIELDS = ("factor", "original_max_position_embeddings", "beta_fast", "beta_slow",
+               "attention_factor", "mscale", "mscale_all_dim", "truncate")
+
+
+def _yarn_scale(factor, mscale=1.0):
+    """YaRN's attention factor of a context extended `factor` times (get_mscale)."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def _number(fields, where, params, name, default=None):
+    value = params.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+        raise fields.error(where, f"yarn scaling's {name} must be a positive number")
+    return float(value)
+
+
+def _yarn(fields, where, params, known):
+    """(factor, beta_fast, beta_slow, original context, attention factor, truncate) of a
+    yarn rotary scaling, resolved as Hugging Face's _compute_yarn_parameters does: the
+    context from rope's original_max_position_embeddings, else max_position_embeddings;
+    a null factor from their ratio; the attention factor given, or from mscale and
+    mscale_all_dim, or 0.1 ln(factor) + 1."""
+    extra = sorted(set(params) - known - set(YARN_FIELDS))
+    if extra:
+        raise fields.error(where, f"field {extra[0]} of the yarn scaling is not understood")
+    if "factor" not in params:
+        raise fields.error(where, "yarn scaling needs factor")
+    context = params.get("original_max_position_embeddings",
+                         fields.data.get("max_position_embeddings"))
+    if not isinstance(context, int) or isinstance(context, bool) or context < 1:
+        raise fields.error(where, "yarn scaling needs original_max_position_embeddings (or "
+                                  "max_position_embeddings), a positive integer")
+    factor = _number(fields, where, params, "factor")
+    if factor is None:
+        factor = fields.data.get("max_position_embeddings", context) / context
+    if factor < 1:
+        raise fields.error(where, "yarn scaling's factor must be at least 1")
+    mscale = _number(fields, where, params, "mscale")
+    mscale_all = _number(fields, where, params, "mscale_all_dim")
+    attention = _number(fields, where, params, "attention_factor")
+    if attention is None:
+        attention = _yarn_scale(factor, mscale) / _yarn_scale(factor, mscale_all) \
+            if mscale and mscale_all else _yarn_scale(factor)
+    fast = _number(fields, where, params, "beta_fast", 32.0)
+    slow = _number(fields, where, params, "beta_slow", 1.0)
+    if not slow < fast:
+        raise fields.error(where, "yarn scaling needs beta_slow < beta_fast")
+    truncate = params.get("truncate", True)
+    if not isinstance(truncate, bool):
+        raise fields.error(where, "yarn scaling's truncate must be true or false")
+    return factor, fast, slow, context, attention, truncate
+
+
 def _rope(fields, family):
-    """(theta, llama3 scaling or None, partial rotary factor) from rope_theta and
-    rope_scaling, or rope_parameters."""
+    """(theta, llama3 scaling or None, yarn scaling or None, partial rotary factor) from
+    rope_theta and rope_scaling, or rope_parameters."""
     where, params, theta = _rope_params(fields)
     if not isinstance(theta, (int, float)) or isinstance(theta, bool) or theta <= 1:
         raise fields.error("rope_theta", "expected a number above 1")
@@ -232,10 +296,12 @@ def _rope(fields, family):
         if extra:
             raise fields.error(where, f"field {extra[0]} of the default rotary embedding "
                                       "is not understood")
-        return float(theta), None, partial
+        return float(theta), None, None, partial
+    if kind == "yarn":
+        return float(theta), None, _yarn(fields, where, params, known), partial
     if kind != "llama3":
-        raise fields.error(where, f"rope_type '{kind}' is not supported (default and "
-                                  "llama3 are)")
+        raise fields.error(where, f"rope_type '{kind}' is not supported (default, llama3 "
+                                  "and yarn are)")
     names = ("factor", "low_freq_factor", "high_freq_factor",
              "original_max_position_embeddings")
     missing = [n for n in names if n not in params]
@@ -248,30 +314,45 @@ def _rope(fields, family):
     if not (factor > 0 and 0 < low < high and isinstance(context, int) and context > 0):
         raise fields.error(where, "llama3 scaling needs factor > 0, 0 < low_freq_factor < "
                                   "high_freq_factor and a positive integer context")
-    return float(theta), (float(factor), float(low), float(high), int(context)), partial
+    return float(theta), (float(factor), float(low), float(high), int(context)), None, partial
 
 
-def _sliding_window(fields, family, seq):
-    """The sliding window of Mistral, Qwen2, Qwen3 and Phi-3: honoured only when it covers
-    the sequence (then every position sees all earlier ones, as full causal attention
-    does)."""
-    if family not in ("mistral", "qwen2", "qwen3", "phi3"):
-        return
-    window = fields.take("sliding_window")
-    if family in ("qwen2", "qwen3"):
-        use = fields.take("use_sliding_window", False)
-        fields.ignore("max_window_layers")
-        types = fields.take("layer_types")
-        if types is not None and any(t != "full_attention" for t in types):
-            if use is not True:
-                raise fields.error("layer_types", "sliding-window layers are not supported")
-        if not use:
-            return
-    if window is not None and window < seq:
-        field = "sliding_window"
-        raise fields.error(field, f"a window of {window} positions, shorter than the "
-                                  f"sequence ({seq}): sliding-window attention is not "
-                                  "supported (a window at least --seq long is)")
+WINDOW_FAMILIES = ("mistral", "qwen2", "qwen3", "phi3")
+LAYER_TYPES = ("full_attention", "sliding_attention")
+
+
+def _qwen_window_layers(fields, window, layers):
+    """Qwen2's and Qwen3's sliding layers: layer_types as given, else those from
+    max_window_layers on (as their configs derive it); a window only where
+    use_sliding_window is true."""
+    use = fields.take("use_sliding_window", False)
+    if not isinstance(use, bool):
+        raise fields.error("use_sliding_window", "expected true or false")
+    if not use:
+        window = None
+    first = fields.take("max_window_layers", layers, int)
+    types = fields.take("layer_types", None, list)
+    if types is None:
+        types = ["sliding_attention" if window is not None and i >= first else "full_attention"
+                 for i in range(layers)]
+    if len(types) != layers or any(t not in LAYER_TYPES for t in types):
+        raise fields.error("layer_types", f"expected {layers} of " + " and ".join(LAYER_TYPES))
+    return [window if t == "sliding_attention" else None for t in types]
+
+
+def _sliding_windows(fields, family, seq, layers):
+    """Each layer's sliding window (None: full causal attention) in the families that
+    have one: Mistral and Phi-3 on every layer, Qwen2 and Qwen3 on their sliding layers.
+    A window of at least `seq` positions sees every earlier one, as full attention
+    does, and is left out."""
+    if family not in WINDOW_FAMILIES:
+        return (None,) * layers
+    window = fields.take("sliding_window", None, int)
+    if window is not None and window < 1:
+        raise fields.error("sliding_window", "expected a positive number of positions")
+    per_layer = _qwen_window_layers(fields, window, layers) \
+        if family in ("qwen2", "qwen3") else [window] * layers
+    return tuple(w if w is not None and w < seq else None for w in per_layer)
 
 
 def _dropout(fields, names, no_dropout):
@@ -385,16 +466,18 @@ def _llama_spec(fields, family, seq, no_dropout):
     max_positions = fields.take("max_position_embeddings", None, int)
     if max_positions is not None and seq > max_positions:
         raise fields.error("max_position_embeddings", f"--seq {seq} is longer")
-    theta, scaling, partial = _rope(fields, family)
-    _sliding_window(fields, family, seq)
+    theta, scaling, yarn, partial = _rope(fields, family)
+    layers = fields.required("num_hidden_layers")
+    windows = _sliding_windows(fields, family, seq, layers)
     qkv_bias, o_bias, mlp_bias = _biases(fields, family)
     spec = LlamaSpec(
         family=family, vocab=fields.required("vocab_size"), dim=dim,
-        layers=fields.required("num_hidden_layers"), heads=heads, kv_heads=kv_heads,
+        layers=layers, heads=heads, kv_heads=kv_heads, windows=windows,
         head_dim=head_dim, ffn=fields.required("intermediate_size"),
         rms_eps=float(fields.take("rms_norm_eps", RMS_EPS.get(family, 1e-6), (int, float))),
         tied=bool(fields.take("tie_word_embeddings", False)),
-        rope_theta=theta, llama3_scaling=scaling, qkv_bias=qkv_bias, o_bias=o_bias,
+        rope_theta=theta, llama3_scaling=scaling, yarn_scaling=yarn, qkv_bias=qkv_bias,
+        o_bias=o_bias,
         mlp_bias=mlp_bias, init_std=float(fields.take("initializer_range", 0.02, (int, float))),
         rotary_dim=_rotary_dim(fields, head_dim, partial), **BLOCKS.get(family, {}))
     _refuse_leftover(fields, family)

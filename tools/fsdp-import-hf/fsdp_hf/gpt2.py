@@ -122,7 +122,7 @@ class _Writer(Writer):
 def write(spec, batch, seq, plan, key_block=None, header=(), frozen=frozenset()):
     """As llama.write, for a GPT-2 `spec`."""
     table = parameters(spec)
-    wr = _Writer(spec, batch, seq, key_block or min(512, seq), table)
+    wr = _Writer(spec, batch, seq, key_block, table)
     x = wr.embeddings()
     for i in range(spec.layers):
         x = wr.layer(i, x)

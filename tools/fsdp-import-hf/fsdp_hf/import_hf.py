@@ -7,9 +7,9 @@ its weights as the trainer's --init-from file).
 
 MODEL_DIR holds config.json and, with --weights, the checkpoint (model.safetensors or
 shards with model.safetensors.index.json). Supported: LlamaForCausalLM (grouped- and
-multi-query attention, tied embeddings, Llama 3's rotary scaling, in the rope_scaling or
-rope_parameters spelling), MistralForCausalLM (a sliding window at least the sequence
-long), Qwen2ForCausalLM (q, k, v biases), Qwen3ForCausalLM (query-key norms per head),
+multi-query attention, tied embeddings, Llama 3's and YaRN's rotary scaling, in the
+rope_scaling or rope_parameters spelling), MistralForCausalLM (a sliding window),
+Qwen2ForCausalLM (q, k, v biases, sliding layers), Qwen3ForCausalLM (query-key norms per head),
 Olmo2ForCausalLM (norms after each branch, query-key norms over the projections),
 Phi3ForCausalLM (fused products, partial rotary), GPT2LMHeadModel (learned positions, LayerNorm
 with biases, the tanh GELU, Conv1D weights, a tied head). Every config field is honoured,

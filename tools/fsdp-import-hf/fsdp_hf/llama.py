@@ -139,6 +139,13 @@ class _Writer(Writer):
                         f"low_freq_factor = {mlir_float(low)}, "
                         f"high_freq_factor = {mlir_float(high)}, "
                         f"original_max_positions = {context}>")
+        if s.yarn_scaling:
+            factor, fast, slow, context, attention, truncate = s.yarn_scaling
+            scaling += (f" yarn_scaling <factor = {mlir_float(factor)}, "
+                        f"beta_fast = {mlir_float(fast)}, beta_slow = {mlir_float(slow)}, "
+                        f"original_max_positions = {context}, "
+                        f"attention_factor = {mlir_float(attention)}, "
+                        f"truncate = {'true' if truncate else 'false'}>")
         self.w(f"{out} = fsdp.rope {x} positions 1 theta {mlir_float(s.rope_theta)}{scaling} : "
                f"{tensor(self.B, self.T, heads, s.head_dim)}")
         return out
@@ -172,8 +179,8 @@ class _Writer(Writer):
                                      (self.B, self.T, size))
             yield flat
 
-    def attention(self, p, v, h):
-        """Layer `p`'s attention of its input h, through o_proj: [B, T, C]."""
+    def attention(self, i, p, v, h):
+        """Layer i's (`p`) attention of its input h, through o_proj: [B, T, C]."""
         s, C, D = self.spec, self.spec.dim, self.spec.head_dim
         H, KV = s.heads, s.kv_heads
         # fsdp.attention takes the key/value heads as they are (each serves H / KV
@@ -187,7 +194,7 @@ class _Writer(Writer):
         heads["q"] = self.rope(v + "qr", heads["q"], H)
         heads["k"] = self.rope(v + "kr", heads["k"], KH)
         self.heads_attention(v, heads["q"], heads["k"], heads["v"], H, KH,
-                             explicit=self.explicit)
+                             explicit=self.explicit, window=s.window(i))
         return self.linear(v + "attn", v + "oc", p + "self_attn.o_proj", H * D, C)
 
     def mlp(self, p, v, f):
@@ -219,7 +226,7 @@ class _Writer(Writer):
     def layer(self, i, x):
         p, v, norms = f"model.layers.{i}.", f"%l{i}_", self.spec.norms
         self.lines.append(f"    // layer {i}")
-        x1 = self.residual(p, v + "x1", x, lambda h: self.attention(p, v, h),
+        x1 = self.residual(p, v + "x1", x, lambda h: self.attention(i, p, v, h),
                            norms.pre_attention, norms.post_attention, v + "h")
         return self.residual(p, v + "out", x1, lambda f: self.mlp(p, v, f),
                              norms.pre_mlp, norms.post_mlp, v + "f")
@@ -233,7 +240,7 @@ def write(spec, batch, seq, plan, key_block=None, header=(), frozen=frozenset(),
     updated); `header`: comment lines to begin with; `explicit`: attention written out
     (Writer.heads_attention) rather than fsdp.attention."""
     table = parameters(spec)
-    wr = _Writer(spec, batch, seq, key_block or min(512, seq), table)
+    wr = _Writer(spec, batch, seq, key_block, table)
     wr.explicit = explicit
     V, C = spec.vocab, spec.dim
     emb = wr.use("model.embed_tokens.weight", (V, C))

@@ -38,7 +38,10 @@ class Writer:
     """The lines of a loss function's body, with the parameters' names at hand."""
 
     def __init__(self, spec, batch, seq, key_block, table):
-        self.spec, self.B, self.T, self.key_block = spec, batch, seq, key_block
+        """`key_block`: as --key-block gave it, or None for the default (the sequence, at
+        most 512)."""
+        self.spec, self.B, self.T = spec, batch, seq
+        self.key_block, self.key_block_given = key_block or min(512, seq), bool(key_block)
         self.lines, self.names = [], set(n for n, *_ in table)
 
     def w(self, line):
@@ -49,18 +52,20 @@ class Writer:
         self.w(f"{value} = fsdp.use @{name} : {tensor(*shape)}")
         return value
 
-    def heads_attention(self, v, q, k, v_, heads, kv_heads, scale=None, explicit=False):
+    def heads_attention(self, v, q, k, v_, heads, kv_heads, scale=None, explicit=False,
+                        window=None):
         """Causal attention of heads laid out [B, T, n, D] (q, k, v_): transposed to
-        [B, n, T, D] and back; the result [B, T, heads * D] is `v`oc. fsdp.attention, or
-        with `explicit` its definition written out (scores, scale, causal_mask, softmax,
-        every T x T score matrix kept for backward; keys and values already broadcast to
-        every query head)."""
+        [B, n, T, D] and back; the result [B, T, heads * D] is `v`oc. fsdp.attention
+        (with a sliding `window` if given), or with `explicit` its definition written out
+        (scores, scale, causal_mask, softmax, every T x T score matrix kept for backward;
+        keys and values already broadcast to every query head)."""
         B, T, D = self.B, self.T, self.spec.head_dim
         for name, value, n in (("q", q, heads), ("k", k, kv_heads), ("v", v_, kv_heads)):
             self.w(f"{v}{name}h = fsdp.transpose {value} [0, 2, 1, 3] : "
                    f"{tensor(B, T, n, D)} -> {tensor(B, n, T, D)}")
         QH = tensor(B, heads, T, D)
         if explicit:
+            assert window is None, "the explicit form has no sliding window"
             S = tensor(B, heads, T, T)
             self.w(f"{v}s = fsdp.batch_matmul {v}qh, {v}kh transpose_rhs : {QH}, {QH} -> {S}")
             self.w(f"{v}ss = fsdp.scale {v}s by {mlir_float(scale or D ** -0.5)} : {S}")
@@ -68,9 +73,14 @@ class Writer:
             self.w(f"{v}p = fsdp.softmax {v}m dim 3 : {S}")
             self.w(f"{v}o = fsdp.batch_matmul {v}p, {v}vh : {S}, {QH} -> {QH}")
         else:
-            scaled = "" if scale is None else f" scale {mlir_float(scale)}"
+            # A window's blocks of queries reach window + block - 1 keys: blocks no
+            # longer than the window keep that near the band (unless --key-block says).
+            block = self.key_block if window is None or self.key_block_given else \
+                min(self.key_block, window)
+            scaled = "" if window is None else f" window {window}"
+            scaled += "" if scale is None else f" scale {mlir_float(scale)}"
             self.w(f"{v}o, {v}lse = fsdp.attention {v}qh, {v}kh, {v}vh causal{scaled} "
-                   f"key_block {self.key_block} : {QH}, {tensor(B, kv_heads, T, D)}, "
+                   f"key_block {block} : {QH}, {tensor(B, kv_heads, T, D)}, "
                    f"{tensor(B, kv_heads, T, D)} -> {QH}, {tensor(B, heads, T)}")
         self.w(f"{v}ot = fsdp.transpose {v}o [0, 2, 1, 3] : {tensor(B, heads, T, D)} -> "
                f"{tensor(B, T, heads, D)}")
