@@ -4,11 +4,13 @@
 // tensor ever has more than T x block scores (T query positions, `key_block`
 // keys). The full blocks are one scf.for over the key offset (the 70B step's
 // eight blocks per attention, unrolled, doubled its op count), carrying the
-// running values in place; a last, shorter block follows it. Forward: each block's scores feed an
-// online softmax (the running row maximum m, the running sum l of exp(score - m), and the output
-// rescaled by exp(m_old - m_new) whenever m grows); the log-sum-exp m + log(l) of every row is the
-// only statistic kept. Backward: each block's probabilities are recomputed as exp(score - lse), and
-// the block's key and value gradients and its share of the query gradient follow from them.
+// running values in place; a last, shorter block follows it. Forward: each
+// block's scores feed an online softmax (the running row maximum m, the
+// running sum l of exp(score - m), and the output rescaled by
+// exp(m_old - m_new) whenever m grows); the log-sum-exp m + log(l) of every
+// row is the only statistic kept. Backward: each block's probabilities are
+// recomputed as exp(score - lse), and the block's key and value gradients
+// and its share of the query gradient follow from them.
 //
 // A sliding window (Mistral's, Gemma's local layers) takes the queries a
 // block at a time too: each block's scores are computed for the keys its
@@ -211,7 +213,7 @@ struct ScoreMask {
     return arith::OrIOp::create(b, loc, after, math.greaterInt(reach, key));
   }
 
-  /// The mask of the block of keys from `first` of the keys this mask's start.
+  /// This mask for the block of keys `first` keys after this mask's first.
   ScoreMask keysFrom(OpBuilder &b, Location loc, OpFoldResult first) const {
     ScoreMask block = *this;
     if (getConstantIntValue(keyFirst) == 0)
