@@ -52,6 +52,10 @@ The models (2 layers, hidden 64, vocabulary 256, float32 unless said):
                  (use_sliding_window, max_window_layers 1), on [2, 32] batches
   qwen2-yarn     as qwen2 with YaRN rotary scaling (factor 4 over an original context of
                  16, the attention factor 0.1 ln 4 + 1), on [2, 32] batches
+  gemma3         Gemma3ForCausalLM (gemma3_text), 4 heads, 2 kv heads, head_dim 32, ffn 96,
+                 GeGLU, sandwich norms with gains 1 + w, query-key norms, scores scaled
+                 by 24^-1/2, layer 0 local (window 8, base 1e4), layer 1 global (base
+                 1e6), logits soft-capped at 5, tied, on [2, 32] batches
 Every weight is redrawn from a seeded torch generator after construction (matrices
 normal / sqrt(fan_in), embeddings 0.25 normal, norm weights 1 + 0.1 normal, biases 0.02
 normal), so that no tensor is at its init value and an importer that drops one fails.
@@ -75,9 +79,9 @@ DEFAULT_OUT = os.path.join(REPO, "test", "e2e", "Inputs", "hf")
 BATCH, SEQ, VOCAB, HIDDEN, LAYERS = 2, 16, 256, 64, 2
 BATCH_SEED = 20240601
 FIXTURES = ["llama", "llama3-scaled", "mistral", "qwen2", "gpt2", "qwen3", "olmo2", "phi3",
-            "mistral-window", "qwen3-window", "qwen2-yarn"]
+            "mistral-window", "qwen3-window", "qwen2-yarn", "gemma3"]
 # Sequences longer than SEQ, for the sliding windows to be shorter than them.
-FIXTURE_SEQ = {"mistral-window": 64, "qwen3-window": 32, "qwen2-yarn": 32}
+FIXTURE_SEQ = {"mistral-window": 64, "qwen3-window": 32, "qwen2-yarn": 32, "gemma3": 32}
 SEEDS = {name: 1000 + i for i, name in enumerate(FIXTURES)}
 
 
@@ -140,6 +144,16 @@ def make_config(name):
             rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 4.0,
                              "original_max_position_embeddings": 16},
             rms_norm_eps=1e-6, use_sliding_window=False, tie_word_embeddings=True)
+    if name == "gemma3":
+        gemma = {k: v for k, v in common.items() if k != "hidden_act"}
+        return tf.Gemma3ForCausalLM, tf.Gemma3TextConfig(
+            **gemma, num_key_value_heads=2, head_dim=32, query_pre_attn_scalar=24,
+            hidden_activation="gelu_pytorch_tanh", max_position_embeddings=64,
+            sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+            rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                             "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}},
+            rms_norm_eps=1e-6, final_logit_softcapping=5.0, pad_token_id=0,
+            tie_word_embeddings=True)
     if name == "gpt2":
         return tf.GPT2LMHeadModel, tf.GPT2Config(
             vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=4, n_positions=64,

@@ -396,15 +396,19 @@ def grouped_heads(t, x, b, T, heads, kv_heads, D, explicit):
     return t(ops.reshape, xg, (b, T, heads, D))
 
 
-def causal_attention(t, qh, kh, vh, key_block, explicit, fused=False, window=None):
+def causal_attention(t, qh, kh, vh, key_block, explicit, fused=False, window=None,
+                     scale=None):
     """Causal attention of [B, H, T, D] queries: fsdp.attention in key blocks (fused: as
-    cuDNN's fused kernel computes it; with a sliding `window` if given), or (explicit)
-    scores, scale, causal_mask, softmax, product with the values."""
+    cuDNN's fused kernel computes it; with a sliding `window` and a `scale` other than
+    D^-1/2 if given), or (explicit) scores, scale, causal_mask, softmax, product with the
+    values."""
     if fused:
-        return t(ops.attention, qh, kh, vh, causal=True, fused=True, window=window)
+        return t(ops.attention, qh, kh, vh, causal=True, fused=True, window=window,
+                 scale=scale)
     if not explicit:
-        return t(ops.attention, qh, kh, vh, causal=True, key_block=key_block, window=window)
-    assert window is None, "the explicit form has no sliding window"
+        return t(ops.attention, qh, kh, vh, causal=True, key_block=key_block, window=window,
+                 scale=scale)
+    assert window is None and scale is None, "the explicit form: full causal, D^-1/2"
     s = t(ops.batch_matmul, qh, kh, transpose_rhs=True)
     ss = t(ops.scale, s, factor=1.0 / qh.data.shape[-1] ** 0.5)
     m = t(ops.causal_mask, ss)
@@ -526,7 +530,8 @@ def hf_projections(t, h, p, spec, names):
 
 
 def hf_swiglu(t, f, p, spec, names):
-    """down(silu(gate f) * up f); Phi-3's gate_up_proj is [gate; up]."""
+    """down(act(gate f) * up f), act SiLU (GeGLU: the tanh GELU, Gemma's); Phi-3's
+    gate_up_proj is [gate; up]."""
     if spec.fused:
         gate_up = hf_linear(t, f, p + "mlp.gate_up_proj", names)
         gate, up = (t(ops.slice, gate_up, dim=2, offset=o, size=spec.ffn)
@@ -534,7 +539,8 @@ def hf_swiglu(t, f, p, spec, names):
     else:
         gate = hf_linear(t, f, p + "mlp.gate_proj", names)
         up = hf_linear(t, f, p + "mlp.up_proj", names)
-    return hf_linear(t, t(ops.mul, t(ops.silu, gate), up), p + "mlp.down_proj", names)
+    act = ops.gelu if spec.activation == "gelu" else ops.silu
+    return hf_linear(t, t(ops.mul, t(act, gate), up), p + "mlp.down_proj", names)
 
 
 def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
@@ -544,7 +550,11 @@ def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
     H, KV, D = spec.heads, spec.kv_heads, spec.head_dim
 
     def norm(t, x, name):
-        return t(ops.rms_norm, x, t.use(name), eps=spec.rms_eps)
+        """RMS norm with the gain `name` (Gemma: 1 + it)."""
+        gain = t.use(name)
+        if spec.norm_offset:
+            gain = t(ops.add, gain, np.full(gain.data.shape, spec.norm_offset))
+        return t(ops.rms_norm, x, gain, eps=spec.rms_eps)
 
     def branch(t, x, p, pre, post, body):
         """x + post(body(pre(x))), each norm where the family has it."""
@@ -564,11 +574,12 @@ def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
         for n in "kv":
             heads[n] = grouped_heads(t, heads[n], b, T, H, KV, D, explicit)
         for n in ("q", "k"):
-            heads[n] = t(ops.rope, heads[n], positions=1, theta=spec.rope_theta,
+            heads[n] = t(ops.rope, heads[n], positions=1, theta=spec.theta(i),
                          rotary_dim=spec.rotary_dim, scaling=spec.llama3_scaling,
                          yarn=spec.yarn_scaling)
         qh, kh, vh = (t(ops.transpose, heads[n], (0, 2, 1, 3)) for n in "qkv")
-        o = causal_attention(t, qh, kh, vh, key_block, explicit, fused, spec.window(i))
+        o = causal_attention(t, qh, kh, vh, key_block, explicit, fused, spec.window(i),
+                             spec.attention_scale)
         oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, H * D))
         return hf_linear(t, oc, p + "self_attn.o_proj", names)
 
@@ -577,6 +588,8 @@ def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
         b, T = tokens.shape
         n = spec.norms
         x = t(ops.embedding, t.use("model.embed_tokens.weight"), tokens)
+        if spec.embed_scale:
+            x = t(ops.scale, x, factor=spec.embed_scale)
         for i in range(spec.layers):
             p = "model.layers.%d." % i
             x = branch(t, x, p, n.pre_attention, n.post_attention,
@@ -586,6 +599,10 @@ def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
         xf = norm(t, x, "model.norm.weight")
         head = t.use("model.embed_tokens.weight" if spec.tied else "lm_head.weight")
         logits = t(ops.matmul, xf, head, transpose_rhs=True)
+        if spec.final_softcap:
+            cap = spec.final_softcap
+            logits = t(ops.scale, t(ops.tanh, t(ops.scale, logits, factor=1.0 / cap)),
+                       factor=cap)
         return t(ops.cross_entropy, logits, targets)
     return forward
 

@@ -34,7 +34,7 @@ METADATA = {
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
                  "olmo2": "Olmo2ForCausalLM", "phi3": "Phi3ForCausalLM",
-                 "gpt2": "GPT2LMHeadModel"}
+                 "gemma3_text": "Gemma3ForCausalLM", "gpt2": "GPT2LMHeadModel"}
 # GPT-2's activation_function values that are the tanh form of GELU (fsdp.gelu).
 GPT2_GELU = ("gelu_new", "gelu_pytorch_tanh")
 GPT2_SUMMARY = ("summary_type", "summary_use_proj", "summary_activation",
@@ -56,6 +56,9 @@ class BlockNorms:
 PRE_NORMS = BlockNorms(pre_attention="input_layernorm", pre_mlp="post_attention_layernorm")
 POST_NORMS = BlockNorms(post_attention="post_attention_layernorm",
                         post_mlp="post_feedforward_layernorm")
+# Gemma's: both, around each branch.
+SANDWICH_NORMS = BlockNorms("input_layernorm", "post_attention_layernorm",
+                            "pre_feedforward_layernorm", "post_feedforward_layernorm")
 
 
 @dataclasses.dataclass
@@ -92,9 +95,22 @@ class LlamaSpec:
     # Each layer's sliding window (query t sees keys t - W < s <= t), None where the
     # layer attends to every earlier position; () for no layer.
     windows: tuple = ()
+    # Gemma: each layer's rotary base (its local layers' differs; () for rope_theta
+    # everywhere), the embedding times sqrt(dim), RMS norms with the gain 1 + w, GeGLU
+    # ("gelu": the tanh GELU) for SwiGLU, the scores' scale, the logits soft-capped as
+    # cap tanh(logits / cap).
+    thetas: tuple = ()
+    embed_scale: float = None
+    norm_offset: float = 0.0
+    activation: str = "silu"
+    attention_scale: float = None
+    final_softcap: float = None
 
     def window(self, layer):
         return self.windows[layer] if self.windows else None
+
+    def theta(self, layer):
+        return self.thetas[layer] if self.thetas else self.rope_theta
 
 
 def llama2_spec(vocab, dim, layers, heads, kv_heads, ffn, rope_theta=10000.0):
@@ -302,6 +318,12 @@ def _rope(fields, family):
     if kind != "llama3":
         raise fields.error(where, f"rope_type '{kind}' is not supported (default, llama3 "
                                   "and yarn are)")
+    return float(theta), _llama3(fields, where, params, known), None, partial
+
+
+def _llama3(fields, where, params, known):
+    """(factor, low_freq_factor, high_freq_factor, original context) of Llama 3's rotary
+    scaling."""
     names = ("factor", "low_freq_factor", "high_freq_factor",
              "original_max_position_embeddings")
     missing = [n for n in names if n not in params]
@@ -314,7 +336,7 @@ def _rope(fields, family):
     if not (factor > 0 and 0 < low < high and isinstance(context, int) and context > 0):
         raise fields.error(where, "llama3 scaling needs factor > 0, 0 < low_freq_factor < "
                                   "high_freq_factor and a positive integer context")
-    return float(theta), (float(factor), float(low), float(high), int(context)), None, partial
+    return float(factor), float(low), float(high), int(context)
 
 
 WINDOW_FAMILIES = ("mistral", "qwen2", "qwen3", "phi3")
@@ -388,12 +410,14 @@ def model_spec(fields, seq, no_dropout=False):
     family = _family(fields)
     if family == "gpt2":
         return _gpt2_spec(fields, seq, no_dropout)
+    if family == "gemma3_text":
+        return _gemma3_spec(fields, seq, no_dropout)
     return _llama_spec(fields, family, seq, no_dropout)
 
 
 # Families whose configs choose the projections' biases (attention_bias: q, k, v and o;
 # mlp_bias: gate, up and down); the others' biases are fixed by the family.
-ATTENTION_BIAS_FAMILIES = ("llama", "qwen3", "olmo2")
+ATTENTION_BIAS_FAMILIES = ("llama", "qwen3", "olmo2", "gemma3_text")
 MLP_BIAS_FAMILIES = ("llama",)
 # The biases fixed by the family: (q/k/v, o). Qwen2 always has q, k, v biases.
 FIXED_BIASES = {"qwen2": (True, False)}
@@ -514,4 +538,105 @@ def _gpt2_spec(fields, seq, no_dropout):
         scale_by_layer=bool(fields.take("scale_attn_by_inverse_layer_idx", False)),
         init_std=float(fields.take("initializer_range", 0.02, (int, float))))
     _refuse_leftover(fields, "gpt2")
+    return spec
+
+
+# Gemma 3's rotary bases where its config leaves them out (Gemma3TextConfig.default_theta),
+# by layer type.
+GEMMA3_THETA = {"full_attention": 1000000.0, "sliding_attention": 10000.0}
+
+
+def _gemma3_thetas(fields):
+    """{layer type: rotary base}: rope_parameters by layer type (transformers 5), or
+    rope_theta and rope_local_base_freq (transformers 4). Only the default rotary
+    embedding is supported on either kind of layer (Gemma 3 4B and up scale their global
+    layers' linearly: refused by name)."""
+    if not fields.has("rope_parameters"):
+        scaling = fields.take("rope_scaling", None, dict)
+        if scaling and scaling.get("rope_type", scaling.get("type")) != "default":
+            raise fields.error("rope_scaling", f"rope_type "
+                               f"'{scaling.get('rope_type', scaling.get('type'))}' of the "
+                               "global layers is not supported (the default is)")
+        return {"full_attention": fields.take("rope_theta", GEMMA3_THETA["full_attention"],
+                                              (int, float)),
+                "sliding_attention": fields.take("rope_local_base_freq",
+                                                 GEMMA3_THETA["sliding_attention"],
+                                                 (int, float))}
+    params = fields.take("rope_parameters", kind=dict)
+    fields.ignore("rope_scaling")
+    extra = sorted(set(params) - set(LAYER_TYPES))
+    if extra:
+        raise fields.error("rope_parameters", f"expected one entry per layer type "
+                                              f"({', '.join(LAYER_TYPES)}), not {extra[0]}")
+    thetas = {}
+    for kind in LAYER_TYPES:
+        entry = params.get(kind) or {}
+        rope_type = entry.get("rope_type", "default")
+        unknown = sorted(set(entry) - {"rope_type", "rope_theta"})
+        if rope_type != "default" or unknown:
+            raise fields.error("rope_parameters", f"{kind}: rope_type '{rope_type}' " + (
+                f"with {unknown[0]} " if unknown else "") + "is not supported (the default is)")
+        thetas[kind] = entry.get("rope_theta", GEMMA3_THETA[kind])
+    return thetas
+
+
+def _gemma3_layers(fields, layers):
+    """Each layer's type: layer_types, or every sliding_window_pattern-th layer global."""
+    types = fields.take("layer_types", None, list)
+    # transformers 5 saves the pattern it read as _sliding_window_pattern.
+    pattern = fields.take("sliding_window_pattern",
+                          fields.take("_sliding_window_pattern", 6, int), int)
+    if types is None:
+        types = ["sliding_attention" if (i + 1) % pattern else "full_attention"
+                 for i in range(layers)]
+    if len(types) != layers or any(t not in LAYER_TYPES for t in types):
+        raise fields.error("layer_types", f"expected {layers} of " + " and ".join(LAYER_TYPES))
+    return types
+
+
+def _gemma3_spec(fields, seq, no_dropout):
+    """The LlamaSpec of a Gemma 3 text config: sandwich norms with gains 1 + w, the
+    embedding times sqrt(hidden_size), GeGLU, query-key norms over each head, scores
+    scaled by query_pre_attn_scalar^-1/2, local layers with a sliding window and their
+    own rotary base, a tied head, logits soft-capped if the config says so."""
+    dim, heads = fields.required("hidden_size"), fields.required("num_attention_heads")
+    kv_heads = fields.take("num_key_value_heads", heads, int)
+    if heads % kv_heads:
+        raise fields.error("num_key_value_heads", f"must divide num_attention_heads ({heads})")
+    head_dim = fields.take("head_dim", 256, int)
+    fields.require_value("hidden_activation", GPT2_GELU, "only the tanh GELU "
+                         "(gelu_pytorch_tanh) is supported", "gelu_pytorch_tanh")
+    _dropout(fields, ("attention_dropout",), no_dropout)
+    max_positions = fields.take("max_position_embeddings", None, int)
+    if max_positions is not None and seq > max_positions:
+        raise fields.error("max_position_embeddings", f"--seq {seq} is longer")
+    if fields.take("use_bidirectional_attention", False):
+        raise fields.error("use_bidirectional_attention", "only causal attention is supported")
+    if fields.take("attn_logit_softcapping") is not None:
+        raise fields.error("attn_logit_softcapping", "soft-capped attention scores are not "
+                                                     "supported")
+    layers = fields.required("num_hidden_layers")
+    types = _gemma3_layers(fields, layers)
+    thetas = _gemma3_thetas(fields)
+    window = fields.take("sliding_window", None, int)
+    if window is not None and window < 1:
+        raise fields.error("sliding_window", "expected a positive number of positions")
+    windows = tuple(window if t == "sliding_attention" and window is not None and window < seq
+                    else None for t in types)
+    scalar = fields.take("query_pre_attn_scalar", 256, (int, float))
+    cap = fields.take("final_logit_softcapping", None, (int, float))
+    bias = _bias_flag(fields, "attention_bias", "gemma3_text", ATTENTION_BIAS_FAMILIES)
+    spec = LlamaSpec(
+        family="gemma3_text", vocab=fields.required("vocab_size"), dim=dim, layers=layers,
+        heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        ffn=fields.required("intermediate_size"),
+        rms_eps=float(fields.take("rms_norm_eps", 1e-6, (int, float))),
+        tied=bool(fields.take("tie_word_embeddings", True)),
+        rope_theta=float(thetas["full_attention"]), qkv_bias=bias, o_bias=bias,
+        init_std=float(fields.take("initializer_range", 0.02, (int, float))),
+        norms=SANDWICH_NORMS, qk_norm="head", windows=windows,
+        thetas=tuple(float(thetas[t]) for t in types), embed_scale=math.sqrt(dim),
+        norm_offset=1.0, activation="gelu", attention_scale=float(scalar) ** -0.5,
+        final_softcap=None if cap is None else float(cap))
+    _refuse_leftover(fields, "gemma3_text")
     return spec

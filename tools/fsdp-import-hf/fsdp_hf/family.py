@@ -1,4 +1,5 @@
-"""The model module of a config's family: llama.py (Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3) or gpt2.py.
+"""The model module of a config's family: llama.py (Llama, Mistral, Qwen2, Qwen3, OLMo 2,
+Phi-3, Gemma 3) or gpt2.py.
 
 Each has parameters(spec) ([(name, shape, unit, initializer)] with Hugging Face's names),
 write(spec, batch, seq, plan, key_block, header, frozen) (the model file),

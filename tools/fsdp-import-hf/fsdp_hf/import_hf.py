@@ -11,7 +11,8 @@ multi-query attention, tied embeddings, Llama 3's and YaRN's rotary scaling, in 
 rope_scaling or rope_parameters spelling), MistralForCausalLM (a sliding window),
 Qwen2ForCausalLM (q, k, v biases, sliding layers), Qwen3ForCausalLM (query-key norms per head),
 Olmo2ForCausalLM (norms after each branch, query-key norms over the projections),
-Phi3ForCausalLM (fused products, partial rotary), GPT2LMHeadModel (learned positions, LayerNorm
+Phi3ForCausalLM (fused products, partial rotary), Gemma3ForCausalLM (gemma3_text: local
+and global layers, gains 1 + w, GeGLU), GPT2LMHeadModel (learned positions, LayerNorm
 with biases, the tanh GELU, Conv1D weights, a tied head). Every config field is honoured,
 known to leave the training step's math alone, or refused with an error that names it.
 """

@@ -1,7 +1,8 @@
-"""A Llama-family decoder (Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3) written in the fsdp
-dialect with Hugging Face's parameter names and layouts: every projection's weight
-`[out, in]` as a `torch.nn.Linear` holds it, applied with `fsdp.matmul ... transpose_rhs`,
-so a checkpoint's tensors are the model's parameters as they are, and an export is a copy.
+"""A Llama-family decoder (Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 3) written
+in the fsdp dialect with Hugging Face's parameter names and layouts: every projection's
+weight `[out, in]` as a `torch.nn.Linear` holds it, applied with `fsdp.matmul ...
+transpose_rhs`, so a checkpoint's tensors are the model's parameters as they are, and an
+export is a copy.
 
 One FSDP unit for the token embedding, one per decoder layer, one for the final norm and
 the head (a tied head reads the embedding's unit again).
@@ -10,6 +11,11 @@ from .mlir_text import Writer, mlir_float, module_text, tensor
 
 # Buffers some checkpoints store that the model recomputes: fsdp.rope's angles.
 RECOMPUTED = (".rotary_emb.inv_freq",)
+
+
+def norm_initializer(spec):
+    """A norm's gain starts at 1: the weight itself, or 0 where the gain is 1 + w."""
+    return "#fsdp.zeros" if spec.norm_offset else "#fsdp.ones"
 
 
 def _attention_parameters(spec, p, u, normal):
@@ -27,8 +33,9 @@ def _attention_parameters(spec, p, u, normal):
             table.append((p + f"self_attn.{proj}.bias", (out,), u, "#fsdp.zeros"))
     if spec.qk_norm:
         whole = spec.qk_norm == "projection"
-        table += [(p + "self_attn.q_norm.weight", (Q if whole else D,), u, "#fsdp.ones"),
-                  (p + "self_attn.k_norm.weight", (KV if whole else D,), u, "#fsdp.ones")]
+        gain = norm_initializer(spec)
+        table += [(p + "self_attn.q_norm.weight", (Q if whole else D,), u, gain),
+                  (p + "self_attn.k_norm.weight", (KV if whole else D,), u, gain)]
     return table
 
 
@@ -57,11 +64,11 @@ def parameters(spec):
         p, u = f"model.layers.{i}.", f"layers.{i}"
 
         def norm(name):
-            return [(p + name + ".weight", (C,), u, "#fsdp.ones")] if name else []
+            return [(p + name + ".weight", (C,), u, norm_initializer(spec))] if name else []
         table += (norm(norms.pre_attention) + _attention_parameters(spec, p, u, normal) +
                   norm(norms.post_attention) + norm(norms.pre_mlp) +
                   _mlp_parameters(spec, p, u, normal) + norm(norms.post_mlp))
-    table.append(("model.norm.weight", (C,), "head", "#fsdp.ones"))
+    table.append(("model.norm.weight", (C,), "head", norm_initializer(spec)))
     if not spec.tied:
         table.append(("lm_head.weight", (V, C), "head", normal))
     return table
@@ -121,14 +128,19 @@ class _Writer(Writer):
 
     def rms_norm(self, out, x, weight, shape=None):
         """x's RMS norm over its last dimension (`shape`: [B, T, C] unless given) with
-        the gain parameter `weight`."""
+        the gain parameter `weight` (Gemma: 1 + weight, added in f32 as it does)."""
         shape = shape or (self.B, self.T, self.spec.dim)
         g = self.use(weight, shape[-1:])
+        if self.spec.norm_offset:
+            G = tensor(shape[-1])
+            self.w(f"{g}_offset = arith.constant dense<{mlir_float(self.spec.norm_offset)}> : {G}")
+            self.w(f"{g}_gain = fsdp.add {g}, {g}_offset : {G}, {G} -> {G}")
+            g += "_gain"
         self.w(f"{out} = fsdp.rms_norm {x}, {g} eps {mlir_float(self.spec.rms_eps)} : "
                f"{tensor(*shape)}, {tensor(shape[-1])}")
         return out
 
-    def rope(self, out, x, heads):
+    def rope(self, out, x, heads, layer):
         s = self.spec
         scaling = ""
         if s.rotary_dim:
@@ -146,7 +158,7 @@ class _Writer(Writer):
                         f"original_max_positions = {context}, "
                         f"attention_factor = {mlir_float(attention)}, "
                         f"truncate = {'true' if truncate else 'false'}>")
-        self.w(f"{out} = fsdp.rope {x} positions 1 theta {mlir_float(s.rope_theta)}{scaling} : "
+        self.w(f"{out} = fsdp.rope {x} positions 1 theta {mlir_float(s.theta(layer))}{scaling} : "
                f"{tensor(self.B, self.T, heads, s.head_dim)}")
         return out
 
@@ -191,10 +203,11 @@ class _Writer(Writer):
             gain = p + f"self_attn.{name}_norm.weight" \
                 if s.qk_norm == "head" and name != "v" else None
             heads[name] = self.split_heads(v + name, flat, n, H if name == "q" else KH, gain)
-        heads["q"] = self.rope(v + "qr", heads["q"], H)
-        heads["k"] = self.rope(v + "kr", heads["k"], KH)
+        heads["q"] = self.rope(v + "qr", heads["q"], H, i)
+        heads["k"] = self.rope(v + "kr", heads["k"], KH, i)
         self.heads_attention(v, heads["q"], heads["k"], heads["v"], H, KH,
-                             explicit=self.explicit, window=s.window(i))
+                             scale=s.attention_scale, explicit=self.explicit,
+                             window=s.window(i))
         return self.linear(v + "attn", v + "oc", p + "self_attn.o_proj", H * D, C)
 
     def mlp(self, p, v, f):
@@ -208,7 +221,7 @@ class _Writer(Writer):
             gate = self.linear(v + "gate", f, p + "mlp.gate_proj", C, F)
             up = self.linear(v + "up", f, p + "mlp.up_proj", C, F)
         FF = tensor(self.B, self.T, F)
-        self.w(f"{v}act = fsdp.silu {gate} : {FF}")
+        self.w(f"{v}act = fsdp.{s.activation} {gate} : {FF}")
         self.w(f"{v}gu = fsdp.mul {v}act, {up} : {FF}, {FF} -> {FF}")
         return self.linear(v + "down", v + "gu", p + "mlp.down_proj", F, C)
 
@@ -247,6 +260,11 @@ def write(spec, batch, seq, plan, key_block=None, header=(), frozen=frozenset(),
     wr.w(f"%x0 = fsdp.embedding {emb}[%tokens] : {tensor(V, C)}, "
          f"{tensor(batch, seq, e='i32')} -> {tensor(batch, seq, C)}")
     x = "%x0"
+    if spec.embed_scale:
+        # Gemma's embedding times sqrt(hidden_size), in the weights' dtype.
+        X = tensor(batch, seq, C)
+        wr.w(f"%x0s = fsdp.scale %x0 by {mlir_float(spec.embed_scale)} : {X}")
+        x = "%x0s"
     for i in range(spec.layers):
         x = wr.layer(i, x)
     xf = wr.rms_norm("%xf", x, "model.norm.weight")

@@ -95,10 +95,18 @@ class Writer:
         B, T, V, C = self.B, self.T, self.spec.vocab, self.spec.dim
         head = self.use(head_name, (V, C), "%tied_head" if self.spec.tied else None)
         I = tensor(B, T, e="i32")
+        L = tensor(B, T, V)
         self.w(f"%logits = fsdp.matmul {xf}, {head} transpose_rhs : {tensor(B, T, C)}, "
-               f"{tensor(V, C)} -> {tensor(B, T, V)}")
-        self.w(f"%loss = fsdp.cross_entropy %logits, %targets : {tensor(B, T, V)}, {I} -> "
-               "tensor<f32>")
+               f"{tensor(V, C)} -> {L}")
+        logits = "%logits"
+        cap = getattr(self.spec, "final_softcap", None)
+        if cap:
+            # Gemma's soft cap: cap tanh(logits / cap).
+            self.w(f"%logits_in = fsdp.scale %logits by {mlir_float(1.0 / cap)} : {L}")
+            self.w(f"%logits_tanh = fsdp.tanh %logits_in : {L}")
+            self.w(f"%logits_capped = fsdp.scale %logits_tanh by {mlir_float(cap)} : {L}")
+            logits = "%logits_capped"
+        self.w(f"%loss = fsdp.cross_entropy {logits}, %targets : {L}, {I} -> tensor<f32>")
         self.w("return %loss : tensor<f32>")
 
 
