@@ -343,38 +343,52 @@ WINDOW_FAMILIES = ("mistral", "qwen2", "qwen3", "phi3")
 LAYER_TYPES = ("full_attention", "sliding_attention")
 
 
-def _qwen_window_layers(fields, window, layers):
-    """Qwen2's and Qwen3's sliding layers: layer_types as given, else those from
-    max_window_layers on (as their configs derive it); a window only where
+def _layer_types(fields, layers, sliding):
+    """Each layer's type: layer_types as given, else sliding(i) says which slide."""
+    types = fields.take("layer_types", None, list)
+    if types is None:
+        types = ["sliding_attention" if sliding(i) else "full_attention" for i in range(layers)]
+    if len(types) != layers or any(t not in LAYER_TYPES for t in types):
+        raise fields.error("layer_types", f"expected {layers} of " + " and ".join(LAYER_TYPES))
+    return types
+
+
+def _window(fields):
+    """The config's sliding_window, a positive number of positions, or None."""
+    window = fields.take("sliding_window", None, int)
+    if window is not None and window < 1:
+        raise fields.error("sliding_window", "expected a positive number of positions")
+    return window
+
+
+def _layer_windows(types, window, seq):
+    """The window of each sliding layer of `types` (None elsewhere); a window of at least
+    `seq` positions sees every earlier one, as full attention does, and is left out."""
+    return tuple(window if t == "sliding_attention" and window is not None and window < seq
+                 else None for t in types)
+
+
+def _qwen_layer_types(fields, window, layers):
+    """Qwen2's and Qwen3's layer types: layer_types as given, else sliding from
+    max_window_layers on (as their configs derive it); none slides unless
     use_sliding_window is true."""
     use = fields.take("use_sliding_window", False)
     if not isinstance(use, bool):
         raise fields.error("use_sliding_window", "expected true or false")
-    if not use:
-        window = None
     first = fields.take("max_window_layers", layers, int)
-    types = fields.take("layer_types", None, list)
-    if types is None:
-        types = ["sliding_attention" if window is not None and i >= first else "full_attention"
-                 for i in range(layers)]
-    if len(types) != layers or any(t not in LAYER_TYPES for t in types):
-        raise fields.error("layer_types", f"expected {layers} of " + " and ".join(LAYER_TYPES))
-    return [window if t == "sliding_attention" else None for t in types]
+    types = _layer_types(fields, layers, lambda i: window is not None and i >= first)
+    return types if use else ["full_attention"] * layers
 
 
 def _sliding_windows(fields, family, seq, layers):
     """Each layer's sliding window (None: full causal attention) in the families that
-    have one: Mistral and Phi-3 on every layer, Qwen2 and Qwen3 on their sliding layers.
-    A window of at least `seq` positions sees every earlier one, as full attention
-    does, and is left out."""
+    have one: Mistral and Phi-3 on every layer, Qwen2 and Qwen3 on their sliding layers."""
     if family not in WINDOW_FAMILIES:
         return (None,) * layers
-    window = fields.take("sliding_window", None, int)
-    if window is not None and window < 1:
-        raise fields.error("sliding_window", "expected a positive number of positions")
-    per_layer = _qwen_window_layers(fields, window, layers) \
-        if family in ("qwen2", "qwen3") else [window] * layers
-    return tuple(w if w is not None and w < seq else None for w in per_layer)
+    window = _window(fields)
+    types = _qwen_layer_types(fields, window, layers) if family in ("qwen2", "qwen3") \
+        else ["sliding_attention"] * layers
+    return _layer_windows(types, window, seq)
 
 
 def _dropout(fields, names, no_dropout):
@@ -582,16 +596,10 @@ def _gemma3_thetas(fields):
 
 def _gemma3_layers(fields, layers):
     """Each layer's type: layer_types, or every sliding_window_pattern-th layer global."""
-    types = fields.take("layer_types", None, list)
     # transformers 5 saves the pattern it read as _sliding_window_pattern.
     pattern = fields.take("sliding_window_pattern",
                           fields.take("_sliding_window_pattern", 6, int), int)
-    if types is None:
-        types = ["sliding_attention" if (i + 1) % pattern else "full_attention"
-                 for i in range(layers)]
-    if len(types) != layers or any(t not in LAYER_TYPES for t in types):
-        raise fields.error("layer_types", f"expected {layers} of " + " and ".join(LAYER_TYPES))
-    return types
+    return _layer_types(fields, layers, lambda i: (i + 1) % pattern)
 
 
 def _gemma3_spec(fields, seq, no_dropout):
@@ -618,11 +626,7 @@ def _gemma3_spec(fields, seq, no_dropout):
     layers = fields.required("num_hidden_layers")
     types = _gemma3_layers(fields, layers)
     thetas = _gemma3_thetas(fields)
-    window = fields.take("sliding_window", None, int)
-    if window is not None and window < 1:
-        raise fields.error("sliding_window", "expected a positive number of positions")
-    windows = tuple(window if t == "sliding_attention" and window is not None and window < seq
-                    else None for t in types)
+    windows = _layer_windows(types, _window(fields), seq)
     scalar = fields.take("query_pre_attn_scalar", 256, (int, float))
     cap = fields.take("final_logit_softcapping", None, (int, float))
     bias = _bias_flag(fields, "attention_bias", "gemma3_text", ATTENTION_BIAS_FAMILIES)
