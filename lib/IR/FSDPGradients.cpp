@@ -206,9 +206,9 @@ void AttentionOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
     return arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
   };
-  auto grads = AttentionGradOp::create(b, loc, getQuery(), getKey(), getValue(), getResult(),
-                                       getLse(), gradOf(0), gradOf(1), getCausalAttr(),
-                                       getWindowAttr(), getScaleAttr(), getKeyBlockAttr());
+  auto grads = AttentionGradOp::create(
+      b, loc, getQuery(), getKey(), getValue(), getResult(), getLse(), gradOf(0), gradOf(1),
+      getCausalAttr(), getWindowAttr(), getScaleAttr(), getSoftcapAttr(), getKeyBlockAttr());
   operandGrads.append({grads.getQueryGrad(), grads.getKeyGrad(), grads.getValueGrad()});
 }
 
@@ -235,9 +235,10 @@ void CausalMaskOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 // the same attention factor, which a transpose keeps).
 void RopeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                             SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(RopeOp::create(
-      b, getLoc(), resultGrads[0], getPositionsAttr(), getThetaAttr(), getRotaryDimAttr(),
-      getScalingAttr(), getYarnAttr(), getInverse() ? UnitAttr() : b.getUnitAttr()));
+  operandGrads.push_back(RopeOp::create(b, getLoc(), resultGrads[0], getPositionsAttr(),
+                                        getThetaAttr(), getRotaryDimAttr(), getLinearScalingAttr(),
+                                        getScalingAttr(), getYarnAttr(),
+                                        getInverse() ? UnitAttr() : b.getUnitAttr()));
 }
 
 //===----------------------------------------------------------------------===//

@@ -297,15 +297,14 @@ static LogicalResult verifySquareTrailingMatrix(Operation *op, RankedTensorType 
 
 /// The shape rule of fsdp.attention and its gradient: `query` [B, Hq, T, D],
 /// `key` and `value` [B, Hkv, S, D] of one element type, Hkv dividing Hq,
-/// T = S when causal, a window only with causal, a positive finite scale.
-/// Returns the log-sum-exp type [B, Hq, T] x f32.
+/// T = S when causal, a window only with causal, a positive finite scale and
+/// soft cap. Returns the log-sum-exp type [B, Hq, T] x f32.
+template <typename AdaptorT>
 static FailureOr<RankedTensorType> checkAttention(function_ref<InFlightDiagnostic()> emitError,
-                                                  Type queryType, Type keyType, Type valueType,
-                                                  bool causal, bool windowed,
-                                                  std::optional<llvm::APFloat> scale) {
-  auto q = llvm::cast<RankedTensorType>(queryType);
-  auto k = llvm::cast<RankedTensorType>(keyType);
-  auto v = llvm::cast<RankedTensorType>(valueType);
+                                                  AdaptorT op) {
+  auto q = llvm::cast<RankedTensorType>(op.getQuery().getType());
+  auto k = llvm::cast<RankedTensorType>(op.getKey().getType());
+  auto v = llvm::cast<RankedTensorType>(op.getValue().getType());
   if (q.getRank() != 4 || k.getRank() != 4 || v.getRank() != 4) {
     emitError() << "query, key and value must be [batch, heads, positions, head_dim], got "
                 << q << ", " << k << " and " << v;
@@ -331,36 +330,34 @@ static FailureOr<RankedTensorType> checkAttention(function_ref<InFlightDiagnosti
                 << ks[1] << " (grouped-query attention)";
     return failure();
   }
-  if (causal && qs[2] != ks[2]) {
+  if (op.getCausal() && qs[2] != ks[2]) {
     emitError() << "causal attention needs as many query as key positions, got " << qs[2]
                 << " and " << ks[2];
     return failure();
   }
-  if (windowed && !causal) {
+  if (op.getWindow() && !op.getCausal()) {
     emitError() << "a sliding window needs causal attention (it bounds how far back a "
                    "query looks)";
     return failure();
   }
-  if (scale && !(scale->convertToDouble() > 0.0 && std::isfinite(scale->convertToDouble()))) {
-    emitError() << "scale must be positive and finite, got " << scale->convertToDouble();
-    return failure();
+  for (auto [name, value] :
+       {std::pair("scale", op.getScale()), std::pair("softcap", op.getSoftcap())}) {
+    if (value && !(value->convertToDouble() > 0.0 && std::isfinite(value->convertToDouble()))) {
+      emitError() << name << " must be positive and finite, got " << value->convertToDouble();
+      return failure();
+    }
   }
   return RankedTensorType::get({qs[0], qs[1], qs[2]}, Float32Type::get(q.getContext()));
 }
 
 LogicalResult AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                            Adaptor adaptor,
-                                            SmallVectorImpl<Type> &inferred) {
-  std::optional<llvm::APFloat> scale;
-  if (FloatAttr attr = adaptor.getScaleAttr())
-    scale = attr.getValue();
+                                            Adaptor adaptor, SmallVectorImpl<Type> &inferred) {
   FailureOr<RankedTensorType> lse = checkAttention(
       [&] {
         return mlir::emitError(loc ? *loc : UnknownLoc::get(adaptor.getQuery().getContext()),
                                "'fsdp.attention' op ");
       },
-      adaptor.getQuery().getType(), adaptor.getKey().getType(), adaptor.getValue().getType(),
-      adaptor.getCausal(), adaptor.getWindow().has_value(), scale);
+      adaptor);
   if (failed(lse))
     return failure();
   inferred.push_back(adaptor.getQuery().getType());
@@ -388,10 +385,7 @@ double mlir::fsdp::attentionScale(std::optional<llvm::APFloat> scale,
 }
 
 LogicalResult AttentionGradOp::verify() {
-  std::optional<llvm::APFloat> scale = getScale();
-  FailureOr<RankedTensorType> lse =
-      checkAttention([&] { return emitOpError(); }, getQuery().getType(), getKey().getType(),
-                     getValue().getType(), getCausal(), getWindow().has_value(), scale);
+  FailureOr<RankedTensorType> lse = checkAttention([&] { return emitOpError(); }, *this);
   if (failed(lse))
     return failure();
   if (getLse().getType() != *lse)
@@ -426,8 +420,14 @@ LogicalResult RopeOp::verify() {
   if (rotary > shape.back() || rotary % 2 != 0)
     return emitOpError("rotates an even number of features, at most the ")
            << shape.back() << " of the last dimension; got " << rotary;
-  if (getScalingAttr() && getYarnAttr())
-    return emitOpError("takes one frequency scaling, Llama 3's or YaRN's, not both");
+  if ((getLinearScalingAttr() != nullptr) + (getScalingAttr() != nullptr) +
+          (getYarnAttr() != nullptr) >
+      1)
+    return emitOpError("takes one frequency scaling, linear, Llama 3's or YaRN's, not two");
+  if (std::optional<llvm::APFloat> linear = getLinearScaling();
+      linear && !(linear->convertToDouble() > 0.0 && std::isfinite(linear->convertToDouble())))
+    return emitOpError("linear_scaling must be positive and finite, got ")
+           << linear->convertToDouble();
   // Positions are f32 in the angle: exact only below 2^24.
   if (shape[getPositions()] > (int64_t{1} << 24))
     return emitOpError("positions must be at most 2^24, got ") << shape[getPositions()];

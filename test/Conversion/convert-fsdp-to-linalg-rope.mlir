@@ -104,6 +104,28 @@ func.func @rope_yarn(%x: tensor<6x8xf32>) -> tensor<6x8xf32> {
   return %0 : tensor<6x8xf32>
 }
 
+// Linear scaling: every frequency divided by the factor before it is rounded to f32;
+// the scaled rotation reads tables of its own beside the unscaled one's.
+// CHECK-LABEL: func.func @rope_linear
+// CHECK: math.exp2 %{{.+}} : f64
+// CHECK-NEXT: arith.truncf
+// CHECK: math.exp2 %{{.+}} : f64
+// CHECK-NEXT: arith.truncf
+// CHECK: %[[F:.+]] = math.exp2 %{{.+}} : f64
+// CHECK-NEXT: %[[EIGHT:.+]] = arith.constant 8.000000e+00 : f64
+// CHECK-NEXT: %[[D:.+]] = arith.divf %[[F]], %[[EIGHT]] : f64
+// CHECK-NEXT: arith.truncf %[[D]] : f64 to f32
+// CHECK: math.exp2
+// CHECK-NEXT: arith.constant 8.000000e+00 : f64
+// CHECK-NEXT: arith.divf
+// CHECK-NOT: math.exp2
+// CHECK: return
+func.func @rope_linear(%x: tensor<6x8xf32>) -> (tensor<6x8xf32>, tensor<6x8xf32>) {
+  %0 = fsdp.rope %x positions 0 theta 10000.0 linear_scaling 8.0 : tensor<6x8xf32>
+  %1 = fsdp.rope %x positions 0 theta 10000.0 : tensor<6x8xf32>
+  return %0, %1 : tensor<6x8xf32>, tensor<6x8xf32>
+}
+
 // The inverse rotation (the gradient) negates the partner's sign.
 // CHECK-LABEL: func.func @rope_inverse
 // CHECK: %[[S:.+]] = arith.subf %{{.+}}, %{{.+}} : f32

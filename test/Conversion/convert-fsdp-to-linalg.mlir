@@ -328,3 +328,29 @@ func.func @attention_window(%q: tensor<1x4x20x3xf32>, %k: tensor<1x2x20x3xf32>) 
   %o, %lse = fsdp.attention %q, %k, %k causal window 4 key_block 8 : tensor<1x4x20x3xf32>, tensor<1x2x20x3xf32>, tensor<1x2x20x3xf32> -> tensor<1x4x20x3xf32>, tensor<1x4x20xf32>
   return %o : tensor<1x4x20x3xf32>
 }
+
+// Soft-capped scores: each block's scaled score s becomes 50 tanh(s / 50) before the
+// mask; the gradient recomputes the capped scores and multiplies the scores' gradient by
+// the cap's derivative 1 - (c / 50)^2, floored at 0 (a hidden score is -infinity).
+// CHECK-LABEL: func.func @attention_softcap(
+// CHECK: linalg.batch_matmul
+// CHECK: linalg.generic
+// CHECK: %[[SCALED:.+]] = arith.mulf %{{.+}}, %{{.+}} : f32
+// CHECK: %[[IN:.+]] = arith.divf %[[SCALED]], %{{.+}} : f32
+// CHECK: %[[TANH:.+]] = math.tanh %[[IN]] : f32
+// CHECK: %[[CAPPED:.+]] = arith.mulf %[[TANH]], %{{.+}} : f32
+// CHECK: arith.select %{{.+}}, %{{.+}}, %[[CAPPED]] : f32
+// CHECK: linalg.batch_matmul {{.*}}{fsdp.recomputed}
+// CHECK: math.tanh
+// CHECK: %[[SQUARE:.+]] = arith.mulf %[[RATIO:.+]], %[[RATIO]] : f32
+// CHECK-NEXT: arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[SLOPE:.+]] = arith.subf %{{.+}}, %[[SQUARE]] : f32
+// CHECK-NEXT: %[[CAPPED:.+]] = arith.maximumf %[[SLOPE]], %{{.+}} : f32
+// CHECK-NEXT: arith.mulf %{{.+}}, %[[CAPPED]] : f32
+// CHECK: return
+func.func @attention_softcap(%q: tensor<1x2x8x4xf32>, %do: tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32> {
+  %o, %lse = fsdp.attention %q, %q, %q causal softcap 50.0 key_block 8 : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+  %zero = arith.constant dense<0.0> : tensor<1x2x8xf32>
+  %dq, %dk, %dv = fsdp.attention_grad %q, %q, %q, %o, %lse, %do, %zero causal softcap 50.0 key_block 8 : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8xf32>
+  return %dq : tensor<1x2x8x4xf32>
+}

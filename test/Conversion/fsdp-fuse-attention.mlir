@@ -165,3 +165,16 @@ func.func @window(%q: tensor<1x2x16x8xbf16>) -> tensor<1x2x16x8xbf16> {
         -> tensor<1x2x16x8xbf16>, tensor<1x2x16xf32>
   return %o : tensor<1x2x16x8xbf16>
 }
+
+// -----
+
+// Soft-capped scores (Gemma 2's) keep the loops: the fused call has no cap.
+// CHECK-LABEL: func.func @softcap
+// CHECK: fsdp.attention %{{.+}} causal softcap 5.0e+01
+func.func @softcap(%q: tensor<1x2x16x8xbf16>) -> tensor<1x2x16x8xbf16> {
+  // expected-remark @below {{(1 op, forward and backward): its scores are soft-capped (the fused call has no cap)}}
+  %o, %lse = fsdp.attention %q, %q, %q causal softcap 50.0
+      : tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>
+        -> tensor<1x2x16x8xbf16>, tensor<1x2x16xf32>
+  return %o : tensor<1x2x16x8xbf16>
+}

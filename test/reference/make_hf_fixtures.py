@@ -55,7 +55,14 @@ The models (2 layers, hidden 64, vocabulary 256, float32 unless said):
   gemma3         Gemma3ForCausalLM (gemma3_text), 4 heads, 2 kv heads, head_dim 32, ffn 96,
                  GeGLU, sandwich norms with gains 1 + w, query-key norms, scores scaled
                  by 24^-1/2, layer 0 local (window 8, base 1e4), layer 1 global (base
-                 1e6), logits soft-capped at 5, tied, on [2, 32] batches
+                 1e6, linear rotary scaling 8 as Gemma 3 4B and up), logits soft-capped
+                 at 5, tied, on [2, 32] batches
+  gemma          GemmaForCausalLM, 4 heads, 1 kv head, head_dim 32, ffn 96, hidden_act
+                 "gelu" (the tanh GELU to transformers), gains 1 + w, linear rotary
+                 scaling 2, tied
+  gemma2         Gemma2ForCausalLM, as gemma3 without query-key norms, one rotary base
+                 (1e4), layer 0 local by default (window 8), scores soft-capped at 2 and
+                 logits at 5, on [2, 32] batches
 Every weight is redrawn from a seeded torch generator after construction (matrices
 normal / sqrt(fan_in), embeddings 0.25 normal, norm weights 1 + 0.1 normal, biases 0.02
 normal), so that no tensor is at its init value and an importer that drops one fails.
@@ -79,9 +86,10 @@ DEFAULT_OUT = os.path.join(REPO, "test", "e2e", "Inputs", "hf")
 BATCH, SEQ, VOCAB, HIDDEN, LAYERS = 2, 16, 256, 64, 2
 BATCH_SEED = 20240601
 FIXTURES = ["llama", "llama3-scaled", "mistral", "qwen2", "gpt2", "qwen3", "olmo2", "phi3",
-            "mistral-window", "qwen3-window", "qwen2-yarn", "gemma3"]
+            "mistral-window", "qwen3-window", "qwen2-yarn", "gemma3", "gemma", "gemma2"]
 # Sequences longer than SEQ, for the sliding windows to be shorter than them.
-FIXTURE_SEQ = {"mistral-window": 64, "qwen3-window": 32, "qwen2-yarn": 32, "gemma3": 32}
+FIXTURE_SEQ = {"mistral-window": 64, "qwen3-window": 32, "qwen2-yarn": 32, "gemma3": 32,
+               "gemma2": 32}
 SEEDS = {name: 1000 + i for i, name in enumerate(FIXTURES)}
 
 
@@ -151,9 +159,24 @@ def make_config(name):
             hidden_activation="gelu_pytorch_tanh", max_position_embeddings=64,
             sliding_window=8, layer_types=["sliding_attention", "full_attention"],
             rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
-                             "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}},
+                             "full_attention": {"rope_type": "linear", "factor": 8.0,
+                                                "rope_theta": 1000000.0}},
             rms_norm_eps=1e-6, final_logit_softcapping=5.0, pad_token_id=0,
             tie_word_embeddings=True)
+    if name == "gemma":
+        gemma = dict(common, hidden_act="gelu")  # the original releases' spelling
+        return tf.GemmaForCausalLM, tf.GemmaConfig(
+            **gemma, num_key_value_heads=1, head_dim=32, max_position_embeddings=64,
+            rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0},
+            rms_norm_eps=1e-6, pad_token_id=0, tie_word_embeddings=True)
+    if name == "gemma2":
+        gemma = {k: v for k, v in common.items() if k != "hidden_act"}
+        return tf.Gemma2ForCausalLM, tf.Gemma2Config(
+            **gemma, num_key_value_heads=2, head_dim=32, query_pre_attn_scalar=24,
+            hidden_activation="gelu_pytorch_tanh", max_position_embeddings=64,
+            sliding_window=8, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            rms_norm_eps=1e-6, attn_logit_softcapping=2.0, final_logit_softcapping=5.0,
+            pad_token_id=0, tie_word_embeddings=True)
     if name == "gpt2":
         return tf.GPT2LMHeadModel, tf.GPT2Config(
             vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=4, n_positions=64,

@@ -397,18 +397,19 @@ def grouped_heads(t, x, b, T, heads, kv_heads, D, explicit):
 
 
 def causal_attention(t, qh, kh, vh, key_block, explicit, fused=False, window=None,
-                     scale=None):
+                     scale=None, softcap=None):
     """Causal attention of [B, H, T, D] queries: fsdp.attention in key blocks (fused: as
-    cuDNN's fused kernel computes it; with a sliding `window` and a `scale` other than
-    D^-1/2 if given), or (explicit) scores, scale, causal_mask, softmax, product with the
-    values."""
+    cuDNN's fused kernel computes it; with a sliding `window`, a `scale` other than
+    D^-1/2 and scores soft-capped at `softcap` if given), or (explicit) scores, scale,
+    causal_mask, softmax, product with the values."""
     if fused:
         return t(ops.attention, qh, kh, vh, causal=True, fused=True, window=window,
-                 scale=scale)
+                 scale=scale, softcap=softcap)
     if not explicit:
         return t(ops.attention, qh, kh, vh, causal=True, key_block=key_block, window=window,
-                 scale=scale)
-    assert window is None and scale is None, "the explicit form: full causal, D^-1/2"
+                 scale=scale, softcap=softcap)
+    assert window is None and scale is None and softcap is None, \
+        "the explicit form: full causal, D^-1/2"
     s = t(ops.batch_matmul, qh, kh, transpose_rhs=True)
     ss = t(ops.scale, s, factor=1.0 / qh.data.shape[-1] ** 0.5)
     m = t(ops.causal_mask, ss)
@@ -576,10 +577,10 @@ def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
         for n in ("q", "k"):
             heads[n] = t(ops.rope, heads[n], positions=1, theta=spec.theta(i),
                          rotary_dim=spec.rotary_dim, scaling=spec.llama3_scaling,
-                         yarn=spec.yarn_scaling)
+                         yarn=spec.yarn_scaling, linear=spec.linear_factor(i))
         qh, kh, vh = (t(ops.transpose, heads[n], (0, 2, 1, 3)) for n in "qkv")
         o = causal_attention(t, qh, kh, vh, key_block, explicit, fused, spec.window(i),
-                             spec.attention_scale)
+                             spec.attention_scale, spec.attention_softcap)
         oc = t(ops.reshape, t(ops.transpose, o, (0, 2, 1, 3)), (b, T, H * D))
         return hf_linear(t, oc, p + "self_attn.o_proj", names)
 

@@ -28,6 +28,11 @@ odd-sizes-reference.test run some). The mutants:
     window-one-longer     a sliding window of W taken as W + 1 (the key W positions back
                           seen too)
     yarn-factor-dropped   YaRN's attention factor left out of the cosines and sines
+    linear-scaling-dropped
+                          fsdp.rope's linear scaling ignored: positions not interpolated
+    softcap-gradient-uncapped
+                          soft-capped attention whose gradient is the uncapped one's (the
+                          forward pass unchanged)
     bf16-rotary-unrounded bf16 mode: fsdp.rope's result kept in f32
     bf16-silu-unrounded   bf16 mode: silu's result kept in f32
 """
@@ -169,6 +174,28 @@ def yarn_factor_dropped():
     ops.rope = rope
 
 
+def linear_scaling_dropped():
+    real = ops.rope
+
+    def rope(*args, linear=None, **kwargs):
+        return real(*args, **kwargs)
+    ops.rope = rope
+
+
+def softcap_gradient_uncapped():
+    """The capped forward pass with the uncapped one's gradient (a cap a million times
+    larger is the identity on these scores)."""
+    real = ops.attention
+
+    def attention(*args, softcap=None, **kwargs):
+        out, vjp = real(*args, softcap=softcap, **kwargs)
+        if softcap is None:
+            return out, vjp
+        _, loose = real(*args, softcap=softcap * 1e6, **kwargs)
+        return out, loose
+    ops.attention = attention
+
+
 def softmax_scale_rounded():
     real = ops.scale
     ops.scale = lambda x, factor, **kw: real(x, 0.28 if factor == 0.277 else factor, **kw)
@@ -196,6 +223,8 @@ MUTANTS = {
     "head-norm-over-heads": head_norm_over_heads,
     "window-one-longer": window_one_longer,
     "yarn-factor-dropped": yarn_factor_dropped,
+    "linear-scaling-dropped": linear_scaling_dropped,
+    "softcap-gradient-uncapped": softcap_gradient_uncapped,
     "bf16-rotary-unrounded": bf16_unrounded("rope"),
     "bf16-silu-unrounded": bf16_unrounded("silu"),
     # The fused attention's (cuDNN's) probabilities or scores' gradient not rounded

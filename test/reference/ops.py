@@ -225,13 +225,16 @@ def yarn_ramp(rotary_dim, theta, yarn):
     return np.clip((np.arange(rotary_dim // 2) - low) / (high - low), 0.0, 1.0)
 
 
-def rope_frequencies(rotary_dim, theta, scaling=None, yarn=None):
-    """fsdp.rope's frequencies theta^(-2i / r), i < r / 2, with Llama 3's scaling when
+def rope_frequencies(rotary_dim, theta, scaling=None, yarn=None, linear=None):
+    """fsdp.rope's frequencies theta^(-2i / r), i < r / 2, divided by `linear` (Hugging
+    Face's linear scaling: positions interpolated), with Llama 3's scaling when
     `scaling` = (factor, low_freq_factor, high_freq_factor, original_max_positions)
     (Hugging Face's _compute_llama3_parameters), or YaRN's when `yarn` = (factor,
     beta_fast, beta_slow, original_max_positions, attention_factor, truncate): f (g /
     factor + 1 - g) with g yarn_ramp's; rounded to float32 as the spec says."""
     f = theta ** (-2.0 * np.arange(rotary_dim // 2) / rotary_dim)
+    if linear is not None:
+        f = f / linear
     if yarn is not None:
         g = yarn_ramp(rotary_dim, theta, yarn)
         f = f * (g / yarn[0] + 1.0 - g)
@@ -246,14 +249,14 @@ def rope_frequencies(rotary_dim, theta, scaling=None, yarn=None):
 
 
 def rope(x, positions, theta, rotary_dim=None, scaling=None, inverse=False, prec=EXACT,
-         point="rope", yarn=None):
+         point="rope", yarn=None, linear=None):
     """Rotary embedding of the last dimension (rotate-half pairs i, i + r/2) by the angle
     p f_i at position p (the index along `positions`): the angle is the float32 product
     of p and f_i (as the spec and Hugging Face compute it), its cosine and sine exact,
     times YaRN's attention factor with `yarn`. `inverse` rotates by -angle (times the
     same factor), which is also the vjp."""
     r = x.shape[-1] if rotary_dim is None else rotary_dim
-    f = rope_frequencies(r, theta, scaling, yarn)
+    f = rope_frequencies(r, theta, scaling, yarn, linear)
     m = 1.0 if yarn is None else yarn[4]
     p = np.arange(x.shape[positions], dtype=np.float32)
     # [T, r/2], float32 products; their cosine and sine in the dtype the ops compute in
@@ -273,11 +276,12 @@ def rope(x, positions, theta, rotary_dim=None, scaling=None, inverse=False, prec
 
 
 def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
-              point="attention", fused=False, window=None):
+              point="attention", fused=False, window=None, softcap=None):
     """fsdp.attention's output: softmax(scale q k^T [+ causal mask]) v per head, with
     q [B, Hq, T, D] and k, v [B, Hkv, S, D], query head h reading key head h // (Hq / Hkv);
     `causal` (T = S) keeps key j for query i when j <= i, and with a `window` W only
-    when i - W < j as well (Hugging Face's sliding-window mask), all keys in one block.
+    when i - W < j as well (Hugging Face's sliding-window mask), all keys in one block;
+    `softcap` C turns each scaled score s into C tanh(s / C) before the mask (Gemma 2's).
     Mixed precision: f32 throughout, only the output rounded (its f32 log-sum-exp is not
     an output here).
 
@@ -308,9 +312,12 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
     row_pos = np.tile(np.arange(t), g)[:, None]
 
     def scores(first):
-        """Keys [first, first + block): scaled, -inf where causality hides the key."""
+        """Keys [first, first + block): scaled (and capped), -inf where causality hides
+        the key."""
         kb = k[:, :, first:first + block]
         S = prec.matmul(Q, _swap(kb)) * scale
+        if softcap is not None:
+            S = prec.math("tanh", S / softcap) * softcap
         if causal:
             key_pos = first + np.arange(kb.shape[2])[None, :]
             seen = key_pos <= row_pos
@@ -345,8 +352,12 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
         center = prec.sum(dO * o, -1, True)
         dq, dk, dv = 0.0, [], []
         for first in range(0, s, block):
-            P = prec.math("exp", scores(first) - lse)
+            S = scores(first)
+            P = prec.math("exp", S - lse)
             dS = P * (prec.matmul(dO, _swap(v[:, :, first:first + block])) - center) * scale
+            if softcap is not None:
+                # d(C tanh(s / C)) / ds = 1 - tanh^2, 0 where the mask hid the score.
+                dS = dS * np.maximum(1.0 - (S / softcap) ** 2, 0.0)
             dS, P = operand(dS, "attention.ds"), operand(P, "attention.p")
             dq = dq + prec.matmul(dS, k[:, :, first:first + block])
             dk.append(prec.matmul(_swap(dS), Q))

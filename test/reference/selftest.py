@@ -164,6 +164,14 @@ def test_ops():
          (np.random.default_rng(6).standard_normal((2, 3, 6, 10)),),
          {"positions": 2, "theta": 500.0, "rotary_dim": 8,
           "yarn": (4.0, 32.0, 1.0, 4, 1.1386, True)}),
+        ("rope linear", ops.rope, (np.random.default_rng(6).standard_normal((2, 5, 3, 8)),),
+         {"positions": 1, "theta": 10000.0, "linear": 8.0}),
+        # Scores of some 2 against a cap of 0.8: tanh well into its bend.
+        ("attention soft-capped, windowed", ops.attention,
+         (2 * np.random.default_rng(7).standard_normal((1, 2, 6, 2)),
+          2 * np.random.default_rng(8).standard_normal((1, 1, 6, 2)),
+          np.random.default_rng(9).standard_normal((1, 1, 6, 2))),
+         {"causal": True, "window": 3, "softcap": 0.8}),
     ]
     for name, op, args, kw in cases:
         err = ops.check_vjp(op, args, range(len(args)), kw)

@@ -110,7 +110,9 @@ def FSDP_AttentionGradOp : FSDP_Op<"attention_grad",
     backward): `P = exp(scale * Q K^T - lse)`, `dV = P^T dO`,
     `dS = P * (dO V^T - rowsum(dO * O) + dlse)`, `dQ = scale * dS K`,
     `dK = scale * dS^T Q`, summed over the query heads of a group. `causal`
-    and `window` mask the scores as the forward's did.
+    and `window` mask the scores as the forward's did; with `softcap C`, `P` is
+    recomputed from the capped scores `c = C tanh(s / C)` and `dS` is
+    multiplied by the cap's derivative `1 - (c / C)^2`.
 
     ```mlir
     %dq, %dk, %dv = fsdp.attention_grad %q, %k, %v, %o, %lse, %do, %dlse causal
@@ -123,13 +125,14 @@ def FSDP_AttentionGradOp : FSDP_Op<"attention_grad",
                        UnitAttr:$causal,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window,
                        OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<F64Attr>:$softcap,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$key_block);
   let results = (outs FSDP_Tensor:$query_grad, FSDP_Tensor:$key_grad,
                       FSDP_Tensor:$value_grad);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $output `,` $lse `,` $grad `,` $lse_grad
     (`causal` $causal^)? (`window` $window^)? (`scale` custom<F64>($scale)^)?
-    (`key_block` $key_block^)? attr-dict
+    (`softcap` custom<F64>($softcap)^)? (`key_block` $key_block^)? attr-dict
     `:` type($query) `,` type($key) `,` type($value) `,` type($lse)
   }];
   let hasVerifier = 1;

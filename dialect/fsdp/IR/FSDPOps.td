@@ -293,10 +293,11 @@ def FSDP_RopeOp : FSDP_Op<"rope", [Pure, FSDP_Differentiable, SameOperandsAndRes
     (from 0). The first `rotary_dim` features (default `D`, even) rotate in
     the rotate-half convention of Llama and GPT-NeoX: feature `i` pairs with
     `i + rotary_dim / 2`, at frequency `f_i = theta^(-2i / rotary_dim)`
-    (with `llama3_scaling`, Llama 3's: `#fsdp.llama3_rope`; with
-    `yarn_scaling`, YaRN's: `#fsdp.yarn_rope`, whose attention factor `m`
-    multiplies every cosine and sine; `m = 1` otherwise), and with
-    `a = p * f_i` at position `p`:
+    (with `linear_scaling s`, `f_i / s`: positions interpolated `s` times, as
+    Hugging Face's `rope_type = "linear"`; with `llama3_scaling`, Llama 3's:
+    `#fsdp.llama3_rope`; with `yarn_scaling`, YaRN's: `#fsdp.yarn_rope`, whose
+    attention factor `m` multiplies every cosine and sine; `m = 1` otherwise;
+    at most one of the three), and with `a = p * f_i` at position `p`:
 
         y[i]        = x[i] m cos a - x[i + r/2] m sin a
         y[i + r/2]  = x[i + r/2] m cos a + x[i] m sin a
@@ -311,19 +312,22 @@ def FSDP_RopeOp : FSDP_Op<"rope", [Pure, FSDP_Differentiable, SameOperandsAndRes
     ```mlir
     %q_rot = fsdp.rope %q positions 1 theta 10000.0 : tensor<2x16x8x64xf32>
     %k_rot = fsdp.rope %k positions 2 theta 10000.0 rotary_dim 32 : tensor<2x4x16x64xf32>
+    %g_rot = fsdp.rope %q positions 1 theta 1000000.0 linear_scaling 8.0 : tensor<2x16x8x64xf32>
     ```
   }];
   let arguments = (ins FSDP_Tensor:$input,
                        ConfinedAttr<I64Attr, [IntNonNegative]>:$positions,
                        F64Attr:$theta,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$rotary_dim,
+                       OptionalAttr<F64Attr>:$linear_scaling,
                        OptionalAttr<FSDP_Llama3RopeScalingAttr>:$scaling,
                        OptionalAttr<FSDP_YarnRopeScalingAttr>:$yarn,
                        UnitAttr:$inverse);
   let results = (outs FSDP_Tensor:$result);
   let assemblyFormat = [{
     $input `positions` $positions `theta` custom<F64>($theta)
-    (`rotary_dim` $rotary_dim^)? (`llama3_scaling` $scaling^)? (`yarn_scaling` $yarn^)?
+    (`rotary_dim` $rotary_dim^)? (`linear_scaling` custom<F64>($linear_scaling)^)?
+    (`llama3_scaling` $scaling^)? (`yarn_scaling` $yarn^)?
     (`inverse` $inverse^)?
     attr-dict
     `:` type($input)
@@ -345,7 +349,10 @@ def FSDP_AttentionOp : FSDP_Op<"attention", [Pure, FSDP_Differentiable, InferTyp
     multi-head attention). With `causal` (which needs `T = S`), query `t`
     attends to keys `0..t`; with a sliding `window` of `W` positions as well
     (Mistral's, Gemma's local layers), only to the last `W` of them,
-    `t - W < s <= t`. `scale` defaults to `1 / sqrt(D)`.
+    `t - W < s <= t`. `scale` defaults to `1 / sqrt(D)`. With `softcap C`
+    (Gemma 2's soft-capped scores), each scaled score `s` becomes
+    `C tanh(s / C)` before the mask and the softmax: every score then lies
+    in `(-C, C)`.
 
     The results are the attention output `[B, Hq, T, D]`, of the query's
     type, and the log-sum-exp of each query row's scaled scores `[B, Hq, T]`
@@ -366,17 +373,22 @@ def FSDP_AttentionOp : FSDP_Op<"attention", [Pure, FSDP_Differentiable, InferTyp
     %wo, %wlse = fsdp.attention %q, %k, %v causal window 4 key_block 8
         : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x64xf32>
           -> tensor<2x8x16x64xf32>, tensor<2x8x16xf32>
+    %co, %clse = fsdp.attention %q, %k, %v causal scale 0.0625 softcap 50.0
+        : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x64xf32>
+          -> tensor<2x8x16x64xf32>, tensor<2x8x16xf32>
     ```
   }];
   let arguments = (ins FSDP_Tensor:$query, FSDP_Tensor:$key, FSDP_Tensor:$value,
                        UnitAttr:$causal,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window,
                        OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<F64Attr>:$softcap,
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$key_block);
   let results = (outs FSDP_Tensor:$result, FSDP_Tensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`causal` $causal^)? (`window` $window^)?
-    (`scale` custom<F64>($scale)^)? (`key_block` $key_block^)? attr-dict
+    (`scale` custom<F64>($scale)^)? (`softcap` custom<F64>($softcap)^)?
+    (`key_block` $key_block^)? attr-dict
     `:` type($query) `,` type($key) `,` type($value) `->` type($result) `,` type($lse)
   }];
   let extraClassDeclaration = [{

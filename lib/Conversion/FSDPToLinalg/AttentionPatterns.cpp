@@ -233,11 +233,35 @@ struct ScoreMask {
   }
 };
 
-/// One block's scores times the scale, -infinity where `mask` hides them.
-/// `recomputed`: the forward pass computed these scores already (the
+/// How raw scores become the softmax's: times `scale`, then, with a
+/// `softcap` C, C tanh(s / C).
+struct ScoreForm {
+  double scale;
+  std::optional<double> softcap;
+
+  Value apply(ScalarMath &math, Value score) const {
+    Value scaled = math.mul(score, math.constant(score, scale));
+    if (!softcap)
+      return scaled;
+    Value capped = math.tanh(math.div(scaled, math.constant(score, *softcap)));
+    return math.mul(capped, math.constant(score, *softcap));
+  }
+
+  /// The cap's derivative, 1 - (c / C)^2 at the capped score c (that of
+  /// C tanh(s / C) at s); 0 where the mask hid the score (c = -infinity,
+  /// whose probability is 0: the product would be 0 times infinity).
+  Value capDerivative(ScalarMath &math, Value score) const {
+    Value ratio = math.mul(score, math.constant(score, 1.0 / *softcap));
+    return math.max(math.sub(math.constant(score, 1.0), math.mul(ratio, ratio)),
+                    math.constant(score, 0.0));
+  }
+};
+
+/// One block's scores in the softmax's form, -infinity where `mask` hides
+/// them. `recomputed`: the forward pass computed these scores already (the
 /// backward's), which the product says (kRecomputedAttr) for the step's FLOP
 /// count.
-Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, double scale,
+Value formedScores(OpBuilder &b, Location loc, Value queries, Value keys, const ScoreForm &form,
                    const ScoreMask &mask, bool recomputed) {
   Value scores = batchMatmul(b, loc, queries, keys, false, true);
   if (recomputed)
@@ -246,10 +270,10 @@ Value scaledScores(OpBuilder &b, Location loc, Value queries, Value keys, double
       b, loc, tensorType(scores), scores, b.getMultiDimIdentityMap(3),
       [&](OpBuilder &nb, Location l, ValueRange x) {
         ScalarMath math(nb, l);
-        Value scaled = math.mul(x[0], math.constant(x[0], scale));
+        Value formed = form.apply(math, x[0]);
         if (!mask.causal)
-          return scaled;
-        return math.select(mask.hidden(nb, l), math.constant(x[0], -INFINITY), scaled);
+          return formed;
+        return math.select(mask.hidden(nb, l), math.constant(x[0], -INFINITY), formed);
       });
 }
 
@@ -345,7 +369,7 @@ void forEachKeyBlock(OpBuilder &b, Location loc, int64_t keys, int64_t blockSize
 struct GroupedAttention {
   AttentionShape shape;
   Value queries, keys, values;
-  double scale;
+  ScoreForm form;
   bool causal;
   std::optional<int64_t> window;
   int64_t blockSize;
@@ -353,9 +377,15 @@ struct GroupedAttention {
   template <typename OpT>
   GroupedAttention(OpBuilder &b, Location loc, OpT op)
       : shape(op.getQuery(), op.getKey()), queries(groupRows(b, loc, op.getQuery(), shape)),
-        keys(groupKeys(b, loc, op.getKey())), values(groupKeys(b, loc, op.getValue())),
-        scale(op.getScaleValue()), causal(op.getCausal()), window(op.getWindow()),
-        blockSize(op.getKeyBlockValue()) {}
+        keys(groupKeys(b, loc, op.getKey())),
+        values(groupKeys(b, loc, op.getValue())), form{op.getScaleValue(), softcapOf(op)},
+        causal(op.getCausal()), window(op.getWindow()), blockSize(op.getKeyBlockValue()) {}
+
+  template <typename OpT> static std::optional<double> softcapOf(OpT op) {
+    if (std::optional<llvm::APFloat> cap = op.getSoftcap())
+      return cap->convertToDouble();
+    return std::nullopt;
+  }
 
   /// The mask of all queries against all keys.
   ScoreMask wholeMask(OpBuilder &b) const {
@@ -465,7 +495,7 @@ std::pair<Value, Value> onlineSoftmax(OpBuilder &b, Location loc, const GroupedA
   // carry them in one buffer each): the new maximum goes to a copy first,
   // since the rescale reads the old one.
   auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
-    Value scores = scaledScores(b, loc, queries, keyBlock(b, loc, keys, first, count), g.scale,
+    Value scores = formedScores(b, loc, queries, keyBlock(b, loc, keys, first, count), g.form,
                                 mask.keysFrom(b, loc, first), /*recomputed=*/false);
     Value newMax = rowReduce(b, loc, scores, /*max=*/true, copied(b, loc, m));
     Value probs = expMinusRow(b, loc, scores, newMax);
@@ -570,25 +600,39 @@ Value keyBlockProduct(OpBuilder &b, Location loc, Value lhs, Value rhs, Value in
   return putKeys(b, loc, batchMatmul(b, loc, lhs, rhs, true, false, slice), into, first);
 }
 
+/// The gradient of a block's raw scores from its probabilities, their
+/// gradient and the rows' centres [G, R] (with a soft cap, times the cap's
+/// derivative, read from the capped `scores`).
+Value rawScoresGradient(OpBuilder &b, Location loc, const ScoreForm &form, Value probs,
+                        Value probsGrad, Value scores, Value center) {
+  SmallVector<Value> operands = {probs, probsGrad};
+  if (form.softcap)
+    operands.push_back(scores);
+  size_t numFull = operands.size();
+  operands.push_back(center);
+  return buildParallel(b, loc, tensorType(probs), operands, fullThenRows(b, numFull, 1),
+                       [&form, numFull](OpBuilder &nb, Location x, ValueRange v) {
+                         ScalarMath math(nb, x);
+                         Value grad = math.mul(v[0], math.sub(v[1], v[numFull]));
+                         if (form.softcap)
+                           grad = math.mul(grad, form.capDerivative(math, v[2]));
+                         return math.mul(grad, math.constant(v[0], form.scale));
+                       });
+}
+
 /// The backward of query rows `r` against `keys` and `values` ([G, K, D]),
 /// the scores recomputed one key block at a time from the log-sum-exp.
 void blockBackward(OpBuilder &b, Location loc, const GroupedAttention &g, const RowGradients &r,
                    Value keys, Value values, const ScoreMask &mask, BlockGradients &grads) {
   auto block = [&](OpBuilder &b, OpFoldResult first, int64_t count) {
     Value blockKeys = keyBlock(b, loc, keys, first, count);
-    Value scores = scaledScores(b, loc, r.queries, blockKeys, g.scale, mask.keysFrom(b, loc, first),
+    Value scores = formedScores(b, loc, r.queries, blockKeys, g.form, mask.keysFrom(b, loc, first),
                                 /*recomputed=*/true);
     Value probs = expMinusRow(b, loc, scores, r.lse);
     grads.value = keyBlockProduct(b, loc, probs, r.grad, grads.value, first, grads.accumulateKeys);
     Value probsGrad =
         batchMatmul(b, loc, r.grad, keyBlock(b, loc, values, first, count), false, true);
-    // The gradient of the unscaled scores.
-    Value scoresGrad = buildParallel(
-        b, loc, tensorType(probs), {probs, probsGrad, r.center}, fullThenRows(b, 2, 1),
-        [scale = g.scale](OpBuilder &nb, Location x, ValueRange v) {
-          ScalarMath math(nb, x);
-          return math.mul(math.mul(v[0], math.sub(v[1], v[2])), math.constant(v[0], scale));
-        });
+    Value scoresGrad = rawScoresGradient(b, loc, g.form, probs, probsGrad, scores, r.center);
     grads.query = batchMatmul(b, loc, scoresGrad, blockKeys, false, false, grads.query);
     grads.key =
         keyBlockProduct(b, loc, scoresGrad, r.queries, grads.key, first, grads.accumulateKeys);

@@ -44,9 +44,10 @@ Value yarnFrequency(OpBuilder &b, Location loc, RopeOp op, YarnRopeScalingAttr y
   return m.mul(f, m.add(m.div(g, constant(yarn.getFactor().convertToDouble())), keep));
 }
 
-/// Frequency `j` of `op` (i64) in f64: theta^(-2j / r), then Llama 3's scaling
-/// (Hugging Face's _compute_llama3_parameters: kept above the high bound,
-/// divided below the low one, smooth between).
+/// Frequency `j` of `op` (i64) in f64: theta^(-2j / r), then its scaling:
+/// linear (every frequency divided), YaRN's, or Llama 3's (Hugging Face's
+/// _compute_llama3_parameters: kept above the high bound, divided below the
+/// low one, smooth between).
 Value frequency(OpBuilder &b, Location loc, RopeOp op, Value j) {
   Type f64 = b.getF64Type();
   auto constant = [&](double value) { return constantFloat(b, loc, f64, value); };
@@ -54,12 +55,14 @@ Value frequency(OpBuilder &b, Location loc, RopeOp op, Value j) {
   double exponent = -2.0 * std::log2(op.getTheta().convertToDouble()) / rotary;
   Value jf = arith::SIToFPOp::create(b, loc, f64, j);
   Value f = math::Exp2Op::create(b, loc, arith::MulFOp::create(b, loc, jf, constant(exponent)));
+  ScalarMath m(b, loc);
+  if (FloatAttr linear = op.getLinearScalingAttr())
+    return m.div(f, constant(linear.getValueAsDouble()));
   if (YarnRopeScalingAttr yarn = op.getYarnAttr())
     return yarnFrequency(b, loc, op, yarn, j, f);
   Llama3RopeScalingAttr scaling = op.getScalingAttr();
   if (!scaling)
     return f;
-  ScalarMath m(b, loc);
   double factor = scaling.getFactor().convertToDouble();
   double low = scaling.getLowFreqFactor().convertToDouble();
   double high = scaling.getHighFreqFactor().convertToDouble();
@@ -82,9 +85,10 @@ Value frequency(OpBuilder &b, Location loc, RopeOp op, Value j) {
 Value rotaryTable(OpBuilder &b, RopeOp op, bool sine) {
   int64_t positions = op.getType().getShape()[op.getPositions()];
   MLIRContext *ctx = b.getContext();
-  Attribute scaling = op.getScalingAttr() ? Attribute(op.getScalingAttr())
-                      : op.getYarnAttr()  ? Attribute(op.getYarnAttr())
-                                          : UnitAttr::get(ctx);
+  Attribute scaling = op.getLinearScalingAttr() ? Attribute(op.getLinearScalingAttr())
+                      : op.getScalingAttr()     ? Attribute(op.getScalingAttr())
+                      : op.getYarnAttr()        ? Attribute(op.getYarnAttr())
+                                                : UnitAttr::get(ctx);
   auto key = ArrayAttr::get(ctx, {b.getI64IntegerAttr(positions),
                                   b.getI64IntegerAttr(op.getRotaryDimValue()), op.getThetaAttr(),
                                   scaling, b.getI64IntegerAttr(sine)});

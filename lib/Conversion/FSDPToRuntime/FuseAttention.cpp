@@ -41,11 +41,11 @@ constexpr int64_t kMaxHeadDim = 256;
 /// What cuDNN 9's forward plans ask for (measured, docs/CUDA.md).
 constexpr int64_t kForwardWorkspaceBytes = 256;
 
-/// Why the attention over `query` and `key` cannot be the runtime's fused
+/// Why the attention `op` (or its gradient) cannot be the runtime's fused
 /// call, or "" when it can.
-std::string refusal(Value query, Value key, std::optional<uint64_t> window) {
-  auto q = llvm::cast<RankedTensorType>(query.getType());
-  auto k = llvm::cast<RankedTensorType>(key.getType());
+template <typename OpT> std::string refusal(OpT op) {
+  auto q = llvm::cast<RankedTensorType>(op.getQuery().getType());
+  auto k = llvm::cast<RankedTensorType>(op.getKey().getType());
   if (!q.getElementType().isBF16())
     return "its operands are not bf16 (the fused kernel is bf16; param_dtype = bf16 gives it)";
   if (q.getDimSize(2) != k.getDimSize(2))
@@ -55,9 +55,11 @@ std::string refusal(Value query, Value key, std::optional<uint64_t> window) {
   if (headDim % 8 != 0 || headDim > kMaxHeadDim)
     return "its head dimension " + std::to_string(headDim) +
            " is not a multiple of 8 up to 256 (cuDNN's fused kernel)";
-  if (window)
+  if (op.getWindow())
     return "it has a sliding window (the fused call takes full causal attention; the "
            "loops compute the band)";
+  if (op.getSoftcap())
+    return "its scores are soft-capped (the fused call has no cap)";
   return "";
 }
 
@@ -283,10 +285,10 @@ struct FSDPFuseAttentionPass
     });
     for (Operation *op : attentions) {
       if (auto attention = dyn_cast<AttentionOp>(op)) {
-        std::string why = refusal(attention.getQuery(), attention.getKey(), attention.getWindow());
+        std::string why = refusal(attention);
         why.empty() ? builder.replace(attention) : refuse(op, why);
       } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
-        std::string why = refusal(grad.getQuery(), grad.getKey(), grad.getWindow());
+        std::string why = refusal(grad);
         if (why.empty() && !isZeros(grad.getLseGrad()))
           why = "the gradient of its log-sum-exp is not zero (the fused backward has none)";
         why.empty() ? builder.replace(grad) : refuse(op, why);

@@ -558,6 +558,24 @@ func.func @f(%q: tensor<2x2x8x4xf32>) {
 
 // -----
 
+// attention: a soft cap is positive.
+func.func @f(%q: tensor<2x2x8x4xf32>) {
+  // expected-error@+2 {{'fsdp.attention' op softcap must be positive and finite, got 0}}
+  // expected-error@+1 {{failed to infer returned types}}
+  %o, %l = fsdp.attention %q, %q, %q causal softcap 0.0 : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @f(%q: tensor<2x2x8x4xf32>, %l: tensor<2x2x8xf32>) {
+  // expected-error@+1 {{'fsdp.attention_grad' op softcap must be positive and finite, got -1}}
+  %dq, %dk, %dv = fsdp.attention_grad %q, %q, %q, %q, %l, %q, %l causal softcap -1.0 : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
 // attention: a window of at least one position.
 func.func @f(%q: tensor<2x2x8x4xf32>) {
   // expected-error@+1 {{attribute 'window' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
@@ -725,8 +743,26 @@ func.func @f(%x: tensor<4x8xf32>) {
 
 // rope: one frequency scaling at a time.
 func.func @f(%x: tensor<4x8xf32>) {
-  // expected-error@+1 {{'fsdp.rope' op takes one frequency scaling, Llama 3's or YaRN's, not both}}
+  // expected-error@+1 {{'fsdp.rope' op takes one frequency scaling, linear, Llama 3's or YaRN's, not two}}
   %0 = fsdp.rope %x positions 0 theta 10000.0 llama3_scaling <factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192> yarn_scaling <factor = 4.0, beta_fast = 32.0, beta_slow = 1.0, original_max_positions = 16, attention_factor = 1.0, truncate = true> : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: a linear scaling beside another.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.rope' op takes one frequency scaling, linear, Llama 3's or YaRN's, not two}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 linear_scaling 2.0 yarn_scaling <factor = 4.0, beta_fast = 32.0, beta_slow = 1.0, original_max_positions = 16, attention_factor = 1.0, truncate = true> : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+// rope: a linear scaling divides by a positive factor.
+func.func @f(%x: tensor<4x8xf32>) {
+  // expected-error@+1 {{'fsdp.rope' op linear_scaling must be positive and finite, got -2}}
+  %0 = fsdp.rope %x positions 0 theta 10000.0 linear_scaling -2.0 : tensor<4x8xf32>
   return
 }
 

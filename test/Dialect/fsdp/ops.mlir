@@ -108,12 +108,16 @@ module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_w
     %rk = fsdp.rope %rq positions 1 theta 500000.0 rotary_dim 2 llama3_scaling <factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0, original_max_positions = 8192> inverse : tensor<2x4x8x4xf32>
     // CHECK: fsdp.rope %{{.+}} positions 1 theta 1.0e+06 yarn_scaling <factor = 4.0, beta_fast = 32.0, beta_slow = 1.0, original_max_positions = 32768, attention_factor = 1.138629436111989, truncate = true> : tensor<2x4x8x4xf32>
     %ry = fsdp.rope %rk positions 1 theta 1000000.0 yarn_scaling <factor = 4.0, beta_fast = 32.0, beta_slow = 1.0, original_max_positions = 32768, attention_factor = 1.138629436111989, truncate = true> : tensor<2x4x8x4xf32>
+    // CHECK: fsdp.rope %{{.+}} positions 1 theta 1.0e+06 linear_scaling 8.0 : tensor<2x4x8x4xf32>
+    %rl = fsdp.rope %ry positions 1 theta 1000000.0 linear_scaling 8.0 : tensor<2x4x8x4xf32>
     // CHECK: %{{.+}}, %{{.+}} = fsdp.attention %{{.+}}, %{{.+}}, %{{.+}} causal : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
     %att, %lse = fsdp.attention %q, %q, %q causal : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
     // CHECK: fsdp.attention %{{.+}}, %{{.+}}, %{{.+}} scale 0.25 key_block 64 : tensor<2x4x8x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
     %gqa, %lse2 = fsdp.attention %q, %kv, %kv scale 0.25 key_block 64 : tensor<2x4x8x4xf32>, tensor<2x2x5x4xf32>, tensor<2x2x5x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
     // CHECK: fsdp.attention %{{.+}}, %{{.+}}, %{{.+}} causal window 3 scale 0.25 : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
     %win, %lse3 = fsdp.attention %q, %q, %q causal window 3 scale 0.25 : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
+    // CHECK: fsdp.attention %{{.+}}, %{{.+}}, %{{.+}} causal window 3 softcap 5.0e+01 key_block 4 : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
+    %cap, %lse4 = fsdp.attention %q, %q, %q causal window 3 softcap 50.0 key_block 4 : tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32>, tensor<2x4x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
 
     %table = fsdp.use @normal : tensor<4x4xf32>
     // CHECK: fsdp.embedding %{{.+}}[%{{.+}}] : tensor<4x4xf32>, tensor<2x8xi32> -> tensor<2x8x4xf32>
@@ -148,6 +152,8 @@ module attributes {fsdp.plan = #fsdp.plan<min_unit_params = 1000, units = auto_w
     %adq, %adk, %adv = fsdp.attention_grad %aq, %akv, %akv, %aq, %alse, %aq, %alse causal key_block 4 : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x4x8xf32>
     // CHECK: fsdp.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} causal window 5 key_block 4 : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x4x8xf32>
     %wdq, %wdk, %wdv = fsdp.attention_grad %aq, %akv, %akv, %aq, %alse, %aq, %alse causal window 5 key_block 4 : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x4x8xf32>
+    // CHECK: fsdp.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} causal scale 0.5 softcap 3.0e+01 : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x4x8xf32>
+    %cdq, %cdk, %cdv = fsdp.attention_grad %aq, %akv, %akv, %aq, %alse, %aq, %alse causal scale 0.5 softcap 30.0 : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x4x8xf32>
     // CHECK: fsdp.broadcast %{{.+}} : tensor<8xf32> -> tensor<2x4x8xf32>
     %b = fsdp.broadcast %g : tensor<8xf32> -> tensor<2x4x8xf32>
     // CHECK: fsdp.relu_grad %{{.+}}, %{{.+}} : tensor<2x4x8xf32>

@@ -80,7 +80,7 @@ def main():
     ap.add_argument("--export-hf", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--fixtures",
-                    default="llama,llama3-scaled,mistral,qwen2,gpt2,qwen3,olmo2,phi3,gemma3")
+                    default="llama,llama3-scaled,mistral,qwen2,gpt2,qwen3,olmo2,phi3,gemma3,gemma,gemma2")
     ap.add_argument("--ranks", type=int, default=2)
     args = ap.parse_args()
     args.import_hf, args.export_hf = fsdpc_command(args.import_hf), fsdpc_command(args.export_hf)

@@ -4,6 +4,7 @@ Each field is either honoured (it shapes the model), known not to change what a 
 step computes (metadata, generation defaults), or refused with an error that names it. A
 field the importer does not know is refused too: it may change the model.
 """
+import collections
 import dataclasses
 import json
 import math
@@ -34,7 +35,9 @@ METADATA = {
 ARCHITECTURES = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
                  "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
                  "olmo2": "Olmo2ForCausalLM", "phi3": "Phi3ForCausalLM",
+                 "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM",
                  "gemma3_text": "Gemma3ForCausalLM", "gpt2": "GPT2LMHeadModel"}
+GEMMA_FAMILIES = ("gemma", "gemma2", "gemma3_text")
 # GPT-2's activation_function values that are the tanh form of GELU (fsdp.gelu).
 GPT2_GELU = ("gelu_new", "gelu_pytorch_tanh")
 GPT2_SUMMARY = ("summary_type", "summary_use_proj", "summary_activation",
@@ -105,12 +108,20 @@ class LlamaSpec:
     activation: str = "silu"
     attention_scale: float = None
     final_softcap: float = None
+    # Each layer's linear rotary scaling (positions interpolated: every frequency
+    # divided by it), None where the layer has none; () for no layer.
+    linear_factors: tuple = ()
+    # Gemma 2's attention scores soft-capped as cap tanh(score / cap).
+    attention_softcap: float = None
 
     def window(self, layer):
         return self.windows[layer] if self.windows else None
 
     def theta(self, layer):
         return self.thetas[layer] if self.thetas else self.rope_theta
+
+    def linear_factor(self, layer):
+        return self.linear_factors[layer] if self.linear_factors else None
 
 
 def llama2_spec(vocab, dim, layers, heads, kv_heads, ffn, rope_theta=10000.0):
@@ -290,9 +301,13 @@ def _yarn(fields, where, params, known):
     return factor, fast, slow, context, attention, truncate
 
 
+# A rotary embedding: its base, at most one scaling (Llama 3's, YaRN's or a linear
+# factor) and the share of each head's features that turn.
+Rope = collections.namedtuple("Rope", "theta llama3 yarn linear partial")
+
+
 def _rope(fields, family):
-    """(theta, llama3 scaling or None, yarn scaling or None, partial rotary factor) from
-    rope_theta and rope_scaling, or rope_parameters."""
+    """The Rope of rope_theta and rope_scaling, or rope_parameters."""
     where, params, theta = _rope_params(fields)
     if not isinstance(theta, (int, float)) or isinstance(theta, bool) or theta <= 1:
         raise fields.error("rope_theta", "expected a number above 1")
@@ -307,18 +322,31 @@ def _rope(fields, family):
     if family == "phi3" and kind in ("su", "yarn", "longrope"):
         raise fields.error(where, f"rope_type '{kind}' is Phi-3's LongRoPE scaling, which "
                                   "is not supported (the default rotary embedding is)")
-    if kind == "default":
-        extra = sorted(set(params) - known)
-        if extra:
-            raise fields.error(where, f"field {extra[0]} of the default rotary embedding "
-                                      "is not understood")
-        return float(theta), None, None, partial
+    rope = Rope(float(theta), None, None, None, partial)
     if kind == "yarn":
-        return float(theta), None, _yarn(fields, where, params, known), partial
-    if kind != "llama3":
-        raise fields.error(where, f"rope_type '{kind}' is not supported (default, llama3 "
-                                  "and yarn are)")
-    return float(theta), _llama3(fields, where, params, known), None, partial
+        return rope._replace(yarn=_yarn(fields, where, params, known))
+    if kind == "llama3":
+        return rope._replace(llama3=_llama3(fields, where, params, known))
+    return rope._replace(linear=_linear_or_default(fields, where, params, known))
+
+
+def _linear_or_default(fields, where, params, known,
+                       supported="default, linear, llama3 and yarn"):
+    """The factor of a linear rotary scaling, None for the default rotary embedding;
+    another rope_type is refused by name, with the `supported` ones."""
+    kind = params.get("rope_type", params.get("type", "default"))
+    if kind not in ("default", "linear"):
+        raise fields.error(where, f"rope_type '{kind}' is not supported ({supported} are)")
+    extra = sorted(set(params) - known - ({"factor"} if kind == "linear" else set()))
+    if extra:
+        raise fields.error(where, f"field {extra[0]} of the {kind} rotary embedding is not "
+                                  "understood")
+    if kind == "default":
+        return None
+    factor = params.get("factor")
+    if not isinstance(factor, (int, float)) or isinstance(factor, bool) or not factor >= 1:
+        raise fields.error(where, "linear scaling needs a factor of at least 1")
+    return float(factor)
 
 
 def _llama3(fields, where, params, known):
@@ -424,14 +452,14 @@ def model_spec(fields, seq, no_dropout=False):
     family = _family(fields)
     if family == "gpt2":
         return _gpt2_spec(fields, seq, no_dropout)
-    if family == "gemma3_text":
-        return _gemma3_spec(fields, seq, no_dropout)
+    if family in GEMMA_FAMILIES:
+        return _gemma_spec(fields, family, seq, no_dropout)
     return _llama_spec(fields, family, seq, no_dropout)
 
 
 # Families whose configs choose the projections' biases (attention_bias: q, k, v and o;
 # mlp_bias: gate, up and down); the others' biases are fixed by the family.
-ATTENTION_BIAS_FAMILIES = ("llama", "qwen3", "olmo2", "gemma3_text")
+ATTENTION_BIAS_FAMILIES = ("llama", "qwen3", "olmo2") + GEMMA_FAMILIES
 MLP_BIAS_FAMILIES = ("llama",)
 # The biases fixed by the family: (q/k/v, o). Qwen2 always has q, k, v biases.
 FIXED_BIASES = {"qwen2": (True, False)}
@@ -504,7 +532,7 @@ def _llama_spec(fields, family, seq, no_dropout):
     max_positions = fields.take("max_position_embeddings", None, int)
     if max_positions is not None and seq > max_positions:
         raise fields.error("max_position_embeddings", f"--seq {seq} is longer")
-    theta, scaling, yarn, partial = _rope(fields, family)
+    rope = _rope(fields, family)
     layers = fields.required("num_hidden_layers")
     windows = _sliding_windows(fields, family, seq, layers)
     qkv_bias, o_bias, mlp_bias = _biases(fields, family)
@@ -514,12 +542,18 @@ def _llama_spec(fields, family, seq, no_dropout):
         head_dim=head_dim, ffn=fields.required("intermediate_size"),
         rms_eps=float(fields.take("rms_norm_eps", RMS_EPS.get(family, 1e-6), (int, float))),
         tied=bool(fields.take("tie_word_embeddings", False)),
-        rope_theta=theta, llama3_scaling=scaling, yarn_scaling=yarn, qkv_bias=qkv_bias,
-        o_bias=o_bias,
-        mlp_bias=mlp_bias, init_std=float(fields.take("initializer_range", 0.02, (int, float))),
-        rotary_dim=_rotary_dim(fields, head_dim, partial), **BLOCKS.get(family, {}))
+        qkv_bias=qkv_bias, o_bias=o_bias, mlp_bias=mlp_bias,
+        init_std=float(fields.take("initializer_range", 0.02, (int, float))),
+        rotary_dim=_rotary_dim(fields, head_dim, rope.partial), **_rope_fields(rope, layers),
+        **BLOCKS.get(family, {}))
     _refuse_leftover(fields, family)
     return spec
+
+
+def _rope_fields(rope, layers):
+    """The LlamaSpec fields of a Rope that every layer has."""
+    return dict(rope_theta=rope.theta, llama3_scaling=rope.llama3, yarn_scaling=rope.yarn,
+                linear_factors=() if rope.linear is None else (rope.linear,) * layers)
 
 
 def _gpt2_spec(fields, seq, no_dropout):
@@ -558,89 +592,126 @@ def _gpt2_spec(fields, seq, no_dropout):
 # Gemma 3's rotary bases where its config leaves them out (Gemma3TextConfig.default_theta),
 # by layer type.
 GEMMA3_THETA = {"full_attention": 1000000.0, "sliding_attention": 10000.0}
+GEMMA3_ROPES = "default and linear"
 
 
-def _gemma3_thetas(fields):
-    """{layer type: rotary base}: rope_parameters by layer type (transformers 5), or
-    rope_theta and rope_local_base_freq (transformers 4). Only the default rotary
-    embedding is supported on either kind of layer (Gemma 3 4B and up scale their global
-    layers' linearly: refused by name)."""
+def _gemma3_ropes(fields):
+    """{layer type: Rope}: rope_parameters by layer type (transformers 5), or rope_theta,
+    rope_scaling (the global layers') and rope_local_base_freq (transformers 4). Each
+    kind of layer takes the default rotary embedding or a linear scaling (Gemma 3 4B and
+    up scale their global layers' 8 times)."""
     if not fields.has("rope_parameters"):
-        scaling = fields.take("rope_scaling", None, dict)
-        if scaling and scaling.get("rope_type", scaling.get("type")) != "default":
-            raise fields.error("rope_scaling", f"rope_type "
-                               f"'{scaling.get('rope_type', scaling.get('type'))}' of the "
-                               "global layers is not supported (the default is)")
-        return {"full_attention": fields.take("rope_theta", GEMMA3_THETA["full_attention"],
-                                              (int, float)),
-                "sliding_attention": fields.take("rope_local_base_freq",
-                                                 GEMMA3_THETA["sliding_attention"],
-                                                 (int, float))}
+        scaling = fields.take("rope_scaling", None, dict) or {}
+        known = {"rope_type", "type"}
+        return {"full_attention": Rope(float(fields.take(
+                    "rope_theta", GEMMA3_THETA["full_attention"], (int, float))), None, None,
+                    _linear_or_default(fields, "rope_scaling", scaling, known,
+                                       GEMMA3_ROPES), 1.0),
+                "sliding_attention": Rope(float(fields.take(
+                    "rope_local_base_freq", GEMMA3_THETA["sliding_attention"], (int, float))),
+                    None, None, None, 1.0)}
     params = fields.take("rope_parameters", kind=dict)
     fields.ignore("rope_scaling")
     extra = sorted(set(params) - set(LAYER_TYPES))
     if extra:
         raise fields.error("rope_parameters", f"expected one entry per layer type "
                                               f"({', '.join(LAYER_TYPES)}), not {extra[0]}")
-    thetas = {}
+    ropes = {}
     for kind in LAYER_TYPES:
         entry = params.get(kind) or {}
-        rope_type = entry.get("rope_type", "default")
-        unknown = sorted(set(entry) - {"rope_type", "rope_theta"})
-        if rope_type != "default" or unknown:
-            raise fields.error("rope_parameters", f"{kind}: rope_type '{rope_type}' " + (
-                f"with {unknown[0]} " if unknown else "") + "is not supported (the default is)")
-        thetas[kind] = entry.get("rope_theta", GEMMA3_THETA[kind])
-    return thetas
+        linear = _linear_or_default(fields, "rope_parameters", entry,
+                                    {"rope_type", "type", "rope_theta"}, GEMMA3_ROPES)
+        ropes[kind] = Rope(float(entry.get("rope_theta", GEMMA3_THETA[kind])), None, None,
+                           linear, 1.0)
+    return ropes
 
 
-def _gemma3_layers(fields, layers):
-    """Each layer's type: layer_types, or every sliding_window_pattern-th layer global."""
-    # transformers 5 saves the pattern it read as _sliding_window_pattern.
-    pattern = fields.take("sliding_window_pattern",
-                          fields.take("_sliding_window_pattern", 6, int), int)
-    return _layer_types(fields, layers, lambda i: (i + 1) % pattern)
+def _gemma_layers(fields, family, layers, seq):
+    """The LlamaSpec fields of Gemma 2's and 3's local and global layers: each layer's
+    window and rotary embedding (Gemma 2: every other layer local, one rotary embedding;
+    Gemma 3: every sliding_window_pattern-th layer global, each kind its own)."""
+    if family == "gemma2":
+        types = _layer_types(fields, layers, lambda i: (i + 1) % 2)
+        fields_of_rope = _rope_fields(_rope(fields, family), layers)
+    else:
+        # transformers 5 saves the pattern it read as _sliding_window_pattern.
+        pattern = fields.take("sliding_window_pattern",
+                              fields.take("_sliding_window_pattern", 6, int), int)
+        types = _layer_types(fields, layers, lambda i: (i + 1) % pattern)
+        ropes = _gemma3_ropes(fields)
+        fields_of_rope = dict(
+            rope_theta=ropes["full_attention"].theta,
+            thetas=tuple(ropes[t].theta for t in types),
+            linear_factors=tuple(ropes[t].linear for t in types)
+            if any(r.linear for r in ropes.values()) else ())
+    return dict(windows=_layer_windows(types, _window(fields), seq), **fields_of_rope)
 
 
-def _gemma3_spec(fields, seq, no_dropout):
-    """The LlamaSpec of a Gemma 3 text config: sandwich norms with gains 1 + w, the
-    embedding times sqrt(hidden_size), GeGLU, query-key norms over each head, scores
-    scaled by query_pre_attn_scalar^-1/2, local layers with a sliding window and their
-    own rotary base, a tied head, logits soft-capped if the config says so."""
+def _gemma_activation(fields, family):
+    """Gemma's GeGLU takes the tanh GELU: Gemma 1's hidden_act (whose "gelu" transformers
+    reads as the tanh form) beside its older hidden_activation, the later ones'
+    hidden_activation."""
+    why = "only the tanh GELU (gelu_pytorch_tanh) is supported"
+    if family == "gemma":
+        fields.require_value("hidden_act", GPT2_GELU + ("gelu",), why, "gelu_pytorch_tanh")
+        if fields.has("hidden_activation"):
+            fields.require_value("hidden_activation", GPT2_GELU, why)
+        fields.ignore("hidden_activation")
+    else:
+        fields.require_value("hidden_activation", GPT2_GELU, why, "gelu_pytorch_tanh")
+
+
+# Gemma 2's soft caps where its config leaves them out: (attention scores, logits).
+GEMMA2_SOFTCAPS = (50.0, 30.0)
+
+
+def _softcap(fields, field, default):
+    """A soft cap: the config's (null: none), else the family's `default`."""
+    if field in fields.data and fields.data[field] is None:
+        fields.ignore(field)
+        return None
+    cap = fields.take(field, default, (int, float))
+    if cap is not None and not cap > 0:
+        raise fields.error(field, "expected a positive number (or null: no cap)")
+    return None if cap is None else float(cap)
+
+
+def _gemma_spec(fields, family, seq, no_dropout):
+    """The LlamaSpec of a Gemma text decoder: RMS norms with gains 1 + w, the embedding
+    times sqrt(hidden_size), GeGLU, a tied head; Gemma 2 and 3: norms around each branch
+    too, scores scaled by query_pre_attn_scalar^-1/2, local layers with a sliding window,
+    scores and logits soft-capped where the config says (Gemma 2 by default); Gemma 3:
+    query-key norms over each head, local layers with their own rotary base."""
     dim, heads = fields.required("hidden_size"), fields.required("num_attention_heads")
     kv_heads = fields.take("num_key_value_heads", heads, int)
     if heads % kv_heads:
         raise fields.error("num_key_value_heads", f"must divide num_attention_heads ({heads})")
-    head_dim = fields.take("head_dim", 256, int)
-    fields.require_value("hidden_activation", GPT2_GELU, "only the tanh GELU "
-                         "(gelu_pytorch_tanh) is supported", "gelu_pytorch_tanh")
+    _gemma_activation(fields, family)
     _dropout(fields, ("attention_dropout",), no_dropout)
     max_positions = fields.take("max_position_embeddings", None, int)
     if max_positions is not None and seq > max_positions:
         raise fields.error("max_position_embeddings", f"--seq {seq} is longer")
     if fields.take("use_bidirectional_attention", False):
         raise fields.error("use_bidirectional_attention", "only causal attention is supported")
-    if fields.take("attn_logit_softcapping") is not None:
-        raise fields.error("attn_logit_softcapping", "soft-capped attention scores are not "
-                                                     "supported")
     layers = fields.required("num_hidden_layers")
-    types = _gemma3_layers(fields, layers)
-    thetas = _gemma3_thetas(fields)
-    windows = _layer_windows(types, _window(fields), seq)
-    scalar = fields.take("query_pre_attn_scalar", 256, (int, float))
-    cap = fields.take("final_logit_softcapping", None, (int, float))
-    bias = _bias_flag(fields, "attention_bias", "gemma3_text", ATTENTION_BIAS_FAMILIES)
+    bias = _bias_flag(fields, "attention_bias", family, ATTENTION_BIAS_FAMILIES)
+    if family == "gemma":
+        parts = _rope_fields(_rope(fields, family), layers)
+    else:
+        caps = GEMMA2_SOFTCAPS if family == "gemma2" else (None, None)
+        parts = dict(
+            _gemma_layers(fields, family, layers, seq), norms=SANDWICH_NORMS,
+            attention_scale=float(fields.take("query_pre_attn_scalar", 256, (int, float)))
+            ** -0.5, attention_softcap=_softcap(fields, "attn_logit_softcapping", caps[0]),
+            final_softcap=_softcap(fields, "final_logit_softcapping", caps[1]),
+            qk_norm="head" if family == "gemma3_text" else None)
     spec = LlamaSpec(
-        family="gemma3_text", vocab=fields.required("vocab_size"), dim=dim, layers=layers,
-        heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        family=family, vocab=fields.required("vocab_size"), dim=dim, layers=layers,
+        heads=heads, kv_heads=kv_heads, head_dim=fields.take("head_dim", 256, int),
         ffn=fields.required("intermediate_size"),
         rms_eps=float(fields.take("rms_norm_eps", 1e-6, (int, float))),
-        tied=bool(fields.take("tie_word_embeddings", True)),
-        rope_theta=float(thetas["full_attention"]), qkv_bias=bias, o_bias=bias,
+        tied=bool(fields.take("tie_word_embeddings", True)), qkv_bias=bias, o_bias=bias,
         init_std=float(fields.take("initializer_range", 0.02, (int, float))),
-        norms=SANDWICH_NORMS, qk_norm="head", windows=windows,
-        thetas=tuple(float(thetas[t]) for t in types), embed_scale=math.sqrt(dim),
-        norm_offset=1.0, activation="gelu", attention_scale=float(scalar) ** -0.5,
-        final_softcap=None if cap is None else float(cap))
-    _refuse_leftover(fields, "gemma3_text")
+        embed_scale=math.sqrt(dim), norm_offset=1.0, activation="gelu", **parts)
+    _refuse_leftover(fields, family)
     return spec

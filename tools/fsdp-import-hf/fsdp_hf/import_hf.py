@@ -7,12 +7,14 @@ its weights as the trainer's --init-from file).
 
 MODEL_DIR holds config.json and, with --weights, the checkpoint (model.safetensors or
 shards with model.safetensors.index.json). Supported: LlamaForCausalLM (grouped- and
-multi-query attention, tied embeddings, Llama 3's and YaRN's rotary scaling, in the
-rope_scaling or rope_parameters spelling), MistralForCausalLM (a sliding window),
+multi-query attention, tied embeddings, linear, Llama 3's and YaRN's rotary scaling, in
+the rope_scaling or rope_parameters spelling), MistralForCausalLM (a sliding window),
 Qwen2ForCausalLM (q, k, v biases, sliding layers), Qwen3ForCausalLM (query-key norms per head),
 Olmo2ForCausalLM (norms after each branch, query-key norms over the projections),
-Phi3ForCausalLM (fused products, partial rotary), Gemma3ForCausalLM (gemma3_text: local
-and global layers, gains 1 + w, GeGLU), GPT2LMHeadModel (learned positions, LayerNorm
+Phi3ForCausalLM (fused products, partial rotary), GemmaForCausalLM (gains 1 + w, GeGLU,
+the embedding scaled), Gemma2ForCausalLM (norms around each branch, local and global
+layers, soft-capped scores and logits), Gemma3ForCausalLM (gemma3_text: query-key norms,
+local layers with their own rotary base), GPT2LMHeadModel (learned positions, LayerNorm
 with biases, the tanh GELU, Conv1D weights, a tied head). Every config field is honoured,
 known to leave the training step's math alone, or refused with an error that names it.
 """

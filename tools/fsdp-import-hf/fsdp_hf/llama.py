@@ -1,4 +1,4 @@
-"""A Llama-family decoder (Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma 3) written
+"""A Llama-family decoder (Llama, Mistral, Qwen2, Qwen3, OLMo 2, Phi-3, Gemma) written
 in the fsdp dialect with Hugging Face's parameter names and layouts: every projection's
 weight `[out, in]` as a `torch.nn.Linear` holds it, applied with `fsdp.matmul ...
 transpose_rhs`, so a checkpoint's tensors are the model's parameters as they are, and an
@@ -145,6 +145,8 @@ class _Writer(Writer):
         scaling = ""
         if s.rotary_dim:
             scaling += f" rotary_dim {s.rotary_dim}"
+        if s.linear_factor(layer):
+            scaling += f" linear_scaling {mlir_float(s.linear_factor(layer))}"
         if s.llama3_scaling:
             factor, low, high, context = s.llama3_scaling
             scaling += (f" llama3_scaling <factor = {mlir_float(factor)}, "
@@ -207,7 +209,7 @@ class _Writer(Writer):
         heads["k"] = self.rope(v + "kr", heads["k"], KH, i)
         self.heads_attention(v, heads["q"], heads["k"], heads["v"], H, KH,
                              scale=s.attention_scale, explicit=self.explicit,
-                             window=s.window(i))
+                             window=s.window(i), softcap=s.attention_softcap)
         return self.linear(v + "attn", v + "oc", p + "self_attn.o_proj", H * D, C)
 
     def mlp(self, p, v, f):

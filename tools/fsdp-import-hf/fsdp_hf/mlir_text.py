@@ -53,10 +53,11 @@ class Writer:
         return value
 
     def heads_attention(self, v, q, k, v_, heads, kv_heads, scale=None, explicit=False,
-                        window=None):
+                        window=None, softcap=None):
         """Causal attention of heads laid out [B, T, n, D] (q, k, v_): transposed to
         [B, n, T, D] and back; the result [B, T, heads * D] is `v`oc. fsdp.attention
-        (with a sliding `window` if given), or with `explicit` its definition written out
+        (with a sliding `window` and scores soft-capped at `softcap` if given), or with
+        `explicit` its definition written out
         (scores, scale, causal_mask, softmax, every T x T score matrix kept for backward;
         keys and values already broadcast to every query head)."""
         B, T, D = self.B, self.T, self.spec.head_dim
@@ -65,7 +66,8 @@ class Writer:
                    f"{tensor(B, T, n, D)} -> {tensor(B, n, T, D)}")
         QH = tensor(B, heads, T, D)
         if explicit:
-            assert window is None, "the explicit form has no sliding window"
+            assert window is None and softcap is None, \
+                "the explicit form has no sliding window and no soft cap"
             S = tensor(B, heads, T, T)
             self.w(f"{v}s = fsdp.batch_matmul {v}qh, {v}kh transpose_rhs : {QH}, {QH} -> {S}")
             self.w(f"{v}ss = fsdp.scale {v}s by {mlir_float(scale or D ** -0.5)} : {S}")
@@ -79,6 +81,7 @@ class Writer:
                 min(self.key_block, window)
             scaled = "" if window is None else f" window {window}"
             scaled += "" if scale is None else f" scale {mlir_float(scale)}"
+            scaled += "" if softcap is None else f" softcap {mlir_float(softcap)}"
             self.w(f"{v}o, {v}lse = fsdp.attention {v}qh, {v}kh, {v}vh causal{scaled} "
                    f"key_block {block} : {QH}, {tensor(B, kv_heads, T, D)}, "
                    f"{tensor(B, kv_heads, T, D)} -> {QH}, {tensor(B, heads, T)}")
