@@ -65,7 +65,9 @@ The models (2 layers, hidden 64, vocabulary 256, float32 unless said):
                  logits at 5, on [2, 32] batches
 Every weight is redrawn from a seeded torch generator after construction (matrices
 normal / sqrt(fan_in), embeddings 0.25 normal, norm weights 1 + 0.1 normal, biases 0.02
-normal), so that no tensor is at its init value and an importer that drops one fails.
+normal; Gemma's embeddings normal / sqrt(hidden), which its scale by sqrt(hidden) brings to
+1, and its norm weights 0.1 normal, its gains being 1 + w), so that no tensor is at its
+init value and an importer that drops one fails.
 
 The expected values come from the checkpoint as saved: each folder is loaded back with
 `from_pretrained(dtype=float32, attn_implementation="eager")` (the bf16 weights of
@@ -201,8 +203,14 @@ def perturb(model, seed):
             r = torch.randn(p.shape, generator=g, dtype=torch.float32)
             if pname == "bias":
                 v = 0.02 * r
+            elif isinstance(mod, torch.nn.Embedding) and "Gemma" in type(mod).__name__:
+                # Gemma's embedding (also its head) is scaled by sqrt(hidden) on the way
+                # in: drawn as a head's weight, so that neither end is 8 times larger.
+                v = r / math.sqrt(p.shape[1])
             elif isinstance(mod, torch.nn.Embedding):
                 v = 0.25 * r
+            elif p.dim() == 1 and type(mod).__name__.startswith("Gemma"):
+                v = 0.1 * r  # Gemma's RMSNorm: the gain is 1 + weight
             elif p.dim() == 1:  # RMSNorm / LayerNorm weight
                 v = 1.0 + 0.1 * r
             elif isinstance(mod, Conv1D):  # GPT-2: weight [in, out]

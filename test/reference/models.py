@@ -57,11 +57,10 @@ class Tape:
         self.params, self.used, self.nodes, self.prec = params, {}, [], prec
 
     def read(self, x, point):
-        """A parameter gathered or a float input read: rounded to bf16 once (in the dtype
-        the ops compute in); unchanged in float32 mode."""
-        if not self.prec.bf16:
-            return x
-        return self.prec.round(np.asarray(x, dtype=self.prec.dtype), point)
+        """A parameter gathered or a float input read, in the dtype the ops compute in:
+        rounded to bf16 once in bf16 mode."""
+        x = np.asarray(x, dtype=self.prec.dtype)
+        return self.prec.round(x, point) if self.prec.bf16 else x
 
     def use(self, name):
         """fsdp.use: one Var per parameter, so repeated uses accumulate gradients."""
@@ -554,7 +553,10 @@ def hf_llama_forward(spec, names, key_block, explicit=False, fused=False):
         """RMS norm with the gain `name` (Gemma: 1 + it)."""
         gain = t.use(name)
         if spec.norm_offset:
-            gain = t(ops.add, gain, np.full(gain.data.shape, spec.norm_offset))
+            # In the dtype the ops compute in (a float64 constant would carry a
+            # float32 calibration into float64 from here on).
+            gain = t(ops.add, gain, np.full(gain.data.shape, spec.norm_offset,
+                                            dtype=gain.data.dtype))
         return t(ops.rms_norm, x, gain, eps=spec.rms_eps)
 
     def branch(t, x, p, pre, post, body):
@@ -811,6 +813,17 @@ class Step:
         self.loss, self.grads, self.slack, self.loss_slack = loss, grads, slack, loss_slack
 
 
+def _check_dtype(model, grads, prec):
+    """A float32 calibration (teacher.py) is only one if it computed in float32: a float64
+    value in a model (a constant, say) carries everything after it into float64, where
+    the step lands on the reference's bits and the calibrated bound shrinks to nothing."""
+    for name, g in grads.items():
+        if g.dtype != prec.dtype:
+            raise ValueError("%s: the gradient of %s is %s in a %s step: the model computes "
+                             "in another dtype somewhere" % (model, name, g.dtype,
+                                                             np.dtype(prec.dtype)))
+
+
 def step(model, params, inputs, prec=EXACT, slopes=None):
     """The Step of get(model) on one global batch, computed as `prec` says.
 
@@ -843,6 +856,7 @@ def step(model, params, inputs, prec=EXACT, slopes=None):
                                  for n, v in rank_slopes.items()}} if slopes else {}
             t = Tape(params, prec)
             loss, grads = _finish(t, forward(t, micro_rows, **kwargs), params, entry["frozen"])
+            _check_dtype(model, grads, prec)
             if prec.bf16:
                 z = np.abs(t.loss_input().astype(np.float64))
                 loss_slack += 4 * precision.U_BF16 * np.mean(
