@@ -14,9 +14,10 @@ get(name) is the model `name` (every caller looks models up through it):
                  A fused is flash's model as the CUDA target runs a bf16 one: cuDNN's
                  fused attention, which rounds P and dS to bf16 for its products;
                  the first nine fields are required, so that the name states the model.
-    hf:DIR[,batch=B][,seq=T][,freeze=GLOB+...]
+    hf:DIR[,batch=B][,seq=T][,freeze=GLOB+...][,attention=fused]
                  the model fsdp-import-hf writes for a Hugging Face directory (a path or
-                 a fixture of test/e2e/Inputs/hf), Hugging Face's names and layouts
+                 a fixture of test/e2e/Inputs/hf), Hugging Face's names and layouts;
+                 attention=fused: as the CUDA target runs a bf16 one (see llama's)
                  generate_llama_flags(name) gives the script's flags.
 
 Each model mirrors its .mlir file op by op: parameter table (declaration order = manifest
@@ -398,12 +399,12 @@ def grouped_heads(t, x, b, T, heads, kv_heads, D, explicit):
 def causal_attention(t, qh, kh, vh, key_block, explicit, fused=False, window=None,
                      scale=None, softcap=None):
     """Causal attention of [B, H, T, D] queries: fsdp.attention in key blocks (fused: as
-    cuDNN's fused kernel computes it; with a sliding `window`, a `scale` other than
-    D^-1/2 and scores soft-capped at `softcap` if given), or (explicit) scores, scale,
-    causal_mask, softmax, product with the values."""
-    if fused:
-        return t(ops.attention, qh, kh, vh, causal=True, fused=True, window=window,
-                 scale=scale, softcap=softcap)
+    cuDNN's fused kernel computes it, where the CUDA target fuses it; with a sliding
+    `window`, a `scale` other than D^-1/2 and scores soft-capped at `softcap` if given),
+    or (explicit) scores, scale, causal_mask, softmax, product with the values."""
+    if fused and window is None and softcap is None:
+        # fsdp-fuse-attention gives cuDNN only these (FuseAttention.cpp's refusal).
+        return t(ops.attention, qh, kh, vh, causal=True, fused=True, scale=scale)
     if not explicit:
         return t(ops.attention, qh, kh, vh, causal=True, key_block=key_block, window=window,
                  scale=scale, softcap=softcap)
@@ -462,10 +463,12 @@ def llama(name):
 
 # ---------------------------------------------------------------- fsdp-import-hf
 
-# hf:DIR[,batch=B][,seq=T][,freeze=GLOB+...]: the model fsdp-import-hf writes for the
-# Hugging Face directory DIR (a path, or a folder name of test/e2e/Inputs/hf) for batches
-# of B sequences of T tokens (4 and 16 unless given), with the importer's plan defaults
-# and its --freeze globs. Its config.json is
+# hf:DIR[,batch=B][,seq=T][,freeze=GLOB+...][,attention=fused]: the model fsdp-import-hf
+# writes for the Hugging Face directory DIR (a path, or a folder name of
+# test/e2e/Inputs/hf) for batches of B sequences of T tokens (4 and 16 unless given), with
+# the importer's plan defaults and its --freeze globs; with attention=fused, each
+# attention that fsdp-fuse-attention gives cuDNN (neither windowed nor soft-capped) is
+# computed with its roundings, as the CUDA target's bf16 step runs it. Its config.json is
 # read by the importer's own reader (fsdp_hf.config: which fields mean what, checked
 # against Hugging Face's loss by hf-import.test); the forward is written here, op by op.
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -474,20 +477,24 @@ HF_TOOLS = os.path.join(_ROOT, "tools", "fsdp-import-hf")
 
 
 def parse_hf(name):
-    """(directory, batch, seq, freeze globs) of an hf: name."""
+    """(directory, batch, seq, freeze globs, fused) of an hf: name."""
     directory, *fields = name[len("hf:"):].split(",")
-    sizes, freeze = {"batch": 4, "seq": 16}, []
+    sizes, freeze, fused = {"batch": 4, "seq": 16}, [], False
     for field in fields:
         key, _, value = field.partition("=")
         if key == "freeze" and value:
             freeze = value.split("+")
             continue
+        if field == "attention=fused":
+            fused = True
+            continue
         if key not in sizes or not value.isdigit() or int(value) < 1:
-            raise ValueError("%r: %r is not batch=N, seq=N or freeze=GLOB+..." % (name, field))
+            raise ValueError("%r: %r is not batch=N, seq=N, freeze=GLOB+... or "
+                             "attention=fused" % (name, field))
         sizes[key] = int(value)
     if os.sep not in directory:
         directory = os.path.join(HF_FIXTURES, directory)
-    return directory, sizes["batch"], sizes["seq"], freeze
+    return directory, sizes["batch"], sizes["seq"], freeze, fused
 
 
 def fsdp_hf():
@@ -662,7 +669,7 @@ def hf_initializer(text):
 
 def hf(name):
     """The model entry of an hf: name (see get)."""
-    directory, batch, seq, freeze = parse_hf(name)
+    directory, batch, seq, freeze, fused = parse_hf(name)
     package = fsdp_hf()
     try:
         spec = package.config.model_spec(package.config.load(directory), seq)
@@ -673,7 +680,10 @@ def hf(name):
     names = {n for n, *_ in table}
     key_block = min(512, seq)
     gpt2 = spec.family == "gpt2"
-    forward = (hf_gpt2_forward if gpt2 else hf_llama_forward)(spec, names, key_block)
+    if gpt2 and fused:
+        raise ValueError("%r: attention=fused is for the Llama family" % name)
+    forward = hf_gpt2_forward(spec, names, key_block) if gpt2 else \
+        hf_llama_forward(spec, names, key_block, fused=fused)
     plan = package.plan.Plan()
     return {
         "name": name,
@@ -755,7 +765,8 @@ def names():
     """The fixed model names, and the form of the parametrised one (for --help)."""
     return sorted(MODELS) + ["llama:" + ",".join(f + "=N" for f in LLAMA_FIELDS[:-4])
                              + ",attention=explicit|flash|fused[,key_block=N][,rope_theta=N]"
-                             "[,freeze=NAME+...]", "hf:DIR[,batch=N][,seq=N][,freeze=GLOB+...]"]
+                             "[,freeze=NAME+...]",
+                                 "hf:DIR[,batch=N][,seq=N][,freeze=GLOB+...][,attention=fused]"]
 
 
 _LLAMAS = {}

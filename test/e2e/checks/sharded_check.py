@@ -203,7 +203,7 @@ def main():
     parser.add_argument("--offload", action="store_true",
                         help="offload = optimizer, on the CUDA target's step run on the CPU")
     parser.add_argument("--cuda-on-cpu", action="store_true",
-                        help="the CUDA target's step run on the CPU (a llama name's "
+                        help="the CUDA target's step run on the CPU (a llama or hf name's "
                         "attention=fused: the runtime's fused attention)")
     parser.add_argument("--fsdpc-arg", action="append", default=[],
                         help="one more fsdpc flag for every trainer (e.g. --fuse-attention)")
