@@ -7,7 +7,10 @@
 // float64 reference and prints the table. Built with the CUDA backend; runs
 // only where there is a GPU (the check kit, docs/CUDA.md section 5).
 //
-//   fsdp-attention-check B,H,HKV,T,D [causal] [deterministic] [bshd] DIR [repeats]
+//   fsdp-attention-check B,H,HKV,T,D [causal] [window=W] [deterministic] [bshd] DIR
+//                        [repeats]
+//
+// (window=W: a sliding window of W positions, with causal.)
 //
 // DIR holds query.bin, key.bin, value.bin and out_grad.bin (bf16, row-major
 // [B, H, T, D] and [B, HKV, T, D]; with `bshd` the calls take them as
@@ -169,14 +172,19 @@ int main(int argc, char **argv) {
   bool causal = std::find(args.begin(), args.end(), "causal") != args.end();
   bool deterministic = std::find(args.begin(), args.end(), "deterministic") != args.end();
   bool bshd = std::find(args.begin(), args.end(), "bshd") != args.end();
+  int64_t window = 0;
+  for (const std::string &a : args)
+    if (a.rfind("window=", 0) == 0 && std::sscanf(a.c_str() + 7, "%ld", &window) != 1)
+      fail("'" + a + "' is not window=W");
   args.erase(std::remove_if(args.begin(), args.end(),
                             [](const std::string &a) {
-                              return a == "causal" || a == "deterministic" || a == "bshd";
+                              return a == "causal" || a == "deterministic" || a == "bshd" ||
+                                     a.rfind("window=", 0) == 0;
                             }),
              args.end());
   if (args.size() < 2 || args.size() > 3)
-    fail("usage: fsdp-attention-check B,H,HKV,T,D [causal] [deterministic] [bshd] DIR "
-         "[repeats]");
+    fail("usage: fsdp-attention-check B,H,HKV,T,D [causal] [window=W] [deterministic] [bshd] "
+         "DIR [repeats]");
   int64_t b = 0, h = 0, hkv = 0, t = 0, d = 0;
   if (std::sscanf(args[0].c_str(), "%ld,%ld,%ld,%ld,%ld", &b, &h, &hkv, &t, &d) != 5)
     fail("the shape '" + args[0] + "' is not B,H,HKV,T,D");
@@ -185,7 +193,7 @@ int main(int argc, char **argv) {
 
   int32_t layout = bshd ? FSDPRT_ATTENTION_BSHD : FSDPRT_ATTENTION_BHSD;
   fsdprt::AttentionShape shape = fsdprt::attentionShape(
-      b, h, hkv, t, d, causal, static_cast<float>(1.0 / std::sqrt(d)), layout);
+      b, h, hkv, t, d, causal, window, static_cast<float>(1.0 / std::sqrt(d)), layout);
   // The files' [B, H, T, D] as the calls take them, and back.
   auto toCall = [&](const std::vector<char> &data, int64_t heads) {
     return bshd ? swapMiddle(data, b, heads, t, d) : data;
@@ -224,13 +232,13 @@ int main(int argc, char **argv) {
        *gk = upload(nullptr, keyBytes), *gv = upload(nullptr, keyBytes);
   float scale = shape.scale;
   auto runForward = [&] {
-    fsdprt_attention_bf16(b, h, hkv, t, d, causal, scale, layout, dq, dk, dv, out,
+    fsdprt_attention_bf16(b, h, hkv, t, d, causal, window, scale, layout, dq, dk, dv, out,
                           static_cast<float *>(lse), workspace, kWorkspaceLimit);
   };
   auto runBackward = [&] {
-    fsdprt_attention_grad_bf16(b, h, hkv, t, d, causal, scale, layout, deterministic, dq, dk, dv,
-                               out, static_cast<const float *>(lse), ddO, gq, gk, gv, workspace,
-                               kWorkspaceLimit);
+    fsdprt_attention_grad_bf16(b, h, hkv, t, d, causal, window, scale, layout, deterministic, dq,
+                               dk, dv, out, static_cast<const float *>(lse), ddO, gq, gk, gv,
+                               workspace, kWorkspaceLimit);
   };
   runForward();
   runBackward();

@@ -4,7 +4,8 @@ on a GPU: correct against a float64 reference, then timed at the Llamas' shapes.
     attention_check.py --driver bin/fsdp-attention-check [--work DIR] [--parts correct,speed]
 
 Correctness: random bf16 operands at small shapes (GQA, multi-head and one key head;
-causal or not; sequences that are no multiple of a tile), the output, log-sum-exp and the
+causal or not, with a sliding window or not (cuDNN's band's left bound); sequences that
+are no multiple of a tile), the output, log-sum-exp and the
 three gradients against NumPy float64 from the same bf16 operands (and the same bf16
 output, which the gradient reads). cuDNN's kernels round the probabilities P to bf16 before
 P V and P^T dO, and dS before dS K and dS^T Q, and each result once more when stored, so
@@ -34,10 +35,12 @@ import sys
 import numpy as np
 
 U = 2.0 ** -8
-CORRECT = [  # batch, heads, kv heads, sequence, head dim, causal
-    (2, 8, 2, 128, 64, True),
-    (1, 4, 4, 96, 128, False),
-    (2, 4, 1, 200, 64, True),
+CORRECT = [  # batch, heads, kv heads, sequence, head dim, causal, sliding window (0: none)
+    (2, 8, 2, 128, 64, True, 0),
+    (1, 4, 4, 96, 128, False, 0),
+    (2, 4, 1, 200, 64, True, 0),
+    (2, 8, 2, 128, 64, True, 32),
+    (1, 4, 1, 200, 64, True, 77),
 ]
 SPEED = {
     "llama-1b": (8, 32, 4, 2048, 64),
@@ -67,17 +70,21 @@ def round_bf16(x):
     return np.ldexp(np.rint(np.ldexp(mantissa, 8)), exponent - 8)
 
 
-def reference(q, k, v, o, do, causal, rounding=False):
+def reference(q, k, v, o, do, causal, rounding=False, window=0):
     """Output, log-sum-exp and the three gradients in float64, the whole score matrix at
     once; the gradient reads the given bf16 output o, as the GPU's does. `rounding`: P
-    and dS rounded to bf16 before their products, as the fused kernel does."""
+    and dS rounded to bf16 before their products, as the fused kernel does; `window` W:
+    query i sees keys i - W < j <= i only."""
     operand = round_bf16 if rounding else (lambda x: x)
     b, h, t, d = q.shape
     g = h // k.shape[1]
     kk, vv = np.repeat(k, g, axis=1), np.repeat(v, g, axis=1)
     s = q @ kk.swapaxes(-1, -2) / math.sqrt(d)
     if causal:
-        s = np.where(np.tril(np.ones((t, t), dtype=bool)), s, -np.inf)
+        seen = np.tril(np.ones((t, t), dtype=bool))
+        if window:
+            seen &= np.triu(np.ones((t, t), dtype=bool), 1 - window)
+        s = np.where(seen, s, -np.inf)
     top = s.max(-1, keepdims=True)
     unnormalised = np.exp(s - top)
     total = unnormalised.sum(-1, keepdims=True)
@@ -92,7 +99,8 @@ def reference(q, k, v, o, do, causal, rounding=False):
     return out, lse[..., 0], dq, dk, dv
 
 
-def run_driver(driver, shape, causal, deterministic, work, repeats, rng, layout="bhsd"):
+def run_driver(driver, shape, causal, deterministic, work, repeats, rng, layout="bhsd",
+               window=0):
     b, h, hkv, t, d = shape
     os.makedirs(work, exist_ok=True)
     operands = {}
@@ -102,6 +110,7 @@ def run_driver(driver, shape, causal, deterministic, work, repeats, rng, layout=
         bits.tofile(os.path.join(work, name + ".bin"))
         operands[name] = bits
     command = [driver, ",".join(map(str, shape))] + (["causal"] if causal else []) + \
+        ([f"window={window}"] if window else []) + \
         (["deterministic"] if deterministic else []) + (["bshd"] if layout == "bshd" else []) + \
         [work, str(repeats)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -115,11 +124,11 @@ def relative(x, ref):
 
 
 def correct_case(driver, case, deterministic, work, rng, rounded_once, layout="bhsd"):
-    *shape, causal = case
+    *shape, causal, window = case
     b, h, hkv, t, d = shape
     operands, result = run_driver(driver, tuple(shape), causal, deterministic, work, 0, rng,
-                                  layout)
-    result.update(shape=shape, causal=causal, deterministic=deterministic)
+                                  layout, window)
+    result.update(shape=shape, causal=causal, window=window, deterministic=deterministic)
     if "error" in result:
         result["ok"] = False
         return result
@@ -130,7 +139,8 @@ def correct_case(driver, case, deterministic, work, rng, rounded_once, layout="b
            "key_grad": read(os.path.join(work, "key_grad.bin"), (b, hkv, t, d), np.uint16),
            "value_grad": read(os.path.join(work, "value_grad.bin"), (b, hkv, t, d), np.uint16)}
     ref = dict(zip(("out", "lse", "query_grad", "key_grad", "value_grad"),
-                   reference(q, k, v, o, do, causal, rounding=rounded_once)))
+                   reference(q, k, v, o, do, causal, rounding=rounded_once,
+                             window=window)))
     errors = {name: (float(np.abs(got[name] - ref[name]).max()) if name == "lse"
                      else relative(got[name], ref[name])) for name in got}
     if rounded_once:

@@ -126,8 +126,8 @@ Work gemmWork(func::CallOp call) {
 }
 
 /// A fused attention call (fsdprt_attention_bf16, or its gradient): the
-/// products it stands for, 2 forward and 5 backward of 2 T S D FLOPs per
-/// batch and head (the causal half when causal; of the backward's, the
+/// products it stands for, 2 forward and 5 backward of 2 D FLOPs per scored
+/// pair (attentionFusedPairs) of each batch and head (of the backward's, the
 /// scores computed again), and its operands and results moved once.
 Work attentionWork(func::CallOp call) {
   bool backward = call.getCallee() == kAttentionGradBF16;
@@ -140,7 +140,12 @@ Work attentionWork(func::CallOp call) {
   }
   auto [batch, heads, kvHeads, seq, headDim] = shape;
   bool causal = constantInt(call.getOperand(5)).value_or(0) != 0;
-  double product = 2 * batch * heads * seq * seq * headDim * (causal ? 0.5 : 1);
+  std::optional<int64_t> window = constantInt(call.getOperand(6));
+  if (window == 0)
+    window.reset();
+  auto length = static_cast<int64_t>(seq);
+  double product =
+      2 * batch * heads * attentionFusedPairs(length, length, causal, window) * headDim;
   double queries = 2 * batch * heads * seq * headDim, keys = 2 * batch * kvHeads * seq * headDim;
   double lse = 4 * batch * heads * seq;
   // Backward reads the queries, the output and its gradient, the keys, the

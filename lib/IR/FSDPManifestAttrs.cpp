@@ -71,7 +71,7 @@ LogicalResult ManifestCollectiveAttr::verify(function_ref<InFlightDiagnostic()> 
 RecomputeAttr RecomputeAttr::scaled(int64_t factor) const {
   return get(getContext(), getOps() * factor, getProducts() * factor, getProductFlops() * factor,
              getOtherElements() * factor, getStepProductFlops() * factor,
-             getAttentionFlops() * factor, getCausalAttentionFlops() * factor);
+             getAttentionFlops() * factor, getFusedAttentionFlops() * factor);
 }
 
 /// Every parameter lies in a unit the manifest names, and no two units share

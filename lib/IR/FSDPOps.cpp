@@ -377,6 +377,17 @@ int64_t mlir::fsdp::attentionScoredPairs(int64_t queries, int64_t keys,
   return pairs;
 }
 
+double mlir::fsdp::attentionFusedPairs(int64_t queries, int64_t keys, bool causal,
+                                       std::optional<int64_t> window) {
+  auto t = static_cast<double>(queries);
+  if (!causal)
+    return t * static_cast<double>(keys);
+  if (!window || *window >= queries)
+    return t * t / 2;
+  auto w = static_cast<double>(*window);
+  return w * t - w * (w - 1) / 2;
+}
+
 double mlir::fsdp::attentionScale(std::optional<llvm::APFloat> scale,
                                   RankedTensorType query) {
   if (scale)

@@ -51,7 +51,7 @@ struct RecomputeCost {
   /// (a fused attention computes half of those, a tiled one all):
   /// fsdp-record-step-flops leaves them out of the model's FLOPs with
   /// `productFlops`.
-  int64_t attentionFlops = 0, causalAttentionFlops = 0;
+  int64_t attentionFlops = 0, fusedAttentionFlops = 0;
 };
 
 int64_t numElements(Value value) {
@@ -82,6 +82,16 @@ int64_t attentionFlops(AttentionOp attention) {
   int64_t pairs = attentionScoredPairs(queries, key.getDimSize(2), attention.getWindow(),
                                        attention.getKeyBlockValue());
   return 2 * 2 * (query.getNumElements() / queries) * pairs;
+}
+
+/// The same as a fused call computes them (attentionFusedPairs).
+int64_t fusedAttentionFlops(AttentionOp attention) {
+  auto query = llvm::cast<RankedTensorType>(attention.getQuery().getType());
+  auto key = llvm::cast<RankedTensorType>(attention.getKey().getType());
+  int64_t queries = query.getDimSize(2);
+  double pairs =
+      attentionFusedPairs(queries, key.getDimSize(2), attention.getCausal(), attention.getWindow());
+  return std::llround(2 * 2 * static_cast<double>(query.getNumElements() / queries) * pairs);
 }
 
 class Rematerializer {
@@ -208,10 +218,8 @@ Value Rematerializer::recompute(Value value, OpBuilder &builder) {
   if (auto attention = dyn_cast<AttentionOp>(op)) {
     int64_t flops = attentionFlops(attention);
     added.attentionFlops += flops;
-    // A fused attention computes half of a causal one's square (a window's
-    // band is never fused).
-    if (attention.getCausal() && !attention.getWindow())
-      added.causalAttentionFlops += flops;
+    // Soft-capped scores are never fused (fsdp-fuse-attention): their loops.
+    added.fusedAttentionFlops += attention.getSoftcap() ? flops : fusedAttentionFlops(attention);
   }
   return copies.lookup(value);
 }
@@ -261,7 +269,7 @@ struct FSDPRematPass : public fsdp::impl::FSDPRematPassBase<FSDPRematPass> {
     module->setAttr(FSDPDialect::getRecomputeAttrName(),
                     RecomputeAttr::get(module.getContext(), cost.ops, cost.products,
                                        cost.productFlops, cost.otherElements, cost.stepProductFlops,
-                                       cost.attentionFlops, cost.causalAttentionFlops));
+                                       cost.attentionFlops, cost.fusedAttentionFlops));
   }
 };
 

@@ -12,6 +12,7 @@
 // CHECK-DAG: %[[T:.+]] = arith.constant 128 : i64
 // CHECK-DAG: %[[D:.+]] = arith.constant 64 : i64
 // CHECK-DAG: %[[CAUSAL:.+]] = arith.constant 1 : i32
+// CHECK-DAG: %[[NOWINDOW:.+]] = arith.constant 0 : i64
 // CHECK-DAG: %[[SCALE:.+]] = arith.constant 1.250000e-01 : f32
 // CHECK-DAG: %[[BHSD:.+]] = arith.constant 0 : i32
 // CHECK: %[[QB:.+]] = bufferization.to_buffer %[[Q]] read_only : tensor<2x8x128x64xbf16> to memref<2x8x128x64xbf16>
@@ -21,7 +22,7 @@
 // CHECK: %[[LSE:.+]] = memref.alloc() : memref<2x8x128xf32>
 // CHECK: %[[WS:.+]] = memref.alloc() : memref<256xi8>
 // CHECK: %[[WSB:.+]] = arith.constant 256 : i64
-// CHECK: call @fsdprt_attention_bf16(%[[B]], %[[H]], %{{[^,]+}}, %[[T]], %[[D]], %[[CAUSAL]], %[[SCALE]], %[[BHSD]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[WSB]]) : (i64, i64, i64, i64, i64, i32, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
+// CHECK: call @fsdprt_attention_bf16(%[[B]], %[[H]], %{{[^,]+}}, %[[T]], %[[D]], %[[CAUSAL]], %[[NOWINDOW]], %[[SCALE]], %[[BHSD]], %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %[[WSB]]) : (i64, i64, i64, i64, i64, i32, i64, f32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
 // The results are the buffers' tensors from after the call on, where nothing reads them
 // before the call writes them.
 // CHECK-NEXT: %[[O:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
@@ -53,7 +54,7 @@ func.func @forward(%q: tensor<2x8x128x64xbf16>, %k: tensor<2x2x128x64xbf16>, %v:
 // CHECK-COUNT-3: memref.alloc() : memref<
 // FAST: memref.alloc() : memref<825856xi8>
 // DET: memref.alloc() : memref<1350144xi8>
-// CHECK: call @fsdprt_attention_grad_bf16({{.*}}, %[[CAUSAL]], %{{[^,]+}}, %[[LAYOUT]], %[[FLAG]], {{.*}}) : (i64, i64, i64, i64, i64, i32, f32, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
+// CHECK: call @fsdprt_attention_grad_bf16({{.*}}, %[[CAUSAL]], %{{[^,]+}}, %{{[^,]+}}, %[[LAYOUT]], %[[FLAG]], {{.*}}) : (i64, i64, i64, i64, i64, i32, i64, f32, i32, i32, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK-NOT: fsdp.attention_grad
 func.func @backward(%q: tensor<2x8x100x64xbf16>, %k: tensor<2x2x100x64xbf16>, %v: tensor<2x2x100x64xbf16>,
                     %o: tensor<2x8x100x64xbf16>, %lse: tensor<2x8x100xf32>, %do: tensor<2x8x100x64xbf16>)
@@ -81,7 +82,7 @@ func.func @backward(%q: tensor<2x8x100x64xbf16>, %k: tensor<2x2x100x64xbf16>, %v
 // CHECK: bufferization.to_buffer %[[V]] read_only : tensor<2x128x2x64xbf16>
 // CHECK: %[[OUTB:.+]] = memref.alloc() : memref<2x128x8x64xbf16>
 // CHECK: memref.alloc() : memref<2x8x128xf32>
-// CHECK: call @fsdprt_attention_bf16(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[BSHD]],
+// CHECK: call @fsdprt_attention_bf16(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[BSHD]],
 // CHECK-NEXT: %[[OUT:.+]] = bufferization.to_tensor %[[OUTB]] restrict writable : memref<2x128x8x64xbf16>
 // CHECK: arith.constant 1.250000e-01 : f32
 // CHECK-NEXT: %[[GRAD_BSHD:.+]] = arith.constant 1 : i32
@@ -89,7 +90,7 @@ func.func @backward(%q: tensor<2x8x100x64xbf16>, %k: tensor<2x2x100x64xbf16>, %v
 // CHECK: bufferization.to_buffer %[[DO]] read_only : tensor<2x128x8x64xbf16>
 // CHECK: %[[DQB:.+]] = memref.alloc() : memref<2x128x8x64xbf16>
 // CHECK: %[[DKB:.+]] = memref.alloc() : memref<2x128x2x64xbf16>
-// CHECK: call @fsdprt_attention_grad_bf16(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[GRAD_BSHD]],
+// CHECK: call @fsdprt_attention_grad_bf16(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[GRAD_BSHD]],
 // CHECK-NEXT: %[[DQ:.+]] = bufferization.to_tensor %[[DQB]] restrict writable : memref<2x128x8x64xbf16>
 // CHECK-NEXT: %[[DK:.+]] = bufferization.to_tensor %[[DKB]] restrict writable : memref<2x128x2x64xbf16>
 // CHECK-NOT: fsdp.transpose
@@ -155,15 +156,24 @@ func.func @refused(%q: tensor<1x2x16x12xbf16>, %k: tensor<1x2x16x12xbf16>, %q8: 
 
 // -----
 
-// A sliding window keeps the loops, which compute only the band.
+// A sliding window is the call's `window` (cuDNN's band: its left bound), forward and
+// backward.
 // CHECK-LABEL: func.func @window
-// CHECK: fsdp.attention %{{.+}} causal window 4
-func.func @window(%q: tensor<1x2x16x8xbf16>) -> tensor<1x2x16x8xbf16> {
-  // expected-remark @below {{(1 op, forward and backward): it has a sliding window (the fused call takes full causal attention; the loops compute the band)}}
+// CHECK: %[[CAUSAL:.+]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[WINDOW:.+]] = arith.constant 4 : i64
+// CHECK: call @fsdprt_attention_bf16(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[CAUSAL]], %[[WINDOW]],
+// CHECK: %[[GRAD_CAUSAL:.+]] = arith.constant 1 : i32
+// CHECK-NEXT: %[[GRAD_WINDOW:.+]] = arith.constant 4 : i64
+// CHECK: call @fsdprt_attention_grad_bf16(%{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %[[GRAD_CAUSAL]], %[[GRAD_WINDOW]],
+// CHECK-NOT: fsdp.attention
+func.func @window(%q: tensor<1x2x16x8xbf16>) -> (tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>) {
   %o, %lse = fsdp.attention %q, %q, %q causal window 4
       : tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>
         -> tensor<1x2x16x8xbf16>, tensor<1x2x16xf32>
-  return %o : tensor<1x2x16x8xbf16>
+  %zero = arith.constant dense<0.0> : tensor<1x2x16xf32>
+  %dq, %dk, %dv = fsdp.attention_grad %q, %q, %q, %o, %lse, %q, %zero causal window 4
+      : tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>, tensor<1x2x16xf32>
+  return %o, %dq : tensor<1x2x16x8xbf16>, tensor<1x2x16x8xbf16>
 }
 
 // -----

@@ -13,7 +13,7 @@
 // right before the first backward op that reads it. The head computes the loss
 // and is never recomputed.
 
-// CHECK-LABEL: module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit>, fsdp.recompute = #fsdp.recompute<ops = 4, products = 2, product_flops = 1024, other_elements = 64, step_product_flops = 4352, attention_flops = 0, causal_attention_flops = 0>}
+// CHECK-LABEL: module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit>, fsdp.recompute = #fsdp.recompute<ops = 4, products = 2, product_flops = 1024, other_elements = 64, step_product_flops = 4352, attention_flops = 0, fused_attention_flops = 0>}
 // CHECK: func.func @train_step(%[[X:.+]]: tensor<4x8xf32>, %[[Y:.+]]: tensor<4x4xf32>,
 // CHECK-NEXT: %[[WA:.+]] = fsdp.use @a.w
 // CHECK-NEXT: %[[MA:.+]] = fsdp.matmul %[[X]], %[[WA]]
@@ -81,7 +81,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 // remat = selective keeps the results of matrix products: the blocks' backward
 // recompute only tanh, from the kept product.
 
-// CHECK-LABEL: module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = selective>, fsdp.recompute = #fsdp.recompute<ops = 2, products = 0, product_flops = 0, other_elements = 64, step_product_flops = 3328, attention_flops = 0, causal_attention_flops = 0>}
+// CHECK-LABEL: module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>, remat = selective>, fsdp.recompute = #fsdp.recompute<ops = 2, products = 0, product_flops = 0, other_elements = 64, step_product_flops = 3328, attention_flops = 0, fused_attention_flops = 0>}
 // CHECK: %[[MA:.+]] = fsdp.matmul %{{[^ ]+}}, %{{[^ ]+}} :
 // CHECK-NEXT: %[[TA:.+]] = fsdp.tanh %[[MA]]
 // CHECK: %[[MB:.+]] = fsdp.matmul %{{[^ ]+}}, %{{[^ ]+}} :
@@ -228,6 +228,32 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
     %wc = fsdp.use @head.w : tensor<8x4xf32>
     %p = fsdp.matmul %ta, %wc : tensor<4x8xf32>, tensor<8x4xf32> -> tensor<4x4xf32>
     %l = fsdp.mse %p, %y : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// A windowed attention recomputed for its backward: its forward products counted as
+// its key-block loops compute them and as a fused call would. Batch 2, 2 heads, 16
+// positions of 8, a window of 4 in blocks of 8 queries: each block scores the
+// 8 + 4 - 1 = 11 keys its window reaches, 2 x 8 x 11 = 176 pairs a head, against the
+// band's 4 x 16 - 4 x 3 / 2 = 58; 2 products of 2 x 8 FLOPs a pair over 4 heads in all:
+// 22,528 as loops, 7,424 fused.
+// CHECK-LABEL: module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit>, fsdp.recompute = #fsdp.recompute<ops = {{[0-9]+}}, products = 1, product_flops = 8192, other_elements = {{[0-9]+}}, step_product_flops = {{[0-9]+}}, attention_flops = 22528, fused_attention_flops = 7424>}
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr = 0.1>, remat = unit>} {
+  fsdp.param @a.w unit "a" : tensor<8x8xf32> = #fsdp.fan_in_uniform
+  fsdp.param @head.w unit "head" : tensor<8x8xf32> = #fsdp.fan_in_uniform
+  func.func @loss(%x: tensor<2x2x16x8xf32>, %y: tensor<2x2x16x8xf32>) -> tensor<f32> {
+    %w = fsdp.use @a.w : tensor<8x8xf32>
+    %q = fsdp.matmul %x, %w : tensor<2x2x16x8xf32>, tensor<8x8xf32> -> tensor<2x2x16x8xf32>
+    %o, %lse = fsdp.attention %q, %q, %q causal window 4 key_block 8
+        : tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>
+          -> tensor<2x2x16x8xf32>, tensor<2x2x16xf32>
+    %h = fsdp.add %x, %o : tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32> -> tensor<2x2x16x8xf32>
+    %wc = fsdp.use @head.w : tensor<8x8xf32>
+    %p = fsdp.matmul %h, %wc : tensor<2x2x16x8xf32>, tensor<8x8xf32> -> tensor<2x2x16x8xf32>
+    %l = fsdp.mse %p, %y : tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32> -> tensor<f32>
     return %l : tensor<f32>
   }
 }

@@ -402,9 +402,10 @@ def causal_attention(t, qh, kh, vh, key_block, explicit, fused=False, window=Non
     cuDNN's fused kernel computes it, where the CUDA target fuses it; with a sliding
     `window`, a `scale` other than D^-1/2 and scores soft-capped at `softcap` if given),
     or (explicit) scores, scale, causal_mask, softmax, product with the values."""
-    if fused and window is None and softcap is None:
-        # fsdp-fuse-attention gives cuDNN only these (FuseAttention.cpp's refusal).
-        return t(ops.attention, qh, kh, vh, causal=True, fused=True, scale=scale)
+    if fused and softcap is None:
+        # fsdp-fuse-attention gives cuDNN all but soft-capped scores (FuseAttention.cpp).
+        return t(ops.attention, qh, kh, vh, causal=True, fused=True, window=window,
+                 scale=scale)
     if not explicit:
         return t(ops.attention, qh, kh, vh, causal=True, key_block=key_block, window=window,
                  scale=scale, softcap=softcap)
@@ -467,8 +468,8 @@ def llama(name):
 # writes for the Hugging Face directory DIR (a path, or a folder name of
 # test/e2e/Inputs/hf) for batches of B sequences of T tokens (4 and 16 unless given), with
 # the importer's plan defaults and its --freeze globs; with attention=fused, each
-# attention that fsdp-fuse-attention gives cuDNN (neither windowed nor soft-capped) is
-# computed with its roundings, as the CUDA target's bf16 step runs it. Its config.json is
+# attention that fsdp-fuse-attention gives cuDNN (all but soft-capped ones) is computed
+# with its roundings, as the CUDA target's bf16 step runs it. Its config.json is
 # read by the importer's own reader (fsdp_hf.config: which fields mean what, checked
 # against Hugging Face's loss by hf-import.test); the forward is written here, op by op.
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

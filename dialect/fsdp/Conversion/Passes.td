@@ -141,9 +141,11 @@ def FSDPFuseAttentionPass : Pass<"fsdp-fuse-attention", "::mlir::ModuleOp"> {
     `fsdp-assign-buffers` then places in the arena like any buffer. Run after
     `convert-fsdp-to-runtime` and before `convert-fsdp-to-linalg`.
 
-    An attention the call cannot compute keeps the loops: f32 operands, as
-    many queries as keys required, a head dimension that is a multiple of 8
-    up to 256, and (for the gradient) a log-sum-exp nobody differentiates.
+    A sliding window is the call's `window` (cuDNN's diagonal band). An
+    attention the call cannot compute keeps the loops: f32 operands, as many
+    queries as keys required, a head dimension that is a multiple of 8 up to
+    256, no soft cap on the scores, and (for the gradient) a log-sum-exp
+    nobody differentiates.
     Each reason is said once, as a remark at the first such op with the
     number of ops it applies to (`quiet`: not at all, for a second compile of
     the same model, the evaluation step's):

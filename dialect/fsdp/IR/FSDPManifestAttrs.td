@@ -167,17 +167,19 @@ def FSDP_RecomputeAttr : FSDP_Attr<"Recompute", "recompute"> {
     `fsdp-accumulate-micro-batches`, then carried in the manifest: the ops
     computed again, the matrix products among them and their FLOPs, the
     elements the other ops compute, the FLOPs of all the step's products, and
-    the forward products of the recomputed attentions (of which causal).
+    the forward products of the recomputed attentions, as key-block loops
+    compute them and as fused calls would (the causal half of the square, a
+    window's band; a soft-capped one's loops, which are never fused).
 
     ```mlir
     #fsdp.recompute<ops = 4, products = 2, product_flops = 1024, other_elements = 64,
                     step_product_flops = 4352, attention_flops = 0,
-                    causal_attention_flops = 0>
+                    fused_attention_flops = 0>
     ```
   }];
   let parameters = (ins "int64_t":$ops, "int64_t":$products, "int64_t":$product_flops,
                         "int64_t":$other_elements, "int64_t":$step_product_flops,
-                        "int64_t":$attention_flops, "int64_t":$causal_attention_flops);
+                        "int64_t":$attention_flops, "int64_t":$fused_attention_flops);
   let assemblyFormat = "`<` struct(params) `>`";
   let extraClassDeclaration = [{
     /// Every count times `factor` (the micro-batches of a step).

@@ -40,6 +40,12 @@ inline int64_t attentionWindowKeys(int64_t keys, int64_t window, int64_t queries
 /// can reach: the band's work.
 int64_t attentionScoredPairs(int64_t queries, int64_t keys, std::optional<int64_t> window,
                              int64_t keyBlock);
+
+/// The pairs a fused attention call (fsdp-fuse-attention) is counted for per
+/// batch and query head: all T x S; causal, half the square T^2 / 2; with a
+/// sliding window W < T, the band's, the sum over t of min(t + 1, W).
+double attentionFusedPairs(int64_t queries, int64_t keys, bool causal,
+                           std::optional<int64_t> window);
 } // namespace mlir::fsdp
 
 #define GET_OP_CLASSES

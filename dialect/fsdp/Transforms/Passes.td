@@ -181,7 +181,7 @@ def FSDPRematPass : Pass<"fsdp-remat", "::mlir::ModuleOp"> {
     copies add is recorded on the module for `fsdp-report` as
     `fsdp.recompute = #fsdp.recompute<ops, products, product_flops,
     other_elements, step_product_flops, attention_flops,
-    causal_attention_flops>` (`step_product_flops`: the FLOPs of all the
+    fused_attention_flops>` (`step_product_flops`: the FLOPs of all the
     step's products, the copies' included), which the step's manifest
     carries.
 

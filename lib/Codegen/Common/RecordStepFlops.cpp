@@ -27,14 +27,13 @@ int64_t whole(double count) { return static_cast<int64_t>(std::llround(count)); 
 
 /// What the plan's rematerialisation adds to the products and attention
 /// (the manifest's recompute, from fsdp-remat): its products, and its
-/// attentions' forward products as this step computes them, half of a
-/// causal one's where the step fuses attention, all where it tiles it.
+/// attentions' forward products as this step computes them: as fused calls
+/// where the step fuses attention, as key-block loops where it tiles it.
 double rematFlops(RecomputeAttr recompute, bool fusesAttention) {
   if (!recompute)
     return 0;
-  double attention = static_cast<double>(recompute.getAttentionFlops());
-  if (fusesAttention)
-    attention -= static_cast<double>(recompute.getCausalAttentionFlops()) / 2;
+  double attention = static_cast<double>(fusesAttention ? recompute.getFusedAttentionFlops()
+                                                        : recompute.getAttentionFlops());
   return static_cast<double>(recompute.getProductFlops()) + attention;
 }
 

@@ -166,7 +166,7 @@ json::Object recomputeJson(RecomputeAttr recompute) {
                       {kOtherElements.key, recompute.getOtherElements()},
                       {kStepProductFlops.key, recompute.getStepProductFlops()},
                       {kAttentionFlops.key, recompute.getAttentionFlops()},
-                      {kCausalAttentionFlops.key, recompute.getCausalAttentionFlops()}};
+                      {kFusedAttentionFlops.key, recompute.getFusedAttentionFlops()}};
 }
 
 json::Object transientJson(TransientPlanAttr plan) {

@@ -55,9 +55,6 @@ template <typename OpT> std::string refusal(OpT op) {
   if (headDim % 8 != 0 || headDim > kMaxHeadDim)
     return "its head dimension " + std::to_string(headDim) +
            " is not a multiple of 8 up to 256 (cuDNN's fused kernel)";
-  if (op.getWindow())
-    return "it has a sliding window (the fused call takes full causal attention; the "
-           "loops compute the band)";
   if (op.getSoftcap())
     return "its scores are soft-capped (the fused call has no cap)";
   return "";
@@ -161,19 +158,21 @@ struct FusedCallBuilder {
     return {bufferAddress(b, loc, buffer), i64Constant(b, loc, bytes)};
   }
 
-  /// batch, heads, kv_heads, seq, head_dim, causal, scale, layout: the calls'
-  /// first arguments.
-  SmallVector<Value> shapeArguments(Location loc, Value query, Value key, bool causal, double scale,
-                                    bool sequenceMajor) {
-    ArrayRef<int64_t> q = llvm::cast<RankedTensorType>(query.getType()).getShape();
-    ArrayRef<int64_t> k = llvm::cast<RankedTensorType>(key.getType()).getShape();
+  /// batch, heads, kv_heads, seq, head_dim, causal, window (0: none), scale,
+  /// layout: the calls' first arguments, of attention `op` or its gradient.
+  template <typename OpT>
+  SmallVector<Value> shapeArguments(Location loc, OpT op, bool sequenceMajor) {
+    ArrayRef<int64_t> q = llvm::cast<RankedTensorType>(op.getQuery().getType()).getShape();
+    ArrayRef<int64_t> k = llvm::cast<RankedTensorType>(op.getKey().getType()).getShape();
     return {i64Constant(b, loc, q[0]),
             i64Constant(b, loc, q[1]),
             i64Constant(b, loc, k[1]),
             i64Constant(b, loc, q[2]),
             i64Constant(b, loc, q[3]),
-            i32Constant(b, loc, causal),
-            arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(scale))),
+            i32Constant(b, loc, op.getCausal()),
+            i64Constant(b, loc, op.getWindow().value_or(0)),
+            arith::ConstantOp::create(b, loc,
+                                      b.getF32FloatAttr(static_cast<float>(op.getScaleValue()))),
             i32Constant(b, loc,
                         static_cast<int32_t>(sequenceMajor ? RuntimeAttentionLayout::BSHD
                                                            : RuntimeAttentionLayout::BHSD))};
@@ -188,8 +187,7 @@ struct FusedCallBuilder {
     b.setInsertionPoint(op);
     Location loc = op.getLoc();
     bool sequenceMajor = takesSequenceMajor({op.getQuery(), op.getKey(), op.getValue()});
-    SmallVector<Value> args = shapeArguments(loc, op.getQuery(), op.getKey(), op.getCausal(),
-                                             op.getScaleValue(), sequenceMajor);
+    SmallVector<Value> args = shapeArguments(loc, op, sequenceMajor);
     for (Value operand : {op.getQuery(), op.getKey(), op.getValue()})
       args.push_back(operandBuffer(loc, operand, sequenceMajor));
     SmallVector<ResultBuffer> results = {resultBufferOf(loc, op.getResult(), sequenceMajor),
@@ -208,8 +206,7 @@ struct FusedCallBuilder {
     Location loc = op.getLoc();
     bool sequenceMajor = takesSequenceMajor(
         {op.getQuery(), op.getKey(), op.getValue(), op.getOutput(), op.getGrad()});
-    SmallVector<Value> args = shapeArguments(loc, op.getQuery(), op.getKey(), op.getCausal(),
-                                             op.getScaleValue(), sequenceMajor);
+    SmallVector<Value> args = shapeArguments(loc, op, sequenceMajor);
     args.push_back(i32Constant(b, loc, deterministic));
     for (Value operand : {op.getQuery(), op.getKey(), op.getValue(), op.getOutput()})
       args.push_back(operandBuffer(loc, operand, sequenceMajor));

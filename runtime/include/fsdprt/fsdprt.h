@@ -75,16 +75,18 @@ void fsdprt_sgemm_bias(int32_t trans_a, int32_t trans_b, int64_t m, int64_t n, i
  * is a multiple of `kv_heads`, and query heads g * heads / kv_heads to
  * (g + 1) * heads / kv_heads - 1 read key and value head g. out =
  * softmax(scale * query key^T) value, the scores and the softmax in f32, out
- * rounded once to bf16; with `causal`, query t attends to keys 0..t. `lse`
+ * rounded once to bf16; with `causal`, query t attends to keys 0..t, and
+ * with a `window` W > 0 as well (a sliding window, which needs `causal`) only
+ * to keys t - W < s <= t (0: no window). `lse`
  * ([batch, heads, seq], f32) receives the natural log-sum-exp of each query
  * row's scaled scores. On the CUDA target it is one call of cuDNN's fused
  * attention on the compute stream, using at most `workspace_bytes` of device
  * memory at `workspace` (a shape cuDNN cannot run within them is a fatal
  * error); the CPU target computes the same in plain loops. */
 void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
-                           int64_t head_dim, int32_t causal, float scale, int32_t layout,
-                           const void *query, const void *key, const void *value, void *out,
-                           float *lse, void *workspace, int64_t workspace_bytes);
+                           int64_t head_dim, int32_t causal, int64_t window, float scale,
+                           int32_t layout, const void *query, const void *key, const void *value,
+                           void *out, float *lse, void *workspace, int64_t workspace_bytes);
 
 /* The gradient of fsdprt_attention_bf16 with respect to its query, key and
  * value, from its operands, its `out` and `lse` and the gradient of `out`
@@ -93,11 +95,12 @@ void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64
  * `deterministic` the result does not depend on the order in which the GPU
  * runs the work (on the CUDA target it then needs more workspace). */
 void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
-                                int64_t head_dim, int32_t causal, float scale, int32_t layout,
-                                int32_t deterministic, const void *query, const void *key,
-                                const void *value, const void *out, const float *lse,
-                                const void *out_grad, void *query_grad, void *key_grad,
-                                void *value_grad, void *workspace, int64_t workspace_bytes);
+                                int64_t head_dim, int32_t causal, int64_t window, float scale,
+                                int32_t layout, int32_t deterministic, const void *query,
+                                const void *key, const void *value, const void *out,
+                                const float *lse, const void *out_grad, void *query_grad,
+                                void *key_grad, void *value_grad, void *workspace,
+                                int64_t workspace_bytes);
 
 /* Collectives (docs/Runtime.md, section 6). The world's ranks form a grid of
  * `replicas` x `shard_ranks` (manifest): the shard group of a rank is the

@@ -15,7 +15,8 @@ static void checkPositive(const char *what, int64_t value, const char *name) {
 }
 
 AttentionShape attentionShape(int64_t batch, int64_t heads, int64_t kvHeads, int64_t seq,
-                              int64_t headDim, int32_t causal, float scale, int32_t layout) {
+                              int64_t headDim, int32_t causal, int64_t window, float scale,
+                              int32_t layout) {
   AttentionShape shape;
   shape.batch = batch;
   shape.heads = heads;
@@ -23,6 +24,7 @@ AttentionShape attentionShape(int64_t batch, int64_t heads, int64_t kvHeads, int
   shape.seq = seq;
   shape.headDim = headDim;
   shape.causal = causal != 0;
+  shape.window = window;
   shape.scale = scale;
   shape.layout = layout;
   return shape;
@@ -37,6 +39,11 @@ void checkAttention(const char *what, const AttentionShape &shape) {
   if (shape.heads % shape.kvHeads != 0)
     fatal(std::string(what) + ": heads = " + std::to_string(shape.heads) +
           " is not a multiple of kv_heads = " + std::to_string(shape.kvHeads));
+  if (shape.window < 0)
+    fatal(std::string(what) + ": window = " + std::to_string(shape.window) + " is negative");
+  if (shape.window > 0 && !shape.causal)
+    fatal(std::string(what) + ": window = " + std::to_string(shape.window) +
+          " needs causal attention");
   if (!std::isfinite(shape.scale))
     fatal(std::string(what) + ": scale is not finite");
   if (shape.layout != FSDPRT_ATTENTION_BHSD && shape.layout != FSDPRT_ATTENTION_BSHD)
@@ -54,8 +61,10 @@ std::string describeAttention(const AttentionShape &shape) {
   std::ostringstream text;
   text << "batch = " << shape.batch << ", heads = " << shape.heads
        << ", kv_heads = " << shape.kvHeads << ", seq = " << shape.seq
-       << ", head_dim = " << shape.headDim << (shape.causal ? ", causal" : "")
-       << ", scale = " << shape.scale << (shape.sequenceMajor() ? ", [B, S, H, D]" : "");
+       << ", head_dim = " << shape.headDim << (shape.causal ? ", causal" : "");
+  if (shape.window > 0)
+    text << ", window = " << shape.window;
+  text << ", scale = " << shape.scale << (shape.sequenceMajor() ? ", [B, S, H, D]" : "");
   return text.str();
 }
 

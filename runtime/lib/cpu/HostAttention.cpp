@@ -60,17 +60,15 @@ double dot(const double *x, const double *y, int64_t n) {
   return sum;
 }
 
-/// Keys query `t` attends to: 0..t when causal, else all.
-int64_t keysSeen(const AttentionShape &s, int64_t t) { return s.causal ? t + 1 : s.seq; }
-
-/// The scaled scores of query row `t` of head `h` (batch `b`) against the keys it sees.
+/// The scaled scores of query row `t` of head `h` (batch `b`) against the keys it
+/// sees: `row[j - s.firstKey(t)]` for key j.
 void scores(const AttentionShape &s, const std::vector<double> &q, const std::vector<double> &k,
             int64_t b, int64_t h, int64_t t, std::vector<double> &row) {
   const double *query = &q[rowOffset(s, s.heads, b, h, t)];
-  int64_t kvHead = h / s.group();
-  row.resize(static_cast<size_t>(keysSeen(s, t)));
-  for (int64_t j = 0; j < keysSeen(s, t); ++j)
-    row[j] = s.scale * dot(query, &k[rowOffset(s, s.kvHeads, b, kvHead, j)], s.headDim);
+  int64_t kvHead = h / s.group(), first = s.firstKey(t);
+  row.resize(static_cast<size_t>(s.endKey(t) - first));
+  for (int64_t j = first; j < s.endKey(t); ++j)
+    row[j - first] = s.scale * dot(query, &k[rowOffset(s, s.kvHeads, b, kvHead, j)], s.headDim);
 }
 
 /// A value the fused kernel rounds to bf16 before a product.
@@ -90,11 +88,12 @@ template <typename Body> void forEachPair(const AttentionShape &s, Body body) {
 using namespace fsdprt;
 
 extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
-                                      int64_t head_dim, int32_t causal, float scale, int32_t layout,
-                                      const void *query, const void *key, const void *value,
-                                      void *out, float *lse, void * /*workspace*/,
-                                      int64_t /*workspace_bytes*/) {
-  AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
+                                      int64_t head_dim, int32_t causal, int64_t window, float scale,
+                                      int32_t layout, const void *query, const void *key,
+                                      const void *value, void *out, float *lse,
+                                      void * /*workspace*/, int64_t /*workspace_bytes*/) {
+  AttentionShape s =
+      attentionShape(batch, heads, kv_heads, seq, head_dim, causal, window, scale, layout);
   checkAttention("fsdprt_attention_bf16", s);
   std::vector<double> q = widened(query, s.queryElements()), k = widened(key, s.keyElements()),
                       v = widened(value, s.keyElements()), o(s.queryElements());
@@ -107,8 +106,8 @@ extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_h
         // values; the row's sum, which normalises the result, unrounded.
         double top = *std::max_element(row.begin(), row.end()), sum = 0;
         double *result = &o[rowOffset(s, s.heads, b, h, t)];
-        for (int64_t j = 0; j < keysSeen(s, t); ++j) {
-          double p = std::exp(row[j] - top);
+        for (int64_t j = s.firstKey(t); j < s.endKey(t); ++j) {
+          double p = std::exp(row[j - s.firstKey(t)] - top);
           sum += p;
           const double *v_j = &v[rowOffset(s, s.kvHeads, b, kvHead, j)];
           for (int64_t d = 0; d < s.headDim; ++d)
@@ -124,12 +123,14 @@ extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_h
 
 extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads,
                                            int64_t seq, int64_t head_dim, int32_t causal,
-                                           float scale, int32_t layout, int32_t /*deterministic*/,
-                                           const void *query, const void *key, const void *value,
-                                           const void *out, const float *lse, const void *out_grad,
-                                           void *query_grad, void *key_grad, void *value_grad,
-                                           void * /*workspace*/, int64_t /*workspace_bytes*/) {
-  AttentionShape s = attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
+                                           int64_t window, float scale, int32_t layout,
+                                           int32_t /*deterministic*/, const void *query,
+                                           const void *key, const void *value, const void *out,
+                                           const float *lse, const void *out_grad, void *query_grad,
+                                           void *key_grad, void *value_grad, void * /*workspace*/,
+                                           int64_t /*workspace_bytes*/) {
+  AttentionShape s =
+      attentionShape(batch, heads, kv_heads, seq, head_dim, causal, window, scale, layout);
   checkAttention("fsdprt_attention_grad_bf16", s);
   std::vector<double> q = widened(query, s.queryElements()), k = widened(key, s.keyElements()),
                       v = widened(value, s.keyElements()), o = widened(out, s.queryElements()),
@@ -144,9 +145,9 @@ extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t
         int64_t at = rowOffset(s, s.heads, b, h, t);
         double total = lse[(b * s.heads + h) * s.seq + t];
         double rowTerm = dot(&dO[at], &o[at], s.headDim);
-        for (int64_t j = 0; j < keysSeen(s, t); ++j) {
+        for (int64_t j = s.firstKey(t); j < s.endKey(t); ++j) {
           int64_t kv = rowOffset(s, s.kvHeads, b, kvHead, j);
-          double p = std::exp(row[j] - total);
+          double p = std::exp(row[j - s.firstKey(t)] - total);
           double dS = productOperand(p * (dot(&dO[at], &v[kv], s.headDim) - rowTerm) * s.scale);
           p = productOperand(p);
           for (int64_t d = 0; d < s.headDim; ++d) {

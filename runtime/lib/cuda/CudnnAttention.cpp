@@ -6,7 +6,7 @@
 // with the cudnn-frontend's graph API and run on the compute stream.
 //
 // A graph is described, checked against what cuDNN supports and given an
-// execution plan once per distinct attention (pass, shape, causal, scale,
+// execution plan once per distinct attention (pass, shape, causal, window, scale,
 // determinism, workspace limit), at its first call: the trainer's first step
 // runs as called, before the step is captured as a CUDA graph, so building a
 // plan (which may compile a kernel) never happens inside a capture, and
@@ -59,7 +59,8 @@ struct AttentionKey {
     uint32_t scaleBits;
     std::memcpy(&scaleBits, &shape.scale, sizeof(scaleBits));
     return std::make_tuple(pass, shape.batch, shape.heads, shape.kvHeads, shape.seq, shape.headDim,
-                           shape.causal, scaleBits, shape.layout, deterministic, workspaceLimit);
+                           shape.causal, shape.window, scaleBits, shape.layout, deterministic,
+                           workspaceLimit);
   }
   bool operator<(const AttentionKey &other) const { return tied() < other.tied(); }
 };
@@ -169,6 +170,8 @@ std::shared_ptr<fe::graph::Graph> describeGraph(const AttentionKey &key) {
                        .set_generate_stats(true)
                        .set_causal_mask(s.causal)
                        .set_attn_scale(s.scale);
+    if (s.window > 0)
+      options.set_diagonal_band_left_bound(static_cast<int>(s.window));
     auto [out, lse] = graph->sdpa(query, keys, value, options);
     setOutput(out, "out", kOut, major, s.batch, s.heads, s.seq, s.headDim, kBf16);
     setOutput(lse, "lse", kLse, false, s.batch, s.heads, s.seq, 1, kF32);
@@ -183,6 +186,8 @@ std::shared_ptr<fe::graph::Graph> describeGraph(const AttentionKey &key) {
                      .set_causal_mask(s.causal)
                      .set_attn_scale(s.scale)
                      .set_deterministic_algorithm(key.deterministic);
+  if (s.window > 0)
+    options.set_diagonal_band_left_bound(static_cast<int>(s.window));
   auto [queryGrad, keyGrad, valueGrad] =
       graph->sdpa_backward(query, keys, value, out, outGrad, lse, options);
   setOutput(queryGrad, "query_grad", kQueryGrad, major, s.batch, s.heads, s.seq, s.headDim, kBf16);
@@ -297,29 +302,27 @@ void closeCudnn() {
 using namespace fsdprt;
 
 extern "C" void fsdprt_attention_bf16(int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq,
-                                      int64_t head_dim, int32_t causal, float scale, int32_t layout,
-                                      const void *query, const void *key, const void *value,
-                                      void *out, float *lse, void *workspace,
+                                      int64_t head_dim, int32_t causal, int64_t window, float scale,
+                                      int32_t layout, const void *query, const void *key,
+                                      const void *value, void *out, float *lse, void *workspace,
                                       int64_t workspace_bytes) {
   const char *what = "fsdprt_attention_bf16";
   AttentionShape shape =
-      attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
+      attentionShape(batch, heads, kv_heads, seq, head_dim, causal, window, scale, layout);
   checkAttention(what, shape);
   AttentionKey plan{AttentionPass::Forward, shape, false, workspace_bytes};
   execute(what, plan, forwardPointers(query, key, value, out, lse), workspace);
   afterDeviceWork(what, deviceStream(what, FSDPRT_STREAM_COMPUTE));
 }
 
-extern "C" void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads,
-                                           int64_t seq, int64_t head_dim, int32_t causal,
-                                           float scale, int32_t layout, int32_t deterministic,
-                                           const void *query, const void *key, const void *value,
-                                           const void *out, const float *lse, const void *out_grad,
-                                           void *query_grad, void *key_grad, void *value_grad,
-                                           void *workspace, int64_t workspace_bytes) {
+extern "C" void fsdprt_attention_grad_bf16(
+    int64_t batch, int64_t heads, int64_t kv_heads, int64_t seq, int64_t head_dim, int32_t causal,
+    int64_t window, float scale, int32_t layout, int32_t deterministic, const void *query,
+    const void *key, const void *value, const void *out, const float *lse, const void *out_grad,
+    void *query_grad, void *key_grad, void *value_grad, void *workspace, int64_t workspace_bytes) {
   const char *what = "fsdprt_attention_grad_bf16";
   AttentionShape shape =
-      attentionShape(batch, heads, kv_heads, seq, head_dim, causal, scale, layout);
+      attentionShape(batch, heads, kv_heads, seq, head_dim, causal, window, scale, layout);
   checkAttention(what, shape);
   AttentionKey plan{AttentionPass::Backward, shape, deterministic != 0, workspace_bytes};
   execute(what, plan,

@@ -29,9 +29,9 @@ using nlohmann::json;
 namespace {
 
 /// Two batches of 4 query heads sharing 2 key/value heads, 64 positions of 32.
-AttentionShape gqaShape(bool causal) {
+AttentionShape gqaShape(bool causal, int64_t window = 0) {
   return attentionShape(/*batch=*/2, /*heads=*/4, /*kvHeads=*/2, /*seq=*/64,
-                        /*headDim=*/32, causal, /*scale=*/0.125f);
+                        /*headDim=*/32, causal, window, /*scale=*/0.125f);
 }
 
 json graphOf(AttentionPass pass, const AttentionShape &shape,
@@ -119,7 +119,7 @@ TEST(CudnnAttentionGraph, SequenceMajorOperandsAreStridedTheLogSumExpIsNot) {
   // The projections' rows split into heads, [B, S, H, D], read and written
   // in place of their transposes.
   AttentionShape shape =
-      attentionShape(2, 4, 2, 64, 32, /*causal=*/1, 0.125f, FSDPRT_ATTENTION_BSHD);
+      attentionShape(2, 4, 2, 64, 32, /*causal=*/1, /*window=*/0, 0.125f, FSDPRT_ATTENTION_BSHD);
   json forward = graphOf(AttentionPass::Forward, shape);
   expectTensor(forward, "query", {2, 4, 64, 32}, "BFLOAT16", true);
   expectTensor(forward, "key", {2, 2, 64, 32}, "BFLOAT16", true);
@@ -146,6 +146,18 @@ TEST(CudnnAttentionGraph, CausalIsTheBandBelowTheDiagonal) {
   json causalGrad = nodeOf(graphOf(AttentionPass::Backward, gqaShape(true)));
   EXPECT_EQ(causalGrad.at("right_bound"), 0);
   EXPECT_EQ(causalGrad.at("diagonal_alignment"), "TOP_LEFT");
+}
+
+TEST(CudnnAttentionGraph, AWindowIsTheBandsLeftBound) {
+  // A sliding window of 16: key j is seen by query i when i - 16 < j <= i,
+  // the frontend's left bound (it keeps j + 16 > i, from the top left).
+  for (AttentionPass pass : {AttentionPass::Forward, AttentionPass::Backward}) {
+    json node = nodeOf(graphOf(pass, gqaShape(true, /*window=*/16)));
+    SCOPED_TRACE(node.at("tag").get<std::string>());
+    EXPECT_EQ(node.at("left_bound"), 16);
+    EXPECT_EQ(node.at("right_bound"), 0);
+    EXPECT_EQ(node.at("diagonal_alignment"), "TOP_LEFT");
+  }
 }
 
 TEST(CudnnAttentionGraph,

@@ -15,7 +15,7 @@
 // CHECK-SAME: inputs = [#fsdp.manifest_input<shape = [2, 3], dtype = i32, role = "tokens", bound = 16, offset = 192, bytes = 24>, #fsdp.manifest_input<shape = [2, 3], dtype = f32, role = "features", offset = 256, bytes = 24>],
 // CHECK-SAME: collectives = [#fsdp.manifest_collective<kind = "all_gather", unit = "emb">, #fsdp.manifest_collective<kind = "all_reduce">],
 // CHECK-SAME: tokens_per_step = 12, device_scalars = 320,
-// CHECK-SAME: recompute = #fsdp.recompute<ops = 4, products = 2, product_flops = 1024, other_elements = 64, step_product_flops = 4352, attention_flops = 512, causal_attention_flops = 256>,
+// CHECK-SAME: recompute = #fsdp.recompute<ops = 4, products = 2, product_flops = 1024, other_elements = 64, step_product_flops = 4352, attention_flops = 512, fused_attention_flops = 256>,
 // CHECK-SAME: transient = #fsdp.transient_plan<peak_bytes = 3072, live_bytes = 2880, buffers = 9, live_buffers = 4, gathered_bytes = 256, gradient_bytes = 128, collective_bytes = 64, gradient_shard_bytes = 32, activation_bytes = 2400, dtype_bytes = {bf16 = 480 : i64, f32 = 2400 : i64}>,
 // CHECK-SAME: step_flops = #fsdp.step_flops<products = 11328, bf16_products = 3072, attention = 114688, recomputed = 18984, other = 176>,
 // CHECK-SAME: device_profile = #fsdp.device_profile<name = "h100-sxm", matmul_f32 = 5.1e+13, matmul_bf16 = 7.5e+14>>}
@@ -44,7 +44,7 @@ module attributes {fsdp.manifest = #fsdp.manifest<
                    #fsdp.manifest_collective<kind = "all_reduce">],
     tokens_per_step = 12, device_scalars = 320,
     recompute = #fsdp.recompute<ops = 4, products = 2, product_flops = 1024, other_elements = 64,
-                                step_product_flops = 4352, attention_flops = 512, causal_attention_flops = 256>,
+                                step_product_flops = 4352, attention_flops = 512, fused_attention_flops = 256>,
     transient = #fsdp.transient_plan<peak_bytes = 3072, live_bytes = 2880, buffers = 9, live_buffers = 4,
                                      gathered_bytes = 256, gradient_bytes = 128, collective_bytes = 64,
                                      gradient_shard_bytes = 32, activation_bytes = 2400,
