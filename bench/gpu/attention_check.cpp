@@ -165,35 +165,58 @@ std::vector<char> swapMiddle(const std::vector<char> &data, int64_t b, int64_t x
   return swapped;
 }
 
-} // namespace
+/// The command line: the attention, its flags, the folder and the repeats.
+struct Arguments {
+  fsdprt::AttentionShape shape;
+  bool deterministic = false;
+  std::string dir;
+  int repeats = 0;
+};
 
-int main(int argc, char **argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  bool causal = std::find(args.begin(), args.end(), "causal") != args.end();
-  bool deterministic = std::find(args.begin(), args.end(), "deterministic") != args.end();
-  bool bshd = std::find(args.begin(), args.end(), "bshd") != args.end();
+Arguments parseArguments(std::vector<std::string> args) {
+  auto flag = [&](const char *name) {
+    auto found = std::find(args.begin(), args.end(), name);
+    if (found == args.end())
+      return false;
+    args.erase(found);
+    return true;
+  };
+  bool causal = flag("causal"), bshd = flag("bshd");
+  Arguments parsed;
+  parsed.deterministic = flag("deterministic");
   int64_t window = 0;
-  for (const std::string &a : args)
-    if (a.rfind("window=", 0) == 0 && std::sscanf(a.c_str() + 7, "%ld", &window) != 1)
-      fail("'" + a + "' is not window=W");
-  args.erase(std::remove_if(args.begin(), args.end(),
-                            [](const std::string &a) {
-                              return a == "causal" || a == "deterministic" || a == "bshd" ||
-                                     a.rfind("window=", 0) == 0;
-                            }),
-             args.end());
+  auto windowed = std::find_if(args.begin(), args.end(),
+                               [](const std::string &a) { return a.rfind("window=", 0) == 0; });
+  if (windowed != args.end()) {
+    if (std::sscanf(windowed->c_str() + 7, "%ld", &window) != 1)
+      fail("'" + *windowed + "' is not window=W");
+    args.erase(windowed);
+  }
   if (args.size() < 2 || args.size() > 3)
     fail("usage: fsdp-attention-check B,H,HKV,T,D [causal] [window=W] [deterministic] [bshd] "
          "DIR [repeats]");
   int64_t b = 0, h = 0, hkv = 0, t = 0, d = 0;
   if (std::sscanf(args[0].c_str(), "%ld,%ld,%ld,%ld,%ld", &b, &h, &hkv, &t, &d) != 5)
     fail("the shape '" + args[0] + "' is not B,H,HKV,T,D");
-  std::string dir = args[1];
-  int repeats = args.size() == 3 ? std::atoi(args[2].c_str()) : 0;
+  parsed.shape = fsdprt::attentionShape(b, h, hkv, t, d, causal, window,
+                                        static_cast<float>(1.0 / std::sqrt(d)),
+                                        bshd ? FSDPRT_ATTENTION_BSHD : FSDPRT_ATTENTION_BHSD);
+  parsed.dir = args[1];
+  parsed.repeats = args.size() == 3 ? std::atoi(args[2].c_str()) : 0;
+  return parsed;
+}
 
-  int32_t layout = bshd ? FSDPRT_ATTENTION_BSHD : FSDPRT_ATTENTION_BHSD;
-  fsdprt::AttentionShape shape = fsdprt::attentionShape(
-      b, h, hkv, t, d, causal, window, static_cast<float>(1.0 / std::sqrt(d)), layout);
+} // namespace
+
+int main(int argc, char **argv) {
+  Arguments arguments = parseArguments(std::vector<std::string>(argv + 1, argv + argc));
+  const fsdprt::AttentionShape &shape = arguments.shape;
+  bool deterministic = arguments.deterministic, bshd = shape.sequenceMajor(), causal = shape.causal;
+  int64_t b = shape.batch, h = shape.heads, hkv = shape.kvHeads, t = shape.seq, d = shape.headDim,
+          window = shape.window;
+  int32_t layout = shape.layout;
+  std::string dir = arguments.dir;
+  int repeats = arguments.repeats;
   // The files' [B, H, T, D] as the calls take them, and back.
   auto toCall = [&](const std::vector<char> &data, int64_t heads) {
     return bshd ? swapMiddle(data, b, heads, t, d) : data;

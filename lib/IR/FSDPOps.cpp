@@ -340,12 +340,17 @@ static FailureOr<RankedTensorType> checkAttention(function_ref<InFlightDiagnosti
                    "query looks)";
     return failure();
   }
-  for (auto [name, value] :
-       {std::pair("scale", op.getScale()), std::pair("softcap", op.getSoftcap())}) {
-    if (value && !(value->convertToDouble() > 0.0 && std::isfinite(value->convertToDouble()))) {
-      emitError() << name << " must be positive and finite, got " << value->convertToDouble();
-      return failure();
-    }
+  auto positive = [](std::optional<llvm::APFloat> value) {
+    return !value || (value->convertToDouble() > 0.0 && std::isfinite(value->convertToDouble()));
+  };
+  if (!positive(op.getScale())) {
+    emitError() << "scale must be positive and finite, got " << op.getScale()->convertToDouble();
+    return failure();
+  }
+  if (!positive(op.getSoftcap())) {
+    emitError() << "softcap must be positive and finite, got "
+                << op.getSoftcap()->convertToDouble();
+    return failure();
   }
   return RankedTensorType::get({qs[0], qs[1], qs[2]}, Float32Type::get(q.getContext()));
 }

@@ -62,7 +62,7 @@ The models (2 layers, hidden 64, vocabulary 256, float32 unless said):
                  scaling 2, tied
   gemma2         Gemma2ForCausalLM, as gemma3 without query-key norms, one rotary base
                  (1e4), layer 0 local by default (window 8), scores soft-capped at 2 and
-                 logits at 5, on [2, 32] batches
+                 logits at 5, an untied head, on [2, 32] batches
 Every weight is redrawn from a seeded torch generator after construction (matrices
 normal / sqrt(fan_in), embeddings 0.25 normal, norm weights 1 + 0.1 normal, biases 0.02
 normal; Gemma's embeddings normal / sqrt(hidden), which its scale by sqrt(hidden) brings to
@@ -178,7 +178,7 @@ def make_config(name):
             hidden_activation="gelu_pytorch_tanh", max_position_embeddings=64,
             sliding_window=8, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
             rms_norm_eps=1e-6, attn_logit_softcapping=2.0, final_logit_softcapping=5.0,
-            pad_token_id=0, tie_word_embeddings=True)
+            pad_token_id=0, tie_word_embeddings=False)
     if name == "gpt2":
         return tf.GPT2LMHeadModel, tf.GPT2Config(
             vocab_size=VOCAB, n_embd=HIDDEN, n_layer=LAYERS, n_head=4, n_positions=64,

@@ -103,6 +103,29 @@ def test_rng():
 
 # ---------------------------------------------------------------- 2. ops
 
+def cases_with_own_draws():
+    """More vjp cases of test_ops, each drawing its operands from a generator of its own
+    (so that adding one changes no other case's draws)."""
+    def normal(seed, shape):
+        return np.random.default_rng(seed).standard_normal(shape)
+    return [
+        ("broadcast", ops.broadcast, (normal(5, (2, 1, 3)),), {"shape": (4, 2, 5, 3)}),
+        ("rope", ops.rope, (normal(6, (2, 5, 3, 8)),), {"positions": 1, "theta": 10000.0}),
+        ("rope partial, scaled, inverse", ops.rope, (normal(6, (2, 3, 6, 10)),),
+         {"positions": 2, "theta": 500.0, "rotary_dim": 6, "scaling": (4.0, 1.0, 4.0, 8),
+          "inverse": True}),
+        ("rope partial, yarn", ops.rope, (normal(6, (2, 3, 6, 10)),),
+         {"positions": 2, "theta": 500.0, "rotary_dim": 8,
+          "yarn": (4.0, 32.0, 1.0, 4, 1.1386, True)}),
+        ("rope linear", ops.rope, (normal(6, (2, 5, 3, 8)),),
+         {"positions": 1, "theta": 10000.0, "linear": 8.0}),
+        # Scores of some 2 against a cap of 0.8: tanh well into its bend.
+        ("attention soft-capped, windowed", ops.attention,
+         (2 * normal(7, (1, 2, 6, 2)), 2 * normal(8, (1, 1, 6, 2)), normal(9, (1, 1, 6, 2))),
+         {"causal": True, "window": 3, "softcap": 0.8}),
+    ]
+
+
 def test_ops():
     rng = np.random.default_rng(1)
     r = rng.standard_normal
@@ -151,29 +174,8 @@ def test_ops():
         ("reduce_sum all", ops.reduce_sum, (r((2, 3)),), {"dims": (0, 1)}),
         ("reduce_mean", ops.reduce_mean, (r((2, 3, 4)),), {"dims": (1,)}),
         ("mse", ops.mse, (r((4, 3)), r((4, 3))), {}),
-        # Draws of their own: the cases above keep theirs.
-        ("broadcast", ops.broadcast, (np.random.default_rng(5).standard_normal((2, 1, 3)),),
-         {"shape": (4, 2, 5, 3)}),
-        ("rope", ops.rope, (np.random.default_rng(6).standard_normal((2, 5, 3, 8)),),
-         {"positions": 1, "theta": 10000.0}),
-        ("rope partial, scaled, inverse", ops.rope,
-         (np.random.default_rng(6).standard_normal((2, 3, 6, 10)),),
-         {"positions": 2, "theta": 500.0, "rotary_dim": 6, "scaling": (4.0, 1.0, 4.0, 8),
-          "inverse": True}),
-        ("rope partial, yarn", ops.rope,
-         (np.random.default_rng(6).standard_normal((2, 3, 6, 10)),),
-         {"positions": 2, "theta": 500.0, "rotary_dim": 8,
-          "yarn": (4.0, 32.0, 1.0, 4, 1.1386, True)}),
-        ("rope linear", ops.rope, (np.random.default_rng(6).standard_normal((2, 5, 3, 8)),),
-         {"positions": 1, "theta": 10000.0, "linear": 8.0}),
-        # Scores of some 2 against a cap of 0.8: tanh well into its bend.
-        ("attention soft-capped, windowed", ops.attention,
-         (2 * np.random.default_rng(7).standard_normal((1, 2, 6, 2)),
-          2 * np.random.default_rng(8).standard_normal((1, 1, 6, 2)),
-          np.random.default_rng(9).standard_normal((1, 1, 6, 2))),
-         {"causal": True, "window": 3, "softcap": 0.8}),
     ]
-    for name, op, args, kw in cases:
+    for name, op, args, kw in cases + cases_with_own_draws():
         err = ops.check_vjp(op, args, range(len(args)), kw)
         report("vjp " + name, err < 1e-7, "max rel err %.1e" % err)
     # Ops with integer operands (indices, targets): only the float operand is checked.

@@ -381,8 +381,11 @@ def _layer_types(fields, layers, sliding):
     return types
 
 
-def _window(fields):
-    """The config's sliding_window, a positive number of positions, or None."""
+def _window(fields, default=None):
+    """The config's sliding_window, a positive number of positions, or None (null); the
+    family's `default` when the config leaves it out."""
+    if "sliding_window" not in fields.data:
+        return default
     window = fields.take("sliding_window", None, int)
     if window is not None and window < 1:
         raise fields.error("sliding_window", "expected a positive number of positions")
@@ -644,7 +647,8 @@ def _gemma_layers(fields, family, layers, seq):
             thetas=tuple(ropes[t].theta for t in types),
             linear_factors=tuple(ropes[t].linear for t in types)
             if any(r.linear for r in ropes.values()) else ())
-    return dict(windows=_layer_windows(types, _window(fields), seq), **fields_of_rope)
+    return dict(windows=_layer_windows(types, _window(fields, GEMMA_WINDOW), seq),
+                **fields_of_rope)
 
 
 def _gemma_activation(fields, family):
@@ -661,6 +665,8 @@ def _gemma_activation(fields, family):
         fields.require_value("hidden_activation", GPT2_GELU, why, "gelu_pytorch_tanh")
 
 
+# Gemma 2's and 3's local window where their configs leave it out.
+GEMMA_WINDOW = 4096
 # Gemma 2's soft caps where its config leaves them out: (attention scores, logits).
 GEMMA2_SOFTCAPS = (50.0, 30.0)
 
