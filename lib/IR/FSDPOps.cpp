@@ -295,6 +295,11 @@ static LogicalResult verifySquareTrailingMatrix(Operation *op, RankedTensorType 
 // Attention
 //===----------------------------------------------------------------------===//
 
+/// Whether an optional attribute's value, if given, is positive and finite.
+static bool positiveIfGiven(std::optional<llvm::APFloat> value) {
+  return !value || (value->convertToDouble() > 0.0 && std::isfinite(value->convertToDouble()));
+}
+
 /// The shape rule of fsdp.attention and its gradient: `query` [B, Hq, T, D],
 /// `key` and `value` [B, Hkv, S, D] of one element type, Hkv dividing Hq,
 /// T = S when causal, a window only with causal, a positive finite scale and
@@ -340,14 +345,11 @@ static FailureOr<RankedTensorType> checkAttention(function_ref<InFlightDiagnosti
                    "query looks)";
     return failure();
   }
-  auto positive = [](std::optional<llvm::APFloat> value) {
-    return !value || (value->convertToDouble() > 0.0 && std::isfinite(value->convertToDouble()));
-  };
-  if (!positive(op.getScale())) {
+  if (!positiveIfGiven(op.getScale())) {
     emitError() << "scale must be positive and finite, got " << op.getScale()->convertToDouble();
     return failure();
   }
-  if (!positive(op.getSoftcap())) {
+  if (!positiveIfGiven(op.getSoftcap())) {
     emitError() << "softcap must be positive and finite, got "
                 << op.getSoftcap()->convertToDouble();
     return failure();
@@ -436,14 +438,12 @@ LogicalResult RopeOp::verify() {
   if (rotary > shape.back() || rotary % 2 != 0)
     return emitOpError("rotates an even number of features, at most the ")
            << shape.back() << " of the last dimension; got " << rotary;
-  if ((getLinearScalingAttr() != nullptr) + (getScalingAttr() != nullptr) +
-          (getYarnAttr() != nullptr) >
-      1)
+  int scalings = !!getLinearScalingAttr() + !!getScalingAttr() + !!getYarnAttr();
+  if (scalings > 1)
     return emitOpError("takes one frequency scaling, linear, Llama 3's or YaRN's, not two");
-  if (std::optional<llvm::APFloat> linear = getLinearScaling();
-      linear && !(linear->convertToDouble() > 0.0 && std::isfinite(linear->convertToDouble())))
+  if (!positiveIfGiven(getLinearScaling()))
     return emitOpError("linear_scaling must be positive and finite, got ")
-           << linear->convertToDouble();
+           << getLinearScaling()->convertToDouble();
   // Positions are f32 in the angle: exact only below 2^24.
   if (shape[getPositions()] > (int64_t{1} << 24))
     return emitOpError("positions must be at most 2^24, got ") << shape[getPositions()];
