@@ -103,16 +103,25 @@ void fsdprt_attention_grad_bf16(int64_t batch, int64_t heads, int64_t kv_heads, 
                                 int64_t workspace_bytes);
 
 /* Collectives (docs/Runtime.md, section 6). The world's ranks form a grid of
- * `replicas` x `shard_ranks` (manifest): the shard group of a rank is the
- * `shard_ranks` consecutive ranks holding the shards of one copy of the model
- * (its index in the group, rank % shard_ranks, is the shard it owns); its
- * replica group is the ranks holding the same shard (rank % shard_ranks equal).
+ * `replicas` x `shard_ranks` x `tensor_ranks` (manifest), the tensor axis
+ * innermost: a rank's tensor index is rank % tensor_ranks and its data index
+ * d = rank / tensor_ranks. The shard group of a rank is the `shard_ranks`
+ * ranks of one replica and tensor index holding the shards of one copy of
+ * their blocks of the model (its index in the group, d % shard_ranks, is the
+ * shard it owns); its replica group is the ranks holding the same shard of
+ * the same block; its tensor group the `tensor_ranks` consecutive ranks of
+ * its data index, which hold the blocks of split parameters.
  * Every call starts a nonblocking collective and returns a handle (in
  * [0, 256)) that one later fsdprt_wait completes; the buffers must not be
  * touched in between, and the step must wait for every handle before it
  * returns. At most 256 collectives may be pending at once. Every rank of the
  * group makes the same calls in the same order. */
-enum { FSDPRT_GROUP_WORLD = 0, FSDPRT_GROUP_SHARD = 1, FSDPRT_GROUP_REPLICA = 2 };
+enum {
+  FSDPRT_GROUP_WORLD = 0,
+  FSDPRT_GROUP_SHARD = 1,
+  FSDPRT_GROUP_REPLICA = 2,
+  FSDPRT_GROUP_TENSOR = 3
+};
 enum { FSDPRT_REDUCE_SUM = 0, FSDPRT_REDUCE_AVG = 1 };
 /* The element type of a reduction. bf16 sums round each addition of two
  * elements to bf16 (to nearest even); AVG divides the sum in f32 and rounds. */
