@@ -19,7 +19,7 @@ FailureOr<ShardingLayout> ShardingLayout::build(ModuleOp module) {
   // The plan verified its grid against the strategy's rules.
   layout.shardRanks =
       fsdprt::manifest::shardRanksOf(*strategySpec(plan.getStrategy()), plan.getGrid());
-  layout.replicas = plan.getWorldSize() / layout.shardRanks;
+  layout.replicas = plan.getDataRanks() / layout.shardRanks;
 
   llvm::MapVector<StringRef, UnitLayout> units;
   for (ParamOp param : module.getOps<ParamOp>()) {

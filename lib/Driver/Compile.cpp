@@ -133,16 +133,21 @@ private:
     return pm;
   }
 
-  /// --grid: the plan's grid replaced.
+  /// --grid and --tensor-parallel: the plan's mesh replaced.
   LogicalResult applyGrid() {
-    if (options.grid.empty())
+    if (options.grid.empty() && options.tensorParallel == 0)
       return success();
-    FailureOr<SmallVector<int64_t>> grid = parseGrid(options);
+    if (options.tensorParallel < 0)
+      return fail("--tensor-parallel=" + std::to_string(options.tensorParallel) +
+                  ": expected a positive number of ranks");
+    FailureOr<SmallVector<int64_t>> grid =
+        options.grid.empty() ? SmallVector<int64_t>() : parseGrid(options);
     FailureOr<std::unique_ptr<PassManager>> pm = passManager();
     if (failed(grid) || failed(pm))
       return failure();
     fsdp::FSDPSetGridPassOptions setGrid;
     setGrid.grid = *grid;
+    setGrid.tensor = options.tensorParallel;
     (*pm)->addPass(fsdp::createFSDPSetGridPass(setGrid));
     return (*pm)->run(*step);
   }
@@ -286,6 +291,7 @@ private:
     (*model)->setAttr(fsdp::FSDPDialect::getManifestAttrName(), planned->manifest);
     PassManager reportPM(&ctx);
     reportPM.addPass(fsdp::createFSDPFormUnitsPass());
+    reportPM.addPass(fsdp::createFSDPSplitTensorsPass());
     fsdp::FSDPReportPassOptions report;
     report.format = options.report->empty() ? "table" : *options.report;
     report.cost = costJson(*planned, *profile, budget);

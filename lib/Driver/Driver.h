@@ -34,6 +34,8 @@ struct CompilerOptions {
   Emit emit = Emit::Executable;
   /// --grid: N or R,S; empty keeps the plan's.
   std::string grid;
+  /// --tensor-parallel: the tensor-parallel degree; 0 keeps the plan's.
+  int64_t tensorParallel = 0;
   /// --report[=table|json]: the format, empty for the table; nullopt compiles.
   std::optional<std::string> report;
   std::string deviceMemory;

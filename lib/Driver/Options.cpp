@@ -60,6 +60,11 @@ struct CommandLine {
   cl::opt<std::string, true> grid{
       "grid", cl::desc("Compile for this device grid instead of the plan's: N or R,S"),
       cl::value_desc("N|R,S"), cl::location(values.grid), cl::cat(planCategory)};
+  cl::opt<int64_t, true> tensorParallel{
+      "tensor-parallel",
+      cl::desc("Compile for T tensor-parallel ranks beside each of the grid's (Megatron's "
+               "layout: docs/Sharding.md) instead of the plan's tensor_parallel"),
+      cl::value_desc("T"), cl::location(values.tensorParallel), cl::cat(planCategory)};
   cl::opt<std::string> report{
       "report", cl::desc("Print each rank's memory and traffic (table or json) and stop"),
       cl::value_desc("table|json"), cl::ValueOptional, cl::cat(outputCategory)};

@@ -236,8 +236,8 @@ SmallVector<StringRef> AdamWAttr::getStateSlots() const {
 //===----------------------------------------------------------------------===//
 
 LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               ArrayRef<int64_t> grid, Strategy strategy,
-                               OptimizerAttrInterface optimizer, DType, DType,
+                               ArrayRef<int64_t> grid, int64_t tensorParallel,
+                               Strategy strategy, OptimizerAttrInterface optimizer, DType, DType,
                                APFloat clipGradNorm, int64_t prefetch,
                                int64_t maxInflightGathers, RematPolicy remat,
                                int64_t rematEvery, ArrayAttr rematUnits,
@@ -249,12 +249,14 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (grid.empty() || grid.size() > schema::kMaxGridDims)
     return emitError() << "grid must be [shard] or [replicate, shard], got " << grid.size()
                        << " dimensions";
-  int64_t worldSize = 1;
+  if (tensorParallel < 1)
+    return emitError() << "tensor_parallel must be at least 1, got " << tensorParallel;
+  int64_t worldSize = tensorParallel;
   for (int64_t size : grid) {
     if (size < 1)
       return emitError() << "grid sizes must be positive, got " << size;
     if (llvm::MulOverflow(worldSize, size, worldSize) || worldSize > schema::kMaxRanks)
-      return emitError() << "grid holds more than 2^31 - 1 ranks";
+      return emitError() << "grid and tensor_parallel hold more than 2^31 - 1 ranks";
   }
   const schema::StrategySpec *spec = strategySpec(strategy);
   if (!spec)
@@ -340,7 +342,7 @@ std::optional<int64_t> PlanAttr::getDeviceMemoryBytes() const {
 }
 
 PlanFields PlanAttr::getFields() const {
-  return PlanFields{llvm::to_vector(getGrid()), getStrategy(), getOptimizer(),
+  return PlanFields{llvm::to_vector(getGrid()), getTensorParallel(), getStrategy(), getOptimizer(),
                     getParamDtype(),            getReduceDtype(),
                     getClipGradNorm().convertToDouble(),
                     getPrefetch(),              getMaxInflightGathers(),
@@ -355,7 +357,7 @@ PlanFields PlanAttr::getFields() const {
 PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
                        function_ref<InFlightDiagnostic()> emitError) {
   return PlanAttr::getChecked(
-      emitError, context, fields.grid, fields.strategy,
+      emitError, context, fields.grid, fields.tensorParallel, fields.strategy,
       llvm::cast<OptimizerAttrInterface>(fields.optimizer), fields.paramDtype, fields.reduceDtype,
       APFloat(fields.clipGradNorm), fields.prefetch, fields.maxInflightGathers, fields.remat,
       fields.rematEvery, fields.rematUnits, fields.microBatches, fields.accumulate, fields.units,
@@ -378,11 +380,20 @@ int64_t mlir::fsdp::dtypeBytes(DType dtype) {
   return fsdprt::manifest::findByName(fsdprt::manifest::kDTypes, stringifyDType(dtype))->bytes;
 }
 
-int64_t PlanAttr::getWorldSize() const {
+int64_t PlanAttr::getDataRanks() const {
   int64_t size = 1;
   for (int64_t dim : getGrid())
     size *= dim;
   return size;
+}
+
+int64_t PlanAttr::getWorldSize() const { return getDataRanks() * getTensorParallel(); }
+
+PlanAttr PlanAttr::withTensorParallel(int64_t ranks,
+                                     function_ref<InFlightDiagnostic()> emitError) const {
+  PlanFields fields = getFields();
+  fields.tensorParallel = ranks;
+  return get(getContext(), fields, emitError);
 }
 
 //===----------------------------------------------------------------------===//

@@ -185,6 +185,23 @@ void ConvertOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
 }
 
 //===----------------------------------------------------------------------===//
+// Tensor-parallel regions: each one's gradient is the other
+//===----------------------------------------------------------------------===//
+
+// Every tensor rank's block reads the same input, so its gradient is the sum
+// of theirs.
+void TensorCopyOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                  SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(TensorSumOp::create(b, getLoc(), resultGrads[0]));
+}
+
+// The sum is whole on every rank, so is its gradient: each part gets it.
+void TensorSumOp::buildGradients(OpBuilder &, ValueRange resultGrads,
+                                 SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(resultGrads[0]);
+}
+
+//===----------------------------------------------------------------------===//
 // Normalisation and attention
 //===----------------------------------------------------------------------===//
 

@@ -105,17 +105,17 @@ ManifestAttr::verify(function_ref<InFlightDiagnostic()> emitError, PlanAttr plan
                        << " bytes, and the host arena is 0 bytes or more";
   if (localBatch < 1)
     return emitError() << "each rank's batch is 1 row or more, got " << localBatch;
-  if (shardRanks < 1 || plan.getWorldSize() % shardRanks != 0)
+  if (shardRanks < 1 || plan.getDataRanks() % shardRanks != 0)
     return emitError() << "shard_ranks " << shardRanks << " divides the plan's "
-                       << plan.getWorldSize() << " ranks";
+                       << plan.getDataRanks() << " ranks";
   if (deviceScalars.value_or(0) < 0 || tokensPerStep.value_or(1) < 1)
     return emitError() << "the device scalars lie in the arena, and a step has tokens or none";
   return verifyMembers(emitError, units, params);
 }
 
-int64_t ManifestAttr::getBatch() const { return getLocalBatch() * getPlan().getWorldSize(); }
+int64_t ManifestAttr::getBatch() const { return getLocalBatch() * getPlan().getDataRanks(); }
 
-int64_t ManifestAttr::getReplicas() const { return getPlan().getWorldSize() / getShardRanks(); }
+int64_t ManifestAttr::getReplicas() const { return getPlan().getDataRanks() / getShardRanks(); }
 
 ManifestAttr ManifestAttr::withBufferPlan(int64_t arenaBytes, TransientPlanAttr transient,
                                           ArrayRef<ManifestUnitAttr> units) const {

@@ -86,6 +86,8 @@ LogicalResult ParamOp::verify() {
            << type;
   if (std::optional<StringRef> unit = getUnit(); unit && unit->empty())
     return emitOpError("unit name must not be empty");
+  if (std::optional<int64_t> dim = getSplitDim(); dim && (*dim < 0 || *dim >= type.getRank()))
+    return emitOpError("split dimension ") << *dim << " is not a dimension of " << type;
   if (std::optional<int64_t> offset = getOffset()) {
     if (!getUnit())
       return emitOpError("an offset ('at') needs a unit");

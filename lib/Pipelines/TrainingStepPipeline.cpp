@@ -28,6 +28,7 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, const PipelineTarget
   // fsdp: the sharded step, bound to the runtime's arena, then compute in
   // linalg.
   pm.addPass(createFSDPFormUnitsPass());
+  pm.addPass(createFSDPSplitTensorsPass());
   pm.addPass(createFSDPPartitionPass());
   pm.addPass(createFSDPAutodiffPass(FSDPAutodiffPassOptions{forwardOnly}));
   pm.addPass(createFSDPRematPass());

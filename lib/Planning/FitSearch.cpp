@@ -120,6 +120,7 @@ FailureOr<int64_t> shardedStateBytes(ModuleOp model, PlanAttr plan) {
   (*copy)->setAttr(FSDPDialect::getPlanAttrName(), plan);
   PassManager pm(model.getContext());
   pm.addPass(createFSDPFormUnitsPass());
+  pm.addPass(createFSDPSplitTensorsPass());
   if (failed(pm.run(*copy)))
     return failure();
   FailureOr<ShardingLayout> layout = ShardingLayout::build(*copy);

@@ -51,6 +51,13 @@ SmallVector<Operation *> usersOf(ArrayRef<Value> values) {
 }
 
 /// One unit's reduced gradient shard, waiting for the update.
+/// Whether the unit's parameters are cut over the tensor ranks
+/// (fsdp-split-tensors gives a unit cut members or whole ones, never both).
+bool isCutUnit(UnitOp unit) {
+  SmallVector<ParamOp> members = unit.getMembers();
+  return !members.empty() && members.front().getSplitDim().has_value();
+}
+
 struct ShardGradient {
   UnitOp unit;
   Value grad;
@@ -75,7 +82,7 @@ private:
   void gatherFor(UnitOp unit, Operation *before, ArrayRef<Value> reads,
                  function_ref<bool(Operation *)> isReader);
   bool isBackward(Operation *op) const { return endOfForward->isBeforeInBlock(op); }
-  int64_t replicas(UnitOp unit) const { return plan.getWorldSize() / unit.getRanks(); }
+  int64_t replicas(UnitOp unit) const { return plan.getDataRanks() / unit.getRanks(); }
 
   PlanAttr plan;
   Block &body;
@@ -204,16 +211,24 @@ LogicalResult CollectiveInserter::run(ModuleOp module) {
   double maxNorm = plan.getClipGradNorm().convertToDouble();
   if (maxNorm > 0.0) {
     // Shards are disjoint and padding is zero: the partial sums add up to
-    // the squared norm of the whole gradient.
+    // the squared norm of the whole gradient. The tensor ranks hold blocks of
+    // a cut unit but each the same whole unit: its squares count 1 / T.
     Value sumOfSquares;
+    int64_t tensorRanks = plan.getTensorParallel();
     for (ShardGradient &shard : shardGrads) {
       Value squares = MulOp::create(builder, loc, shard.grad, shard.grad);
       Value sum = ReduceSumOp::create(builder, loc, squares, ArrayRef<int64_t>{0});
+      if (tensorRanks > 1 && !isCutUnit(shard.unit))
+        sum = ScaleOp::create(builder, loc, sum,
+                              APFloat(1.0 / static_cast<double>(tensorRanks)));
       sumOfSquares = sumOfSquares ? AddOp::create(builder, loc, sumOfSquares, sum) : sum;
     }
     if (shardGrads.front().unit.getRanks() > 1)
       sumOfSquares =
           AllReduceOp::create(builder, loc, sumOfSquares, Reduction::Sum, Group::Shard);
+    if (tensorRanks > 1)
+      sumOfSquares =
+          AllReduceOp::create(builder, loc, sumOfSquares, Reduction::Sum, Group::Tensor);
     coefficient = ClipCoefficientOp::create(builder, loc, sumOfSquares,
                                             builder.getF64FloatAttr(maxNorm));
   }

@@ -187,7 +187,7 @@ struct FSDPPartitionPass : public fsdp::impl::FSDPPartitionPassBase<FSDPPartitio
                        "loss");
       return signalPassFailure();
     }
-    int64_t ranks = layout->plan.getWorldSize(), microBatches = layout->plan.getMicroBatches();
+    int64_t ranks = layout->plan.getDataRanks(), microBatches = layout->plan.getMicroBatches();
     if (ranks * microBatches > 1 &&
         failed(BatchSplitter(ranks, microBatches).split(functions.front())))
       signalPassFailure();

@@ -22,11 +22,16 @@ struct FSDPSetGridPass : public fsdp::impl::FSDPSetGridPassBase<FSDPSetGridPass>
       return signalPassFailure();
     }
     SmallVector<int64_t> sizes(grid.begin(), grid.end());
+    if (sizes.empty())
+      sizes.assign(plan.getGrid().begin(), plan.getGrid().end());
     PlanAttr changed = plan.withGrid(sizes, [&] {
       InFlightDiagnostic diag = module.emitError("grid [");
       llvm::interleaveComma(sizes, diag);
       return std::move(diag << "]: ");
     });
+    if (changed && tensor != 0)
+      changed = changed.withTensorParallel(
+          tensor, [&] { return module.emitError("tensor=") << tensor << ": "; });
     if (!changed)
       return signalPassFailure();
     module->setAttr(FSDPDialect::getPlanAttrName(), changed);

@@ -69,6 +69,7 @@ std::optional<int64_t> parseByteSize(llvm::StringRef text);
 /// The fields of a PlanAttr (FSDPAttrs.td), to build a changed copy.
 struct PlanFields {
   SmallVector<int64_t> grid;
+  int64_t tensorParallel;
   Strategy strategy;
   Attribute optimizer;
   DType paramDtype, reduceDtype;

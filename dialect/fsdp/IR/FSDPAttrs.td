@@ -75,7 +75,8 @@ def FSDP_Reduction : I32EnumAttr<"Reduction", "reduction of a collective", [
 def FSDP_Group : I32EnumAttr<"Group", "ranks of a collective", [
     I32EnumAttrCase<"World", 0, "world">,
     I32EnumAttrCase<"Shard", 1, "shard">,
-    I32EnumAttrCase<"Replica", 2, "replica">]> {
+    I32EnumAttrCase<"Replica", 2, "replica">,
+    I32EnumAttrCase<"Tensor", 3, "tensor">]> {
   let cppNamespace = "::mlir::fsdp";
 }
 
@@ -273,7 +274,8 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
 
     | field | meaning | default |
     |---|---|---|
-    | `grid` | `[N]`: N ranks along the shard axis; `[R, S]`: R replicas of S-way sharding (`hybrid_shard` only) | required |
+    | `grid` | `[N]`: N ranks along the shard axis; `[R, S]`: R replicas of S-way sharding (`hybrid_shard` only): the data-parallel ranks, each with its rows of the batch | required |
+    | `tensor_parallel` | T ranks along the tensor axis beside each data-parallel rank (`fsdp-split-tensors`): they read the same rows and each holds 1/T of every split parameter (Megatron's layout, docs/Sharding.md); the world is the grid's ranks times T | `1` |
     | `strategy` | `full_shard` (ZeRO-3), `shard_grad_op` (ZeRO-2), `no_shard` (DDP), `hybrid_shard` | `full_shard` |
     | `optimizer` | `#fsdp.sgd<...>` or `#fsdp.adamw<...>`, with its learning rate | required |
     | `param_dtype` | `f32` or `bf16`: dtype of gathered parameters and compute | `f32` |
@@ -299,10 +301,15 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
         optimizer = #fsdp.adamw<lr = 3.0e-4>, param_dtype = bf16,
         clip_grad_norm = 1.0, units = auto_wrap, min_unit_params = 1000000>} {
     }
+    // 16 ranks: 2-way FSDP of each block of 8-way tensor parallelism.
+    module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 8,
+        optimizer = #fsdp.adamw<lr = 3.0e-4>>} {
+    }
     ```
   }];
   let parameters = (ins
     FSDP_GridParameter:$grid,
+    DefaultI64Parameter<"1", "tensor-parallel ranks">:$tensor_parallel,
     DefaultEnumParameter<FSDP_Strategy, "FullShard">:$strategy,
     AttrParameter<"::mlir::fsdp::OptimizerAttrInterface", "optimizer">:$optimizer,
     DefaultEnumParameter<FSDP_DType, "F32">:$param_dtype,
@@ -326,8 +333,10 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// Number of ranks in the whole grid.
+    /// Number of ranks in the whole mesh: the grid's times tensor_parallel.
     int64_t getWorldSize() const;
+    /// Number of data-parallel ranks (the grid's), each with its own rows.
+    int64_t getDataRanks() const;
     /// `device_memory` in bytes; none when the plan sets no budget.
     std::optional<int64_t> getDeviceMemoryBytes() const;
     /// Every field, to build a changed copy with `get(ctx, fields, ...)`.
@@ -337,6 +346,10 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     /// The same plan on another grid; null, with a diagnostic, when the plan
     /// would be invalid (e.g. a 2-D grid without hybrid_shard).
     PlanAttr withGrid(::llvm::ArrayRef<int64_t> grid,
+                      ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError) const;
+    /// The same plan with another tensor-parallel degree; null, with a
+    /// diagnostic, when the plan would be invalid.
+    PlanAttr withTensorParallel(int64_t ranks,
                       ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError) const;
   }];
 }

@@ -113,10 +113,14 @@ def FSDP_ManifestParamAttr : FSDP_Attr<"ManifestParam", "manifest_param"> {
     ```mlir
     #fsdp.manifest_param<name = "fc.w", shape = [4, 8], dtype = f32, unit = "fc",
                          trainable = true, init = #fsdp.zeros, unit_offset = 8>
+    #fsdp.manifest_param<name = "h0.w1", shape = [64, 128], split_dim = 1, dtype = f32,
+                         unit = "block0", trainable = true, init = #fsdp.zeros,
+                         unit_offset = 0>
     ```
   }];
   let parameters = (ins StringRefParameter<"the parameter's name">:$name,
                         FSDP_ShapeParameter:$shape,
+                        FSDP_OptionalI64Parameter<"the dimension split over tensor ranks">:$split_dim,
                         "::mlir::Type":$dtype,
                         StringRefParameter<"its unit's name">:$unit,
                         FSDP_BoolParameter<"its unit's trainable">:$trainable,

@@ -59,21 +59,29 @@ def FSDP_ParamOp : FSDP_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     element offset in its unit's flat buffer (see `fsdp.unit`), which
     `fsdp-partition` sets.
 
+    `split d`, which `fsdp-split-tensors` sets, says the parameter is cut
+    along dimension `d` into `tensor_parallel` equal blocks, one per tensor
+    rank: the type is one block's (the whole parameter's dimension `d` is
+    `tensor_parallel` times it), and initial values are the whole
+    parameter's.
+
     ```mlir
     fsdp.param @fc1.w unit "fc1" : tensor<784x256xf32> = #fsdp.fan_in_normal<scale = 1.0>
     fsdp.param @fc1.b unit "fc1" : tensor<256xf32> = #fsdp.zeros
     fsdp.param frozen @pos unit "embed" : tensor<128x64xf32> = #fsdp.normal<std = 0.02>
+    fsdp.param @h0.mlp.w1 unit "block0" split 1 : tensor<64x128xf32> = #fsdp.normal<std = 0.02>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<AnyRankedTensor>:$type,
                        FSDP_InitAttr:$init,
                        OptionalAttr<StrAttr>:$unit,
+                       OptionalAttr<I64Attr>:$split_dim,
                        OptionalAttr<I64Attr>:$offset,
                        UnitAttr:$frozen);
   let assemblyFormat = [{
-    (`frozen` $frozen^)? $sym_name (`unit` $unit^)? (`at` $offset^)? `:` $type `=` $init
-    attr-dict
+    (`frozen` $frozen^)? $sym_name (`unit` $unit^)? (`split` $split_dim^)? (`at` $offset^)?
+    `:` $type `=` $init attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
@@ -573,6 +581,7 @@ def FSDP_ConvertOp : FSDP_Op<"convert",
 }
 
 include "fsdp/IR/FSDPShardingOps.td"
+include "fsdp/IR/FSDPTensorParallelOps.td"
 include "fsdp/IR/FSDPGradientOps.td"
 include "fsdp/IR/FSDPOptimizerOps.td"
 

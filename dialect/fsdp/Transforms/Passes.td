@@ -47,17 +47,22 @@ def FSDPAutodiffPass : Pass<"fsdp-autodiff", "::mlir::ModuleOp"> {
 def FSDPSetGridPass : Pass<"fsdp-set-grid", "::mlir::ModuleOp"> {
   let summary = "Compiles a model for another device grid";
   let description = [{
-    Replaces the grid of the module's plan, so one model file compiles for any
-    number of ranks (`fsdpc --grid=N` runs this pass). The new plan is
-    verified: a 2-D grid still needs `hybrid_shard`.
+    Replaces the grid of the module's plan, its tensor-parallel degree or
+    both, so one model file compiles for any number of ranks (`fsdpc
+    --grid=N --tensor-parallel=T` runs this pass). The new plan is verified:
+    a 2-D grid still needs `hybrid_shard`.
 
     ```sh
     fsdp-opt model.mlir --fsdp-set-grid="grid=8"
     fsdp-opt model.mlir --fsdp-set-grid="grid=2,4"
+    fsdp-opt model.mlir --fsdp-set-grid="grid=2 tensor=4"
     ```
   }];
   let options = [
-    ListOption<"grid", "grid", "int64_t", "The device grid: N, or R,S for hybrid_shard">,
+    ListOption<"grid", "grid", "int64_t",
+               "The data-parallel grid: N, or R,S for hybrid_shard (none: the plan's)">,
+    Option<"tensor", "tensor", "int64_t", /*default=*/"0",
+           "The tensor-parallel degree (0: the plan's)">,
   ];
 }
 
@@ -79,6 +84,47 @@ def FSDPFormUnitsPass : Pass<"fsdp-form-units", "::mlir::ModuleOp"> {
     A unit's parameters must share one element type (they share one flat
     buffer) and be all trainable or all frozen (a unit's gradient is one
     flat buffer too).
+  }];
+}
+
+def FSDPSplitTensorsPass : Pass<"fsdp-split-tensors", "::mlir::ModuleOp"> {
+  let summary = "Cuts products and what lies between them across the tensor ranks";
+  let description = [{
+    With the plan's `tensor_parallel = T` above 1, runs on the model before
+    `fsdp-partition` and lays it out as Megatron-LM lays out a transformer
+    block, from the dataflow alone:
+
+    - a product of a whole activation and a parameter is column-parallel:
+      the weight is cut along its output features into T blocks, one per
+      tensor rank (`fsdp.param ... split 1`), and each rank computes its
+      block of the result;
+    - what follows stays cut along the same features: elementwise ops (a
+      bias is cut with them), reshapes (features into heads: T must divide
+      the heads), transposes, rotary embeddings, attention over the heads
+      (query, key and value heads alike);
+    - a product of such a cut activation, along its contraction, and a
+      parameter is row-parallel: the weight is cut along its input features,
+      and `fsdp.tensor_sum` adds the ranks' partial results;
+    - a whole value read inside a region (the column products' input)
+      enters it through `fsdp.tensor_copy`, whose gradient sums the ranks'.
+
+    A region that reaches anything else before a row-parallel product (a
+    loss, a norm, the model's result) stays whole on every rank: the output
+    head and the embeddings stay whole. What the layout would cut but cannot
+    (T not dividing the heads, the features or a bias; a fused product's
+    parts sliced apart; key and value heads left whole) is an error at the
+    op. A parameter read both cut and whole is an error at its declaration.
+
+    ```mlir
+    // tensor_parallel = 2: the MLP's first weight cut by columns, the second by rows
+    fsdp.param @w1 unit "mlp" split 1 : tensor<64x128xf32> = #fsdp.normal<std = 0.02>
+    fsdp.param @w2 unit "mlp" split 0 : tensor<128x64xf32> = #fsdp.normal<std = 0.02>
+    %xc = fsdp.tensor_copy %x : tensor<8x64xf32>
+    %h = fsdp.matmul %xc, %w1 : tensor<8x64xf32>, tensor<64x128xf32> -> tensor<8x128xf32>
+    %g = fsdp.gelu %h : tensor<8x128xf32>
+    %p = fsdp.matmul %g, %w2 : tensor<8x128xf32>, tensor<128x64xf32> -> tensor<8x64xf32>
+    %y = fsdp.tensor_sum %p : tensor<8x64xf32>
+    ```
   }];
 }
 

@@ -118,13 +118,16 @@ json::Object unitJson(ManifestUnitAttr unit) {
 
 json::Object paramJson(ManifestParamAttr param) {
   using namespace schema::param;
-  return json::Object{{kName.key, param.getName()},
-                      {kShape.key, integerList(param.getShape())},
-                      {kDtype.key, manifestDType(param.getDtype())},
-                      {kUnit.key, param.getUnit()},
-                      {kTrainable.key, param.getTrainable()},
-                      {kInit.key, initializerJson(param.getInit())},
-                      {kUnitOffset.key, param.getUnitOffset()}};
+  json::Object entry{{kName.key, param.getName()},
+                     {kShape.key, integerList(param.getShape())},
+                     {kDtype.key, manifestDType(param.getDtype())},
+                     {kUnit.key, param.getUnit()},
+                     {kTrainable.key, param.getTrainable()},
+                     {kInit.key, initializerJson(param.getInit())},
+                     {kUnitOffset.key, param.getUnitOffset()}};
+  if (std::optional<int64_t> dim = param.getSplitDim())
+    entry[kSplitDim.key] = *dim;
+  return entry;
 }
 
 json::Object inputJson(int64_t index, ManifestInputAttr input) {
@@ -238,6 +241,8 @@ std::string manifestJson(ManifestAttr manifest) {
                     {kOptimizer.key, optimizerJson(plan.getOptimizer())},
                     {kClipGradNorm.key, real(plan.getClipGradNorm())},
                     {kAllowTf32.key, plan.getAllowTf32()}};
+  if (plan.getTensorParallel() > 1)
+    root[kTensorRanks.key] = plan.getTensorParallel();
   addMembers(manifest, root);
   addRecords(manifest, root);
   std::string text;

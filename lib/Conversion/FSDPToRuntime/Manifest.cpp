@@ -71,7 +71,7 @@ static ManifestUnitAttr manifestUnit(const UnitRegions &regions,
 static ManifestParamAttr manifestParam(ParamOp param, UnitOp unit) {
   RankedTensorType type = param.getTensorType();
   return ManifestParamAttr::get(param.getContext(), param.getSymName(), type.getShape(),
-                                type.getElementType(), unit.getSymName(), !param.getFrozen(),
+                                param.getSplitDim(), type.getElementType(), unit.getSymName(), !param.getFrozen(),
                                 param.getInit(), *param.getOffset());
 }
 
@@ -110,7 +110,7 @@ ManifestAttr mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
   return ManifestAttr::get(plan.getContext(), plan, /*arena_bytes=*/layout.persistentBytes,
                            layout.persistentBytes, layout.hostBytes, localBatch, shardRanks, units,
                            params, manifestInputs(inputTypes, roles, layout), stepCollectives(step),
-                           tokensPerStep(inputTypes, roles, plan.getWorldSize()), deviceScalars,
+                           tokensPerStep(inputTypes, roles, plan.getDataRanks()), deviceScalars,
                            recompute, /*transient=*/{}, /*step_flops=*/{},
                            /*device_profile=*/{});
 }

@@ -214,9 +214,9 @@ void StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
   bindResult(reduce.getResult(), shard);
 }
 
-void StepLowering::lowerAllReduce(AllReduceOp reduce) {
-  Location loc = reduce.getLoc();
-  Value input = reduce.getInput();
+void StepLowering::lowerAllReduce(Operation *reduce, Value input, Reduction reduction,
+                                  Group group) {
+  Location loc = reduce->getLoc();
   auto type = llvm::cast<RankedTensorType>(input.getType());
   // In place when the input has a buffer nobody reads afterwards.
   Value bytes = buffers.lookup(input);
@@ -228,10 +228,10 @@ void StepLowering::lowerAllReduce(AllReduceOp reduce) {
       start(loc, kAllReduceStart,
             {bufferAddress(b, loc, bytes), i64Constant(b, loc, type.getNumElements()),
              i32Constant(b, loc, static_cast<int64_t>(runtimeDType(type.getElementType()))),
-             i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
-             i32Constant(b, loc, static_cast<int64_t>(reduce.getGroup()))});
-  waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingAllReduce);
-  bindResult(reduce.getResult(), bytes);
+             i32Constant(b, loc, static_cast<int64_t>(reduction)),
+             i32Constant(b, loc, static_cast<int64_t>(group))});
+  waitBeforeFirstUse(loc, handle, reduce->getResult(0), pendingAllReduce);
+  bindResult(reduce->getResult(0), bytes);
   reductionHandles[bytes] = handle;
 }
 
@@ -385,7 +385,12 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
     else if (auto reduce = dyn_cast<ReduceScatterOp>(op))
       lowerReduceScatter(reduce);
     else if (auto reduce = dyn_cast<AllReduceOp>(op))
-      lowerAllReduce(reduce);
+      lowerAllReduce(reduce, reduce.getInput(), reduce.getReduction(), reduce.getGroup());
+    else if (auto sum = dyn_cast<TensorSumOp>(op))
+      lowerAllReduce(sum, sum.getInput(), Reduction::Sum, Group::Tensor);
+    else if (auto copy = dyn_cast<TensorCopyOp>(op))
+      // Every rank holds the value already; only its gradient communicates.
+      copy.getResult().replaceAllUsesWith(copy.getInput());
     else if (auto update = dyn_cast<UpdateOp>(op))
       result = lowerUpdate(update, stepNumber, learningRate);
     else if (!isa<FreeOp>(op))

@@ -100,7 +100,9 @@ private:
   void lowerAllGather(AllGatherOp gather);
   void lowerFlatten(FlattenOp flatten);
   void lowerReduceScatter(ReduceScatterOp reduce);
-  void lowerAllReduce(AllReduceOp reduce);
+  /// An all-reduce of `input` into `reduce`'s result: fsdp.all_reduce, or
+  /// the tensor ranks' sum of fsdp.tensor_sum.
+  void lowerAllReduce(Operation *reduce, Value input, Reduction reduction, Group group);
   LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
   /// On the device, the views of the device scalars that hold `optimizer`'s
   /// factors of the step, written from `step` and `lr` (read there) by a

@@ -1571,7 +1571,7 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
 // -----
 
 // A grid with more ranks than MPI can number.
-// expected-error@+1 {{grid holds more than 2^31 - 1 ranks}}
+// expected-error@+1 {{grid and tensor_parallel hold more than 2^31 - 1 ranks}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [65536, 65536], strategy = hybrid_shard, optimizer = #fsdp.sgd<lr = 0.1>>} {}
 
 // -----

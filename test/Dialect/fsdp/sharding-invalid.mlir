@@ -339,7 +339,7 @@ func.func @f(%g: tensor<32xf32>) {
 // -----
 
 func.func @f(%g: tensor<32xf32>) {
-  // expected-error@+1 {{custom op 'fsdp.all_reduce' expected string or keyword containing one of the following enum values for attribute 'group' [world, shard, replica]}}
+  // expected-error@+1 {{custom op 'fsdp.all_reduce' expected string or keyword containing one of the following enum values for attribute 'group' [world, shard, replica, tensor]}}
   %0 = fsdp.all_reduce %g sum over node : tensor<32xf32>
   return
 }

@@ -18,9 +18,11 @@ llama:layers=2,dim=64,heads=4,kv_heads=2,ffn=96,vocab=97,seq=16,batch=4,attentio
 dtypes and grid then come from the options below).
 
 A case is STRATEGY:N (full_shard, shard_grad_op or no_shard on a grid [N]) or
-hybrid_shard:RxS (grid [R, S] on R*S ranks); by default every strategy with N = 1, 2
-and 4, and hybrid_shard:2x2. The strategy is set by editing the plan of a copy of the
-model's file, the grid with fsdpc --grid. For each case:
+hybrid_shard:RxS (grid [R, S] on R*S ranks), either followed by +tpT for T tensor-parallel
+ranks beside each of those (fsdpc --tensor-parallel=T: Megatron's layout, N*T ranks);
+by default every strategy with N = 1, 2 and 4, and hybrid_shard:2x2. The strategy is
+set by editing the plan of a copy of the model's file, the grid with fsdpc --grid. For
+each case:
 
   - every step's loss, gradients (gathered from the shards), optimizer state and
     parameters pass teacher.check: float32-level bounds against float64 from the same
@@ -69,11 +71,21 @@ MPI_TIMEOUT = 300
 
 
 def parse_case(text):
-    """'full_shard:2' -> ('full_shard', [2]); 'hybrid_shard:2x2' -> ('hybrid_shard', [2, 2])."""
-    match = re.fullmatch(r"(\w+):(\d+(?:x\d+)?)", text)
+    """'full_shard:2' -> ('full_shard', [2], 1); 'hybrid_shard:2x2' -> ('hybrid_shard',
+    [2, 2], 1); 'full_shard:2+tp2' -> ('full_shard', [2], 2)."""
+    match = re.fullmatch(r"(\w+):(\d+(?:x\d+)?)(?:\+tp(\d+))?", text)
     if not match:
-        sys.exit(f"sharded_check.py: bad case '{text}': expected STRATEGY:N or STRATEGY:RxS")
-    return match.group(1), [int(d) for d in match.group(2).split("x")]
+        sys.exit(f"sharded_check.py: bad case '{text}': expected STRATEGY:N or STRATEGY:RxS, "
+                 "optionally followed by +tpT")
+    return (match.group(1), [int(d) for d in match.group(2).split("x")],
+            int(match.group(3) or 1))
+
+
+def case_label(strategy, grid, tensor):
+    """'full_shard N=2', 'hybrid_shard N=4 (2x2)', 'full_shard N=4 (2+tp2)'."""
+    ranks = int(np.prod(grid)) * tensor
+    mesh = "x".join(map(str, grid)) + (f"+tp{tensor}" if tensor > 1 else "")
+    return f"{strategy} N={ranks}" + (f" ({mesh})" if len(grid) > 1 or tensor > 1 else "")
 
 
 def with_strategy(text, strategy, grid, dtypes=""):
@@ -128,10 +140,10 @@ def file_tag(model):
     return re.sub(r"[^\w.-]+", "-", model)
 
 
-def check_case(args, label, strategy, grid, trainer, data, init_from=None):
+def check_case(args, label, strategy, grid, tensor, trainer, data, init_from=None):
     """Runs one case and checks it: (summary text, failures)."""
     tag = re.sub(r"[^\w]+", "-", label)
-    ranks = int(np.prod(grid))
+    ranks = int(np.prod(grid)) * tensor
     log, dump, trace = (os.path.join(args.work, f"{kind}-{tag}")
                         for kind in ("log.json", "params.safetensors", "trace.bin"))
     for stale in (log, dump, trace):
@@ -219,7 +231,7 @@ def main():
     else:
         text, init_from = model_text(args.model), None
     jobs, trainers = {}, {}
-    for strategy, grid in cases:
+    for strategy, grid, tensor in cases:
         dtypes = "".join(f"{field} = {value}, " for field, value in (
             ("param_dtype", args.param_dtype), ("reduce_dtype", args.reduce_dtype))
             if value != "f32")
@@ -229,20 +241,21 @@ def main():
         if args.offload:
             dtypes += "offload = optimizer, "
         copy = with_strategy(text, strategy, grid, dtypes)
-        tag = f"{strategy}-{'x'.join(map(str, grid))}"
-        if (copy, tuple(grid)) not in jobs:
+        mesh = (copy, tuple(grid), tensor)
+        tag = f"{strategy}-{'x'.join(map(str, grid))}-tp{tensor}"
+        if mesh not in jobs:
             source = path(f"{file_tag(args.model)}-{tag}.mlir")
             with open(source, "w") as f:
                 f.write(copy)
-            jobs[(copy, tuple(grid))] = (source, path("trainer-" + tag))
-        trainers[(strategy, tuple(grid))] = jobs[(copy, tuple(grid))][1]
+            jobs[mesh] = (source, path("trainer-" + tag))
+        trainers[(strategy, tuple(grid), tensor)] = jobs[mesh][1]
 
     def compile_one(item):
-        (_, grid), (source, trainer) = item
+        (_, grid, tensor), (source, trainer) = item
         on_cpu = args.offload or args.cuda_on_cpu
         target = ["--target=cuda", "--test-kernels-on-cpu"] if on_cpu else []
-        run([*fsdpc_command(args.fsdpc), source, "--grid=" + ",".join(map(str, grid)), *target,
-             *args.fsdpc_arg, "-o", trainer])
+        run([*fsdpc_command(args.fsdpc), source, "--grid=" + ",".join(map(str, grid)),
+             f"--tensor-parallel={tensor}", *target, *args.fsdpc_arg, "-o", trainer])
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(compile_one, jobs.items()))
@@ -252,12 +265,11 @@ def main():
     print(f"{'case':<22} {'loss rel.err':>13} {'grad rel.L2':>11} {'worst ulps':>10} "
           f"{'slopes':>6}  arena")
     failures = []
-    for strategy, grid in cases:
-        ranks = int(np.prod(grid))
-        label = f"{strategy} N={ranks}" + (f" ({'x'.join(map(str, grid))})" if len(grid) > 1
-                                           else "")
-        summary, case_failures = check_case(args, label, strategy, grid,
-                                            trainers[(strategy, tuple(grid))], data, init_from)
+    for strategy, grid, tensor in cases:
+        label = case_label(strategy, grid, tensor)
+        summary, case_failures = check_case(args, label, strategy, grid, tensor,
+                                            trainers[(strategy, tuple(grid), tensor)], data,
+                                            init_from)
         print(f"{label:<22} {summary}", flush=True)
         failures += [f"{label}: {f}" for f in case_failures]
 

@@ -1,0 +1,484 @@
+//===- SplitTensors.cpp - fsdp-split-tensors: Megatron's layout -----------===//
+//
+// Tensor parallelism on the model, before fsdp-partition: the tensor ranks
+// beside each data-parallel rank each hold a block of the products' weights
+// and compute their block of the activations between two products.
+//
+// The layout is derived from the dataflow, as Megatron-LM lays out a
+// transformer block: a product of a whole activation and a parameter is
+// column-parallel (its weight cut along its output features), what follows it
+// stays cut along the same features (through elementwise ops, reshapes into
+// heads, transposes, rotary embeddings, attention over the heads), and a
+// product of such a cut activation along its contraction dimension and a
+// parameter is row-parallel (its weight cut along its input features): its
+// result is a partial sum, which fsdp.tensor_sum adds up over the tensor
+// ranks. Every whole value read inside such a region (the column products'
+// input, a parameter no product cuts) enters it through fsdp.tensor_copy, so
+// its gradient is summed over the ranks. The region between a column product
+// and its row products is the unit of the decision: one that reaches anything
+// else (a loss, a norm, the model's result) stays whole on every rank, and
+// the search runs again without the products that opened it, which may then
+// read whole values themselves.
+//
+//===----------------------------------------------------------------------===//
+
+#include "fsdp/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir::fsdp {
+#define GEN_PASS_DEF_FSDPSPLITTENSORSPASS
+#include "fsdp/Transforms/Passes.h.inc"
+} // namespace mlir::fsdp
+
+using namespace mlir;
+using namespace mlir::fsdp;
+
+namespace {
+
+/// A value cut into blocks along `dim`, one per tensor rank, in `region`.
+struct Split {
+  int64_t dim;
+  unsigned region;
+};
+
+/// A reason a region cannot be cut although the layout wants it cut: an error
+/// once the region turns out to end at row-parallel products.
+struct PendingError {
+  Location loc;
+  std::string message;
+};
+
+/// The products that open and close a region, and what keeps it whole.
+struct RegionFacts {
+  SmallVector<PendingError> errors;
+  /// The op whose operand a region cannot reach through: it stays whole.
+  Operation *blocker = nullptr;
+  bool closed = false;
+};
+
+int64_t product(ArrayRef<int64_t> dims) {
+  int64_t result = 1;
+  for (int64_t dim : dims)
+    result *= dim;
+  return result;
+}
+
+/// The dimension of `to` that holds the tensor ranks' blocks of dimension
+/// `dim` of `from` when a row-major reshape turns one into the other: the one
+/// after as many elements of outer dimensions, cut evenly by the ranks.
+std::optional<int64_t> reshapedSplit(ArrayRef<int64_t> from, int64_t dim,
+                                     ArrayRef<int64_t> to, int64_t ranks) {
+  int64_t outer = product(from.take_front(dim));
+  for (int64_t candidate = 0; candidate < static_cast<int64_t>(to.size()); ++candidate)
+    if (product(to.take_front(candidate)) == outer && to[candidate] % ranks == 0)
+      return candidate;
+  return std::nullopt;
+}
+
+RankedTensorType typeOf(Value value) { return llvm::cast<RankedTensorType>(value.getType()); }
+
+/// The parameter a product reads as its weight, if it reads one directly.
+UseOp weightOf(MatmulOp product) { return product.getRhs().getDefiningOp<UseOp>(); }
+
+/// Megatron's regions of one loss function with `ranks` tensor ranks: which
+/// values are cut, and along which dimension.
+class RegionSearch {
+public:
+  RegionSearch(int64_t ranks, const llvm::DenseSet<Operation *> &wholeProducts)
+      : ranks(ranks), wholeProducts(wholeProducts) {}
+
+  void run(Block &body);
+  /// The column products of regions that stay whole (the next search's
+  /// `wholeProducts`).
+  SmallVector<Operation *> openedWholeRegions();
+  bool succeeded(unsigned region) { return facts(region).closed && !facts(region).blocker; }
+
+  int64_t ranks;
+  const llvm::DenseSet<Operation *> &wholeProducts;
+  llvm::DenseMap<Value, Split> splits;
+  /// Each region's column products (opening it) and row products (closing it).
+  SmallVector<std::pair<MatmulOp, unsigned>> columnProducts, rowProducts;
+  llvm::EquivalenceClasses<unsigned> regions;
+
+  RegionFacts &facts(unsigned region) { return regionFacts[regions.getLeaderValue(region)]; }
+
+private:
+  void visit(Operation &op);
+  void visitProduct(MatmulOp product);
+  unsigned newRegion() {
+    unsigned id = regionFacts.size();
+    regionFacts.emplace_back();
+    regions.insert(id);
+    return id;
+  }
+  unsigned merge(ArrayRef<unsigned> ids);
+  /// Records that `value` is cut along `dim`; a block that is not a whole
+  /// number of elements of that dimension is a pending error at `op`.
+  void cut(Value value, int64_t dim, unsigned region, Operation *op);
+  void block(unsigned region, Operation *op) {
+    if (!facts(region).blocker)
+      facts(region).blocker = op;
+  }
+  void pending(unsigned region, Operation *op, const Twine &message) {
+    facts(region).errors.push_back({op->getLoc(), message.str()});
+  }
+  std::optional<int64_t> resultSplit(Operation &op, unsigned region);
+  std::optional<int64_t> elementwiseSplit(Operation &op, unsigned region);
+
+  /// Indexed by region id; read through facts(), the leader's.
+  std::vector<RegionFacts> regionFacts;
+};
+
+unsigned RegionSearch::merge(ArrayRef<unsigned> ids) {
+  unsigned leader = ids.front();
+  for (unsigned id : ids.drop_front()) {
+    RegionFacts &from = facts(id), &into = facts(leader);
+    if (regions.isEquivalent(id, leader))
+      continue;
+    RegionFacts merged = into;
+    merged.errors.append(from.errors);
+    merged.blocker = merged.blocker ? merged.blocker : from.blocker;
+    merged.closed = into.closed || from.closed;
+    regions.unionSets(id, leader);
+    facts(leader) = std::move(merged);
+  }
+  return regions.getLeaderValue(leader);
+}
+
+void RegionSearch::cut(Value value, int64_t dim, unsigned region, Operation *op) {
+  int64_t size = typeOf(value).getDimSize(dim);
+  if (size % ranks != 0)
+    pending(region, op,
+            "tensor_parallel = " + Twine(ranks) + " does not divide dimension " + Twine(dim) +
+                " (" + Twine(size) + ") of " +
+                (isa<UseOp>(value.getDefiningOp()) ? "the parameter's " : "its ") +
+                "tensor, which the tensor ranks cut");
+  splits[value] = {dim, region};
+}
+
+void RegionSearch::visitProduct(MatmulOp product) {
+  UseOp weight = weightOf(product);
+  auto lhs = splits.find(product.getLhs());
+  int64_t lhsRank = typeOf(product.getLhs()).getRank();
+  bool transposeRhs = product.getTransposeRhs();
+  if (lhs == splits.end()) {
+    if (wholeProducts.contains(product) || product.getTransposeLhs())
+      return;
+    // Column-parallel: each rank computes its block of the output features.
+    unsigned region = newRegion();
+    columnProducts.push_back({product, region});
+    cut(weight.getResult(), transposeRhs ? 0 : 1, region, product);
+    cut(product.getResult(), lhsRank - 1, region, product);
+    return;
+  }
+  unsigned region = lhs->second.region;
+  if (!product.getTransposeLhs() && lhs->second.dim == lhsRank - 1) {
+    // Row-parallel: each rank sums over its block of the input features.
+    rowProducts.push_back({product, region});
+    cut(weight.getResult(), transposeRhs ? 1 : 0, region, product);
+    facts(region).closed = true;
+    return;
+  }
+  if (!product.getTransposeLhs() && lhs->second.dim < lhsRank - 2) {
+    // A dimension of the rows: the whole weight reads each block.
+    cut(product.getResult(), lhs->second.dim, region, product);
+    return;
+  }
+  block(region, product);
+}
+
+std::optional<int64_t> RegionSearch::elementwiseSplit(Operation &op, unsigned region) {
+  int64_t rank = typeOf(op.getResult(0)).getRank();
+  std::optional<int64_t> dim;
+  for (Value operand : op.getOperands()) {
+    auto split = splits.find(operand);
+    if (split == splits.end())
+      continue;
+    int64_t aligned = split->second.dim + rank - typeOf(operand).getRank();
+    if (dim && *dim != aligned) {
+      block(region, &op);
+      return std::nullopt;
+    }
+    dim = aligned;
+  }
+  // A whole operand that broadcasts along the cut dimension is read whole; one
+  // that spans it must be cut too, which only a parameter (a bias) can be.
+  for (Value operand : op.getOperands()) {
+    if (splits.contains(operand))
+      continue;
+    RankedTensorType type = typeOf(operand);
+    int64_t own = *dim - (rank - type.getRank());
+    if (own < 0 || type.getDimSize(own) == 1)
+      continue;
+    if (!operand.getDefiningOp<UseOp>()) {
+      block(region, &op);
+      return std::nullopt;
+    }
+    cut(operand, own, region, &op);
+  }
+  return dim;
+}
+
+std::optional<int64_t> RegionSearch::resultSplit(Operation &op, unsigned region) {
+  Value input = op.getOperand(0);
+  auto inputSplit = splits.find(input);
+  int64_t dim = inputSplit != splits.end() ? inputSplit->second.dim : -1;
+  int64_t rank = typeOf(input).getRank();
+  if (isa<AddOp, SubOp, MulOp, DivOp>(op))
+    return elementwiseSplit(op, region);
+  if (isa<ReluOp, GeluOp, SiluOp, TanhOp, ExpOp, ScaleOp, ConvertOp>(op))
+    return dim;
+  if (auto rope = dyn_cast<RopeOp>(op))
+    return dim != rank - 1 && dim != static_cast<int64_t>(rope.getPositions())
+               ? std::optional<int64_t>(dim)
+               : std::nullopt;
+  if (auto softmax = dyn_cast<SoftmaxOp>(op))
+    return dim != static_cast<int64_t>(softmax.getDim()) ? std::optional<int64_t>(dim)
+                                                         : std::nullopt;
+  if (isa<CausalMaskOp>(op))
+    return dim < rank - 2 ? std::optional<int64_t>(dim) : std::nullopt;
+  if (auto transpose = dyn_cast<TransposeOp>(op))
+    return llvm::find(transpose.getPermutation(), dim) - transpose.getPermutation().begin();
+  if (auto slice = dyn_cast<SliceOp>(op)) {
+    if (static_cast<int64_t>(slice.getDim()) == dim)
+      pending(region, &op, "slices the dimension the tensor ranks cut (a fused product's "
+                           "parts); tensor parallelism needs each part a product of its own");
+    return dim;
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    RankedTensorType to = typeOf(reshape.getResult());
+    std::optional<int64_t> mapped =
+        reshapedSplit(typeOf(input).getShape(), dim, to.getShape(), ranks);
+    if (!mapped)
+      pending(region, &op,
+              "the tensor ranks' blocks of dimension " + Twine(dim) +
+                  " of its operand are no whole slices of any dimension of the result: "
+                  "tensor_parallel = " +
+                  Twine(ranks) + " must divide the result's dimension that holds them " +
+                  "(the heads, when features become heads)");
+    return mapped.value_or(dim);
+  }
+  if (isa<BatchMatmulOp>(op)) {
+    auto other = splits.find(op.getOperand(1));
+    if (other == splits.end() || other->second.dim != dim || dim >= rank - 2)
+      return std::nullopt;
+    return dim;
+  }
+  return std::nullopt;
+}
+
+void RegionSearch::visit(Operation &op) {
+  if (auto product = dyn_cast<MatmulOp>(op); product && weightOf(product))
+    return visitProduct(product);
+  SmallVector<unsigned> touched;
+  for (Value operand : op.getOperands())
+    if (auto split = splits.find(operand); split != splits.end())
+      touched.push_back(split->second.region);
+  if (touched.empty())
+    return;
+  unsigned region = merge(touched);
+  if (auto attention = dyn_cast<AttentionOp>(op)) {
+    // The heads: each rank's query heads read its key and value heads.
+    for (Value operand : attention->getOperands()) {
+      auto split = splits.find(operand);
+      if (split == splits.end() || split->second.dim != 1)
+        pending(region, &op,
+                "the tensor ranks cut the query heads, so they must cut the key and value "
+                "heads (dimension 1) too");
+    }
+    for (Value result : attention->getResults())
+      cut(result, 1, region, &op);
+    return;
+  }
+  std::optional<int64_t> dim =
+      op.getNumResults() == 1 ? resultSplit(op, region) : std::optional<int64_t>();
+  if (!dim)
+    return block(region, &op);
+  cut(op.getResult(0), *dim, region, &op);
+}
+
+void RegionSearch::run(Block &body) {
+  for (Operation &op : body)
+    visit(op);
+}
+
+SmallVector<Operation *> RegionSearch::openedWholeRegions() {
+  SmallVector<Operation *> whole;
+  for (auto [product, region] : columnProducts)
+    if (!succeeded(region))
+      whole.push_back(product);
+  return whole;
+}
+
+/// Cuts what the search found: the parameters' declarations and reads, the
+/// values' types, and the region's entries and exits.
+class RegionRewriter {
+public:
+  RegionRewriter(RegionSearch &search, ModuleOp module) : search(search), module(module) {}
+
+  LogicalResult checkParameters();
+  void rewrite(Block &body);
+
+private:
+  bool isCut(Value value) {
+    auto split = search.splits.find(value);
+    return split != search.splits.end() && search.succeeded(split->second.region);
+  }
+  RankedTensorType blockType(Value value) {
+    RankedTensorType type = typeOf(value);
+    SmallVector<int64_t> shape(type.getShape());
+    shape[search.splits.lookup(value).dim] /= search.ranks;
+    return type.clone(shape);
+  }
+  Value copyOf(Value whole, OpBuilder &b);
+
+  RegionSearch &search;
+  ModuleOp module;
+  llvm::DenseMap<Value, Value> copies;
+};
+
+LogicalResult RegionRewriter::checkParameters() {
+  // Every read of a parameter must agree on how it is cut.
+  llvm::MapVector<StringRef, SmallVector<UseOp>> reads;
+  module.walk([&](UseOp use) { reads[use.getParam()].push_back(use); });
+  for (auto &[name, uses] : reads) {
+    auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(
+        module, FlatSymbolRefAttr::get(module.getContext(), name));
+    std::optional<int64_t> first;
+    UseOp firstUse;
+    for (UseOp use : uses) {
+      std::optional<int64_t> dim;
+      if (isCut(use.getResult()))
+        dim = search.splits.lookup(use.getResult()).dim;
+      if (use == uses.front()) {
+        first = dim, firstUse = use;
+        continue;
+      }
+      if (dim != first) {
+        InFlightDiagnostic diag = param.emitError("the tensor ranks would read this "
+                                                  "parameter both cut and whole, or cut "
+                                                  "along two dimensions");
+        diag.attachNote(firstUse.getLoc()) << "read here";
+        diag.attachNote(use.getLoc()) << "and here";
+        return failure();
+      }
+    }
+    if (first) {
+      param.setSplitDim(*first);
+      param.setType(blockType(firstUse.getResult()));
+    }
+  }
+  return success();
+}
+
+Value RegionRewriter::copyOf(Value whole, OpBuilder &b) {
+  Value &copy = copies[whole];
+  if (!copy) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(whole);
+    copy = TensorCopyOp::create(b, whole.getLoc(), whole);
+  }
+  return copy;
+}
+
+void RegionRewriter::rewrite(Block &body) {
+  OpBuilder b(module.getContext());
+  for (Operation &op : llvm::make_early_inc_range(body)) {
+    bool inRegion = llvm::any_of(op.getOperands(), [&](Value v) { return isCut(v); }) ||
+                    llvm::any_of(op.getResults(), [&](Value v) { return isCut(v); });
+    if (!inRegion || isa<UseOp>(op))
+      continue;
+    // Whole values read inside a region enter it through a copy, so their
+    // gradients are summed over the ranks.
+    for (OpOperand &operand : op.getOpOperands())
+      if (!isCut(operand.get()))
+        operand.set(copyOf(operand.get(), b));
+  }
+  for (auto &[value, split] : search.splits)
+    if (isCut(value))
+      value.setType(blockType(value));
+  for (auto [product, region] : search.rowProducts) {
+    if (!search.succeeded(region))
+      continue;
+    b.setInsertionPointAfter(product);
+    auto sum = TensorSumOp::create(b, product.getLoc(), product.getResult());
+    product.getResult().replaceAllUsesExcept(sum, sum);
+  }
+}
+
+/// A unit holds cut parameters or whole ones, never both: the gradient norm
+/// sums a cut unit's squares over the tensor ranks and a whole one's once, and
+/// a shard's elements belong to parameters only its rank's shard index tells.
+/// The whole members of a mixed unit `u` move to a unit `u.whole` of their own.
+void separateWholeParameters(ModuleOp module) {
+  llvm::StringSet<> cutUnits;
+  for (ParamOp param : module.getOps<ParamOp>())
+    if (param.getSplitDim())
+      cutUnits.insert(*param.getUnit());
+  for (ParamOp param : module.getOps<ParamOp>())
+    if (!param.getSplitDim() && cutUnits.contains(*param.getUnit()))
+      param.setUnit((*param.getUnit() + ".whole").str());
+}
+
+struct FSDPSplitTensorsPass : public fsdp::impl::FSDPSplitTensorsPassBase<FSDPSplitTensorsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto plan = module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName());
+    if (!plan) {
+      module.emitError("fsdp-split-tensors needs the module's 'fsdp.plan'");
+      return signalPassFailure();
+    }
+    if (plan.getTensorParallel() == 1)
+      return;
+    auto functions = llvm::to_vector(module.getOps<func::FuncOp>());
+    if (functions.size() != 1 || !functions.front().getBody().hasOneBlock()) {
+      module.emitError("fsdp-split-tensors expects one single-block function, the model's "
+                       "loss");
+      return signalPassFailure();
+    }
+    Block &body = functions.front().getBody().front();
+    if (failed(split(body, plan.getTensorParallel(), module)))
+      return signalPassFailure();
+    func::FuncOp function = functions.front();
+    function.setFunctionType(FunctionType::get(&getContext(), body.getArgumentTypes(),
+                                               body.getTerminator()->getOperandTypes()));
+  }
+
+  LogicalResult split(Block &body, int64_t ranks, ModuleOp module) {
+    // Regions that stay whole free the products that opened them; each round
+    // drops at least one, so this ends.
+    llvm::DenseSet<Operation *> wholeProducts;
+    while (true) {
+      RegionSearch search(ranks, wholeProducts);
+      search.run(body);
+      SmallVector<Operation *> whole = search.openedWholeRegions();
+      if (!whole.empty()) {
+        wholeProducts.insert(whole.begin(), whole.end());
+        continue;
+      }
+      // Each region's reasons once, as it is cut.
+      llvm::SmallSetVector<unsigned, 8> cutRegions;
+      for (auto [product, region] : search.columnProducts)
+        cutRegions.insert(search.regions.getLeaderValue(region));
+      bool ok = true;
+      for (unsigned region : cutRegions)
+        for (const PendingError &error : search.facts(region).errors)
+          ok = false, (void)emitError(error.loc, error.message);
+      if (!ok)
+        return failure();
+      RegionRewriter rewriter(search, module);
+      if (failed(rewriter.checkParameters()))
+        return failure();
+      rewriter.rewrite(body);
+      separateWholeParameters(module);
+      return success();
+    }
+  }
+};
+
+} // namespace
