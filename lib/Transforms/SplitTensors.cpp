@@ -124,8 +124,10 @@ private:
     if (!facts(region).blocker)
       facts(region).blocker = op;
   }
+  /// The first reason on a path: what follows from it would only repeat it.
   void pending(unsigned region, Operation *op, const Twine &message) {
-    facts(region).errors.push_back({op->getLoc(), message.str()});
+    if (facts(region).errors.empty())
+      facts(region).errors.push_back({op->getLoc(), message.str()});
   }
   std::optional<int64_t> resultSplit(Operation &op, unsigned region);
   std::optional<int64_t> elementwiseSplit(Operation &op, unsigned region);

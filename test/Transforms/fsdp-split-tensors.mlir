@@ -1,0 +1,249 @@
+// RUN: fsdp-opt %s -split-input-file -fsdp-split-tensors -verify-diagnostics | FileCheck %s
+
+//===----------------------------------------------------------------------===//
+// A Llama block on 2 tensor ranks: Megatron's layout from the dataflow
+//===----------------------------------------------------------------------===//
+
+// q, k, v, gate and up are column-parallel (their [out, in] weights cut along
+// dimension 0), o and down row-parallel (cut along dimension 1); grouped-query
+// attention keeps 2 of the 4 query heads and 1 of the 2 key-value heads on each
+// rank. The head's product reaches the loss before any row-parallel product:
+// it stays whole, and so do the embedding and the norm, whose unit moves to
+// "block.whole" beside the cut "block".
+
+// CHECK-LABEL: module attributes
+// CHECK: fsdp.param @embed unit "embed" : tensor<32x16xf32>
+// CHECK: fsdp.param @attn_norm unit "block.whole" : tensor<16xf32>
+// CHECK: fsdp.param @wq unit "block" split 0 : tensor<8x16xf32>
+// CHECK: fsdp.param @wk unit "block" split 0 : tensor<4x16xf32>
+// CHECK: fsdp.param @wv unit "block" split 0 : tensor<4x16xf32>
+// CHECK: fsdp.param @wo unit "block" split 1 : tensor<16x8xf32>
+// CHECK: fsdp.param @gate unit "block" split 0 : tensor<12x16xf32>
+// CHECK: fsdp.param @up unit "block" split 0 : tensor<12x16xf32>
+// CHECK: fsdp.param @down unit "block" split 1 : tensor<16x12xf32>
+// CHECK: fsdp.param @head unit "head" : tensor<32x16xf32>
+// CHECK: func.func @loss(%{{.*}}: tensor<2x8xi32>, %[[TARGETS:.*]]: tensor<2x8xi32>) -> tensor<f32>
+// CHECK:   %[[X:.*]] = fsdp.embedding
+// CHECK:   %[[H:.*]] = fsdp.rms_norm %[[X]], %{{.*}} : tensor<2x8x16xf32>, tensor<16xf32>
+// CHECK:   %[[HC:.*]] = fsdp.tensor_copy %[[H]] : tensor<2x8x16xf32>
+// CHECK:   %[[Q:.*]] = fsdp.matmul %[[HC]], %{{.*}} transpose_rhs : tensor<2x8x16xf32>, tensor<8x16xf32> -> tensor<2x8x8xf32>
+// CHECK:   fsdp.reshape %[[Q]] : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+// CHECK:   %[[QR:.*]] = fsdp.rope %{{.*}} positions 2 theta {{.*}} : tensor<2x2x8x4xf32>
+// CHECK:   %[[K:.*]] = fsdp.matmul %[[HC]], %{{.*}} transpose_rhs : tensor<2x8x16xf32>, tensor<4x16xf32> -> tensor<2x8x4xf32>
+// CHECK:   fsdp.reshape %[[K]] : tensor<2x8x4xf32> -> tensor<2x8x1x4xf32>
+// CHECK:   %[[V:.*]] = fsdp.matmul %[[HC]], %{{.*}} transpose_rhs : tensor<2x8x16xf32>, tensor<4x16xf32> -> tensor<2x8x4xf32>
+// CHECK:   %[[O:.*]], %{{.*}} = fsdp.attention %[[QR]], %{{.*}}, %{{.*}} causal : tensor<2x2x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32> -> tensor<2x2x8x4xf32>, tensor<2x2x8xf32>
+// CHECK:   %[[OC:.*]] = fsdp.reshape %{{.*}} : tensor<2x8x2x4xf32> -> tensor<2x8x8xf32>
+// CHECK:   %[[PROJ:.*]] = fsdp.matmul %[[OC]], %{{.*}} transpose_rhs : tensor<2x8x8xf32>, tensor<16x8xf32> -> tensor<2x8x16xf32>
+// CHECK:   %[[SUM:.*]] = fsdp.tensor_sum %[[PROJ]] : tensor<2x8x16xf32>
+// CHECK:   %[[X1:.*]] = fsdp.add %[[X]], %[[SUM]]
+// CHECK:   %[[X1C:.*]] = fsdp.tensor_copy %[[X1]] : tensor<2x8x16xf32>
+// CHECK:   %[[A:.*]] = fsdp.matmul %[[X1C]], %{{.*}} -> tensor<2x8x12xf32>
+// CHECK:   %[[S:.*]] = fsdp.silu %[[A]] : tensor<2x8x12xf32>
+// CHECK:   %[[U:.*]] = fsdp.matmul %[[X1C]], %{{.*}} -> tensor<2x8x12xf32>
+// CHECK:   %[[M:.*]] = fsdp.mul %[[S]], %[[U]] : tensor<2x8x12xf32>, tensor<2x8x12xf32> -> tensor<2x8x12xf32>
+// CHECK:   %[[D:.*]] = fsdp.matmul %[[M]], %{{.*}} transpose_rhs : tensor<2x8x12xf32>, tensor<16x12xf32> -> tensor<2x8x16xf32>
+// CHECK:   %[[DS:.*]] = fsdp.tensor_sum %[[D]] : tensor<2x8x16xf32>
+// CHECK:   %[[X2:.*]] = fsdp.add %[[X1]], %[[DS]]
+// CHECK-NOT: fsdp.tensor_copy
+// CHECK:   %[[LOGITS:.*]] = fsdp.matmul %[[X2]], %{{.*}} transpose_rhs : tensor<2x8x16xf32>, tensor<32x16xf32> -> tensor<2x8x32xf32>
+// CHECK:   fsdp.cross_entropy %[[LOGITS]], %[[TARGETS]]
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @embed unit "embed" : tensor<32x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @attn_norm unit "block" : tensor<16xf32> = #fsdp.ones
+  fsdp.param @wq unit "block" : tensor<16x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @wk unit "block" : tensor<8x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @wv unit "block" : tensor<8x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @wo unit "block" : tensor<16x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @gate unit "block" : tensor<24x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @up unit "block" : tensor<24x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @down unit "block" : tensor<16x24xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @head unit "head" : tensor<32x16xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%tokens: tensor<2x8xi32>, %targets: tensor<2x8xi32>) -> tensor<f32> {
+    %e = fsdp.use @embed : tensor<32x16xf32>
+    %x = fsdp.embedding %e[%tokens] : tensor<32x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
+    %g = fsdp.use @attn_norm : tensor<16xf32>
+    %h = fsdp.rms_norm %x, %g : tensor<2x8x16xf32>, tensor<16xf32>
+    %wq = fsdp.use @wq : tensor<16x16xf32>
+    %q = fsdp.matmul %h, %wq transpose_rhs : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+    %q4 = fsdp.reshape %q : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+    %qh = fsdp.transpose %q4 [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+    %qr = fsdp.rope %qh positions 2 theta 10000.0 : tensor<2x4x8x4xf32>
+    %wk = fsdp.use @wk : tensor<8x16xf32>
+    %k = fsdp.matmul %h, %wk transpose_rhs : tensor<2x8x16xf32>, tensor<8x16xf32> -> tensor<2x8x8xf32>
+    %k4 = fsdp.reshape %k : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+    %kh = fsdp.transpose %k4 [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
+    %kr = fsdp.rope %kh positions 2 theta 10000.0 : tensor<2x2x8x4xf32>
+    %wv = fsdp.use @wv : tensor<8x16xf32>
+    %v = fsdp.matmul %h, %wv transpose_rhs : tensor<2x8x16xf32>, tensor<8x16xf32> -> tensor<2x8x8xf32>
+    %v4 = fsdp.reshape %v : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+    %vh = fsdp.transpose %v4 [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
+    %o, %lse = fsdp.attention %qr, %kr, %vh causal : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
+    %ot = fsdp.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+    %oc = fsdp.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+    %wo = fsdp.use @wo : tensor<16x16xf32>
+    %proj = fsdp.matmul %oc, %wo transpose_rhs : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+    %x1 = fsdp.add %x, %proj : tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
+    %wg = fsdp.use @gate : tensor<24x16xf32>
+    %a = fsdp.matmul %x1, %wg transpose_rhs : tensor<2x8x16xf32>, tensor<24x16xf32> -> tensor<2x8x24xf32>
+    %s = fsdp.silu %a : tensor<2x8x24xf32>
+    %wu = fsdp.use @up : tensor<24x16xf32>
+    %u = fsdp.matmul %x1, %wu transpose_rhs : tensor<2x8x16xf32>, tensor<24x16xf32> -> tensor<2x8x24xf32>
+    %m = fsdp.mul %s, %u : tensor<2x8x24xf32>, tensor<2x8x24xf32> -> tensor<2x8x24xf32>
+    %wd = fsdp.use @down : tensor<16x24xf32>
+    %d = fsdp.matmul %m, %wd transpose_rhs : tensor<2x8x24xf32>, tensor<16x24xf32> -> tensor<2x8x16xf32>
+    %x2 = fsdp.add %x1, %d : tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<2x8x16xf32>
+    %wh = fsdp.use @head : tensor<32x16xf32>
+    %logits = fsdp.matmul %x2, %wh transpose_rhs : tensor<2x8x16xf32>, tensor<32x16xf32> -> tensor<2x8x32xf32>
+    %l = fsdp.cross_entropy %logits, %targets : tensor<2x8x32xf32>, tensor<2x8xi32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// An MLP with biases, [in, out] weights: the first bias is cut with its
+// product, the second is added to the whole sum
+//===----------------------------------------------------------------------===//
+
+// CHECK-LABEL: module attributes
+// CHECK: fsdp.param @w1 unit "mlp" split 1 : tensor<8x16xf32>
+// CHECK: fsdp.param @b1 unit "mlp" split 0 : tensor<16xf32>
+// CHECK: fsdp.param @w2 unit "mlp" split 0 : tensor<16x8xf32>
+// CHECK: fsdp.param @b2 unit "mlp.whole" : tensor<8xf32>
+// CHECK: %[[XC:.*]] = fsdp.tensor_copy %arg0 : tensor<4x8xf32>
+// CHECK: %[[H:.*]] = fsdp.matmul %[[XC]], %{{.*}} : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+// CHECK: %[[HB:.*]] = fsdp.add %[[H]], %{{.*}} : tensor<4x16xf32>, tensor<16xf32> -> tensor<4x16xf32>
+// CHECK: %[[G:.*]] = fsdp.gelu %[[HB]] : tensor<4x16xf32>
+// CHECK: %[[P:.*]] = fsdp.matmul %[[G]], %{{.*}} : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+// CHECK: %[[Y:.*]] = fsdp.tensor_sum %[[P]] : tensor<4x8xf32>
+// CHECK: fsdp.add %[[Y]], %{{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w1 unit "mlp" : tensor<8x32xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @b1 unit "mlp" : tensor<32xf32> = #fsdp.zeros
+  fsdp.param @w2 unit "mlp" : tensor<32x8xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @b2 unit "mlp" : tensor<8xf32> = #fsdp.zeros
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    %w1 = fsdp.use @w1 : tensor<8x32xf32>
+    %b1 = fsdp.use @b1 : tensor<32xf32>
+    %h = fsdp.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x32xf32> -> tensor<4x32xf32>
+    %hb = fsdp.add %h, %b1 : tensor<4x32xf32>, tensor<32xf32> -> tensor<4x32xf32>
+    %g = fsdp.gelu %hb : tensor<4x32xf32>
+    %w2 = fsdp.use @w2 : tensor<32x8xf32>
+    %b2 = fsdp.use @b2 : tensor<8xf32>
+    %p = fsdp.matmul %g, %w2 : tensor<4x32xf32>, tensor<32x8xf32> -> tensor<4x8xf32>
+    %pb = fsdp.add %p, %b2 : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+    %l = fsdp.mse %pb, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// One tensor rank: nothing changes.
+// CHECK-LABEL: module attributes
+// CHECK: fsdp.param @w unit "fc" : tensor<8x32xf32>
+// CHECK-NOT: fsdp.tensor_copy
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w unit "fc" : tensor<8x32xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w2 unit "fc" : tensor<32x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    %w = fsdp.use @w : tensor<8x32xf32>
+    %h = fsdp.matmul %x, %w : tensor<4x8xf32>, tensor<8x32xf32> -> tensor<4x32xf32>
+    %w2 = fsdp.use @w2 : tensor<32x8xf32>
+    %p = fsdp.matmul %h, %w2 : tensor<4x32xf32>, tensor<32x8xf32> -> tensor<4x8xf32>
+    %l = fsdp.mse %p, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// What the layout would cut but cannot: located errors
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// 4 tensor ranks cannot share 2 key-value heads.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @wq unit "b" : tensor<16x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @wk unit "b" : tensor<8x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @wv unit "b" : tensor<8x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @wo unit "b" : tensor<16x16xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%h: tensor<2x8x16xf32>, %y: tensor<2x8x16xf32>) -> tensor<f32> {
+    %wq = fsdp.use @wq : tensor<16x16xf32>
+    %q = fsdp.matmul %h, %wq transpose_rhs : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+    %q4 = fsdp.reshape %q : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+    %qh = fsdp.transpose %q4 [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
+    %wk = fsdp.use @wk : tensor<8x16xf32>
+    %k = fsdp.matmul %h, %wk transpose_rhs : tensor<2x8x16xf32>, tensor<8x16xf32> -> tensor<2x8x8xf32>
+    // expected-error@+1 {{tensor_parallel = 4 must divide the result's dimension that holds them (the heads, when features become heads)}}
+    %k4 = fsdp.reshape %k : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+    %kh = fsdp.transpose %k4 [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
+    %wv = fsdp.use @wv : tensor<8x16xf32>
+    %v = fsdp.matmul %h, %wv transpose_rhs : tensor<2x8x16xf32>, tensor<8x16xf32> -> tensor<2x8x8xf32>
+    // expected-error@+1 {{tensor_parallel = 4 must divide the result's dimension that holds them}}
+    %v4 = fsdp.reshape %v : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
+    %vh = fsdp.transpose %v4 [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
+    %o, %lse = fsdp.attention %qh, %kh, %vh causal : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
+    %ot = fsdp.transpose %o [0, 2, 1, 3] : tensor<2x4x8x4xf32> -> tensor<2x8x4x4xf32>
+    %oc = fsdp.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
+    %wo = fsdp.use @wo : tensor<16x16xf32>
+    %proj = fsdp.matmul %oc, %wo transpose_rhs : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+    %l = fsdp.mse %proj, %y : tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// 3 tensor ranks do not divide 32 features.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 3, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w1 unit "mlp" : tensor<8x32xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w2 unit "mlp" : tensor<32x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    %w1 = fsdp.use @w1 : tensor<8x32xf32>
+    // expected-error@+1 {{tensor_parallel = 3 does not divide dimension 1 (32) of the parameter's tensor, which the tensor ranks cut}}
+    %h = fsdp.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x32xf32> -> tensor<4x32xf32>
+    %w2 = fsdp.use @w2 : tensor<32x8xf32>
+    %p = fsdp.matmul %h, %w2 : tensor<4x32xf32>, tensor<32x8xf32> -> tensor<4x8xf32>
+    %l = fsdp.mse %p, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// One weight read as a column-parallel product's and a row-parallel one's.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{the tensor ranks would read this parameter both cut and whole, or cut along two dimensions}}
+  fsdp.param @w unit "mlp" : tensor<8x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    // expected-note@+1 {{read here}}
+    %w = fsdp.use @w : tensor<8x8xf32>
+    %h = fsdp.matmul %x, %w : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    // expected-note@+1 {{and here}}
+    %w2 = fsdp.use @w : tensor<8x8xf32>
+    %p = fsdp.matmul %h, %w2 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %l = fsdp.mse %p, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// A fused product's parts sliced apart along the features the ranks cut.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w1 unit "mlp" : tensor<8x32xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w2 unit "mlp" : tensor<16x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    %w1 = fsdp.use @w1 : tensor<8x32xf32>
+    %h = fsdp.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x32xf32> -> tensor<4x32xf32>
+    // expected-error@+1 {{slices the dimension the tensor ranks cut}}
+    %a = fsdp.slice %h dim 1 offset 0 size 16 : tensor<4x32xf32> -> tensor<4x16xf32>
+    %w2 = fsdp.use @w2 : tensor<16x8xf32>
+    %p = fsdp.matmul %a, %w2 : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+    %l = fsdp.mse %p, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
