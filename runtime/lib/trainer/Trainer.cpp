@@ -57,7 +57,8 @@ static std::string plural(int64_t count, const char *noun) {
   return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }
 
-/// The plan's collectives assume exactly its grid's ranks.
+/// The plan's collectives assume exactly its grid's ranks (times its tensor
+/// ranks).
 static void checkWorldSize(const Manifest &manifest) {
   int64_t planned = manifest.worldSize();
   int64_t started = worldSize();
@@ -65,9 +66,16 @@ static void checkWorldSize(const Manifest &manifest) {
     return;
   std::string how = started == 1 ? "it was started as 1 rank (without mpirun or with mpirun -np 1)"
                                  : "mpirun started " + plural(started, "rank");
-  fatal("the model was compiled for grid " + formatShape(manifest.grid) + " (" +
-        plural(planned, "rank") + "), but " + how + ": run it with mpirun -np " +
-        std::to_string(planned) + ", or recompile with fsdpc --grid=" + std::to_string(started));
+  std::string plan = "grid " + formatShape(manifest.grid);
+  if (manifest.tensorRanks > 1)
+    plan += " x " + plural(manifest.tensorRanks, "tensor rank");
+  // A recompiled plan keeps its tensor ranks: only a multiple of them fits.
+  std::string recompile;
+  if (started % manifest.tensorRanks == 0)
+    recompile =
+        ", or recompile with fsdpc --grid=" + std::to_string(started / manifest.tensorRanks);
+  fatal("the model was compiled for " + plan + " (" + plural(planned, "rank") + "), but " + how +
+        ": run it with mpirun -np " + std::to_string(planned) + recompile);
 }
 
 float callStep(TrainStepFn stepFn, const Manifest &manifest, void *arena, uint8_t *hostArena,
@@ -678,7 +686,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   // is set now, before anything runs on it.
   setAllowTf32(manifest.allowTf32);
   setDebugSync(options.debugSync);
-  RankPlace place = setUpGroups(manifest.shardRanks);
+  RankPlace place = setUpGroups(manifest.shardRanks, manifest.tensorRanks);
   setCollectiveTimeout(options.collectiveTimeout);
   connectDevice(place);
   bool leader = place.rank == 0;
