@@ -128,8 +128,9 @@ std::string lastCollectiveStarted() {
 }
 
 std::string groupName(int32_t group) {
-  static const char *const kGroups[] = {"the world", "the shard group", "the replica group"};
-  return group >= 0 && group <= FSDPRT_GROUP_REPLICA ? kGroups[group] : "an unknown group";
+  static const char *const kGroups[] = {"the world", "the shard group", "the replica group",
+                                        "the tensor group"};
+  return group >= 0 && group <= FSDPRT_GROUP_TENSOR ? kGroups[group] : "an unknown group";
 }
 
 std::string describeCollective(const char *kind, int64_t bytesPerRank, int32_t group,

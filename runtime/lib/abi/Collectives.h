@@ -89,7 +89,7 @@ const std::string &nextCollectiveUnit(const char *kind);
 /// the device reports later.
 std::string lastCollectiveStarted();
 
-/// `the world`, `the shard group` or `the replica group`.
+/// `the world`, `the shard group`, `the replica group` or `the tensor group`.
 std::string groupName(int32_t group);
 
 /// A collective as a timeout names it: `the all-gather of unit 'layers.0'

@@ -277,6 +277,17 @@ static void readOptimizer(const Node &node, OptimizerSpec &optimizer) {
   optimizer.weightDecay = nonNegative(node.field(schema::optimizer::kWeightDecay));
 }
 
+/// tensor_ranks (1 when absent), after the grid: the world holds both.
+static void readTensorRanks(const Node &root, Manifest &manifest) {
+  if (!root.has(schema::root::kTensorRanks))
+    return;
+  Node node = root.field(schema::root::kTensorRanks);
+  manifest.tensorRanks = node.integer(1, schema::kMaxRanks);
+  if (manifest.dataRanks() > schema::kMaxRanks / manifest.tensorRanks)
+    node.fail("grid " + formatShape(manifest.grid) + " x " + std::to_string(manifest.tensorRanks) +
+              " tensor ranks holds more than 2^31 - 1 ranks");
+}
+
 /// The grid and the strategy, by the grid's rules of fsdprt/ManifestSchema.h.
 static const schema::StrategySpec &readGridAndStrategy(const Node &root, Manifest &manifest) {
   Node gridNode = root.field(schema::root::kGrid);
@@ -291,6 +302,8 @@ static const schema::StrategySpec &readGridAndStrategy(const Node &root, Manifes
     if (worldSize > schema::kMaxRanks)
       gridNode.fail("grid holds more than 2^31 - 1 ranks");
   }
+
+  readTensorRanks(root, manifest);
 
   Node strategyNode = root.field(schema::root::kStrategy);
   manifest.strategy = strategyNode.string();
@@ -328,7 +341,8 @@ static void readRanks(const Node &root, const schema::StrategySpec &strategy, Ma
   manifest.shardRanks = shardNode.integer(1, schema::kMaxRanks);
   Node replicasNode = root.field(schema::root::kReplicas);
   manifest.replicas = replicasNode.integer(1, schema::kMaxRanks);
-  int64_t world = manifest.worldSize();
+  // The grid is the data-parallel one: the tensor ranks are not in it.
+  int64_t world = manifest.dataRanks();
   int64_t product;
   if (__builtin_mul_overflow(manifest.shardRanks, manifest.replicas, &product) ||
       product != world)
@@ -348,7 +362,10 @@ static void readRanks(const Node &root, const schema::StrategySpec &strategy, Ma
   if (__builtin_mul_overflow(manifest.localBatch, world, &rows) || rows != manifest.batch)
     localNode.fail(std::string(schema::root::kLocalBatch.key) + " " +
                    std::to_string(manifest.localBatch) + " on each of " + std::to_string(world) +
-                   " ranks must make up " + schema::root::kBatch.key + " " +
+                   (manifest.tensorRanks == 1 ? " ranks"
+                                              : " data indices (the tensor ranks "
+                                                "of one read the same rows)") +
+                   " must make up " + schema::root::kBatch.key + " " +
                    std::to_string(manifest.batch));
 }
 
@@ -497,6 +514,29 @@ static void readUnits(const Node &root, Manifest &manifest) {
   }
 }
 
+/// split_dim, when present: a dimension of the parameter, whose whole
+/// (tensor_ranks blocks along it) must still fit in 2^63 bytes.
+static void readSplitDim(const Node &node, const Node &shapeNode, const Manifest &manifest,
+                         ParamSpec &param) {
+  if (!node.has(schema::param::kSplitDim))
+    return;
+  Node splitNode = node.field(schema::param::kSplitDim);
+  int64_t dim = splitNode.integer();
+  int64_t rank = static_cast<int64_t>(param.shape.size());
+  if (dim < 0 || dim >= rank)
+    splitNode.fail(
+        rank == 0 ? "a parameter of shape [] has no dimension to split, got " + std::to_string(dim)
+                  : "expected a dimension of shape " + formatShape(param.shape) + ", in [0, " +
+                        std::to_string(rank) + "), got " + std::to_string(dim));
+  int64_t whole;
+  if (__builtin_mul_overflow(param.shape[static_cast<size_t>(dim)], manifest.tensorRanks, &whole))
+    splitNode.fail("the whole parameter's dimension " + std::to_string(dim) +
+                   " does not fit in 64 bits");
+  param.splitDim = dim;
+  param.tensorBlocks = manifest.tensorRanks;
+  tensorBytes(shapeNode, param.wholeShape(), param.dtype);
+}
+
 static void readParams(const Node &root, Manifest &manifest) {
   Node list = root.field(schema::root::kParams);
   std::set<std::string> names;
@@ -516,6 +556,7 @@ static void readParams(const Node &root, Manifest &manifest) {
     if (!isFloatDType(param.dtype))
       dtypeNode.fail(std::string("parameters are f32 or bf16, got ") + dtypeName(param.dtype));
     tensorBytes(shapeNode, param.shape, param.dtype);
+    readSplitDim(node, shapeNode, manifest, param);
 
     Node unitNode = node.field(schema::param::kUnit);
     param.unit = unitNode.string();
@@ -817,6 +858,15 @@ int64_t ParamSpec::numElements() const {
 
 int64_t ParamSpec::bytes() const { return numElements() * static_cast<int64_t>(dtypeSize(dtype)); }
 
+std::vector<int64_t> ParamSpec::wholeShape() const {
+  std::vector<int64_t> whole = shape;
+  if (splitDim)
+    whole[static_cast<size_t>(*splitDim)] *= tensorBlocks;
+  return whole;
+}
+
+int64_t ParamSpec::wholeElements() const { return numElements() * tensorBlocks; }
+
 int64_t UnitSpec::shardBytes() const {
   return shardNumel * static_cast<int64_t>(dtypeSize(dtype));
 }
@@ -824,7 +874,8 @@ int64_t UnitSpec::shardBytes() const {
 std::string persistentLayoutDifference(const Manifest &a, const Manifest &b) {
   if (a.persistentBytes != b.persistentBytes || a.hostArenaBytes != b.hostArenaBytes)
     return "the persistent part of the arena";
-  if (a.batch != b.batch || a.localBatch != b.localBatch || a.grid != b.grid)
+  if (a.batch != b.batch || a.localBatch != b.localBatch || a.grid != b.grid ||
+      a.tensorRanks != b.tensorRanks)
     return "the batch or the grid";
   auto scalarsAt = [](const Manifest &m) {
     return m.deviceScalars ? m.deviceScalars->offset : int64_t(-1);
@@ -875,12 +926,14 @@ int64_t InputSpec::sampleBytes() const {
   return sampleElements() * static_cast<int64_t>(dtypeSize(dtype));
 }
 
-int64_t Manifest::worldSize() const {
+int64_t Manifest::dataRanks() const {
   int64_t size = 1;
   for (int64_t dim : grid)
     size *= dim;
   return size;
 }
+
+int64_t Manifest::worldSize() const { return dataRanks() * tensorRanks; }
 
 std::string formatShape(const std::vector<int64_t> &shape) {
   std::string text = "[";

@@ -45,9 +45,19 @@ struct ParamSpec {
   int64_t unitOffset = 0;
   /// Position of its unit in Manifest::units.
   size_t unitIndex = 0;
+  /// split_dim: the dimension of the whole parameter cut into `tensorBlocks`
+  /// blocks (the manifest's tensor_ranks), of which `shape` is one. None:
+  /// every tensor rank holds the whole parameter, and tensorBlocks is 1.
+  std::optional<int64_t> splitDim;
+  int64_t tensorBlocks = 1;
 
+  /// The elements and bytes of this rank's block (the whole parameter when
+  /// it is not split): what its unit holds.
   int64_t numElements() const;
   int64_t bytes() const;
+  /// The whole parameter's shape: `shape`, times tensorBlocks along splitDim.
+  std::vector<int64_t> wholeShape() const;
+  int64_t wholeElements() const;
 };
 
 enum class OptimizerKind { SGD, AdamW };
@@ -178,8 +188,13 @@ struct Manifest {
   /// The host arena of offload = optimizer; 0 without.
   int64_t hostArenaBytes = 0;
   int64_t batch = 0;      // global batch
-  int64_t localBatch = 0; // rows of each rank: batch / world size
+  int64_t localBatch = 0; // rows of each rank: batch / dataRanks()
+  /// The data-parallel grid: [N] or [replicas, shard_ranks].
   std::vector<int64_t> grid;
+  /// Ranks of the tensor-parallel axis, the innermost of the world: world
+  /// rank = data index x tensorRanks + tensor index (tensor_ranks, 1 when
+  /// absent).
+  int64_t tensorRanks = 1;
   std::string strategy;
   int64_t shardRanks = 1; // ranks sharing one copy of the model
   int64_t replicas = 1;   // copies of the model
@@ -206,7 +221,9 @@ struct Manifest {
   /// Where its kernels come from (parseKernelOrigins), when the object says.
   KernelOrigins kernelOrigins;
 
-  /// The number of ranks the plan runs on: the product of the grid.
+  /// The data indices: the product of the grid (replicas x shard_ranks).
+  int64_t dataRanks() const;
+  /// The number of ranks the plan runs on: dataRanks() x tensorRanks.
   int64_t worldSize() const;
 };
 

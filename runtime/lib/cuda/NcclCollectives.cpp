@@ -16,8 +16,8 @@
 // are issued on, so a backward pass's reduce-scatter of one unit and the
 // all-gather of the next could not overlap on one (PyTorch issue 64803). The
 // all-gather stream's are the splits above; the reduce-scatter stream's
-// (reduce-scatters, and the all-reduces of the replica group and the world)
-// are a second split of each, with the same ranks in the same order.
+// (reduce-scatters, and every all-reduce: the tensor group's too) are a
+// second split of each, with the same ranks in the same order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,16 +39,16 @@ struct GroupCommunicators {
   ncclComm_t reduceScatter = nullptr;
 };
 
-/// FSDPRT_GROUP_WORLD, _SHARD and _REPLICA's.
-GroupCommunicators communicators[3];
+/// FSDPRT_GROUP_WORLD, _SHARD, _REPLICA and _TENSOR's.
+GroupCommunicators communicators[4];
 
 /// Each handle's completion event, created at its first use.
 cudaEvent_t done[kMaxPendingCollectives];
 
-/// This rank's colour in the split of the world into `group`s: the index of
-/// its group, or none when groups are single ranks (no communicator).
-int colour(int32_t group, int64_t index) {
-  return groupSize(group) > 1 ? static_cast<int>(index) : NCCL_SPLIT_NOCOLOR;
+/// This rank's colour in the split of the world into `group`s: its group's
+/// (RankPlace), or none when groups are single ranks (no communicator).
+int colour(int32_t group, int groupColour) {
+  return groupSize(group) > 1 ? groupColour : NCCL_SPLIT_NOCOLOR;
 }
 
 /// The communicator of `group` (which groupSize has already checked) for
@@ -74,7 +74,8 @@ ncclDataType_t ncclType(int32_t dtype) {
 
 /// Each communicator with what an error message calls it.
 template <typename Visit> void forEachCommunicator(Visit visit) {
-  for (int32_t group : {FSDPRT_GROUP_WORLD, FSDPRT_GROUP_SHARD, FSDPRT_GROUP_REPLICA}) {
+  for (int32_t group :
+       {FSDPRT_GROUP_WORLD, FSDPRT_GROUP_SHARD, FSDPRT_GROUP_REPLICA, FSDPRT_GROUP_TENSOR}) {
     GroupCommunicators &comms = communicators[group];
     visit(comms.allGather, groupName(group) + "'s all-gather communicator");
     visit(comms.reduceScatter, groupName(group) + "'s reduce-scatter communicator");
@@ -127,11 +128,14 @@ void connectNccl(const RankPlace &place) {
   communicators[FSDPRT_GROUP_WORLD].allGather = world;
   // Ranks keep their world order inside a group (key = world rank), as in
   // the MPI groups.
-  FSDPRT_NCCL_CHECK(ncclCommSplit(world, colour(FSDPRT_GROUP_SHARD, place.replicaIndex),
+  FSDPRT_NCCL_CHECK(ncclCommSplit(world, colour(FSDPRT_GROUP_SHARD, place.shardGroupColour()),
                                   place.rank, &communicators[FSDPRT_GROUP_SHARD].allGather,
                                   nullptr));
-  FSDPRT_NCCL_CHECK(ncclCommSplit(world, colour(FSDPRT_GROUP_REPLICA, place.shardIndex),
+  FSDPRT_NCCL_CHECK(ncclCommSplit(world, colour(FSDPRT_GROUP_REPLICA, place.replicaGroupColour()),
                                   place.rank, &communicators[FSDPRT_GROUP_REPLICA].allGather,
+                                  nullptr));
+  FSDPRT_NCCL_CHECK(ncclCommSplit(world, colour(FSDPRT_GROUP_TENSOR, place.tensorGroupColour()),
+                                  place.rank, &communicators[FSDPRT_GROUP_TENSOR].allGather,
                                   nullptr));
   // Every rank takes part in each split (ncclCommSplit is collective over
   // the communicator split), in the same order.
@@ -144,7 +148,8 @@ void stopCollectiveProgress() {}
 
 void closeNccl() {
   // The world's last: the others were split from it.
-  for (int32_t group : {FSDPRT_GROUP_SHARD, FSDPRT_GROUP_REPLICA, FSDPRT_GROUP_WORLD})
+  for (int32_t group :
+       {FSDPRT_GROUP_SHARD, FSDPRT_GROUP_REPLICA, FSDPRT_GROUP_TENSOR, FSDPRT_GROUP_WORLD})
     for (ncclComm_t *comm :
          {&communicators[group].reduceScatter, &communicators[group].allGather})
       if (*comm) {

@@ -7,6 +7,7 @@
 #include "io/OutputFile.h"
 #include "trainer/ParamShards.h"
 #include "trainer/Philox.h"
+#include "trainer/TensorBlocks.h"
 
 #include <nlohmann/json.hpp>
 
@@ -31,7 +32,10 @@ namespace fsdprt {
 using nlohmann::json;
 
 static constexpr const char *kFormat = "fsdp-mlir checkpoint";
-static constexpr int64_t kVersion = 1;
+// Version 2 added the tensor ranks (plan.tensor_ranks, params' split_dim,
+// one set of shard files per tensor index); version 1 reads as one tensor
+// rank.
+static constexpr int64_t kVersion = 2;
 static constexpr const char *kMetadata = "metadata.json";
 
 //===----------------------------------------------------------------------===//
@@ -57,10 +61,17 @@ static std::optional<int64_t> stepOfName(const std::string &name) {
   return step;
 }
 
-static std::string shardFileName(int64_t shard, int64_t shards) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "shard-%05lld-of-%05lld.bin", static_cast<long long>(shard),
-                static_cast<long long>(shards));
+/// The file of shard `shard` of `shards`, of the blocks of tensor index
+/// `tensor` of `tensors` (one tensor rank: the name of version 1).
+static std::string shardFileName(int64_t shard, int64_t shards, int64_t tensor, int64_t tensors) {
+  char name[96];
+  if (tensors == 1)
+    std::snprintf(name, sizeof(name), "shard-%05lld-of-%05lld.bin", static_cast<long long>(shard),
+                  static_cast<long long>(shards));
+  else
+    std::snprintf(name, sizeof(name), "tensor-%05lld-of-%05lld.shard-%05lld-of-%05lld.bin",
+                  static_cast<long long>(tensor), static_cast<long long>(tensors),
+                  static_cast<long long>(shard), static_cast<long long>(shards));
   return name;
 }
 
@@ -135,7 +146,7 @@ static std::string fingerprint(const Manifest &manifest) {
   for (const std::string &slot : optimizerSlots(manifest.optimizer))
     text += "," + slot;
   for (const ParamSpec &param : manifest.params)
-    text += ";" + param.name + formatShape(param.shape) + (param.trainable ? "" : "frozen");
+    text += ";" + param.name + formatShape(param.wholeShape()) + (param.trainable ? "" : "frozen");
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(fnv1a64(text)));
   return hex;
@@ -157,17 +168,24 @@ static json metadataOf(const Manifest &manifest, const TrainingPosition &positio
                      {"trainable", unit.trainable},
                      {"regions", regions}});
   }
+  // Whole shapes: a split parameter's block is the split_dim's share of it.
   json params = json::array();
-  for (const ParamSpec &param : manifest.params)
-    params.push_back({{"name", param.name},
-                      {"shape", param.shape},
-                      {"dtype", dtypeName(param.dtype)},
-                      {"trainable", param.trainable},
-                      {"unit", param.unitIndex},
-                      {"unit_offset", param.unitOffset}});
+  for (const ParamSpec &param : manifest.params) {
+    json saved = {{"name", param.name},
+                  {"shape", param.wholeShape()},
+                  {"dtype", dtypeName(param.dtype)},
+                  {"trainable", param.trainable},
+                  {"unit", param.unitIndex},
+                  {"unit_offset", param.unitOffset}};
+    if (param.splitDim && manifest.tensorRanks > 1)
+      saved["split_dim"] = *param.splitDim;
+    params.push_back(std::move(saved));
+  }
+  // Tensor index by tensor index, each its shard files in shard order.
   json files = json::array();
-  for (int64_t k = 0; k < manifest.shardRanks; ++k)
-    files.push_back(shardFileName(k, manifest.shardRanks));
+  for (int64_t t = 0; t < manifest.tensorRanks; ++t)
+    for (int64_t k = 0; k < manifest.shardRanks; ++k)
+      files.push_back(shardFileName(k, manifest.shardRanks, t, manifest.tensorRanks));
   const LrSchedule &schedule = position.schedule;
   return {{"format", kFormat},
           {"version", kVersion},
@@ -189,6 +207,7 @@ static json metadataOf(const Manifest &manifest, const TrainingPosition &positio
            {{"grid", manifest.grid},
             {"strategy", manifest.strategy},
             {"shard_ranks", manifest.shardRanks},
+            {"tensor_ranks", manifest.tensorRanks},
             {"batch", manifest.batch}}},
           {"params", params},
           {"units", units},
@@ -251,8 +270,10 @@ void saveCheckpoint(const std::string &dir, const Manifest &manifest, const Rank
 
   if (place.replicaIndex == 0) {
     downloadShards(manifest, arena);
-    writeShardFile(partial + "/" + shardFileName(place.shardIndex, manifest.shardRanks), manifest,
-                   HostShards(arena.host(), hostArena));
+    writeShardFile(partial + "/" +
+                       shardFileName(place.shardIndex, manifest.shardRanks, place.tensorIndex,
+                                     manifest.tensorRanks),
+                   manifest, HostShards(arena.host(), hostArena));
   }
   crashPoint("shards");
   waitForEveryRank();
@@ -288,11 +309,14 @@ void saveCheckpoint(const std::string &dir, const Manifest &manifest, const Rank
 
 namespace {
 struct SavedParam {
-  std::vector<int64_t> shape;
+  std::vector<int64_t> shape; // the whole parameter's
+  std::optional<int64_t> splitDim;
   DType dtype = DType::F32;
   bool trainable = true;
   size_t unit = 0;
   int64_t unitOffset = 0;
+  /// Where its blocks' elements lie in the whole (checkLayout sets it).
+  BlockLayout layout;
 };
 
 struct SavedUnit {
@@ -309,8 +333,11 @@ struct SavedCheckpoint {
   std::map<std::string, SavedParam> params;
   std::vector<std::string> paramOrder;
   std::vector<SavedUnit> units;
+  /// Tensor index by tensor index, each its shard files in shard order.
   std::vector<std::string> files;
   int64_t fileBytes = 0;
+  int64_t tensorRanks = 1;
+  int64_t shardsPerBlock = 0; // files per tensor index
 };
 } // namespace
 
@@ -332,10 +359,33 @@ static std::string findCheckpoint(const std::string &dir) {
   return dir + "/" + stepName(*newest);
 }
 
-/// Every element of every parameter lies in some shard file, inside its
-/// region, and every region inside the files.
-static void checkLayout(const InputFile &file, const SavedCheckpoint &saved) {
-  int64_t shards = static_cast<int64_t>(saved.files.size());
+/// A saved parameter's blocks: split_dim must be one of its dimensions, cut
+/// into plan.tensor_ranks equal blocks.
+static BlockLayout savedLayout(const InputFile &file, const std::string &name,
+                               const SavedParam &param, int64_t tensorRanks) {
+  std::vector<int64_t> block = param.shape;
+  if (!param.splitDim)
+    return BlockLayout::of(block, std::nullopt, 1);
+  int64_t dim = *param.splitDim;
+  if (dim < 0 || dim >= static_cast<int64_t>(block.size()))
+    file.fail("parameter '" + name + "': split_dim " + std::to_string(dim) +
+              " is not a dimension of its shape " + formatShape(param.shape));
+  if (block[static_cast<size_t>(dim)] % tensorRanks != 0)
+    file.fail("parameter '" + name + "': split_dim " + std::to_string(dim) + " of shape " +
+              formatShape(param.shape) + " does not cut into plan.tensor_ranks " +
+              std::to_string(tensorRanks) + " equal blocks");
+  block[static_cast<size_t>(dim)] /= tensorRanks;
+  return BlockLayout::of(block, dim, tensorRanks);
+}
+
+/// Every element of every parameter's block lies in some shard file of its
+/// tensor index, inside its region, and every region inside the files.
+static void checkLayout(const InputFile &file, SavedCheckpoint &saved) {
+  int64_t files = static_cast<int64_t>(saved.files.size());
+  if (files == 0 || files % saved.tensorRanks != 0)
+    file.fail("files: " + std::to_string(files) + " shard files do not divide among " +
+              "plan.tensor_ranks " + std::to_string(saved.tensorRanks));
+  int64_t shards = saved.shardsPerBlock = files / saved.tensorRanks;
   for (size_t u = 0; u < saved.units.size(); ++u) {
     const SavedUnit &unit = saved.units[u];
     if (unit.shardNumel < 1 || unit.elementSize < 1 || !unit.regions.count("param"))
@@ -346,18 +396,72 @@ static void checkLayout(const InputFile &file, const SavedCheckpoint &saved) {
         file.fail("unit " + std::to_string(u) + "'s " + name + " lies outside the " +
                   std::to_string(saved.fileBytes) + "-byte shard files");
   }
-  for (const auto &[name, param] : saved.params) {
+  for (auto &[name, param] : saved.params) {
     int64_t numel = 1;
     for (int64_t dim : param.shape)
-      if (dim < 0 || __builtin_mul_overflow(numel, dim, &numel))
+      if (dim < 1 || __builtin_mul_overflow(numel, dim, &numel))
         file.fail("parameter '" + name + "' has a bad shape");
+    param.layout = savedLayout(file, name, param, saved.tensorRanks);
     const SavedUnit &unit = saved.units[param.unit];
     if (param.unitOffset < 0 ||
-        static_cast<__int128>(numel) + param.unitOffset >
+        static_cast<__int128>(param.layout.blockElements) + param.unitOffset >
             static_cast<__int128>(unit.shardNumel) * shards ||
         dtypeSize(param.dtype) != static_cast<size_t>(unit.elementSize))
       file.fail("parameter '" + name + "' does not fit its unit's " + std::to_string(shards) +
                 " shards of " + std::to_string(unit.shardNumel) + " elements");
+  }
+}
+
+/// Where training stood: the step, the data's position, the seed, the
+/// schedule.
+static TrainingPosition readPosition(const InputFile &file, const json &doc) {
+  TrainingPosition position;
+  position.step = doc.at("step").get<int64_t>();
+  position.samplesSeen = doc.at("samples_seen").get<int64_t>();
+  position.seed = doc.at("seed").get<uint64_t>();
+  position.data = doc.at("data").get<std::string>();
+  const json &schedule = doc.at("lr_schedule");
+  position.schedule.peak = schedule.at("lr").get<double>();
+  position.schedule.warmupSteps = schedule.at("warmup_steps").get<int64_t>();
+  std::optional<LrDecay> decay = parseLrDecay(schedule.at("decay").get<std::string>());
+  if (!decay)
+    file.fail("unknown lr_schedule.decay " + schedule.at("decay").dump());
+  position.schedule.decay = *decay;
+  position.schedule.decaySteps = schedule.at("decay_steps").get<int64_t>();
+  position.schedule.floor = schedule.at("min_lr").get<double>();
+  return position;
+}
+
+static void readSavedUnits(const json &doc, SavedCheckpoint &saved) {
+  for (const json &unit : doc.at("units")) {
+    SavedUnit savedUnit;
+    savedUnit.shardNumel = unit.at("shard_numel").get<int64_t>();
+    std::optional<DType> dtype = parseDType(unit.at("dtype").get<std::string>());
+    savedUnit.elementSize = dtype ? static_cast<int64_t>(dtypeSize(*dtype)) : 0;
+    savedUnit.regions = unit.at("regions").get<std::map<std::string, int64_t>>();
+    saved.units.push_back(std::move(savedUnit));
+  }
+}
+
+static void readSavedParams(const InputFile &file, const json &doc, SavedCheckpoint &saved) {
+  for (const json &param : doc.at("params")) {
+    SavedParam savedParam;
+    savedParam.shape = param.at("shape").get<std::vector<int64_t>>();
+    if (param.contains("split_dim"))
+      savedParam.splitDim = param.at("split_dim").get<int64_t>();
+    std::optional<DType> dtype = parseDType(param.at("dtype").get<std::string>());
+    if (!dtype || !isFloatDType(*dtype))
+      file.fail("parameter dtype " + param.at("dtype").dump() + " is not f32 or bf16");
+    savedParam.dtype = *dtype;
+    savedParam.trainable = param.at("trainable").get<bool>();
+    savedParam.unit = param.at("unit").get<size_t>();
+    savedParam.unitOffset = param.at("unit_offset").get<int64_t>();
+    if (savedParam.unit >= saved.units.size())
+      file.fail("parameter " + param.at("name").dump() + " names unit " +
+                std::to_string(savedParam.unit) + " of " + std::to_string(saved.units.size()));
+    std::string name = param.at("name").get<std::string>();
+    saved.paramOrder.push_back(name);
+    saved.params.emplace(std::move(name), std::move(savedParam));
   }
 }
 
@@ -371,51 +475,20 @@ static SavedCheckpoint readMetadata(const std::string &path) {
     json doc = json::parse(text);
     if (doc.at("format").get<std::string>() != kFormat)
       file.fail("not an fsdp-mlir checkpoint");
-    if (doc.at("version").get<int64_t>() != kVersion)
+    int64_t version = doc.at("version").get<int64_t>();
+    if (version != 1 && version != kVersion)
       file.fail("checkpoint format version " + doc.at("version").dump() +
-                " is not supported (this trainer reads version " + std::to_string(kVersion) +
+                " is not supported (this trainer reads versions 1 and " + std::to_string(kVersion) +
                 ")");
-    TrainingPosition &position = saved.position;
-    position.step = doc.at("step").get<int64_t>();
-    position.samplesSeen = doc.at("samples_seen").get<int64_t>();
-    position.seed = doc.at("seed").get<uint64_t>();
-    position.data = doc.at("data").get<std::string>();
-    const json &schedule = doc.at("lr_schedule");
-    position.schedule.peak = schedule.at("lr").get<double>();
-    position.schedule.warmupSteps = schedule.at("warmup_steps").get<int64_t>();
-    std::optional<LrDecay> decay = parseLrDecay(schedule.at("decay").get<std::string>());
-    if (!decay)
-      file.fail("unknown lr_schedule.decay " + schedule.at("decay").dump());
-    position.schedule.decay = *decay;
-    position.schedule.decaySteps = schedule.at("decay_steps").get<int64_t>();
-    position.schedule.floor = schedule.at("min_lr").get<double>();
+    saved.position = readPosition(file, doc);
     saved.optimizer = doc.at("optimizer").at("kind").get<std::string>();
     saved.slots = doc.at("optimizer").at("slots").get<std::vector<std::string>>();
-    for (const json &unit : doc.at("units")) {
-      SavedUnit savedUnit;
-      savedUnit.shardNumel = unit.at("shard_numel").get<int64_t>();
-      std::optional<DType> dtype = parseDType(unit.at("dtype").get<std::string>());
-      savedUnit.elementSize = dtype ? static_cast<int64_t>(dtypeSize(*dtype)) : 0;
-      savedUnit.regions = unit.at("regions").get<std::map<std::string, int64_t>>();
-      saved.units.push_back(std::move(savedUnit));
-    }
-    for (const json &param : doc.at("params")) {
-      SavedParam savedParam;
-      savedParam.shape = param.at("shape").get<std::vector<int64_t>>();
-      std::optional<DType> dtype = parseDType(param.at("dtype").get<std::string>());
-      if (!dtype || !isFloatDType(*dtype))
-        file.fail("parameter dtype " + param.at("dtype").dump() + " is not f32 or bf16");
-      savedParam.dtype = *dtype;
-      savedParam.trainable = param.at("trainable").get<bool>();
-      savedParam.unit = param.at("unit").get<size_t>();
-      savedParam.unitOffset = param.at("unit_offset").get<int64_t>();
-      if (savedParam.unit >= saved.units.size())
-        file.fail("parameter " + param.at("name").dump() + " names unit " +
-                  std::to_string(savedParam.unit) + " of " + std::to_string(saved.units.size()));
-      std::string name = param.at("name").get<std::string>();
-      saved.paramOrder.push_back(name);
-      saved.params.emplace(std::move(name), std::move(savedParam));
-    }
+    if (version >= 2)
+      saved.tensorRanks = doc.at("plan").at("tensor_ranks").get<int64_t>();
+    if (saved.tensorRanks < 1)
+      file.fail("plan.tensor_ranks must be positive, got " + std::to_string(saved.tensorRanks));
+    readSavedUnits(doc, saved);
+    readSavedParams(file, doc, saved);
     saved.files = doc.at("files").get<std::vector<std::string>>();
     saved.fileBytes = doc.at("file_bytes").get<int64_t>();
     checkLayout(file, saved);
@@ -447,14 +520,16 @@ static std::vector<std::string> differences(const SavedCheckpoint &saved,
   for (const ParamSpec &param : manifest.params) {
     names.insert(param.name);
     auto it = saved.params.find(param.name);
+    // Whole shapes: the tensor ranks may differ.
+    std::vector<int64_t> shape = param.wholeShape();
     if (it == saved.params.end()) {
-      problems.push_back("parameter '" + param.name + "' " + formatShape(param.shape) +
+      problems.push_back("parameter '" + param.name + "' " + formatShape(shape) +
                          " is not in the checkpoint");
       continue;
     }
-    if (it->second.shape != param.shape)
+    if (it->second.shape != shape)
       problems.push_back("parameter '" + param.name + "' is " + formatShape(it->second.shape) +
-                         " in the checkpoint, " + formatShape(param.shape) + " in the model");
+                         " in the checkpoint, " + formatShape(shape) + " in the model");
     if (it->second.trainable != param.trainable)
       problems.push_back("parameter '" + param.name + "' is " +
                          (it->second.trainable ? "trainable" : "frozen") +
@@ -490,11 +565,12 @@ private:
   std::vector<std::unique_ptr<InputFile>> files;
 };
 
-/// Reads elements [begin, end) of `param`'s region `region` from the old
-/// shards, which may split them, into `dst` as `param.dtype`.
-static void readParamRange(SavedShards &shards, const SavedCheckpoint &saved,
-                           const SavedParam &old, const std::string &region, int64_t begin,
-                           int64_t end, uint8_t *dst, DType dtype) {
+/// Reads elements [begin, end) of block `block` of `old`'s region `region`
+/// from the old shards of that tensor index, which may split them, into
+/// `dst` as `dtype`.
+static void readBlockRange(SavedShards &shards, const SavedCheckpoint &saved, const SavedParam &old,
+                           const std::string &region, int64_t block, int64_t begin, int64_t end,
+                           uint8_t *dst, DType dtype) {
   const SavedUnit &unit = saved.units[old.unit];
   auto regionOffset = unit.regions.find(region);
   if (regionOffset == unit.regions.end())
@@ -505,10 +581,29 @@ static void readParamRange(SavedShards &shards, const SavedCheckpoint &saved,
     int64_t flat = old.unitOffset + element;
     int64_t shard = flat / unit.shardNumel;
     int64_t count = std::min(end - element, (shard + 1) * unit.shardNumel - flat);
-    const InputFile &file = shards.file(static_cast<size_t>(shard));
+    const InputFile &file = shards.file(static_cast<size_t>(block * saved.shardsPerBlock + shard));
     file.readReals(regionOffset->second + (flat - shard * unit.shardNumel) *
                                               static_cast<int64_t>(oldSize),
                    storedRealOf(old.dtype), count, dst + (element - begin) * newSize, dtype);
+    element += count;
+  }
+}
+
+/// Reads elements [begin, end) of `param`'s block `tensorIndex`, region
+/// `region`, into `dst`: each run that is contiguous in both the model's
+/// block and the checkpoint's (their split_dims and tensor ranks may differ)
+/// from the old block that holds it.
+static void readParamRange(SavedShards &shards, const SavedCheckpoint &saved, const SavedParam &old,
+                           const ParamSpec &param, int64_t tensorIndex, const std::string &region,
+                           int64_t begin, int64_t end, uint8_t *dst) {
+  BlockLayout layout = BlockLayout::of(param);
+  size_t size = dtypeSize(param.dtype);
+  for (int64_t element = begin; element < end;) {
+    BlockLayout::Place from = old.layout.locate(layout.wholeIndex(tensorIndex, element));
+    int64_t count =
+        std::min({end - element, layout.runElements - element % layout.runElements, from.runLeft});
+    readBlockRange(shards, saved, old, region, from.block, from.element, from.element + count,
+                   dst + (element - begin) * size, param.dtype);
     element += count;
   }
 }
@@ -535,10 +630,10 @@ TrainingPosition loadCheckpoint(const std::string &dir, const Manifest &manifest
       continue;
     const SavedParam &old = saved.params.at(param.name);
     for (const auto &region : unitRegions(unit))
-      readParamRange(files, saved, old, region.first, part.begin, part.end,
-                     shards.of(unit) + shardPosition(manifest, param, place.shardIndex,
-                                                     part.begin, region.second),
-                     param.dtype);
+      readParamRange(files, saved, old, param, place.tensorIndex, region.first, part.begin,
+                     part.end,
+                     shards.of(unit) + shardPosition(manifest, param, place.shardIndex, part.begin,
+                                                     region.second));
   }
   return saved.position;
 }

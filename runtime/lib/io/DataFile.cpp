@@ -54,8 +54,8 @@ private:
 };
 } // namespace
 
-DataFile::DataFile(std::string path, const Manifest &manifest, int64_t rank)
-    : BatchSource(RankRows(manifest, rank)), path(std::move(path)), inputs(manifest.inputs) {}
+DataFile::DataFile(std::string path, const Manifest &manifest, int64_t dataIndex)
+    : BatchSource(RankRows(manifest, dataIndex)), path(std::move(path)), inputs(manifest.inputs) {}
 
 DataFile::~DataFile() = default;
 
@@ -64,8 +64,8 @@ void DataFile::fail(const std::string &what) const {
 }
 
 std::unique_ptr<DataFile> DataFile::open(const std::string &path, const Manifest &manifest,
-                                         int64_t rank) {
-  std::unique_ptr<DataFile> file(new DataFile(path, manifest, rank));
+                                         int64_t dataIndex) {
+  std::unique_ptr<DataFile> file(new DataFile(path, manifest, dataIndex));
   file->mapFile();
   file->readHeader();
   file->checkIntegerBounds();

@@ -29,10 +29,10 @@ class DataFile final : public BatchSource {
 public:
   /// Opens `path` and checks it against the model's inputs. A missing, short
   /// or mismatched file, or an integer outside its input's bound, is fatal and
-  /// reported with the file name (and the sample). `rank` chooses the rows
-  /// written (RankRows); every rank reads the same file.
+  /// reported with the file name (and the sample). `dataIndex` chooses the
+  /// rows written (RankRows); every rank reads the same file.
   static std::unique_ptr<DataFile> open(const std::string &path, const Manifest &manifest,
-                                        int64_t rank = 0);
+                                        int64_t dataIndex = 0);
 
   ~DataFile() override;
   DataFile(const DataFile &) = delete;
@@ -44,7 +44,7 @@ public:
   void writeBatch(int64_t step, uint8_t *arena) override;
 
 private:
-  DataFile(std::string path, const Manifest &manifest, int64_t rank);
+  DataFile(std::string path, const Manifest &manifest, int64_t dataIndex);
   void mapFile();
   void readHeader();
   void checkIntegerBounds() const;

@@ -6,9 +6,11 @@
 #include "io/InputFile.h"
 #include "io/OutputFile.h"
 #include "trainer/ParamShards.h"
+#include "trainer/TensorBlocks.h"
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -57,9 +59,9 @@ std::string safetensorsHeader(const Manifest &manifest, DType dtype,
     header["__metadata__"] = metadata;
   int64_t offset = 0;
   for (const ParamSpec &param : manifest.params) {
-    int64_t bytes = param.numElements() * static_cast<int64_t>(dtypeSize(dtype));
+    int64_t bytes = param.wholeElements() * static_cast<int64_t>(dtypeSize(dtype));
     header[param.name] = {{"dtype", safetensorsDType(dtype)},
-                          {"shape", param.shape},
+                          {"shape", param.wholeShape()},
                           {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
@@ -85,8 +87,8 @@ void exportSafetensors(const Manifest &manifest, const RankPlace &place, const H
           return;
         }
         size_t from = dtypeSize(param.dtype), to = dtypeSize(dtype);
-        converted.resize(static_cast<size_t>(param.numElements()) * to);
-        for (int64_t i = 0; i < param.numElements(); ++i)
+        converted.resize(static_cast<size_t>(param.wholeElements()) * to);
+        for (int64_t i = 0; i < param.wholeElements(); ++i)
           storeReal(loadReal(param.dtype, data + i * from), dtype, converted.data() + i * to);
         out->write(converted.data(), converted.size());
       });
@@ -177,14 +179,16 @@ static std::vector<std::string> mismatches(const Manifest &manifest,
   std::set<std::string> expected;
   for (const ParamSpec &param : manifest.params) {
     expected.insert(param.name);
+    // The file holds whole tensors, whatever the tensor ranks.
+    std::vector<int64_t> shape = param.wholeShape();
     auto it = tensors.find(param.name);
     if (it == tensors.end()) {
-      problems.push_back("missing '" + param.name + "' " + formatShape(param.shape));
+      problems.push_back("missing '" + param.name + "' " + formatShape(shape));
       continue;
     }
-    if (it->second.shape != param.shape)
+    if (it->second.shape != shape)
       problems.push_back("'" + param.name + "' is " + formatShape(it->second.shape) +
-                         " in the file, " + formatShape(param.shape) + " in the model");
+                         " in the file, " + formatShape(shape) + " in the model");
     if (!storedRealOf(it->second.dtype))
       problems.push_back("'" + param.name + "' is " + it->second.dtype +
                          " in the file (expected F64, F32, F16 or BF16)");
@@ -196,8 +200,26 @@ static std::vector<std::string> mismatches(const Manifest &manifest,
   return problems;
 }
 
-void initFromSafetensors(const Manifest &manifest, const std::string &path, int64_t shardIndex,
+/// Reads elements [begin, end) of `param`'s block `tensorIndex` from the
+/// whole tensor at `offset`, a run of the block at a time (TensorBlocks.h),
+/// into `dst` as the parameter's dtype.
+static void readBlockRange(const InputFile &file, int64_t offset, StoredReal stored,
+                           const ParamSpec &param, int64_t tensorIndex, int64_t begin, int64_t end,
+                           uint8_t *dst) {
+  BlockLayout layout = BlockLayout::of(param);
+  int64_t storedSize = static_cast<int64_t>(storedRealSize(stored));
+  int64_t size = static_cast<int64_t>(dtypeSize(param.dtype));
+  for (int64_t element = begin; element < end;) {
+    int64_t count = std::min(end - element, layout.runElements - element % layout.runElements);
+    file.readReals(offset + layout.wholeIndex(tensorIndex, element) * storedSize, stored, count,
+                   dst + (element - begin) * size, param.dtype);
+    element += count;
+  }
+}
+
+void initFromSafetensors(const Manifest &manifest, const std::string &path, const RankPlace &place,
                          const HostShards &shards) {
+  int64_t shardIndex = place.shardIndex;
   InputFile file(kInitFlag, path);
   int64_t dataStart = 0;
   std::map<std::string, StoredTensor> tensors = readHeader(file, dataStart);
@@ -215,12 +237,9 @@ void initFromSafetensors(const Manifest &manifest, const std::string &path, int6
       continue;
     const StoredTensor &tensor = tensors.at(param.name);
     StoredReal stored = *storedRealOf(tensor.dtype);
-    file.readReals(dataStart + tensor.begin +
-                       part.begin * static_cast<int64_t>(storedRealSize(stored)),
-                   stored, part.end - part.begin,
-                   shards.of(unit) + shardPosition(manifest, param, shardIndex, part.begin,
-                                                   unit.paramOffset),
-                   param.dtype);
+    readBlockRange(
+        file, dataStart + tensor.begin, stored, param, place.tensorIndex, part.begin, part.end,
+        shards.of(unit) + shardPosition(manifest, param, shardIndex, part.begin, unit.paramOffset));
   }
 }
 

@@ -8,7 +8,8 @@
 // --export gathers one parameter at a time to rank 0, which streams it to the
 // file after a header computed from the manifest alone: no process ever holds
 // the whole model. --init-from has every rank read only the elements of its
-// own shards, converted to the parameter's dtype.
+// own shards (of its blocks of split parameters), converted to the
+// parameter's dtype. The file holds whole tensors at any tensor_ranks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,12 +40,13 @@ void exportSafetensors(const Manifest &manifest, const RankPlace &place, const H
                        OutputFile *out, DType dtype,
                        const std::map<std::string, std::string> &metadata);
 
-/// Reads the elements shard `shardIndex` owns of every parameter from the
-/// safetensors file `path` into the parameter shards of `shards`. The file
-/// must hold exactly the model's parameters, by name, with their shapes, in
+/// Reads the elements this rank's shard owns of its blocks of every parameter
+/// (place.shardIndex, place.tensorIndex) from the safetensors file `path`
+/// into the parameter shards of `shards`. The file must hold exactly the
+/// model's parameters, by name, with their whole shapes, in
 /// f64, f32, f16 or bf16; everything that differs is one fatal error that
 /// lists it (missing, unexpected and mismatched tensors).
-void initFromSafetensors(const Manifest &manifest, const std::string &path, int64_t shardIndex,
+void initFromSafetensors(const Manifest &manifest, const std::string &path, const RankPlace &place,
                          const HostShards &shards);
 
 } // namespace fsdprt

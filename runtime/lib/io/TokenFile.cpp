@@ -34,9 +34,9 @@ const char *tokenDTypeName(TokenDType dtype) {
 
 static size_t tokenSize(TokenDType dtype) { return dtype == TokenDType::U16 ? 2 : 4; }
 
-TokenFile::TokenFile(std::string flag, std::string path, const Manifest &manifest, int64_t rank,
-                     uint64_t seed, bool shuffle)
-    : BatchSource(RankRows(manifest, rank)), flag(std::move(flag)), path(std::move(path)),
+TokenFile::TokenFile(std::string flag, std::string path, const Manifest &manifest,
+                     int64_t dataIndex, uint64_t seed, bool shuffle)
+    : BatchSource(RankRows(manifest, dataIndex)), flag(std::move(flag)), path(std::move(path)),
       seed(seed), shuffle(shuffle) {}
 
 TokenFile::~TokenFile() = default;
@@ -45,9 +45,9 @@ void TokenFile::fail(const std::string &what) const { fatal(flag + " '" + path +
 
 std::unique_ptr<TokenFile> TokenFile::open(const std::string &flag, const std::string &path,
                                            std::optional<TokenDType> dtype,
-                                           const Manifest &manifest, int64_t rank, uint64_t seed,
-                                           bool shuffle) {
-  std::unique_ptr<TokenFile> file(new TokenFile(flag, path, manifest, rank, seed, shuffle));
+                                           const Manifest &manifest, int64_t dataIndex,
+                                           uint64_t seed, bool shuffle) {
+  std::unique_ptr<TokenFile> file(new TokenFile(flag, path, manifest, dataIndex, seed, shuffle));
   file->checkInputs(manifest);
   file->mapFile();
   file->readLayout(dtype);

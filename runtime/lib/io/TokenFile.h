@@ -49,11 +49,10 @@ public:
   /// nanoGPT default); a file with the llm.c header says its own, which an
   /// explicit `dtype` must not contradict. `shuffle` chooses the order of the
   /// windows: a seeded permutation per epoch (training) or file order
-  /// (evaluation). `rank` chooses the rows written (RankRows).
+  /// (evaluation). `dataIndex` chooses the rows written (RankRows).
   static std::unique_ptr<TokenFile> open(const std::string &flag, const std::string &path,
-                                         std::optional<TokenDType> dtype,
-                                         const Manifest &manifest, int64_t rank, uint64_t seed,
-                                         bool shuffle);
+                                         std::optional<TokenDType> dtype, const Manifest &manifest,
+                                         int64_t dataIndex, uint64_t seed, bool shuffle);
 
   ~TokenFile() override;
   TokenFile(const TokenFile &) = delete;
@@ -73,7 +72,7 @@ public:
   void writeBatch(int64_t step, uint8_t *arena) override;
 
 private:
-  TokenFile(std::string flag, std::string path, const Manifest &manifest, int64_t rank,
+  TokenFile(std::string flag, std::string path, const Manifest &manifest, int64_t dataIndex,
             uint64_t seed, bool shuffle);
   void checkInputs(const Manifest &manifest);
   void mapFile();

@@ -58,7 +58,7 @@ void writeStateRecord(const Manifest &manifest, const RankPlace &place, Arena &a
   } else if (out) {
     for (const ParamSpec &param : manifest.params)
       if (param.trainable) {
-        std::vector<uint8_t> zeros(param.numElements() * dtypeSize(param.dtype));
+        std::vector<uint8_t> zeros(param.wholeElements() * dtypeSize(param.dtype));
         out->write(zeros.data(), zeros.size());
       }
   }

@@ -9,12 +9,13 @@
 
 namespace fsdprt {
 
-RankRows::RankRows(const Manifest &manifest, int64_t rank)
-    : batch(manifest.batch), localBatch(manifest.localBatch), rank(rank) {}
+RankRows::RankRows(const Manifest &manifest, int64_t dataIndex)
+    : batch(manifest.batch), localBatch(manifest.localBatch), dataIndex(dataIndex) {}
 
 unsigned __int128 RankRows::globalSample(int64_t step, int64_t row) const {
   return static_cast<unsigned __int128>(step - 1 - resumedStep) * static_cast<uint64_t>(batch) +
-         static_cast<uint64_t>(resumedSamples) + static_cast<uint64_t>(rank * localBatch + row);
+         static_cast<uint64_t>(resumedSamples) +
+         static_cast<uint64_t>(dataIndex * localBatch + row);
 }
 
 void loadBatch(BatchSource &source, int64_t step, const Manifest &manifest, Arena &arena,

@@ -16,22 +16,23 @@
 namespace fsdprt {
 
 /// Which samples a rank's rows hold. The global batch of step s is samples
-/// (s - 1) * batch + g mod N, g = 0 .. batch - 1; rank r takes its rows
-/// g = r * local_batch + b, b = 0 .. local_batch - 1. With one rank this is
-/// the whole batch, in order. A run resumed after step k from a checkpoint
+/// (s - 1) * batch + g mod N, g = 0 .. batch - 1; the ranks of data index d
+/// (rank / tensor_ranks: every tensor rank of it reads the same rows) take
+/// rows g = d * local_batch + b, b = 0 .. local_batch - 1. With one rank this
+/// is the whole batch, in order. A run resumed after step k from a checkpoint
 /// that had seen S samples continues at sample S: step s > k starts at
 /// S + (s - k - 1) * batch, which is (s - 1) * batch when the batch is the
 /// checkpoint's.
 struct RankRows {
   int64_t batch = 0; // global
   int64_t localBatch = 0;
-  int64_t rank = 0;
+  int64_t dataIndex = 0;
   int64_t resumedStep = 0;
   int64_t resumedSamples = 0;
 
-  RankRows(const Manifest &manifest, int64_t rank);
-  RankRows(int64_t batch, int64_t localBatch, int64_t rank)
-      : batch(batch), localBatch(localBatch), rank(rank) {}
+  RankRows(const Manifest &manifest, int64_t dataIndex);
+  RankRows(int64_t batch, int64_t localBatch, int64_t dataIndex)
+      : batch(batch), localBatch(localBatch), dataIndex(dataIndex) {}
 
   /// The sample that local row `row` of step `step` (from 1) holds, in a
   /// data set of `samples` samples. Exact for any step: (step - 1) * batch

@@ -5,6 +5,7 @@
 #include "abi/DType.h"
 #include "trainer/HostParallel.h"
 #include "trainer/Philox.h"
+#include "trainer/TensorBlocks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -49,19 +50,22 @@ double initialValue(const InitSpec &init, double fanIn, uint64_t seed, uint64_t 
 /// sample cost tens of nanoseconds, so a chunk is about a millisecond of work.
 constexpr int64_t kMinInitChunk = 1 << 14;
 
-void initializeRange(const ParamSpec &param, uint64_t seed, int64_t begin, int64_t end,
-                     void *dst) {
+void initializeRange(const ParamSpec &param, uint64_t seed, int64_t begin, int64_t end, void *dst,
+                     int64_t tensorIndex) {
   uint64_t paramId = fnv1a64(param.name);
-  double paramFanIn = fanIn(param.shape);
+  // A block's values are the whole parameter's: its fan-in, its indices.
+  double paramFanIn = fanIn(param.wholeShape());
+  BlockLayout layout = BlockLayout::of(param);
   size_t elementSize = dtypeSize(param.dtype);
   // Each element's value depends on its index alone, so the host's cores share
   // the range: a billion parameters' values took about two minutes on one core
   // of a build machine (a one-step run of 1.1B: 151 s on one thread, 88 s on two).
   parallelChunks(end - begin, kMinInitChunk, [&](int64_t from, int64_t to) {
     auto *out = static_cast<uint8_t *>(dst) + from * elementSize;
-    for (int64_t i = begin + from; i < begin + to; ++i, out += elementSize)
-      storeReal(initialValue(param.init, paramFanIn, seed, paramId, static_cast<uint64_t>(i)),
-                param.dtype, out);
+    for (int64_t i = begin + from; i < begin + to; ++i, out += elementSize) {
+      auto whole = static_cast<uint64_t>(layout.wholeIndex(tensorIndex, i));
+      storeReal(initialValue(param.init, paramFanIn, seed, paramId, whole), param.dtype, out);
+    }
   });
 }
 
@@ -78,7 +82,7 @@ ShardRange ownedPart(const ParamSpec &param, ShardRange owned) {
 }
 
 void initializeShards(const Manifest &manifest, uint64_t seed, int64_t shardIndex,
-                      const HostShards &shards) {
+                      const HostShards &shards, int64_t tensorIndex) {
   for (const ParamSpec &param : manifest.params) {
     const UnitSpec &unit = manifest.units[param.unitIndex];
     ShardRange owned = ownedRange(unit, shardIndex);
@@ -90,7 +94,8 @@ void initializeShards(const Manifest &manifest, uint64_t seed, int64_t shardInde
     int64_t position = param.unitOffset + part.begin - owned.begin;
     initializeRange(param, seed, part.begin, part.end,
                     shards.of(unit) + unit.paramOffset +
-                        position * static_cast<int64_t>(dtypeSize(param.dtype)));
+                        position * static_cast<int64_t>(dtypeSize(param.dtype)),
+                    tensorIndex);
   }
 }
 

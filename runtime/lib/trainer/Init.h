@@ -18,7 +18,8 @@
 
 namespace fsdprt {
 
-/// The product of every dimension but the last.
+/// The product of every dimension but the last (of a split parameter, its
+/// whole shape's).
 double fanIn(const std::vector<int64_t> &shape);
 
 /// The initial value (in double, before rounding to the parameter's dtype) of
@@ -27,10 +28,13 @@ double fanIn(const std::vector<int64_t> &shape);
 double initialValue(const InitSpec &init, double fanIn, uint64_t seed, uint64_t paramId,
                     uint64_t index);
 
-/// Writes the initial values of elements [begin, end) of `param`, rounded to
-/// its dtype, to `dst` (which holds end - begin elements).
-void initializeRange(const ParamSpec &param, uint64_t seed, int64_t begin, int64_t end,
-                     void *dst);
+/// Writes the initial values of elements [begin, end) of `param`'s block
+/// `tensorIndex` (of the whole parameter when it is not split), rounded to its
+/// dtype, to `dst` (which holds end - begin elements). Each element gets the
+/// value of its place in the whole parameter (TensorBlocks.h): the blocks
+/// together hold the values of an unsplit run.
+void initializeRange(const ParamSpec &param, uint64_t seed, int64_t begin, int64_t end, void *dst,
+                     int64_t tensorIndex = 0);
 
 /// The elements [begin, end) of a unit's flat buffer that a rank owns.
 struct ShardRange {
@@ -46,10 +50,11 @@ ShardRange ownedRange(const UnitSpec &unit, int64_t shardIndex);
 ShardRange ownedPart(const ParamSpec &param, ShardRange owned);
 
 /// Writes the initial values of the elements of every parameter that shard
-/// `shardIndex` owns into the parameter shards of `shards`. Padding and
-/// everything else are left alone (the arenas start zero-filled).
+/// `shardIndex` owns, of the blocks of tensor index `tensorIndex`, into the
+/// parameter shards of `shards`. Padding and everything else are left alone
+/// (the arenas start zero-filled).
 void initializeShards(const Manifest &manifest, uint64_t seed, int64_t shardIndex,
-                      const HostShards &shards);
+                      const HostShards &shards, int64_t tensorIndex = 0);
 
 } // namespace fsdprt
 

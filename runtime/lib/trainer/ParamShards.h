@@ -5,7 +5,9 @@
 // whole parameters (--export, --trace-state, --init-from, checkpoints) finds
 // a parameter's elements there, and gathers a parameter's parts from the
 // shards of the first replica one parameter at a time, so that rank 0 never
-// holds more than the largest parameter.
+// holds more than the largest parameter. With tensor ranks, each tensor
+// index's shard group gathers its block, and the blocks are assembled into
+// the whole parameter on rank 0 (TensorBlocks.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,15 +38,16 @@ int64_t shardPosition(const Manifest &manifest, const ParamSpec &param, int64_t 
 /// gradient, an optimizer slot), or nothing if the unit has no such region.
 using UnitRegionOffset = std::function<std::optional<int64_t>(const UnitSpec &)>;
 
-/// What rank 0 does with each gathered parameter: its full values, in its
-/// dtype, row-major.
+/// What rank 0 does with each gathered parameter: its whole values (all its
+/// blocks), in its dtype, row-major.
 using GatheredParam = std::function<void(const ParamSpec &, const uint8_t *data, size_t bytes)>;
 
 /// Gathers, for every parameter whose unit has the region, the parameter's
-/// elements of that region from the shards of the first replica, in manifest
-/// order, and hands them to `consume` on rank 0 (ignored on the other ranks).
-/// Collective over the ranks of replica 0; the other replicas return at
-/// once. Errors name `flag`.
+/// elements of that region from the shards of the first replica, its blocks
+/// from every tensor index (a replicated parameter from tensor index 0), in
+/// manifest order, and hands them to `consume` on rank 0 (ignored on the
+/// other ranks). Collective over the ranks of replica 0; the other replicas
+/// return at once. Errors name `flag`.
 void gatherUnitRegion(const Manifest &manifest, const RankPlace &place, const HostShards &shards,
                       const char *flag, const UnitRegionOffset &regionOffset,
                       const GatheredParam &consume);

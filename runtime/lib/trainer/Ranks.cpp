@@ -55,7 +55,7 @@ struct Group {
 /// never match each other.
 struct Groups {
   bool ready = false;
-  Group world, shard, replica;
+  Group world, shard, replica, tensor;
 };
 
 Groups groups;
@@ -71,7 +71,7 @@ Group makeGroup(MPI_Comm comm) {
 void freeGroups() {
   if (!groups.ready)
     return;
-  for (Group *group : {&groups.world, &groups.shard, &groups.replica})
+  for (Group *group : {&groups.world, &groups.shard, &groups.replica, &groups.tensor})
     if (group->comm != MPI_COMM_NULL)
       MPI_Comm_free(&group->comm);
   groups = Groups();
@@ -133,27 +133,38 @@ int worldSize() {
   return size;
 }
 
-RankPlace setUpGroups(int64_t shardRanks) {
-  freeGroups();
+RankPlace placeOf(int64_t rank, int64_t shardRanks, int64_t tensorRanks) {
   RankPlace place;
-  place.rank = worldRank();
+  place.rank = static_cast<int>(rank);
+  place.tensorIndex = rank % tensorRanks;
+  place.dataIndex = rank / tensorRanks;
+  place.shardIndex = place.dataIndex % shardRanks;
+  place.replicaIndex = place.dataIndex / shardRanks;
+  place.tensorRanks = tensorRanks;
+  return place;
+}
+
+RankPlace setUpGroups(int64_t shardRanks, int64_t tensorRanks) {
+  freeGroups();
+  RankPlace place = placeOf(worldRank(), shardRanks, tensorRanks);
   place.worldSize = worldSize();
-  place.shardIndex = place.rank % shardRanks;
-  place.replicaIndex = place.rank / shardRanks;
   if (!mpiRunning()) {
     // A single process: every group is this process alone.
     groups.ready = true;
     return place;
   }
-  MPI_Comm world, shard, replica;
+  MPI_Comm world, shard, replica, tensor;
   MPI_Comm_dup(MPI_COMM_WORLD, &world);
   // Ranks keep their order inside a group (key = world rank), so a rank's
-  // place in its shard group is its shard index.
-  MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(place.replicaIndex), place.rank, &shard);
-  MPI_Comm_split(MPI_COMM_WORLD, static_cast<int>(place.shardIndex), place.rank, &replica);
+  // place in its shard group is its shard index, in its tensor group its
+  // tensor index.
+  MPI_Comm_split(MPI_COMM_WORLD, place.shardGroupColour(), place.rank, &shard);
+  MPI_Comm_split(MPI_COMM_WORLD, place.replicaGroupColour(), place.rank, &replica);
+  MPI_Comm_split(MPI_COMM_WORLD, place.tensorGroupColour(), place.rank, &tensor);
   groups.world = makeGroup(world);
   groups.shard = makeGroup(shard);
   groups.replica = makeGroup(replica);
+  groups.tensor = makeGroup(tensor);
   groups.ready = true;
   return place;
 }
@@ -168,9 +179,11 @@ static const Group &group(int32_t id) {
     return groups.shard;
   case FSDPRT_GROUP_REPLICA:
     return groups.replica;
+  case FSDPRT_GROUP_TENSOR:
+    return groups.tensor;
   }
   fatal("collective on unknown group " + std::to_string(id) +
-        " (expected 0 world, 1 shard or 2 replica)");
+        " (expected 0 world, 1 shard, 2 replica or 3 tensor)");
 }
 
 MPI_Comm groupComm(int32_t id) { return group(id).comm; }

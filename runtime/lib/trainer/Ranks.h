@@ -2,9 +2,12 @@
 //
 // A trainer runs as one process per rank under mpirun (docs/Runtime.md,
 // section 5); started without mpirun it is a 1-rank run (MPI's singleton
-// init). The ranks form a grid of replicas x shard_ranks: the shard group of
-// a rank is the shard_ranks consecutive ranks holding one copy of the model,
-// its replica group the ranks holding the same shard (section 6).
+// init). The ranks form a grid of replicas x shard_ranks x tensor_ranks, the
+// tensor axis innermost: the shard group of a rank is the shard_ranks ranks of
+// its replica and tensor index holding one copy of their blocks of the model,
+// its replica group the ranks holding the same shard of the same blocks, its
+// tensor group the tensor_ranks consecutive ranks of its data index
+// (section 6).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,18 +43,37 @@ int worldSize();
 struct RankPlace {
   int rank = 0;
   int worldSize = 1;
-  int64_t shardIndex = 0;   // rank % shard_ranks: the shard it owns
-  int64_t replicaIndex = 0; // rank / shard_ranks: the copy of the model it belongs to
+  int64_t tensorIndex = 0;  // rank % tensor_ranks: the block of split parameters it holds
+  int64_t dataIndex = 0;    // rank / tensor_ranks: the rows of the batch it reads
+  int64_t shardIndex = 0;   // dataIndex % shard_ranks: the shard it owns
+  int64_t replicaIndex = 0; // dataIndex / shard_ranks: the copy of the model it belongs to
+  int64_t tensorRanks = 1;
+
+  /// The colours of the world's splits into groups (MPI's and NCCL's): a
+  /// shard group is one (replica, tensor index), a replica group one (shard,
+  /// tensor index), a tensor group one data index.
+  int shardGroupColour() const {
+    return static_cast<int>(replicaIndex * tensorRanks + tensorIndex);
+  }
+  int replicaGroupColour() const {
+    return static_cast<int>(shardIndex * tensorRanks + tensorIndex);
+  }
+  int tensorGroupColour() const { return static_cast<int>(dataIndex); }
 };
 
-/// Splits the world into shard and replica groups of a grid with
-/// `shardRanks` ranks per shard group, replacing earlier groups; returns this
-/// rank's place. Collective over the world.
-RankPlace setUpGroups(int64_t shardRanks);
+/// Where world rank `rank` sits in a grid of `shardRanks` ranks per shard
+/// group and `tensorRanks` per tensor group (rank and worldSize aside).
+RankPlace placeOf(int64_t rank, int64_t shardRanks, int64_t tensorRanks);
 
-/// The communicator and size of FSDPRT_GROUP_WORLD, _SHARD or _REPLICA, and
-/// this rank's place in it; an unknown group, or a call before setUpGroups,
-/// is fatal.
+/// Splits the world into the shard, replica and tensor groups of a grid with
+/// `shardRanks` ranks per shard group and `tensorRanks` per tensor group,
+/// replacing earlier groups; returns this rank's place. Collective over the
+/// world.
+RankPlace setUpGroups(int64_t shardRanks, int64_t tensorRanks = 1);
+
+/// The communicator and size of FSDPRT_GROUP_WORLD, _SHARD, _REPLICA or
+/// _TENSOR, and this rank's place in it; an unknown group, or a call before
+/// setUpGroups, is fatal.
 MPI_Comm groupComm(int32_t group);
 int groupSize(int32_t group);
 int groupRank(int32_t group);

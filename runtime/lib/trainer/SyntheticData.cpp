@@ -20,8 +20,9 @@ static std::string describe(const InputSpec &input) {
          formatShape(input.shape) + ")";
 }
 
-SyntheticData::SyntheticData(const Manifest &manifest, uint64_t seed, int64_t rank)
-    : BatchSource(RankRows(manifest, rank)), seed(seed), dataKey{lo32(seed), hi32(seed) ^ 0x5EED5EEDu} {
+SyntheticData::SyntheticData(const Manifest &manifest, uint64_t seed, int64_t dataIndex)
+    : BatchSource(RankRows(manifest, dataIndex)),
+      seed(seed), dataKey{lo32(seed), hi32(seed) ^ 0x5EED5EEDu} {
   for (size_t i = 0; i < manifest.inputs.size(); ++i)
     if (manifest.inputs[i].role == InputRole::Features) {
       features = manifest.inputs[i];

@@ -23,8 +23,8 @@ class SyntheticData final : public BatchSource {
 public:
   /// Decides how each input is produced; fatal if an input cannot be (e.g.
   /// classes with neither a tokens input of the same shape nor features).
-  /// `rank` chooses the rows written (RankRows).
-  SyntheticData(const Manifest &manifest, uint64_t seed, int64_t rank = 0);
+  /// `dataIndex` chooses the rows written (RankRows).
+  SyntheticData(const Manifest &manifest, uint64_t seed, int64_t dataIndex = 0);
 
   /// The data set has batch * ceil(kSamples / batch) samples (whole global
   /// batches), generated once, at the first step, the same on every rank,

@@ -57,7 +57,8 @@ static std::string plural(int64_t count, const char *noun) {
   return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }
 
-/// The plan's collectives assume exactly its grid's ranks.
+/// The plan's collectives assume exactly its grid's ranks (times its tensor
+/// ranks).
 static void checkWorldSize(const Manifest &manifest) {
   int64_t planned = manifest.worldSize();
   int64_t started = worldSize();
@@ -65,9 +66,16 @@ static void checkWorldSize(const Manifest &manifest) {
     return;
   std::string how = started == 1 ? "it was started as 1 rank (without mpirun or with mpirun -np 1)"
                                  : "mpirun started " + plural(started, "rank");
-  fatal("the model was compiled for grid " + formatShape(manifest.grid) + " (" +
-        plural(planned, "rank") + "), but " + how + ": run it with mpirun -np " +
-        std::to_string(planned) + ", or recompile with fsdpc --grid=" + std::to_string(started));
+  std::string plan = "grid " + formatShape(manifest.grid);
+  if (manifest.tensorRanks > 1)
+    plan += " x " + plural(manifest.tensorRanks, "tensor rank");
+  // A recompiled plan keeps its tensor ranks: only a multiple of them fits.
+  std::string recompile;
+  if (started % manifest.tensorRanks == 0)
+    recompile =
+        ", or recompile with fsdpc --grid=" + std::to_string(started / manifest.tensorRanks);
+  fatal("the model was compiled for " + plan + " (" + plural(planned, "rank") + "), but " + how +
+        ": run it with mpirun -np " + std::to_string(planned) + recompile);
 }
 
 float callStep(TrainStepFn stepFn, const Manifest &manifest, void *arena, uint8_t *hostArena,
@@ -100,22 +108,22 @@ static bool isTokenFile(const std::string &path) {
 /// seed's order for training (`shuffle`), in file order for evaluation.
 static std::unique_ptr<BatchSource> openDataFile(const char *flag, const std::string &path,
                                                  const TrainerOptions &options,
-                                                 const Manifest &manifest, int64_t rank,
+                                                 const Manifest &manifest, int64_t dataIndex,
                                                  uint64_t seed, bool shuffle) {
   if (isTokenFile(path))
-    return TokenFile::open(flag, path, options.tokenDType, manifest, rank, seed, shuffle);
-  std::unique_ptr<DataFile> file = DataFile::open(path, manifest, rank);
+    return TokenFile::open(flag, path, options.tokenDType, manifest, dataIndex, seed, shuffle);
+  std::unique_ptr<DataFile> file = DataFile::open(path, manifest, dataIndex);
   if (options.tokenDType)
     fatal("--token-dtype: '" + path + "' is an FSDPDATA file, not a token file");
   return file;
 }
 
 static std::unique_ptr<BatchSource> openBatchSource(const TrainerOptions &options,
-                                                    const Manifest &manifest, int64_t rank,
+                                                    const Manifest &manifest, int64_t dataIndex,
                                                     uint64_t seed) {
   if (options.dataPath.empty())
-    return std::make_unique<SyntheticData>(manifest, seed, rank);
-  return openDataFile("--data", options.dataPath, options, manifest, rank, seed,
+    return std::make_unique<SyntheticData>(manifest, seed, dataIndex);
+  return openDataFile("--data", options.dataPath, options, manifest, dataIndex, seed,
                       /*shuffle=*/true);
 }
 
@@ -291,9 +299,9 @@ static std::optional<TrainingPosition> startShards(const TrainerOptions &options
   if (options.resumeDir.empty()) {
     uint64_t seed = options.seed.value_or(0);
     if (options.initFromPath.empty())
-      initializeShards(manifest, seed, place.shardIndex, shards);
+      initializeShards(manifest, seed, place.shardIndex, shards, place.tensorIndex);
     else
-      initFromSafetensors(manifest, options.initFromPath, place.shardIndex, shards);
+      initFromSafetensors(manifest, options.initFromPath, place, shards);
     return std::nullopt;
   }
   TrainingPosition position = loadCheckpoint(options.resumeDir, manifest, place, shards);
@@ -451,10 +459,10 @@ void TrainingRun::start() {
                      /*afterStep=*/false);
   savedStep = resumed ? resumed->step : -1;
   if (evaluating)
-    heldOut = std::make_unique<HeldOutLoss>(
-        openDataFile("--eval-data", options.evalDataPath, options, manifest, place.rank,
-                     position.seed, /*shuffle=*/false),
-        options.evalBatches, manifest, evalManifest, evalStep);
+    heldOut = std::make_unique<HeldOutLoss>(openDataFile("--eval-data", options.evalDataPath,
+                                                         options, manifest, place.dataIndex,
+                                                         position.seed, /*shuffle=*/false),
+                                            options.evalBatches, manifest, evalManifest, evalStep);
 }
 
 /// The training data, its schedule, and where a resumed run goes on in it.
@@ -464,7 +472,8 @@ void TrainingRun::openData() {
     SameErrorOnEveryRank same;
     position.schedule = scheduleOf(options, manifest, resumed);
   }
-  batches = openBatchSource(options, manifest, place.rank, position.seed);
+  // The tensor ranks of a data index read the same rows.
+  batches = openBatchSource(options, manifest, place.dataIndex, position.seed);
   if (!resumed)
     return;
   batches->resumeAfter(position.step, position.samplesSeen);
@@ -678,7 +687,7 @@ int runTrainer(int argc, const char *const *argv, const char *manifestText,
   // is set now, before anything runs on it.
   setAllowTf32(manifest.allowTf32);
   setDebugSync(options.debugSync);
-  RankPlace place = setUpGroups(manifest.shardRanks);
+  RankPlace place = setUpGroups(manifest.shardRanks, manifest.tensorRanks);
   setCollectiveTimeout(options.collectiveTimeout);
   connectDevice(place);
   bool leader = place.rank == 0;

@@ -44,6 +44,10 @@ TEST_F(Collectives, OneRankGathersAndReducesByCopying) {
   fsdprt_wait(fsdprt_all_reduce_start(norms.data(), 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_AVG,
                                       FSDPRT_GROUP_WORLD));
   EXPECT_EQ(norms, (std::vector<float>{7, 8}));
+  // The tensor group of one rank too.
+  fsdprt_wait(fsdprt_all_reduce_start(norms.data(), 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                      FSDPRT_GROUP_TENSOR));
+  EXPECT_EQ(norms, (std::vector<float>{7, 8}));
   EXPECT_EQ(pendingCollectives(), 0);
 }
 
@@ -104,10 +108,10 @@ TEST_F(Collectives, BadHandles) {
 
 TEST_F(Collectives, BadArguments) {
   float value = 0;
-  EXPECT_EXIT(fsdprt_all_reduce_start(&value, 1, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM, 3),
+  EXPECT_EXIT(fsdprt_all_reduce_start(&value, 1, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM, 4),
               ExitedWithCode(1),
-              HasSubstr("trainer: error: collective on unknown group 3 (expected 0 world, 1 "
-                        "shard or 2 replica)"));
+              HasSubstr("trainer: error: collective on unknown group 4 (expected 0 world, 1 "
+                        "shard, 2 replica or 3 tensor)"));
   EXPECT_EXIT(fsdprt_all_reduce_start(&value, 1, FSDPRT_DTYPE_F32, 2, FSDPRT_GROUP_WORLD),
               ExitedWithCode(1),
               HasSubstr("trainer: error: fsdprt_all_reduce_start: unknown "

@@ -267,6 +267,51 @@ TEST(Manifest, HybridGrid) {
   EXPECT_EQ(parseManifest(m.dump()).worldSize(), 8);
 }
 
+/// The classifier on grid [2] x 2 tensor ranks: fc.w [3, 5] split along its
+/// rows (each tensor rank holds a [3, 5] block of the whole [6, 5]), fc.b
+/// replicated.
+json tensorManifest() {
+  json m = test::shardedClassifierManifest();
+  m["tensor_ranks"] = 2;
+  m["params"][0]["split_dim"] = 0;
+  return m;
+}
+
+TEST(Manifest, TensorRanks) {
+  Manifest plain = parseManifest(classifierManifest().dump());
+  EXPECT_EQ(plain.tensorRanks, 1) << "absent: 1";
+  EXPECT_FALSE(plain.params[0].splitDim);
+  EXPECT_EQ(plain.params[0].wholeShape(), (std::vector<int64_t>{3, 5}));
+
+  Manifest manifest = parseManifest(tensorManifest().dump());
+  EXPECT_EQ(manifest.tensorRanks, 2);
+  // The grid is the data-parallel one; the world holds the tensor ranks too.
+  EXPECT_EQ(manifest.dataRanks(), 2);
+  EXPECT_EQ(manifest.worldSize(), 4);
+  const ParamSpec &w = manifest.params[0], &b = manifest.params[1];
+  ASSERT_TRUE(w.splitDim);
+  EXPECT_EQ(*w.splitDim, 0);
+  EXPECT_EQ(w.tensorBlocks, 2);
+  EXPECT_EQ(w.shape, (std::vector<int64_t>{3, 5})) << "one block's";
+  EXPECT_EQ(w.numElements(), 15);
+  EXPECT_EQ(w.wholeShape(), (std::vector<int64_t>{6, 5}));
+  EXPECT_EQ(w.wholeElements(), 30);
+  EXPECT_FALSE(b.splitDim);
+  EXPECT_EQ(b.tensorBlocks, 1);
+  EXPECT_EQ(b.wholeShape(), (std::vector<int64_t>{5}));
+  // Another tensor_ranks is another layout of the arena's world.
+  EXPECT_EQ(
+      persistentLayoutDifference(parseManifest(test::shardedClassifierManifest().dump()), manifest),
+      "the batch or the grid");
+  // A hybrid grid times tensor ranks.
+  json hybrid = tensorManifest();
+  hybrid["grid"] = {2, 2};
+  hybrid["strategy"] = "hybrid_shard";
+  hybrid["replicas"] = 2;
+  hybrid["batch"] = 16;
+  EXPECT_EQ(parseManifest(hybrid.dump()).worldSize(), 8);
+}
+
 TEST(ManifestError, InvalidJson) {
   EXPECT_EXIT(parseManifest("{\"version\": 2,"), ExitedWithCode(1),
               HasSubstr("trainer: error: manifest: invalid JSON: parse error at line 1"));
@@ -625,6 +670,51 @@ const ErrorCase kErrorCases[] = {
      },
      "step_flops: missing field 'other'"},
     {"NoTokens", [](json &m) { m["tokens_per_step"] = 0; }, "tokens_per_step:"},
+    {"ZeroTensorRanks", [](json &m) { m["tensor_ranks"] = 0; },
+     "tensor_ranks: must be at least 1, got 0"},
+    {"FractionalTensorRanks", [](json &m) { m["tensor_ranks"] = 1.5; },
+     "tensor_ranks: expected an integer, got 1.5"},
+    {"TooManyRanks",
+     [](json &m) {
+       m["grid"] = {65536};
+       m["shard_ranks"] = 65536;
+       m["batch"] = 4 * 65536;
+       m["tensor_ranks"] = 32768;
+     },
+     "tensor_ranks: grid [65536] x 32768 tensor ranks holds more than 2^31 - 1 ranks"},
+    {"LocalBatchOfDataIndices",
+     [](json &m) {
+       m["tensor_ranks"] = 2;
+       m["batch"] = 8;
+     },
+     "local_batch: local_batch 4 on each of 1 data indices (the tensor ranks of one read the "
+     "same rows) must make up batch 8"},
+    {"SplitDimBeyondShape", [](json &m) { param(m, 0)["split_dim"] = 2; },
+     "params[0].split_dim: expected a dimension of shape [3, 5], in [0, 2), got 2"},
+    {"NegativeSplitDim", [](json &m) { param(m, 0)["split_dim"] = -1; },
+     "params[0].split_dim: expected a dimension of shape [3, 5], in [0, 2), got -1"},
+    {"SplitDimString", [](json &m) { param(m, 1)["split_dim"] = "0"; },
+     "params[1].split_dim: expected an integer, got \"0\""},
+    {"SplitScalar",
+     [](json &m) {
+       param(m, 1)["shape"] = json::array();
+       param(m, 1)["split_dim"] = 0;
+     },
+     "params[1].split_dim: a parameter of shape [] has no dimension to split, got 0"},
+    {"SplitTooLarge",
+     [](json &m) {
+       m["tensor_ranks"] = 1 << 30;
+       m["params"][0]["shape"] = {int64_t(1) << 40, 1};
+       m["params"][0]["split_dim"] = 0;
+     },
+     "params[0].split_dim: the whole parameter's dimension 0 does not fit in 64 bits"},
+    {"SplitWholeTooLarge",
+     [](json &m) {
+       m["tensor_ranks"] = 1 << 20;
+       m["params"][0]["shape"] = {int64_t(1) << 40, 8};
+       m["params"][0]["split_dim"] = 0;
+     },
+     "params[0].shape: tensor of shape [1152921504606846976, 8] has more than 2^63 bytes"},
     {"ProfileWithoutBf16",
      [](json &m) { m["device_profile"] = {{"name", "cpu"}, {"matmul_flops", {{"f32", 1e9}}}}; },
      "device_profile.matmul_flops: missing field 'bf16'"},

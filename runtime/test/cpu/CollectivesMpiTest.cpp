@@ -2,12 +2,15 @@
 //
 // Run under `mpiexec -n 4`: the world as a grid of 2 replicas x 2 shard
 // ranks. Shard groups are ranks {0, 1} and {2, 3}, replica groups {0, 2} and
-// {1, 3}. Every value is a small integer, so sums and averages are exact.
+// {1, 3}. Then as 2 shard ranks x 2 tensor ranks (one replica): tensor groups
+// {0, 1} and {2, 3}, shard groups {0, 2} and {1, 3}, replica groups single
+// ranks. Every value is a small integer, so sums and averages are exact.
 // Prints one PASS line per rank; any difference is a fatal error (which
 // stops every rank).
 //
 //===----------------------------------------------------------------------===//
 
+#include "abi/Collectives.h"
 #include "abi/DType.h"
 #include "abi/Error.h"
 #include "fsdprt/fsdprt.h"
@@ -42,6 +45,44 @@ static std::vector<uint16_t> bf16Values(const std::vector<float> &values) {
   for (float v : values)
     bits.push_back(floatToBF16(v));
   return bits;
+}
+
+/// The groups of 2 shard ranks x 2 tensor ranks: each group's members, in
+/// group-rank order, are the ranks its all-gather collects from.
+static void checkTensorGrid() {
+  RankPlace place = setUpGroups(2, 2);
+  int rank = place.rank;
+  if (place.tensorIndex != rank % 2 || place.dataIndex != rank / 2 ||
+      place.shardIndex != rank / 2 || place.replicaIndex != 0)
+    fatal("wrong place in the grid of 2 shard x 2 tensor ranks");
+  struct Expected {
+    int32_t group;
+    std::vector<int> members;
+  };
+  int t = static_cast<int>(place.tensorIndex), d = static_cast<int>(place.dataIndex);
+  for (const Expected &expected :
+       {Expected{FSDPRT_GROUP_TENSOR, {2 * d, 2 * d + 1}}, Expected{FSDPRT_GROUP_SHARD, {t, t + 2}},
+        Expected{FSDPRT_GROUP_REPLICA, {rank}}, Expected{FSDPRT_GROUP_WORLD, {0, 1, 2, 3}}}) {
+    std::string what = "all-gather over " + groupName(expected.group) + " of 2 x 2 tensor ranks";
+    float mine = 10.0f * rank;
+    std::vector<float> full(expected.members.size(), -1), want;
+    for (int member : expected.members)
+      want.push_back(10.0f * member);
+    fsdprt_wait(fsdprt_all_gather_start(&mine, full.data(), 4, expected.group));
+    expectEqual(full, want, what.c_str());
+  }
+  // The tensor group's reductions: the sum of its two ranks, and a bf16 average.
+  std::vector<float> partial = {float(rank), 1.0f};
+  fsdprt_wait(fsdprt_all_reduce_start(partial.data(), 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                      FSDPRT_GROUP_TENSOR));
+  expectEqual(partial, {float(4 * d + 1), 2.0f}, "all-reduce sum over the tensor group");
+  std::vector<uint16_t> half(1);
+  std::vector<uint16_t> both = bf16Values({float(rank), float(rank) + 1});
+  fsdprt_wait(fsdprt_reduce_scatter_start(both.data(), half.data(), 1, FSDPRT_DTYPE_BF16,
+                                          FSDPRT_REDUCE_AVG, FSDPRT_GROUP_TENSOR));
+  // Block t of (r, r + 1) averaged over ranks 2 d and 2 d + 1.
+  expectEqual(widened(half), {2.0f * d + t + 0.5f},
+              "bf16 reduce-scatter avg over the tensor group");
 }
 
 int main() {
@@ -135,6 +176,8 @@ int main() {
   std::vector<int64_t> gathered = gatherToRankZero(rank * 3);
   if (rank == 0 && gathered != std::vector<int64_t>{0, 3, 6, 9})
     fatal("gatherToRankZero");
+
+  checkTensorGrid();
 
   std::printf("PASS rank %d\n", rank);
   finishMpi();

@@ -2,13 +2,13 @@
 //
 // Run under `mpiexec -n 4`, on the stand-ins of the CUDA runtime and NCCL
 // (FakeCuda.cpp, FakeNccl.cpp): the world as a grid of 2 replicas x 2 shard
-// ranks, shard groups {0, 1} and {2, 3}, replica groups {0, 2} and {1, 3}.
-// Each group has a communicator for the all-gather stream and another for
-// the reduce-scatter stream, so that NCCL does not serialise a gather behind
-// a reduction; each collective runs on its stream's communicator and moves
-// the right bytes. Values are small integers: sums and averages are exact.
-// Prints one PASS line per rank once every rank has passed; any difference
-// is a fatal error (which stops every rank).
+// ranks, shard groups {0, 1} and {2, 3}, replica groups {0, 2} and {1, 3};
+// then as 2 shard ranks x 2 tensor ranks, tensor groups {0, 1} and {2, 3},
+// shard groups {0, 2} and {1, 3}, replica groups single ranks. Each group has a communicator for
+// the all-gather stream and another for the reduce-scatter stream, so that NCCL does not serialise
+// a gather behind a reduction; each collective runs on its stream's communicator and moves the
+// right bytes. Values are small integers: sums and averages are exact. Prints one PASS line per
+// rank once every rank has passed; any difference is a fatal error (which stops every rank).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,11 +44,13 @@ void expectValues(const float *got, const std::vector<float> &want,
                                   std::to_string(want[i]));
 }
 
-/// The communicators ncclCommInitRank and then ncclCommSplit made, in order.
+/// The communicators ncclCommInitRank and then ncclCommSplit made, in order
+/// (a split into groups of one rank makes none).
 std::vector<std::string> madeCommunicators() {
   std::vector<std::string> made = fake_cuda::results("ncclCommInitRank");
   for (const std::string &split : fake_cuda::results("ncclCommSplit"))
-    made.push_back(split);
+    if (split != "none")
+      made.push_back(split);
   return made;
 }
 
@@ -66,12 +68,8 @@ bool endsWith(const std::string &text, const std::string &end) {
          text.compare(text.size() - end.size(), end.size(), end) == 0;
 }
 
-} // namespace
-
-int main() {
-  startMpi();
-  if (worldSize() != 4)
-    fatal("run this test on 4 ranks");
+/// 2 replicas x 2 shard ranks.
+void checkShardGrid() {
   RankPlace place = setUpGroups(2);
   int rank = place.rank;
   int shardRank = static_cast<int>(place.shardIndex);
@@ -162,8 +160,66 @@ int main() {
   closeDevice();
   expect(fake_cuda::callsTo("ncclCommDestroy").size() == 6,
          "every communicator destroyed");
+}
+
+/// 2 shard ranks x 2 tensor ranks: the tensor group's communicators (the
+/// replica groups are single ranks, without any), its collectives on them.
+void checkTensorGrid() {
+  RankPlace place = setUpGroups(2, 2);
+  int rank = place.rank, d = static_cast<int>(place.dataIndex),
+      t = static_cast<int>(place.tensorIndex);
+  fake_cuda::reset();
+  openDevice();
+  fake_cuda::reset();
+  connectDevice(place);
+  // The world, its shard and tensor splits, then a second of each.
+  std::vector<std::string> comms = madeCommunicators();
+  expect(comms.size() == 6, "6 communicators, not " + std::to_string(comms.size()));
+  const std::string &shardGather = comms[1], &tensorGather = comms[2], &tensorReduce = comms[5];
+  std::string gatherStream = fake_cuda::handleName(fsdprt_stream(FSDPRT_STREAM_ALL_GATHER));
+  std::string reduceStream = fake_cuda::handleName(fsdprt_stream(FSDPRT_STREAM_REDUCE_SCATTER));
+  fake_cuda::reset();
+  {
+    Arena arena(256);
+    auto *floats = reinterpret_cast<float *>(arena.stepData());
+    // All-gathers over the tensor group {2 d, 2 d + 1} and the shard group
+    // {t, t + 2}: each rank gives 10 r.
+    floats[0] = 10.0f * rank;
+    fsdprt_wait(fsdprt_all_gather_start(floats, floats + 4, 4, FSDPRT_GROUP_TENSOR));
+    expect(endsWith(onlyCall("ncclAllGather"), tensorGather + ", " + gatherStream + ")"),
+           "the all-gather on the tensor group's all-gather communicator and stream");
+    expectValues(floats + 4, {20.0f * d, 20.0f * d + 10}, "tensor all-gather");
+    fsdprt_wait(fsdprt_all_gather_start(floats, floats + 8, 4, FSDPRT_GROUP_SHARD));
+    expect(endsWith(onlyCall("ncclAllGather"), shardGather + ", " + gatherStream + ")"),
+           "the all-gather on the shard group's all-gather communicator");
+    expectValues(floats + 8, {10.0f * t, 10.0f * t + 20}, "shard all-gather");
+    // All-reduce (sum) over the tensor group: a product's partial sums.
+    floats[16] = static_cast<float>(rank);
+    floats[17] = 1.0f;
+    fsdprt_wait(fsdprt_all_reduce_start(floats + 16, 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                        FSDPRT_GROUP_TENSOR));
+    expect(endsWith(onlyCall("ncclAllReduce"), tensorReduce + ", " + reduceStream + ")"),
+           "the tensor all-reduce on the tensor group's reduce-scatter communicator");
+    expectValues(floats + 16, {4.0f * d + 1, 2.0f}, "tensor all-reduce");
+    // The replica group of one rank: no communication.
+    fsdprt_wait(fsdprt_all_reduce_start(floats + 16, 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                        FSDPRT_GROUP_REPLICA));
+    expect(fake_cuda::callsTo("ncclAllReduce").empty(), "no all-reduce over a replica of one");
+  }
+  closeDevice();
+  expect(fake_cuda::callsTo("ncclCommDestroy").size() == 6, "every communicator destroyed");
+}
+
+} // namespace
+
+int main() {
+  startMpi();
+  if (worldSize() != 4)
+    fatal("run this test on 4 ranks");
+  checkShardGrid();
+  checkTensorGrid();
   waitForEveryRank();
-  std::printf("PASS rank %d\n", rank);
+  std::printf("PASS rank %d\n", worldRank());
   std::fflush(stdout);
   finishMpi();
   return 0;

@@ -1,8 +1,9 @@
 //===- InitTest.cpp - Initial parameter values ----------------------------===//
 
-#include "abi/DType.h"
 #include "trainer/Init.h"
+#include "abi/DType.h"
 #include "trainer/Philox.h"
+#include "trainer/TensorBlocks.h"
 
 #include <gtest/gtest.h>
 
@@ -267,6 +268,106 @@ TEST(InitShards, ShardsTogetherAreTheOneRankValues) {
     }
     // The third rank of three owns only padding: it stays zero.
     EXPECT_EQ(shardBytes(unitManifest(16, dtype), 2, 99), std::vector<uint8_t>(16 * size, 0));
+  }
+}
+
+/// Element `index` (row-major) of a tensor of shape `shape`, as coordinates.
+std::vector<int64_t> coordinates(const std::vector<int64_t> &shape, int64_t index) {
+  std::vector<int64_t> at(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    at[d] = index % shape[d];
+    index /= shape[d];
+  }
+  return at;
+}
+
+TEST(TensorBlocks, BlockElementsAreTheWholesAlongTheSplitDimension) {
+  std::vector<int64_t> whole = {4, 6, 3};
+  for (int64_t blocks : {1, 2, 3})
+    for (int64_t dim = 0; dim < 3; ++dim) {
+      if (whole[dim] % blocks != 0)
+        continue;
+      std::vector<int64_t> block = whole;
+      block[dim] /= blocks;
+      BlockLayout layout = BlockLayout::of(block, dim, blocks);
+      for (int64_t t = 0; t < blocks; ++t)
+        for (int64_t e = 0; e < layout.blockElements; ++e) {
+          // Block t holds coordinates [t x block, (t + 1) x block) of `dim`.
+          std::vector<int64_t> at = coordinates(block, e);
+          at[dim] += t * block[dim];
+          int64_t w = layout.wholeIndex(t, e);
+          ASSERT_EQ(coordinates(whole, w), at) << "block " << t << ", element " << e;
+          BlockLayout::Place place = layout.locate(w);
+          ASSERT_EQ(place.block, t);
+          ASSERT_EQ(place.element, e);
+          // The run left is contiguous in both the block and the whole.
+          ASSERT_GE(place.runLeft, 1);
+          ASSERT_EQ(layout.wholeIndex(t, e + place.runLeft - 1), w + place.runLeft - 1);
+        }
+    }
+  // Unsplit: one block, the whole, whatever the tensor index.
+  BlockLayout unsplit = BlockLayout::of(whole, std::nullopt, 2);
+  EXPECT_EQ(unsplit.wholeIndex(1, 17), 17);
+  EXPECT_EQ(unsplit.locate(17).block, 0);
+  EXPECT_EQ(unsplit.locate(17).runLeft, 72 - 17);
+}
+
+TEST(Init, BlocksOfASplitParameterAreTheWholeParametersValues) {
+  // Split along dimension 0, fan_in (the product of all dimensions but the
+  // last) is the whole's, not the block's: 8 x 6, not 4 x 6.
+  for (InitSpec init : {fanInInit(InitKind::FanInUniform, 1.5), normal(0.5, 2)})
+    for (int64_t dim : {0, 1, 2}) {
+      ParamSpec whole = makeParam("blocks.w", {8, 6, 4}, init);
+      std::vector<float> values = initialize(whole, 31);
+      ParamSpec block = whole;
+      block.shape[static_cast<size_t>(dim)] /= 2;
+      block.splitDim = dim;
+      block.tensorBlocks = 2;
+      EXPECT_EQ(block.wholeShape(), whole.shape);
+      BlockLayout layout = BlockLayout::of(block);
+      for (int64_t t = 0; t < 2; ++t) {
+        std::vector<float> mine(static_cast<size_t>(block.numElements()));
+        // In two pieces, as a rank's shard would take them.
+        initializeRange(block, 31, 0, 5, mine.data(), t);
+        initializeRange(block, 31, 5, block.numElements(), mine.data() + 5, t);
+        for (int64_t e = 0; e < block.numElements(); ++e)
+          ASSERT_EQ(mine[e], values[layout.wholeIndex(t, e)])
+              << "split_dim " << dim << ", block " << t << ", element " << e;
+      }
+    }
+}
+
+/// `unitManifest` with fc.w [3, 5] a block of [3, 10], split along dimension
+/// 1 over 2 tensor ranks.
+Manifest splitManifest(int64_t shardNumel) {
+  Manifest manifest = unitManifest(shardNumel);
+  manifest.tensorRanks = 2;
+  manifest.params[0].splitDim = 1;
+  manifest.params[0].tensorBlocks = 2;
+  return manifest;
+}
+
+TEST(InitShards, TensorRanksHoldTheirBlocks) {
+  ParamSpec whole = makeParam("fc.w", {3, 10}, fanInInit(InitKind::FanInUniform, 1));
+  std::vector<float> values = initialize(whole, 5);
+  for (int64_t t = 0; t < 2; ++t) {
+    // Two shards of 16 of the unit's 20: fc.w's block is elements [0, 15).
+    std::vector<float> block;
+    for (int64_t k = 0; k < 2; ++k) {
+      const UnitSpec &unit = splitManifest(16).units[0];
+      std::vector<uint8_t> arena(static_cast<size_t>(64 + unit.shardBytes()), 0);
+      initializeShards(splitManifest(16), 5, k, arena.data(), t);
+      const float *shard = reinterpret_cast<const float *>(arena.data() + 64);
+      block.insert(block.end(), shard, shard + 16);
+    }
+    for (int64_t row = 0; row < 3; ++row)
+      for (int64_t col = 0; col < 5; ++col)
+        ASSERT_EQ(block[row * 5 + col], values[row * 10 + t * 5 + col])
+            << "tensor index " << t << ", [" << row << ", " << col << "]";
+    // fc.b is replicated: the same on both tensor ranks, the unsplit values.
+    std::vector<float> bias(5);
+    initializeRange(unitManifest(32).params[1], 5, 0, 5, bias.data());
+    EXPECT_EQ(std::vector<float>(block.begin() + 15, block.begin() + 20), bias);
   }
 }
 

@@ -71,7 +71,8 @@ def save_every_and_keep(trainer, tmp):
     expect(not [n for n in os.listdir(directory) if n.startswith(".")], f"left {os.listdir(directory)}")
     with open(os.path.join(directory, "step-00000007", "metadata.json")) as f:
         meta = json.load(f)
-    expect(meta["format"] == "fsdp-mlir checkpoint" and meta["version"] == 1, f"{meta}")
+    expect(meta["format"] == "fsdp-mlir checkpoint" and meta["version"] == 2, f"{meta}")
+    expect(meta["plan"]["tensor_ranks"] == 1 and "split_dim" not in meta["params"][0], f"{meta}")
     expect(meta["step"] == 7 and meta["samples_seen"] == 7 * BATCH and meta["seed"] == 5, f"{meta}")
     # The peak is the plan's lr as the step takes it, a float.
     expect(meta["lr_schedule"] == {"lr": t.spec.to_f32(0.1), "warmup_steps": 3, "decay": "cosine",

@@ -635,6 +635,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--trainer", required=True)
     parser.add_argument("--trainer-2", required=True)
+    # The model on 2 tensor ranks, grid [1] and grid [2] (tensor_test.py).
+    parser.add_argument("--trainer-t2")
+    parser.add_argument("--trainer-2-t2")
     parser.add_argument("--mpiexec", required=True)
     parser.add_argument("--np-flag", default="-n")
     parser.add_argument("--mpiexec-flags", default="")
