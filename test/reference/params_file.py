@@ -24,13 +24,22 @@ from safetensors.numpy import load_file, save_file
 
 def manifest_params(trainer):
     """[(name, shape, dtype)] of the trainer's parameters, in manifest order
-    (`trainer --print-manifest`; dtype as the manifest spells it: "f32", "bf16")."""
+    (`trainer --print-manifest`; dtype as the manifest spells it: "f32", "bf16"). The
+    shape is the whole parameter's, as exports and traces hold it: a parameter split
+    over the tensor ranks (split_dim) has one block's shape in the manifest."""
     result = subprocess.run([trainer, "--print-manifest"], capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError("%s --print-manifest failed (%d):\n%s%s"
                            % (trainer, result.returncode, result.stdout, result.stderr))
-    return [(p["name"], tuple(p["shape"]), p["dtype"])
-            for p in json.loads(result.stdout)["params"]]
+    manifest = json.loads(result.stdout)
+    tensor_ranks = manifest.get("tensor_ranks", 1)
+
+    def whole(param):
+        shape = list(param["shape"])
+        if "split_dim" in param:
+            shape[param["split_dim"]] *= tensor_ranks
+        return tuple(shape)
+    return [(p["name"], whole(p), p["dtype"]) for p in manifest["params"]]
 
 
 def _table(params):

@@ -98,9 +98,13 @@ ManifestAttr mlir::fsdp::buildManifest(PlanAttr plan, const ArenaLayout &layout,
   for (const UnitRegions &regions : layout.units) {
     shardRanks = regions.unit.getRanks();
     units.push_back(manifestUnit(regions, hostGradTypes));
-    for (ParamOp param : regions.unit.getMembers())
-      params.push_back(manifestParam(param, regions.unit));
   }
+  // In declaration order, which a unit's members need not follow: a block's
+  // whole parameters lie in a unit of their own beside its cut ones
+  // (fsdp-split-tensors).
+  auto module = step->getParentOfType<ModuleOp>();
+  for (ParamOp param : module.getOps<ParamOp>())
+    params.push_back(manifestParam(param, module.lookupSymbol<UnitOp>(*param.getUnit())));
   int64_t localBatch = inputTypes.empty() || inputTypes.front().getRank() == 0
                            ? 1
                            : inputTypes.front().getDimSize(0);

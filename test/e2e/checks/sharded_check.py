@@ -262,7 +262,7 @@ def main():
 
     data = path("data.bin")
     make_data(args.model, args.data_seed, data)
-    print(f"{'case':<22} {'loss rel.err':>13} {'grad rel.L2':>11} {'worst ulps':>10} "
+    print(f"{'case':<26} {'loss rel.err':>13} {'grad rel.L2':>11} {'worst ulps':>10} "
           f"{'slopes':>6}  arena")
     failures = []
     for strategy, grid, tensor in cases:
@@ -270,7 +270,7 @@ def main():
         summary, case_failures = check_case(args, label, strategy, grid, tensor,
                                             trainers[(strategy, tuple(grid), tensor)], data,
                                             init_from)
-        print(f"{label:<22} {summary}", flush=True)
+        print(f"{label:<26} {summary}", flush=True)
         failures += [f"{label}: {f}" for f in case_failures]
 
     elapsed = time.time() - started
