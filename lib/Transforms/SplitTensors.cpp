@@ -239,6 +239,10 @@ std::optional<int64_t> RegionSearch::resultSplit(Operation &op, unsigned region)
     return dim != rank - 1 && dim != static_cast<int64_t>(rope.getPositions())
                ? std::optional<int64_t>(dim)
                : std::nullopt;
+  // A norm over each head's features (Qwen 3's query and key norms) reads its
+  // whole gains in every block; one over the cut features would need them all.
+  if (isa<RMSNormOp, LayerNormOp>(op))
+    return dim >= 0 && dim != rank - 1 ? std::optional<int64_t>(dim) : std::nullopt;
   if (auto softmax = dyn_cast<SoftmaxOp>(op))
     return dim != static_cast<int64_t>(softmax.getDim()) ? std::optional<int64_t>(dim)
                                                          : std::nullopt;
@@ -290,8 +294,10 @@ void RegionSearch::visit(Operation &op) {
       auto split = splits.find(operand);
       if (split == splits.end() || split->second.dim != 1)
         pending(region, &op,
-                "the tensor ranks cut the query heads, so they must cut the key and value "
-                "heads (dimension 1) too");
+                "the tensor ranks must cut the query, key and value heads alike "
+                "(dimension 1), but some stay whole here: where the ranks do not divide "
+                "them, or where what computes them cannot be cut (a norm over all heads' "
+                "features, say)");
     }
     for (Value result : attention->getResults())
       cut(result, 1, region, &op);

@@ -237,3 +237,41 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], optimizer = #fsdp.sgd<lr =
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Tensor-parallel regions: fsdp.tensor_copy's gradient is the tensor ranks' sum
+// (fsdp.tensor_sum) of its result's, fsdp.tensor_sum's is its result's itself.
+
+// CHECK-LABEL: func.func @train_step({{.+}}: tensor<4x8xf32>, {{.+}}: tensor<4x8xf32>, {{.+}}: i64, {{.+}}: f32)
+// CHECK: %[[W1:.+]] = fsdp.use @w1
+// CHECK: %[[H:.+]] = fsdp.tensor_copy %[[H0:.+]] : tensor<4x8xf32>
+// CHECK: %[[P:.+]] = fsdp.matmul %[[H]], %[[W1]]
+// CHECK: %[[W2:.+]] = fsdp.use @w2
+// CHECK: %[[Q:.+]] = fsdp.matmul %[[P]], %[[W2]]
+// CHECK: %[[S:.+]] = fsdp.tensor_sum %[[Q]] : tensor<4x8xf32>
+// CHECK: %[[DS:.+]] = fsdp.mul
+// CHECK-NOT: fsdp.tensor_sum
+// CHECK: %[[DP:.+]] = fsdp.matmul %[[DS]], %[[W2]] transpose_rhs
+// CHECK-NOT: fsdp.tensor_sum
+// CHECK: %[[DH:.+]] = fsdp.matmul %[[DP]], %[[W1]] transpose_rhs
+// CHECK-NOT: fsdp.tensor_sum
+// CHECK: %[[DH0:.+]] = fsdp.tensor_sum %[[DH]] : tensor<4x8xf32>
+// CHECK: fsdp.matmul %arg0, %[[DH0]] transpose_lhs
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w0 : tensor<8x8xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w1 split 1 : tensor<8x2xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w2 split 0 : tensor<2x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    %w0 = fsdp.use @w0 : tensor<8x8xf32>
+    %w1 = fsdp.use @w1 : tensor<8x2xf32>
+    %h0 = fsdp.matmul %x, %w0 : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+    %h = fsdp.tensor_copy %h0 : tensor<4x8xf32>
+    %p = fsdp.matmul %h, %w1 : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+    %w2 = fsdp.use @w2 : tensor<2x8xf32>
+    %q = fsdp.matmul %p, %w2 : tensor<4x2xf32>, tensor<2x8xf32> -> tensor<4x8xf32>
+    %s = fsdp.tensor_sum %q : tensor<4x8xf32>
+    %l = fsdp.mse %s, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

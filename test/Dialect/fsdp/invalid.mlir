@@ -1832,3 +1832,16 @@ func.func @f(%g: tensor<4x3xf32>) {
   %0 = fsdp.slice_grad %g dim 1 offset 0 : tensor<4x3xf32> -> tensor<5x8xf32>
   return
 }
+
+// -----
+
+// A tensor-parallel degree is a number of ranks.
+// expected-error@+1 {{tensor_parallel must be at least 1, got 0}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 0, optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{split dimension 2 is not a dimension of 'tensor<8x4xf32>'}}
+  fsdp.param @w unit "mlp" split 2 : tensor<8x4xf32> = #fsdp.zeros
+}

@@ -1,0 +1,33 @@
+// The tensor-parallel axis: the plan's tensor_parallel, a parameter cut over the
+// tensor ranks (`split`), the region ops fsdp.tensor_copy and fsdp.tensor_sum, and an
+// all-reduce over the tensor group, in the custom and the generic form.
+// RUN: fsdp-opt %s | FileCheck %s
+// RUN: fsdp-opt %s | fsdp-opt | FileCheck %s
+// RUN: fsdp-opt %s -mlir-print-op-generic | fsdp-opt | FileCheck %s
+// RUN: fsdp-opt %s -mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
+
+// CHECK: module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 4, optimizer = #fsdp.sgd<lr = 0.1>>}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 4, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // CHECK: fsdp.param @w1 unit "mlp" split 1 : tensor<8x4xf32> = #fsdp.normal<std = 0.02>
+  // GENERIC: "fsdp.param"() <{{{.*}}split_dim = 1 : i64{{.*}}}>
+  fsdp.param @w1 unit "mlp" split 1 : tensor<8x4xf32> = #fsdp.normal<std = 0.02>
+  // CHECK: fsdp.param @w2 unit "mlp" split 0 at 32 : tensor<4x8xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w2 unit "mlp" split 0 at 32 : tensor<4x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>) -> tensor<f32> {
+    // CHECK: %[[XC:.+]] = fsdp.tensor_copy %{{.+}} : tensor<2x8xf32>
+    // GENERIC: "fsdp.tensor_copy"(%{{.+}}) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    %xc = fsdp.tensor_copy %x : tensor<2x8xf32>
+    %w1 = fsdp.use @w1 : tensor<8x4xf32>
+    %h = fsdp.matmul %xc, %w1 : tensor<2x8xf32>, tensor<8x4xf32> -> tensor<2x4xf32>
+    %w2 = fsdp.use @w2 : tensor<4x8xf32>
+    %p = fsdp.matmul %h, %w2 : tensor<2x4xf32>, tensor<4x8xf32> -> tensor<2x8xf32>
+    // CHECK: fsdp.tensor_sum %{{.+}} : tensor<2x8xf32>
+    // GENERIC: "fsdp.tensor_sum"(%{{.+}}) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    %s = fsdp.tensor_sum %p : tensor<2x8xf32>
+    %l = fsdp.mse %s, %y : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<f32>
+    // CHECK: fsdp.all_reduce %{{.+}} sum over tensor : tensor<f32>
+    // GENERIC: "fsdp.all_reduce"(%{{.+}}) <{group = 3 : i32, reduction = 0 : i32}>
+    %r = fsdp.all_reduce %l sum over tensor : tensor<f32>
+    return %r : tensor<f32>
+  }
+}
