@@ -420,7 +420,7 @@ double dtypeBytes(Value dtype) {
 class StepPlayer {
 public:
   StepPlayer(const DeviceProfile &profile, RankGrid grid)
-      : profile(profile), grid(grid), world(grid.replicas * grid.shardRanks),
+      : profile(profile), grid(grid), world(grid.replicas * grid.shardRanks * grid.tensorRanks),
         node(std::max<int64_t>(1, profile.ranksPerNode)) {}
 
   /// Plays one op of the step's block.
@@ -452,21 +452,27 @@ public:
   }
 
 private:
-  // Ranks fill nodes in order; a shard group is shardRanks consecutive ranks,
-  // a replica group one rank of each shard group. A group spanning nodes
-  // crosses them on the interfaces of its ranks on a node.
+  // Ranks fill nodes in order, the tensor axis innermost: a tensor group is
+  // tensorRanks consecutive ranks, a shard group one rank of each of
+  // shardRanks consecutive tensor groups, a replica group one rank of each
+  // shard group's copy. A group spanning nodes crosses them on the interfaces
+  // of its ranks on a node.
   LinkProfile groupLink(bool spansNodes, int64_t ranksOnANode) const {
     return spansNodes ? profile.crossNodeRing(ranksOnANode) : profile.intraNode;
   }
 
   /// The size and link of the group a collective's group operand names.
   std::pair<int64_t, LinkProfile> group(Value id) const {
+    int64_t tensor = grid.tensorRanks, copy = grid.shardRanks * tensor;
     switch (constantInt(id).value_or(0)) {
     case 1:
-      return {grid.shardRanks, groupLink(grid.shardRanks > node, node)};
+      return {grid.shardRanks,
+              groupLink(copy > node, std::max<int64_t>(1, node / tensor))};
     case 2:
       return {grid.replicas, groupLink(grid.replicas > 1 && world > node,
-                                       std::max<int64_t>(1, node / grid.shardRanks))};
+                                       std::max<int64_t>(1, node / copy))};
+    case 3:
+      return {tensor, groupLink(tensor > node, node)};
     default:
       return {world, groupLink(world > node, node)};
     }
@@ -519,6 +525,9 @@ private:
     }
     double g = static_cast<double>(members.first);
     timed.bytes = g > 1 ? (g - 1) / g * total * (kind == CollectiveKind::AllReduce ? 2 : 1) : 0;
+    if (kind == CollectiveKind::AllReduce &&
+        constantInt(call.getOperand(4)) == static_cast<int64_t>(Group::Tensor))
+      cost.tensorAllReduceBytes += timed.bytes;
     double duration = ringSeconds(kind, members.first, total, members.second);
     if (profile.asyncCollectives)
       runCollective(timed, duration, now);

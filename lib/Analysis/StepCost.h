@@ -71,11 +71,14 @@ struct StepCost {
   /// Offload: busy time of the copy stream, the part the compute stream
   /// waits for, and the host's updates.
   double copySeconds = 0, exposedCopySeconds = 0, hostSeconds = 0;
+  /// Bytes one rank sends per step in the tensor group's all-reduces (the
+  /// sums of tensor-parallel regions, as rings: 2 (T - 1) / T of each).
+  double tensorAllReduceBytes = 0;
 };
 
 /// The shape of the rank grid, to tell which links a collective's group uses.
 struct RankGrid {
-  int64_t replicas = 1, shardRanks = 1;
+  int64_t replicas = 1, shardRanks = 1, tensorRanks = 1;
 };
 
 /// Predicts `step` (fsdp_train_step after fsdp-assign-buffers) on `profile`.

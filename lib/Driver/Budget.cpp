@@ -63,7 +63,8 @@ std::string mlir::fsdp::costJson(const fsdp::PlanEvaluation &planned,
                             {"exposed_communication_seconds", cost.exposedCommunicationSeconds},
                             {"copy_seconds", cost.copySeconds},
                             {"exposed_copy_seconds", cost.exposedCopySeconds},
-                            {"host_seconds", cost.hostSeconds}};
+                            {"host_seconds", cost.hostSeconds},
+                            {"tensor_all_reduce_bytes", cost.tensorAllReduceBytes}};
   if (budget)
     object["budget"] = llvm::json::Object{{"device_bytes", budget->deviceBytes},
                                           {"runtime_bytes", budget->runtime.total()},

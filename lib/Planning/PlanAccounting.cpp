@@ -111,6 +111,6 @@ PlanAccounting mlir::fsdp::accountPlan(const ShardingLayout &layout) {
     account.gatheredPeak = std::max(account.gatheredPeak, alive);
   }
   if (plan.getClipGradNorm().convertToDouble() > 0.0)
-    account.normAllReduce = ringAllReduceBytes(plan.getWorldSize(), 4);
+    account.normAllReduce = ringAllReduceBytes(plan.getDataRanks(), 4);
   return account;
 }

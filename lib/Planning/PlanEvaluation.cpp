@@ -116,7 +116,8 @@ FailureOr<PlanEvaluation> mlir::fsdp::evaluateBufferPlan(ModuleOp planned,
   evaluation.arena = *arena;
   evaluation.manifest = manifest;
   // The rank grid, for the links its collectives take.
-  evaluation.grid = {manifest.getReplicas(), manifest.getShardRanks()};
+  evaluation.grid = {manifest.getReplicas(), manifest.getShardRanks(),
+                     manifest.getPlan().getTensorParallel()};
   evaluation.cost = predictStepCost(step, profile, evaluation.grid);
   evaluation.memory = memoryOverStep(step, evaluation.cost, arena->persistentBytes);
   for (TimedOp &op : evaluation.cost.ops)

@@ -33,6 +33,7 @@ struct CostFigures {
   double step = 0, matmul = 0, attention = 0, otherCompute = 0, launches = 0;
   double communication = 0, exposed = 0;
   double copies = 0, exposedCopies = 0, host = 0; // offload
+  double tensorAllReduceBytes = 0;
   std::optional<std::map<std::string, int64_t>> budget;
   std::string budgetOrigin;
   llvm::json::Value json = nullptr;
@@ -60,6 +61,7 @@ FailureOr<CostFigures> parseCost(StringRef text, Operation *op) {
   cost.copies = get("copy_seconds");
   cost.exposedCopies = get("exposed_copy_seconds");
   cost.host = get("host_seconds");
+  cost.tensorAllReduceBytes = get("tensor_all_reduce_bytes");
   if (const json::Object *budget = object->getObject("budget")) {
     cost.budget.emplace();
     for (StringRef key : {"device_bytes", "runtime_bytes", "needed_bytes"})
@@ -88,9 +90,15 @@ void printReportHeading(raw_ostream &os, const ShardingLayout &layout, const Rep
   PlanAttr plan = layout.plan;
   os << "fsdp-report: grid [";
   llvm::interleaveComma(plan.getGrid(), os);
-  os << "], " << stringifyStrategy(plan.getStrategy()) << ", " << report.numParams
-     << " parameters in " << layout.units.size() << " units, " << layout.shardRanks
-     << "-way sharded, " << layout.replicas << " replica(s)\n\n";
+  os << "]";
+  // With tensor ranks, a rank's parameters are its blocks of the cut ones.
+  int64_t tensorRanks = plan.getTensorParallel();
+  if (tensorRanks > 1)
+    os << " x " << tensorRanks << " tensor ranks";
+  os << ", " << stringifyStrategy(plan.getStrategy()) << ", " << report.numParams
+     << (tensorRanks > 1 ? " parameters per tensor rank in " : " parameters in ")
+     << layout.units.size() << " units, " << layout.shardRanks << "-way sharded, "
+     << layout.replicas << " replica(s)\n\n";
 }
 
 void printReportPerRank(raw_ostream &os, const ShardingLayout &layout, const Report &report) {
@@ -223,7 +231,13 @@ void printReportTraffic(raw_ostream &os, const Report &report) {
   os << "  all-gather, backward           " << bytesText(total.gatherBackward) << "\n";
   os << "  reduce-scatter, gradients      " << bytesText(total.reduceScatter) << "\n";
   os << "  all-reduce, gradients          " << bytesText(total.allReduce) << "\n";
-  os << "  all-reduce, gradient norm      " << bytesText(report.normAllReduce) << "\n\n";
+  os << "  all-reduce, gradient norm      " << bytesText(report.normAllReduce) << "\n";
+  // The tensor-parallel regions' sums, forward and backward, as the compiled
+  // step makes them (fsdp-split-tensors).
+  if (report.cost && report.cost->tensorAllReduceBytes > 0)
+    os << "  all-reduce, tensor-parallel    "
+       << bytesText(static_cast<int64_t>(report.cost->tensorAllReduceBytes)) << "\n";
+  os << "\n";
 }
 
 void printReportMicroBatches(raw_ostream &os, PlanAttr plan, const Report &report) {
@@ -344,6 +358,7 @@ void printJson(raw_ostream &os, const ShardingLayout &layout, const Report &repo
                          {"parameters", report.numParams},
                          {"shard_ranks", layout.shardRanks},
                          {"replicas", layout.replicas},
+                         {"tensor_ranks", plan.getTensorParallel()},
                          {"per_rank_bytes", std::move(perRank)},
                          {"gradient_norm_all_reduce_bytes", report.normAllReduce},
                          {"predicted", report.cost ? report.cost->json : nullptr},

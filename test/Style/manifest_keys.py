@@ -44,12 +44,12 @@ OTHER_DOCUMENTS = {
         {"activation_bytes", "gradient_bytes", "host_arena_bytes", "grid", "offset", "unit",
          "strategy", "units", "buffers", "trainable", "gradient_shard_bytes", "params",
          "dtype_bytes", "persistent_bytes", "gathered_bytes", "recompute", "shard_ranks",
-         "replicas", "name", "arena_bytes"}),
+         "replicas", "name", "arena_bytes", "tensor_ranks"}),
     "runtime/lib/io/Checkpoint.cpp": (
         "checkpoints' metadata (docs/Runtime.md, section 6)",
         {"grid", "numel", "shape", "lr", "unit", "strategy", "units", "trainable", "params",
          "version", "dtype", "unit_offset", "shard_ranks", "optimizer", "name", "batch",
-         "shard_numel", "kind"}),
+         "shard_numel", "kind", "tensor_ranks", "split_dim"}),
     "runtime/lib/io/SafeTensors.cpp": ("safetensors headers", {"shape", "dtype"}),
     "tools/fsdp-import-hf/fsdp_hf/trained.py": (
         "checkpoints' metadata",
