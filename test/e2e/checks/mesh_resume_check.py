@@ -13,7 +13,9 @@ split parameters). For each pair A>B, one line ending in PASS:
   - resumed on A, steps 6 and 7 are the 7-step run's, bit for bit;
   - resumed on B, the losses of steps 6 and 7 are the 7-step run's within 1e-5 relative:
     the same state, another order of float sums (float32 reassociation of these sums is
-    near 1e-7; a state off by one AdamW step moves the loss by 1e-3).
+    near 1e-7; a state off by one AdamW step moves the loss by 1e-3);
+  - fsdp-export-hf's reader of checkpoints (fsdp_hf/trained.py) finds the exported
+    tensors in it, each parameter's blocks put together.
 """
 
 import argparse
@@ -23,6 +25,11 @@ import sys
 
 from trainer_checks import (ROOT, Checks, fsdpc_command, make_data, mpi_environment,
                             mpirun_command, read_records, run)
+import numpy as np  # noqa: E402
+import safetensors.numpy  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "tools", "fsdp-import-hf"))
+from fsdp_hf.trained import open_trained  # noqa: E402
 
 DEFAULT = "2+tp2>4,4>2+tp2,1+tp4>2+tp2"
 checks = Checks()
@@ -74,6 +81,10 @@ def check_pair(meshes, name, saved, resumed):
                  path("loaded.safetensors"))
     with open(path("saved.safetensors"), "rb") as a, open(path("loaded.safetensors"), "rb") as b:
         same_state = a.read() == b.read()
+    saved_tensors, checkpoint = safetensors.numpy.load_file(path("saved.safetensors")), \
+        open_trained(path("ckpt"))
+    readable = all(np.array_equal(checkpoint.read(name), tensor)
+                   for name, tensor in saved_tensors.items())
     meshes.train(saved, "--steps", 7, "--resume", path("ckpt"), "--log-json",
                  path("again.jsonl"))
     meshes.train(resumed, "--steps", 7, "--resume", path("ckpt"), "--log-json",
@@ -85,9 +96,10 @@ def check_pair(meshes, name, saved, resumed):
         abs(m - s) <= 1e-5 * abs(s) for (_, m), (_, s) in zip(moved, straight))
     worst = max((abs(m - s) / abs(s) for (_, m), (_, s) in zip(moved, straight)),
                 default=float("nan"))
-    checks.check(f"resume {name}", same_state and bitwise and close,
+    checks.check(f"resume {name}", same_state and bitwise and close and readable,
                  f"state {'equal' if same_state else 'DIFFERS'}, steps 6-7 on the saving mesh "
-                 f"{'bit for bit' if bitwise else 'DIFFER'}, on the other {worst:.1e} relative")
+                 f"{'bit for bit' if bitwise else 'DIFFER'}, on the other {worst:.1e} relative, "
+                 f"fsdp-export-hf {'reads it' if readable else 'READS OTHER VALUES'}")
 
 
 def main():
