@@ -466,11 +466,10 @@ private:
     int64_t tensor = grid.tensorRanks, copy = grid.shardRanks * tensor;
     switch (constantInt(id).value_or(0)) {
     case 1:
-      return {grid.shardRanks,
-              groupLink(copy > node, std::max<int64_t>(1, node / tensor))};
+      return {grid.shardRanks, groupLink(copy > node, std::max<int64_t>(1, node / tensor))};
     case 2:
-      return {grid.replicas, groupLink(grid.replicas > 1 && world > node,
-                                       std::max<int64_t>(1, node / copy))};
+      return {grid.replicas,
+              groupLink(grid.replicas > 1 && world > node, std::max<int64_t>(1, node / copy))};
     case 3:
       return {tensor, groupLink(tensor > node, node)};
     default:

@@ -235,15 +235,13 @@ SmallVector<StringRef> AdamWAttr::getStateSlots() const {
 // Plan
 //===----------------------------------------------------------------------===//
 
-LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               ArrayRef<int64_t> grid, int64_t tensorParallel,
-                               Strategy strategy, OptimizerAttrInterface optimizer, DType, DType,
-                               APFloat clipGradNorm, int64_t prefetch,
-                               int64_t maxInflightGathers, RematPolicy remat,
-                               int64_t rematEvery, ArrayAttr rematUnits,
-                               int64_t microBatches, Accumulation accumulate, UnitPolicy units,
-                               int64_t minUnitParams, StringRef deviceMemory, Offload, bool,
-                               bool, bool) {
+LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayRef<int64_t> grid,
+                               int64_t tensorParallel, Strategy strategy,
+                               OptimizerAttrInterface optimizer, DType, DType, APFloat clipGradNorm,
+                               int64_t prefetch, int64_t maxInflightGathers, RematPolicy remat,
+                               int64_t rematEvery, ArrayAttr rematUnits, int64_t microBatches,
+                               Accumulation accumulate, UnitPolicy units, int64_t minUnitParams,
+                               StringRef deviceMemory, Offload, bool, bool, bool) {
   // The grid's rules, which the runtime's reader applies too.
   namespace schema = fsdprt::manifest;
   if (grid.empty() || grid.size() > schema::kMaxGridDims)
@@ -342,16 +340,27 @@ std::optional<int64_t> PlanAttr::getDeviceMemoryBytes() const {
 }
 
 PlanFields PlanAttr::getFields() const {
-  return PlanFields{llvm::to_vector(getGrid()), getTensorParallel(), getStrategy(), getOptimizer(),
-                    getParamDtype(),            getReduceDtype(),
+  return PlanFields{llvm::to_vector(getGrid()),
+                    getTensorParallel(),
+                    getStrategy(),
+                    getOptimizer(),
+                    getParamDtype(),
+                    getReduceDtype(),
                     getClipGradNorm().convertToDouble(),
-                    getPrefetch(),              getMaxInflightGathers(),
-                    getRemat(),                 getRematEvery(),
-                    getRematUnits(),            getMicroBatches(),
-                    getAccumulate(),            getUnits(),
-                    getMinUnitParams(),         getDeviceMemory().str(),
-                    getOffload(),               getAllowTf32(),
-                    getApproximateMath(),       getDeterministic()};
+                    getPrefetch(),
+                    getMaxInflightGathers(),
+                    getRemat(),
+                    getRematEvery(),
+                    getRematUnits(),
+                    getMicroBatches(),
+                    getAccumulate(),
+                    getUnits(),
+                    getMinUnitParams(),
+                    getDeviceMemory().str(),
+                    getOffload(),
+                    getAllowTf32(),
+                    getApproximateMath(),
+                    getDeterministic()};
 }
 
 PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
@@ -390,7 +399,7 @@ int64_t PlanAttr::getDataRanks() const {
 int64_t PlanAttr::getWorldSize() const { return getDataRanks() * getTensorParallel(); }
 
 PlanAttr PlanAttr::withTensorParallel(int64_t ranks,
-                                     function_ref<InFlightDiagnostic()> emitError) const {
+                                      function_ref<InFlightDiagnostic()> emitError) const {
   PlanFields fields = getFields();
   fields.tensorParallel = ranks;
   return get(getContext(), fields, emitError);

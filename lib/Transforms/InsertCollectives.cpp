@@ -219,16 +219,14 @@ LogicalResult CollectiveInserter::run(ModuleOp module) {
       Value squares = MulOp::create(builder, loc, shard.grad, shard.grad);
       Value sum = ReduceSumOp::create(builder, loc, squares, ArrayRef<int64_t>{0});
       if (tensorRanks > 1 && !isCutUnit(shard.unit))
-        sum = ScaleOp::create(builder, loc, sum,
-                              APFloat(1.0 / static_cast<double>(tensorRanks)));
+        sum = ScaleOp::create(builder, loc, sum, APFloat(1.0 / static_cast<double>(tensorRanks)));
       sumOfSquares = sumOfSquares ? AddOp::create(builder, loc, sumOfSquares, sum) : sum;
     }
     if (shardGrads.front().unit.getRanks() > 1)
       sumOfSquares =
           AllReduceOp::create(builder, loc, sumOfSquares, Reduction::Sum, Group::Shard);
     if (tensorRanks > 1)
-      sumOfSquares =
-          AllReduceOp::create(builder, loc, sumOfSquares, Reduction::Sum, Group::Tensor);
+      sumOfSquares = AllReduceOp::create(builder, loc, sumOfSquares, Reduction::Sum, Group::Tensor);
     coefficient = ClipCoefficientOp::create(builder, loc, sumOfSquares,
                                             builder.getF64FloatAttr(maxNorm));
   }

@@ -71,8 +71,8 @@ int64_t product(ArrayRef<int64_t> dims) {
 /// The dimension of `to` that holds the tensor ranks' blocks of dimension
 /// `dim` of `from` when a row-major reshape turns one into the other: the one
 /// after as many elements of outer dimensions, cut evenly by the ranks.
-std::optional<int64_t> reshapedSplit(ArrayRef<int64_t> from, int64_t dim,
-                                     ArrayRef<int64_t> to, int64_t ranks) {
+std::optional<int64_t> reshapedSplit(ArrayRef<int64_t> from, int64_t dim, ArrayRef<int64_t> to,
+                                     int64_t ranks) {
   int64_t outer = product(from.take_front(dim));
   for (int64_t candidate = 0; candidate < static_cast<int64_t>(to.size()); ++candidate)
     if (product(to.take_front(candidate)) == outer && to[candidate] % ranks == 0)
@@ -252,8 +252,9 @@ std::optional<int64_t> RegionSearch::resultSplit(Operation &op, unsigned region)
     return llvm::find(transpose.getPermutation(), dim) - transpose.getPermutation().begin();
   if (auto slice = dyn_cast<SliceOp>(op)) {
     if (static_cast<int64_t>(slice.getDim()) == dim)
-      pending(region, &op, "slices the dimension the tensor ranks cut (a fused product's "
-                           "parts); tensor parallelism needs each part a product of its own");
+      pending(region, &op,
+              "slices the dimension the tensor ranks cut (a fused product's "
+              "parts); tensor parallelism needs each part a product of its own");
     return dim;
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {

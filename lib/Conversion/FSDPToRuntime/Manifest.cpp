@@ -71,8 +71,8 @@ static ManifestUnitAttr manifestUnit(const UnitRegions &regions,
 static ManifestParamAttr manifestParam(ParamOp param, UnitOp unit) {
   RankedTensorType type = param.getTensorType();
   return ManifestParamAttr::get(param.getContext(), param.getSymName(), type.getShape(),
-                                param.getSplitDim(), type.getElementType(), unit.getSymName(), !param.getFrozen(),
-                                param.getInit(), *param.getOffset());
+                                param.getSplitDim(), type.getElementType(), unit.getSymName(),
+                                !param.getFrozen(), param.getInit(), *param.getOffset());
 }
 
 /// The entries of the inputs, with their places in the arena.
