@@ -53,7 +53,8 @@ struct PendingError {
   std::string message;
 };
 
-/// The products that open and close a region, and what keeps it whole.
+/// What the search knows of a region: why it cannot be cut as the layout
+/// wants, what keeps it whole, whether a row-parallel product closes it.
 struct RegionFacts {
   SmallVector<PendingError> errors;
   /// The op whose operand a region cannot reach through: it stays whole.
@@ -450,6 +451,11 @@ struct FSDPSplitTensorsPass : public fsdp::impl::FSDPSplitTensorsPassBase<FSDPSp
                        "loss");
       return signalPassFailure();
     }
+    for (ParamOp param : module.getOps<ParamOp>())
+      if (!param.getUnit()) {
+        param.emitError("parameter has no unit; run fsdp-form-units first");
+        return signalPassFailure();
+      }
     Block &body = functions.front().getBody().front();
     if (failed(split(body, plan.getTensorParallel(), module)))
       return signalPassFailure();

@@ -247,3 +247,15 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optim
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Units first: a unit's cut and whole parameters part ways.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{parameter has no unit; run fsdp-form-units first}}
+  fsdp.param @w : tensor<8x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    %l = fsdp.mse %x, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
