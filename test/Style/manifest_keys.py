@@ -54,7 +54,7 @@ OTHER_DOCUMENTS = {
     "tools/fsdp-import-hf/fsdp_hf/trained.py": (
         "checkpoints' metadata",
         {"shape", "unit", "units", "params", "version", "dtype", "unit_offset", "name",
-         "shard_numel"}),
+         "shard_numel", "tensor_ranks", "split_dim"}),
     "tools/fsdp-import-hf/fsdp_hf/safetensors_io.py": ("safetensors headers", {"shape", "dtype"}),
     "tools/fsdp-import-hf/fsdp_hf/config.py": ("Hugging Face configs", {"dtype"}),
     "tools/fsdp-import-hf/fsdp_hf/export_hf.py": ("Hugging Face checkpoints", {"dtype"}),
