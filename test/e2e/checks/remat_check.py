@@ -147,7 +147,9 @@ def main():
 
     failures = []
     for case in args.cases.split(","):
-        strategy, grid = parse_case(case)
+        strategy, grid, tensor = parse_case(case)
+        if tensor > 1:
+            sys.exit(f"remat_check.py: case '{case}': tensor ranks are sharded_check.py's")
         lines, problems = check_case(args, source, strategy, grid, data)
         print("\n".join(lines), flush=True)
         failures += problems
