@@ -353,10 +353,10 @@ TEST(InitShards, TensorRanksHoldTheirBlocks) {
   for (int64_t t = 0; t < 2; ++t) {
     // Two shards of 16 of the unit's 20: fc.w's block is elements [0, 15).
     std::vector<float> block;
+    Manifest manifest = splitManifest(16);
     for (int64_t k = 0; k < 2; ++k) {
-      const UnitSpec &unit = splitManifest(16).units[0];
-      std::vector<uint8_t> arena(static_cast<size_t>(64 + unit.shardBytes()), 0);
-      initializeShards(splitManifest(16), 5, k, arena.data(), t);
+      std::vector<uint8_t> arena(static_cast<size_t>(64 + manifest.units[0].shardBytes()), 0);
+      initializeShards(manifest, 5, k, arena.data(), t);
       const float *shard = reinterpret_cast<const float *>(arena.data() + 64);
       block.insert(block.end(), shard, shard + 16);
     }
