@@ -13,12 +13,12 @@ get(name) is the model `name` (every caller looks models up through it):
                  or flash; key_block, flash only, is its --key-block; freeze its --freeze);
                  A fused is flash's model as the CUDA target runs a bf16 one: cuDNN's
                  fused attention, which rounds P and dS to bf16 for its products;
-                 the first nine fields are required, so that the name states the model.
+                 the first nine fields are required, so that the name states the model;
+                 generate_llama_flags(name) gives the script's flags.
     hf:DIR[,batch=B][,seq=T][,freeze=GLOB+...][,attention=fused]
                  the model fsdp-import-hf writes for a Hugging Face directory (a path or
                  a fixture of test/e2e/Inputs/hf), Hugging Face's names and layouts;
-                 attention=fused: as the CUDA target runs a bf16 one (see llama's)
-                 generate_llama_flags(name) gives the script's flags.
+                 attention=fused: as the CUDA target runs a bf16 one (see llama's).
 
 Each model mirrors its .mlir file op by op: parameter table (declaration order = manifest
 order), `frozen` (parameters the trainer never updates: in the trace's parameters, not in
