@@ -40,8 +40,18 @@ LogicalResult UnitOp::verify() {
   // The members tile [0, numel) in declaration order, as fsdp-partition lays
   // them out; anything else is a layout the runtime would misread.
   int64_t next = 0;
-  for (ParamOp param : getMembers()) {
+  SmallVector<ParamOp> members = getMembers();
+  for (ParamOp param : members) {
     RankedTensorType type = param.getTensorType();
+    // A unit's shards are summed over the tensor ranks (cut members) or
+    // counted once per tensor rank (whole ones): one unit cannot be both.
+    if (param.getSplitDim().has_value() != members.front().getSplitDim().has_value())
+      return emitOpError("parameter '")
+             << param.getSymName() << "' is "
+             << (param.getSplitDim() ? "cut over the tensor ranks" : "whole")
+             << ", but '" << members.front().getSymName() << "' of the same unit is "
+             << (members.front().getSplitDim() ? "cut" : "whole")
+             << "; a unit's members are all cut or all whole";
     if (type.getElementType() != getElementType())
       return emitOpError("parameter '")
              << param.getSymName() << "' has element type " << type.getElementType()

@@ -50,14 +50,14 @@ SmallVector<Operation *> usersOf(ArrayRef<Value> values) {
   return users;
 }
 
-/// One unit's reduced gradient shard, waiting for the update.
-/// Whether the unit's parameters are cut over the tensor ranks
-/// (fsdp-split-tensors gives a unit cut members or whole ones, never both).
+/// Whether the unit's parameters are cut over the tensor ranks (the unit's
+/// verifier holds its members all cut or all whole).
 bool isCutUnit(UnitOp unit) {
   SmallVector<ParamOp> members = unit.getMembers();
   return !members.empty() && members.front().getSplitDim().has_value();
 }
 
+/// One unit's reduced gradient shard, waiting for the update.
 struct ShardGradient {
   UnitOp unit;
   Value grad;

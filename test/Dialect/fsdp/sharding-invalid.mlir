@@ -394,3 +394,12 @@ func.func @f(%g: tensor<32xf32>, %step: i64, %lr: f32) {
   fsdp.update @u, %g step %step lr %lr {optimizer = #fsdp.sgd<lr = 0.1>} : tensor<32xf32>
   return
 }
+
+// -----
+
+// A unit's shards are summed over the tensor ranks or counted once per tensor
+// rank: its members are all cut or all whole.
+fsdp.param @a unit "u" split 1 at 0 : tensor<2x4xf32> = #fsdp.zeros
+fsdp.param @b unit "u" at 8 : tensor<8xf32> = #fsdp.zeros
+// expected-error@+1 {{'fsdp.unit' op parameter 'b' is whole, but 'a' of the same unit is cut; a unit's members are all cut or all whole}}
+fsdp.unit @u numel 16 shard 16 ranks 1 : f32
