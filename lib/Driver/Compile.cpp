@@ -133,9 +133,10 @@ private:
     return pm;
   }
 
-  /// --grid and --tensor-parallel: the plan's mesh replaced.
+  /// --grid, --tensor-parallel and --sequence-parallel: the plan's mesh
+  /// replaced.
   LogicalResult applyGrid() {
-    if (options.grid.empty() && options.tensorParallel == 0)
+    if (options.grid.empty() && options.tensorParallel == 0 && !options.sequenceParallel)
       return success();
     if (options.tensorParallel < 0)
       return fail("--tensor-parallel=" + std::to_string(options.tensorParallel) +
@@ -148,6 +149,7 @@ private:
     fsdp::FSDPSetGridPassOptions setGrid;
     setGrid.grid = *grid;
     setGrid.tensor = options.tensorParallel;
+    setGrid.sequence = options.sequenceParallel;
     (*pm)->addPass(fsdp::createFSDPSetGridPass(setGrid));
     return (*pm)->run(*step);
   }

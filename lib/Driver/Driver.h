@@ -36,6 +36,8 @@ struct CompilerOptions {
   std::string grid;
   /// --tensor-parallel: the tensor-parallel degree; 0 keeps the plan's.
   int64_t tensorParallel = 0;
+  /// --sequence-parallel: the plan's sequence_parallel turned on.
+  bool sequenceParallel = false;
   /// --report[=table|json]: the format, empty for the table; nullopt compiles.
   std::optional<std::string> report;
   std::string deviceMemory;

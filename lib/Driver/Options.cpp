@@ -65,6 +65,11 @@ struct CommandLine {
       cl::desc("Compile for T tensor-parallel ranks beside each of the grid's (Megatron's "
                "layout: docs/Sharding.md) instead of the plan's tensor_parallel"),
       cl::value_desc("T"), cl::location(values.tensorParallel), cl::cat(planCategory)};
+  cl::opt<bool, true> sequenceParallel{
+      "sequence-parallel",
+      cl::desc("Split the activations between tensor-parallel regions along the sequence "
+               "(sequence_parallel = true: docs/Sharding.md)"),
+      cl::location(values.sequenceParallel), cl::cat(planCategory)};
   cl::opt<std::string> report{
       "report", cl::desc("Print each rank's memory and traffic (table or json) and stop"),
       cl::value_desc("table|json"), cl::ValueOptional, cl::cat(outputCategory)};

@@ -236,7 +236,7 @@ SmallVector<StringRef> AdamWAttr::getStateSlots() const {
 //===----------------------------------------------------------------------===//
 
 LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayRef<int64_t> grid,
-                               int64_t tensorParallel, Strategy strategy,
+                               int64_t tensorParallel, bool sequenceParallel, Strategy strategy,
                                OptimizerAttrInterface optimizer, DType, DType, APFloat clipGradNorm,
                                int64_t prefetch, int64_t maxInflightGathers, RematPolicy remat,
                                int64_t rematEvery, ArrayAttr rematUnits, int64_t microBatches,
@@ -249,6 +249,9 @@ LogicalResult PlanAttr::verify(function_ref<InFlightDiagnostic()> emitError, Arr
                        << " dimensions";
   if (tensorParallel < 1)
     return emitError() << "tensor_parallel must be at least 1, got " << tensorParallel;
+  if (sequenceParallel && tensorParallel == 1)
+    return emitError() << "sequence_parallel splits the sequence over the tensor ranks: it "
+                          "needs tensor_parallel above 1";
   int64_t worldSize = tensorParallel;
   for (int64_t size : grid) {
     if (size < 1)
@@ -342,6 +345,7 @@ std::optional<int64_t> PlanAttr::getDeviceMemoryBytes() const {
 PlanFields PlanAttr::getFields() const {
   return PlanFields{llvm::to_vector(getGrid()),
                     getTensorParallel(),
+                    getSequenceParallel(),
                     getStrategy(),
                     getOptimizer(),
                     getParamDtype(),
@@ -366,7 +370,8 @@ PlanFields PlanAttr::getFields() const {
 PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
                        function_ref<InFlightDiagnostic()> emitError) {
   return PlanAttr::getChecked(
-      emitError, context, fields.grid, fields.tensorParallel, fields.strategy,
+      emitError, context, fields.grid, fields.tensorParallel, fields.sequenceParallel,
+      fields.strategy,
       llvm::cast<OptimizerAttrInterface>(fields.optimizer), fields.paramDtype, fields.reduceDtype,
       APFloat(fields.clipGradNorm), fields.prefetch, fields.maxInflightGathers, fields.remat,
       fields.rematEvery, fields.rematUnits, fields.microBatches, fields.accumulate, fields.units,
@@ -397,13 +402,6 @@ int64_t PlanAttr::getDataRanks() const {
 }
 
 int64_t PlanAttr::getWorldSize() const { return getDataRanks() * getTensorParallel(); }
-
-PlanAttr PlanAttr::withTensorParallel(int64_t ranks,
-                                      function_ref<InFlightDiagnostic()> emitError) const {
-  PlanFields fields = getFields();
-  fields.tensorParallel = ranks;
-  return get(getContext(), fields, emitError);
-}
 
 //===----------------------------------------------------------------------===//
 // Rotary embeddings

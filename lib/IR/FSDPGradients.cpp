@@ -201,6 +201,32 @@ void TensorSumOp::buildGradients(OpBuilder &, ValueRange resultGrads,
   operandGrads.push_back(resultGrads[0]);
 }
 
+// Sequence blocks: the gathers and scatters are each other's gradient, as are
+// the chunk and the unchunk; each gradient has its operand's type.
+void TensorAllGatherOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(TensorReduceScatterOp::create(b, getLoc(), getInput().getType(),
+                                                       resultGrads[0], getDim()));
+}
+
+void TensorReduceScatterOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                           SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      TensorAllGatherOp::create(b, getLoc(), getInput().getType(), resultGrads[0], getDim()));
+}
+
+void TensorChunkOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                   SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      TensorUnchunkOp::create(b, getLoc(), getInput().getType(), resultGrads[0], getDim()));
+}
+
+void TensorUnchunkOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(
+      TensorChunkOp::create(b, getLoc(), getInput().getType(), resultGrads[0], getDim()));
+}
+
 //===----------------------------------------------------------------------===//
 // Normalisation and attention
 //===----------------------------------------------------------------------===//

@@ -30,6 +30,7 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, const PipelineTarget
   pm.addPass(createFSDPFormUnitsPass());
   pm.addPass(createFSDPSplitTensorsPass());
   pm.addPass(createFSDPPartitionPass());
+  pm.addPass(createFSDPSplitSequencePass());
   pm.addPass(createFSDPAutodiffPass(FSDPAutodiffPassOptions{forwardOnly}));
   pm.addPass(createFSDPRematPass());
   pm.addPass(createFSDPInsertCollectivesPass());

@@ -29,9 +29,19 @@ struct FSDPSetGridPass : public fsdp::impl::FSDPSetGridPassBase<FSDPSetGridPass>
       llvm::interleaveComma(sizes, diag);
       return std::move(diag << "]: ");
     });
-    if (changed && tensor != 0)
-      changed = changed.withTensorParallel(
-          tensor, [&] { return module.emitError("tensor=") << tensor << ": "; });
+    if (changed && (tensor != 0 || sequence)) {
+      PlanFields fields = changed.getFields();
+      fields.tensorParallel = tensor != 0 ? tensor : fields.tensorParallel;
+      fields.sequenceParallel = fields.sequenceParallel || sequence;
+      changed = PlanAttr::get(&getContext(), fields, [&] {
+        InFlightDiagnostic diag = module.emitError();
+        if (tensor != 0)
+          diag << "tensor=" << tensor << (sequence ? " " : "");
+        if (sequence)
+          diag << "sequence=true";
+        return std::move(diag << ": ");
+      });
+    }
     if (!changed)
       return signalPassFailure();
     module->setAttr(FSDPDialect::getPlanAttrName(), changed);

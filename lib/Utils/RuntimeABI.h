@@ -36,6 +36,9 @@ constexpr llvm::StringLiteral kAllGatherStart = "fsdprt_all_gather_start";
 constexpr llvm::StringLiteral kReduceScatterStart = "fsdprt_reduce_scatter_start";
 constexpr llvm::StringLiteral kAllReduceStart = "fsdprt_all_reduce_start";
 constexpr llvm::StringLiteral kWait = "fsdprt_wait";
+/// `int32_t fsdprt_group_rank(int32_t group)`: the rank's index in a group
+/// (the block of the sequence a tensor rank holds).
+constexpr llvm::StringLiteral kGroupRank = "fsdprt_group_rank";
 /// `int32_t fsdprt_copy_to_host_start(void *host, const void *device, int64_t
 /// bytes)` and `fsdprt_copy_to_device_start(void *device, const void *host,
 /// int64_t bytes)`: offload's copies on the copy stream, waited for with

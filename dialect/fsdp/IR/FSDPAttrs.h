@@ -70,6 +70,7 @@ std::optional<int64_t> parseByteSize(llvm::StringRef text);
 struct PlanFields {
   SmallVector<int64_t> grid;
   int64_t tensorParallel;
+  bool sequenceParallel;
   Strategy strategy;
   Attribute optimizer;
   DType paramDtype, reduceDtype;

@@ -276,6 +276,7 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     |---|---|---|
     | `grid` | `[N]`: N ranks along the shard axis; `[R, S]`: R replicas of S-way sharding (`hybrid_shard` only): the data-parallel ranks, each with its rows of the batch | required |
     | `tensor_parallel` | T ranks along the tensor axis beside each data-parallel rank (`fsdp-split-tensors`): they read the same rows and each holds 1/T of every split parameter (Megatron's layout, docs/Sharding.md); the world is the grid's ranks times T | `1` |
+    | `sequence_parallel` | `true` (needs `tensor_parallel` above 1): between the tensor-parallel regions (norms, residual adds, biases) each tensor rank holds and computes its block of the sequence, gathered before column-parallel products and reduce-scattered after row-parallel ones (`fsdp-split-sequence`, docs/Sharding.md); `false`: every tensor rank holds those activations whole | `false` |
     | `strategy` | `full_shard` (ZeRO-3), `shard_grad_op` (ZeRO-2), `no_shard` (DDP), `hybrid_shard` | `full_shard` |
     | `optimizer` | `#fsdp.sgd<...>` or `#fsdp.adamw<...>`, with its learning rate | required |
     | `param_dtype` | `f32` or `bf16`: dtype of gathered parameters and compute | `f32` |
@@ -310,6 +311,7 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
   let parameters = (ins
     FSDP_GridParameter:$grid,
     DefaultI64Parameter<"1", "tensor-parallel ranks">:$tensor_parallel,
+    DefaultBoolParameter<"sequence blocks between tensor-parallel regions">:$sequence_parallel,
     DefaultEnumParameter<FSDP_Strategy, "FullShard">:$strategy,
     AttrParameter<"::mlir::fsdp::OptimizerAttrInterface", "optimizer">:$optimizer,
     DefaultEnumParameter<FSDP_DType, "F32">:$param_dtype,
@@ -346,10 +348,6 @@ def FSDP_PlanAttr : FSDP_Attr<"Plan", "plan"> {
     /// The same plan on another grid; null, with a diagnostic, when the plan
     /// would be invalid (e.g. a 2-D grid without hybrid_shard).
     PlanAttr withGrid(::llvm::ArrayRef<int64_t> grid,
-                      ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError) const;
-    /// The same plan with another tensor-parallel degree; null, with a
-    /// diagnostic, when the plan would be invalid.
-    PlanAttr withTensorParallel(int64_t ranks,
                       ::llvm::function_ref<::mlir::InFlightDiagnostic()> emitError) const;
   }];
 }

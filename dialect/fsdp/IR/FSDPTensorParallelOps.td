@@ -45,3 +45,76 @@ def FSDP_TensorSumOp : FSDP_Op<"tensor_sum",
   let results = (outs FSDP_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
+
+//===----------------------------------------------------------------------===//
+// Sequence parallelism: blocks of the sequence between the regions
+//===----------------------------------------------------------------------===//
+
+// Each moves a value between its whole form and the tensor ranks' blocks
+// along `dim`: the block has the whole's shape with `dim` divided by
+// `tensor_parallel`, rank t holding the t-th block.
+class FSDP_SequenceBlockOp<string mnemonic, list<Trait> traits = []>
+    : FSDP_Op<mnemonic, !listconcat(traits, [Pure, FSDP_Differentiable])> {
+  let arguments = (ins FSDP_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = "$input `dim` $dim attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def FSDP_TensorAllGatherOp : FSDP_SequenceBlockOp<"tensor_all_gather"> {
+  let summary = "Enters a tensor-parallel region from sequence blocks";
+  let description = [{
+    The whole value, every tensor rank's block along `dim` concatenated in
+    rank order (an all-gather over the tensor group), read by a region whose
+    ranks each compute their block of features from it (a column-parallel
+    product): sequence parallelism's `fsdp.tensor_copy`. Each rank's
+    gradient of the whole is its part, so the input's gradient is the sum
+    over the ranks, scattered in blocks: `fsdp.tensor_reduce_scatter`.
+
+    ```mlir
+    %x = fsdp.tensor_all_gather %h dim 1 : tensor<4x16x64xf32> -> tensor<4x32x64xf32>
+    ```
+  }];
+}
+
+def FSDP_TensorReduceScatterOp : FSDP_SequenceBlockOp<"tensor_reduce_scatter"> {
+  let summary = "Leaves a tensor-parallel region as sequence blocks";
+  let description = [{
+    This rank's block along `dim` of the sum over the tensor ranks of their
+    partial results (a reduce-scatter over the tensor group; a row-parallel
+    product's, say): sequence parallelism's `fsdp.tensor_sum`. Every rank's
+    partial result reads the whole gradient: `fsdp.tensor_all_gather`.
+
+    ```mlir
+    %y = fsdp.tensor_reduce_scatter %partial dim 1 : tensor<4x32x64xf32> -> tensor<4x16x64xf32>
+    ```
+  }];
+}
+
+def FSDP_TensorChunkOp : FSDP_SequenceBlockOp<"tensor_chunk"> {
+  let summary = "This tensor rank's block of a value every rank holds";
+  let description = [{
+    Block `t` along `dim` of a whole value on tensor rank `t` (no
+    communication): where a value every rank computed (the embeddings) meets
+    sequence blocks. Every rank reads the whole gradient:
+    `fsdp.tensor_unchunk`.
+
+    ```mlir
+    %b = fsdp.tensor_chunk %x dim 1 : tensor<4x32x64xf32> -> tensor<4x16x64xf32>
+    ```
+  }];
+}
+
+def FSDP_TensorUnchunkOp : FSDP_SequenceBlockOp<"tensor_unchunk"> {
+  let summary = "The whole value of sequence blocks, for whole computation";
+  let description = [{
+    The tensor ranks' blocks along `dim` concatenated in rank order (an
+    all-gather over the tensor group) for what every rank computes whole
+    (the output head, the loss). Every rank computes the whole gradient, so
+    the input's gradient is this rank's block of it: `fsdp.tensor_chunk`.
+
+    ```mlir
+    %x = fsdp.tensor_unchunk %b dim 1 : tensor<4x16x64xf32> -> tensor<4x32x64xf32>
+    ```
+  }];
+}

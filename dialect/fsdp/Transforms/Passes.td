@@ -49,13 +49,15 @@ def FSDPSetGridPass : Pass<"fsdp-set-grid", "::mlir::ModuleOp"> {
   let description = [{
     Replaces the grid of the module's plan, its tensor-parallel degree or
     both, so one model file compiles for any number of ranks (`fsdpc
-    --grid=N --tensor-parallel=T` runs this pass). The new plan is verified:
-    a 2-D grid still needs `hybrid_shard`.
+    --grid=N --tensor-parallel=T --sequence-parallel` runs this pass), and
+    can turn sequence parallelism on. The new plan is verified: a 2-D grid
+    still needs `hybrid_shard`, sequence parallelism tensor ranks.
 
     ```sh
     fsdp-opt model.mlir --fsdp-set-grid="grid=8"
     fsdp-opt model.mlir --fsdp-set-grid="grid=2,4"
     fsdp-opt model.mlir --fsdp-set-grid="grid=2 tensor=4"
+    fsdp-opt model.mlir --fsdp-set-grid="grid=2 tensor=4 sequence=true"
     ```
   }];
   let options = [
@@ -63,6 +65,9 @@ def FSDPSetGridPass : Pass<"fsdp-set-grid", "::mlir::ModuleOp"> {
                "The data-parallel grid: N, or R,S for hybrid_shard (none: the plan's)">,
     Option<"tensor", "tensor", "int64_t", /*default=*/"0",
            "The tensor-parallel degree (0: the plan's)">,
+    Option<"sequence", "sequence", "bool", /*default=*/"false",
+           "Sequence parallelism on the tensor axis (sequence_parallel = true; "
+           "false: the plan's)">,
   ];
 }
 
@@ -153,6 +158,43 @@ def FSDPPartitionPass : Pass<"fsdp-partition", "::mlir::ModuleOp"> {
 
     The loss must be a mean over the batch: the ranks' gradients are
     averaged, and so are their losses.
+  }];
+}
+
+def FSDPSplitSequencePass : Pass<"fsdp-split-sequence", "::mlir::ModuleOp"> {
+  let summary = "Splits the activations between tensor-parallel regions along the sequence";
+  let description = [{
+    With the plan's `sequence_parallel = true`, runs on the model after
+    `fsdp-split-tensors` and `fsdp-partition` (each value has its rank's rows)
+    and gives the tensor ranks blocks of the sequence where they would hold
+    whole activations between the regions (Megatron-LM's sequence
+    parallelism): a region's `fsdp.tensor_sum` becomes
+    `fsdp.tensor_reduce_scatter` along the sequence (dimension `rank - 2` of
+    the value: the sequence of `[batch, sequence, features]`, the rows of
+    `[rows, features]`), what follows it token by token stays in blocks
+    (elementwise ops, norms over the features: residual adds, biases,
+    RMS and layer norms), and a block entering the next region is gathered
+    by `fsdp.tensor_all_gather` instead of copied by `fsdp.tensor_copy`.
+
+    - a whole value a block op reads along the sequence (the residual the
+      first region's sum is added to) is cut by `fsdp.tensor_chunk`;
+    - a whole value it broadcasts over the sequence (a gain, a bias) enters
+      through `fsdp.tensor_copy`, so its gradient sums the ranks' blocks';
+    - a block read by anything else (the output head, the loss) is made
+      whole again by `fsdp.tensor_unchunk`.
+
+    The tensor ranks must divide the sequence: else an error at the
+    region's row-parallel product.
+
+    ```mlir
+    %p = fsdp.matmul %g, %w2 : tensor<4x32x128xf32>, tensor<128x64xf32> -> tensor<4x32x64xf32>
+    %y = fsdp.tensor_reduce_scatter %p dim 1 : tensor<4x32x64xf32> -> tensor<4x16x64xf32>
+    %x = fsdp.tensor_chunk %x0 dim 1 : tensor<4x32x64xf32> -> tensor<4x16x64xf32>
+    %r = fsdp.add %x, %y : tensor<4x16x64xf32>, tensor<4x16x64xf32> -> tensor<4x16x64xf32>
+    %gc = fsdp.tensor_copy %gain : tensor<64xf32>
+    %n = fsdp.rms_norm %r, %gc eps 1.0e-05 : tensor<4x16x64xf32>, tensor<64xf32>
+    %a = fsdp.tensor_all_gather %n dim 1 : tensor<4x16x64xf32> -> tensor<4x32x64xf32>
+    ```
   }];
 }
 

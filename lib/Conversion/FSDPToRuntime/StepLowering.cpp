@@ -235,6 +235,148 @@ void StepLowering::lowerAllReduce(Operation *reduce, Value input, Reduction redu
   reductionHandles[bytes] = handle;
 }
 
+/// The elements before dimension `dim` of `shape`: more than one when the
+/// tensor ranks' blocks along `dim` are not contiguous.
+static int64_t outerElements(ArrayRef<int64_t> shape, int64_t dim) {
+  int64_t outer = 1;
+  for (int64_t size : shape.take_front(dim))
+    outer *= size;
+  return outer;
+}
+
+/// `whole`'s shape with its dimension `dim` split into [ranks, dim / ranks].
+static SmallVector<int64_t> splitShape(ArrayRef<int64_t> whole, int64_t dim, int64_t ranks) {
+  SmallVector<int64_t> shape(whole.take_front(dim));
+  shape.append({ranks, whole[dim] / ranks});
+  shape.append(whole.begin() + dim + 1, whole.end());
+  return shape;
+}
+
+Value StepLowering::blocksFirst(Location loc, Value whole, int64_t dim, int64_t ranks) {
+  auto type = llvm::cast<RankedTensorType>(whole.getType());
+  if (outerElements(type.getShape(), dim) == 1)
+    return whole;
+  SmallVector<int64_t> split = splitShape(type.getShape(), dim, ranks);
+  Value reshaped = ReshapeOp::create(b, loc, type.clone(split), whole);
+  // The ranks' axis first, the others in order.
+  SmallVector<int64_t> permutation = {dim}, permuted = {ranks};
+  for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d)
+    if (d != dim)
+      permutation.push_back(d), permuted.push_back(split[d]);
+  return TransposeOp::create(b, loc, type.clone(permuted), reshaped, permutation);
+}
+
+Value StepLowering::blocksInPlace(Location loc, Value blocks, RankedTensorType whole,
+                                  int64_t dim, int64_t ranks) {
+  if (outerElements(whole.getShape(), dim) == 1)
+    return blocks;
+  SmallVector<int64_t> split = splitShape(whole.getShape(), dim, ranks);
+  // The ranks' axis back before the block's dimension.
+  SmallVector<int64_t> permutation;
+  for (int64_t d = 1; d <= dim; ++d)
+    permutation.push_back(d);
+  permutation.push_back(0);
+  for (int64_t d = dim + 1; d < static_cast<int64_t>(split.size()); ++d)
+    permutation.push_back(d);
+  Value transposed = TransposeOp::create(b, loc, whole.clone(split), blocks, permutation);
+  return ReshapeOp::create(b, loc, whole, transposed);
+}
+
+/// The tensor type of `whole`'s blocks laid out rank-major (blocksFirst's).
+static RankedTensorType blocksFirstType(RankedTensorType whole, int64_t dim, int64_t ranks) {
+  if (outerElements(whole.getShape(), dim) == 1)
+    return whole;
+  SmallVector<int64_t> split = splitShape(whole.getShape(), dim, ranks);
+  SmallVector<int64_t> permuted = {ranks};
+  for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d)
+    if (d != dim)
+      permuted.push_back(split[d]);
+  return whole.clone(permuted);
+}
+
+/// The tensor ranks that split `whole` into `block` along `dim`.
+static int64_t ranksOf(RankedTensorType whole, RankedTensorType block, int64_t dim) {
+  return whole.getDimSize(dim) / block.getDimSize(dim);
+}
+
+Value StepLowering::arrangeBlocks(Location loc, Value whole, int64_t dim, int64_t ranks) {
+  auto type = llvm::cast<RankedTensorType>(whole.getType());
+  Value bytes = allocBytes(loc, tensorBytes(type), kCollectiveKind);
+  materializeInto(loc, blocksFirst(loc, whole, dim, ranks), bytes);
+  return bytes;
+}
+
+void StepLowering::lowerTensorReduceScatter(TensorReduceScatterOp scatter) {
+  Location loc = scatter.getLoc();
+  RankedTensorType block = scatter.getType();
+  int64_t dim = scatter.getDim();
+  Value full = arrangeBlocks(loc, scatter.getInput(), dim,
+                             ranksOf(scatter.getInput().getType(), block, dim));
+  Value shard = allocBytes(loc, tensorBytes(block), kCollectiveKind);
+  Value handle =
+      start(loc, kReduceScatterStart,
+            {bufferAddress(b, loc, full), bufferAddress(b, loc, shard),
+             i64Constant(b, loc, block.getNumElements()),
+             i32Constant(b, loc, static_cast<int64_t>(runtimeDType(block.getElementType()))),
+             i32Constant(b, loc, static_cast<int64_t>(Reduction::Sum)),
+             i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))});
+  waitBeforeFirstUse(loc, handle, scatter.getResult(), pendingTensorCollective);
+  bindResult(scatter.getResult(), shard);
+}
+
+void StepLowering::lowerTensorAllGather(Operation *gather, Value input, int64_t dim) {
+  Location loc = gather->getLoc();
+  auto block = llvm::cast<RankedTensorType>(input.getType());
+  auto whole = llvm::cast<RankedTensorType>(gather->getResult(0).getType());
+  int64_t ranks = ranksOf(whole, block, dim);
+  Value blockBytes = buffers.lookup(input);
+  if (!blockBytes) {
+    blockBytes = allocBytes(loc, tensorBytes(block), kCollectiveKind);
+    materializeInto(loc, input, blockBytes);
+  }
+  Value full = allocBytes(loc, tensorBytes(whole), kCollectiveKind);
+  Value handle = start(loc, kAllGatherStart,
+                       {bufferAddress(b, loc, blockBytes), bufferAddress(b, loc, full),
+                        i64Constant(b, loc, tensorBytes(block)),
+                        i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))});
+  // The blocks back in place where the result is first read, so that what
+  // comes before overlaps with the gather.
+  Operation *first = body.getTerminator();
+  for (Operation *user : gather->getResult(0).getUsers())
+    if (Operation *top = body.findAncestorOpInBlock(*user); top->isBeforeInBlock(first))
+      first = top;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(first);
+  Value blocks = tensor(loc, full, 0, blocksFirstType(whole, dim, ranks));
+  gather->getResult(0).replaceAllUsesWith(blocksInPlace(loc, blocks, whole, dim, ranks));
+  waitBeforeFirstUse(loc, handle, blocks, pendingTensorCollective);
+}
+
+void StepLowering::lowerTensorChunk(TensorChunkOp chunk) {
+  Location loc = chunk.getLoc();
+  RankedTensorType block = chunk.getType();
+  int64_t dim = chunk.getDim();
+  Value full =
+      arrangeBlocks(loc, chunk.getInput(), dim, ranksOf(chunk.getInput().getType(), block, dim));
+  // This rank's block: the one at its index in the tensor group.
+  func::FuncOp groupRank = declareRuntimeFunction(
+      module, kGroupRank, FunctionType::get(b.getContext(), {b.getI32Type()}, {b.getI32Type()}));
+  Value rank = func::CallOp::create(
+                   b, loc, groupRank,
+                   ValueRange{i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))})
+                   .getResult(0);
+  Value offset = arith::MulIOp::create(
+      b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), rank),
+      arith::ConstantIndexOp::create(b, loc, tensorBytes(block)));
+  Value own = memref::ViewOp::create(b, loc, MemRefType::get(block.getShape(), block.getElementType()),
+                                     full, offset, ValueRange{});
+  Value bytes = allocBytes(loc, tensorBytes(block), kCollectiveKind);
+  materializeInto(loc,
+                  bufferization::ToTensorOp::create(b, loc, block, own, b.getUnitAttr(), UnitAttr()),
+                  bytes);
+  bindResult(chunk.getResult(), bytes);
+}
+
 LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
                                         Value learningRate) {
   Location loc = update.getLoc();
@@ -371,7 +513,12 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
   sinkWidenings(body);
   gathers = llvm::to_vector(body.getOps<AllGatherOp>());
   SmallVector<Operation *> lowered;
-  for (Operation &op : llvm::make_early_inc_range(body.without_terminator())) {
+  // The ops as they are now: lowering one moves waits of earlier ones, and
+  // a walk would revisit what they move past.
+  SmallVector<Operation *> ops =
+      llvm::to_vector(llvm::make_pointer_range(body.without_terminator()));
+  for (Operation *opPointer : ops) {
+    Operation &op = *opPointer;
     b.setInsertionPoint(&op);
     LogicalResult result = success();
     if (auto use = dyn_cast<UseOp>(op))
@@ -391,6 +538,14 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
     else if (auto copy = dyn_cast<TensorCopyOp>(op))
       // Every rank holds the value already; only its gradient communicates.
       copy.getResult().replaceAllUsesWith(copy.getInput());
+    else if (auto scatter = dyn_cast<TensorReduceScatterOp>(op))
+      lowerTensorReduceScatter(scatter);
+    else if (auto gather = dyn_cast<TensorAllGatherOp>(op))
+      lowerTensorAllGather(gather, gather.getInput(), gather.getDim());
+    else if (auto unchunk = dyn_cast<TensorUnchunkOp>(op))
+      lowerTensorAllGather(unchunk, unchunk.getInput(), unchunk.getDim());
+    else if (auto chunk = dyn_cast<TensorChunkOp>(op))
+      lowerTensorChunk(chunk);
     else if (auto update = dyn_cast<UpdateOp>(op))
       result = lowerUpdate(update, stepNumber, learningRate);
     else if (!isa<FreeOp>(op))

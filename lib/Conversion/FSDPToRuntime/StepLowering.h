@@ -103,6 +103,20 @@ private:
   /// An all-reduce of `input` into `reduce`'s result: fsdp.all_reduce, or
   /// the tensor ranks' sum of fsdp.tensor_sum.
   void lowerAllReduce(Operation *reduce, Value input, Reduction reduction, Group group);
+  /// Sequence blocks (fsdp-split-sequence). The runtime's collectives move
+  /// contiguous blocks: a value split along a dimension with others before it
+  /// is laid out rank-major first ([ranks, outer..., block, inner...]), and
+  /// a gathered one put back in place.
+  Value blocksFirst(Location loc, Value whole, int64_t dim, int64_t ranks);
+  Value blocksInPlace(Location loc, Value blocks, RankedTensorType whole, int64_t dim,
+                      int64_t ranks);
+  /// A buffer of `whole`'s blocks laid out rank-major, here.
+  Value arrangeBlocks(Location loc, Value whole, int64_t dim, int64_t ranks);
+  void lowerTensorReduceScatter(TensorReduceScatterOp scatter);
+  /// fsdp.tensor_all_gather and fsdp.tensor_unchunk: the tensor ranks'
+  /// blocks of `input` along `dim`, gathered into `gather`'s whole result.
+  void lowerTensorAllGather(Operation *gather, Value input, int64_t dim);
+  void lowerTensorChunk(TensorChunkOp chunk);
   LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
   /// On the device, the views of the device scalars that hold `optimizer`'s
   /// factors of the step, written from `step` and `lr` (read there) by a
@@ -140,6 +154,8 @@ private:
   llvm::DenseMap<Value, StringAttr> flatGradientUnits;
   /// The wait of the reduce-scatter, and of the all-reduce, started last.
   Operation *pendingReduceScatter = nullptr, *pendingAllReduce = nullptr;
+  /// The wait of the sequence blocks' collective started last.
+  Operation *pendingTensorCollective = nullptr;
   /// The start handle of the reduction that fills a buffer last (a replica
   /// all-reduce after the shard's reduce-scatter, in place).
   llvm::DenseMap<Value, Value> reductionHandles;

@@ -143,6 +143,11 @@ int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, int64_t shard
 int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dtype, int32_t op,
                                 int32_t group);
 
+/* This rank's index in `group` (0 to its size - 1): which block of a value
+ * split over the group it holds (a tensor rank's block of the sequence,
+ * fsdp.tensor_chunk). Unknown groups are fatal. */
+int32_t fsdprt_group_rank(int32_t group);
+
 /* Completes the collective or copy `handle` (from a *_start call). On the
  * CUDA target it makes the compute stream wait for it; the host does not
  * block, except for a copy to the host, whose bytes the host reads next. */

@@ -248,3 +248,5 @@ std::vector<int64_t> gatherToRankZero(int64_t value) {
 }
 
 } // namespace fsdprt
+
+extern "C" int32_t fsdprt_group_rank(int32_t group) { return fsdprt::groupRank(group); }

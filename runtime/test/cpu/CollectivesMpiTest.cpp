@@ -60,6 +60,9 @@ static void checkTensorGrid() {
     std::vector<int> members;
   };
   int t = static_cast<int>(place.tensorIndex), d = static_cast<int>(place.dataIndex);
+  if (fsdprt_group_rank(FSDPRT_GROUP_TENSOR) != t || fsdprt_group_rank(FSDPRT_GROUP_SHARD) != d ||
+      fsdprt_group_rank(FSDPRT_GROUP_REPLICA) != 0 || fsdprt_group_rank(FSDPRT_GROUP_WORLD) != rank)
+    fatal("fsdprt_group_rank: not this rank's index in its groups");
   for (const Expected &expected :
        {Expected{FSDPRT_GROUP_TENSOR, {2 * d, 2 * d + 1}}, Expected{FSDPRT_GROUP_SHARD, {t, t + 2}},
         Expected{FSDPRT_GROUP_REPLICA, {rank}}, Expected{FSDPRT_GROUP_WORLD, {0, 1, 2, 3}}}) {

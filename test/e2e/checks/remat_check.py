@@ -147,7 +147,7 @@ def main():
 
     failures = []
     for case in args.cases.split(","):
-        strategy, grid, tensor = parse_case(case)
+        strategy, grid, tensor, _ = parse_case(case)
         if tensor > 1:
             sys.exit(f"remat_check.py: case '{case}': tensor ranks are sharded_check.py's")
         lines, problems = check_case(args, source, strategy, grid, data)

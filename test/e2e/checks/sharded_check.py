@@ -19,7 +19,8 @@ dtypes and grid then come from the options below).
 
 A case is STRATEGY:N (full_shard, shard_grad_op or no_shard on a grid [N]) or
 hybrid_shard:RxS (grid [R, S] on R*S ranks), either followed by +tpT for T tensor-parallel
-ranks beside each of those (fsdpc --tensor-parallel=T: Megatron's layout, N*T ranks);
+ranks beside each of those (fsdpc --tensor-parallel=T: Megatron's layout, N*T ranks),
+or +tpTsp for those with sequence parallelism (fsdpc --sequence-parallel);
 by default every strategy with N = 1, 2 and 4, and hybrid_shard:2x2. The strategy is
 set by editing the plan of a copy of the model's file, the grid with fsdpc --grid. For
 each case:
@@ -71,20 +72,23 @@ MPI_TIMEOUT = 300
 
 
 def parse_case(text):
-    """'full_shard:2' -> ('full_shard', [2], 1); 'hybrid_shard:2x2' -> ('hybrid_shard',
-    [2, 2], 1); 'full_shard:2+tp2' -> ('full_shard', [2], 2)."""
-    match = re.fullmatch(r"(\w+):(\d+(?:x\d+)?)(?:\+tp(\d+))?", text)
+    """'full_shard:2' -> ('full_shard', [2], 1, False); 'hybrid_shard:2x2' ->
+    ('hybrid_shard', [2, 2], 1, False); 'full_shard:2+tp2' -> ('full_shard', [2], 2, False);
+    'full_shard:2+tp2sp' -> ('full_shard', [2], 2, True) (sequence parallelism)."""
+    match = re.fullmatch(r"(\w+):(\d+(?:x\d+)?)(?:\+tp(\d+)(sp)?)?", text)
     if not match:
         sys.exit(f"sharded_check.py: bad case '{text}': expected STRATEGY:N or STRATEGY:RxS, "
-                 "optionally followed by +tpT")
+                 "optionally followed by +tpT or +tpTsp")
     return (match.group(1), [int(d) for d in match.group(2).split("x")],
-            int(match.group(3) or 1))
+            int(match.group(3) or 1), bool(match.group(4)))
 
 
-def case_label(strategy, grid, tensor):
-    """'full_shard N=2', 'hybrid_shard N=4 (2x2)', 'full_shard N=4 (2+tp2)'."""
+def case_label(strategy, grid, tensor, sequence=False):
+    """'full_shard N=2', 'hybrid_shard N=4 (2x2)', 'full_shard N=4 (2+tp2)', 'full_shard
+    N=4 (2+tp2sp)'."""
     ranks = int(np.prod(grid)) * tensor
     mesh = "x".join(map(str, grid)) + (f"+tp{tensor}" if tensor > 1 else "")
+    mesh += "sp" if sequence else ""
     return f"{strategy} N={ranks}" + (f" ({mesh})" if len(grid) > 1 or tensor > 1 else "")
 
 
@@ -231,7 +235,7 @@ def main():
     else:
         text, init_from = model_text(args.model), None
     jobs, trainers = {}, {}
-    for strategy, grid, tensor in cases:
+    for strategy, grid, tensor, sequence in cases:
         dtypes = "".join(f"{field} = {value}, " for field, value in (
             ("param_dtype", args.param_dtype), ("reduce_dtype", args.reduce_dtype))
             if value != "f32")
@@ -241,21 +245,22 @@ def main():
         if args.offload:
             dtypes += "offload = optimizer, "
         copy = with_strategy(text, strategy, grid, dtypes)
-        mesh = (copy, tuple(grid), tensor)
-        tag = f"{strategy}-{'x'.join(map(str, grid))}-tp{tensor}"
+        mesh = (copy, tuple(grid), tensor, sequence)
+        tag = f"{strategy}-{'x'.join(map(str, grid))}-tp{tensor}{'sp' if sequence else ''}"
         if mesh not in jobs:
             source = path(f"{file_tag(args.model)}-{tag}.mlir")
             with open(source, "w") as f:
                 f.write(copy)
             jobs[mesh] = (source, path("trainer-" + tag))
-        trainers[(strategy, tuple(grid), tensor)] = jobs[mesh][1]
+        trainers[(strategy, tuple(grid), tensor, sequence)] = jobs[mesh][1]
 
     def compile_one(item):
-        (_, grid, tensor), (source, trainer) = item
+        (_, grid, tensor, sequence), (source, trainer) = item
         on_cpu = args.offload or args.cuda_on_cpu
         target = ["--target=cuda", "--test-kernels-on-cpu"] if on_cpu else []
         run([*fsdpc_command(args.fsdpc), source, "--grid=" + ",".join(map(str, grid)),
-             f"--tensor-parallel={tensor}", *target, *args.fsdpc_arg, "-o", trainer])
+             f"--tensor-parallel={tensor}", *(["--sequence-parallel"] if sequence else []),
+             *target, *args.fsdpc_arg, "-o", trainer])
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         list(pool.map(compile_one, jobs.items()))
@@ -265,11 +270,11 @@ def main():
     print(f"{'case':<26} {'loss rel.err':>13} {'grad rel.L2':>11} {'worst ulps':>10} "
           f"{'slopes':>6}  arena")
     failures = []
-    for strategy, grid, tensor in cases:
-        label = case_label(strategy, grid, tensor)
+    for strategy, grid, tensor, sequence in cases:
+        label = case_label(strategy, grid, tensor, sequence)
         summary, case_failures = check_case(args, label, strategy, grid, tensor,
-                                            trainers[(strategy, tuple(grid), tensor)], data,
-                                            init_from)
+                                            trainers[(strategy, tuple(grid), tensor, sequence)],
+                                            data, init_from)
         print(f"{label:<26} {summary}", flush=True)
         failures += [f"{label}: {f}" for f in case_failures]
 
