@@ -50,6 +50,17 @@ private:
   /// its result: cut where they span it, copied where they broadcast over it.
   void adaptWholeOperands(Operation &op, int64_t dim);
 
+  /// The dimension of a [batch..., sequence, features] activation whose
+  /// blocks the tensor ranks hold: the outermost one of the tokens' they
+  /// divide. The batch's rows, where they divide them, are contiguous blocks
+  /// (the collectives move them as they lie); the sequence's are not when
+  /// there are several rows, and are laid out rank-major around them.
+  std::optional<int64_t> tokenDim(RankedTensorType whole) {
+    for (int64_t dim = 0; dim + 1 < whole.getRank(); ++dim)
+      if (whole.getDimSize(dim) % ranks == 0)
+        return dim;
+    return std::nullopt;
+  }
   RankedTensorType blockType(RankedTensorType whole, int64_t dim) {
     SmallVector<int64_t> shape(whole.getShape());
     shape[dim] /= ranks;
@@ -72,19 +83,20 @@ LogicalResult SequenceSplitter::scatter(TensorSumOp sum) {
   // A scalar or a vector has no sequence: it stays an all-reduce.
   if (whole.getRank() < 2)
     return success();
-  int64_t dim = whole.getRank() - 2;
-  if (whole.getDimSize(dim) % ranks != 0)
+  std::optional<int64_t> dim = tokenDim(whole);
+  if (!dim)
     return emitError(sum.getLoc())
-           << "sequence_parallel: tensor_parallel = " << ranks << " does not divide the "
-           << "sequence (dimension " << dim << ", " << whole.getDimSize(dim)
-           << ") of this row-parallel product's result " << whole
+           << "sequence_parallel: tensor_parallel = " << ranks << " divides neither the "
+           << "sequence (dimension " << whole.getRank() - 2 << ", "
+           << whole.getDimSize(whole.getRank() - 2) << ") nor the batch's rows of this "
+           << "row-parallel product's result " << whole
            << ", which the tensor ranks would hold in blocks";
   b.setInsertionPoint(sum);
-  auto scattered = TensorReduceScatterOp::create(b, sum.getLoc(), blockType(whole, dim),
-                                                 sum.getInput(), dim);
+  auto scattered = TensorReduceScatterOp::create(b, sum.getLoc(), blockType(whole, *dim),
+                                                 sum.getInput(), *dim);
   sum.replaceAllUsesWith(scattered.getResult());
   sum.erase();
-  blocks[scattered] = dim;
+  blocks[scattered] = *dim;
   return success();
 }
 

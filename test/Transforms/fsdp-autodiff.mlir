@@ -275,3 +275,44 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optim
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// Sequence blocks: fsdp.tensor_reduce_scatter's gradient is the tensor ranks'
+// all-gather of its result's, fsdp.tensor_all_gather's their reduce-scatter;
+// fsdp.tensor_chunk's gradient is the whole (fsdp.tensor_unchunk), and
+// fsdp.tensor_unchunk's this rank's block of it (fsdp.tensor_chunk).
+
+// CHECK-LABEL: func.func @train_step({{.+}}: tensor<2x8x4xf32>, {{.+}}: tensor<2x8x4xf32>, {{.+}}: i64, {{.+}}: f32)
+// CHECK: %[[X0:.+]] = fsdp.matmul %arg0
+// CHECK: %[[B:.+]] = fsdp.tensor_chunk %[[X0]] dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+// CHECK: fsdp.tensor_all_gather %[[B]] dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+// CHECK: fsdp.tensor_reduce_scatter %{{.+}} dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+// CHECK: %[[W:.+]] = fsdp.tensor_unchunk %{{.+}} dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+// CHECK: fsdp.mse %[[W]]
+// CHECK: %[[DR:.+]] = fsdp.tensor_chunk %{{.+}} dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+// CHECK: fsdp.tensor_all_gather %[[DR]] dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+// CHECK: %[[DG:.+]] = fsdp.tensor_reduce_scatter %{{.+}} dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+// CHECK: %[[DB:.+]] = fsdp.add %[[DR]], %[[DG]]
+// CHECK: %[[DX0:.+]] = fsdp.tensor_unchunk %[[DB]] dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+// CHECK: fsdp.reshape %[[DX0]] : tensor<2x8x4xf32> -> tensor<16x4xf32>
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, sequence_parallel = true, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w0 : tensor<4x4xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w1 split 1 : tensor<4x2xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w2 split 0 : tensor<2x4xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<2x8x4xf32>, %y: tensor<2x8x4xf32>) -> tensor<f32> {
+    %w0 = fsdp.use @w0 : tensor<4x4xf32>
+    %x0 = fsdp.matmul %x, %w0 : tensor<2x8x4xf32>, tensor<4x4xf32> -> tensor<2x8x4xf32>
+    %b = fsdp.tensor_chunk %x0 dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+    %w1 = fsdp.use @w1 : tensor<4x2xf32>
+    %g = fsdp.tensor_all_gather %b dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+    %h = fsdp.matmul %g, %w1 : tensor<2x8x4xf32>, tensor<4x2xf32> -> tensor<2x8x2xf32>
+    %w2 = fsdp.use @w2 : tensor<2x4xf32>
+    %p = fsdp.matmul %h, %w2 : tensor<2x8x2xf32>, tensor<2x4xf32> -> tensor<2x8x4xf32>
+    %s = fsdp.tensor_reduce_scatter %p dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+    %r = fsdp.add %b, %s : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+    %w = fsdp.tensor_unchunk %r dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+    %l = fsdp.mse %w, %y : tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

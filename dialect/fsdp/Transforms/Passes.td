@@ -169,9 +169,12 @@ def FSDPSplitSequencePass : Pass<"fsdp-split-sequence", "::mlir::ModuleOp"> {
     and gives the tensor ranks blocks of the sequence where they would hold
     whole activations between the regions (Megatron-LM's sequence
     parallelism): a region's `fsdp.tensor_sum` becomes
-    `fsdp.tensor_reduce_scatter` along the sequence (dimension `rank - 2` of
-    the value: the sequence of `[batch, sequence, features]`, the rows of
-    `[rows, features]`), what follows it token by token stays in blocks
+    `fsdp.tensor_reduce_scatter` along the tokens (the outermost dimension
+    but the features that the tensor ranks divide: the batch's rows of
+    `[batch, sequence, features]` where they divide them, contiguous blocks
+    the collectives move as they lie, else the sequence, whose blocks are
+    laid out rank-major around the rows), what follows it token by token
+    stays in blocks
     (elementwise ops, norms over the features: residual adds, biases,
     RMS and layer norms), and a block entering the next region is gathered
     by `fsdp.tensor_all_gather` instead of copied by `fsdp.tensor_copy`.
@@ -183,8 +186,8 @@ def FSDPSplitSequencePass : Pass<"fsdp-split-sequence", "::mlir::ModuleOp"> {
     - a block read by anything else (the output head, the loss) is made
       whole again by `fsdp.tensor_unchunk`.
 
-    The tensor ranks must divide the sequence: else an error at the
-    region's row-parallel product.
+    The tensor ranks must divide the batch's rows or the sequence: else an
+    error at the region's row-parallel product.
 
     ```mlir
     %p = fsdp.matmul %g, %w2 : tensor<4x32x128xf32>, tensor<128x64xf32> -> tensor<4x32x64xf32>

@@ -1845,3 +1845,36 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 2, optim
   // expected-error@+1 {{split dimension 2 is not a dimension of 'tensor<8x4xf32>'}}
   fsdp.param @w unit "mlp" split 2 : tensor<8x4xf32> = #fsdp.zeros
 }
+
+// -----
+
+// Sequence blocks are split over tensor ranks.
+// expected-error@+1 {{sequence_parallel splits the sequence over the tensor ranks: it needs tensor_parallel above 1}}
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], sequence_parallel = true, optimizer = #fsdp.sgd<lr = 0.1>>} {}
+
+// -----
+
+// A block is the whole divided by the plan's tensor ranks along `dim`.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, sequence_parallel = true, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  func.func @f(%x: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
+    // expected-error@+1 {{'fsdp.tensor_chunk' op dimension 1 of the block 'tensor<2x4x4xf32>' must be that of the whole 'tensor<2x8x4xf32>' divided by the tensor ranks (4)}}
+    %b = fsdp.tensor_chunk %x dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+    return %b : tensor<2x4x4xf32>
+  }
+}
+
+// -----
+
+func.func @f(%x: tensor<2x4x4xf32>) -> tensor<4x8x4xf32> {
+  // expected-error@+1 {{'fsdp.tensor_all_gather' op the block 'tensor<2x4x4xf32>' and the whole 'tensor<4x8x4xf32>' differ in dimension 0, which is not split}}
+  %g = fsdp.tensor_all_gather %x dim 1 : tensor<2x4x4xf32> -> tensor<4x8x4xf32>
+  return %g : tensor<4x8x4xf32>
+}
+
+// -----
+
+func.func @f(%x: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
+  // expected-error@+1 {{'fsdp.tensor_reduce_scatter' op dim 3 is not a dimension of 'tensor<2x8x4xf32>'}}
+  %s = fsdp.tensor_reduce_scatter %x dim 3 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+  return %s : tensor<2x4x4xf32>
+}

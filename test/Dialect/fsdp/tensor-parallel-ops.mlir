@@ -31,3 +31,22 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 4, optim
     return %r : tensor<f32>
   }
 }
+
+// Sequence blocks (sequence_parallel = true): a value's blocks along a dimension,
+// one per tensor rank, and the four ops that move between them and the whole.
+// CHECK: module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, sequence_parallel = true, optimizer = #fsdp.sgd<lr = 0.1>>}
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, sequence_parallel = true, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  func.func @blocks(%x: tensor<2x8x4xf32>, %p: tensor<2x8x4xf32>) -> (tensor<2x8x4xf32>, tensor<2x8x4xf32>) {
+    // CHECK: %[[B:.+]] = fsdp.tensor_chunk %{{.+}} dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+    // GENERIC: "fsdp.tensor_chunk"(%{{.+}}) <{dim = 1 : i64}> : (tensor<2x8x4xf32>) -> tensor<2x4x4xf32>
+    %b = fsdp.tensor_chunk %x dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+    // CHECK: fsdp.tensor_reduce_scatter %{{.+}} dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+    %s = fsdp.tensor_reduce_scatter %p dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+    %r = fsdp.add %b, %s : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x4x4xf32>
+    // CHECK: fsdp.tensor_all_gather %{{.+}} dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+    %g = fsdp.tensor_all_gather %r dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+    // CHECK: fsdp.tensor_unchunk %{{.+}} dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+    %w = fsdp.tensor_unchunk %r dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+    return %g, %w : tensor<2x8x4xf32>, tensor<2x8x4xf32>
+  }
+}
