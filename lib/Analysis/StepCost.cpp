@@ -524,9 +524,14 @@ private:
     }
     double g = static_cast<double>(members.first);
     timed.bytes = g > 1 ? (g - 1) / g * total * (kind == CollectiveKind::AllReduce ? 2 : 1) : 0;
-    if (kind == CollectiveKind::AllReduce &&
-        constantInt(call.getOperand(4)) == static_cast<int64_t>(Group::Tensor))
-      cost.tensorAllReduceBytes += timed.bytes;
+    bool tensorGroup = constantInt(call.getOperand(kind == CollectiveKind::AllGather       ? 3
+                                                   : kind == CollectiveKind::ReduceScatter ? 5
+                                                                                           : 4)) ==
+                       static_cast<int64_t>(Group::Tensor);
+    if (tensorGroup)
+      (kind == CollectiveKind::AllReduce       ? cost.tensorAllReduceBytes
+       : kind == CollectiveKind::AllGather     ? cost.tensorAllGatherBytes
+                                               : cost.tensorReduceScatterBytes) += timed.bytes;
     double duration = ringSeconds(kind, members.first, total, members.second);
     if (profile.asyncCollectives)
       runCollective(timed, duration, now);

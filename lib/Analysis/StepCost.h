@@ -72,8 +72,10 @@ struct StepCost {
   /// waits for, and the host's updates.
   double copySeconds = 0, exposedCopySeconds = 0, hostSeconds = 0;
   /// Bytes one rank sends per step in the tensor group's all-reduces (the
-  /// sums of tensor-parallel regions, as rings: 2 (T - 1) / T of each).
-  double tensorAllReduceBytes = 0;
+  /// sums of tensor-parallel regions, as rings: 2 (T - 1) / T of each), and
+  /// in its all-gathers and reduce-scatters (sequence blocks: (T - 1) / T of
+  /// the whole each).
+  double tensorAllReduceBytes = 0, tensorAllGatherBytes = 0, tensorReduceScatterBytes = 0;
 };
 
 /// The shape of the rank grid, to tell which links a collective's group uses.

@@ -64,7 +64,9 @@ std::string mlir::fsdp::costJson(const fsdp::PlanEvaluation &planned,
                             {"copy_seconds", cost.copySeconds},
                             {"exposed_copy_seconds", cost.exposedCopySeconds},
                             {"host_seconds", cost.hostSeconds},
-                            {"tensor_all_reduce_bytes", cost.tensorAllReduceBytes}};
+                            {"tensor_all_reduce_bytes", cost.tensorAllReduceBytes},
+                            {"tensor_all_gather_bytes", cost.tensorAllGatherBytes},
+                            {"tensor_reduce_scatter_bytes", cost.tensorReduceScatterBytes}};
   if (budget)
     object["budget"] = llvm::json::Object{{"device_bytes", budget->deviceBytes},
                                           {"runtime_bytes", budget->runtime.total()},

@@ -33,7 +33,7 @@ struct CostFigures {
   double step = 0, matmul = 0, attention = 0, otherCompute = 0, launches = 0;
   double communication = 0, exposed = 0;
   double copies = 0, exposedCopies = 0, host = 0; // offload
-  double tensorAllReduceBytes = 0;
+  double tensorAllReduceBytes = 0, tensorAllGatherBytes = 0, tensorReduceScatterBytes = 0;
   std::optional<std::map<std::string, int64_t>> budget;
   std::string budgetOrigin;
   llvm::json::Value json = nullptr;
@@ -62,6 +62,8 @@ FailureOr<CostFigures> parseCost(StringRef text, Operation *op) {
   cost.exposedCopies = get("exposed_copy_seconds");
   cost.host = get("host_seconds");
   cost.tensorAllReduceBytes = get("tensor_all_reduce_bytes");
+  cost.tensorAllGatherBytes = get("tensor_all_gather_bytes");
+  cost.tensorReduceScatterBytes = get("tensor_reduce_scatter_bytes");
   if (const json::Object *budget = object->getObject("budget")) {
     cost.budget.emplace();
     for (StringRef key : {"device_bytes", "runtime_bytes", "needed_bytes"})
@@ -232,11 +234,18 @@ void printReportTraffic(raw_ostream &os, const Report &report) {
   os << "  reduce-scatter, gradients      " << bytesText(total.reduceScatter) << "\n";
   os << "  all-reduce, gradients          " << bytesText(total.allReduce) << "\n";
   os << "  all-reduce, gradient norm      " << bytesText(report.normAllReduce) << "\n";
-  // The tensor-parallel regions' sums, forward and backward, as the compiled
-  // step makes them (fsdp-split-tensors).
-  if (report.cost && report.cost->tensorAllReduceBytes > 0)
-    os << "  all-reduce, tensor-parallel    "
-       << bytesText(static_cast<int64_t>(report.cost->tensorAllReduceBytes)) << "\n";
+  // The tensor-parallel regions' sums, forward and backward, and with
+  // sequence parallelism the gathers and scatters of sequence blocks, as the
+  // compiled step makes them (fsdp-split-tensors, fsdp-split-sequence).
+  auto tensorLine = [&](StringRef name, double bytes) {
+    if (bytes > 0)
+      os << "  " << name << bytesText(static_cast<int64_t>(bytes)) << "\n";
+  };
+  if (report.cost) {
+    tensorLine("all-reduce, tensor-parallel    ", report.cost->tensorAllReduceBytes);
+    tensorLine("all-gather, tensor-parallel    ", report.cost->tensorAllGatherBytes);
+    tensorLine("reduce-scatter, tensor-parallel", report.cost->tensorReduceScatterBytes);
+  }
   os << "\n";
 }
 
