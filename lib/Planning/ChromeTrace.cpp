@@ -16,7 +16,8 @@ using namespace mlir::fsdp;
 namespace json = llvm::json;
 
 static constexpr llvm::StringLiteral kStreamNames[kNumRuntimeStreams] = {
-    "compute", "all-gather", "reduce-scatter / all-reduce", "host <-> device copies"};
+    "compute", "all-gather", "reduce-scatter / all-reduce", "host <-> device copies",
+    "tensor group"};
 
 void mlir::fsdp::writeChromeTrace(llvm::raw_ostream &os, const PlanEvaluation &plan,
                                   StringRef profileName) {

@@ -105,12 +105,14 @@ constexpr llvm::StringLiteral kStreamWaitEvent = "fsdprt_stream_wait_event";
 
 /// FSDPRT_STREAM_*: kernels and GEMMs run on the compute stream, all-gathers
 /// on their own, reduce-scatters and all-reduces on a third, offload's copies
-/// between host and device on a fourth.
+/// between host and device on a fourth, the tensor group's collectives of
+/// every kind on a fifth.
 enum class RuntimeStream : int32_t {
   Compute = FSDPRT_STREAM_COMPUTE,
   AllGather = FSDPRT_STREAM_ALL_GATHER,
   ReduceScatter = FSDPRT_STREAM_REDUCE_SCATTER,
-  Copy = FSDPRT_STREAM_COPY
+  Copy = FSDPRT_STREAM_COPY,
+  Tensor = FSDPRT_STREAM_TENSOR
 };
 constexpr int kNumRuntimeStreams = FSDPRT_STREAM_COUNT;
 /// Event ids are in [0, kMaxRuntimeEvents).

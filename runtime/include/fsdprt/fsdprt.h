@@ -173,7 +173,10 @@ void fsdprt_host_parallel(fsdprt_host_task task, void *host_arena, float lr, int
 /* Streams and events (docs/Runtime.md, section 7). On the CUDA target a step
  * launches its kernels and GEMMs on the compute stream; all-gathers run on the
  * all-gather stream, reduce-scatters and all-reduces on the reduce-scatter
- * stream, and a *_start does not wait for earlier work of another stream: the
+ * stream, every collective of the tensor group (FSDPRT_GROUP_TENSOR: the
+ * tensor-parallel regions' sums, gathers and scatters) on the tensor stream,
+ * so that none waits behind FSDP's gathers of the next units, and a *_start
+ * does not wait for earlier work of another stream: the
  * step orders them with events. On the CPU target everything runs in program
  * order: the streams are NULL and the calls only check their arguments. An
  * unknown stream, an event outside [0, FSDPRT_MAX_EVENTS) or a wait on an event not
@@ -183,7 +186,8 @@ enum {
   FSDPRT_STREAM_ALL_GATHER = 1,
   FSDPRT_STREAM_REDUCE_SCATTER = 2,
   FSDPRT_STREAM_COPY = 3,
-  FSDPRT_STREAM_COUNT = 4
+  FSDPRT_STREAM_TENSOR = 4,
+  FSDPRT_STREAM_COUNT = 5
 };
 /* Event ids are in [0, FSDPRT_MAX_EVENTS). */
 enum { FSDPRT_MAX_EVENTS = 65536 };

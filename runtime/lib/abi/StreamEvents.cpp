@@ -16,7 +16,7 @@ static uint64_t currentStep = 1;
 void checkStream(const char *what, int32_t stream) {
   if (stream < 0 || stream >= kStreams)
     fatal(std::string(what) + ": unknown stream " + std::to_string(stream) +
-          " (expected 0 compute, 1 all-gather, 2 reduce-scatter or 3 copy)");
+          " (expected 0 compute, 1 all-gather, 2 reduce-scatter, 3 copy or 4 tensor)");
 }
 
 static void checkEvent(const char *what, int32_t event) {

@@ -114,7 +114,8 @@ void openDevice() {
   int least = 0, greatest = 0;
   FSDPRT_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   for (int32_t i = 0; i < kStreams; ++i) {
-    bool collective = i == FSDPRT_STREAM_ALL_GATHER || i == FSDPRT_STREAM_REDUCE_SCATTER;
+    bool collective = i == FSDPRT_STREAM_ALL_GATHER || i == FSDPRT_STREAM_REDUCE_SCATTER ||
+                      i == FSDPRT_STREAM_TENSOR;
     FSDPRT_CUDA_CHECK(cudaStreamCreateWithPriority(&device.streams[i], cudaStreamNonBlocking,
                                                    collective ? greatest : least));
   }

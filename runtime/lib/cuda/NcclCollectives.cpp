@@ -33,7 +33,8 @@ namespace fsdprt {
 
 namespace {
 
-/// A group's communicators, by the stream their collectives run on.
+/// A group's communicators, by the stream their collectives run on (the
+/// tensor group's one, for its stream, in allGather).
 struct GroupCommunicators {
   ncclComm_t allGather = nullptr;
   ncclComm_t reduceScatter = nullptr;
@@ -51,11 +52,18 @@ int colour(int32_t group, int groupColour) {
   return groupSize(group) > 1 ? groupColour : NCCL_SPLIT_NOCOLOR;
 }
 
+/// The stream of a collective over `group` that FSDP's own run on `stream`:
+/// the tensor group's collectives, which stand between a block's products,
+/// all run on the tensor stream, in order, never behind a unit's gather.
+int32_t collectiveStream(int32_t group, int32_t stream) {
+  return group == FSDPRT_GROUP_TENSOR ? FSDPRT_STREAM_TENSOR : stream;
+}
+
 /// The communicator of `group` (which groupSize has already checked) for
-/// collectives on `stream`, FSDPRT_STREAM_ALL_GATHER or _REDUCE_SCATTER.
+/// collectives on `stream` (collectiveStream's): one per group and stream.
 ncclComm_t communicator(int32_t group, int32_t stream) {
   const GroupCommunicators &comms = communicators[group];
-  return stream == FSDPRT_STREAM_ALL_GATHER ? comms.allGather : comms.reduceScatter;
+  return stream == FSDPRT_STREAM_REDUCE_SCATTER ? comms.reduceScatter : comms.allGather;
 }
 
 /// `comm`'s group again, for the reduce-scatter stream; none without `comm`.
@@ -138,9 +146,10 @@ void connectNccl(const RankPlace &place) {
                                   place.rank, &communicators[FSDPRT_GROUP_TENSOR].allGather,
                                   nullptr));
   // Every rank takes part in each split (ncclCommSplit is collective over
-  // the communicator split), in the same order.
-  for (GroupCommunicators &comms : communicators)
-    comms.reduceScatter = duplicate(comms.allGather, place.rank);
+  // the communicator split), in the same order. The tensor group's
+  // collectives share one stream, so one communicator.
+  for (int32_t group : {FSDPRT_GROUP_WORLD, FSDPRT_GROUP_SHARD, FSDPRT_GROUP_REPLICA})
+    communicators[group].reduceScatter = duplicate(communicators[group].allGather, place.rank);
 }
 
 // NCCL's collectives run on their own streams: nothing to move along.
@@ -168,7 +177,8 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   const char *what = "fsdprt_all_gather_start";
   checkSize(what, shard_bytes);
   int size = groupSize(group);
-  cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_ALL_GATHER);
+  int32_t streamId = collectiveStream(group, FSDPRT_STREAM_ALL_GATHER);
+  cudaStream_t stream = deviceStream(what, streamId);
   int32_t handle = takeHandle(what);
   // Every start takes its place in the step's sequence, of one rank too.
   const std::string &unit = nextCollectiveUnit("all_gather");
@@ -181,7 +191,7 @@ extern "C" int32_t fsdprt_all_gather_start(const void *shard, void *full, int64_
   // NCCL gathers in place by itself when the shard is its own block.
   gatherInPlace(what, shard, full, shard_bytes, groupRank(group), size);
   FSDPRT_NCCL_CHECK(ncclAllGather(shard, full, static_cast<size_t>(shard_bytes), ncclUint8,
-                                  communicator(group, FSDPRT_STREAM_ALL_GATHER), stream));
+                                  communicator(group, streamId), stream));
   watchCollective(stream, "all_gather", shard_bytes, group, unit);
   return recordDone(handle, stream);
 }
@@ -195,7 +205,8 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   int size = groupSize(group);
   int64_t shardBytes = shard_count * elementBytes;
   checkReduceScatterBuffers(what, full, shard, shardBytes, size);
-  cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
+  int32_t streamId = collectiveStream(group, FSDPRT_STREAM_REDUCE_SCATTER);
+  cudaStream_t stream = deviceStream(what, streamId);
   int32_t handle = takeHandle(what);
   // Every start takes its place in the step's sequence, of one rank too.
   const std::string &unit = nextCollectiveUnit("reduce_scatter");
@@ -208,7 +219,7 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   }
   FSDPRT_NCCL_CHECK(ncclReduceScatter(full, shard, static_cast<size_t>(shard_count),
                                       ncclType(dtype), reduction(op),
-                                      communicator(group, FSDPRT_STREAM_REDUCE_SCATTER), stream));
+                                      communicator(group, streamId), stream));
   watchCollective(stream, "reduce_scatter", shardBytes * size, group, unit);
   return recordDone(handle, stream);
 }
@@ -220,14 +231,15 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   reductionElementBytes(what, dtype);
   checkSize(what, count);
   int size = groupSize(group);
-  cudaStream_t stream = deviceStream(what, FSDPRT_STREAM_REDUCE_SCATTER);
+  int32_t streamId = collectiveStream(group, FSDPRT_STREAM_REDUCE_SCATTER);
+  cudaStream_t stream = deviceStream(what, streamId);
   int32_t handle = takeHandle(what);
   // Every start takes its place in the step's sequence, of one rank too.
   const std::string &unit = nextCollectiveUnit("all_reduce");
   if (size > 1) {
     FSDPRT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclType(dtype),
                                     reduction(op),
-                                    communicator(group, FSDPRT_STREAM_REDUCE_SCATTER), stream));
+                                    communicator(group, streamId), stream));
     watchCollective(stream, "all_reduce", count * reductionElementBytes(what, dtype), group,
                     unit);
   }

@@ -52,12 +52,13 @@ TEST(StreamEventsError, ARecordOfAnEarlierStepDoesNotCount) {
 }
 
 TEST(StreamEventsError, UnknownStream) {
-  const char *expected = ": unknown stream 4 (expected 0 compute, 1 all-gather, 2 reduce-scatter or 3 copy)";
-  EXPECT_EXIT(fsdprt_stream(4), ExitedWithCode(1),
+  const char *expected =
+      ": unknown stream 5 (expected 0 compute, 1 all-gather, 2 reduce-scatter, 3 copy or 4 tensor)";
+  EXPECT_EXIT(fsdprt_stream(5), ExitedWithCode(1),
               HasSubstr(std::string("trainer: error: fsdprt_stream") + expected));
-  EXPECT_EXIT(fsdprt_event_record(0, 4), ExitedWithCode(1),
+  EXPECT_EXIT(fsdprt_event_record(0, 5), ExitedWithCode(1),
               HasSubstr(std::string("trainer: error: fsdprt_event_record") + expected));
-  EXPECT_EXIT(fsdprt_stream_wait_event(4, 0), ExitedWithCode(1),
+  EXPECT_EXIT(fsdprt_stream_wait_event(5, 0), ExitedWithCode(1),
               HasSubstr(std::string("trainer: error: fsdprt_stream_wait_event") + expected));
   EXPECT_EXIT(fsdprt_stream(-1), ExitedWithCode(1), HasSubstr("fsdprt_stream: unknown stream -1"));
 }

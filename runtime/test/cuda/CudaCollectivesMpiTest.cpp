@@ -162,8 +162,9 @@ void checkShardGrid() {
          "every communicator destroyed");
 }
 
-/// 2 shard ranks x 2 tensor ranks: the tensor group's communicators (the
-/// replica groups are single ranks, without any), its collectives on them.
+/// 2 shard ranks x 2 tensor ranks: the tensor group's communicator (the
+/// replica groups are single ranks, without any), its collectives of every
+/// kind on it and on the tensor stream.
 void checkTensorGrid() {
   RankPlace place = setUpGroups(2, 2);
   int rank = place.rank, d = static_cast<int>(place.dataIndex),
@@ -172,12 +173,14 @@ void checkTensorGrid() {
   openDevice();
   fake_cuda::reset();
   connectDevice(place);
-  // The world, its shard and tensor splits, then a second of each.
+  // The world, its shard and tensor splits, then a second of the world and
+  // the shard group for the reduce-scatter stream: the tensor group's
+  // collectives all run on the tensor stream, one communicator.
   std::vector<std::string> comms = madeCommunicators();
-  expect(comms.size() == 6, "6 communicators, not " + std::to_string(comms.size()));
-  const std::string &shardGather = comms[1], &tensorGather = comms[2], &tensorReduce = comms[5];
+  expect(comms.size() == 5, "5 communicators, not " + std::to_string(comms.size()));
+  const std::string &shardGather = comms[1], &tensorComm = comms[2];
   std::string gatherStream = fake_cuda::handleName(fsdprt_stream(FSDPRT_STREAM_ALL_GATHER));
-  std::string reduceStream = fake_cuda::handleName(fsdprt_stream(FSDPRT_STREAM_REDUCE_SCATTER));
+  std::string tensorStream = fake_cuda::handleName(fsdprt_stream(FSDPRT_STREAM_TENSOR));
   fake_cuda::reset();
   {
     Arena arena(256);
@@ -186,8 +189,8 @@ void checkTensorGrid() {
     // {t, t + 2}: each rank gives 10 r.
     floats[0] = 10.0f * rank;
     fsdprt_wait(fsdprt_all_gather_start(floats, floats + 4, 4, FSDPRT_GROUP_TENSOR));
-    expect(endsWith(onlyCall("ncclAllGather"), tensorGather + ", " + gatherStream + ")"),
-           "the all-gather on the tensor group's all-gather communicator and stream");
+    expect(endsWith(onlyCall("ncclAllGather"), tensorComm + ", " + tensorStream + ")"),
+           "the all-gather on the tensor group's communicator and the tensor stream");
     expectValues(floats + 4, {20.0f * d, 20.0f * d + 10}, "tensor all-gather");
     fsdprt_wait(fsdprt_all_gather_start(floats, floats + 8, 4, FSDPRT_GROUP_SHARD));
     expect(endsWith(onlyCall("ncclAllGather"), shardGather + ", " + gatherStream + ")"),
@@ -198,16 +201,24 @@ void checkTensorGrid() {
     floats[17] = 1.0f;
     fsdprt_wait(fsdprt_all_reduce_start(floats + 16, 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
                                         FSDPRT_GROUP_TENSOR));
-    expect(endsWith(onlyCall("ncclAllReduce"), tensorReduce + ", " + reduceStream + ")"),
-           "the tensor all-reduce on the tensor group's reduce-scatter communicator");
+    expect(endsWith(onlyCall("ncclAllReduce"), tensorComm + ", " + tensorStream + ")"),
+           "the tensor all-reduce on the tensor group's communicator and the tensor stream");
     expectValues(floats + 16, {4.0f * d + 1, 2.0f}, "tensor all-reduce");
+    // Reduce-scatter (sum) over the tensor group: sequence blocks.
+    floats[32] = static_cast<float>(rank);
+    floats[33] = 1.0f;
+    fsdprt_wait(fsdprt_reduce_scatter_start(floats + 32, floats + 40, 1, FSDPRT_DTYPE_F32,
+                                            FSDPRT_REDUCE_SUM, FSDPRT_GROUP_TENSOR));
+    expect(endsWith(onlyCall("ncclReduceScatter"), tensorComm + ", " + tensorStream + ")"),
+           "the tensor reduce-scatter on the tensor group's communicator and the tensor stream");
+    expectValues(floats + 40, {t == 0 ? 4.0f * d + 1 : 2.0f}, "tensor reduce-scatter");
     // The replica group of one rank: no communication.
     fsdprt_wait(fsdprt_all_reduce_start(floats + 16, 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
                                         FSDPRT_GROUP_REPLICA));
     expect(fake_cuda::callsTo("ncclAllReduce").empty(), "no all-reduce over a replica of one");
   }
   closeDevice();
-  expect(fake_cuda::callsTo("ncclCommDestroy").size() == 6, "every communicator destroyed");
+  expect(fake_cuda::callsTo("ncclCommDestroy").size() == 5, "every communicator destroyed");
 }
 
 } // namespace

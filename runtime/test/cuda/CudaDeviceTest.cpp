@@ -76,11 +76,11 @@ TEST_F(CudaDevice, TakesTheDeviceOfItsRankOnTheNode) {
 const std::string kExactMath =
     std::to_string(CUBLAS_DEFAULT_MATH | CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
 
-TEST_F(CudaDevice, OpensFourNonBlockingStreamsAndCublasOnCompute) {
+TEST_F(CudaDevice, OpensFiveNonBlockingStreamsAndCublasOnCompute) {
   openDevice();
   std::vector<std::string> streams = fake_cuda::results("cudaStreamCreateWithPriority");
-  ASSERT_EQ(streams.size(), 4u);
-  EXPECT_EQ(fake_cuda::callsTo("cudaStreamCreateWithPriority(non-blocking").size(), 4u);
+  ASSERT_EQ(streams.size(), 5u);
+  EXPECT_EQ(fake_cuda::callsTo("cudaStreamCreateWithPriority(non-blocking").size(), 5u);
   std::vector<std::string> cublas = fake_cuda::results("cublasCreate");
   ASSERT_EQ(cublas.size(), 1u);
   EXPECT_THAT(fake_cuda::callsTo("cublasSetStream"),
@@ -104,19 +104,23 @@ TEST_F(CudaDevice, OpensFourNonBlockingStreamsAndCublasOnCompute) {
   void *compute = fsdprt_stream(FSDPRT_STREAM_COMPUTE);
   void *allGather = fsdprt_stream(FSDPRT_STREAM_ALL_GATHER);
   void *reduceScatter = fsdprt_stream(FSDPRT_STREAM_REDUCE_SCATTER);
+  void *tensor = fsdprt_stream(FSDPRT_STREAM_TENSOR);
   EXPECT_NE(compute, nullptr);
   EXPECT_NE(compute, allGather);
   EXPECT_NE(allGather, reduceScatter);
   EXPECT_NE(compute, reduceScatter);
+  EXPECT_NE(tensor, nullptr);
+  for (void *other : {compute, allGather, reduceScatter})
+    EXPECT_NE(tensor, other);
 }
 
-// The collective streams at the greatest priority, so that NCCL's kernels
-// get SMs before the compute stream's when both wait; compute and copy at
-// the least.
+// The collective streams (tensor's too) at the greatest priority, so that
+// NCCL's kernels get SMs before the compute stream's when both wait; compute
+// and copy at the least.
 TEST_F(CudaDevice, CollectiveStreamsHaveTheGreatestPriority) {
   openDevice();
   std::vector<std::string> streams = fake_cuda::results("cudaStreamCreateWithPriority");
-  ASSERT_EQ(streams.size(), 4u);
+  ASSERT_EQ(streams.size(), 5u);
   std::vector<std::string> created = fake_cuda::callsTo("cudaStream");
   std::string least = std::to_string(fake_cuda::kLeastStreamPriority);
   std::string greatest = std::to_string(fake_cuda::kGreatestStreamPriority);
@@ -125,7 +129,8 @@ TEST_F(CudaDevice, CollectiveStreamsHaveTheGreatestPriority) {
       ElementsAre("cudaStreamCreateWithPriority(non-blocking, " + least + ") -> " + streams[0],
                   "cudaStreamCreateWithPriority(non-blocking, " + greatest + ") -> " + streams[1],
                   "cudaStreamCreateWithPriority(non-blocking, " + greatest + ") -> " + streams[2],
-                  "cudaStreamCreateWithPriority(non-blocking, " + least + ") -> " + streams[3]));
+                  "cudaStreamCreateWithPriority(non-blocking, " + least + ") -> " + streams[3],
+                  "cudaStreamCreateWithPriority(non-blocking, " + greatest + ") -> " + streams[4]));
   // The range is asked for before the streams are created.
   std::vector<std::string> all = fake_cuda::calls();
   auto range = std::find(all.begin(), all.end(), "cudaDeviceGetStreamPriorityRange()");
@@ -193,7 +198,7 @@ TEST_F(CudaDevice, ClosingReleasesWhatOpeningCreated) {
                   "cublasLtDestroy(" + lt.at(0) + ")", "cublasDestroy(" + cublas.at(0) + ")",
                   "cudaFree(device1+0)", "cudaStreamDestroy(" + streams[0] + ")",
                   "cudaStreamDestroy(" + streams[1] + ")", "cudaStreamDestroy(" + streams[2] + ")",
-                  "cudaStreamDestroy(" + streams[3] + ")"));
+                  "cudaStreamDestroy(" + streams[3] + ")", "cudaStreamDestroy(" + streams[4] + ")"));
   fake_cuda::reset();
   closeDevice();
   EXPECT_TRUE(fake_cuda::calls().empty()) << "closing twice";

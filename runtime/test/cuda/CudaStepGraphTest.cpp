@@ -59,8 +59,8 @@ TEST_F(CudaStepGraph, EveryStepForksFromTheComputeStreamAndJoinsIt) {
       /*replayable=*/false);
   EXPECT_EQ(returned, 2.5f);
   std::vector<std::string> events = fake_cuda::results("cudaEventCreateWithFlags");
-  // The fork's, the three joins', and the watchdog's after the step.
-  ASSERT_THAT(events, SizeIs(5));
+  // The fork's, the four joins', and the watchdog's after the step.
+  ASSERT_THAT(events, SizeIs(6));
   const std::string &compute = stream(FSDPRT_STREAM_COMPUTE);
   auto waits = [&](int32_t on, const std::string &event) {
     return "cudaStreamWaitEvent(" + stream(on) + ", " + event + ")";
@@ -76,7 +76,7 @@ TEST_F(CudaStepGraph, EveryStepForksFromTheComputeStreamAndJoinsIt) {
       ElementsAre(created(events[0]), records(events[0], FSDPRT_STREAM_COMPUTE),
                   waits(FSDPRT_STREAM_ALL_GATHER, events[0]),
                   waits(FSDPRT_STREAM_REDUCE_SCATTER, events[0]),
-                  waits(FSDPRT_STREAM_COPY, events[0]),
+                  waits(FSDPRT_STREAM_COPY, events[0]), waits(FSDPRT_STREAM_TENSOR, events[0]),
                   "cudaMemsetAsync(device2+0, 7, 8, " + stream(FSDPRT_STREAM_ALL_GATHER) + ")",
                   created(events[1]), records(events[1], FSDPRT_STREAM_ALL_GATHER),
                   "cudaStreamWaitEvent(" + compute + ", " + events[1] + ")", created(events[2]),
@@ -84,12 +84,14 @@ TEST_F(CudaStepGraph, EveryStepForksFromTheComputeStreamAndJoinsIt) {
                   "cudaStreamWaitEvent(" + compute + ", " + events[2] + ")", created(events[3]),
                   records(events[3], FSDPRT_STREAM_COPY),
                   "cudaStreamWaitEvent(" + compute + ", " + events[3] + ")", created(events[4]),
-                  records(events[4], FSDPRT_STREAM_COMPUTE)));
+                  records(events[4], FSDPRT_STREAM_TENSOR),
+                  "cudaStreamWaitEvent(" + compute + ", " + events[4] + ")", created(events[5]),
+                  records(events[5], FSDPRT_STREAM_COMPUTE)));
   // The next step reuses the events.
   fake_cuda::reset();
   enqueueStep([] { return 0.0f; }, false);
   EXPECT_THAT(fake_cuda::callsTo("cudaEventCreate"), IsEmpty());
-  EXPECT_THAT(fake_cuda::callsTo("cudaEventRecord"), SizeIs(5));
+  EXPECT_THAT(fake_cuda::callsTo("cudaEventRecord"), SizeIs(6));
 }
 
 /// A step of two streams: the all-gather stream copies [0, 8) to [8, 16)

@@ -26,13 +26,13 @@ protected:
     fake_cuda::reset();
     fsdprt::openDevice();
     streams = fake_cuda::results("cudaStreamCreateWithPriority");
-    ASSERT_EQ(streams.size(), 4u);
+    ASSERT_EQ(streams.size(), 5u);
     fake_cuda::reset();
   }
   void TearDown() override { fsdprt::closeDevice(); }
 
   /// The fake's names of the streams FSDPRT_STREAM_COMPUTE, _ALL_GATHER,
-  /// _REDUCE_SCATTER and _COPY.
+  /// _REDUCE_SCATTER, _COPY and _TENSOR.
   const std::string &stream(int32_t id) const { return streams[static_cast<size_t>(id)]; }
 
   std::vector<std::string> streams;
