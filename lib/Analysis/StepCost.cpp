@@ -533,6 +533,8 @@ private:
        : kind == CollectiveKind::AllGather     ? cost.tensorAllGatherBytes
                                                : cost.tensorReduceScatterBytes) += timed.bytes;
     double duration = ringSeconds(kind, members.first, total, members.second);
+    if (tensorGroup)
+      cost.tensorCommunicationSeconds += duration;
     if (profile.asyncCollectives)
       runCollective(timed, duration, now);
     addStarted(call, std::move(timed), duration);

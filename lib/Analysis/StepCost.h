@@ -76,6 +76,8 @@ struct StepCost {
   /// in its all-gathers and reduce-scatters (sequence blocks: (T - 1) / T of
   /// the whole each).
   double tensorAllReduceBytes = 0, tensorAllGatherBytes = 0, tensorReduceScatterBytes = 0;
+  /// The part of communicationSeconds on the tensor group's stream.
+  double tensorCommunicationSeconds = 0;
 };
 
 /// The shape of the rank grid, to tell which links a collective's group uses.

@@ -64,6 +64,7 @@ std::string mlir::fsdp::costJson(const fsdp::PlanEvaluation &planned,
                             {"copy_seconds", cost.copySeconds},
                             {"exposed_copy_seconds", cost.exposedCopySeconds},
                             {"host_seconds", cost.hostSeconds},
+                            {"tensor_communication_seconds", cost.tensorCommunicationSeconds},
                             {"tensor_all_reduce_bytes", cost.tensorAllReduceBytes},
                             {"tensor_all_gather_bytes", cost.tensorAllGatherBytes},
                             {"tensor_reduce_scatter_bytes", cost.tensorReduceScatterBytes}};
@@ -100,7 +101,8 @@ FailureOr<fsdp::PlanFix> mlir::fsdp::handleOverBudget(const CompilerOptions &fla
   fsdp::printMemoryBreakdown(os, planned, budget);
   double baseSeconds = planned.cost.stepSeconds;
   if (search.fits.empty()) {
-    os << "no plan within 3 changes of recompute, micro-batches, prefetch, ranks, sharding"
+    os << "no plan within 3 changes of recompute, micro-batches, prefetch, ranks, tensor ranks, "
+          "sharding"
        << (target.hasDeviceArena() ? ", precision and offload" : " and precision") << " fits ("
        << search.evaluated << " compiled, " << search.skipped << " skipped)";
   } else {

@@ -55,6 +55,10 @@ SmallVector<SpeedChange> speedChanges(const PlanFields &plan, bool deviceArena) 
   if (plan.reduceDtype == DType::F32 && plan.paramDtype == DType::BF16)
     changes.push_back(
         {"reduce_dtype", "reduce_dtype = bf16", [](PlanFields &p) { p.reduceDtype = DType::BF16; }});
+  // The norms between the regions on 1/T of the tokens, for the same bytes.
+  if (plan.tensorParallel > 1 && !plan.sequenceParallel)
+    changes.push_back({"sequence_parallel", "sequence_parallel = true",
+                       [](PlanFields &p) { p.sequenceParallel = true; }});
   return changes;
 }
 

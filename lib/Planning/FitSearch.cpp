@@ -24,7 +24,8 @@ namespace {
 
 /// The knobs a change turns; a candidate turns each at most once.
 enum Axis {
-  Remat, MicroBatches, Prefetch, Ranks, Sharding, Precision, Reduction, Accumulate, OffloadAxis
+  Remat, MicroBatches, Prefetch, Ranks, TensorRanks, Sharding, Precision, Reduction, Accumulate,
+  OffloadAxis
 };
 
 struct Change {
@@ -72,6 +73,20 @@ SmallVector<Change> changesFrom(const PlanFields &plan, const PipelineTarget &ta
     grid.back() *= factor;
     changes.push_back({Ranks, gridText(grid), [grid](PlanFields &p) { p.grid = grid; }});
   }
+  // Twice the tensor ranks beside each data-parallel rank (twice the ranks),
+  // with sequence parallelism: a tensor rank holds half the blocks and half
+  // the tokens between them. Or sequence parallelism on the tensor ranks the
+  // plan has. Models the layout cannot cut more are named impossible.
+  int64_t tensor = plan.tensorParallel * 2;
+  changes.push_back({TensorRanks,
+                     "tensor_parallel = " + std::to_string(tensor) + ", sequence_parallel = true",
+                     [tensor](PlanFields &p) {
+                       p.tensorParallel = tensor;
+                       p.sequenceParallel = true;
+                     }});
+  if (plan.tensorParallel > 1 && !plan.sequenceParallel)
+    changes.push_back({TensorRanks, "sequence_parallel = true",
+                       [](PlanFields &p) { p.sequenceParallel = true; }});
   if (plan.strategy == Strategy::ShardGradOp || plan.strategy == Strategy::NoShard)
     changes.push_back({Sharding, "strategy = full_shard",
                        [](PlanFields &p) { p.strategy = Strategy::FullShard; }});

@@ -79,7 +79,7 @@ struct PlanEvaluation {
   MemoryTimeline memory;
   RankGrid grid;
 
-  int64_t worldSize() const { return grid.replicas * grid.shardRanks; }
+  int64_t worldSize() const { return grid.replicas * grid.shardRanks * grid.tensorRanks; }
 };
 
 /// Reads a module compiled by buildBufferPlanPipeline: its manifest's arena

@@ -33,6 +33,7 @@ struct CostFigures {
   double step = 0, matmul = 0, attention = 0, otherCompute = 0, launches = 0;
   double communication = 0, exposed = 0;
   double copies = 0, exposedCopies = 0, host = 0; // offload
+  double tensorCommunication = 0;
   double tensorAllReduceBytes = 0, tensorAllGatherBytes = 0, tensorReduceScatterBytes = 0;
   std::optional<std::map<std::string, int64_t>> budget;
   std::string budgetOrigin;
@@ -61,6 +62,7 @@ FailureOr<CostFigures> parseCost(StringRef text, Operation *op) {
   cost.copies = get("copy_seconds");
   cost.exposedCopies = get("exposed_copy_seconds");
   cost.host = get("host_seconds");
+  cost.tensorCommunication = get("tensor_communication_seconds");
   cost.tensorAllReduceBytes = get("tensor_all_reduce_bytes");
   cost.tensorAllGatherBytes = get("tensor_all_gather_bytes");
   cost.tensorReduceScatterBytes = get("tensor_reduce_scatter_bytes");
@@ -209,6 +211,8 @@ void printReportCost(raw_ostream &os, PlanAttr plan, const CostFigures &cost) {
   line("compute: everything else", cost.otherCompute);
   line("  of which launch overhead", cost.launches);
   line("communication (own streams)", cost.communication);
+  if (plan.getTensorParallel() > 1)
+    line("  of which the tensor group", cost.tensorCommunication);
   line("communication exposed", cost.exposed);
   if (plan.getOffload() == Offload::Optimizer) {
     line("host <-> device copies", cost.copies);
