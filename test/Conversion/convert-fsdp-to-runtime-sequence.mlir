@@ -8,7 +8,9 @@
 // gather. fsdp.tensor_chunk takes the block at the rank's index in the tensor
 // group (fsdprt_group_rank), fsdp.tensor_reduce_scatter is a reduce-scatter (sum,
 // f32), fsdp.tensor_unchunk and fsdp.tensor_all_gather all-gathers, all over the
-// tensor group (3).
+// tensor group (3). A gathered buffer is read only after its wait (a reader made
+// before it, such as a bf16 product's operand widened where its value is made,
+// read it before the gather completed).
 
 // CHECK-LABEL: func.func @fsdp_train_step
 // CHECK: %[[ROWS:.+]] = fsdp.reshape %{{.+}} : tensor<3x8x8xf32> -> tensor<3x2x4x8xf32>
@@ -20,8 +22,8 @@
 // CHECK: memref.view %{{.+}}[%[[OFFSET]]][] : memref<768xi8> to memref<3x4x8xf32>
 // CHECK: call @fsdprt_reduce_scatter_start(%{{.+}}, %{{.+}}, %c96_i64, %c0_i32{{.*}}, %c0_i32{{.*}}, %c3_i32{{.*}})
 // CHECK: %[[H:.+]] = call @fsdprt_all_gather_start(%{{.+}}, %{{.+}}, %c384_i64, %c3_i32{{.*}})
-// CHECK: %[[BLOCKS:.+]] = bufferization.to_tensor %{{.+}} restrict : memref<2x3x4x8xf32>
 // CHECK: call @fsdprt_wait(%[[H]])
+// CHECK: %[[BLOCKS:.+]] = bufferization.to_tensor %{{.+}} restrict : memref<2x3x4x8xf32>
 // CHECK: %[[BACK:.+]] = fsdp.transpose %[[BLOCKS]] [1, 0, 2, 3] : tensor<2x3x4x8xf32> -> tensor<3x2x4x8xf32>
 // CHECK: fsdp.reshape %[[BACK]] : tensor<3x2x4x8xf32> -> tensor<3x8x8xf32>
 // CHECK-NOT: fsdp.tensor_

@@ -70,11 +70,19 @@ class Tape:
         return self.used[name]
 
     def __call__(self, op, *args, **attrs):
+        weight = self.param_name(args[1]) if op is ops.matmul and len(args) > 1 else None
+        if weight in self.prec.splits and self.prec.tensor_ranks > 1:
+            op = ops.split_matmul
+            attrs = dict(attrs, split=self.prec.splits[weight], ranks=self.prec.tensor_ranks)
         out, vjp = op(*[a.data if isinstance(a, Var) else a for a in args], prec=self.prec,
                       **attrs)
         v = Var(out)
         self.nodes.append((v, args, vjp))
         return v
+
+    def param_name(self, arg):
+        """The parameter `arg` is the read of, if it is one."""
+        return next((n for n, v in self.used.items() if v is arg), None)
 
     def loss_input(self):
         """The value the loss op (the last op) read: the logits."""
@@ -86,11 +94,23 @@ class Tape:
         for v, args, vjp in reversed(self.nodes):
             if v.grad is None:
                 continue
-            for a, g in zip(args, vjp(v.grad)):
+            for a, g in zip(args, vjp(self.whole(v.grad))):
                 if isinstance(a, Var) and g is not None:
-                    a.grad = g if a.grad is None else self.prec.round(a.grad + g, "add")
-        return {n: (v.grad if v.grad is not None else np.zeros_like(v.data))
+                    a.grad = g if a.grad is None else self.accumulate(a.grad, g)
+        return {n: (self.whole(v.grad) if v.grad is not None else np.zeros_like(v.data))
                 for n, v in self.used.items()}
+
+    def accumulate(self, grad, g):
+        """grad + g, rounded; the tensor ranks' parts each on its own rank."""
+        if isinstance(grad, ops.RankParts) != isinstance(g, ops.RankParts):
+            raise ValueError("a value read both inside and outside tensor-parallel regions")
+        if isinstance(g, ops.RankParts):
+            return ops.RankParts(self.prec.round(x + y, "add") for x, y in zip(grad, g))
+        return self.prec.round(grad + g, "add")
+
+    def whole(self, grad):
+        """A gradient as its reader sees it: the tensor ranks' parts summed."""
+        return self.prec.tensor_sum(grad) if isinstance(grad, ops.RankParts) else grad
 
 
 def _finish(tape, loss, params, frozen=frozenset()):

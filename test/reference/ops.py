@@ -56,6 +56,39 @@ def matmul(a, b, transpose_lhs=False, transpose_rhs=False, prec=EXACT, point="ma
     return prec.round(out, point), vjp
 
 
+class RankParts(list):
+    """A gradient the tensor ranks hold in parts, one each, to be summed over them
+    (prec.tensor_sum) where it is read: that of a value entering a tensor-parallel
+    region (fsdp.tensor_copy), each rank's from its block of the region."""
+
+
+def split_matmul(a, b, split, ranks, transpose_rhs=False, prec=EXACT, point="matmul"):
+    """matmul of an activation and a weight cut over `ranks` tensor ranks along its
+    dimension `split` (fsdp-split-tensors), computed as the ranks compute it: a
+    row-parallel product (the weight cut along the contraction) sums the ranks' partial
+    products, each rounded, with prec.tensor_sum; a column-parallel one computes each
+    rank's block of the result as the whole product would, and its gradient of `a` is
+    the ranks' parts (RankParts), each rounded, summed where the gradient is read."""
+    B = b.T if transpose_rhs else b
+    cut = split if not transpose_rhs else 1 - split   # the cut dimension of B [K, N]
+    size = B.shape[cut] // ranks
+    blocks = [np.s_[i * size:(i + 1) * size] for i in range(ranks)]
+    lead = a.shape[:-1]
+    A2 = a.reshape(-1, a.shape[-1])
+    whole, whole_vjp = matmul(a, b, transpose_rhs=transpose_rhs, prec=prec, point=point)
+    if cut == 0:
+        out = prec.tensor_sum([prec.round(prec.matmul(A2[:, s], B[s]), point) for s in blocks])
+        return out.reshape(lead + (B.shape[1],)), whole_vjp
+
+    def vjp(d):
+        d2 = d.reshape(-1, d.shape[-1])
+        _, dB = whole_vjp(d)
+        parts = RankParts(prec.round(prec.matmul(d2[:, s], B[:, s].T).reshape(a.shape),
+                                     "matmul:grad") for s in blocks)
+        return parts, dB
+    return whole, vjp
+
+
 def batch_matmul(a, b, transpose_lhs=False, transpose_rhs=False, prec=EXACT,
                  point="batch_matmul"):
     """[B..., M, K] x [B..., K, N] -> [B..., M, N] after the optional transposes."""

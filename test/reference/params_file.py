@@ -42,6 +42,16 @@ def manifest_params(trainer):
     return [(p["name"], whole(p), p["dtype"]) for p in manifest["params"]]
 
 
+def manifest_splits(trainer):
+    """{name: split_dim} of the trainer's parameters that its tensor ranks cut
+    (`trainer --print-manifest`), and its tensor ranks."""
+    result = subprocess.run([trainer, "--print-manifest"], capture_output=True, text=True,
+                            check=True)
+    manifest = json.loads(result.stdout)
+    splits = {p["name"]: p["split_dim"] for p in manifest["params"] if "split_dim" in p}
+    return splits, manifest.get("tensor_ranks", 1)
+
+
 def _table(params):
     return [(item[0], tuple(int(d) for d in item[1])) for item in params]
 

@@ -36,11 +36,14 @@ class Precision:
     the S ranks of a shard group, then all-reduces over the R replicas; every other
     strategy reduces over all ranks at once. `dtype`: what the ops compute in (float64:
     the reference; float32: calibration() and the selftest's simulated trainers).
-    micro_batches, accumulate: the plan's (accumulate_micro_batches)."""
+    micro_batches, accumulate: the plan's (accumulate_micro_batches). tensor_ranks, splits:
+    the plan's tensor_parallel and {parameter: split dimension} of the parameters the
+    tensor ranks cut (the trainer's manifest): the products that read them compute as the
+    tensor ranks do (ops.split_matmul)."""
 
     def __init__(self, param_dtype="f32", reduce_dtype="f32", grid=(1,),
                  strategy="full_shard", dtype=np.float64, micro_batches=1,
-                 accumulate="reduce_scatter"):
+                 accumulate="reduce_scatter", tensor_ranks=1, splits=None):
         if param_dtype not in ("f32", "bf16") or reduce_dtype not in ("f32", "bf16"):
             raise ValueError("dtypes are f32 or bf16")
         if strategy not in STRATEGIES:
@@ -54,6 +57,7 @@ class Precision:
         if micro_batches < 1 or accumulate not in ("reduce_scatter", "no_sync"):
             raise ValueError("micro_batches >= 1, accumulate reduce_scatter or no_sync")
         self.micro_batches, self.accumulate = int(micro_batches), accumulate
+        self.tensor_ranks, self.splits = int(tensor_ranks), dict(splits or {})
         # Reduction stages, each over groups of consecutive values.
         self.stages = ((self.grid[1], self.grid[0]) if strategy == "hybrid_shard"
                        else (self.ranks,))
@@ -65,7 +69,8 @@ class Precision:
         add every other sum as a loop does (sum) and move every exp, log, tanh, cos and
         sin within the trainer's approximation error (math)."""
         twin = Precision(self.param_dtype, self.reduce_dtype, self.grid, self.strategy,
-                         np.float32, self.micro_batches, self.accumulate)
+                         np.float32, self.micro_batches, self.accumulate, self.tensor_ranks,
+                         self.splits)
         twin.order = order
         if order >= 3:
             twin.dither = np.random.default_rng(order)
@@ -135,6 +140,16 @@ class Precision:
         """A value inside one op that the spec keeps in f32 (never rounded): identity;
         named so that a simulated trainer can round it where it should not."""
         return x
+
+    def tensor_sum(self, parts):
+        """fsdp.tensor_sum of the tensor ranks' parts (an all-reduce in the values'
+        dtype): in bf16 each addition of two rounded, in rank order. With 2 ranks that is
+        the trainer's one rounded addition in any order; with more, MPI's order is its
+        own (not simulated: only 2 tensor ranks are checked in bf16)."""
+        total = parts[0]
+        for part in parts[1:]:
+            total = self.round(total + part, "tensor_sum")
+        return total
 
     def reduce_pair(self, a, b):
         """A bf16 reduction of two values: one addition, rounded (the order of two

@@ -339,17 +339,13 @@ void StepLowering::lowerTensorAllGather(Operation *gather, Value input, int64_t 
                        {bufferAddress(b, loc, blockBytes), bufferAddress(b, loc, full),
                         i64Constant(b, loc, tensorBytes(block)),
                         i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))});
-  // The blocks back in place where the result is first read, so that what
-  // comes before overlaps with the gather.
-  Operation *first = body.getTerminator();
-  for (Operation *user : gather->getResult(0).getUsers())
-    if (Operation *top = body.findAncestorOpInBlock(*user); top->isBeforeInBlock(first))
-      first = top;
+  // The blocks back in place where the result is first read, after the wait,
+  // so that what comes before overlaps with the gather and nothing reads the
+  // buffer earlier (a product's operand widened where its value is made).
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(first);
+  waitBeforeFirstUse(loc, handle, gather->getResult(0), pendingTensorCollective);
   Value blocks = tensor(loc, full, 0, blocksFirstType(whole, dim, ranks));
   gather->getResult(0).replaceAllUsesWith(blocksInPlace(loc, blocks, whole, dim, ranks));
-  waitBeforeFirstUse(loc, handle, blocks, pendingTensorCollective);
 }
 
 void StepLowering::lowerTensorChunk(TensorChunkOp chunk) {

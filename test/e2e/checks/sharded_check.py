@@ -33,7 +33,10 @@ each case:
     --reduce-dtype as the strategy's collectives do; with --micro-batches K (written
     into the plan with --accumulate) each rank's rows run as K micro-batches: in
     float32 the reference is still the whole batch's step, in bf16 it rounds each
-    micro-batch's step and sums them as the plan's accumulation does; with --offload
+    micro-batch's step and sums them as the plan's accumulation does; with tensor ranks
+    in bf16 it computes the products that read cut parameters as the ranks do (each
+    rank's partial product rounded, the ranks' parts added in bf16: ops.split_matmul;
+    2 tensor ranks at most, whose one addition has no order); with --offload
     (`offload = optimizer` written into the plan) the trainer is the CUDA target's step
     run on the CPU (fsdpc --target=cuda --test-kernels-on-cpu: kernels as loops, the
     CPU runtime's collectives, copies between the arena and the host arena as
@@ -64,7 +67,7 @@ import numpy as np  # noqa: E402
 import models  # noqa: E402
 import precision  # noqa: E402
 from params_file import (exported_bytes, manifest_params,  # noqa: E402  (test/reference)
-                         trace_record_start)
+                         manifest_splits, trace_record_start)
 
 STRATEGIES = ["full_shard", "shard_grad_op", "no_shard"]
 DEFAULT_CASES = [f"{s}:{n}" for s in STRATEGIES for n in (1, 2, 4)] + ["hybrid_shard:2x2"]
@@ -164,8 +167,10 @@ def check_case(args, label, strategy, grid, tensor, trainer, data, init_from=Non
                  f"{result.stdout}\n{result.stderr}"])
 
     losses, arena = read_log(log)
+    splits, _ = manifest_splits(trainer)
     prec = precision.Precision(args.param_dtype, args.reduce_dtype, grid, strategy,
-                               micro_batches=args.micro_batches, accumulate=args.accumulate)
+                               micro_batches=args.micro_batches, accumulate=args.accumulate,
+                               tensor_ranks=tensor, splits=splits)
     rows, failures = teacher_forced(args.model, data, trace, losses, prec=prec)
     if len(rows) != args.steps:
         failures.append(f"{len(rows)} steps checked, {args.steps} trained")
@@ -225,6 +230,11 @@ def main():
                         help="one more fsdpc flag for every trainer (e.g. --fuse-attention)")
     args = parser.parse_args()
     cases = [parse_case(c) for c in args.cases.split(",")]
+    if args.param_dtype == "bf16" and any(tensor > 2 for _, _, tensor, _ in cases):
+        # Two ranks' bf16 sum is one rounded addition in any order; more ranks add in the
+        # order of MPI's algorithm, which the reference cannot follow.
+        sys.exit("sharded_check.py: bf16 is checked on at most 2 tensor ranks "
+                 "(precision.Precision.tensor_sum)")
     os.makedirs(args.work, exist_ok=True)
     path = lambda name: os.path.join(args.work, name)  # noqa: E731
     started = time.time()
