@@ -178,12 +178,8 @@ int ArenaAccesses::streamOf(Operation *op) {
   if (auto call = dyn_cast<func::CallOp>(op)) {
     StringRef callee = call.getCallee();
     // The tensor group's collectives, of every kind, on the tensor stream.
-    std::optional<unsigned> groupOperand = callee == kAllGatherStart       ? 3
-                                           : callee == kReduceScatterStart ? 5
-                                           : callee == kAllReduceStart     ? 4
-                                                                           : std::optional<unsigned>();
-    if (groupOperand &&
-        getConstantIntValue(call.getOperand(*groupOperand)) == FSDPRT_GROUP_TENSOR)
+    std::optional<unsigned> group = collectiveGroupOperand(callee);
+    if (group && getConstantIntValue(call.getOperand(*group)) == FSDPRT_GROUP_TENSOR)
       return static_cast<int>(RuntimeStream::Tensor);
     if (callee == kAllGatherStart)
       return static_cast<int>(RuntimeStream::AllGather);

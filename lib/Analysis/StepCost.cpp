@@ -505,36 +505,30 @@ private:
     TimedOp timed = startedOp(op, callee);
     double total = 0;
     CollectiveKind kind;
-    std::pair<int64_t, LinkProfile> members;
+    Value groupId = call.getOperand(*collectiveGroupOperand(callee));
+    std::pair<int64_t, LinkProfile> members = group(groupId);
     if (callee == kAllGatherStart) {
       kind = CollectiveKind::AllGather;
-      members = group(call.getOperand(3));
       total = static_cast<double>(constantInt(call.getOperand(2)).value_or(0)) *
               static_cast<double>(members.first);
     } else if (callee == kReduceScatterStart) {
       kind = CollectiveKind::ReduceScatter;
-      members = group(call.getOperand(5));
       total = static_cast<double>(constantInt(call.getOperand(2)).value_or(0)) *
               dtypeBytes(call.getOperand(3)) * static_cast<double>(members.first);
     } else {
       kind = CollectiveKind::AllReduce;
-      members = group(call.getOperand(4));
       total = static_cast<double>(constantInt(call.getOperand(1)).value_or(0)) *
               dtypeBytes(call.getOperand(2));
     }
     double g = static_cast<double>(members.first);
     timed.bytes = g > 1 ? (g - 1) / g * total * (kind == CollectiveKind::AllReduce ? 2 : 1) : 0;
-    bool tensorGroup = constantInt(call.getOperand(kind == CollectiveKind::AllGather       ? 3
-                                                   : kind == CollectiveKind::ReduceScatter ? 5
-                                                                                           : 4)) ==
-                       static_cast<int64_t>(Group::Tensor);
-    if (tensorGroup)
-      (kind == CollectiveKind::AllReduce       ? cost.tensorAllReduceBytes
-       : kind == CollectiveKind::AllGather     ? cost.tensorAllGatherBytes
-                                               : cost.tensorReduceScatterBytes) += timed.bytes;
     double duration = ringSeconds(kind, members.first, total, members.second);
-    if (tensorGroup)
+    if (constantInt(groupId) == static_cast<int64_t>(Group::Tensor)) {
+      (kind == CollectiveKind::AllReduce   ? cost.tensorAllReduceBytes
+       : kind == CollectiveKind::AllGather ? cost.tensorAllGatherBytes
+                                           : cost.tensorReduceScatterBytes) += timed.bytes;
       cost.tensorCommunicationSeconds += duration;
+    }
     if (profile.asyncCollectives)
       runCollective(timed, duration, now);
     addStarted(call, std::move(timed), duration);

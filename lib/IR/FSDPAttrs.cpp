@@ -371,11 +371,10 @@ PlanAttr PlanAttr::get(MLIRContext *context, const PlanFields &fields,
                        function_ref<InFlightDiagnostic()> emitError) {
   return PlanAttr::getChecked(
       emitError, context, fields.grid, fields.tensorParallel, fields.sequenceParallel,
-      fields.strategy,
-      llvm::cast<OptimizerAttrInterface>(fields.optimizer), fields.paramDtype, fields.reduceDtype,
-      APFloat(fields.clipGradNorm), fields.prefetch, fields.maxInflightGathers, fields.remat,
-      fields.rematEvery, fields.rematUnits, fields.microBatches, fields.accumulate, fields.units,
-      fields.minUnitParams, fields.deviceMemory, fields.offload, fields.allowTf32,
+      fields.strategy, llvm::cast<OptimizerAttrInterface>(fields.optimizer), fields.paramDtype,
+      fields.reduceDtype, APFloat(fields.clipGradNorm), fields.prefetch, fields.maxInflightGathers,
+      fields.remat, fields.rematEvery, fields.rematUnits, fields.microBatches, fields.accumulate,
+      fields.units, fields.minUnitParams, fields.deviceMemory, fields.offload, fields.allowTf32,
       fields.approximateMath, fields.deterministic);
 }
 

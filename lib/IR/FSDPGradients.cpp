@@ -205,8 +205,8 @@ void TensorSumOp::buildGradients(OpBuilder &, ValueRange resultGrads,
 // the chunk and the unchunk; each gradient has its operand's type.
 void TensorAllGatherOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                        SmallVectorImpl<Value> &operandGrads) {
-  operandGrads.push_back(TensorReduceScatterOp::create(b, getLoc(), getInput().getType(),
-                                                       resultGrads[0], getDim()));
+  operandGrads.push_back(
+      TensorReduceScatterOp::create(b, getLoc(), getInput().getType(), resultGrads[0], getDim()));
 }
 
 void TensorReduceScatterOp::buildGradients(OpBuilder &b, ValueRange resultGrads,

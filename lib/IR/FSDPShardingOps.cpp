@@ -48,8 +48,8 @@ LogicalResult UnitOp::verify() {
     if (param.getSplitDim().has_value() != members.front().getSplitDim().has_value())
       return emitOpError("parameter '")
              << param.getSymName() << "' is "
-             << (param.getSplitDim() ? "cut over the tensor ranks" : "whole")
-             << ", but '" << members.front().getSymName() << "' of the same unit is "
+             << (param.getSplitDim() ? "cut over the tensor ranks" : "whole") << ", but '"
+             << members.front().getSymName() << "' of the same unit is "
              << (members.front().getSplitDim() ? "cut" : "whole")
              << "; a unit's members are all cut or all whole";
     if (type.getElementType() != getElementType())

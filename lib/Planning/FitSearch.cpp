@@ -24,7 +24,15 @@ namespace {
 
 /// The knobs a change turns; a candidate turns each at most once.
 enum Axis {
-  Remat, MicroBatches, Prefetch, Ranks, TensorRanks, Sharding, Precision, Reduction, Accumulate,
+  Remat,
+  MicroBatches,
+  Prefetch,
+  Ranks,
+  TensorRanks,
+  Sharding,
+  Precision,
+  Reduction,
+  Accumulate,
   OffloadAxis
 };
 

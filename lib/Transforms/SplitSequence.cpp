@@ -92,8 +92,8 @@ LogicalResult SequenceSplitter::scatter(TensorSumOp sum) {
            << "row-parallel product's result " << whole
            << ", which the tensor ranks would hold in blocks";
   b.setInsertionPoint(sum);
-  auto scattered = TensorReduceScatterOp::create(b, sum.getLoc(), blockType(whole, *dim),
-                                                 sum.getInput(), *dim);
+  auto scattered =
+      TensorReduceScatterOp::create(b, sum.getLoc(), blockType(whole, *dim), sum.getInput(), *dim);
   sum.replaceAllUsesWith(scattered.getResult());
   sum.erase();
   blocks[scattered] = *dim;
@@ -119,9 +119,10 @@ std::optional<int64_t> SequenceSplitter::blockDim(Operation &op) {
     }
     return dim;
   }
-  int64_t dim = blocks.lookup(op.getOperand(0));
-  if (!blocks.contains(op.getOperand(0)))
+  auto block = blocks.find(op.getOperand(0));
+  if (block == blocks.end())
     return std::nullopt;
+  int64_t dim = block->second;
   if (isa<ReluOp, GeluOp, SiluOp, TanhOp, ExpOp, ScaleOp, ConvertOp>(op))
     return dim;
   // A norm over the features reads each token apart (its gains broadcast).
@@ -175,7 +176,8 @@ Value SequenceSplitter::chunkOf(Value whole, int64_t dim) {
   if (!chunk) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointAfterValue(whole);
-    chunk = TensorChunkOp::create(b, whole.getLoc(), blockType(tensorTypeOf(whole), dim), whole, dim);
+    chunk =
+        TensorChunkOp::create(b, whole.getLoc(), blockType(tensorTypeOf(whole), dim), whole, dim);
   }
   return chunk;
 }
@@ -217,8 +219,7 @@ LogicalResult SequenceSplitter::run(Block &body) {
   return success();
 }
 
-struct FSDPSplitSequencePass
-    : public fsdp::impl::FSDPSplitSequencePassBase<FSDPSplitSequencePass> {
+struct FSDPSplitSequencePass : public fsdp::impl::FSDPSplitSequencePassBase<FSDPSplitSequencePass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto plan = module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName());

@@ -36,6 +36,17 @@ constexpr llvm::StringLiteral kAllGatherStart = "fsdprt_all_gather_start";
 constexpr llvm::StringLiteral kReduceScatterStart = "fsdprt_reduce_scatter_start";
 constexpr llvm::StringLiteral kAllReduceStart = "fsdprt_all_reduce_start";
 constexpr llvm::StringLiteral kWait = "fsdprt_wait";
+/// The operand of a collective's start call that names its group
+/// (FSDPRT_GROUP_*), or none for another callee.
+inline std::optional<unsigned> collectiveGroupOperand(llvm::StringRef callee) {
+  if (callee == kAllGatherStart)
+    return 3;
+  if (callee == kReduceScatterStart)
+    return 5;
+  if (callee == kAllReduceStart)
+    return 4;
+  return std::nullopt;
+}
 /// `int32_t fsdprt_group_rank(int32_t group)`: the rank's index in a group
 /// (the block of the sequence a tensor rank holds).
 constexpr llvm::StringLiteral kGroupRank = "fsdprt_group_rank";

@@ -266,8 +266,8 @@ Value StepLowering::blocksFirst(Location loc, Value whole, int64_t dim, int64_t 
   return TransposeOp::create(b, loc, type.clone(permuted), reshaped, permutation);
 }
 
-Value StepLowering::blocksInPlace(Location loc, Value blocks, RankedTensorType whole,
-                                  int64_t dim, int64_t ranks) {
+Value StepLowering::blocksInPlace(Location loc, Value blocks, RankedTensorType whole, int64_t dim,
+                                  int64_t ranks) {
   if (outerElements(whole.getShape(), dim) == 1)
     return blocks;
   SmallVector<int64_t> split = splitShape(whole.getShape(), dim, ranks);
@@ -357,19 +357,20 @@ void StepLowering::lowerTensorChunk(TensorChunkOp chunk) {
   // This rank's block: the one at its index in the tensor group.
   func::FuncOp groupRank = declareRuntimeFunction(
       module, kGroupRank, FunctionType::get(b.getContext(), {b.getI32Type()}, {b.getI32Type()}));
-  Value rank = func::CallOp::create(
-                   b, loc, groupRank,
-                   ValueRange{i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))})
-                   .getResult(0);
-  Value offset = arith::MulIOp::create(
-      b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), rank),
-      arith::ConstantIndexOp::create(b, loc, tensorBytes(block)));
-  Value own = memref::ViewOp::create(b, loc, MemRefType::get(block.getShape(), block.getElementType()),
-                                     full, offset, ValueRange{});
+  Value rank =
+      func::CallOp::create(b, loc, groupRank,
+                           ValueRange{i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))})
+          .getResult(0);
+  Value offset =
+      arith::MulIOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), rank),
+                            arith::ConstantIndexOp::create(b, loc, tensorBytes(block)));
+  Value own =
+      memref::ViewOp::create(b, loc, MemRefType::get(block.getShape(), block.getElementType()),
+                             full, offset, ValueRange{});
   Value bytes = allocBytes(loc, tensorBytes(block), kCollectiveKind);
-  materializeInto(loc,
-                  bufferization::ToTensorOp::create(b, loc, block, own, b.getUnitAttr(), UnitAttr()),
-                  bytes);
+  materializeInto(
+      loc, bufferization::ToTensorOp::create(b, loc, block, own, b.getUnitAttr(), UnitAttr()),
+      bytes);
   bindResult(chunk.getResult(), bytes);
 }
 

@@ -218,8 +218,8 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
     return recordDone(handle, stream);
   }
   FSDPRT_NCCL_CHECK(ncclReduceScatter(full, shard, static_cast<size_t>(shard_count),
-                                      ncclType(dtype), reduction(op),
-                                      communicator(group, streamId), stream));
+                                      ncclType(dtype), reduction(op), communicator(group, streamId),
+                                      stream));
   watchCollective(stream, "reduce_scatter", shardBytes * size, group, unit);
   return recordDone(handle, stream);
 }
@@ -238,8 +238,7 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
   const std::string &unit = nextCollectiveUnit("all_reduce");
   if (size > 1) {
     FSDPRT_NCCL_CHECK(ncclAllReduce(data, data, static_cast<size_t>(count), ncclType(dtype),
-                                    reduction(op),
-                                    communicator(group, streamId), stream));
+                                    reduction(op), communicator(group, streamId), stream));
     watchCollective(stream, "all_reduce", count * reductionElementBytes(what, dtype), group,
                     unit);
   }

@@ -198,7 +198,8 @@ TEST_F(CudaDevice, ClosingReleasesWhatOpeningCreated) {
                   "cublasLtDestroy(" + lt.at(0) + ")", "cublasDestroy(" + cublas.at(0) + ")",
                   "cudaFree(device1+0)", "cudaStreamDestroy(" + streams[0] + ")",
                   "cudaStreamDestroy(" + streams[1] + ")", "cudaStreamDestroy(" + streams[2] + ")",
-                  "cudaStreamDestroy(" + streams[3] + ")", "cudaStreamDestroy(" + streams[4] + ")"));
+                  "cudaStreamDestroy(" + streams[3] + ")",
+                  "cudaStreamDestroy(" + streams[4] + ")"));
   fake_cuda::reset();
   closeDevice();
   EXPECT_TRUE(fake_cuda::calls().empty()) << "closing twice";
