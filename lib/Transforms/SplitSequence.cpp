@@ -66,6 +66,10 @@ private:
     shape[dim] /= ranks;
     return whole.clone(shape);
   }
+  /// `slot`, built by `build` right after `anchor` is defined, once.
+  Value onceAfter(Value &slot, Value anchor, function_ref<Value()> build);
+  /// This rank's block of `whole` along `dim`; `whole` read inside blocks
+  /// (its gradient summed); the whole of `block`: each made once.
   Value chunkOf(Value whole, int64_t dim);
   Value copyOf(Value whole);
   Value unchunkOf(Value block);
@@ -171,39 +175,35 @@ void SequenceSplitter::visit(Operation &op) {
       operand.set(unchunkOf(operand.get()));
 }
 
-Value SequenceSplitter::chunkOf(Value whole, int64_t dim) {
-  Value &chunk = chunks[{whole, dim}];
-  if (!chunk) {
+Value SequenceSplitter::onceAfter(Value &slot, Value anchor, function_ref<Value()> build) {
+  if (!slot) {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointAfterValue(whole);
-    chunk =
-        TensorChunkOp::create(b, whole.getLoc(), blockType(tensorTypeOf(whole), dim), whole, dim);
+    b.setInsertionPointAfterValue(anchor);
+    slot = build();
   }
-  return chunk;
+  return slot;
+}
+
+Value SequenceSplitter::chunkOf(Value whole, int64_t dim) {
+  return onceAfter(chunks[{whole, dim}], whole, [&]() -> Value {
+    return TensorChunkOp::create(b, whole.getLoc(), blockType(tensorTypeOf(whole), dim), whole,
+                                 dim);
+  });
 }
 
 Value SequenceSplitter::copyOf(Value whole) {
-  Value &copy = copies[whole];
-  if (!copy) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointAfterValue(whole);
-    copy = TensorCopyOp::create(b, whole.getLoc(), whole);
-  }
-  return copy;
+  return onceAfter(copies[whole], whole,
+                   [&]() -> Value { return TensorCopyOp::create(b, whole.getLoc(), whole); });
 }
 
 Value SequenceSplitter::unchunkOf(Value block) {
-  Value &whole = unchunks[block];
-  if (!whole) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointAfterValue(block);
+  return onceAfter(unchunks[block], block, [&]() -> Value {
     int64_t dim = blocks.lookup(block);
     RankedTensorType type = tensorTypeOf(block);
     SmallVector<int64_t> shape(type.getShape());
     shape[dim] *= ranks;
-    whole = TensorUnchunkOp::create(b, block.getLoc(), type.clone(shape), block, dim);
-  }
-  return whole;
+    return TensorUnchunkOp::create(b, block.getLoc(), type.clone(shape), block, dim);
+  });
 }
 
 LogicalResult SequenceSplitter::run(Block &body) {
