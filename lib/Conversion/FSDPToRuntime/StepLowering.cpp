@@ -252,6 +252,19 @@ static SmallVector<int64_t> splitShape(ArrayRef<int64_t> whole, int64_t dim, int
   return shape;
 }
 
+/// The type of `whole`'s blocks along `dim` laid out rank-major:
+/// [ranks, outer..., block, inner...], or `whole` when they lie so already.
+static RankedTensorType blocksFirstType(RankedTensorType whole, int64_t dim, int64_t ranks) {
+  if (outerElements(whole.getShape(), dim) == 1)
+    return whole;
+  SmallVector<int64_t> split = splitShape(whole.getShape(), dim, ranks);
+  SmallVector<int64_t> permuted = {ranks};
+  for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d)
+    if (d != dim)
+      permuted.push_back(split[d]);
+  return whole.clone(permuted);
+}
+
 Value StepLowering::blocksFirst(Location loc, Value whole, int64_t dim, int64_t ranks) {
   auto type = llvm::cast<RankedTensorType>(whole.getType());
   if (outerElements(type.getShape(), dim) == 1)
@@ -259,11 +272,11 @@ Value StepLowering::blocksFirst(Location loc, Value whole, int64_t dim, int64_t 
   SmallVector<int64_t> split = splitShape(type.getShape(), dim, ranks);
   Value reshaped = ReshapeOp::create(b, loc, type.clone(split), whole);
   // The ranks' axis first, the others in order.
-  SmallVector<int64_t> permutation = {dim}, permuted = {ranks};
+  SmallVector<int64_t> permutation = {dim};
   for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d)
     if (d != dim)
-      permutation.push_back(d), permuted.push_back(split[d]);
-  return TransposeOp::create(b, loc, type.clone(permuted), reshaped, permutation);
+      permutation.push_back(d);
+  return TransposeOp::create(b, loc, blocksFirstType(type, dim, ranks), reshaped, permutation);
 }
 
 Value StepLowering::blocksInPlace(Location loc, Value blocks, RankedTensorType whole, int64_t dim,
@@ -280,18 +293,6 @@ Value StepLowering::blocksInPlace(Location loc, Value blocks, RankedTensorType w
     permutation.push_back(d);
   Value transposed = TransposeOp::create(b, loc, whole.clone(split), blocks, permutation);
   return ReshapeOp::create(b, loc, whole, transposed);
-}
-
-/// The tensor type of `whole`'s blocks laid out rank-major (blocksFirst's).
-static RankedTensorType blocksFirstType(RankedTensorType whole, int64_t dim, int64_t ranks) {
-  if (outerElements(whole.getShape(), dim) == 1)
-    return whole;
-  SmallVector<int64_t> split = splitShape(whole.getShape(), dim, ranks);
-  SmallVector<int64_t> permuted = {ranks};
-  for (int64_t d = 0; d < static_cast<int64_t>(split.size()); ++d)
-    if (d != dim)
-      permuted.push_back(split[d]);
-  return whole.clone(permuted);
 }
 
 /// The tensor ranks that split `whole` into `block` along `dim`.
