@@ -179,7 +179,8 @@ int ArenaAccesses::streamOf(Operation *op) {
     StringRef callee = call.getCallee();
     // The tensor group's collectives, of every kind, on the tensor stream.
     std::optional<unsigned> group = collectiveGroupOperand(callee);
-    if (group && getConstantIntValue(call.getOperand(*group)) == FSDPRT_GROUP_TENSOR)
+    if (group && *group < call.getNumOperands() &&
+        getConstantIntValue(call.getOperand(*group)) == FSDPRT_GROUP_TENSOR)
       return static_cast<int>(RuntimeStream::Tensor);
     if (callee == kAllGatherStart)
       return static_cast<int>(RuntimeStream::AllGather);

@@ -1,7 +1,7 @@
 // RUN: fsdp-opt %s --fsdp-cuda-insert-stream-events | FileCheck %s
 
 // The step's buffers are fixed byte ranges of the arena: every pair of ops on
-// different streams (0 compute, 1 all-gather, 2 reduce-scatter) that touch
+// different streams (0 compute, 1 all-gather, 2 reduce-scatter, 4 tensor) that touch
 // overlapping bytes, one of them writing, gets an event unless the streams
 // are already ordered.
 
@@ -18,6 +18,7 @@ func.func @fsdp_train_step(%arena: memref<65536xi8>, %step: i64, %lr: f32) -> f3
   %count = arith.constant 512 : i64
   %shard_group = arith.constant 1 : i32
   %avg = arith.constant 1 : i32
+  %f32 = arith.constant 0 : i32
   %a = memref.view %arena[%c0][] : memref<65536xi8> to memref<1024xf32>
   %r = memref.view %arena[%c4096][] : memref<65536xi8> to memref<1024xf32>
   %g = memref.view %arena[%c8192][] : memref<65536xi8> to memref<1024xf32>
@@ -84,7 +85,7 @@ func.func @fsdp_train_step(%arena: memref<65536xi8>, %step: i64, %lr: f32) -> f3
   %s_ptr_index = memref.extract_aligned_pointer_as_index %s : memref<1024xf32> -> index
   %s_ptr_i64 = arith.index_cast %s_ptr_index : index to i64
   %s_ptr = llvm.inttoptr %s_ptr_i64 : i64 to !llvm.ptr
-  %h1 = call @fsdprt_reduce_scatter_start(%g_ptr, %s_ptr, %count, %avg, %shard_group) : (!llvm.ptr, !llvm.ptr, i64, i32, i32) -> i32
+  %h1 = call @fsdprt_reduce_scatter_start(%g_ptr, %s_ptr, %count, %f32, %avg, %shard_group) : (!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> i32
 
   // A gather into a region nobody touched in this step waits for nothing.
   // CHECK-NOT:  fsdprt_stream_wait_event
@@ -102,10 +103,20 @@ func.func @fsdp_train_step(%arena: memref<65536xi8>, %step: i64, %lr: f32) -> f3
   %h3 = call @fsdprt_all_gather_start(%a_ptr, %g_ptr, %bytes, %shard_group) : (!llvm.ptr, !llvm.ptr, i64, i32) -> i32
   call @fsdprt_wait(%h3) : (i32) -> ()
   call @fsdprt_wait(%h1) : (i32) -> ()
+  // The tensor group's collectives (group 3) run on a stream of their own (4):
+  // an all-reduce of %g, which the gather above wrote, waits for that gather.
+  // CHECK:      %[[TENSOR_STREAM:.+]] = arith.constant 4 : i32
+  // CHECK-NEXT: %[[E3:.+]] = arith.constant 3 : i32
+  // CHECK-NEXT: call @fsdprt_stream_wait_event(%[[TENSOR_STREAM]], %[[E3]])
+  // CHECK-NEXT: call @fsdprt_all_reduce_start
+  %tensor_group = arith.constant 3 : i32
+  %h4 = call @fsdprt_all_reduce_start(%g_ptr, %count, %f32, %f32, %tensor_group) : (!llvm.ptr, i64, i32, i32, i32) -> i32
+  call @fsdprt_wait(%h4) : (i32) -> ()
   %loss = arith.constant 0.0 : f32
   return %loss : f32
 }
 
 func.func private @fsdprt_all_gather_start(!llvm.ptr, !llvm.ptr, i64, i32) -> i32
-func.func private @fsdprt_reduce_scatter_start(!llvm.ptr, !llvm.ptr, i64, i32, i32) -> i32
+func.func private @fsdprt_reduce_scatter_start(!llvm.ptr, !llvm.ptr, i64, i32, i32, i32) -> i32
+func.func private @fsdprt_all_reduce_start(!llvm.ptr, i64, i32, i32, i32) -> i32
 func.func private @fsdprt_wait(i32)
