@@ -226,6 +226,9 @@ def locate_libraries(env, node):
     directories += sorted({os.path.dirname(path) for path, _ in found.values()})
     node.env["LD_LIBRARY_PATH"] = ":".join(
         directories + [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(":") if d])
+    # The reference's helpers start trainers too (params_file.manifest_params runs
+    # --print-manifest): they need the bundle's runtime library as well.
+    os.environ["LD_LIBRARY_PATH"] = node.env["LD_LIBRARY_PATH"]
     return [s for s in needs if s not in found]
 
 
