@@ -143,9 +143,9 @@ class Precision:
 
     def tensor_sum(self, parts):
         """fsdp.tensor_sum of the tensor ranks' parts (an all-reduce in the values'
-        dtype): in bf16 each addition of two rounded, in rank order. With 2 ranks that is
-        the trainer's one rounded addition in any order; with more, MPI's order is its
-        own (not simulated: only 2 tensor ranks are checked in bf16)."""
+        dtype): in bf16 each addition of two rounded, in rank order, as the CPU runtime
+        adds a tensor group's bf16 parts (with 2 ranks, the one rounded addition of any
+        order)."""
         total = parts[0]
         for part in parts[1:]:
             total = self.round(total + part, "tensor_sum")

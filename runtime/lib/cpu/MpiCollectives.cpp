@@ -4,7 +4,9 @@
 // section 6): MPI's nonblocking collectives on the groups of Ranks.h. A
 // handle's slot keeps the MPI request, and what fsdprt_wait applies once it
 // completes: the division of AVG, for which MPI has no operation. bf16
-// reductions use an operation of their own (MPI has no bfloat16).
+// reductions use an operation of their own (MPI has no bfloat16); bf16 sums
+// over a tensor group of more than two ranks gather the ranks' parts and add
+// them in rank order at the wait (orderedSumOnWait).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +26,7 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 using namespace fsdprt;
 
@@ -37,6 +40,11 @@ struct Pending {
   int64_t averageCount = 0;
   int32_t averageDType = FSDPRT_DTYPE_F32;
   int groupSize = 1;
+  // A sum in rank order: every rank's `sumCount` bf16 values, rank-major, to
+  // add into `sum` once they have arrived.
+  std::vector<uint16_t> parts;
+  void *sum = nullptr;
+  int64_t sumCount = 0;
   // What a timed-out wait names (describeCollective).
   const char *kind = "";
   int64_t bytesPerRank = 0;
@@ -58,6 +66,29 @@ struct Pending {
     averageCount = count;
     averageDType = dtype;
     groupSize = size;
+  }
+
+  /// The buffer the group's parts arrive in; fsdprt_wait adds them into
+  /// `data` in rank order (addInRankOrder).
+  uint16_t *orderedSumOnWait(void *data, int64_t count, int size) {
+    parts.assign(static_cast<size_t>(count * size), 0);
+    sum = data;
+    sumCount = count;
+    return parts.data();
+  }
+
+  /// Each element the f32 sum of the ranks' bf16 parts, one addition at a
+  /// time in rank order, each rounded to bf16: the bits of a reduction whose
+  /// order is fixed, which MPI's algorithms (and so a reference) cannot know.
+  void addInRankOrder() {
+    auto *out = static_cast<uint16_t *>(sum);
+    size_t ranks = parts.size() / static_cast<size_t>(sumCount);
+    for (int64_t i = 0; i < sumCount; ++i) {
+      uint16_t total = parts[i];
+      for (size_t r = 1; r < ranks; ++r)
+        total = floatToBF16(bf16ToFloat(total) + bf16ToFloat(parts[r * sumCount + i]));
+      out[i] = total;
+    }
   }
 };
 
@@ -156,6 +187,14 @@ std::pair<MPI_Datatype, MPI_Op> mpiSum(int32_t dtype) {
   return {MPI_UINT16_T, bf16Sum};
 }
 
+/// A tensor group's bf16 sums add the parts of one product (fsdp.tensor_sum):
+/// over more than two ranks they add in rank order, so that a step's bits do
+/// not depend on MPI's algorithm and the reference can follow them
+/// (precision.Precision.tensor_sum). Two ranks' one addition has no order.
+bool sumsInRankOrder(int32_t dtype, int32_t group, int size) {
+  return dtype == FSDPRT_DTYPE_BF16 && group == FSDPRT_GROUP_TENSOR && size > 2;
+}
+
 } // namespace
 
 namespace fsdprt {
@@ -224,8 +263,15 @@ extern "C" int32_t fsdprt_reduce_scatter_start(const void *full, void *shard, in
   }
   pending.averageOnWait(op, shard, shard_count, dtype, size);
   pending.describe("reduce_scatter", shardBytes * size, group, unit);
-  auto [type, sum] = mpiSum(dtype);
-  MPI_Ireduce_scatter_block(full, shard, count, type, sum, groupComm(group), &pending.request);
+  if (sumsInRankOrder(dtype, group, size)) {
+    // Rank r receives every rank's block r, in rank order.
+    uint16_t *parts = pending.orderedSumOnWait(shard, shard_count, size);
+    MPI_Ialltoall(full, count, MPI_UINT16_T, parts, count, MPI_UINT16_T, groupComm(group),
+                  &pending.request);
+  } else {
+    auto [type, sum] = mpiSum(dtype);
+    MPI_Ireduce_scatter_block(full, shard, count, type, sum, groupComm(group), &pending.request);
+  }
   requestStarted();
   return handle;
 }
@@ -248,8 +294,15 @@ extern "C" int32_t fsdprt_all_reduce_start(void *data, int64_t count, int32_t dt
     return handle;
   pending.averageOnWait(op, data, count, dtype, size);
   pending.describe("all_reduce", count * reductionElementBytes(what, dtype), group, unit);
-  auto [type, sum] = mpiSum(dtype);
-  MPI_Iallreduce(MPI_IN_PLACE, data, mpiCountValue, type, sum, groupComm(group), &pending.request);
+  if (sumsInRankOrder(dtype, group, size)) {
+    uint16_t *parts = pending.orderedSumOnWait(data, count, size);
+    MPI_Iallgather(data, mpiCountValue, MPI_UINT16_T, parts, mpiCountValue, MPI_UINT16_T,
+                   groupComm(group), &pending.request);
+  } else {
+    auto [type, sum] = mpiSum(dtype);
+    MPI_Iallreduce(MPI_IN_PLACE, data, mpiCountValue, type, sum, groupComm(group),
+                   &pending.request);
+  }
   requestStarted();
   return handle;
 }
@@ -279,6 +332,8 @@ extern "C" void fsdprt_wait(int32_t handle) {
     if (StepTimeline *timeline = StepTimeline::active())
       timeline->collectiveWaited(handle, begin, StepTimeline::Clock::now());
   }
+  if (pending.sum)
+    pending.addInRankOrder();
   // Dividing the sum gives the same value on every rank, as a real average
   // must (MPI has no average operation); bf16 rounds the f32 quotient once.
   float divisor = static_cast<float>(pending.groupSize);

@@ -4,7 +4,9 @@
 // ranks. Shard groups are ranks {0, 1} and {2, 3}, replica groups {0, 2} and
 // {1, 3}. Then as 2 shard ranks x 2 tensor ranks (one replica): tensor groups
 // {0, 1} and {2, 3}, shard groups {0, 2} and {1, 3}, replica groups single
-// ranks. Every value is a small integer, so sums and averages are exact.
+// ranks. Then as 4 tensor ranks, whose bf16 sums add in rank order. Every
+// value is a small integer or a power of two, so sums and averages are exact
+// where their order does not matter.
 // Prints one PASS line per rank; any difference is a fatal error (which
 // stops every rank).
 //
@@ -86,6 +88,38 @@ static void checkTensorGrid() {
   // Block t of (r, r + 1) averaged over ranks 2 d and 2 d + 1.
   expectEqual(widened(half), {2.0f * d + t + 0.5f},
               "bf16 reduce-scatter avg over the tensor group");
+}
+
+/// Four tensor ranks: bf16 sums add the ranks' parts in rank order, each
+/// addition rounded. Parts 1, 2^-8, 2^-8, 2^-8: in rank order each 1 + 2^-8
+/// is a tie that rounds to even, 1; in any other grouping two 2^-8 meet first
+/// and their 2^-7 moves the sum to 1 + 2^-7 (MPI's recursive doubling) or
+/// more. The f32 sums of the same group are exact integers in any order.
+static void checkFourTensorRanks() {
+  RankPlace place = setUpGroups(1, 4);
+  int rank = place.rank;
+  if (place.tensorIndex != rank || fsdprt_group_rank(FSDPRT_GROUP_TENSOR) != rank)
+    fatal("wrong place among 4 tensor ranks");
+  float part = rank == 0 ? 1.0f : 0.00390625f;
+  std::vector<uint16_t> sum = bf16Values({part, 2.0f});
+  fsdprt_wait(fsdprt_all_reduce_start(sum.data(), 2, FSDPRT_DTYPE_BF16, FSDPRT_REDUCE_SUM,
+                                      FSDPRT_GROUP_TENSOR));
+  expectEqual(widened(sum), {1.0f, 8.0f}, "bf16 all-reduce sum over 4 tensor ranks, rank order");
+  // Block b of every rank holds the same parts; each rank keeps its own.
+  std::vector<uint16_t> blocks = bf16Values({part, part, part, part}), mine(1);
+  fsdprt_wait(fsdprt_reduce_scatter_start(blocks.data(), mine.data(), 1, FSDPRT_DTYPE_BF16,
+                                          FSDPRT_REDUCE_SUM, FSDPRT_GROUP_TENSOR));
+  expectEqual(widened(mine), {1.0f}, "bf16 reduce-scatter sum over 4 tensor ranks, rank order");
+  // The average divides the ordered sum: (0 + 2 + 4 + 6) / 4.
+  float doubled = 2.0f * rank;
+  std::vector<uint16_t> evens = bf16Values({doubled, doubled, doubled, doubled});
+  fsdprt_wait(fsdprt_reduce_scatter_start(evens.data(), mine.data(), 1, FSDPRT_DTYPE_BF16,
+                                          FSDPRT_REDUCE_AVG, FSDPRT_GROUP_TENSOR));
+  expectEqual(widened(mine), {3.0f}, "bf16 reduce-scatter avg over 4 tensor ranks");
+  std::vector<float> partial = {float(rank), 1.0f};
+  fsdprt_wait(fsdprt_all_reduce_start(partial.data(), 2, FSDPRT_DTYPE_F32, FSDPRT_REDUCE_SUM,
+                                      FSDPRT_GROUP_TENSOR));
+  expectEqual(partial, {6.0f, 4.0f}, "f32 all-reduce sum over 4 tensor ranks");
 }
 
 int main() {
@@ -181,6 +215,7 @@ int main() {
     fatal("gatherToRankZero");
 
   checkTensorGrid();
+  checkFourTensorRanks();
 
   std::printf("PASS rank %d\n", rank);
   finishMpi();
