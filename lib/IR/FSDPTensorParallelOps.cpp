@@ -17,9 +17,11 @@ static std::optional<int64_t> tensorRanksOf(Operation *op) {
 }
 
 /// `block` is one tensor rank's block of `whole` along `dim`: the same shape
-/// and element type but for `dim`, which the plan's tensor ranks divide.
+/// and element type but for `dim`, which the plan's tensor ranks divide (or,
+/// with `shared`, which a number of blocks dividing the ranks divides).
 static LogicalResult verifySequenceBlock(Operation *op, RankedTensorType block,
-                                         RankedTensorType whole, uint64_t dim) {
+                                         RankedTensorType whole, uint64_t dim,
+                                         bool shared = false) {
   if (block.getRank() != whole.getRank() || block.getElementType() != whole.getElementType())
     return op->emitOpError("the block ")
            << block << " and the whole " << whole << " differ in rank or element type";
@@ -32,12 +34,15 @@ static LogicalResult verifySequenceBlock(Operation *op, RankedTensorType block,
              << ", which is not split";
   int64_t size = whole.getDimSize(dim), part = block.getDimSize(dim);
   std::optional<int64_t> ranks = tensorRanksOf(op);
-  int64_t expected = ranks ? size / *ranks : part;
-  if (part < 1 || size % part != 0 || (ranks && (size % *ranks != 0 || part != expected)))
+  bool wholeBlocks = part >= 1 && size % part == 0;
+  if (shared && wholeBlocks && (!ranks || *ranks % (size / part) == 0))
+    return success();
+  if (!wholeBlocks || (ranks && (size % *ranks != 0 || part != size / *ranks)))
     return op->emitOpError("dimension ")
            << dim << " of the block " << block << " must be that of the whole " << whole
            << " divided by the tensor ranks"
-           << (ranks ? " (" + std::to_string(*ranks) + ")" : std::string());
+           << (ranks ? " (" + std::to_string(*ranks) + ")" : std::string())
+           << (shared ? ", or by a number of blocks that divides them" : "");
   return success();
 }
 
@@ -50,9 +55,9 @@ LogicalResult TensorReduceScatterOp::verify() {
 }
 
 LogicalResult TensorChunkOp::verify() {
-  return verifySequenceBlock(*this, getType(), getInput().getType(), getDim());
+  return verifySequenceBlock(*this, getType(), getInput().getType(), getDim(), /*shared=*/true);
 }
 
 LogicalResult TensorUnchunkOp::verify() {
-  return verifySequenceBlock(*this, getInput().getType(), getType(), getDim());
+  return verifySequenceBlock(*this, getInput().getType(), getType(), getDim(), /*shared=*/true);
 }

@@ -123,6 +123,15 @@ LogicalResult BatchSplitter::retype(Operation &op) {
     setType(op.getResult(0), *type);
     return success();
   }
+  if (auto chunk = dyn_cast<TensorChunkOp>(op); chunk && chunk.getDim() != 0) {
+    // The key and value heads a tensor rank reads (fsdp-split-tensors): its
+    // part of the batch, as many rows as its input.
+    auto resultType = llvm::cast<RankedTensorType>(chunk.getType());
+    SmallVector<int64_t> shape(resultType.getShape());
+    shape[0] = chunk.getInput().getType().getDimSize(0);
+    setType(chunk.getResult(), resultType.clone(shape));
+    return success();
+  }
   // Ops whose results repeat their first operand's type.
   Type before = originalType(op.getOperand(0));
   if (llvm::all_of(op.getResultTypes(), [&](Type type) { return type == before; })) {

@@ -14,7 +14,10 @@
 // result is a partial sum, which fsdp.tensor_sum adds up over the tensor
 // ranks. Every whole value read inside such a region (the column products'
 // input, a parameter no product cuts) enters it through fsdp.tensor_copy, so
-// its gradient is summed over the ranks. The region between a column product
+// its gradient is summed over the ranks. Key and value heads the ranks cannot
+// divide (fewer of them than ranks: grouped-query and multi-query attention)
+// are computed whole on every rank, which reads the ones its query heads use
+// through fsdp.tensor_chunk. The region between a column product
 // and its row products is the unit of the decision: one that reaches anything
 // else (a loss, a norm, the model's result) stays whole on every rank, and
 // the search runs again without the products that opened it, which may then
@@ -111,6 +114,10 @@ public:
 private:
   void visit(Operation &op);
   void visitProduct(MatmulOp product);
+  void visitAttention(AttentionOp attention);
+  /// Whether the key or value `operand` of attention whose query is cut
+  /// along its heads enters it whole, each rank reading its heads' chunk.
+  bool readsWholeHeads(Value operand, unsigned queryRegion);
   unsigned newRegion() {
     unsigned id = regionFacts.size();
     regionFacts.emplace_back();
@@ -280,9 +287,61 @@ std::optional<int64_t> RegionSearch::resultSplit(Operation &op, unsigned region)
   return std::nullopt;
 }
 
+bool RegionSearch::readsWholeHeads(Value operand, unsigned queryRegion) {
+  int64_t heads = typeOf(operand).getDimSize(1);
+  auto split = splits.find(operand);
+  if (split != splits.end() && split->second.dim == 1 && heads % ranks == 0)
+    return false; // cut like the query heads
+  if (ranks % heads != 0 && heads % ranks != 0)
+    return false;
+  // Heads of the query's own region (a fused product's parts) cannot stay
+  // whole without it.
+  return split == splits.end() || !regions.isEquivalent(split->second.region, queryRegion);
+}
+
+void RegionSearch::visitAttention(AttentionOp attention) {
+  auto query = splits.find(attention.getQuery());
+  bool queryCut = query != splits.end() && query->second.dim == 1;
+  SmallVector<unsigned> touched;
+  SmallVector<Value> wholeHeads;
+  if (query != splits.end())
+    touched.push_back(query->second.region);
+  for (Value operand : {attention.getKey(), attention.getValue()}) {
+    auto split = splits.find(operand);
+    if (queryCut && readsWholeHeads(operand, query->second.region)) {
+      // Every rank computes these heads whole: what would cut them cannot.
+      if (split != splits.end())
+        block(split->second.region, attention);
+      wholeHeads.push_back(operand);
+      continue;
+    }
+    if (split != splits.end())
+      touched.push_back(split->second.region);
+  }
+  if (touched.empty())
+    return;
+  unsigned region = merge(touched);
+  // The heads: each rank's query heads read its key and value heads.
+  for (Value operand : attention->getOperands()) {
+    auto split = splits.find(operand);
+    if (!llvm::is_contained(wholeHeads, operand) &&
+        (split == splits.end() || split->second.dim != 1))
+      pending(region, attention,
+              "the tensor ranks must cut the query heads, and the key and value heads alike "
+              "or keep them whole (dimension 1), but some stay whole here: where the ranks "
+              "do not divide the query heads, or what computes them cannot be cut (a norm "
+              "over all heads' features, say), or key and value heads that neither divide "
+              "nor are divided by the ranks");
+  }
+  for (Value result : attention->getResults())
+    cut(result, 1, region, attention);
+}
+
 void RegionSearch::visit(Operation &op) {
   if (auto product = dyn_cast<MatmulOp>(op); product && weightOf(product))
     return visitProduct(product);
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return visitAttention(attention);
   SmallVector<unsigned> touched;
   for (Value operand : op.getOperands())
     if (auto split = splits.find(operand); split != splits.end())
@@ -290,21 +349,6 @@ void RegionSearch::visit(Operation &op) {
   if (touched.empty())
     return;
   unsigned region = merge(touched);
-  if (auto attention = dyn_cast<AttentionOp>(op)) {
-    // The heads: each rank's query heads read its key and value heads.
-    for (Value operand : attention->getOperands()) {
-      auto split = splits.find(operand);
-      if (split == splits.end() || split->second.dim != 1)
-        pending(region, &op,
-                "the tensor ranks must cut the query, key and value heads alike "
-                "(dimension 1), but some stay whole here: where the ranks do not divide "
-                "them, or where what computes them cannot be cut (a norm over all heads' "
-                "features, say)");
-    }
-    for (Value result : attention->getResults())
-      cut(result, 1, region, &op);
-    return;
-  }
   std::optional<int64_t> dim =
       op.getNumResults() == 1 ? resultSplit(op, region) : std::optional<int64_t>();
   if (!dim)
@@ -346,10 +390,12 @@ private:
     return type.clone(shape);
   }
   Value copyOf(Value whole, OpBuilder &b);
+  /// The key or value heads of `whole` that this rank's query heads read.
+  Value headsOf(Value whole, OpBuilder &b);
 
   RegionSearch &search;
   ModuleOp module;
-  llvm::DenseMap<Value, Value> copies;
+  llvm::DenseMap<Value, Value> copies, heads;
 };
 
 LogicalResult RegionRewriter::checkParameters() {
@@ -396,6 +442,19 @@ Value RegionRewriter::copyOf(Value whole, OpBuilder &b) {
   return copy;
 }
 
+Value RegionRewriter::headsOf(Value whole, OpBuilder &b) {
+  Value &chunk = heads[whole];
+  if (!chunk) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointAfterValue(whole);
+    RankedTensorType type = typeOf(whole);
+    SmallVector<int64_t> shape(type.getShape());
+    shape[1] = std::max<int64_t>(1, shape[1] / search.ranks);
+    chunk = TensorChunkOp::create(b, whole.getLoc(), type.clone(shape), whole, /*dim=*/1);
+  }
+  return chunk;
+}
+
 void RegionRewriter::rewrite(Block &body) {
   OpBuilder b(module.getContext());
   for (Operation &op : llvm::make_early_inc_range(body)) {
@@ -404,10 +463,13 @@ void RegionRewriter::rewrite(Block &body) {
     if (!inRegion || isa<UseOp>(op))
       continue;
     // Whole values read inside a region enter it through a copy, so their
-    // gradients are summed over the ranks.
+    // gradients are summed over the ranks; whole key and value heads through
+    // a chunk of the heads each rank reads (visitAttention).
     for (OpOperand &operand : op.getOpOperands())
       if (!isCut(operand.get()))
-        operand.set(copyOf(operand.get(), b));
+        operand.set(isa<AttentionOp>(op) && operand.getOperandNumber() > 0
+                        ? headsOf(operand.get(), b)
+                        : copyOf(operand.get(), b));
   }
   for (auto &[value, split] : search.splits)
     if (isCut(value))

@@ -158,13 +158,25 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], optimizer = #fsdp.sgd<lr =
   }
 }
 
-//===----------------------------------------------------------------------===//
-// What the layout would cut but cannot: located errors
-//===----------------------------------------------------------------------===//
-
 // -----
 
-// 4 tensor ranks cannot share 2 key-value heads.
+// 4 tensor ranks and 2 key-value heads (grouped-query attention, 4 query heads): the
+// ranks cannot divide the key-value heads, so k and v stay whole on every rank (their
+// weights in the unit's whole part) and each rank's query head reads the key-value
+// head its group uses (rank t: head t / 2) through fsdp.tensor_chunk, whose gradient
+// sums the 2 ranks' parts of each head.
+
+// CHECK-LABEL: module attributes
+// CHECK: fsdp.param @wq unit "b" split 0 : tensor<4x16xf32>
+// CHECK: fsdp.param @wk unit "b.whole" : tensor<8x16xf32>
+// CHECK: fsdp.param @wv unit "b.whole" : tensor<8x16xf32>
+// CHECK: fsdp.param @wo unit "b" split 1 : tensor<16x4xf32>
+// CHECK: %[[KH:.*]] = fsdp.transpose %{{.*}} [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
+// CHECK: %[[K:.*]] = fsdp.tensor_chunk %[[KH]] dim 1 : tensor<2x2x8x4xf32> -> tensor<2x1x8x4xf32>
+// CHECK: %[[VH:.*]] = fsdp.transpose %{{.*}} [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
+// CHECK: %[[V:.*]] = fsdp.tensor_chunk %[[VH]] dim 1 : tensor<2x2x8x4xf32> -> tensor<2x1x8x4xf32>
+// CHECK: fsdp.attention %{{.*}}, %[[K]], %[[V]] causal : tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>, tensor<2x1x8x4xf32>
+// CHECK: fsdp.tensor_sum
 module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optimizer = #fsdp.sgd<lr = 0.1>>} {
   fsdp.param @wq unit "b" : tensor<16x16xf32> = #fsdp.normal<std = 0.02>
   fsdp.param @wk unit "b" : tensor<8x16xf32> = #fsdp.normal<std = 0.02>
@@ -177,12 +189,10 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optim
     %qh = fsdp.transpose %q4 [0, 2, 1, 3] : tensor<2x8x4x4xf32> -> tensor<2x4x8x4xf32>
     %wk = fsdp.use @wk : tensor<8x16xf32>
     %k = fsdp.matmul %h, %wk transpose_rhs : tensor<2x8x16xf32>, tensor<8x16xf32> -> tensor<2x8x8xf32>
-    // expected-error@+1 {{tensor_parallel = 4 must divide the result's dimension that holds them (the heads, when features become heads)}}
     %k4 = fsdp.reshape %k : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
     %kh = fsdp.transpose %k4 [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
     %wv = fsdp.use @wv : tensor<8x16xf32>
     %v = fsdp.matmul %h, %wv transpose_rhs : tensor<2x8x16xf32>, tensor<8x16xf32> -> tensor<2x8x8xf32>
-    // expected-error@+1 {{tensor_parallel = 4 must divide the result's dimension that holds them}}
     %v4 = fsdp.reshape %v : tensor<2x8x8xf32> -> tensor<2x8x2x4xf32>
     %vh = fsdp.transpose %v4 [0, 2, 1, 3] : tensor<2x8x2x4xf32> -> tensor<2x2x8x4xf32>
     %o, %lse = fsdp.attention %qh, %kh, %vh causal : tensor<2x4x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x4x8x4xf32>, tensor<2x4x8xf32>
@@ -190,6 +200,43 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optim
     %oc = fsdp.reshape %ot : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
     %wo = fsdp.use @wo : tensor<16x16xf32>
     %proj = fsdp.matmul %oc, %wo transpose_rhs : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+    %l = fsdp.mse %proj, %y : tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// What the layout would cut but cannot: located errors
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// 2 tensor ranks and 3 key-value heads: neither divides the other.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @wq unit "b" : tensor<24x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @wk unit "b" : tensor<12x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @wv unit "b" : tensor<12x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @wo unit "b" : tensor<16x24xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%h: tensor<2x8x16xf32>, %y: tensor<2x8x16xf32>) -> tensor<f32> {
+    %wq = fsdp.use @wq : tensor<24x16xf32>
+    %q = fsdp.matmul %h, %wq transpose_rhs : tensor<2x8x16xf32>, tensor<24x16xf32> -> tensor<2x8x24xf32>
+    %q4 = fsdp.reshape %q : tensor<2x8x24xf32> -> tensor<2x8x6x4xf32>
+    %qh = fsdp.transpose %q4 [0, 2, 1, 3] : tensor<2x8x6x4xf32> -> tensor<2x6x8x4xf32>
+    %wk = fsdp.use @wk : tensor<12x16xf32>
+    %k = fsdp.matmul %h, %wk transpose_rhs : tensor<2x8x16xf32>, tensor<12x16xf32> -> tensor<2x8x12xf32>
+    // expected-error@+1 {{tensor_parallel = 2 must divide the result's dimension that holds them}}
+    %k4 = fsdp.reshape %k : tensor<2x8x12xf32> -> tensor<2x8x3x4xf32>
+    %kh = fsdp.transpose %k4 [0, 2, 1, 3] : tensor<2x8x3x4xf32> -> tensor<2x3x8x4xf32>
+    %wv = fsdp.use @wv : tensor<12x16xf32>
+    %v = fsdp.matmul %h, %wv transpose_rhs : tensor<2x8x16xf32>, tensor<12x16xf32> -> tensor<2x8x12xf32>
+    // expected-error@+1 {{tensor_parallel = 2 must divide the result's dimension that holds them}}
+    %v4 = fsdp.reshape %v : tensor<2x8x12xf32> -> tensor<2x8x3x4xf32>
+    %vh = fsdp.transpose %v4 [0, 2, 1, 3] : tensor<2x8x3x4xf32> -> tensor<2x3x8x4xf32>
+    %o, %lse = fsdp.attention %qh, %kh, %vh causal : tensor<2x6x8x4xf32>, tensor<2x3x8x4xf32>, tensor<2x3x8x4xf32> -> tensor<2x6x8x4xf32>, tensor<2x6x8xf32>
+    %ot = fsdp.transpose %o [0, 2, 1, 3] : tensor<2x6x8x4xf32> -> tensor<2x8x6x4xf32>
+    %oc = fsdp.reshape %ot : tensor<2x8x6x4xf32> -> tensor<2x8x24xf32>
+    %wo = fsdp.use @wo : tensor<16x24xf32>
+    %proj = fsdp.matmul %oc, %wo transpose_rhs : tensor<2x8x24xf32>, tensor<16x24xf32> -> tensor<2x8x16xf32>
     %l = fsdp.mse %proj, %y : tensor<2x8x16xf32>, tensor<2x8x16xf32> -> tensor<f32>
     return %l : tensor<f32>
   }

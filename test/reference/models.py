@@ -74,6 +74,9 @@ class Tape:
         if weight in self.prec.splits and self.prec.tensor_ranks > 1:
             op = ops.split_matmul
             attrs = dict(attrs, split=self.prec.splits[weight], ranks=self.prec.tensor_ranks)
+        if op is ops.attention and self.prec.tensor_ranks > args[1].data.shape[1]:
+            # Fewer key-value heads than tensor ranks: several ranks read each.
+            attrs = dict(attrs, kv_ranks=self.prec.tensor_ranks // args[1].data.shape[1])
         out, vjp = op(*[a.data if isinstance(a, Var) else a for a in args], prec=self.prec,
                       **attrs)
         v = Var(out)
@@ -101,16 +104,29 @@ class Tape:
                 for n, v in self.used.items()}
 
     def accumulate(self, grad, g):
-        """grad + g, rounded; the tensor ranks' parts each on its own rank."""
-        if isinstance(grad, ops.RankParts) != isinstance(g, ops.RankParts):
-            raise ValueError("a value read both inside and outside tensor-parallel regions")
+        """grad + g, rounded; the tensor ranks' parts each on its own rank, the gradient
+        of reads outside the regions (whole) beside them."""
+        if not isinstance(grad, ops.RankParts) and not isinstance(g, ops.RankParts):
+            return self.prec.round(grad + g, "add")
+        if not isinstance(grad, ops.RankParts):
+            grad, g = g, grad
         if isinstance(g, ops.RankParts):
-            return ops.RankParts(self.prec.round(x + y, "add") for x, y in zip(grad, g))
-        return self.prec.round(grad + g, "add")
+            out = ops.RankParts(self.prec.round(x + y, "add") for x, y in zip(grad, g))
+            besides = [b for b in (grad.beside, g.beside) if b is not None]
+            out.beside = self.accumulate(*besides) if len(besides) == 2 else (
+                besides[0] if besides else None)
+            return out
+        out = ops.RankParts(grad)
+        out.beside = g if grad.beside is None else self.prec.round(grad.beside + g, "add")
+        return out
 
     def whole(self, grad):
-        """A gradient as its reader sees it: the tensor ranks' parts summed."""
-        return self.prec.tensor_sum(grad) if isinstance(grad, ops.RankParts) else grad
+        """A gradient as its reader sees it: the tensor ranks' parts summed (the
+        gradient of fsdp.tensor_copy), then the whole reads' added."""
+        if not isinstance(grad, ops.RankParts):
+            return grad
+        total = self.prec.tensor_sum(grad)
+        return total if grad.beside is None else self.prec.round(grad.beside + total, "add")
 
 
 def _finish(tape, loss, params, frozen=frozenset()):

@@ -59,7 +59,10 @@ def matmul(a, b, transpose_lhs=False, transpose_rhs=False, prec=EXACT, point="ma
 class RankParts(list):
     """A gradient the tensor ranks hold in parts, one each, to be summed over them
     (prec.tensor_sum) where it is read: that of a value entering a tensor-parallel
-    region (fsdp.tensor_copy), each rank's from its block of the region."""
+    region (fsdp.tensor_copy), each rank's from its block of the region. `beside`: the
+    gradient of the value's reads outside the regions (every rank's whole, the same on
+    each), added to the parts' sum (models.Tape.whole)."""
+    beside = None
 
 
 def split_matmul(a, b, split, ranks, transpose_rhs=False, prec=EXACT, point="matmul"):
@@ -309,7 +312,7 @@ def rope(x, positions, theta, rotary_dim=None, scaling=None, inverse=False, prec
 
 
 def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
-              point="attention", fused=False, window=None, softcap=None):
+              point="attention", fused=False, window=None, softcap=None, kv_ranks=1):
     """fsdp.attention's output: softmax(scale q k^T [+ causal mask]) v per head, with
     q [B, Hq, T, D] and k, v [B, Hkv, S, D], query head h reading key head h // (Hq / Hkv);
     `causal` (T = S) keeps key j for query i when j <= i, and with a `window` W only
@@ -331,7 +334,12 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
     `fused`: as cuDNN's fused attention computes it (the CUDA target's bf16 fsdp.attention,
     runtime/lib/cuda/CudnnAttention.cpp), FlashAttention's way: the probabilities P are
     rounded to the operands' type for the products P V and P^T dO (the row sums take
-    them unrounded), and dS for dS K and dS^T Q; in f32 plans nothing changes."""
+    them unrounded), and dS for dS K and dS^T Q; in f32 plans nothing changes.
+
+    `kv_ranks` R > 1: each key and value head is read by R tensor ranks, each holding
+    G / R of its query heads (fsdp-split-tensors with fewer key-value heads than tensor
+    ranks): the key and value gradients are each rank's part, rounded, summed over the R
+    ranks with prec.tensor_sum (fsdp.tensor_unchunk's all-reduce, in rank order)."""
     b, hq, t, d = q.shape
     hkv, s = k.shape[1], k.shape[2]
     g = hq // hkv
@@ -343,6 +351,10 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
     # Query heads of one key head as rows: [B, Hkv, G * T, D] (the heads are contiguous).
     Q = q.reshape(b, hkv, g * t, d)
     row_pos = np.tile(np.arange(t), g)[:, None]
+    # Each tensor rank's query rows of a key head (all of them on one rank).
+    assert g % kv_ranks == 0, "the ranks sharing a key head divide its query heads"
+    rows = g * t // kv_ranks
+    rank_rows = [np.s_[j * rows:(j + 1) * rows] for j in range(kv_ranks)]
 
     def scores(first):
         """Keys [first, first + block): scaled (and capped), -inf where causality hides
@@ -393,11 +405,14 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
                 dS = dS * np.maximum(1.0 - (S / softcap) ** 2, 0.0)
             dS, P = operand(dS, "attention.ds"), operand(P, "attention.p")
             dq = dq + prec.matmul(dS, k[:, :, first:first + block])
-            dk.append(prec.matmul(_swap(dS), Q))
-            dv.append(prec.matmul(_swap(P), dO))
-        return (prec.round(dq, "attention_grad").reshape(q.shape),
-                prec.round(np.concatenate(dk, axis=2), "attention_grad"),
-                prec.round(np.concatenate(dv, axis=2), "attention_grad"))
+            dk.append([prec.matmul(_swap(dS[:, :, r]), Q[:, :, r]) for r in rank_rows])
+            dv.append([prec.matmul(_swap(P[:, :, r]), dO[:, :, r]) for r in rank_rows])
+
+        def summed(blocks):
+            parts = [prec.round(np.concatenate([parts[j] for parts in blocks], axis=2),
+                                "attention_grad") for j in range(kv_ranks)]
+            return prec.tensor_sum(parts)
+        return (prec.round(dq, "attention_grad").reshape(q.shape), summed(dk), summed(dv))
     return o.reshape(q.shape), vjp
 
 

@@ -52,7 +52,9 @@ def FSDP_TensorSumOp : FSDP_Op<"tensor_sum",
 
 // Each moves a value between its whole form and the tensor ranks' blocks
 // along `dim`: the block has the whole's shape with `dim` divided by
-// `tensor_parallel`, rank t holding the t-th block.
+// `tensor_parallel`, rank t holding the t-th block. fsdp.tensor_chunk and
+// fsdp.tensor_unchunk also take fewer blocks than ranks (`B` dividing
+// `tensor_parallel`, each block held by consecutive ranks).
 class FSDP_SequenceBlockOp<string mnemonic, list<Trait> traits = []>
     : FSDP_Op<mnemonic, !listconcat(traits, [Pure, FSDP_Differentiable])> {
   let arguments = (ins FSDP_Tensor:$input, ConfinedAttr<I64Attr, [IntNonNegative]>:$dim);
@@ -94,13 +96,19 @@ def FSDP_TensorReduceScatterOp : FSDP_SequenceBlockOp<"tensor_reduce_scatter"> {
 def FSDP_TensorChunkOp : FSDP_SequenceBlockOp<"tensor_chunk"> {
   let summary = "This tensor rank's block of a value every rank holds";
   let description = [{
-    Block `t` along `dim` of a whole value on tensor rank `t` (no
-    communication): where a value every rank computed (the embeddings) meets
-    sequence blocks. Every rank reads the whole gradient:
-    `fsdp.tensor_unchunk`.
+    Of the `B` blocks along `dim` of a whole value (`B` = the whole's size
+    over the block's, dividing the `T` tensor ranks), block `t * B / T` on
+    tensor rank `t` (no communication). With `B = T`, rank `t`'s own block:
+    where a value every rank computed (the embeddings) meets sequence
+    blocks. With fewer blocks, each is read by `T / B` consecutive ranks:
+    the key and value heads of grouped-query attention with fewer of them
+    than tensor ranks, each rank reading the one its query heads use. Every
+    rank reads the whole gradient: `fsdp.tensor_unchunk`.
 
     ```mlir
     %b = fsdp.tensor_chunk %x dim 1 : tensor<4x32x64xf32> -> tensor<4x16x64xf32>
+    // On 4 tensor ranks: ranks 0 and 1 read key head 0, ranks 2 and 3 head 1.
+    %k = fsdp.tensor_chunk %kh dim 1 : tensor<4x2x16x16xf32> -> tensor<4x1x16x16xf32>
     ```
   }];
 }
@@ -112,6 +120,10 @@ def FSDP_TensorUnchunkOp : FSDP_SequenceBlockOp<"tensor_unchunk"> {
     all-gather over the tensor group) for what every rank computes whole
     (the output head, the loss). Every rank computes the whole gradient, so
     the input's gradient is this rank's block of it: `fsdp.tensor_chunk`.
+    With fewer blocks `B` than tensor ranks `T` (block `t * B / T` of rank
+    `t`, as fsdp.tensor_chunk reads it), each block is the sum of its `T / B`
+    ranks' (an all-reduce of each rank's block in place and zeros
+    elsewhere): the gradient of a chunk that several ranks read.
 
     ```mlir
     %x = fsdp.tensor_unchunk %b dim 1 : tensor<4x16x64xf32> -> tensor<4x32x64xf32>

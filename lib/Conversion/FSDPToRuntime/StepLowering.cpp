@@ -349,30 +349,67 @@ void StepLowering::lowerTensorAllGather(Operation *gather, Value input, int64_t 
   gather->getResult(0).replaceAllUsesWith(blocksInPlace(loc, blocks, whole, dim, ranks));
 }
 
-void StepLowering::lowerTensorChunk(TensorChunkOp chunk) {
-  Location loc = chunk.getLoc();
-  RankedTensorType block = chunk.getType();
-  int64_t dim = chunk.getDim();
-  Value full =
-      arrangeBlocks(loc, chunk.getInput(), dim, ranksOf(chunk.getInput().getType(), block, dim));
-  // This rank's block: the one at its index in the tensor group.
+Value StepLowering::ownBlock(Location loc, Value blocks, RankedTensorType block, int64_t count) {
+  int64_t ranks =
+      module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName()).getTensorParallel();
   func::FuncOp groupRank = declareRuntimeFunction(
       module, kGroupRank, FunctionType::get(b.getContext(), {b.getI32Type()}, {b.getI32Type()}));
   Value rank =
       func::CallOp::create(b, loc, groupRank,
                            ValueRange{i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))})
           .getResult(0);
-  Value offset =
-      arith::MulIOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), rank),
-                            arith::ConstantIndexOp::create(b, loc, tensorBytes(block)));
-  Value own =
-      memref::ViewOp::create(b, loc, MemRefType::get(block.getShape(), block.getElementType()),
-                             full, offset, ValueRange{});
+  // Rank t's block is t * count / ranks: consecutive ranks share one when
+  // there are fewer blocks than ranks (the verifier: count divides ranks).
+  Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), rank);
+  if (ranks != count)
+    index = arith::DivUIOp::create(b, loc, index,
+                                   arith::ConstantIndexOp::create(b, loc, ranks / count));
+  Value offset = arith::MulIOp::create(b, loc, index,
+                                       arith::ConstantIndexOp::create(b, loc, tensorBytes(block)));
+  return memref::ViewOp::create(b, loc, MemRefType::get(block.getShape(), block.getElementType()),
+                                blocks, offset, ValueRange{});
+}
+
+void StepLowering::lowerTensorChunk(TensorChunkOp chunk) {
+  Location loc = chunk.getLoc();
+  RankedTensorType block = chunk.getType();
+  int64_t dim = chunk.getDim(), count = ranksOf(chunk.getInput().getType(), block, dim);
+  Value full = arrangeBlocks(loc, chunk.getInput(), dim, count);
+  Value own = ownBlock(loc, full, block, count);
   Value bytes = allocBytes(loc, tensorBytes(block), kCollectiveKind);
   materializeInto(
       loc, bufferization::ToTensorOp::create(b, loc, block, own, b.getUnitAttr(), UnitAttr()),
       bytes);
   bindResult(chunk.getResult(), bytes);
+}
+
+void StepLowering::lowerTensorUnchunk(TensorUnchunkOp unchunk) {
+  Location loc = unchunk.getLoc();
+  RankedTensorType block = unchunk.getInput().getType(), whole = unchunk.getType();
+  int64_t dim = unchunk.getDim(), count = ranksOf(whole, block, dim);
+  int64_t ranks =
+      module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName()).getTensorParallel();
+  if (count == ranks)
+    return lowerTensorAllGather(unchunk, unchunk.getInput(), dim);
+  // Fewer blocks than ranks: each block the sum of the ranks that share it,
+  // an all-reduce of every rank's block in its place and zeros elsewhere.
+  Value full = allocBytes(loc, tensorBytes(whole), kCollectiveKind);
+  Type element = whole.getElementType();
+  linalg::FillOp::create(b, loc,
+                         arith::ConstantOp::create(b, loc, b.getZeroAttr(element)).getResult(),
+                         view(loc, full, 0, {whole.getNumElements()}, element));
+  bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, unchunk.getInput(),
+                                                    ownBlock(loc, full, block, count),
+                                                    /*restrict=*/true, /*writable=*/true);
+  Value handle = start(loc, kAllReduceStart,
+                       {bufferAddress(b, loc, full), i64Constant(b, loc, whole.getNumElements()),
+                        i32Constant(b, loc, static_cast<int64_t>(runtimeDType(element))),
+                        i32Constant(b, loc, static_cast<int64_t>(Reduction::Sum)),
+                        i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))});
+  OpBuilder::InsertionGuard guard(b);
+  waitBeforeFirstUse(loc, handle, unchunk.getResult(), pendingTensorCollective);
+  Value blocks = tensor(loc, full, 0, blocksFirstType(whole, dim, count));
+  unchunk.getResult().replaceAllUsesWith(blocksInPlace(loc, blocks, whole, dim, count));
 }
 
 LogicalResult StepLowering::lowerUpdate(UpdateOp update, Value stepNumber,
@@ -541,7 +578,7 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
     else if (auto gather = dyn_cast<TensorAllGatherOp>(op))
       lowerTensorAllGather(gather, gather.getInput(), gather.getDim());
     else if (auto unchunk = dyn_cast<TensorUnchunkOp>(op))
-      lowerTensorAllGather(unchunk, unchunk.getInput(), unchunk.getDim());
+      lowerTensorUnchunk(unchunk);
     else if (auto chunk = dyn_cast<TensorChunkOp>(op))
       lowerTensorChunk(chunk);
     else if (auto update = dyn_cast<UpdateOp>(op))

@@ -116,7 +116,13 @@ private:
   /// fsdp.tensor_all_gather and fsdp.tensor_unchunk: the tensor ranks'
   /// blocks of `input` along `dim`, gathered into `gather`'s whole result.
   void lowerTensorAllGather(Operation *gather, Value input, int64_t dim);
+  /// A view of this rank's block of `count` blocks of type `block` laid out
+  /// rank-major in the byte buffer `blocks`.
+  Value ownBlock(Location loc, Value blocks, RankedTensorType block, int64_t count);
   void lowerTensorChunk(TensorChunkOp chunk);
+  /// An all-gather of the blocks, or with fewer blocks than tensor ranks the
+  /// sum of each block's ranks.
+  void lowerTensorUnchunk(TensorUnchunkOp unchunk);
   LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
   /// On the device, the views of the device scalars that hold `optimizer`'s
   /// factors of the step, written from `step` and `lr` (read there) by a

@@ -1854,12 +1854,35 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], sequence_parallel = true, 
 
 // -----
 
-// A block is the whole divided by the plan's tensor ranks along `dim`.
+// A block is the whole divided by the plan's tensor ranks along `dim`, or for a chunk
+// by fewer blocks than ranks, which each of them reads: not by more.
 module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, sequence_parallel = true, optimizer = #fsdp.sgd<lr = 0.1>>} {
-  func.func @f(%x: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
-    // expected-error@+1 {{'fsdp.tensor_chunk' op dimension 1 of the block 'tensor<2x4x4xf32>' must be that of the whole 'tensor<2x8x4xf32>' divided by the tensor ranks (4)}}
-    %b = fsdp.tensor_chunk %x dim 1 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
-    return %b : tensor<2x4x4xf32>
+  func.func @f(%x: tensor<2x8x4xf32>) -> tensor<2x1x4xf32> {
+    // expected-error@+1 {{'fsdp.tensor_chunk' op dimension 1 of the block 'tensor<2x1x4xf32>' must be that of the whole 'tensor<2x8x4xf32>' divided by the tensor ranks (4), or by a number of blocks that divides them}}
+    %b = fsdp.tensor_chunk %x dim 1 : tensor<2x8x4xf32> -> tensor<2x1x4xf32>
+    return %b : tensor<2x1x4xf32>
+  }
+}
+
+// -----
+
+// 3 blocks do not divide 4 tensor ranks.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  func.func @f(%x: tensor<2x1x4xf32>) -> tensor<2x3x4xf32> {
+    // expected-error@+1 {{'fsdp.tensor_unchunk' op dimension 1 of the block 'tensor<2x1x4xf32>' must be that of the whole 'tensor<2x3x4xf32>' divided by the tensor ranks (4), or by a number of blocks that divides them}}
+    %w = fsdp.tensor_unchunk %x dim 1 : tensor<2x1x4xf32> -> tensor<2x3x4xf32>
+    return %w : tensor<2x3x4xf32>
+  }
+}
+
+// -----
+
+// Only a chunk and its gradient take fewer blocks than ranks.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  func.func @f(%x: tensor<2x4x4xf32>) -> tensor<2x8x4xf32> {
+    // expected-error@+1 {{'fsdp.tensor_all_gather' op dimension 1 of the block 'tensor<2x4x4xf32>' must be that of the whole 'tensor<2x8x4xf32>' divided by the tensor ranks (4)}}
+    %g = fsdp.tensor_all_gather %x dim 1 : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+    return %g : tensor<2x8x4xf32>
   }
 }
 

@@ -50,3 +50,15 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, seque
     return %g, %w : tensor<2x8x4xf32>, tensor<2x8x4xf32>
   }
 }
+
+// Fewer blocks than tensor ranks: 2 key heads on 4 tensor ranks, each read by 2 ranks.
+// CHECK: module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optimizer = #fsdp.sgd<lr = 0.1>>}
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  func.func @shared(%k: tensor<4x2x16x8xf32>) -> tensor<4x2x16x8xf32> {
+    // CHECK: %[[K:.+]] = fsdp.tensor_chunk %{{.+}} dim 1 : tensor<4x2x16x8xf32> -> tensor<4x1x16x8xf32>
+    %b = fsdp.tensor_chunk %k dim 1 : tensor<4x2x16x8xf32> -> tensor<4x1x16x8xf32>
+    // CHECK: fsdp.tensor_unchunk %[[K]] dim 1 : tensor<4x1x16x8xf32> -> tensor<4x2x16x8xf32>
+    %w = fsdp.tensor_unchunk %b dim 1 : tensor<4x1x16x8xf32> -> tensor<4x2x16x8xf32>
+    return %w : tensor<4x2x16x8xf32>
+  }
+}
