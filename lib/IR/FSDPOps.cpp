@@ -88,6 +88,8 @@ LogicalResult ParamOp::verify() {
     return emitOpError("unit name must not be empty");
   if (std::optional<int64_t> dim = getSplitDim(); dim && (*dim < 0 || *dim >= type.getRank()))
     return emitOpError("split dimension ") << *dim << " is not a dimension of " << type;
+  if (getSplitDim() && getTensorLayout() == TensorLayout::Whole)
+    return emitOpError("is split over the tensor ranks, but annotated 'tensor whole'");
   if (std::optional<int64_t> offset = getOffset()) {
     if (!getUnit())
       return emitOpError("an offset ('at') needs a unit");

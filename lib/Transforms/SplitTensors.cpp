@@ -17,7 +17,8 @@
 // its gradient is summed over the ranks. Key and value heads the ranks cannot
 // divide (fewer of them than ranks: grouped-query and multi-query attention)
 // are computed whole on every rank, which reads the ones its query heads use
-// through fsdp.tensor_chunk. The region between a column product
+// through fsdp.tensor_chunk. A parameter the user declares `tensor whole` is
+// never cut: a region that would cut it stays whole. The region between a column product
 // and its row products is the unit of the decision: one that reaches anything
 // else (a loss, a norm, the model's result) stays whole on every rank, and
 // the search runs again without the products that opened it, which may then
@@ -93,8 +94,9 @@ UseOp weightOf(MatmulOp product) { return product.getRhs().getDefiningOp<UseOp>(
 /// values are cut, and along which dimension.
 class RegionSearch {
 public:
-  RegionSearch(int64_t ranks, const llvm::DenseSet<Operation *> &wholeProducts)
-      : ranks(ranks), wholeProducts(wholeProducts) {}
+  RegionSearch(int64_t ranks, const llvm::DenseSet<Operation *> &wholeProducts,
+               const llvm::StringSet<> &wholeParams)
+      : ranks(ranks), wholeProducts(wholeProducts), wholeParams(wholeParams) {}
 
   void run(Block &body);
   /// The column products of regions that stay whole (the next search's
@@ -104,6 +106,8 @@ public:
 
   int64_t ranks;
   const llvm::DenseSet<Operation *> &wholeProducts;
+  /// The parameters declared `tensor whole`.
+  const llvm::StringSet<> &wholeParams;
   llvm::DenseMap<Value, Split> splits;
   /// Each region's column products (opening it) and row products (closing it).
   SmallVector<std::pair<MatmulOp, unsigned>> columnProducts, rowProducts;
@@ -161,6 +165,8 @@ unsigned RegionSearch::merge(ArrayRef<unsigned> ids) {
 }
 
 void RegionSearch::cut(Value value, int64_t dim, unsigned region, Operation *op) {
+  if (auto use = value.getDefiningOp<UseOp>(); use && wholeParams.contains(use.getParam()))
+    return block(region, op);
   int64_t size = typeOf(value).getDimSize(dim);
   if (size % ranks != 0)
     pending(region, op,
@@ -527,15 +533,22 @@ struct FSDPSplitTensorsPass : public fsdp::impl::FSDPSplitTensorsPassBase<FSDPSp
   }
 
   LogicalResult split(Block &body, int64_t ranks, ModuleOp module) {
+    llvm::StringSet<> wholeParams;
+    for (ParamOp param : module.getOps<ParamOp>())
+      if (param.getTensorLayout() == TensorLayout::Whole)
+        wholeParams.insert(param.getSymName());
     // Regions that stay whole free the products that opened them; each round
-    // drops at least one, so this ends.
+    // drops at least one, so this ends. What kept a parameter's region whole
+    // explains a `tensor cut` the layout cannot honour.
     llvm::DenseSet<Operation *> wholeProducts;
+    llvm::StringMap<Operation *> keptWhole;
     while (true) {
-      RegionSearch search(ranks, wholeProducts);
+      RegionSearch search(ranks, wholeProducts, wholeParams);
       search.run(body);
       SmallVector<Operation *> whole = search.openedWholeRegions();
       if (!whole.empty()) {
         wholeProducts.insert(whole.begin(), whole.end());
+        recordWholeRegions(search, keptWhole);
         continue;
       }
       // Each region's reasons once, as it is cut.
@@ -553,8 +566,42 @@ struct FSDPSplitTensorsPass : public fsdp::impl::FSDPSplitTensorsPassBase<FSDPSp
         return failure();
       rewriter.rewrite(body);
       separateWholeParameters(module);
-      return success();
+      return checkCutAnnotations(module, keptWhole);
     }
+  }
+
+  /// Each parameter a region that stays whole would have cut, and what keeps
+  /// that region whole (null: no row-parallel product closes it).
+  static void recordWholeRegions(RegionSearch &search, llvm::StringMap<Operation *> &keptWhole) {
+    for (auto &[value, split] : search.splits)
+      if (auto use = value.getDefiningOp<UseOp>(); use && !search.succeeded(split.region))
+        keptWhole.try_emplace(use.getParam(), search.facts(split.region).blocker);
+  }
+
+  /// Every parameter declared `tensor cut` is cut.
+  static LogicalResult checkCutAnnotations(ModuleOp module,
+                                           const llvm::StringMap<Operation *> &keptWhole) {
+    bool ok = true;
+    for (ParamOp param : module.getOps<ParamOp>()) {
+      if (param.getTensorLayout() != TensorLayout::Cut || param.getSplitDim())
+        continue;
+      ok = false;
+      InFlightDiagnostic diag =
+          param.emitError() << "parameter @" << param.getSymName()
+                            << " is declared 'tensor cut', but the tensor ranks hold it whole: ";
+      auto reason = keptWhole.find(param.getSymName());
+      if (reason == keptWhole.end()) {
+        diag << "no tensor-parallel region reads it";
+        continue;
+      }
+      diag << "the region that would cut it stays whole";
+      if (Operation *blocker = reason->second)
+        diag.attachNote(blocker->getLoc())
+            << "the region reaches this op, which it cannot cut through";
+      else
+        diag << " (no row-parallel product closes it)";
+    }
+    return success(ok);
   }
 };
 

@@ -205,9 +205,69 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optim
   }
 }
 
+// -----
+
+// The user's annotations: `tensor whole` on the MLP's second weight keeps it whole, and
+// with it the region it would close (the first product reads the whole input, its
+// weight and bias whole too); the attention-free block's other product stays cut.
+// CHECK-LABEL: module attributes
+// CHECK: fsdp.param @w1 unit "mlp" : tensor<8x32xf32>
+// CHECK: fsdp.param @b1 unit "mlp" : tensor<32xf32>
+// CHECK: fsdp.param @w2 unit "mlp" tensor whole : tensor<32x8xf32>
+// CHECK: fsdp.param @w3 unit "out" tensor cut split 1 : tensor<8x8xf32>
+// CHECK: fsdp.param @w4 unit "out" split 0 : tensor<8x8xf32>
+// CHECK: %[[H:.*]] = fsdp.matmul %arg0, %{{.*}} : tensor<4x8xf32>, tensor<8x32xf32> -> tensor<4x32xf32>
+// CHECK: %[[P:.*]] = fsdp.matmul %{{.*}}, %{{.*}} : tensor<4x32xf32>, tensor<32x8xf32> -> tensor<4x8xf32>
+// CHECK: %[[PC:.*]] = fsdp.tensor_copy %[[P]] : tensor<4x8xf32>
+// CHECK: fsdp.matmul %[[PC]], %{{.*}} : tensor<4x8xf32>, tensor<8x8xf32> -> tensor<4x8xf32>
+// CHECK: fsdp.tensor_sum
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w1 unit "mlp" : tensor<8x32xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @b1 unit "mlp" : tensor<32xf32> = #fsdp.zeros
+  fsdp.param @w2 unit "mlp" tensor whole : tensor<32x8xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w3 unit "out" tensor cut : tensor<8x16xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w4 unit "out" : tensor<16x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    %w1 = fsdp.use @w1 : tensor<8x32xf32>
+    %b1 = fsdp.use @b1 : tensor<32xf32>
+    %h = fsdp.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x32xf32> -> tensor<4x32xf32>
+    %hb = fsdp.add %h, %b1 : tensor<4x32xf32>, tensor<32xf32> -> tensor<4x32xf32>
+    %g = fsdp.gelu %hb : tensor<4x32xf32>
+    %w2 = fsdp.use @w2 : tensor<32x8xf32>
+    %p = fsdp.matmul %g, %w2 : tensor<4x32xf32>, tensor<32x8xf32> -> tensor<4x8xf32>
+    %w3 = fsdp.use @w3 : tensor<8x16xf32>
+    %q = fsdp.matmul %p, %w3 : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+    %r = fsdp.relu %q : tensor<4x16xf32>
+    %w4 = fsdp.use @w4 : tensor<16x8xf32>
+    %o = fsdp.matmul %r, %w4 : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+    %l = fsdp.mse %o, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // What the layout would cut but cannot: located errors
 //===----------------------------------------------------------------------===//
+
+// -----
+
+// `tensor cut` where the layout keeps the parameter whole: a region that reaches the
+// loss, and a parameter no region reads.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{parameter @head is declared 'tensor cut', but the tensor ranks hold it whole: the region that would cut it stays whole}}
+  fsdp.param @head unit "head" tensor cut : tensor<8x16xf32> = #fsdp.normal<std = 0.02>
+  // expected-error@+1 {{parameter @gain is declared 'tensor cut', but the tensor ranks hold it whole: no tensor-parallel region reads it}}
+  fsdp.param @gain unit "head" tensor cut : tensor<8xf32> = #fsdp.ones
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x16xf32>) -> tensor<f32> {
+    %g = fsdp.use @gain : tensor<8xf32>
+    %n = fsdp.rms_norm %x, %g eps 1.0e-05 : tensor<4x8xf32>, tensor<8xf32>
+    %w = fsdp.use @head : tensor<8x16xf32>
+    %z = fsdp.matmul %n, %w : tensor<4x8xf32>, tensor<8x16xf32> -> tensor<4x16xf32>
+    // expected-note@+1 {{the region reaches this op, which it cannot cut through}}
+    %l = fsdp.mse %z, %y : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
 
 // -----
 

@@ -336,10 +336,9 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
     rounded to the operands' type for the products P V and P^T dO (the row sums take
     them unrounded), and dS for dS K and dS^T Q; in f32 plans nothing changes.
 
-    `kv_ranks` R > 1: each key and value head is read by R tensor ranks, each holding
-    G / R of its query heads (fsdp-split-tensors with fewer key-value heads than tensor
-    ranks): the key and value gradients are each rank's part, rounded, summed over the R
-    ranks with prec.tensor_sum (fsdp.tensor_unchunk's all-reduce, in rank order)."""
+    `kv_ranks` R > 1: R tensor ranks read each key-value head, each G / R of its query
+    heads (fewer key-value heads than ranks): its gradients are the ranks' parts, each
+    rounded, then prec.tensor_sum (fsdp.tensor_unchunk's all-reduce)."""
     b, hq, t, d = q.shape
     hkv, s = k.shape[1], k.shape[2]
     g = hq // hkv
@@ -408,10 +407,8 @@ def attention(q, k, v, causal=False, scale=None, key_block=None, prec=EXACT,
             dk.append([prec.matmul(_swap(dS[:, :, r]), Q[:, :, r]) for r in rank_rows])
             dv.append([prec.matmul(_swap(P[:, :, r]), dO[:, :, r]) for r in rank_rows])
 
-        def summed(blocks):
-            parts = [prec.round(np.concatenate([parts[j] for parts in blocks], axis=2),
-                                "attention_grad") for j in range(kv_ranks)]
-            return prec.tensor_sum(parts)
+        summed = lambda blocks: prec.tensor_sum([prec.round(np.concatenate(  # noqa: E731
+            [parts[j] for parts in blocks], axis=2), "attention_grad") for j in range(kv_ranks)])
         return (prec.round(dq, "attention_grad").reshape(q.shape), summed(dk), summed(dv))
     return o.reshape(q.shape), vjp
 

@@ -80,6 +80,13 @@ def FSDP_Group : I32EnumAttr<"Group", "ranks of a collective", [
   let cppNamespace = "::mlir::fsdp";
 }
 
+// A user's choice for one parameter over fsdp-split-tensors' layout.
+def FSDP_TensorLayout : I32EnumAttr<"TensorLayout", "how the tensor ranks hold a parameter", [
+    I32EnumAttrCase<"Whole", 0, "whole">,
+    I32EnumAttrCase<"Cut", 1, "cut">]> {
+  let cppNamespace = "::mlir::fsdp";
+}
+
 def FSDP_RematPolicy : I32EnumAttr<"RematPolicy", "activation recompute policy", [
     I32EnumAttrCase<"None", 0, "none">,
     I32EnumAttrCase<"Selective", 1, "selective">,

@@ -65,11 +65,18 @@ def FSDP_ParamOp : FSDP_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     `tensor_parallel` times it), and initial values are the whole
     parameter's.
 
+    `tensor whole` or `tensor cut`, written by the user, overrides the
+    layout `fsdp-split-tensors` derives: a whole parameter is held whole by
+    every tensor rank (the regions that would cut it stay whole), and one
+    the layout does not cut under `tensor cut` is an error. One tensor rank
+    ignores both.
+
     ```mlir
     fsdp.param @fc1.w unit "fc1" : tensor<784x256xf32> = #fsdp.fan_in_normal<scale = 1.0>
     fsdp.param @fc1.b unit "fc1" : tensor<256xf32> = #fsdp.zeros
     fsdp.param frozen @pos unit "embed" : tensor<128x64xf32> = #fsdp.normal<std = 0.02>
     fsdp.param @h0.mlp.w1 unit "block0" split 1 : tensor<64x128xf32> = #fsdp.normal<std = 0.02>
+    fsdp.param @h0.mlp.w2 unit "block0" tensor whole : tensor<128x64xf32> = #fsdp.normal<std = 0.02>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
@@ -78,10 +85,11 @@ def FSDP_ParamOp : FSDP_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                        OptionalAttr<StrAttr>:$unit,
                        OptionalAttr<I64Attr>:$split_dim,
                        OptionalAttr<I64Attr>:$offset,
-                       UnitAttr:$frozen);
+                       UnitAttr:$frozen,
+                       OptionalAttr<FSDP_TensorLayout>:$tensor_layout);
   let assemblyFormat = [{
-    (`frozen` $frozen^)? $sym_name (`unit` $unit^)? (`split` $split_dim^)? (`at` $offset^)?
-    `:` $type `=` $init attr-dict
+    (`frozen` $frozen^)? $sym_name (`unit` $unit^)? (`tensor` $tensor_layout^)?
+    (`split` $split_dim^)? (`at` $offset^)? `:` $type `=` $init attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -1848,6 +1848,13 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 2, optim
 
 // -----
 
+module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{is split over the tensor ranks, but annotated 'tensor whole'}}
+  fsdp.param @w unit "mlp" tensor whole split 0 : tensor<8x4xf32> = #fsdp.zeros
+}
+
+// -----
+
 // Sequence blocks are split over tensor ranks.
 // expected-error@+1 {{sequence_parallel splits the sequence over the tensor ranks: it needs tensor_parallel above 1}}
 module attributes {fsdp.plan = #fsdp.plan<grid = [2], sequence_parallel = true, optimizer = #fsdp.sgd<lr = 0.1>>} {}

@@ -13,6 +13,12 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 4, optim
   fsdp.param @w1 unit "mlp" split 1 : tensor<8x4xf32> = #fsdp.normal<std = 0.02>
   // CHECK: fsdp.param @w2 unit "mlp" split 0 at 32 : tensor<4x8xf32> = #fsdp.normal<std = 0.02>
   fsdp.param @w2 unit "mlp" split 0 at 32 : tensor<4x8xf32> = #fsdp.normal<std = 0.02>
+  // The user's layout annotations.
+  // CHECK: fsdp.param @w3 unit "mlp" tensor whole : tensor<8x8xf32> = #fsdp.zeros
+  // GENERIC: "fsdp.param"() <{{{.*}}tensor_layout = 0 : i32{{.*}}}>
+  fsdp.param @w3 unit "mlp" tensor whole : tensor<8x8xf32> = #fsdp.zeros
+  // CHECK: fsdp.param @w4 unit "mlp" tensor cut split 1 : tensor<8x4xf32> = #fsdp.zeros
+  fsdp.param @w4 unit "mlp" tensor cut split 1 : tensor<8x4xf32> = #fsdp.zeros
   func.func @loss(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>) -> tensor<f32> {
     // CHECK: %[[XC:.+]] = fsdp.tensor_copy %{{.+}} : tensor<2x8xf32>
     // GENERIC: "fsdp.tensor_copy"(%{{.+}}) : (tensor<2x8xf32>) -> tensor<2x8xf32>

@@ -142,6 +142,19 @@ def model_text(model):
         return f.read()
 
 
+def with_tensor_layout(text, annotation):
+    """`text` with the declaration of parameter NAME annotated `tensor LAYOUT`, from an
+    annotation 'NAME=LAYOUT' (whole or cut: fsdp.param's override of the tensor layout)."""
+    name, _, layout = annotation.partition("=")
+    declaration = re.compile(r"(fsdp\.param (?:frozen )?@" + re.escape(name) +
+                             r"(?: unit \"[^\"]*\")?)")
+    annotated, count = declaration.subn(r"\1 tensor " + layout, text)
+    if count != 1 or layout not in ("whole", "cut"):
+        sys.exit(f"sharded_check.py: --tensor-layout {annotation}: expected NAME=whole or "
+                 f"NAME=cut naming one parameter ({count} declarations match)")
+    return annotated
+
+
 def file_tag(model):
     """A model name as part of a file name (a llama name has ':', ',' and '=')."""
     return re.sub(r"[^\w.-]+", "-", model)
@@ -226,6 +239,8 @@ def main():
     parser.add_argument("--cuda-on-cpu", action="store_true",
                         help="the CUDA target's step run on the CPU (a llama or hf name's "
                         "attention=fused: the runtime's fused attention)")
+    parser.add_argument("--tensor-layout", action="append", default=[],
+                        help="NAME=whole or NAME=cut: the parameter's `tensor` annotation")
     parser.add_argument("--fsdpc-arg", action="append", default=[],
                         help="one more fsdpc flag for every trainer (e.g. --fuse-attention)")
     args = parser.parse_args()
@@ -239,6 +254,8 @@ def main():
         text, init_from = import_hf(args.model, args.work)
     else:
         text, init_from = model_text(args.model), None
+    for annotation in args.tensor_layout:
+        text = with_tensor_layout(text, annotation)
     jobs, trainers = {}, {}
     for strategy, grid, tensor, sequence in cases:
         dtypes = "".join(f"{field} = {value}, " for field, value in (
