@@ -200,18 +200,33 @@ void StepLowering::lowerReduceScatter(ReduceScatterOp reduce) {
   RankedTensorType type = reduce.getType();
   Value shard = allocBytes(loc, tensorBytes(type), kCollectiveKind);
   Value handle =
-      start(loc, kReduceScatterStart,
-            {bufferAddress(b, loc, inputBytes), bufferAddress(b, loc, shard),
-             i64Constant(b, loc, type.getNumElements()),
-             i32Constant(b, loc, static_cast<int64_t>(runtimeDType(type.getElementType()))),
-             i32Constant(b, loc, static_cast<int64_t>(reduce.getReduction())),
-             i32Constant(b, loc, static_cast<int64_t>(Group::Shard))});
+      startReduceScatter(loc, inputBytes, shard, type, reduce.getReduction(), Group::Shard);
   if (StringAttr unit = flatGradientUnits.lookup(inputBytes))
     handle.getDefiningOp()->setAttr(kCollectiveUnitAttr, unit);
   reductionHandles[shard] = handle;
   // Backward goes on while the gradient travels.
   waitBeforeFirstUse(loc, handle, reduce.getResult(), pendingReduceScatter);
   bindResult(reduce.getResult(), shard);
+}
+
+Value StepLowering::startReduceScatter(Location loc, Value full, Value shard,
+                                       RankedTensorType shardType, Reduction reduction,
+                                       Group group) {
+  return start(loc, kReduceScatterStart,
+               {bufferAddress(b, loc, full), bufferAddress(b, loc, shard),
+                i64Constant(b, loc, shardType.getNumElements()),
+                i32Constant(b, loc, static_cast<int64_t>(runtimeDType(shardType.getElementType()))),
+                i32Constant(b, loc, static_cast<int64_t>(reduction)),
+                i32Constant(b, loc, static_cast<int64_t>(group))});
+}
+
+Value StepLowering::startAllReduce(Location loc, Value bytes, RankedTensorType type,
+                                   Reduction reduction, Group group) {
+  return start(loc, kAllReduceStart,
+               {bufferAddress(b, loc, bytes), i64Constant(b, loc, type.getNumElements()),
+                i32Constant(b, loc, static_cast<int64_t>(runtimeDType(type.getElementType()))),
+                i32Constant(b, loc, static_cast<int64_t>(reduction)),
+                i32Constant(b, loc, static_cast<int64_t>(group))});
 }
 
 void StepLowering::lowerAllReduce(Operation *reduce, Value input, Reduction reduction,
@@ -224,12 +239,7 @@ void StepLowering::lowerAllReduce(Operation *reduce, Value input, Reduction redu
     bytes = allocBytes(loc, tensorBytes(type), kCollectiveKind);
     materializeInto(loc, input, bytes);
   }
-  Value handle =
-      start(loc, kAllReduceStart,
-            {bufferAddress(b, loc, bytes), i64Constant(b, loc, type.getNumElements()),
-             i32Constant(b, loc, static_cast<int64_t>(runtimeDType(type.getElementType()))),
-             i32Constant(b, loc, static_cast<int64_t>(reduction)),
-             i32Constant(b, loc, static_cast<int64_t>(group))});
+  Value handle = startAllReduce(loc, bytes, type, reduction, group);
   waitBeforeFirstUse(loc, handle, reduce->getResult(0), pendingAllReduce);
   bindResult(reduce->getResult(0), bytes);
   reductionHandles[bytes] = handle;
@@ -314,13 +324,7 @@ void StepLowering::lowerTensorReduceScatter(TensorReduceScatterOp scatter) {
   Value full = arrangeBlocks(loc, scatter.getInput(), dim,
                              ranksOf(scatter.getInput().getType(), block, dim));
   Value shard = allocBytes(loc, tensorBytes(block), kCollectiveKind);
-  Value handle =
-      start(loc, kReduceScatterStart,
-            {bufferAddress(b, loc, full), bufferAddress(b, loc, shard),
-             i64Constant(b, loc, block.getNumElements()),
-             i32Constant(b, loc, static_cast<int64_t>(runtimeDType(block.getElementType()))),
-             i32Constant(b, loc, static_cast<int64_t>(Reduction::Sum)),
-             i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))});
+  Value handle = startReduceScatter(loc, full, shard, block, Reduction::Sum, Group::Tensor);
   waitBeforeFirstUse(loc, handle, scatter.getResult(), pendingTensorCollective);
   bindResult(scatter.getResult(), shard);
 }
@@ -401,11 +405,7 @@ void StepLowering::lowerTensorUnchunk(TensorUnchunkOp unchunk) {
   bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, unchunk.getInput(),
                                                     ownBlock(loc, full, block, count),
                                                     /*restrict=*/true, /*writable=*/true);
-  Value handle = start(loc, kAllReduceStart,
-                       {bufferAddress(b, loc, full), i64Constant(b, loc, whole.getNumElements()),
-                        i32Constant(b, loc, static_cast<int64_t>(runtimeDType(element))),
-                        i32Constant(b, loc, static_cast<int64_t>(Reduction::Sum)),
-                        i32Constant(b, loc, static_cast<int64_t>(Group::Tensor))});
+  Value handle = startAllReduce(loc, full, whole, Reduction::Sum, Group::Tensor);
   OpBuilder::InsertionGuard guard(b);
   waitBeforeFirstUse(loc, handle, unchunk.getResult(), pendingTensorCollective);
   Value blocks = tensor(loc, full, 0, blocksFirstType(whole, dim, count));

@@ -77,6 +77,12 @@ private:
   /// Starts a collective; returns the handle to wait for.
   Value start(Location loc, StringRef name, ValueRange args) override;
   Operation *wait(Location loc, Value handle) override;
+  /// Starts reducing the buffer `full` into `shard`, of `shardType`, over `group`.
+  Value startReduceScatter(Location loc, Value full, Value shard, RankedTensorType shardType,
+                           Reduction reduction, Group group);
+  /// Starts reducing the buffer `bytes`, which holds a `type`, in place over `group`.
+  Value startAllReduce(Location loc, Value bytes, RankedTensorType type, Reduction reduction,
+                       Group group);
   Value bufferOf(Value value) override { return buffers.lookup(value); }
   Value reductionHandleOf(Value bytes) override { return reductionHandles.lookup(bytes); }
   /// Waits for a collective right before the first reader of its result, or
