@@ -81,6 +81,23 @@ SmallVector<Change> changesFrom(const PlanFields &plan, const PipelineTarget &ta
     grid.back() *= factor;
     changes.push_back({Ranks, gridText(grid), [grid](PlanFields &p) { p.grid = grid; }});
   }
+  // The same ranks, half of them tensor ranks more: the shard axis half as
+  // long and twice the tensor ranks, with sequence parallelism (the
+  // activations of a data index's rows split, where more shards would only
+  // split the state).
+  if (plan.grid.back() % 2 == 0) {
+    SmallVector<int64_t> grid = plan.grid;
+    grid.back() /= 2;
+    int64_t tensor = plan.tensorParallel * 2;
+    changes.push_back({Ranks,
+                       gridText(grid) + ", tensor_parallel = " + std::to_string(tensor) +
+                           ", sequence_parallel = true",
+                       [grid, tensor](PlanFields &p) {
+                         p.grid = grid;
+                         p.tensorParallel = tensor;
+                         p.sequenceParallel = true;
+                       }});
+  }
   // Twice the tensor ranks beside each data-parallel rank (twice the ranks),
   // with sequence parallelism: a tensor rank holds half the blocks and half
   // the tokens between them. Or sequence parallelism on the tensor ranks the
