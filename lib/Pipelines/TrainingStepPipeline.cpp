@@ -36,6 +36,7 @@ void mlir::fsdp::buildBufferPlanPipeline(OpPassManager &pm, const PipelineTarget
   pm.addPass(createFSDPInsertCollectivesPass());
   pm.addPass(createFSDPLowerPrecisionPass());
   pm.addPass(createFSDPAccumulateMicroBatchesPass());
+  pm.addPass(createFSDPHoistTensorCollectivesPass());
   pm.addPass(createConvertFSDPToRuntimePass(
       ConvertFSDPToRuntimePassOptions{/*deviceArena=*/target.hasDeviceArena()}));
   target.addRuntimeBoundPasses(pm, forwardOnly);
