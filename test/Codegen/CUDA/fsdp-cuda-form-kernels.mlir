@@ -345,6 +345,45 @@ func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f3
 
 // -----
 
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+
+// LAUNCH-LABEL: func.func @fsdp_train_step
+// Row sums of 576 elements: 144 runs of 4 need 5 warps, but the block gets 8 (256
+// threads; with block-size=64, 2): a power of two of warps, the only counts for which
+// upstream's gpu.all_reduce lowering gives every thread that stores the second-level
+// sum the same bits (with 5 warps they differ, and the racing stores decide the result:
+// compute-sanitizer's racecheck on odd-sizes' gradient norm, 160 threads).
+// CHECK-LABEL: func.func @fsdp_train_step
+// CHECK-DAG:  %[[C256:.+]] = arith.constant 256 : index
+// CHECK-DAG:  %[[C144:.+]] = arith.constant 144 : index
+// CHECK:      scf.parallel (%{{.+}}) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
+// CHECK-NEXT:   scf.parallel (%[[LANE:.+]]) = (%{{.+}}) to (%[[C256]]) step (%{{.+}}) {
+// CHECK-NEXT:     scf.for %{{.+}} = %[[LANE]] to %[[C144]] step %[[C256]] iter_args
+// CHECK:          gpu.all_reduce add
+// B64-LABEL:  func.func @fsdp_train_step
+// B64-DAG:    %[[C64:.+]] = arith.constant 64 : index
+// B64:        scf.parallel (%{{.+}}) = (%{{.+}}) to (%{{.+}}) step (%{{.+}}) {
+// B64-NEXT:     scf.parallel (%{{.+}}) = (%{{.+}}) to (%[[C64]]) step (%{{.+}}) {
+func.func @fsdp_train_step(%arena: memref<16384xi8>, %step: i64, %lr: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c9216 = arith.constant 9216 : index
+  %zero = arith.constant 0.0 : f32
+  %m = memref.view %arena[%c0][] : memref<16384xi8> to memref<4x576xf32>
+  %v = memref.view %arena[%c9216][] : memref<16384xi8> to memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%v : memref<4xf32>)
+  linalg.generic {indexing_maps = [#id2, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%m : memref<4x576xf32>) outs(%v : memref<4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  }
+  %r = arith.constant 0.0 : f32
+  return %r : f32
+}
+
+// -----
+
 #id1 = affine_map<(d0) -> (d0)>
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #col = affine_map<(d0, d1) -> (d1)>

@@ -20,6 +20,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/ADT/bit.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::fsdp;
@@ -261,6 +263,24 @@ SmallVector<Value> runElements(OpBuilder &b, Location loc, Value run, int64_t wi
   return elements;
 }
 
+/// The threads of a block that folds `runs` runs: whole warps, no more than
+/// the runs need (a short row gets a small block), and a power of two of them.
+/// Upstream's lowering of gpu.all_reduce has every thread below the warp count
+/// store its second-level sum to the same workgroup slot, a sum defined only
+/// in the first lane (AllReduceLowering.cpp): with a power of two of warps the
+/// shuffles' butterfly gives each of those threads the same bits, with 3, 5
+/// or 6 warps they differ and which store lands decides the result (the race
+/// compute-sanitizer found in odd-sizes' gradient norm, 160 threads).
+int64_t cooperativeThreads(int64_t blockSize, int64_t runs) {
+  constexpr int64_t kWarp = 32;
+  if (blockSize <= kWarp)
+    return std::min(blockSize, runs);
+  uint64_t warpsNeeded = llvm::divideCeil(runs, kWarp);
+  uint64_t warps = std::min(llvm::PowerOf2Ceil(warpsNeeded),
+                            llvm::bit_floor(static_cast<uint64_t>(blockSize / kWarp)));
+  return kWarp * static_cast<int64_t>(warps);
+}
+
 /// A block per output point; its threads fold strided runs of the reduced
 /// elements (runWidth: one vector access of each contiguous operand a run),
 /// then combine them in a gpu.all_reduce, and thread 0 stores.
@@ -280,9 +300,7 @@ scf::ParallelOp lowerCooperative(RewriterBase &rewriter, linalg::LinalgOp op, Ar
   for (int64_t extent : reduced)
     elements *= extent;
   int64_t width = runWidth(op, reduced, vectorBytes), runs = elements / width;
-  // Whole warps, no more threads than runs (a short row gets a small block).
-  int64_t warp = std::min<int64_t>(blockSize, 32);
-  int64_t threads = std::min<int64_t>(blockSize, llvm::alignTo(runs, warp));
+  int64_t threads = cooperativeThreads(blockSize, runs);
   Value zero = indexConstant(rewriter, loc, 0), one = indexConstant(rewriter, loc, 1);
   auto blocks =
       scf::ParallelOp::create(rewriter, loc, zero, indexConstant(rewriter, loc, points), one);
