@@ -17,12 +17,12 @@
 // its gradient is summed over the ranks. Key and value heads the ranks cannot
 // divide (fewer of them than ranks: grouped-query and multi-query attention)
 // are computed whole on every rank, which reads the ones its query heads use
-// through fsdp.tensor_chunk. A parameter the user declares `tensor whole` is
-// never cut: a region that would cut it stays whole. The region between a column product
-// and its row products is the unit of the decision: one that reaches anything
-// else (a loss, a norm, the model's result) stays whole on every rank, and
-// the search runs again without the products that opened it, which may then
-// read whole values themselves.
+// through fsdp.tensor_chunk. The region between a column product and its row
+// products is the unit of the decision: one that reaches anything else (a
+// loss, a norm, the model's result) stays whole on every rank, and the search
+// runs again without the products that opened it, which may then read whole
+// values themselves. So does one that would cut a parameter the user declares
+// `tensor whole`; one declared `tensor cut` that stays whole is an error.
 //
 //===----------------------------------------------------------------------===//
 

@@ -78,9 +78,11 @@ struct Pending {
   }
 
   /// Each element the f32 sum of the ranks' bf16 parts, one addition at a
-  /// time in rank order, each rounded to bf16: the bits of a reduction whose
-  /// order is fixed, which MPI's algorithms (and so a reference) cannot know.
+  /// time in rank order, each rounded to bf16: a fixed order of additions,
+  /// where MPI's algorithms choose their own (which a reference cannot follow).
   void addInRankOrder() {
+    if (sumCount == 0)
+      return;
     auto *out = static_cast<uint16_t *>(sum);
     size_t ranks = parts.size() / static_cast<size_t>(sumCount);
     for (int64_t i = 0; i < sumCount; ++i) {
