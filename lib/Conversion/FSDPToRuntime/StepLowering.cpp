@@ -396,13 +396,18 @@ void StepLowering::lowerTensorUnchunk(TensorUnchunkOp unchunk) {
   if (count == ranks)
     return lowerTensorAllGather(unchunk, unchunk.getInput(), dim);
   // Fewer blocks than ranks: each block the sum of the ranks that share it,
-  // an all-reduce of every rank's block in its place and zeros elsewhere.
+  // an all-reduce of every rank's block in its place and zeros elsewhere. The
+  // block goes through a buffer of its own: computed in place into the
+  // zeroed buffer (what bufferization does with a value only copied), the
+  // zeros would be written after it.
+  Value own = allocBytes(loc, tensorBytes(block), kCollectiveKind);
+  materializeInto(loc, unchunk.getInput(), own);
   Value full = allocBytes(loc, tensorBytes(whole), kCollectiveKind);
   Type element = whole.getElementType();
   linalg::FillOp::create(b, loc,
                          arith::ConstantOp::create(b, loc, b.getZeroAttr(element)).getResult(),
                          view(loc, full, 0, {whole.getNumElements()}, element));
-  bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, unchunk.getInput(),
+  bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, tensor(loc, own, 0, block),
                                                     ownBlock(loc, full, block, count),
                                                     /*restrict=*/true, /*writable=*/true);
   Value handle = startAllReduce(loc, full, whole, Reduction::Sum, Group::Tensor);
