@@ -146,8 +146,9 @@ def with_tensor_layout(text, annotation):
     """`text` with the declaration of parameter NAME annotated `tensor LAYOUT`, from an
     annotation 'NAME=LAYOUT' (whole or cut: fsdp.param's override of the tensor layout)."""
     name, _, layout = annotation.partition("=")
+    # The whole name: `@wq` is not the start of `@wq2`.
     declaration = re.compile(r"(fsdp\.param (?:frozen )?@" + re.escape(name) +
-                             r"(?: unit \"[^\"]*\")?)")
+                             r"(?= )(?: unit \"[^\"]*\")?)")
     annotated, count = declaration.subn(r"\1 tensor " + layout, text)
     if count != 1 or layout not in ("whole", "cut"):
         sys.exit(f"sharded_check.py: --tensor-layout {annotation}: expected NAME=whole or "
