@@ -361,6 +361,14 @@ void CrossEntropyOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   operandGrads.push_back(Value()); // Targets are not differentiable.
 }
 
+// Each rank's block of the logits gets its block of the gradient.
+void TensorCrossEntropyOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                          SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(TensorCrossEntropyGradOp::create(b, getLoc(), getLogits(), getTargets(),
+                                                          resultGrads[0], getClasses()));
+  operandGrads.push_back(Value()); // Targets are not differentiable.
+}
+
 // l = mean((p - t)^2): dp = (2 / n) (p - t) dl, dt = -dp.
 void MSEOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                            SmallVectorImpl<Value> &operandGrads) {

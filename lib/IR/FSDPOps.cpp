@@ -2,6 +2,8 @@
 
 #include "fsdp/IR/FSDPOps.h"
 
+#include "CrossEntropyShapes.h"
+
 #include "fsdp/IR/FSDPOpInterfaces.cpp.inc"
 
 #include "mlir/Dialect/Traits.h"
@@ -648,8 +650,7 @@ OpFoldResult ConvertOp::fold(FoldAdaptor) {
 // Losses
 //===----------------------------------------------------------------------===//
 
-/// The scalar loss type of a cross-entropy of `logits` against `targets`.
-static LogicalResult inferCrossEntropyLoss(std::optional<Location> loc, StringRef opName,
+LogicalResult mlir::fsdp::inferCrossEntropyLoss(std::optional<Location> loc, StringRef opName,
                                            Value logitsValue, Value targetsValue,
                                            SmallVectorImpl<Type> &inferred) {
   auto logits = llvm::cast<RankedTensorType>(logitsValue.getType());

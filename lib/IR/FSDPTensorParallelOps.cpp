@@ -1,6 +1,8 @@
-//===- FSDPTensorParallelOps.cpp - sequence blocks: verifiers -------------===//
+//===- FSDPTensorParallelOps.cpp - blocks and vocabulary: verifiers -------===//
 
 #include "fsdp/IR/FSDPOps.h"
+
+#include "CrossEntropyShapes.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -60,4 +62,81 @@ LogicalResult TensorChunkOp::verify() {
 
 LogicalResult TensorUnchunkOp::verify() {
   return verifySequenceBlock(*this, getInput().getType(), getType(), getDim(), /*shared=*/true);
+}
+
+//===----------------------------------------------------------------------===//
+// Vocabulary parallelism
+//===----------------------------------------------------------------------===//
+
+/// `classes` is the tensor ranks' blocks of `logits`' last dimension.
+static LogicalResult verifyClassBlocks(Operation *op, RankedTensorType logits, int64_t classes) {
+  int64_t block = logits.getShape().back();
+  std::optional<int64_t> ranks = tensorRanksOf(op);
+  if (classes % block != 0 || (ranks && classes != block * *ranks))
+    return op->emitOpError("the logits' ")
+           << block << " classes must be the " << classes << " classes divided by the tensor ranks"
+           << (ranks ? " (" + std::to_string(*ranks) + ")" : std::string());
+  return success();
+}
+
+LogicalResult TensorCrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type> &inferred) {
+  return inferCrossEntropyLoss(loc, getOperationName(), adaptor.getLogits(), adaptor.getTargets(),
+                               inferred);
+}
+
+LogicalResult TensorCrossEntropyOp::verify() {
+  return verifyClassBlocks(*this, getLogits().getType(), getClasses());
+}
+
+LogicalResult TensorCrossEntropyGradOp::verify() {
+  SmallVector<Type> loss;
+  if (failed(inferCrossEntropyLoss(getLoc(), getOperationName(), getLogits(), getTargets(), loss)))
+    return failure();
+  return verifyClassBlocks(*this, getLogits().getType(), getClasses());
+}
+
+/// The positions of `logits` [..., C]: the product of its leading dimensions.
+static int64_t positionsOf(RankedTensorType logits) {
+  int64_t positions = 1;
+  for (int64_t dim : logits.getShape().drop_back())
+    positions *= dim;
+  return positions;
+}
+
+/// `stats` is [`blocks`, 3, positions] f32 (any number of blocks if 0), and
+/// `first` one index.
+static LogicalResult verifyStatistics(Operation *op, RankedTensorType stats, int64_t positions,
+                                      int64_t blocks, Value first = {}) {
+  if (first && llvm::cast<RankedTensorType>(first.getType()).getShape() != ArrayRef<int64_t>{1})
+    return op->emitOpError("the block's first class must be a tensor of one index, got ")
+           << first.getType();
+  if (!stats.getElementType().isF32() || stats.getRank() != 3 || stats.getDimSize(1) != 3 ||
+      (blocks && stats.getDimSize(0) != blocks) ||
+      (positions && stats.getDimSize(2) != positions))
+    return op->emitOpError("the statistics must be f32 [")
+           << (blocks ? std::to_string(blocks) : std::string("blocks")) << ", 3, "
+           << (positions ? std::to_string(positions) : std::string("positions")) << "], got "
+           << stats;
+  return success();
+}
+
+LogicalResult CrossEntropyStatsOp::verify() {
+  SmallVector<Type> loss;
+  if (failed(inferCrossEntropyLoss(getLoc(), getOperationName(), getLogits(), getTargets(), loss)))
+    return failure();
+  return verifyStatistics(*this, getType(), positionsOf(getLogits().getType()), 1, getFirst());
+}
+
+LogicalResult CrossEntropyCombineOp::verify() {
+  return verifyStatistics(*this, getStats().getType(), 0, 0);
+}
+
+LogicalResult CrossEntropyBlockGradOp::verify() {
+  SmallVector<Type> loss;
+  if (failed(inferCrossEntropyLoss(getLoc(), getOperationName(), getLogits(), getTargets(), loss)))
+    return failure();
+  return verifyStatistics(*this, getStats().getType(), positionsOf(getLogits().getType()), 0,
+                          getFirst());
 }

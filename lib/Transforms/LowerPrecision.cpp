@@ -48,6 +48,8 @@ bool isCollective(Operation *op) { return isa<ReduceScatterOp, AllReduceOp>(op);
 bool isF32ByDefinition(Operation *op, unsigned index) {
   if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
     return grad.getGradMutable().getOperandNumber() == index;
+  if (auto grad = dyn_cast<TensorCrossEntropyGradOp>(op))
+    return grad.getGradMutable().getOperandNumber() == index;
   if (auto grad = dyn_cast<AttentionGradOp>(op))
     return grad.getLseMutable().getOperandNumber() == index ||
            grad.getLseGradMutable().getOperandNumber() == index;
@@ -132,7 +134,7 @@ void PrecisionLowering::lowerCompute(Operation *op) {
   }
   // Losses are f32 (their types are inferred so), and so is an attention's
   // log-sum-exp; every other result is rounded to param_dtype.
-  if (isa<CrossEntropyOp, MSEOp>(op))
+  if (isa<CrossEntropyOp, TensorCrossEntropyOp, MSEOp>(op))
     return;
   for (OpResult result : op->getResults())
     if (floatElement(result) && !(isa<AttentionOp>(op) && result.getResultNumber() == 1))

@@ -17,9 +17,13 @@
 // its gradient is summed over the ranks. Key and value heads the ranks cannot
 // divide (fewer of them than ranks: grouped-query and multi-query attention)
 // are computed whole on every rank, which reads the ones its query heads use
-// through fsdp.tensor_chunk. The region between a column product and its row
-// products is the unit of the decision: one that reaches anything else (a
-// loss, a norm, the model's result) stays whole on every rank, and the search
+// through fsdp.tensor_chunk. An output head's region (logits cut along the
+// classes) closes at its cross-entropy, which the ranks compute from their
+// blocks' statistics (fsdp.tensor_cross_entropy) without gathering the
+// logits. The region between a column product and its row products (or
+// loss) is the unit of the decision: one that reaches anything else (a norm,
+// the model's result) stays whole on every rank, and so does one that cuts a
+// parameter another read holds whole (a tied embedding); the search
 // runs again without the products that opened it, which may then read whole
 // values themselves. So does one that would cut a parameter the user declares
 // `tensor whole`; one declared `tensor cut` that stays whole is an error.
@@ -111,6 +115,8 @@ public:
   llvm::DenseMap<Value, Split> splits;
   /// Each region's column products (opening it) and row products (closing it).
   SmallVector<std::pair<MatmulOp, unsigned>> columnProducts, rowProducts;
+  /// The cross-entropies that close a region (an output head's).
+  SmallVector<std::pair<CrossEntropyOp, unsigned>> losses;
   llvm::EquivalenceClasses<unsigned> regions;
 
   RegionFacts &facts(unsigned region) { return regionFacts[regions.getLeaderValue(region)]; }
@@ -119,6 +125,10 @@ private:
   void visit(Operation &op);
   void visitProduct(MatmulOp product);
   void visitAttention(AttentionOp attention);
+  void visitLoss(CrossEntropyOp loss);
+  /// Keeps whole the regions that cut a parameter some other read of which
+  /// is whole: every rank holds a parameter cut or whole, not both.
+  void keepMixedParametersWhole(Block &body);
   /// Whether the key or value `operand` of attention whose query is cut
   /// along its heads enters it whole, each rank reading its heads' chunk.
   bool readsWholeHeads(Value operand, unsigned queryRegion);
@@ -343,11 +353,40 @@ void RegionSearch::visitAttention(AttentionOp attention) {
     cut(result, 1, region, attention);
 }
 
+void RegionSearch::visitLoss(CrossEntropyOp loss) {
+  auto logits = splits.find(loss.getLogits());
+  if (logits == splits.end())
+    return;
+  unsigned region = logits->second.region;
+  if (logits->second.dim != typeOf(loss.getLogits()).getRank() - 1)
+    return block(region, loss);
+  // Vocabulary-parallel: each rank's block of the classes, the loss combined
+  // from the blocks' statistics.
+  losses.push_back({loss, region});
+  facts(region).closed = true;
+}
+
+void RegionSearch::keepMixedParametersWhole(Block &body) {
+  llvm::StringMap<SmallVector<UseOp>> reads;
+  for (auto use : body.getOps<UseOp>())
+    reads[use.getParam()].push_back(use);
+  for (auto &[name, uses] : reads) {
+    auto whole = llvm::find_if(uses, [&](UseOp use) { return !splits.contains(use); });
+    if (whole == uses.end())
+      continue;
+    for (UseOp use : uses)
+      if (auto split = splits.find(use); split != splits.end())
+        block(split->second.region, *whole);
+  }
+}
+
 void RegionSearch::visit(Operation &op) {
   if (auto product = dyn_cast<MatmulOp>(op); product && weightOf(product))
     return visitProduct(product);
   if (auto attention = dyn_cast<AttentionOp>(op))
     return visitAttention(attention);
+  if (auto loss = dyn_cast<CrossEntropyOp>(op))
+    return visitLoss(loss);
   SmallVector<unsigned> touched;
   for (Value operand : op.getOperands())
     if (auto split = splits.find(operand); split != splits.end())
@@ -365,6 +404,7 @@ void RegionSearch::visit(Operation &op) {
 void RegionSearch::run(Block &body) {
   for (Operation &op : body)
     visit(op);
+  keepMixedParametersWhole(body);
 }
 
 SmallVector<Operation *> RegionSearch::openedWholeRegions() {
@@ -466,7 +506,8 @@ void RegionRewriter::rewrite(Block &body) {
   for (Operation &op : llvm::make_early_inc_range(body)) {
     bool inRegion = llvm::any_of(op.getOperands(), [&](Value v) { return isCut(v); }) ||
                     llvm::any_of(op.getResults(), [&](Value v) { return isCut(v); });
-    if (!inRegion || isa<UseOp>(op))
+    // A loss over cut logits reads its targets whole; it becomes the ranks'.
+    if (!inRegion || isa<UseOp, CrossEntropyOp>(op))
       continue;
     // Whole values read inside a region enter it through a copy, so their
     // gradients are summed over the ranks; whole key and value heads through
@@ -486,6 +527,16 @@ void RegionRewriter::rewrite(Block &body) {
     b.setInsertionPointAfter(product);
     auto sum = TensorSumOp::create(b, product.getLoc(), product.getResult());
     product.getResult().replaceAllUsesExcept(sum, sum);
+  }
+  for (auto [loss, region] : search.losses) {
+    if (!search.succeeded(region))
+      continue;
+    b.setInsertionPoint(loss);
+    int64_t classes = typeOf(loss.getLogits()).getShape().back() * search.ranks;
+    auto blocks = TensorCrossEntropyOp::create(b, loss.getLoc(), loss.getLogits(),
+                                               loss.getTargets(), classes);
+    loss.replaceAllUsesWith(blocks.getResult());
+    loss.erase();
   }
 }
 

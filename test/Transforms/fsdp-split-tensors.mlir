@@ -7,9 +7,10 @@
 // q, k, v, gate and up are column-parallel (their [out, in] weights cut along
 // dimension 0), o and down row-parallel (cut along dimension 1); grouped-query
 // attention keeps 2 of the 4 query heads and 1 of the 2 key-value heads on each
-// rank. The head's product reaches the loss before any row-parallel product:
-// it stays whole, and so do the embedding and the norm, whose unit moves to
-// "block.whole" beside the cut "block".
+// rank. The head is column-parallel too, cut along the classes: its region
+// closes at the loss, which the ranks compute from their blocks of the logits
+// (fsdp.tensor_cross_entropy). The embedding and the norm stay whole, the
+// norm's unit moving to "block.whole" beside the cut "block".
 
 // CHECK-LABEL: module attributes
 // CHECK: fsdp.param @embed unit "embed" : tensor<32x16xf32>
@@ -21,7 +22,7 @@
 // CHECK: fsdp.param @gate unit "block" split 0 : tensor<12x16xf32>
 // CHECK: fsdp.param @up unit "block" split 0 : tensor<12x16xf32>
 // CHECK: fsdp.param @down unit "block" split 1 : tensor<16x12xf32>
-// CHECK: fsdp.param @head unit "head" : tensor<32x16xf32>
+// CHECK: fsdp.param @head unit "head" split 0 : tensor<16x16xf32>
 // CHECK: func.func @loss(%{{.*}}: tensor<2x8xi32>, %[[TARGETS:.*]]: tensor<2x8xi32>) -> tensor<f32>
 // CHECK:   %[[X:.*]] = fsdp.embedding
 // CHECK:   %[[H:.*]] = fsdp.rms_norm %[[X]], %{{.*}} : tensor<2x8x16xf32>, tensor<16xf32>
@@ -45,9 +46,9 @@
 // CHECK:   %[[D:.*]] = fsdp.matmul %[[M]], %{{.*}} transpose_rhs : tensor<2x8x12xf32>, tensor<16x12xf32> -> tensor<2x8x16xf32>
 // CHECK:   %[[DS:.*]] = fsdp.tensor_sum %[[D]] : tensor<2x8x16xf32>
 // CHECK:   %[[X2:.*]] = fsdp.add %[[X1]], %[[DS]]
-// CHECK-NOT: fsdp.tensor_copy
-// CHECK:   %[[LOGITS:.*]] = fsdp.matmul %[[X2]], %{{.*}} transpose_rhs : tensor<2x8x16xf32>, tensor<32x16xf32> -> tensor<2x8x32xf32>
-// CHECK:   fsdp.cross_entropy %[[LOGITS]], %[[TARGETS]]
+// CHECK:   %[[X2C:.*]] = fsdp.tensor_copy %[[X2]] : tensor<2x8x16xf32>
+// CHECK:   %[[LOGITS:.*]] = fsdp.matmul %[[X2C]], %{{.*}} transpose_rhs : tensor<2x8x16xf32>, tensor<16x16xf32> -> tensor<2x8x16xf32>
+// CHECK:   fsdp.tensor_cross_entropy %[[LOGITS]], %[[TARGETS]] classes 32 : tensor<2x8x16xf32>, tensor<2x8xi32> -> tensor<f32>
 module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
   fsdp.param @embed unit "embed" : tensor<32x16xf32> = #fsdp.normal<std = 0.02>
   fsdp.param @attn_norm unit "block" : tensor<16xf32> = #fsdp.ones
@@ -363,6 +364,40 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optim
   fsdp.param @w : tensor<8x8xf32> = #fsdp.normal<std = 0.02>
   func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
     %l = fsdp.mse %x, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// A head tied to the embedding (one parameter read by both): the embedding
+// reads it whole, so the head's region stays whole too, and so does its loss.
+// CHECK-LABEL: module attributes
+// CHECK: fsdp.param @wte unit "embed" : tensor<16x8xf32>
+// CHECK-NOT: fsdp.tensor_copy
+// CHECK: fsdp.cross_entropy %{{.*}}, %{{.*}} : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @wte unit "embed" : tensor<16x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%tokens: tensor<2x4xi32>, %y: tensor<2x4xi32>) -> tensor<f32> {
+    %e = fsdp.use @wte : tensor<16x8xf32>
+    %x = fsdp.embedding %e[%tokens] : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %w = fsdp.use @wte : tensor<16x8xf32>
+    %z = fsdp.matmul %x, %w transpose_rhs : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %l = fsdp.cross_entropy %z, %y : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// The classes must divide among the tensor ranks.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @head unit "head" : tensor<8x15xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+    %w = fsdp.use @head : tensor<8x15xf32>
+    // expected-error@+1 {{tensor_parallel = 2 does not divide dimension 1 (15) of the parameter's tensor, which the tensor ranks cut}}
+    %z = fsdp.matmul %x, %w : tensor<4x8xf32>, tensor<8x15xf32> -> tensor<4x15xf32>
+    %l = fsdp.cross_entropy %z, %y : tensor<4x15xf32>, tensor<4xi32> -> tensor<f32>
     return %l : tensor<f32>
   }
 }

@@ -130,3 +130,134 @@ def FSDP_TensorUnchunkOp : FSDP_SequenceBlockOp<"tensor_unchunk"> {
     ```
   }];
 }
+
+//===----------------------------------------------------------------------===//
+// Vocabulary parallelism: a loss over the classes' blocks
+//===----------------------------------------------------------------------===//
+
+def FSDP_TensorCrossEntropyOp : FSDP_Op<"tensor_cross_entropy",
+    [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
+  let summary = "fsdp.cross_entropy of logits the tensor ranks hold in blocks of classes";
+  let description = [{
+    The mean softmax cross-entropy of `fsdp.cross_entropy` over `classes`
+    classes, each tensor rank holding the block of `logits` of its classes
+    (rank `t` the classes from `t * C / T`, the block of a column-parallel
+    output head): the logits are never gathered. Every rank computes its
+    block's statistics a position (its maximum, the sum of exponentials
+    below it, the target's logit where the rank holds the target), the ranks
+    gather those three floats a position and each combines them in rank
+    order into the same loss. Its gradient, `fsdp.tensor_cross_entropy_grad`,
+    is each rank's block of the whole gradient.
+
+    ```mlir
+    // 256 classes on 2 tensor ranks: 128 of them here.
+    %l = fsdp.tensor_cross_entropy %z, %y classes 256
+        : tensor<8x32x128xf32>, tensor<8x32xi32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$logits, FSDP_IndexTensor:$targets,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$classes);
+  let results = (outs FSDP_Loss:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `classes` $classes attr-dict `:` type($logits) `,` type($targets)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FSDP_TensorCrossEntropyGradOp : FSDP_Op<"tensor_cross_entropy_grad",
+    [Pure, AllTypesMatch<["logits", "result"]>]> {
+  let summary = "This tensor rank's block of fsdp.tensor_cross_entropy's gradient";
+  let description = [{
+    `(softmax(logits) - onehot(targets)) * dl / positions` on this rank's
+    block of the classes, the softmax over all `classes` of them: the
+    block's statistics are gathered from the tensor ranks and combined as
+    the loss combines them, then the block's gradient computed in f32 from
+    the f32 loss gradient `dl`; the result has the logits' type.
+
+    ```mlir
+    %dz = fsdp.tensor_cross_entropy_grad %z, %y, %dl classes 256
+        : tensor<8x32x128xf32>, tensor<8x32xi32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$logits, FSDP_IndexTensor:$targets, FSDP_Loss:$grad,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$classes);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $grad `classes` $classes attr-dict `:` type($logits) `,`
+    type($targets) `,` type($grad)
+  }];
+  let hasVerifier = 1;
+}
+
+// What convert-fsdp-to-runtime lowers the two to, around the tensor ranks'
+// all-gather of the statistics: `first`, the block's first class, is a
+// 1-element tensor the runtime fills per rank.
+
+def FSDP_CrossEntropyStatsOp : FSDP_Op<"cross_entropy_stats", [Pure]> {
+  let summary = "One block of classes' log-sum-exp statistics and target logits";
+  let description = [{
+    For the `N` positions of `logits` `[..., Cb]`, holding classes `first`
+    to `first + Cb - 1`: row 0 of the result is each position's maximum
+    logit `m`, row 1 the sum of `exp(logit - m)`, row 2 the target's logit
+    where `first <= target < first + Cb` and 0 elsewhere; all f32, computed
+    from the logits widened to f32.
+
+    ```mlir
+    %s = fsdp.cross_entropy_stats %z, %y, %first
+        : tensor<8x32x128xbf16>, tensor<8x32xi32>, tensor<1xi64> -> tensor<1x3x256xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$logits, FSDP_IndexTensor:$targets,
+                       FSDP_IndexTensor:$first);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $first attr-dict `:` type($logits) `,` type($targets) `,`
+    type($first) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FSDP_CrossEntropyCombineOp : FSDP_Op<"cross_entropy_combine", [Pure]> {
+  let summary = "The cross-entropy from the tensor ranks' statistics";
+  let description = [{
+    `stats` is `[T, 3, N]`, the `fsdp.cross_entropy_stats` of the `T`
+    blocks in rank order. Each position's log-sum-exp is
+    `M + log(sum_t s_t * exp(m_t - M))` with `M = max_t m_t`, its loss that
+    minus the sum of the blocks' target logits (one holds it); the result is
+    their mean, f32.
+
+    ```mlir
+    %l = fsdp.cross_entropy_combine %s : tensor<2x3x256xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$stats);
+  let results = (outs FSDP_Loss:$result);
+  let assemblyFormat = "$stats attr-dict `:` type($stats) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def FSDP_CrossEntropyBlockGradOp : FSDP_Op<"cross_entropy_block_grad",
+    [Pure, AllTypesMatch<["logits", "result"]>]> {
+  let summary = "The cross-entropy's gradient on one block of classes";
+  let description = [{
+    `(exp(logit - lse) - [class == target]) * dl / N` for the block of
+    classes from `first`, each position's log-sum-exp `lse` combined from
+    the tensor ranks' `stats` `[T, 3, N]` as `fsdp.cross_entropy_combine`
+    combines them; computed in f32, the result has the logits' type.
+
+    ```mlir
+    %dz = fsdp.cross_entropy_block_grad %z, %y, %first, %s, %dl
+        : tensor<8x32x128xf32>, tensor<8x32xi32>, tensor<1xi64>, tensor<2x3x256xf32>,
+          tensor<f32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$logits, FSDP_IndexTensor:$targets,
+                       FSDP_IndexTensor:$first, FSDP_Tensor:$stats, FSDP_Loss:$grad);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $first `,` $stats `,` $grad attr-dict `:` type($logits) `,`
+    type($targets) `,` type($first) `,` type($stats) `,` type($grad)
+  }];
+  let hasVerifier = 1;
+}

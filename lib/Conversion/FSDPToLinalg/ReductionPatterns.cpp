@@ -397,6 +397,162 @@ struct CrossEntropyGradLowering : OpRewritePattern<CrossEntropyGradOp> {
   }
 };
 
+//===----------------------------------------------------------------------===//
+// The tensor ranks' cross-entropy: blocks of classes
+//===----------------------------------------------------------------------===//
+
+/// An integer element as i64.
+Value asI64(OpBuilder &b, Location loc, Value integer) {
+  return integer.getType().isInteger(64)
+             ? integer
+             : arith::ExtSIOp::create(b, loc, b.getI64Type(), integer).getResult();
+}
+
+Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
+}
+
+/// Reads the one element of a [1] tensor (a block's first class) from every
+/// point of a `rank`-dimensional iteration space.
+AffineMap firstElementMap(MLIRContext *ctx, int64_t rank) {
+  return AffineMap::get(rank, 0, {getAffineConstantExpr(0, ctx)}, ctx);
+}
+
+/// Each position's log-sum-exp [N] over every block of classes, from their
+/// statistics [T, 3, N]: M + log(sum_t s_t exp(m_t - M)) with M = max_t m_t.
+Value combinedLogSumExp(OpBuilder &b, Location loc, Value stats) {
+  RankedTensorType type = tensorType(stats);
+  MLIRContext *ctx = b.getContext();
+  auto space = RankedTensorType::get({type.getDimSize(0), type.getDimSize(2)}, b.getF32Type());
+  // Statistic k of block t at position n, over the (t, n) space.
+  auto statistic = [&](int64_t k) {
+    return AffineMap::get(2, 0,
+                          {getAffineDimExpr(0, ctx), getAffineConstantExpr(k, ctx),
+                           getAffineDimExpr(1, ctx)},
+                          ctx);
+  };
+  Value max = buildMappedReduction(b, loc, space, stats, statistic(0), 0, -INFINITY,
+                                   [](OpBuilder &nb, Location l, ValueRange a) {
+                                     return ScalarMath(nb, l).max(a[1], a[0]);
+                                   });
+  Value sum = buildMappedReduction(
+      b, loc, space, {stats, stats, max},
+      {statistic(1), statistic(0), droppedDimsMap(ctx, 2, 0)}, 0, 0.0,
+      [](OpBuilder &nb, Location l, ValueRange a) {
+        ScalarMath m(nb, l);
+        return m.add(a[3], m.mul(a[0], m.exp(m.sub(a[1], a[2]))));
+      });
+  return buildElementwise(b, loc, tensorType(max), {max, sum},
+                          [](OpBuilder &nb, Location l, ValueRange a) {
+                            ScalarMath m(nb, l);
+                            return m.add(a[0], m.log(a[1]));
+                          });
+}
+
+struct CrossEntropyStatsLowering : OpRewritePattern<CrossEntropyStatsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyStatsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto [logits, targets] = flattenPositions(rewriter, loc, op.getLogits(), op.getTargets());
+    auto [max, sum] = logSumExpParts(rewriter, loc, logits);
+    int64_t block = tensorType(logits).getDimSize(1);
+    // The target's logit where this block holds the target, else 0: one
+    // block of the ranks' holds each target.
+    Value picked = buildParallel(
+        rewriter, loc, tensorType(max), {targets, op.getFirst()},
+        {rewriter.getMultiDimIdentityMap(1), firstElementMap(ctx, 1)},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          ScalarMath m(nb, l);
+          Value column = arith::SubIOp::create(nb, l, asI64(nb, l, a[0]), asI64(nb, l, a[1]));
+          Value zero = i64Constant(nb, l, 0);
+          Value inside = arith::AndIOp::create(
+              nb, l, arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, column, zero),
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, column,
+                                    i64Constant(nb, l, block)));
+          Value safe = arith::SelectOp::create(nb, l, inside, column, zero);
+          Value row = linalg::IndexOp::create(nb, l, 0);
+          Value logit = gatherElement(nb, l, logits, {row, m.toIndex(safe)});
+          return m.select(inside, logit, m.constant(logit, 0.0));
+        });
+    // Rows 0, 1, 2 of [1, 3, N]: the maxima, the sums, the target logits.
+    AffineMap position = AffineMap::get(3, 0, {getAffineDimExpr(2, ctx)}, ctx);
+    Value stats = buildParallel(
+        rewriter, loc, op.getType(), {max, sum, picked}, {position, position, position},
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          ScalarMath m(nb, l);
+          Value row = m.index(1);
+          auto isRow = [&](int64_t k) {
+            return arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, row,
+                                         i64Constant(nb, l, k));
+          };
+          return m.select(isRow(0), a[0], m.select(isRow(1), a[1], a[2]));
+        });
+    rewriter.replaceOp(op, stats);
+    return success();
+  }
+};
+
+struct CrossEntropyCombineLowering : OpRewritePattern<CrossEntropyCombineOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyCombineOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value stats = op.getStats();
+    RankedTensorType type = tensorType(stats);
+    int64_t positions = type.getDimSize(2);
+    Value lse = combinedLogSumExp(rewriter, loc, stats);
+    auto space = RankedTensorType::get({type.getDimSize(0), positions}, rewriter.getF32Type());
+    AffineMap targetLogit = AffineMap::get(
+        2, 0, {getAffineDimExpr(0, ctx), getAffineConstantExpr(2, ctx), getAffineDimExpr(1, ctx)},
+        ctx);
+    Value picked = buildMappedReduction(rewriter, loc, space, stats, targetLogit, 0, 0.0,
+                                        [](OpBuilder &nb, Location l, ValueRange a) {
+                                          return ScalarMath(nb, l).add(a[1], a[0]);
+                                        });
+    Value perPosition = buildElementwise(rewriter, loc, tensorType(lse), {lse, picked},
+                                         [](OpBuilder &nb, Location l, ValueRange a) {
+                                           return ScalarMath(nb, l).sub(a[0], a[1]);
+                                         });
+    Value total = sumOf(rewriter, loc, perPosition, 0);
+    rewriter.replaceOp(op, scaled(rewriter, loc, total, 1.0 / positions));
+    return success();
+  }
+};
+
+// dlogits = (exp(logits - lse) - onehot(target - first)) * dl / N.
+struct CrossEntropyBlockGradLowering : OpRewritePattern<CrossEntropyBlockGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CrossEntropyBlockGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto [logits, targets] = flattenPositions(rewriter, loc, op.getLogits(), op.getTargets());
+    Value lse = combinedLogSumExp(rewriter, loc, op.getStats());
+    RankedTensorType type = tensorType(logits);
+    SmallVector<AffineMap> maps = fullThenReduced(rewriter, type, 1, 2, 1);
+    maps.push_back(firstElementMap(ctx, 2));
+    maps.push_back(AffineMap::get(2, 0, {}, ctx)); // the rank-0 loss gradient
+    double inverseN = 1.0 / type.getDimSize(0);
+    Value grad = buildParallel(
+        rewriter, loc, type, {logits, lse, targets, op.getFirst(), op.getGrad()}, maps,
+        [&](OpBuilder &nb, Location l, ValueRange a) {
+          ScalarMath m(nb, l);
+          Value p = m.exp(m.sub(a[0], a[1]));
+          Value column = arith::AddIOp::create(nb, l, m.index(1), asI64(nb, l, a[3]));
+          Value isTarget =
+              m.select(arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, column,
+                                             asI64(nb, l, a[2])),
+                       m.constant(a[0], 1.0), m.constant(a[0], 0.0));
+          return m.mul(m.sub(p, isTarget), m.mul(a[4], m.constant(a[0], inverseN)));
+        });
+    rewriter.replaceOp(op, expandLeading(rewriter, loc, grad, op.getType(), 1));
+    return success();
+  }
+};
+
 struct MSELowering : OpRewritePattern<MSEOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MSEOp op, PatternRewriter &rewriter) const override {
@@ -420,5 +576,6 @@ void mlir::fsdp::populateFSDPReductionToLinalgPatterns(RewritePatternSet &patter
   patterns.add<ReduceSumLowering, ReduceMeanLowering, SoftmaxLowering,
                SoftmaxGradLowering, LayerNormLowering, RMSNormLowering,
                LayerNormGradLowering, RMSNormGradLowering, CrossEntropyLowering,
-               CrossEntropyGradLowering, MSELowering>(patterns.getContext());
+               CrossEntropyGradLowering, CrossEntropyStatsLowering, CrossEntropyCombineLowering,
+               CrossEntropyBlockGradLowering, MSELowering>(patterns.getContext());
 }

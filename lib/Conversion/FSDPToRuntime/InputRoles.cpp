@@ -15,6 +15,8 @@ static std::optional<InputRole> roleOfUse(OpOperand &use) {
     return InputRole{"tokens", embedding.getTable().getType().getDimSize(0)};
   if (auto loss = dyn_cast<CrossEntropyOp>(user); loss && loss.getTargets() == input)
     return InputRole{"classes", loss.getLogits().getType().getShape().back()};
+  if (auto loss = dyn_cast<TensorCrossEntropyOp>(user); loss && loss.getTargets() == input)
+    return InputRole{"classes", loss.getClasses()};
   if (auto loss = dyn_cast<MSEOp>(user); loss && loss.getTarget() == input)
     return InputRole{"regression_target", 0};
   return std::nullopt;

@@ -354,8 +354,7 @@ void StepLowering::lowerTensorAllGather(Operation *gather, Value input, int64_t 
 }
 
 Value StepLowering::ownBlock(Location loc, Value blocks, RankedTensorType block, int64_t count) {
-  int64_t ranks =
-      module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName()).getTensorParallel();
+  int64_t ranks = tensorRanks();
   func::FuncOp groupRank = declareRuntimeFunction(
       module, kGroupRank, FunctionType::get(b.getContext(), {b.getI32Type()}, {b.getI32Type()}));
   Value rank =
@@ -391,9 +390,7 @@ void StepLowering::lowerTensorUnchunk(TensorUnchunkOp unchunk) {
   Location loc = unchunk.getLoc();
   RankedTensorType block = unchunk.getInput().getType(), whole = unchunk.getType();
   int64_t dim = unchunk.getDim(), count = ranksOf(whole, block, dim);
-  int64_t ranks =
-      module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName()).getTensorParallel();
-  if (count == ranks)
+  if (count == tensorRanks())
     return lowerTensorAllGather(unchunk, unchunk.getInput(), dim);
   // Fewer blocks than ranks: each block the sum of the ranks that share it,
   // an all-reduce of every rank's block in its place and zeros elsewhere. The
@@ -586,6 +583,10 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
       lowerTensorUnchunk(unchunk);
     else if (auto chunk = dyn_cast<TensorChunkOp>(op))
       lowerTensorChunk(chunk);
+    else if (auto loss = dyn_cast<TensorCrossEntropyOp>(op))
+      lowerTensorCrossEntropy(loss);
+    else if (auto grad = dyn_cast<TensorCrossEntropyGradOp>(op))
+      lowerTensorCrossEntropyGrad(grad);
     else if (auto update = dyn_cast<UpdateOp>(op))
       result = lowerUpdate(update, stepNumber, learningRate);
     else if (!isa<FreeOp>(op))

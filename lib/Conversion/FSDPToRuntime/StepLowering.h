@@ -129,6 +129,21 @@ private:
   /// An all-gather of the blocks, or with fewer blocks than tensor ranks the
   /// sum of each block's ranks.
   void lowerTensorUnchunk(TensorUnchunkOp unchunk);
+  /// Vocabulary parallelism (VocabularyLoss.cpp): the cross-entropy and its
+  /// gradient from each rank's statistics of its block of classes, gathered.
+  void lowerTensorCrossEntropy(TensorCrossEntropyOp loss);
+  void lowerTensorCrossEntropyGrad(TensorCrossEntropyGradOp grad);
+  /// The first class of this rank's block of `block` classes: a [1] tensor
+  /// where the kernels read it.
+  Value firstClass(Location loc, int64_t block);
+  /// Computes this rank's fsdp.cross_entropy_stats of `logits` here, and
+  /// returns the op `build` makes of the tensor ranks' gathered [T, 3, N].
+  Operation *withGatheredStatistics(Location loc, Value logits, Value targets, Value first,
+                                    function_ref<Operation *(Value stats)> build);
+  /// The plan's tensor ranks.
+  int64_t tensorRanks() {
+    return module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName()).getTensorParallel();
+  }
   LogicalResult lowerUpdate(UpdateOp update, Value stepNumber, Value learningRate);
   /// On the device, the views of the device scalars that hold `optimizer`'s
   /// factors of the step, written from `step` and `lr` (read there) by a
