@@ -295,6 +295,14 @@ void EmbeddingOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
   operandGrads.push_back(Value()); // Indices are not differentiable.
 }
 
+// The whole lookup's gradient, which every rank holds, into the block's rows.
+void TensorEmbeddingOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
+                                       SmallVectorImpl<Value> &operandGrads) {
+  operandGrads.push_back(TensorEmbeddingGradOp::create(b, getLoc(), getTable().getType(),
+                                                       getIndices(), resultGrads[0], getRows()));
+  operandGrads.push_back(Value()); // Indices are not differentiable.
+}
+
 void ReshapeOp::buildGradients(OpBuilder &b, ValueRange resultGrads,
                                SmallVectorImpl<Value> &operandGrads) {
   operandGrads.push_back(

@@ -68,6 +68,59 @@ LogicalResult TensorUnchunkOp::verify() {
 // Vocabulary parallelism
 //===----------------------------------------------------------------------===//
 
+/// `rows` is the tensor ranks' blocks of `table`'s rows.
+static LogicalResult verifyRowBlocks(Operation *op, RankedTensorType table, int64_t rows) {
+  if (table.getRank() != 2)
+    return op->emitOpError("table must be [rows, features], got ") << table;
+  int64_t block = table.getDimSize(0);
+  std::optional<int64_t> ranks = tensorRanksOf(op);
+  if (rows % block != 0 || (ranks && rows != block * *ranks))
+    return op->emitOpError("the table's ")
+           << block << " rows must be the " << rows << " rows divided by the tensor ranks"
+           << (ranks ? " (" + std::to_string(*ranks) + ")" : std::string());
+  return success();
+}
+
+/// The type of an embedding of `table` [rows, D] at `indices` [...]: [..., D].
+static RankedTensorType lookupType(RankedTensorType table, RankedTensorType indices) {
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.push_back(table.getDimSize(1));
+  return RankedTensorType::get(shape, table.getElementType());
+}
+
+LogicalResult TensorEmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                                  Adaptor adaptor,
+                                                  SmallVectorImpl<Type> &inferred) {
+  auto table = llvm::cast<RankedTensorType>(adaptor.getTable().getType());
+  if (table.getRank() != 2)
+    return emitOptionalError(loc, "'", getOperationName(),
+                             "' op table must be [rows, features], got ", table);
+  inferred.push_back(
+      lookupType(table, llvm::cast<RankedTensorType>(adaptor.getIndices().getType())));
+  return success();
+}
+
+LogicalResult TensorEmbeddingOp::verify() {
+  return verifyRowBlocks(*this, getTable().getType(), getRows());
+}
+
+LogicalResult TensorEmbeddingGradOp::verify() {
+  if (failed(verifyRowBlocks(*this, getType(), getRows())))
+    return failure();
+  RankedTensorType expected = lookupType(getType(), getIndices().getType());
+  if (expected != getGrad().getType())
+    return emitOpError("gradient type ")
+           << getGrad().getType() << " does not match the embedding output " << expected;
+  return success();
+}
+
+LogicalResult BlockIndicesOp::verify() {
+  if (getFirst().getType().getShape() != ArrayRef<int64_t>{1})
+    return emitOpError("the block's first index must be a tensor of one index, got ")
+           << getFirst().getType();
+  return success();
+}
+
 /// `classes` is the tensor ranks' blocks of `logits`' last dimension.
 static LogicalResult verifyClassBlocks(Operation *op, RankedTensorType logits, int64_t classes) {
   int64_t block = logits.getShape().back();

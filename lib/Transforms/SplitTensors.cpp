@@ -20,7 +20,9 @@
 // through fsdp.tensor_chunk. An output head's region (logits cut along the
 // classes) closes at its cross-entropy, which the ranks compute from their
 // blocks' statistics (fsdp.tensor_cross_entropy) without gathering the
-// logits. The region between a column product and its row products (or
+// logits; an embedding's table is cut along its rows (the vocabulary), each
+// rank looking up its block's (fsdp.tensor_embedding) and fsdp.tensor_sum
+// adding the parts: a region of one op. The region between a column product and its row products (or
 // loss) is the unit of the decision: one that reaches anything else (a norm,
 // the model's result) stays whole on every rank, and so does one that cuts a
 // parameter another read holds whole (a tied embedding); the search
@@ -98,25 +100,28 @@ UseOp weightOf(MatmulOp product) { return product.getRhs().getDefiningOp<UseOp>(
 /// values are cut, and along which dimension.
 class RegionSearch {
 public:
-  RegionSearch(int64_t ranks, const llvm::DenseSet<Operation *> &wholeProducts,
+  RegionSearch(int64_t ranks, const llvm::DenseSet<Operation *> &wholeOpeners,
                const llvm::StringSet<> &wholeParams)
-      : ranks(ranks), wholeProducts(wholeProducts), wholeParams(wholeParams) {}
+      : ranks(ranks), wholeOpeners(wholeOpeners), wholeParams(wholeParams) {}
 
   void run(Block &body);
-  /// The column products of regions that stay whole (the next search's
-  /// `wholeProducts`).
+  /// The column products and embeddings of regions that stay whole (the
+  /// next search's `wholeOpeners`).
   SmallVector<Operation *> openedWholeRegions();
   bool succeeded(unsigned region) { return facts(region).closed && !facts(region).blocker; }
 
   int64_t ranks;
-  const llvm::DenseSet<Operation *> &wholeProducts;
+  /// The ops that open no region: those whose regions stayed whole before.
+  const llvm::DenseSet<Operation *> &wholeOpeners;
   /// The parameters declared `tensor whole`.
   const llvm::StringSet<> &wholeParams;
   llvm::DenseMap<Value, Split> splits;
   /// Each region's column products (opening it) and row products (closing it).
   SmallVector<std::pair<MatmulOp, unsigned>> columnProducts, rowProducts;
-  /// The cross-entropies that close a region (an output head's).
+  /// The cross-entropies that close a region (an output head's), and the
+  /// embeddings that are one.
   SmallVector<std::pair<CrossEntropyOp, unsigned>> losses;
+  SmallVector<std::pair<EmbeddingOp, unsigned>> embeddings;
   llvm::EquivalenceClasses<unsigned> regions;
 
   RegionFacts &facts(unsigned region) { return regionFacts[regions.getLeaderValue(region)]; }
@@ -126,6 +131,7 @@ private:
   void visitProduct(MatmulOp product);
   void visitAttention(AttentionOp attention);
   void visitLoss(CrossEntropyOp loss);
+  void visitEmbedding(EmbeddingOp embedding);
   /// Keeps whole the regions that cut a parameter some other read of which
   /// is whole: every rank holds a parameter cut or whole, not both.
   void keepMixedParametersWhole(Block &body);
@@ -193,7 +199,7 @@ void RegionSearch::visitProduct(MatmulOp product) {
   int64_t lhsRank = typeOf(product.getLhs()).getRank();
   bool transposeRhs = product.getTransposeRhs();
   if (lhs == splits.end()) {
-    if (wholeProducts.contains(product) || product.getTransposeLhs())
+    if (wholeOpeners.contains(product) || product.getTransposeLhs())
       return;
     // Column-parallel: each rank computes its block of the output features.
     unsigned region = newRegion();
@@ -361,9 +367,42 @@ void RegionSearch::visitLoss(CrossEntropyOp loss) {
   if (logits->second.dim != typeOf(loss.getLogits()).getRank() - 1)
     return block(region, loss);
   // Vocabulary-parallel: each rank's block of the classes, the loss combined
-  // from the blocks' statistics.
+  // from the blocks' statistics. Classes the ranks cannot divide: this says
+  // why better than the head's product would.
+  int64_t classes = typeOf(loss.getLogits()).getShape().back();
+  if (classes % ranks != 0)
+    facts(region).errors.assign(
+        {PendingError{loss.getLoc(), "tensor_parallel = " + std::to_string(ranks) +
+                                         " does not divide the " + std::to_string(classes) +
+                                         " classes of this loss, whose logits the tensor "
+                                         "ranks would hold in blocks (a vocabulary-parallel "
+                                         "head): pad the vocabulary to a multiple of " +
+                                         std::to_string(ranks) +
+                                         ", or declare the head's weight 'tensor whole'"}});
   losses.push_back({loss, region});
   facts(region).closed = true;
+}
+
+void RegionSearch::visitEmbedding(EmbeddingOp embedding) {
+  auto table = embedding.getTable().getDefiningOp<UseOp>();
+  if (!table || wholeOpeners.contains(embedding))
+    return;
+  // Vocabulary-parallel: each rank looks up its block of rows, the parts
+  // summed over the ranks. Rows the ranks cannot divide: say which.
+  unsigned region = newRegion();
+  embeddings.push_back({embedding, region});
+  cut(table.getResult(), 0, region, embedding);
+  facts(region).closed = true;
+  int64_t rows = typeOf(table.getResult()).getDimSize(0);
+  if (rows % ranks != 0)
+    facts(region).errors.assign(
+        {PendingError{embedding.getLoc(),
+                      "tensor_parallel = " + std::to_string(ranks) + " does not divide the " +
+                          std::to_string(rows) +
+                          " rows of this embedding's table, which the tensor ranks would hold "
+                          "in blocks (a vocabulary-parallel embedding): pad the vocabulary to "
+                          "a multiple of " +
+                          std::to_string(ranks) + ", or declare the table 'tensor whole'"}});
 }
 
 void RegionSearch::keepMixedParametersWhole(Block &body) {
@@ -387,6 +426,9 @@ void RegionSearch::visit(Operation &op) {
     return visitAttention(attention);
   if (auto loss = dyn_cast<CrossEntropyOp>(op))
     return visitLoss(loss);
+  if (auto embedding = dyn_cast<EmbeddingOp>(op);
+      embedding && !splits.contains(embedding.getIndices()))
+    return visitEmbedding(embedding);
   SmallVector<unsigned> touched;
   for (Value operand : op.getOperands())
     if (auto split = splits.find(operand); split != splits.end())
@@ -412,6 +454,9 @@ SmallVector<Operation *> RegionSearch::openedWholeRegions() {
   for (auto [product, region] : columnProducts)
     if (!succeeded(region))
       whole.push_back(product);
+  for (auto [embedding, region] : embeddings)
+    if (!succeeded(region))
+      whole.push_back(embedding);
   return whole;
 }
 
@@ -506,8 +551,9 @@ void RegionRewriter::rewrite(Block &body) {
   for (Operation &op : llvm::make_early_inc_range(body)) {
     bool inRegion = llvm::any_of(op.getOperands(), [&](Value v) { return isCut(v); }) ||
                     llvm::any_of(op.getResults(), [&](Value v) { return isCut(v); });
-    // A loss over cut logits reads its targets whole; it becomes the ranks'.
-    if (!inRegion || isa<UseOp, CrossEntropyOp>(op))
+    // A loss over cut logits reads its targets whole, an embedding of a cut
+    // table its indices; each becomes the ranks' op.
+    if (!inRegion || isa<UseOp, CrossEntropyOp, EmbeddingOp>(op))
       continue;
     // Whole values read inside a region enter it through a copy, so their
     // gradients are summed over the ranks; whole key and value heads through
@@ -537,6 +583,17 @@ void RegionRewriter::rewrite(Block &body) {
                                                loss.getTargets(), classes);
     loss.replaceAllUsesWith(blocks.getResult());
     loss.erase();
+  }
+  for (auto [embedding, region] : search.embeddings) {
+    if (!search.succeeded(region))
+      continue;
+    b.setInsertionPoint(embedding);
+    Value table = embedding.getTable();
+    int64_t rows = typeOf(table).getDimSize(0) * search.ranks;
+    auto part = TensorEmbeddingOp::create(b, embedding.getLoc(), table, embedding.getIndices(), rows);
+    auto sum = TensorSumOp::create(b, embedding.getLoc(), part.getResult());
+    embedding.replaceAllUsesWith(sum.getResult());
+    embedding.erase();
   }
 }
 
@@ -591,19 +648,21 @@ struct FSDPSplitTensorsPass : public fsdp::impl::FSDPSplitTensorsPassBase<FSDPSp
     // Regions that stay whole free the products that opened them; each round
     // drops at least one, so this ends. What kept a parameter's region whole
     // explains a `tensor cut` the layout cannot honour.
-    llvm::DenseSet<Operation *> wholeProducts;
+    llvm::DenseSet<Operation *> wholeOpeners;
     llvm::StringMap<Operation *> keptWhole;
     while (true) {
-      RegionSearch search(ranks, wholeProducts, wholeParams);
+      RegionSearch search(ranks, wholeOpeners, wholeParams);
       search.run(body);
       SmallVector<Operation *> whole = search.openedWholeRegions();
       if (!whole.empty()) {
-        wholeProducts.insert(whole.begin(), whole.end());
+        wholeOpeners.insert(whole.begin(), whole.end());
         recordWholeRegions(search, keptWhole);
         continue;
       }
       // Each region's reasons once, as it is cut.
       llvm::SmallSetVector<unsigned, 8> cutRegions;
+      for (auto [embedding, region] : search.embeddings)
+        cutRegions.insert(search.regions.getLeaderValue(region));
       for (auto [product, region] : search.columnProducts)
         cutRegions.insert(search.regions.getLeaderValue(region));
       bool ok = true;

@@ -9,11 +9,12 @@
 // attention keeps 2 of the 4 query heads and 1 of the 2 key-value heads on each
 // rank. The head is column-parallel too, cut along the classes: its region
 // closes at the loss, which the ranks compute from their blocks of the logits
-// (fsdp.tensor_cross_entropy). The embedding and the norm stay whole, the
-// norm's unit moving to "block.whole" beside the cut "block".
+// (fsdp.tensor_cross_entropy). The embedding's table is cut along its rows,
+// each rank's lookup of its block summed over the ranks. The norm stays whole,
+// its unit moving to "block.whole" beside the cut "block".
 
 // CHECK-LABEL: module attributes
-// CHECK: fsdp.param @embed unit "embed" : tensor<32x16xf32>
+// CHECK: fsdp.param @embed unit "embed" split 0 : tensor<16x16xf32>
 // CHECK: fsdp.param @attn_norm unit "block.whole" : tensor<16xf32>
 // CHECK: fsdp.param @wq unit "block" split 0 : tensor<8x16xf32>
 // CHECK: fsdp.param @wk unit "block" split 0 : tensor<4x16xf32>
@@ -24,7 +25,8 @@
 // CHECK: fsdp.param @down unit "block" split 1 : tensor<16x12xf32>
 // CHECK: fsdp.param @head unit "head" split 0 : tensor<16x16xf32>
 // CHECK: func.func @loss(%{{.*}}: tensor<2x8xi32>, %[[TARGETS:.*]]: tensor<2x8xi32>) -> tensor<f32>
-// CHECK:   %[[X:.*]] = fsdp.embedding
+// CHECK:   %[[PART:.*]] = fsdp.tensor_embedding %{{.*}}[%{{.*}}] rows 32 : tensor<16x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
+// CHECK:   %[[X:.*]] = fsdp.tensor_sum %[[PART]] : tensor<2x8x16xf32>
 // CHECK:   %[[H:.*]] = fsdp.rms_norm %[[X]], %{{.*}} : tensor<2x8x16xf32>, tensor<16xf32>
 // CHECK:   %[[HC:.*]] = fsdp.tensor_copy %[[H]] : tensor<2x8x16xf32>
 // CHECK:   %[[Q:.*]] = fsdp.matmul %[[HC]], %{{.*}} transpose_rhs : tensor<2x8x16xf32>, tensor<8x16xf32> -> tensor<2x8x8xf32>
@@ -370,12 +372,13 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optim
 
 // -----
 
-// A head tied to the embedding (one parameter read by both): the embedding
-// reads it whole, so the head's region stays whole too, and so does its loss.
+// A head tied to the embedding (one parameter read by both): both cut along
+// the vocabulary, the table's rows.
 // CHECK-LABEL: module attributes
-// CHECK: fsdp.param @wte unit "embed" : tensor<16x8xf32>
-// CHECK-NOT: fsdp.tensor_copy
-// CHECK: fsdp.cross_entropy %{{.*}}, %{{.*}} : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+// CHECK: fsdp.param @wte unit "embed" split 0 : tensor<8x8xf32>
+// CHECK: fsdp.tensor_embedding %{{.*}}[%{{.*}}] rows 16
+// CHECK: fsdp.matmul %{{.*}}, %{{.*}} transpose_rhs : tensor<2x4x8xf32>, tensor<8x8xf32> -> tensor<2x4x8xf32>
+// CHECK: fsdp.tensor_cross_entropy %{{.*}}, %{{.*}} classes 16
 module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
   fsdp.param @wte unit "embed" : tensor<16x8xf32> = #fsdp.normal<std = 0.02>
   func.func @loss(%tokens: tensor<2x4xi32>, %y: tensor<2x4xi32>) -> tensor<f32> {
@@ -390,12 +393,51 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optim
 
 // -----
 
-// The classes must divide among the tensor ranks.
+// The same tied head whose logits the loss also reads whole (their mean over
+// all classes): the head's region stays whole, so the embedding, which would
+// read the table cut while the head reads it whole, stays whole too.
+// CHECK-LABEL: module attributes
+// CHECK: fsdp.param @wte unit "embed" : tensor<16x8xf32>
+// CHECK-NOT: fsdp.tensor_
+// CHECK: fsdp.cross_entropy %{{.*}}, %{{.*}} : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @wte unit "embed" : tensor<16x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%tokens: tensor<2x4xi32>, %y: tensor<2x4xi32>) -> tensor<f32> {
+    %e = fsdp.use @wte : tensor<16x8xf32>
+    %x = fsdp.embedding %e[%tokens] : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+    %w = fsdp.use @wte : tensor<16x8xf32>
+    %z = fsdp.matmul %x, %w transpose_rhs : tensor<2x4x8xf32>, tensor<16x8xf32> -> tensor<2x4x16xf32>
+    %ce = fsdp.cross_entropy %z, %y : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<f32>
+    %mean = fsdp.reduce_mean %z dims [0, 1, 2] : tensor<2x4x16xf32> -> tensor<f32>
+    %l = fsdp.add %ce, %mean : tensor<f32>, tensor<f32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// The classes must divide among the tensor ranks; declared whole, the head
+// needs not (the next module).
 module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
   fsdp.param @head unit "head" : tensor<8x15xf32> = #fsdp.normal<std = 0.02>
   func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4xi32>) -> tensor<f32> {
     %w = fsdp.use @head : tensor<8x15xf32>
-    // expected-error@+1 {{tensor_parallel = 2 does not divide dimension 1 (15) of the parameter's tensor, which the tensor ranks cut}}
+    %z = fsdp.matmul %x, %w : tensor<4x8xf32>, tensor<8x15xf32> -> tensor<4x15xf32>
+    // expected-error@+1 {{tensor_parallel = 2 does not divide the 15 classes of this loss, whose logits the tensor ranks would hold in blocks (a vocabulary-parallel head): pad the vocabulary to a multiple of 2, or declare the head's weight 'tensor whole'}}
+    %l = fsdp.cross_entropy %z, %y : tensor<4x15xf32>, tensor<4xi32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// CHECK-LABEL: module attributes
+// CHECK: fsdp.param @head unit "head" tensor whole : tensor<8x15xf32>
+// CHECK: fsdp.cross_entropy %{{.*}}, %{{.*}} : tensor<4x15xf32>, tensor<4xi32> -> tensor<f32>
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @head unit "head" tensor whole : tensor<8x15xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4xi32>) -> tensor<f32> {
+    %w = fsdp.use @head : tensor<8x15xf32>
     %z = fsdp.matmul %x, %w : tensor<4x8xf32>, tensor<8x15xf32> -> tensor<4x15xf32>
     %l = fsdp.cross_entropy %z, %y : tensor<4x15xf32>, tensor<4xi32> -> tensor<f32>
     return %l : tensor<f32>

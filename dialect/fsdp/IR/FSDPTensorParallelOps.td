@@ -132,8 +132,82 @@ def FSDP_TensorUnchunkOp : FSDP_SequenceBlockOp<"tensor_unchunk"> {
 }
 
 //===----------------------------------------------------------------------===//
-// Vocabulary parallelism: a loss over the classes' blocks
+// Vocabulary parallelism: an embedding and a loss over blocks of the vocabulary
 //===----------------------------------------------------------------------===//
+
+def FSDP_TensorEmbeddingOp : FSDP_Op<"tensor_embedding",
+    [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {
+  let summary = "This tensor rank's part of an embedding whose table's rows it holds a block of";
+  let description = [{
+    `table` is this rank's block of the `rows` rows of an embedding table
+    (rank `t` the rows from `t * rows / T`): the result is `fsdp.embedding`'s
+    where an index falls in the block and zeros elsewhere, so that the sum
+    over the tensor ranks (`fsdp.tensor_sum`, which follows it) is the whole
+    lookup. Its gradient, `fsdp.tensor_embedding_grad`, is the block's rows
+    of the whole table's gradient.
+
+    ```mlir
+    // 256 rows on 2 tensor ranks: 128 of them here.
+    %part = fsdp.tensor_embedding %wte[%tokens] rows 256
+        : tensor<128x64xf32>, tensor<8x32xi32> -> tensor<8x32x64xf32>
+    %e = fsdp.tensor_sum %part : tensor<8x32x64xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_Tensor:$table, FSDP_IndexTensor:$indices,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$rows);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $table `[` $indices `]` `rows` $rows attr-dict `:` type($table) `,` type($indices) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FSDP_TensorEmbeddingGradOp : FSDP_Op<"tensor_embedding_grad", [Pure]> {
+  let summary = "This tensor rank's block of rows of fsdp.tensor_embedding's table gradient";
+  let description = [{
+    Scatter-adds each row of the incoming gradient (the whole lookup's,
+    which every rank holds) into the table row its index selects, for the
+    indices in this rank's block of the `rows` rows.
+
+    ```mlir
+    %dt = fsdp.tensor_embedding_grad %tokens, %de rows 256
+        : tensor<8x32xi32>, tensor<8x32x64xf32> -> tensor<128x64xf32>
+    ```
+  }];
+  let arguments = (ins FSDP_IndexTensor:$indices, FSDP_Tensor:$grad,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$rows);
+  let results = (outs FSDP_Tensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $grad `rows` $rows attr-dict `:` type($indices) `,` type($grad) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def FSDP_BlockIndicesOp : FSDP_Op<"block_indices", [Pure, AllTypesMatch<["indices", "result"]>]> {
+  let summary = "Indices into one block of rows, the others past its end";
+  let description = [{
+    `index - first` for the indices in `[first, first + size)`, `size` for
+    the others: what convert-fsdp-to-runtime lowers fsdp.tensor_embedding
+    and its gradient to, the block's table followed by a row of zeros read
+    (or written and dropped) at `size`. `first` is a 1-element tensor the
+    runtime fills per tensor rank.
+
+    ```mlir
+    %local = fsdp.block_indices %tokens, %first size 128
+        : tensor<8x32xi32>, tensor<1xi64> -> tensor<8x32xi32>
+    ```
+  }];
+  let arguments = (ins FSDP_IndexTensor:$indices, FSDP_IndexTensor:$first,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$size);
+  let results = (outs FSDP_IndexTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $first `size` $size attr-dict `:` type($indices) `,` type($first) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
 
 def FSDP_TensorCrossEntropyOp : FSDP_Op<"tensor_cross_entropy",
     [Pure, FSDP_Differentiable, InferTypeOpAdaptor]> {

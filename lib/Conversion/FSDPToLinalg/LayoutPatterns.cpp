@@ -55,8 +55,35 @@ struct EmbeddingLowering : OpRewritePattern<EmbeddingOp> {
   }
 };
 
+// A tensor rank's indices into its block of rows: index - first inside it,
+// size (a row past the block) outside.
+struct BlockIndicesLowering : OpRewritePattern<BlockIndicesOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BlockIndicesOp op, PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank(), size = op.getSize();
+    Value result = buildParallel(
+        rewriter, op.getLoc(), type, {op.getIndices(), op.getFirst()},
+        {rewriter.getMultiDimIdentityMap(rank), singleElementMap(rewriter.getContext(), rank)},
+        [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+          ScalarMath m(b, loc);
+          Value local = arith::SubIOp::create(b, loc, m.toI64(args[0]), m.toI64(args[1]));
+          Value inside = arith::AndIOp::create(
+              b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, local, m.i64(0)),
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, local, m.i64(size)));
+          Value index = arith::SelectOp::create(b, loc, inside, local, m.i64(size));
+          Type element = type.getElementType();
+          return element.isInteger(64) ? index
+                                       : arith::TruncIOp::create(b, loc, element, index).getResult();
+        });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::fsdp::populateFSDPLayoutToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<ReshapeLowering, TransposeLowering, EmbeddingLowering>(patterns.getContext());
+  patterns.add<ReshapeLowering, TransposeLowering, EmbeddingLowering, BlockIndicesLowering>(
+      patterns.getContext());
 }

@@ -57,6 +57,10 @@ Value mlir::fsdp::gatherElement(OpBuilder &b, Location loc, Value tensor, ValueR
   return arith::ExtFOp::create(b, loc, type, element);
 }
 
+AffineMap mlir::fsdp::singleElementMap(MLIRContext *ctx, int64_t rank) {
+  return AffineMap::get(rank, 0, {getAffineConstantExpr(0, ctx)}, ctx);
+}
+
 Type mlir::fsdp::computeType(Type element) {
   return element.isBF16() ? Float32Type::get(element.getContext()) : element;
 }
@@ -226,6 +230,16 @@ Value ScalarMath::index(int64_t dim) {
 
 Value ScalarMath::toIndex(Value integer) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), integer);
+}
+
+Value ScalarMath::toI64(Value integer) {
+  if (integer.getType().isInteger(64))
+    return integer;
+  return arith::ExtSIOp::create(b, loc, b.getI64Type(), integer);
+}
+
+Value ScalarMath::i64(int64_t value) {
+  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
 }
 
 Value ScalarMath::greaterInt(Value x, Value y) {

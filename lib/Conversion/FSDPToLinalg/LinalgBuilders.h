@@ -27,6 +27,10 @@ AffineMap broadcastMap(MLIRContext *ctx, ArrayRef<int64_t> shape,
 /// without the dimensions in `dropped` (the shape of a reduction's result).
 AffineMap droppedDimsMap(MLIRContext *ctx, int64_t rank, ArrayRef<int64_t> dropped);
 
+/// The map that reads the one element of a [1] tensor (a tensor rank's
+/// first index of its block) from every point of a `rank`-dimensional space.
+AffineMap singleElementMap(MLIRContext *ctx, int64_t rank);
+
 /// A tensor of `type` filled with `value`.
 Value buildFilled(OpBuilder &b, Location loc, RankedTensorType type, double value);
 
@@ -125,6 +129,10 @@ public:
   Value index(int64_t dim);
   /// An integer converted to index.
   Value toIndex(Value integer);
+  /// A signed integer widened to i64 (itself if it is one).
+  Value toI64(Value integer);
+  /// An i64 constant.
+  Value i64(int64_t value);
 
 private:
   OpBuilder &b;

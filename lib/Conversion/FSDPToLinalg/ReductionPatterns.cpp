@@ -401,23 +401,6 @@ struct CrossEntropyGradLowering : OpRewritePattern<CrossEntropyGradOp> {
 // The tensor ranks' cross-entropy: blocks of classes
 //===----------------------------------------------------------------------===//
 
-/// An integer element as i64.
-Value asI64(OpBuilder &b, Location loc, Value integer) {
-  return integer.getType().isInteger(64)
-             ? integer
-             : arith::ExtSIOp::create(b, loc, b.getI64Type(), integer).getResult();
-}
-
-Value i64Constant(OpBuilder &b, Location loc, int64_t value) {
-  return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value));
-}
-
-/// Reads the one element of a [1] tensor (a block's first class) from every
-/// point of a `rank`-dimensional iteration space.
-AffineMap firstElementMap(MLIRContext *ctx, int64_t rank) {
-  return AffineMap::get(rank, 0, {getAffineConstantExpr(0, ctx)}, ctx);
-}
-
 /// Each position's log-sum-exp [N] over every block of classes, from their
 /// statistics [T, 3, N]: M + log(sum_t s_t exp(m_t - M)) with M = max_t m_t.
 Value combinedLogSumExp(OpBuilder &b, Location loc, Value stats) {
@@ -462,15 +445,15 @@ struct CrossEntropyStatsLowering : OpRewritePattern<CrossEntropyStatsOp> {
     // block of the ranks' holds each target.
     Value picked = buildParallel(
         rewriter, loc, tensorType(max), {targets, op.getFirst()},
-        {rewriter.getMultiDimIdentityMap(1), firstElementMap(ctx, 1)},
+        {rewriter.getMultiDimIdentityMap(1), singleElementMap(ctx, 1)},
         [&](OpBuilder &nb, Location l, ValueRange a) {
           ScalarMath m(nb, l);
-          Value column = arith::SubIOp::create(nb, l, asI64(nb, l, a[0]), asI64(nb, l, a[1]));
-          Value zero = i64Constant(nb, l, 0);
+          Value column = arith::SubIOp::create(nb, l, m.toI64(a[0]), m.toI64(a[1]));
+          Value zero = m.i64(0);
           Value inside = arith::AndIOp::create(
               nb, l, arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, column, zero),
               arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, column,
-                                    i64Constant(nb, l, block)));
+                                    m.i64(block)));
           Value safe = arith::SelectOp::create(nb, l, inside, column, zero);
           Value row = linalg::IndexOp::create(nb, l, 0);
           Value logit = gatherElement(nb, l, logits, {row, m.toIndex(safe)});
@@ -485,7 +468,7 @@ struct CrossEntropyStatsLowering : OpRewritePattern<CrossEntropyStatsOp> {
           Value row = m.index(1);
           auto isRow = [&](int64_t k) {
             return arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, row,
-                                         i64Constant(nb, l, k));
+                                         m.i64(k));
           };
           return m.select(isRow(0), a[0], m.select(isRow(1), a[1], a[2]));
         });
@@ -533,7 +516,7 @@ struct CrossEntropyBlockGradLowering : OpRewritePattern<CrossEntropyBlockGradOp>
     Value lse = combinedLogSumExp(rewriter, loc, op.getStats());
     RankedTensorType type = tensorType(logits);
     SmallVector<AffineMap> maps = fullThenReduced(rewriter, type, 1, 2, 1);
-    maps.push_back(firstElementMap(ctx, 2));
+    maps.push_back(singleElementMap(ctx, 2));
     maps.push_back(AffineMap::get(2, 0, {}, ctx)); // the rank-0 loss gradient
     double inverseN = 1.0 / type.getDimSize(0);
     Value grad = buildParallel(
@@ -541,10 +524,10 @@ struct CrossEntropyBlockGradLowering : OpRewritePattern<CrossEntropyBlockGradOp>
         [&](OpBuilder &nb, Location l, ValueRange a) {
           ScalarMath m(nb, l);
           Value p = m.exp(m.sub(a[0], a[1]));
-          Value column = arith::AddIOp::create(nb, l, m.index(1), asI64(nb, l, a[3]));
+          Value column = arith::AddIOp::create(nb, l, m.index(1), m.toI64(a[3]));
           Value isTarget =
               m.select(arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, column,
-                                             asI64(nb, l, a[2])),
+                                             m.toI64(a[2])),
                        m.constant(a[0], 1.0), m.constant(a[0], 0.0));
           return m.mul(m.sub(p, isTarget), m.mul(a[4], m.constant(a[0], inverseN)));
         });

@@ -583,6 +583,10 @@ LogicalResult StepLowering::lower(Value stepNumber, Value learningRate) {
       lowerTensorUnchunk(unchunk);
     else if (auto chunk = dyn_cast<TensorChunkOp>(op))
       lowerTensorChunk(chunk);
+    else if (auto embedding = dyn_cast<TensorEmbeddingOp>(op))
+      lowerTensorEmbedding(embedding);
+    else if (auto grad = dyn_cast<TensorEmbeddingGradOp>(op))
+      lowerTensorEmbeddingGrad(grad);
     else if (auto loss = dyn_cast<TensorCrossEntropyOp>(op))
       lowerTensorCrossEntropy(loss);
     else if (auto grad = dyn_cast<TensorCrossEntropyGradOp>(op))

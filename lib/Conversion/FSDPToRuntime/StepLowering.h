@@ -129,13 +129,19 @@ private:
   /// An all-gather of the blocks, or with fewer blocks than tensor ranks the
   /// sum of each block's ranks.
   void lowerTensorUnchunk(TensorUnchunkOp unchunk);
-  /// Vocabulary parallelism (VocabularyLoss.cpp): the cross-entropy and its
+  /// Vocabulary parallelism (VocabularyParallel.cpp): the embedding and its
+  /// gradient on the rank's block of rows; the cross-entropy and its
   /// gradient from each rank's statistics of its block of classes, gathered.
+  void lowerTensorEmbedding(TensorEmbeddingOp embedding);
+  void lowerTensorEmbeddingGrad(TensorEmbeddingGradOp grad);
   void lowerTensorCrossEntropy(TensorCrossEntropyOp loss);
   void lowerTensorCrossEntropyGrad(TensorCrossEntropyGradOp grad);
-  /// The first class of this rank's block of `block` classes: a [1] tensor
+  /// The first of this rank's block of `block` rows or classes: a [1] tensor
   /// where the kernels read it.
-  Value firstClass(Location loc, int64_t block);
+  Value blockStart(Location loc, int64_t block);
+  /// fsdp.block_indices of `indices` into this rank's block of `block` rows,
+  /// made once for the embedding and its gradient.
+  Value blockIndices(Location loc, Value indices, int64_t block);
   /// Computes this rank's fsdp.cross_entropy_stats of `logits` here, and
   /// returns the op `build` makes of the tensor ranks' gathered [T, 3, N].
   Operation *withGatheredStatistics(Location loc, Value logits, Value targets, Value first,
@@ -181,6 +187,11 @@ private:
   llvm::DenseMap<Value, StringAttr> flatGradientUnits;
   /// The wait of the reduce-scatter, and of the all-reduce, started last.
   Operation *pendingReduceScatter = nullptr, *pendingAllReduce = nullptr;
+  /// The first class and gathered statistics of each lowered
+  /// fsdp.tensor_cross_entropy, by its logits and targets: its gradient's.
+  llvm::DenseMap<std::pair<Value, Value>, std::pair<Value, Value>> lossStatistics;
+  /// fsdp.block_indices made, by indices and block size.
+  llvm::DenseMap<std::pair<Value, int64_t>, Value> localIndices;
   /// The wait of the sequence blocks' collective started last.
   Operation *pendingTensorCollective = nullptr;
   /// The start handle of the reduction that fills a buffer last (a replica

@@ -1908,3 +1908,49 @@ func.func @f(%x: tensor<2x8x4xf32>) -> tensor<2x4x4xf32> {
   %s = fsdp.tensor_reduce_scatter %x dim 3 : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
   return %s : tensor<2x4x4xf32>
 }
+
+// -----
+
+// A vocabulary block: its rows are the whole's divided by the tensor ranks.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  func.func @f(%table: tensor<8x4xf32>, %ids: tensor<2x3xi32>) -> tensor<2x3x4xf32> {
+    // expected-error@+1 {{'fsdp.tensor_embedding' op the table's 8 rows must be the 32 rows divided by the tensor ranks (2)}}
+    %e = fsdp.tensor_embedding %table[%ids] rows 32 : tensor<8x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>
+    return %e : tensor<2x3x4xf32>
+  }
+}
+
+// -----
+
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  func.func @f(%z: tensor<2x3x8xf32>, %ids: tensor<2x3xi32>) -> tensor<f32> {
+    // expected-error@+1 {{'fsdp.tensor_cross_entropy' op the logits' 8 classes must be the 16 classes divided by the tensor ranks (4)}}
+    %l = fsdp.tensor_cross_entropy %z, %ids classes 16 : tensor<2x3x8xf32>, tensor<2x3xi32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// The statistics of a block of classes: 3 rows of one f32 per position.
+func.func @f(%z: tensor<2x3x8xf32>, %ids: tensor<2x3xi32>, %first: tensor<1xi64>) -> tensor<1x3x5xf32> {
+  // expected-error@+1 {{'fsdp.cross_entropy_stats' op the statistics must be f32 [1, 3, 6], got 'tensor<1x3x5xf32>'}}
+  %s = fsdp.cross_entropy_stats %z, %ids, %first : tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<1xi64> -> tensor<1x3x5xf32>
+  return %s : tensor<1x3x5xf32>
+}
+
+// -----
+
+func.func @f(%z: tensor<2x3x8xf32>, %ids: tensor<2x3xi32>, %first: tensor<2xi64>) -> tensor<1x3x6xf32> {
+  // expected-error@+1 {{'fsdp.cross_entropy_stats' op the block's first class must be a tensor of one index, got 'tensor<2xi64>'}}
+  %s = fsdp.cross_entropy_stats %z, %ids, %first : tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<2xi64> -> tensor<1x3x6xf32>
+  return %s : tensor<1x3x6xf32>
+}
+
+// -----
+
+func.func @f(%s: tensor<2x2x6xf32>) -> tensor<f32> {
+  // expected-error@+1 {{'fsdp.cross_entropy_combine' op the statistics must be f32 [blocks, 3, positions], got 'tensor<2x2x6xf32>'}}
+  %l = fsdp.cross_entropy_combine %s : tensor<2x2x6xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

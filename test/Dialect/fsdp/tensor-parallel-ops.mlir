@@ -68,3 +68,31 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 4, optim
     return %w : tensor<4x2x16x8xf32>
   }
 }
+
+// Vocabulary parallelism on 2 tensor ranks: an embedding and a cross-entropy over each
+// rank's block of the 16 rows or classes, and what convert-fsdp-to-runtime lowers them to.
+// CHECK: module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>}
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  func.func @vocabulary(%table: tensor<8x4xf32>, %ids: tensor<2x3xi32>, %z: tensor<2x3x8xf32>,
+                        %first: tensor<1xi64>, %dl: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+    // CHECK: %[[E:.+]] = fsdp.tensor_embedding %{{.+}}[%{{.+}}] rows 16 : tensor<8x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>
+    // GENERIC: "fsdp.tensor_embedding"(%{{.+}}, %{{.+}}) <{rows = 16 : i64}> : (tensor<8x4xf32>, tensor<2x3xi32>) -> tensor<2x3x4xf32>
+    %e = fsdp.tensor_embedding %table[%ids] rows 16 : tensor<8x4xf32>, tensor<2x3xi32> -> tensor<2x3x4xf32>
+    // CHECK: fsdp.tensor_embedding_grad %{{.+}}, %[[E]] rows 16 : tensor<2x3xi32>, tensor<2x3x4xf32> -> tensor<8x4xf32>
+    %dt = fsdp.tensor_embedding_grad %ids, %e rows 16 : tensor<2x3xi32>, tensor<2x3x4xf32> -> tensor<8x4xf32>
+    // CHECK: fsdp.block_indices %{{.+}}, %{{.+}} size 8 : tensor<2x3xi32>, tensor<1xi64> -> tensor<2x3xi32>
+    %local = fsdp.block_indices %ids, %first size 8 : tensor<2x3xi32>, tensor<1xi64> -> tensor<2x3xi32>
+    // CHECK: fsdp.tensor_cross_entropy %{{.+}}, %{{.+}} classes 16 : tensor<2x3x8xf32>, tensor<2x3xi32> -> tensor<f32>
+    %l = fsdp.tensor_cross_entropy %z, %ids classes 16 : tensor<2x3x8xf32>, tensor<2x3xi32> -> tensor<f32>
+    // CHECK: fsdp.tensor_cross_entropy_grad %{{.+}}, %{{.+}}, %{{.+}} classes 16 : tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<f32>
+    %dz = fsdp.tensor_cross_entropy_grad %z, %ids, %dl classes 16 : tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<f32>
+    // CHECK: %[[S:.+]] = fsdp.cross_entropy_stats %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<1xi64> -> tensor<1x3x6xf32>
+    %s = fsdp.cross_entropy_stats %z, %ids, %first : tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<1xi64> -> tensor<1x3x6xf32>
+    %all = fsdp.tensor_all_gather %s dim 0 : tensor<1x3x6xf32> -> tensor<2x3x6xf32>
+    // CHECK: fsdp.cross_entropy_combine %{{.+}} : tensor<2x3x6xf32> -> tensor<f32>
+    %c = fsdp.cross_entropy_combine %all : tensor<2x3x6xf32> -> tensor<f32>
+    // CHECK: fsdp.cross_entropy_block_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<1xi64>, tensor<2x3x6xf32>, tensor<f32>
+    %g = fsdp.cross_entropy_block_grad %z, %ids, %first, %all, %dl : tensor<2x3x8xf32>, tensor<2x3xi32>, tensor<1xi64>, tensor<2x3x6xf32>, tensor<f32>
+    return %l, %c : tensor<f32>, tensor<f32>
+  }
+}
