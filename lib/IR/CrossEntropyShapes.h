@@ -16,9 +16,8 @@ namespace mlir::fsdp {
 /// The scalar loss type of a cross-entropy of `logits` [..., C] against
 /// `targets` [...], into `inferred`; an error at `loc` (as `opName`'s) for
 /// other shapes.
-LogicalResult inferCrossEntropyLoss(std::optional<Location> loc, StringRef opName,
-                                    Value logits, Value targets,
-                                    SmallVectorImpl<Type> &inferred);
+LogicalResult inferCrossEntropyLoss(std::optional<Location> loc, StringRef opName, Value logits,
+                                    Value targets, SmallVectorImpl<Type> &inferred);
 
 } // namespace mlir::fsdp
 

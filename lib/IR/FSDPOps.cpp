@@ -651,8 +651,8 @@ OpFoldResult ConvertOp::fold(FoldAdaptor) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult mlir::fsdp::inferCrossEntropyLoss(std::optional<Location> loc, StringRef opName,
-                                           Value logitsValue, Value targetsValue,
-                                           SmallVectorImpl<Type> &inferred) {
+                                                Value logitsValue, Value targetsValue,
+                                                SmallVectorImpl<Type> &inferred) {
   auto logits = llvm::cast<RankedTensorType>(logitsValue.getType());
   auto targets = llvm::cast<RankedTensorType>(targetsValue.getType());
   if (logits.getRank() < 2)

@@ -166,8 +166,7 @@ static LogicalResult verifyStatistics(Operation *op, RankedTensorType stats, int
     return op->emitOpError("the block's first class must be a tensor of one index, got ")
            << first.getType();
   if (!stats.getElementType().isF32() || stats.getRank() != 3 || stats.getDimSize(1) != 3 ||
-      (blocks && stats.getDimSize(0) != blocks) ||
-      (positions && stats.getDimSize(2) != positions))
+      (blocks && stats.getDimSize(0) != blocks) || (positions && stats.getDimSize(2) != positions))
     return op->emitOpError("the statistics must be f32 [")
            << (blocks ? std::to_string(blocks) : std::string("blocks")) << ", 3, "
            << (positions ? std::to_string(positions) : std::string("positions")) << "], got "

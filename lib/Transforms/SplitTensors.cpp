@@ -22,13 +22,13 @@
 // blocks' statistics (fsdp.tensor_cross_entropy) without gathering the
 // logits; an embedding's table is cut along its rows (the vocabulary), each
 // rank looking up its block's (fsdp.tensor_embedding) and fsdp.tensor_sum
-// adding the parts: a region of one op. The region between a column product and its row products (or
-// loss) is the unit of the decision: one that reaches anything else (a norm,
-// the model's result) stays whole on every rank, and so does one that cuts a
-// parameter another read holds whole (a tied embedding); the search
-// runs again without the products that opened it, which may then read whole
-// values themselves. So does one that would cut a parameter the user declares
-// `tensor whole`; one declared `tensor cut` that stays whole is an error.
+// adding the parts: a region of one op. The region between a column product
+// and its row products (or loss) is the unit of the decision: one that
+// reaches anything else (a norm, the model's result) stays whole on every
+// rank, and so does one that cuts a parameter another read holds whole (a
+// tied embedding); the search runs again without the ops that opened it,
+// which may then read whole values themselves. So does one that would cut a parameter the user
+// declares `tensor whole`; one declared `tensor cut` that stays whole is an error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -135,6 +135,10 @@ private:
   /// Keeps whole the regions that cut a parameter some other read of which
   /// is whole: every rank holds a parameter cut or whole, not both.
   void keepMixedParametersWhole(Block &body);
+  /// Where the ranks do not divide the `count` `items` of a vocabulary at
+  /// `op`, the one reason worth giving for its region, with the ways out.
+  void checkVocabulary(unsigned region, Operation *op, int64_t count, StringRef items,
+                       StringRef what, StringRef parameter);
   /// Whether the key or value `operand` of attention whose query is cut
   /// along its heads enters it whole, each rank reading its heads' chunk.
   bool readsWholeHeads(Value operand, unsigned queryRegion);
@@ -367,18 +371,11 @@ void RegionSearch::visitLoss(CrossEntropyOp loss) {
   if (logits->second.dim != typeOf(loss.getLogits()).getRank() - 1)
     return block(region, loss);
   // Vocabulary-parallel: each rank's block of the classes, the loss combined
-  // from the blocks' statistics. Classes the ranks cannot divide: this says
-  // why better than the head's product would.
-  int64_t classes = typeOf(loss.getLogits()).getShape().back();
-  if (classes % ranks != 0)
-    facts(region).errors.assign(
-        {PendingError{loss.getLoc(), "tensor_parallel = " + std::to_string(ranks) +
-                                         " does not divide the " + std::to_string(classes) +
-                                         " classes of this loss, whose logits the tensor "
-                                         "ranks would hold in blocks (a vocabulary-parallel "
-                                         "head): pad the vocabulary to a multiple of " +
-                                         std::to_string(ranks) +
-                                         ", or declare the head's weight 'tensor whole'"}});
+  // from the blocks' statistics.
+  checkVocabulary(region, loss, typeOf(loss.getLogits()).getShape().back(), "classes",
+                  "this loss, whose logits the tensor ranks would hold in blocks (a "
+                  "vocabulary-parallel head)",
+                  "the head's weight");
   losses.push_back({loss, region});
   facts(region).closed = true;
 }
@@ -388,21 +385,27 @@ void RegionSearch::visitEmbedding(EmbeddingOp embedding) {
   if (!table || wholeOpeners.contains(embedding))
     return;
   // Vocabulary-parallel: each rank looks up its block of rows, the parts
-  // summed over the ranks. Rows the ranks cannot divide: say which.
+  // summed over the ranks.
   unsigned region = newRegion();
   embeddings.push_back({embedding, region});
   cut(table.getResult(), 0, region, embedding);
   facts(region).closed = true;
-  int64_t rows = typeOf(table.getResult()).getDimSize(0);
-  if (rows % ranks != 0)
-    facts(region).errors.assign(
-        {PendingError{embedding.getLoc(),
-                      "tensor_parallel = " + std::to_string(ranks) + " does not divide the " +
-                          std::to_string(rows) +
-                          " rows of this embedding's table, which the tensor ranks would hold "
-                          "in blocks (a vocabulary-parallel embedding): pad the vocabulary to "
-                          "a multiple of " +
-                          std::to_string(ranks) + ", or declare the table 'tensor whole'"}});
+  checkVocabulary(region, embedding, typeOf(table.getResult()).getDimSize(0), "rows",
+                  "this embedding's table, which the tensor ranks would hold in blocks (a "
+                  "vocabulary-parallel embedding)",
+                  "the table");
+}
+
+void RegionSearch::checkVocabulary(unsigned region, Operation *op, int64_t count, StringRef items,
+                                   StringRef what, StringRef parameter) {
+  if (count % ranks == 0)
+    return;
+  // Said better than the product's or the table's dimension would say it.
+  facts(region).errors.assign({PendingError{
+      op->getLoc(), ("tensor_parallel = " + Twine(ranks) + " does not divide the " + Twine(count) +
+                     " " + items + " of " + what + ": pad the vocabulary to a multiple of " +
+                     Twine(ranks) + ", or declare " + parameter + " 'tensor whole'")
+                        .str()}});
 }
 
 void RegionSearch::keepMixedParametersWhole(Block &body) {
@@ -590,7 +593,8 @@ void RegionRewriter::rewrite(Block &body) {
     b.setInsertionPoint(embedding);
     Value table = embedding.getTable();
     int64_t rows = typeOf(table).getDimSize(0) * search.ranks;
-    auto part = TensorEmbeddingOp::create(b, embedding.getLoc(), table, embedding.getIndices(), rows);
+    auto part =
+        TensorEmbeddingOp::create(b, embedding.getLoc(), table, embedding.getIndices(), rows);
     auto sum = TensorSumOp::create(b, embedding.getLoc(), part.getResult());
     embedding.replaceAllUsesWith(sum.getResult());
     embedding.erase();
@@ -707,7 +711,8 @@ struct FSDPSplitTensorsPass : public fsdp::impl::FSDPSplitTensorsPassBase<FSDPSp
       diag << "the region that would cut it stays whole";
       if (Operation *blocker = reason->second)
         diag.attachNote(blocker->getLoc())
-            << "the region reaches this op, which it cannot cut through";
+            << (isa<UseOp>(blocker) ? "the region cuts a parameter this read holds whole"
+                                    : "the region reaches this op, which it cannot cut through");
       else
         diag << " (no row-parallel product closes it)";
     }

@@ -443,3 +443,24 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optim
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A parameter read cut by a region and whole outside it: the region stays whole,
+// which a 'tensor cut' on it makes an error at the read that holds it whole.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{parameter @w is declared 'tensor cut', but the tensor ranks hold it whole: the region that would cut it stays whole}}
+  fsdp.param @w unit "mlp" tensor cut : tensor<8x8xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w2 unit "mlp" : tensor<8x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<8x8xf32>, %y: tensor<8x8xf32>) -> tensor<f32> {
+    %w = fsdp.use @w : tensor<8x8xf32>
+    %h = fsdp.matmul %x, %w : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+    %w2 = fsdp.use @w2 : tensor<8x8xf32>
+    %p = fsdp.matmul %h, %w2 : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+    // expected-note@+1 {{the region cuts a parameter this read holds whole}}
+    %wb = fsdp.use @w : tensor<8x8xf32>
+    %q = fsdp.add %p, %wb : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<8x8xf32>
+    %l = fsdp.mse %q, %y : tensor<8x8xf32>, tensor<8x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

@@ -73,8 +73,9 @@ struct BlockIndicesLowering : OpRewritePattern<BlockIndicesOp> {
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, local, m.i64(size)));
           Value index = arith::SelectOp::create(b, loc, inside, local, m.i64(size));
           Type element = type.getElementType();
-          return element.isInteger(64) ? index
-                                       : arith::TruncIOp::create(b, loc, element, index).getResult();
+          return element.isInteger(64)
+                     ? index
+                     : arith::TruncIOp::create(b, loc, element, index).getResult();
         });
     rewriter.replaceOp(op, result);
     return success();

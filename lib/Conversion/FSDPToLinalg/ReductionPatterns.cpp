@@ -409,22 +409,19 @@ Value combinedLogSumExp(OpBuilder &b, Location loc, Value stats) {
   auto space = RankedTensorType::get({type.getDimSize(0), type.getDimSize(2)}, b.getF32Type());
   // Statistic k of block t at position n, over the (t, n) space.
   auto statistic = [&](int64_t k) {
-    return AffineMap::get(2, 0,
-                          {getAffineDimExpr(0, ctx), getAffineConstantExpr(k, ctx),
-                           getAffineDimExpr(1, ctx)},
-                          ctx);
+    return AffineMap::get(
+        2, 0, {getAffineDimExpr(0, ctx), getAffineConstantExpr(k, ctx), getAffineDimExpr(1, ctx)},
+        ctx);
   };
-  Value max = buildMappedReduction(b, loc, space, stats, statistic(0), 0, -INFINITY,
+  Value max = buildMappedReduction(
+      b, loc, space, stats, statistic(0), 0, -INFINITY,
+      [](OpBuilder &nb, Location l, ValueRange a) { return ScalarMath(nb, l).max(a[1], a[0]); });
+  Value sum = buildMappedReduction(b, loc, space, {stats, stats, max},
+                                   {statistic(1), statistic(0), droppedDimsMap(ctx, 2, 0)}, 0, 0.0,
                                    [](OpBuilder &nb, Location l, ValueRange a) {
-                                     return ScalarMath(nb, l).max(a[1], a[0]);
+                                     ScalarMath m(nb, l);
+                                     return m.add(a[3], m.mul(a[0], m.exp(m.sub(a[1], a[2]))));
                                    });
-  Value sum = buildMappedReduction(
-      b, loc, space, {stats, stats, max},
-      {statistic(1), statistic(0), droppedDimsMap(ctx, 2, 0)}, 0, 0.0,
-      [](OpBuilder &nb, Location l, ValueRange a) {
-        ScalarMath m(nb, l);
-        return m.add(a[3], m.mul(a[0], m.exp(m.sub(a[1], a[2]))));
-      });
   return buildElementwise(b, loc, tensorType(max), {max, sum},
                           [](OpBuilder &nb, Location l, ValueRange a) {
                             ScalarMath m(nb, l);
@@ -434,8 +431,7 @@ Value combinedLogSumExp(OpBuilder &b, Location loc, Value stats) {
 
 struct CrossEntropyStatsLowering : OpRewritePattern<CrossEntropyStatsOp> {
   using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(CrossEntropyStatsOp op,
-                                PatternRewriter &rewriter) const override {
+  LogicalResult matchAndRewrite(CrossEntropyStatsOp op, PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MLIRContext *ctx = rewriter.getContext();
     auto [logits, targets] = flattenPositions(rewriter, loc, op.getLogits(), op.getTargets());
@@ -452,8 +448,7 @@ struct CrossEntropyStatsLowering : OpRewritePattern<CrossEntropyStatsOp> {
           Value zero = m.i64(0);
           Value inside = arith::AndIOp::create(
               nb, l, arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, column, zero),
-              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, column,
-                                    m.i64(block)));
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, column, m.i64(block)));
           Value safe = arith::SelectOp::create(nb, l, inside, column, zero);
           Value row = linalg::IndexOp::create(nb, l, 0);
           Value logit = gatherElement(nb, l, logits, {row, m.toIndex(safe)});
@@ -467,8 +462,7 @@ struct CrossEntropyStatsLowering : OpRewritePattern<CrossEntropyStatsOp> {
           ScalarMath m(nb, l);
           Value row = m.index(1);
           auto isRow = [&](int64_t k) {
-            return arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, row,
-                                         m.i64(k));
+            return arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, row, m.i64(k));
           };
           return m.select(isRow(0), a[0], m.select(isRow(1), a[1], a[2]));
         });
@@ -491,14 +485,12 @@ struct CrossEntropyCombineLowering : OpRewritePattern<CrossEntropyCombineOp> {
     AffineMap targetLogit = AffineMap::get(
         2, 0, {getAffineDimExpr(0, ctx), getAffineConstantExpr(2, ctx), getAffineDimExpr(1, ctx)},
         ctx);
-    Value picked = buildMappedReduction(rewriter, loc, space, stats, targetLogit, 0, 0.0,
-                                        [](OpBuilder &nb, Location l, ValueRange a) {
-                                          return ScalarMath(nb, l).add(a[1], a[0]);
-                                        });
-    Value perPosition = buildElementwise(rewriter, loc, tensorType(lse), {lse, picked},
-                                         [](OpBuilder &nb, Location l, ValueRange a) {
-                                           return ScalarMath(nb, l).sub(a[0], a[1]);
-                                         });
+    Value picked = buildMappedReduction(
+        rewriter, loc, space, stats, targetLogit, 0, 0.0,
+        [](OpBuilder &nb, Location l, ValueRange a) { return ScalarMath(nb, l).add(a[1], a[0]); });
+    Value perPosition = buildElementwise(
+        rewriter, loc, tensorType(lse), {lse, picked},
+        [](OpBuilder &nb, Location l, ValueRange a) { return ScalarMath(nb, l).sub(a[0], a[1]); });
     Value total = sumOf(rewriter, loc, perPosition, 0);
     rewriter.replaceOp(op, scaled(rewriter, loc, total, 1.0 / positions));
     return success();
@@ -525,10 +517,9 @@ struct CrossEntropyBlockGradLowering : OpRewritePattern<CrossEntropyBlockGradOp>
           ScalarMath m(nb, l);
           Value p = m.exp(m.sub(a[0], a[1]));
           Value column = arith::AddIOp::create(nb, l, m.index(1), m.toI64(a[3]));
-          Value isTarget =
-              m.select(arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, column,
-                                             m.toI64(a[2])),
-                       m.constant(a[0], 1.0), m.constant(a[0], 0.0));
+          Value isTarget = m.select(
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, column, m.toI64(a[2])),
+              m.constant(a[0], 1.0), m.constant(a[0], 0.0));
           return m.mul(m.sub(p, isTarget), m.mul(a[4], m.constant(a[0], inverseN)));
         });
     rewriter.replaceOp(op, expandLeading(rewriter, loc, grad, op.getType(), 1));
@@ -556,9 +547,9 @@ struct MSELowering : OpRewritePattern<MSEOp> {
 } // namespace
 
 void mlir::fsdp::populateFSDPReductionToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<ReduceSumLowering, ReduceMeanLowering, SoftmaxLowering,
-               SoftmaxGradLowering, LayerNormLowering, RMSNormLowering,
-               LayerNormGradLowering, RMSNormGradLowering, CrossEntropyLowering,
-               CrossEntropyGradLowering, CrossEntropyStatsLowering, CrossEntropyCombineLowering,
-               CrossEntropyBlockGradLowering, MSELowering>(patterns.getContext());
+  patterns.add<ReduceSumLowering, ReduceMeanLowering, SoftmaxLowering, SoftmaxGradLowering,
+               LayerNormLowering, RMSNormLowering, LayerNormGradLowering, RMSNormGradLowering,
+               CrossEntropyLowering, CrossEntropyGradLowering, CrossEntropyStatsLowering,
+               CrossEntropyCombineLowering, CrossEntropyBlockGradLowering, MSELowering>(
+      patterns.getContext());
 }

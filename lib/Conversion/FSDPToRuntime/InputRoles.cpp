@@ -13,7 +13,8 @@ static std::optional<InputRole> roleOfUse(OpOperand &use) {
   Value input = use.get();
   if (auto embedding = dyn_cast<EmbeddingOp>(user); embedding && embedding.getIndices() == input)
     return InputRole{"tokens", embedding.getTable().getType().getDimSize(0)};
-  if (auto embedding = dyn_cast<TensorEmbeddingOp>(user); embedding && embedding.getIndices() == input)
+  if (auto embedding = dyn_cast<TensorEmbeddingOp>(user);
+      embedding && embedding.getIndices() == input)
     return InputRole{"tokens", embedding.getRows()};
   if (auto loss = dyn_cast<CrossEntropyOp>(user); loss && loss.getTargets() == input)
     return InputRole{"classes", loss.getLogits().getType().getShape().back()};

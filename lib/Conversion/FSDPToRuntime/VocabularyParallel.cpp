@@ -44,8 +44,8 @@ Value StepLowering::blockStart(Location loc, int64_t block) {
   linalg::GenericOp::create(
       b, loc, TypeRange{}, ValueRange{}, view(loc, bytes, 0, {ranks}, i64), identity,
       utils::IteratorType::parallel, [&](OpBuilder &nb, Location l, ValueRange) {
-        Value rank = arith::IndexCastOp::create(nb, l, nb.getI64Type(),
-                                                linalg::IndexOp::create(nb, l, 0));
+        Value rank =
+            arith::IndexCastOp::create(nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, 0));
         Value first = arith::MulIOp::create(
             nb, l, rank, arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(block)));
         linalg::YieldOp::create(nb, l, first);
@@ -92,8 +92,8 @@ Operation *StepLowering::withGatheredStatistics(Location loc, Value logits, Valu
   auto type = llvm::cast<RankedTensorType>(logits.getType());
   int64_t positions = type.getNumElements() / type.getShape().back();
   Type f32 = b.getF32Type();
-  Value stats = CrossEntropyStatsOp::create(
-      b, loc, RankedTensorType::get({1, 3, positions}, f32), logits, targets, first);
+  Value stats = CrossEntropyStatsOp::create(b, loc, RankedTensorType::get({1, 3, positions}, f32),
+                                            logits, targets, first);
   auto gather = TensorAllGatherOp::create(
       b, loc, RankedTensorType::get({tensorRanks(), 3, positions}, f32), stats, /*dim=*/0);
   Operation *reader = build(gather.getResult());
@@ -131,8 +131,7 @@ void StepLowering::lowerTensorCrossEntropyGrad(TensorCrossEntropyGradOp grad) {
   }
   int64_t block = grad.getLogits().getType().getShape().back();
   Value first = blockStart(loc, block);
-  Operation *blockGrad = withGatheredStatistics(
-      loc, grad.getLogits(), grad.getTargets(), first,
-      [&](Value stats) { return build(first, stats); });
+  Operation *blockGrad = withGatheredStatistics(loc, grad.getLogits(), grad.getTargets(), first,
+                                                [&](Value stats) { return build(first, stats); });
   grad.getResult().replaceAllUsesWith(blockGrad->getResult(0));
 }
