@@ -1,12 +1,12 @@
-//===- CrossEntropyShapes.h - the shape rule of the cross-entropies -*- C++ -*-===//
+//===- CrossEntropyShapes.h - the cross-entropies' shapes -------*- C++ -*-===//
 //
 // Shared by fsdp.cross_entropy and the tensor ranks' fsdp.tensor_cross_entropy
 // and its parts (FSDPTensorParallelOps.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef FSDP_LIB_IR_CROSSENTROPYSHAPES_H
-#define FSDP_LIB_IR_CROSSENTROPYSHAPES_H
+#ifndef FSDP_IR_CROSSENTROPYSHAPES_H
+#define FSDP_IR_CROSSENTROPYSHAPES_H
 
 #include "mlir/IR/Location.h"
 #include "mlir/IR/Value.h"
@@ -21,4 +21,4 @@ LogicalResult inferCrossEntropyLoss(std::optional<Location> loc, StringRef opNam
 
 } // namespace mlir::fsdp
 
-#endif // FSDP_LIB_IR_CROSSENTROPYSHAPES_H
+#endif // FSDP_IR_CROSSENTROPYSHAPES_H

@@ -1,4 +1,4 @@
-//===- VocabularyParallel.cpp - embeddings and losses over vocabulary blocks ===//
+//===- VocabularyParallel.cpp - ops over blocks of a vocabulary -----------===//
 //
 // What each tensor rank computes of the ops over its block of a vocabulary.
 // The rank's first row or class is read from a buffer of every rank's, made
