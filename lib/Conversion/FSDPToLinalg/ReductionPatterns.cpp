@@ -401,18 +401,27 @@ struct CrossEntropyGradLowering : OpRewritePattern<CrossEntropyGradOp> {
 // The tensor ranks' cross-entropy: blocks of classes
 //===----------------------------------------------------------------------===//
 
+/// The (block, position) space of statistics [T, 3, N], which the combining
+/// reductions run over.
+RankedTensorType blocksByPositions(Value stats) {
+  RankedTensorType type = tensorType(stats);
+  return RankedTensorType::get({type.getDimSize(0), type.getDimSize(2)}, type.getElementType());
+}
+
+/// Reads statistic k (0 the maximum, 1 the sum, 2 the target's logit) of
+/// block t at position n from the (t, n) space.
+AffineMap statisticMap(MLIRContext *ctx, int64_t k) {
+  return AffineMap::get(
+      2, 0, {getAffineDimExpr(0, ctx), getAffineConstantExpr(k, ctx), getAffineDimExpr(1, ctx)},
+      ctx);
+}
+
 /// Each position's log-sum-exp [N] over every block of classes, from their
 /// statistics [T, 3, N]: M + log(sum_t s_t exp(m_t - M)) with M = max_t m_t.
 Value combinedLogSumExp(OpBuilder &b, Location loc, Value stats) {
-  RankedTensorType type = tensorType(stats);
   MLIRContext *ctx = b.getContext();
-  auto space = RankedTensorType::get({type.getDimSize(0), type.getDimSize(2)}, b.getF32Type());
-  // Statistic k of block t at position n, over the (t, n) space.
-  auto statistic = [&](int64_t k) {
-    return AffineMap::get(
-        2, 0, {getAffineDimExpr(0, ctx), getAffineConstantExpr(k, ctx), getAffineDimExpr(1, ctx)},
-        ctx);
-  };
+  RankedTensorType space = blocksByPositions(stats);
+  auto statistic = [&](int64_t k) { return statisticMap(ctx, k); };
   Value max = buildMappedReduction(
       b, loc, space, stats, statistic(0), 0, -INFINITY,
       [](OpBuilder &nb, Location l, ValueRange a) { return ScalarMath(nb, l).max(a[1], a[0]); });
@@ -476,23 +485,17 @@ struct CrossEntropyCombineLowering : OpRewritePattern<CrossEntropyCombineOp> {
   LogicalResult matchAndRewrite(CrossEntropyCombineOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    MLIRContext *ctx = rewriter.getContext();
     Value stats = op.getStats();
-    RankedTensorType type = tensorType(stats);
-    int64_t positions = type.getDimSize(2);
+    RankedTensorType space = blocksByPositions(stats);
     Value lse = combinedLogSumExp(rewriter, loc, stats);
-    auto space = RankedTensorType::get({type.getDimSize(0), positions}, rewriter.getF32Type());
-    AffineMap targetLogit = AffineMap::get(
-        2, 0, {getAffineDimExpr(0, ctx), getAffineConstantExpr(2, ctx), getAffineDimExpr(1, ctx)},
-        ctx);
     Value picked = buildMappedReduction(
-        rewriter, loc, space, stats, targetLogit, 0, 0.0,
+        rewriter, loc, space, stats, statisticMap(rewriter.getContext(), 2), 0, 0.0,
         [](OpBuilder &nb, Location l, ValueRange a) { return ScalarMath(nb, l).add(a[1], a[0]); });
     Value perPosition = buildElementwise(
         rewriter, loc, tensorType(lse), {lse, picked},
         [](OpBuilder &nb, Location l, ValueRange a) { return ScalarMath(nb, l).sub(a[0], a[1]); });
     Value total = sumOf(rewriter, loc, perPosition, 0);
-    rewriter.replaceOp(op, scaled(rewriter, loc, total, 1.0 / positions));
+    rewriter.replaceOp(op, scaled(rewriter, loc, total, 1.0 / space.getDimSize(1)));
     return success();
   }
 };
