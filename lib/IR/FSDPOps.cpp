@@ -73,6 +73,30 @@ bool mlir::fsdp::isModelTensorType(Type type) {
 // ParamOp / UseOp
 //===----------------------------------------------------------------------===//
 
+LogicalResult ParamOp::verifySplitParts() {
+  std::optional<ArrayRef<int64_t>> parts = getSplitParts();
+  if (!parts)
+    return success();
+  if (!getSplitDim())
+    return emitOpError("has parts but no split dimension");
+  auto module = (*this)->getParentOfType<ModuleOp>();
+  auto plan = module ? module->getAttrOfType<PlanAttr>(FSDPDialect::getPlanAttrName()) : nullptr;
+  int64_t ranks = plan ? plan.getTensorParallel() : 1;
+  int64_t whole = getTensorType().getDimSize(*getSplitDim()) * ranks, sum = 0;
+  for (int64_t part : *parts) {
+    if (part < 1 || part % ranks != 0)
+      return emitOpError("part ") << part << " of the split dimension does not cut into "
+                                  << ranks << " tensor ranks' equal blocks";
+    sum += part;
+  }
+  if (parts->size() < 2 || (plan && sum != whole))
+    return emitOpError("the parts of the split dimension must be two or more summing to its "
+                       "whole size")
+           << (plan ? " (" + std::to_string(whole) + ")" : std::string()) << ", got "
+           << parts->size() << " summing to " << sum;
+  return success();
+}
+
 LogicalResult ParamOp::verify() {
   auto type = llvm::dyn_cast<RankedTensorType>(getType());
   if (!type || !type.hasStaticShape() || type.getEncoding())
@@ -92,6 +116,8 @@ LogicalResult ParamOp::verify() {
     return emitOpError("split dimension ") << *dim << " is not a dimension of " << type;
   if (getSplitDim() && getTensorLayout() == TensorLayout::Whole)
     return emitOpError("is split over the tensor ranks, but annotated 'tensor whole'");
+  if (failed(verifySplitParts()))
+    return failure();
   if (std::optional<int64_t> offset = getOffset()) {
     if (!getUnit())
       return emitOpError("an offset ('at') needs a unit");

@@ -40,6 +40,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <map>
+
 namespace mlir::fsdp {
 #define GEN_PASS_DEF_FSDPSPLITTENSORSPASS
 #include "fsdp/Transforms/Passes.h.inc"
@@ -54,6 +56,9 @@ namespace {
 struct Split {
   int64_t dim;
   unsigned region;
+  /// The whole sizes of consecutive parts of `dim`, each cut into the ranks'
+  /// blocks (a fused product's queries, keys and values), or none: one part.
+  SmallVector<int64_t> parts;
 };
 
 /// A reason a region cannot be cut although the layout wants it cut: an error
@@ -95,6 +100,59 @@ RankedTensorType typeOf(Value value) { return llvm::cast<RankedTensorType>(value
 
 /// The parameter a product reads as its weight, if it reads one directly.
 UseOp weightOf(MatmulOp product) { return product.getRhs().getDefiningOp<UseOp>(); }
+
+/// Ops whose result holds each element of their operands' cut dimension in
+/// place: a fused product's parts pass through them.
+bool keepsPlaces(Operation *op) {
+  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, GeluOp, SiluOp, TanhOp, ExpOp, ScaleOp,
+             ConvertOp>(op);
+}
+
+/// The whole sizes of the parts a fused product's `result` is sliced into
+/// along its last dimension (after ops that keep places: a bias added), when
+/// the slices tile it in two or more parts; else none.
+SmallVector<int64_t> fusedParts(Value result) {
+  int64_t rank = typeOf(result).getRank(), size = typeOf(result).getShape().back();
+  std::map<int64_t, int64_t> slices; // offset -> size
+  SmallVector<Value> worklist = {result};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (auto slice = dyn_cast<SliceOp>(user);
+          slice && static_cast<int64_t>(slice.getDim()) == rank - 1) {
+        auto [at, added] = slices.try_emplace(slice.getOffset(), slice.getSize());
+        if (!added && at->second != static_cast<int64_t>(slice.getSize()))
+          return {};
+      } else if (keepsPlaces(user) && typeOf(user->getResult(0)).getRank() == rank) {
+        worklist.push_back(user->getResult(0));
+      }
+    }
+  }
+  SmallVector<int64_t> parts;
+  int64_t next = 0;
+  for (auto [offset, length] : slices) {
+    if (offset != next)
+      return {};
+    parts.push_back(length);
+    next += length;
+  }
+  if (next != size || parts.size() < 2)
+    return {};
+  return parts;
+}
+
+/// Where part `[offset, offset + size)` of `parts` (whole sizes) starts in a
+/// rank's block, when it is one of them.
+std::optional<int64_t> blockOffsetOfPart(ArrayRef<int64_t> parts, int64_t offset, int64_t size,
+                                         int64_t ranks) {
+  int64_t start = 0;
+  for (int64_t part : parts) {
+    if (start == offset && part == size)
+      return start / ranks;
+    start += part;
+  }
+  return std::nullopt;
+}
 
 /// Megatron's regions of one loss function with `ranks` tensor ranks: which
 /// values are cut, and along which dimension.
@@ -151,7 +209,10 @@ private:
   unsigned merge(ArrayRef<unsigned> ids);
   /// Records that `value` is cut along `dim`; a block that is not a whole
   /// number of elements of that dimension is a pending error at `op`.
-  void cut(Value value, int64_t dim, unsigned region, Operation *op);
+  void cut(Value value, int64_t dim, unsigned region, Operation *op,
+           ArrayRef<int64_t> parts = {});
+  /// The parts of the cut dimension of `op`'s result, from its operands'.
+  SmallVector<int64_t> resultParts(Operation &op, unsigned region);
   void block(unsigned region, Operation *op) {
     if (!facts(region).blocker)
       facts(region).blocker = op;
@@ -184,7 +245,8 @@ unsigned RegionSearch::merge(ArrayRef<unsigned> ids) {
   return regions.getLeaderValue(leader);
 }
 
-void RegionSearch::cut(Value value, int64_t dim, unsigned region, Operation *op) {
+void RegionSearch::cut(Value value, int64_t dim, unsigned region, Operation *op,
+                       ArrayRef<int64_t> parts) {
   if (auto use = value.getDefiningOp<UseOp>(); use && wholeParams.contains(use.getParam()))
     return block(region, op);
   int64_t size = typeOf(value).getDimSize(dim);
@@ -194,7 +256,12 @@ void RegionSearch::cut(Value value, int64_t dim, unsigned region, Operation *op)
                 " (" + Twine(size) + ") of " +
                 (isa<UseOp>(value.getDefiningOp()) ? "the parameter's " : "its ") +
                 "tensor, which the tensor ranks cut");
-  splits[value] = {dim, region};
+  for (int64_t part : parts)
+    if (part % ranks != 0)
+      pending(region, op,
+              "tensor_parallel = " + Twine(ranks) + " does not divide a part (" + Twine(part) +
+                  ") of its fused product's features, which the tensor ranks cut part by part");
+  splits[value] = {dim, region, SmallVector<int64_t>(parts)};
 }
 
 void RegionSearch::visitProduct(MatmulOp product) {
@@ -205,11 +272,13 @@ void RegionSearch::visitProduct(MatmulOp product) {
   if (lhs == splits.end()) {
     if (wholeOpeners.contains(product) || product.getTransposeLhs())
       return;
-    // Column-parallel: each rank computes its block of the output features.
+    // Column-parallel: each rank computes its block of the output features,
+    // of each part of a fused product's.
     unsigned region = newRegion();
     columnProducts.push_back({product, region});
-    cut(weight.getResult(), transposeRhs ? 0 : 1, region, product);
-    cut(product.getResult(), lhsRank - 1, region, product);
+    SmallVector<int64_t> parts = fusedParts(product.getResult());
+    cut(weight.getResult(), transposeRhs ? 0 : 1, region, product, parts);
+    cut(product.getResult(), lhsRank - 1, region, product, parts);
     return;
   }
   unsigned region = lhs->second.region;
@@ -255,9 +324,30 @@ std::optional<int64_t> RegionSearch::elementwiseSplit(Operation &op, unsigned re
       block(region, &op);
       return std::nullopt;
     }
-    cut(operand, own, region, &op);
+    // A fused product's bias: cut part by part, as the product's features.
+    cut(operand, own, region, &op, resultParts(op, region));
   }
   return dim;
+}
+
+SmallVector<int64_t> RegionSearch::resultParts(Operation &op, unsigned region) {
+  const Split *cutParts = nullptr;
+  for (Value operand : op.getOperands())
+    if (auto split = splits.find(operand); split != splits.end() && !split->second.parts.empty())
+      cutParts = &split->second;
+  if (!cutParts)
+    return {};
+  // A slice of the cut dimension takes one part (resultSplit); one of another
+  // dimension, a transpose and the ops that keep places keep them all.
+  auto slice = dyn_cast<SliceOp>(op);
+  if (slice && static_cast<int64_t>(slice.getDim()) == cutParts->dim)
+    return {};
+  if (slice || isa<TransposeOp>(op) || keepsPlaces(&op))
+    return cutParts->parts;
+  pending(region, &op,
+          "reads a fused product's parts, which the tensor ranks cut part by part, but does "
+          "not keep them in place: tensor parallelism needs the parts sliced apart first");
+  return {};
 }
 
 std::optional<int64_t> RegionSearch::resultSplit(Operation &op, unsigned region) {
@@ -285,10 +375,12 @@ std::optional<int64_t> RegionSearch::resultSplit(Operation &op, unsigned region)
   if (auto transpose = dyn_cast<TransposeOp>(op))
     return llvm::find(transpose.getPermutation(), dim) - transpose.getPermutation().begin();
   if (auto slice = dyn_cast<SliceOp>(op)) {
-    if (static_cast<int64_t>(slice.getDim()) == dim)
+    if (static_cast<int64_t>(slice.getDim()) == dim &&
+        !blockOffsetOfPart(inputSplit->second.parts, slice.getOffset(), slice.getSize(), ranks))
       pending(region, &op,
-              "slices the dimension the tensor ranks cut (a fused product's "
-              "parts); tensor parallelism needs each part a product of its own");
+              "slices the dimension the tensor ranks cut, but not into the parts of a fused "
+              "product (slices tiling its features after its bias); tensor parallelism needs "
+              "each part a product of its own, or the product's result sliced into its parts");
     return dim;
   }
   if (auto reshape = dyn_cast<ReshapeOp>(op)) {
@@ -443,7 +535,7 @@ void RegionSearch::visit(Operation &op) {
       op.getNumResults() == 1 ? resultSplit(op, region) : std::optional<int64_t>();
   if (!dim)
     return block(region, &op);
-  cut(op.getResult(0), *dim, region, &op);
+  cut(op.getResult(0), *dim, region, &op, resultParts(op, region));
 }
 
 void RegionSearch::run(Block &body) {
@@ -500,19 +592,23 @@ LogicalResult RegionRewriter::checkParameters() {
     auto param = SymbolTable::lookupNearestSymbolFrom<ParamOp>(
         module, FlatSymbolRefAttr::get(module.getContext(), name));
     std::optional<int64_t> first;
+    SmallVector<int64_t> firstParts;
     UseOp firstUse;
     for (UseOp use : uses) {
       std::optional<int64_t> dim;
-      if (isCut(use.getResult()))
-        dim = search.splits.lookup(use.getResult()).dim;
+      SmallVector<int64_t> parts;
+      if (isCut(use.getResult())) {
+        const Split &split = search.splits.find(use.getResult())->second;
+        dim = split.dim, parts = split.parts;
+      }
       if (use == uses.front()) {
-        first = dim, firstUse = use;
+        first = dim, firstParts = parts, firstUse = use;
         continue;
       }
-      if (dim != first) {
+      if (dim != first || parts != firstParts) {
         InFlightDiagnostic diag = param.emitError("the tensor ranks would read this "
                                                   "parameter both cut and whole, or cut "
-                                                  "along two dimensions");
+                                                  "along two dimensions or in two ways");
         diag.attachNote(firstUse.getLoc()) << "read here";
         diag.attachNote(use.getLoc()) << "and here";
         return failure();
@@ -520,6 +616,8 @@ LogicalResult RegionRewriter::checkParameters() {
     }
     if (first) {
       param.setSplitDim(*first);
+      if (!firstParts.empty())
+        param.setSplitParts(firstParts);
       param.setType(blockType(firstUse.getResult()));
     }
   }
@@ -570,6 +668,16 @@ void RegionRewriter::rewrite(Block &body) {
   for (auto &[value, split] : search.splits)
     if (isCut(value))
       value.setType(blockType(value));
+  // A fused product's parts sliced apart: each slice takes its part's block.
+  for (auto slice : body.getOps<SliceOp>()) {
+    auto split = search.splits.find(slice.getInput());
+    if (!isCut(slice.getInput()) || split->second.parts.empty() ||
+        split->second.dim != static_cast<int64_t>(slice.getDim()))
+      continue;
+    slice.setOffset(*blockOffsetOfPart(split->second.parts, slice.getOffset(), slice.getSize(),
+                                       search.ranks));
+    slice.setSize(slice.getSize() / search.ranks);
+  }
   for (auto [product, region] : search.rowProducts) {
     if (!search.succeeded(region))
       continue;

@@ -464,3 +464,67 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optim
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A fused product (GPT-2's c_attn: queries, keys and values side by side, a bias added)
+// sliced into its parts: each part is cut into the ranks' blocks, the weight and the
+// bias declared with their parts, each slice reading its part's block of the rank's
+// result.
+// CHECK-LABEL: module attributes
+// CHECK: fsdp.param @c_attn.w unit "attn" split 1 parts [16, 16, 16] : tensor<16x24xf32>
+// CHECK: fsdp.param @c_attn.b unit "attn" split 0 parts [16, 16, 16] : tensor<24xf32>
+// CHECK: fsdp.param @c_proj unit "attn" split 0 : tensor<8x16xf32>
+// CHECK: %[[QKV:.*]] = fsdp.add %{{.*}}, %{{.*}} : tensor<2x4x24xf32>, tensor<24xf32> -> tensor<2x4x24xf32>
+// CHECK: fsdp.slice %[[QKV]] dim 2 offset 0 size 8 : tensor<2x4x24xf32> -> tensor<2x4x8xf32>
+// CHECK: fsdp.slice %[[QKV]] dim 2 offset 8 size 8 : tensor<2x4x24xf32> -> tensor<2x4x8xf32>
+// CHECK: fsdp.slice %[[QKV]] dim 2 offset 16 size 8 : tensor<2x4x24xf32> -> tensor<2x4x8xf32>
+// CHECK: fsdp.attention %{{.*}}, %{{.*}}, %{{.*}} causal : tensor<2x1x4x8xf32>
+// CHECK: fsdp.tensor_sum
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @c_attn.w unit "attn" : tensor<16x48xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @c_attn.b unit "attn" : tensor<48xf32> = #fsdp.zeros
+  fsdp.param @c_proj unit "attn" : tensor<16x16xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<2x4x16xf32>, %y: tensor<2x4x16xf32>) -> tensor<f32> {
+    %w = fsdp.use @c_attn.w : tensor<16x48xf32>
+    %b = fsdp.use @c_attn.b : tensor<48xf32>
+    %m = fsdp.matmul %x, %w : tensor<2x4x16xf32>, tensor<16x48xf32> -> tensor<2x4x48xf32>
+    %qkv = fsdp.add %m, %b : tensor<2x4x48xf32>, tensor<48xf32> -> tensor<2x4x48xf32>
+    %q = fsdp.slice %qkv dim 2 offset 0 size 16 : tensor<2x4x48xf32> -> tensor<2x4x16xf32>
+    %k = fsdp.slice %qkv dim 2 offset 16 size 16 : tensor<2x4x48xf32> -> tensor<2x4x16xf32>
+    %v = fsdp.slice %qkv dim 2 offset 32 size 16 : tensor<2x4x48xf32> -> tensor<2x4x16xf32>
+    %q4 = fsdp.reshape %q : tensor<2x4x16xf32> -> tensor<2x4x2x8xf32>
+    %k4 = fsdp.reshape %k : tensor<2x4x16xf32> -> tensor<2x4x2x8xf32>
+    %v4 = fsdp.reshape %v : tensor<2x4x16xf32> -> tensor<2x4x2x8xf32>
+    %qh = fsdp.transpose %q4 [0, 2, 1, 3] : tensor<2x4x2x8xf32> -> tensor<2x2x4x8xf32>
+    %kh = fsdp.transpose %k4 [0, 2, 1, 3] : tensor<2x4x2x8xf32> -> tensor<2x2x4x8xf32>
+    %vh = fsdp.transpose %v4 [0, 2, 1, 3] : tensor<2x4x2x8xf32> -> tensor<2x2x4x8xf32>
+    %o, %lse = fsdp.attention %qh, %kh, %vh causal : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32> -> tensor<2x2x4x8xf32>, tensor<2x2x4xf32>
+    %ot = fsdp.transpose %o [0, 2, 1, 3] : tensor<2x2x4x8xf32> -> tensor<2x4x2x8xf32>
+    %oc = fsdp.reshape %ot : tensor<2x4x2x8xf32> -> tensor<2x4x16xf32>
+    %wp = fsdp.use @c_proj : tensor<16x16xf32>
+    %p = fsdp.matmul %oc, %wp : tensor<2x4x16xf32>, tensor<16x16xf32> -> tensor<2x4x16xf32>
+    %l = fsdp.mse %p, %y : tensor<2x4x16xf32>, tensor<2x4x16xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}
+
+// -----
+
+// The parts of a fused product must each divide among the tensor ranks.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w unit "mlp" : tensor<8x12xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w2 unit "mlp" : tensor<5x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    %w = fsdp.use @w : tensor<8x12xf32>
+    // expected-error@+1 {{tensor_parallel = 2 does not divide a part (5) of its fused product's features, which the tensor ranks cut part by part}}
+    %h = fsdp.matmul %x, %w : tensor<4x8xf32>, tensor<8x12xf32> -> tensor<4x12xf32>
+    %a = fsdp.slice %h dim 1 offset 0 size 5 : tensor<4x12xf32> -> tensor<4x5xf32>
+    %c = fsdp.slice %h dim 1 offset 5 size 7 : tensor<4x12xf32> -> tensor<4x7xf32>
+    %g = fsdp.mul %a, %a : tensor<4x5xf32>, tensor<4x5xf32> -> tensor<4x5xf32>
+    %w2 = fsdp.use @w2 : tensor<5x8xf32>
+    %p = fsdp.matmul %g, %w2 : tensor<4x5xf32>, tensor<5x8xf32> -> tensor<4x8xf32>
+    %l = fsdp.mse %p, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

@@ -71,11 +71,16 @@ def split_matmul(a, b, split, ranks, transpose_rhs=False, prec=EXACT, point="mat
     row-parallel product (the weight cut along the contraction) sums the ranks' partial
     products, each rounded, with prec.tensor_sum; a column-parallel one computes each
     rank's block of the result as the whole product would, and its gradient of `a` is
-    the ranks' parts (RankParts), each rounded, summed where the gradient is read."""
+    the ranks' parts (RankParts), each rounded, summed where the gradient is read.
+    `split` may be (dimension, parts): a fused product's weight whose dimension is parts
+    of those sizes, each cut into `ranks` blocks (rank t's block: each part's t-th)."""
+    split, parts = split if isinstance(split, tuple) else (split, None)
     B = b.T if transpose_rhs else b
     cut = split if not transpose_rhs else 1 - split   # the cut dimension of B [K, N]
-    size = B.shape[cut] // ranks
-    blocks = [np.s_[i * size:(i + 1) * size] for i in range(ranks)]
+    parts = parts or (B.shape[cut],)
+    starts = np.cumsum((0,) + tuple(parts))
+    blocks = [np.concatenate([np.arange(start + t * part // ranks, start + (t + 1) * part // ranks)
+                              for start, part in zip(starts, parts)]) for t in range(ranks)]
     lead = a.shape[:-1]
     A2 = a.reshape(-1, a.shape[-1])
     whole, whole_vjp = matmul(a, b, transpose_rhs=transpose_rhs, prec=prec, point=point)

@@ -43,12 +43,14 @@ def manifest_params(trainer):
 
 
 def manifest_splits(trainer):
-    """{name: split_dim} of the trainer's parameters that its tensor ranks cut
-    (`trainer --print-manifest`), and its tensor ranks."""
+    """{name: split_dim, or (split_dim, split_parts) for a fused product's weight} of the
+    trainer's parameters that its tensor ranks cut (`trainer --print-manifest`), and its
+    tensor ranks."""
     result = subprocess.run([trainer, "--print-manifest"], capture_output=True, text=True,
                             check=True)
     manifest = json.loads(result.stdout)
-    splits = {p["name"]: p["split_dim"] for p in manifest["params"] if "split_dim" in p}
+    splits = {p["name"]: (p["split_dim"], tuple(p["split_parts"])) if "split_parts" in p
+              else p["split_dim"] for p in manifest["params"] if "split_dim" in p}
     return splits, manifest.get("tensor_ranks", 1)
 
 

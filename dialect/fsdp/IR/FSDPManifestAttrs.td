@@ -22,6 +22,11 @@ def FSDP_ShapeParameter : ArrayRefParameter<"int64_t", "dimensions"> {
   let parser = [{ ::mlir::fsdp::parseIntegerListParameter($_parser) }];
   let printer = [{ ::mlir::fsdp::printIntegerListParameter($_printer, $_self) }];
 }
+def FSDP_SplitPartsParameter
+    : OptionalArrayRefParameter<"int64_t", "the whole sizes of the split dimension's parts"> {
+  let parser = [{ ::mlir::fsdp::parseIntegerListParameter($_parser) }];
+  let printer = [{ ::mlir::fsdp::printIntegerListParameter($_printer, $_self) }];
+}
 def FSDP_PlanParameter : AttrParameter<"::mlir::fsdp::PlanAttr", "the plan"> {
   let printer = "$_printer.printAttribute($_self)";
 }
@@ -116,11 +121,15 @@ def FSDP_ManifestParamAttr : FSDP_Attr<"ManifestParam", "manifest_param"> {
     #fsdp.manifest_param<name = "h0.w1", shape = [64, 128], split_dim = 1, dtype = f32,
                          unit = "block0", trainable = true, init = #fsdp.zeros,
                          unit_offset = 0>
+    #fsdp.manifest_param<name = "h0.c_attn", shape = [64, 96], split_dim = 1,
+                         split_parts = [64, 64, 64], dtype = f32, unit = "block0",
+                         trainable = true, init = #fsdp.zeros, unit_offset = 8192>
     ```
   }];
   let parameters = (ins StringRefParameter<"the parameter's name">:$name,
                         FSDP_ShapeParameter:$shape,
                         FSDP_OptionalI64Parameter<"the dimension split over tensor ranks">:$split_dim,
+                        FSDP_SplitPartsParameter:$split_parts,
                         "::mlir::Type":$dtype,
                         StringRefParameter<"its unit's name">:$unit,
                         FSDP_BoolParameter<"its unit's trainable">:$trainable,

@@ -63,7 +63,10 @@ def FSDP_ParamOp : FSDP_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     along dimension `d` into `tensor_parallel` equal blocks, one per tensor
     rank: the type is one block's (the whole parameter's dimension `d` is
     `tensor_parallel` times it), and initial values are the whole
-    parameter's.
+    parameter's. `parts [p0, p1, ...]` (with `split`) says the whole
+    dimension `d` is consecutive parts of those sizes (a fused product's
+    weight: its queries, keys and values), each cut into `tensor_parallel`
+    blocks: tensor rank t holds the t-th block of every part, in order.
 
     `tensor whole` or `tensor cut`, written by the user, overrides the
     layout `fsdp-split-tensors` derives: a whole parameter is held whole by
@@ -76,6 +79,8 @@ def FSDP_ParamOp : FSDP_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
     fsdp.param @fc1.b unit "fc1" : tensor<256xf32> = #fsdp.zeros
     fsdp.param frozen @pos unit "embed" : tensor<128x64xf32> = #fsdp.normal<std = 0.02>
     fsdp.param @h0.mlp.w1 unit "block0" split 1 : tensor<64x128xf32> = #fsdp.normal<std = 0.02>
+    // GPT-2's queries, keys and values on 2 tensor ranks: 32 of each of the 3 x 64.
+    fsdp.param @h0.attn.c_attn unit "block0" split 1 parts [64, 64, 64] : tensor<64x96xf32> = #fsdp.normal<std = 0.02>
     fsdp.param @h0.mlp.w2 unit "block0" tensor whole : tensor<128x64xf32> = #fsdp.normal<std = 0.02>
     ```
   }];
@@ -84,18 +89,23 @@ def FSDP_ParamOp : FSDP_Op<"param", [Symbol, HasParent<"::mlir::ModuleOp">]> {
                        FSDP_InitAttr:$init,
                        OptionalAttr<StrAttr>:$unit,
                        OptionalAttr<I64Attr>:$split_dim,
+                       OptionalAttr<DenseI64ArrayAttr>:$split_parts,
                        OptionalAttr<I64Attr>:$offset,
                        UnitAttr:$frozen,
                        OptionalAttr<FSDP_TensorLayout>:$tensor_layout);
   let assemblyFormat = [{
     (`frozen` $frozen^)? $sym_name (`unit` $unit^)? (`tensor` $tensor_layout^)?
-    (`split` $split_dim^)? (`at` $offset^)? `:` $type `=` $init attr-dict
+    (`split` $split_dim^)? (`parts` $split_parts^)? (`at` $offset^)? `:` $type `=` $init
+    attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     ::mlir::RankedTensorType getTensorType() {
       return ::llvm::cast<::mlir::RankedTensorType>(getType());
     }
+    /// `parts`: with `split`, at least two, each cut into the plan's tensor
+    /// ranks, summing to the whole split dimension.
+    ::mlir::LogicalResult verifySplitParts();
   }];
 }
 

@@ -127,6 +127,8 @@ json::Object paramJson(ManifestParamAttr param) {
                      {kUnitOffset.key, param.getUnitOffset()}};
   if (std::optional<int64_t> dim = param.getSplitDim())
     entry[kSplitDim.key] = *dim;
+  if (!param.getSplitParts().empty())
+    entry[kSplitParts.key] = integerList(param.getSplitParts());
   return entry;
 }
 

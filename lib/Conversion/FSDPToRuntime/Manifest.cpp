@@ -71,7 +71,9 @@ static ManifestUnitAttr manifestUnit(const UnitRegions &regions,
 static ManifestParamAttr manifestParam(ParamOp param, UnitOp unit) {
   RankedTensorType type = param.getTensorType();
   return ManifestParamAttr::get(param.getContext(), param.getSymName(), type.getShape(),
-                                param.getSplitDim(), type.getElementType(), unit.getSymName(),
+                                param.getSplitDim(),
+                                param.getSplitParts().value_or(ArrayRef<int64_t>{}),
+                                type.getElementType(), unit.getSymName(),
                                 !param.getFrozen(), param.getInit(), *param.getOffset());
 }
 

@@ -537,6 +537,42 @@ static void readSplitDim(const Node &node, const Node &shapeNode, const Manifest
   tensorBytes(shapeNode, param.wholeShape(), param.dtype);
 }
 
+/// split_parts, when present: the whole sizes of split_dim's parts, each cut
+/// into tensor_ranks equal blocks, so that every block holds a share of each
+/// (at least two: one part is plain split_dim), together the whole dimension.
+static void readSplitParts(const Node &node, const Manifest &manifest, ParamSpec &param) {
+  if (!node.has(schema::param::kSplitParts))
+    return;
+  Node partsNode = node.field(schema::param::kSplitParts);
+  if (!param.splitDim)
+    partsNode.fail(std::string("expected only with ") + schema::param::kSplitDim.key + ", got " +
+                   partsNode.excerpt() + " without it");
+  size_t count = partsNode.arraySize();
+  if (count < 2)
+    partsNode.fail("expected at least 2 parts, got " + partsNode.excerpt());
+  std::vector<int64_t> wholeShape = param.wholeShape();
+  int64_t whole = wholeShape[static_cast<size_t>(*param.splitDim)], sum = 0;
+  auto wrongSum = [&] {
+    partsNode.fail("expected parts summing to " + std::to_string(whole) + " (dimension " +
+                   std::to_string(*param.splitDim) + " of the whole " + formatShape(wholeShape) +
+                   "), got " + partsNode.excerpt());
+  };
+  std::vector<int64_t> parts;
+  for (size_t i = 0; i < count; ++i) {
+    Node partNode = partsNode.element(i);
+    int64_t part = partNode.integer(1);
+    if (part % manifest.tensorRanks != 0)
+      partNode.fail("expected a multiple of " + std::string(schema::root::kTensorRanks.key) + " " +
+                    std::to_string(manifest.tensorRanks) + ", got " + std::to_string(part));
+    if (__builtin_add_overflow(sum, part, &sum) || sum > whole)
+      wrongSum();
+    parts.push_back(part);
+  }
+  if (sum != whole)
+    wrongSum();
+  param.splitParts = std::move(parts);
+}
+
 static void readParams(const Node &root, Manifest &manifest) {
   Node list = root.field(schema::root::kParams);
   std::set<std::string> names;
@@ -557,6 +593,7 @@ static void readParams(const Node &root, Manifest &manifest) {
       dtypeNode.fail(std::string("parameters are f32 or bf16, got ") + dtypeName(param.dtype));
     tensorBytes(shapeNode, param.shape, param.dtype);
     readSplitDim(node, shapeNode, manifest, param);
+    readSplitParts(node, manifest, param);
 
     Node unitNode = node.field(schema::param::kUnit);
     param.unit = unitNode.string();

@@ -50,6 +50,10 @@ struct ParamSpec {
   /// every tensor rank holds the whole parameter, and tensorBlocks is 1.
   std::optional<int64_t> splitDim;
   int64_t tensorBlocks = 1;
+  /// split_parts: the whole sizes of the parts of splitDim, each cut into
+  /// tensorBlocks blocks of which `shape` holds the concatenation (a fused
+  /// product's weight; TensorBlocks.h). Empty when absent.
+  std::vector<int64_t> splitParts;
 
   /// The elements and bytes of this rank's block (the whole parameter when
   /// it is not split): what its unit holds.

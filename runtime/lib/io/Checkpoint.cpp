@@ -32,9 +32,9 @@ namespace fsdprt {
 using nlohmann::json;
 
 static constexpr const char *kFormat = "fsdp-mlir checkpoint";
-// Version 2 added the tensor ranks (plan.tensor_ranks, params' split_dim,
-// one set of shard files per tensor index); version 1 reads as one tensor
-// rank.
+// Version 2 added the tensor ranks (plan.tensor_ranks, params' split_dim and
+// split_parts, one set of shard files per tensor index); version 1 reads as
+// one tensor rank.
 static constexpr int64_t kVersion = 2;
 static constexpr const char *kMetadata = "metadata.json";
 
@@ -177,8 +177,11 @@ static json metadataOf(const Manifest &manifest, const TrainingPosition &positio
                   {"trainable", param.trainable},
                   {"unit", param.unitIndex},
                   {"unit_offset", param.unitOffset}};
-    if (param.splitDim && manifest.tensorRanks > 1)
+    if (param.splitDim && manifest.tensorRanks > 1) {
       saved["split_dim"] = *param.splitDim;
+      if (!param.splitParts.empty())
+        saved["split_parts"] = param.splitParts;
+    }
     params.push_back(std::move(saved));
   }
   // Tensor index by tensor index, each its shard files in shard order.
@@ -311,6 +314,7 @@ namespace {
 struct SavedParam {
   std::vector<int64_t> shape; // the whole parameter's
   std::optional<int64_t> splitDim;
+  std::vector<int64_t> splitParts; // whole sizes; empty: none
   DType dtype = DType::F32;
   bool trainable = true;
   size_t unit = 0;
@@ -359,13 +363,42 @@ static std::string findCheckpoint(const std::string &dir) {
   return dir + "/" + stepName(*newest);
 }
 
+/// A saved parameter's split_parts, as the manifest's (docs/Runtime.md,
+/// section 2): beside split_dim, at least 2 parts, each positive and cut
+/// into plan.tensor_ranks equal blocks, together the whole dimension.
+static void checkSavedParts(const InputFile &file, const std::string &name, const SavedParam &param,
+                            int64_t tensorRanks) {
+  const std::vector<int64_t> &parts = param.splitParts;
+  std::string what = "parameter '" + name + "': split_parts " + formatShape(parts);
+  if (!param.splitDim)
+    file.fail(what + ": expected only with split_dim, got no split_dim");
+  if (parts.size() < 2)
+    file.fail(what + ": expected at least 2 parts, got " + std::to_string(parts.size()));
+  int64_t whole = param.shape[static_cast<size_t>(*param.splitDim)], sum = 0;
+  for (int64_t part : parts) {
+    if (part < 1 || part % tensorRanks != 0)
+      file.fail(what + ": expected positive multiples of plan.tensor_ranks " +
+                std::to_string(tensorRanks) + ", got " + std::to_string(part));
+    if (__builtin_add_overflow(sum, part, &sum))
+      sum = -1;
+  }
+  if (sum != whole)
+    file.fail(what + ": expected parts summing to " + std::to_string(whole) + " (split_dim " +
+              std::to_string(*param.splitDim) + " of shape " + formatShape(param.shape) +
+              "), got " + (sum < 0 ? "more than 2^63" : std::to_string(sum)));
+}
+
 /// A saved parameter's blocks: split_dim must be one of its dimensions, cut
-/// into plan.tensor_ranks equal blocks.
+/// into plan.tensor_ranks equal blocks (each of its split_parts, if any).
 static BlockLayout savedLayout(const InputFile &file, const std::string &name,
                                const SavedParam &param, int64_t tensorRanks) {
   std::vector<int64_t> block = param.shape;
-  if (!param.splitDim)
+  if (!param.splitDim) {
+    // split_parts without a split_dim: checkSavedParts says so.
+    if (!param.splitParts.empty())
+      checkSavedParts(file, name, param, tensorRanks);
     return BlockLayout::of(block, std::nullopt, 1);
+  }
   int64_t dim = *param.splitDim;
   if (dim < 0 || dim >= static_cast<int64_t>(block.size()))
     file.fail("parameter '" + name + "': split_dim " + std::to_string(dim) +
@@ -374,8 +407,10 @@ static BlockLayout savedLayout(const InputFile &file, const std::string &name,
     file.fail("parameter '" + name + "': split_dim " + std::to_string(dim) + " of shape " +
               formatShape(param.shape) + " does not cut into plan.tensor_ranks " +
               std::to_string(tensorRanks) + " equal blocks");
+  if (!param.splitParts.empty())
+    checkSavedParts(file, name, param, tensorRanks);
   block[static_cast<size_t>(dim)] /= tensorRanks;
-  return BlockLayout::of(block, dim, tensorRanks);
+  return BlockLayout::of(block, dim, tensorRanks, param.splitParts);
 }
 
 /// Every element of every parameter's block lies in some shard file of its
@@ -449,6 +484,8 @@ static void readSavedParams(const InputFile &file, const json &doc, SavedCheckpo
     savedParam.shape = param.at("shape").get<std::vector<int64_t>>();
     if (param.contains("split_dim"))
       savedParam.splitDim = param.at("split_dim").get<int64_t>();
+    if (param.contains("split_parts"))
+      savedParam.splitParts = param.at("split_parts").get<std::vector<int64_t>>();
     std::optional<DType> dtype = parseDType(param.at("dtype").get<std::string>());
     if (!dtype || !isFloatDType(*dtype))
       file.fail("parameter dtype " + param.at("dtype").dump() + " is not f32 or bf16");
@@ -500,6 +537,20 @@ static SavedCheckpoint readMetadata(const std::string &path) {
   return saved;
 }
 
+/// Whether a parameter split in both the checkpoint and the model is split
+/// into the same parts (the same fused product): empty if so, or if either
+/// keeps no split (a checkpoint of one tensor rank keeps none), else what
+/// differs. The tensor ranks and split_dims may differ.
+static std::string partsDifference(const SavedParam &saved, const ParamSpec &param) {
+  if (!saved.splitDim || !param.splitDim || saved.splitParts == param.splitParts)
+    return "";
+  auto describe = [](const std::vector<int64_t> &parts) {
+    return parts.empty() ? std::string("no split_parts") : "split_parts " + formatShape(parts);
+  };
+  return "parameter '" + param.name + "' has " + describe(saved.splitParts) +
+         " in the checkpoint, " + describe(param.splitParts) + " in the model";
+}
+
 /// Everything that keeps `saved` from resuming this model.
 static std::vector<std::string> differences(const SavedCheckpoint &saved,
                                             const Manifest &manifest) {
@@ -530,6 +581,8 @@ static std::vector<std::string> differences(const SavedCheckpoint &saved,
     if (it->second.shape != shape)
       problems.push_back("parameter '" + param.name + "' is " + formatShape(it->second.shape) +
                          " in the checkpoint, " + formatShape(shape) + " in the model");
+    if (std::string parts = partsDifference(it->second, param); !parts.empty())
+      problems.push_back(parts);
     if (it->second.trainable != param.trainable)
       problems.push_back("parameter '" + param.name + "' is " +
                          (it->second.trainable ? "trainable" : "frozen") +
@@ -600,8 +653,7 @@ static void readParamRange(SavedShards &shards, const SavedCheckpoint &saved, co
   size_t size = dtypeSize(param.dtype);
   for (int64_t element = begin; element < end;) {
     BlockLayout::Place from = old.layout.locate(layout.wholeIndex(tensorIndex, element));
-    int64_t count =
-        std::min({end - element, layout.runElements - element % layout.runElements, from.runLeft});
+    int64_t count = std::min({end - element, layout.runLeft(element), from.runLeft});
     readBlockRange(shards, saved, old, region, from.block, from.element, from.element + count,
                    dst + (element - begin) * size, param.dtype);
     element += count;

@@ -210,7 +210,7 @@ static void readBlockRange(const InputFile &file, int64_t offset, StoredReal sto
   int64_t storedSize = static_cast<int64_t>(storedRealSize(stored));
   int64_t size = static_cast<int64_t>(dtypeSize(param.dtype));
   for (int64_t element = begin; element < end;) {
-    int64_t count = std::min(end - element, layout.runElements - element % layout.runElements);
+    int64_t count = std::min(end - element, layout.runLeft(element));
     file.readReals(offset + layout.wholeIndex(tensorIndex, element) * storedSize, stored, count,
                    dst + (element - begin) * size, param.dtype);
     element += count;

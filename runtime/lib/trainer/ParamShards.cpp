@@ -79,10 +79,34 @@ private:
 
 } // namespace
 
+/// Gathers, for one part of the split dimension (the whole dimension without
+/// split_parts), every block's share into the whole on the tensor group's
+/// first rank: each block's runs of the part, `runBytes` each, every
+/// `blockStride` bytes from `block`, land every `wholeStride` bytes from
+/// `whole`, block t's `t` runs in (a strided type whose extent is one run).
+static void gatherPart(const uint8_t *block, uint8_t *whole, int runs, int runBytes,
+                       int blockStride, int wholeStride, int tensors) {
+  MPI_Datatype sent, strided, interleaved;
+  MPI_Type_vector(runs, runBytes, blockStride, MPI_BYTE, &sent);
+  MPI_Type_commit(&sent);
+  MPI_Type_vector(runs, runBytes, wholeStride, MPI_BYTE, &strided);
+  MPI_Type_create_resized(strided, 0, runBytes, &interleaved);
+  MPI_Type_commit(&interleaved);
+  std::vector<int> counts(static_cast<size_t>(tensors), 1), displacements;
+  for (int t = 0; t < tensors; ++t)
+    displacements.push_back(t);
+  MPI_Gatherv(block, 1, sent, whole, counts.data(), displacements.data(), interleaved, 0,
+              groupComm(FSDPRT_GROUP_TENSOR));
+  MPI_Type_free(&interleaved);
+  MPI_Type_free(&strided);
+  MPI_Type_free(&sent);
+}
+
 /// The whole of a parameter on world rank 0 from the blocks of the tensor
 /// group of data index 0 (each `block` the whole block): a split parameter's
 /// blocks interleave run by run (TensorBlocks.h), received in place by a
-/// strided type; a replicated one is tensor index 0's. Null on other ranks.
+/// strided type, one gather per part of split_parts; a replicated one is
+/// tensor index 0's. Null on other ranks.
 static const uint8_t *assembleWhole(const ParamSpec &param, const uint8_t *block, const char *flag,
                                     std::vector<uint8_t> &whole) {
   int tensors = groupSize(FSDPRT_GROUP_TENSOR);
@@ -92,21 +116,18 @@ static const uint8_t *assembleWhole(const ParamSpec &param, const uint8_t *block
   int64_t elementSize = static_cast<int64_t>(dtypeSize(param.dtype));
   checkGatherable(flag, param, param.wholeElements() * elementSize);
   BlockLayout layout = BlockLayout::of(param);
-  int runBytes = static_cast<int>(layout.runElements * elementSize);
   int runs = static_cast<int>(layout.blockElements / layout.runElements);
-  MPI_Datatype strided, interleaved;
-  MPI_Type_vector(runs, runBytes, runBytes * tensors, MPI_BYTE, &strided);
-  // Block t starts t runs in: an extent of one run makes the displacements t.
-  MPI_Type_create_resized(strided, 0, runBytes, &interleaved);
-  MPI_Type_commit(&interleaved);
-  std::vector<int> counts(static_cast<size_t>(tensors), 1), displacements;
-  for (int t = 0; t < tensors; ++t)
-    displacements.push_back(t);
+  int64_t rowBytes = layout.runElements * elementSize, sliceBytes = layout.inner * elementSize;
   whole.resize(leader ? static_cast<size_t>(param.wholeElements() * elementSize) : 0);
-  MPI_Gatherv(block, static_cast<int>(param.bytes()), MPI_BYTE, whole.data(), counts.data(),
-              displacements.data(), interleaved, 0, groupComm(FSDPRT_GROUP_TENSOR));
-  MPI_Type_free(&interleaved);
-  MPI_Type_free(&strided);
+  // Part i starts at start x inner in a block's row, tensors x that in the whole's.
+  int64_t start = 0;
+  for (int64_t size : layout.partSizes()) {
+    // (Only the leader receives: the others' whole is empty.)
+    uint8_t *into = leader ? whole.data() + tensors * start * sliceBytes : nullptr;
+    gatherPart(block + start * sliceBytes, into, runs, static_cast<int>(size * sliceBytes),
+               static_cast<int>(rowBytes), static_cast<int>(rowBytes * tensors), tensors);
+    start += size;
+  }
   return leader ? whole.data() : nullptr;
 }
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <limits>
 
 using namespace fsdprt;
 using fsdprt::test::classifierManifest;
@@ -310,6 +311,18 @@ TEST(Manifest, TensorRanks) {
   hybrid["replicas"] = 2;
   hybrid["batch"] = 16;
   EXPECT_EQ(parseManifest(hybrid.dump()).worldSize(), 8);
+}
+
+// A fused product's weight: the split dimension's parts, each cut into the
+// tensor ranks' blocks (whole sizes, summing to the whole dimension).
+TEST(Manifest, SplitParts) {
+  EXPECT_TRUE(parseManifest(tensorManifest().dump()).params[0].splitParts.empty()) << "absent";
+  json m = tensorManifest();
+  m["params"][0]["split_parts"] = {2, 4};
+  Manifest manifest = parseManifest(m.dump());
+  EXPECT_EQ(manifest.params[0].splitParts, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(manifest.params[0].wholeShape(), (std::vector<int64_t>{6, 5})) << "as without";
+  EXPECT_TRUE(manifest.params[1].splitParts.empty());
 }
 
 TEST(ManifestError, InvalidJson) {
@@ -715,6 +728,55 @@ const ErrorCase kErrorCases[] = {
        m["params"][0]["split_dim"] = 0;
      },
      "params[0].shape: tensor of shape [1152921504606846976, 8] has more than 2^63 bytes"},
+    {"SplitPartsWithoutSplitDim", [](json &m) { param(m, 0)["split_parts"] = {2, 1}; },
+     "params[0].split_parts: expected only with split_dim, got [2,1] without it"},
+    {"SplitPartsNotArray",
+     [](json &m) {
+       param(m, 0)["split_dim"] = 1;
+       param(m, 0)["split_parts"] = "qkv";
+     },
+     "params[0].split_parts: expected an array, got \"qkv\""},
+    {"OneSplitPart",
+     [](json &m) {
+       param(m, 0)["split_dim"] = 1;
+       param(m, 0)["split_parts"] = {5};
+     },
+     "params[0].split_parts: expected at least 2 parts, got [5]"},
+    {"EmptySplitPart",
+     [](json &m) {
+       param(m, 0)["split_dim"] = 1;
+       param(m, 0)["split_parts"] = {5, 0};
+     },
+     "params[0].split_parts[1]: must be at least 1, got 0"},
+    {"SplitPartOfUnevenBlocks",
+     [](json &m) {
+       m["tensor_ranks"] = 2;
+       param(m, 0)["split_dim"] = 1;
+       param(m, 0)["split_parts"] = {4, 5, 1};
+     },
+     "params[0].split_parts[1]: expected a multiple of tensor_ranks 2, got 5"},
+    {"SplitPartsShort",
+     [](json &m) {
+       m["tensor_ranks"] = 2;
+       param(m, 0)["split_dim"] = 1;
+       param(m, 0)["split_parts"] = {4, 4};
+     },
+     "params[0].split_parts: expected parts summing to 10 (dimension 1 of the whole [3, 10]), "
+     "got [4,4]"},
+    {"SplitPartsLong",
+     [](json &m) {
+       param(m, 0)["split_dim"] = 0;
+       param(m, 0)["split_parts"] = {2, 2};
+     },
+     "params[0].split_parts: expected parts summing to 3 (dimension 0 of the whole [3, 5]), "
+     "got [2,2]"},
+    {"SplitPartsBeyond64Bits",
+     [](json &m) {
+       param(m, 0)["split_dim"] = 0;
+       param(m, 0)["split_parts"] = {2, std::numeric_limits<int64_t>::max()};
+     },
+     "params[0].split_parts: expected parts summing to 3 (dimension 0 of the whole [3, 5]), "
+     "got [2,9223372036854775807]"},
     {"ProfileWithoutBf16",
      [](json &m) { m["device_profile"] = {{"name", "cpu"}, {"matmul_flops", {{"f32", 1e9}}}}; },
      "device_profile.matmul_flops: missing field 'bf16'"},

@@ -25,6 +25,10 @@
  * needs its own index), and after the backward computes the whole of dw on
  * every tensor rank, whose reduce-scatter (an average of equal values,
  * exact) over the tensor group leaves each rank its block's gradient.
+ * With FAKE_SPLIT_PARTS as well (fake-trainer-t2-parts, grid [1]), w's
+ * columns are two parts of 2 (split_parts [2, 2], as a fused product's
+ * weight), each cut into the 2 blocks: tensor index t holds columns t and
+ * 2 + t.
  *
  * It also checks the runtime's side of the contract and aborts when it is
  * broken: a 64-byte aligned arena, steps counting 1, 2, 3, ..., gradient and
@@ -55,7 +59,14 @@
 /* The step's tensor-parallel temporaries: this rank's block of the logits,
  * every block gathered (later dw whole, [8, 4]), dw by block [2][8][2]. */
 #define TENSOR_FIELDS "  \"tensor_ranks\": 2,\n"
+#ifdef FAKE_SPLIT_PARTS
+#define W_SPLIT ", \"split_dim\": 1, \"split_parts\": [2, 2]"
+/* Column j of block t in the whole: part j's t-th column. */
+#define BLOCK_COLUMN(t, j) (2 * (j) + (t))
+#else
 #define W_SPLIT ", \"split_dim\": 1"
+#define BLOCK_COLUMN(t, j) (kBlockClasses * (t) + (j))
+#endif
 #define W_SHAPE "[8, 2]"
 #define UNIT_NUMEL 20
 #define B_OFFSET 16
@@ -290,7 +301,7 @@ static void tensorParallelLogits(unsigned char *base, const float *x, const floa
   for (int t = 0; t < kTensors; ++t)
     for (int i = 0; i < kLocalBatch; ++i)
       for (int j = 0; j < kBlockClasses; ++j)
-        logits[i * kClasses + t * kBlockClasses + j] =
+        logits[i * kClasses + BLOCK_COLUMN(t, j)] =
             gathered[(t * kLocalBatch + i) * kBlockClasses + j];
 }
 
@@ -306,8 +317,7 @@ static void tensorParallelWeightGrad(unsigned char *base, const float *x, const 
   for (int t = 0; t < kTensors; ++t)
     for (int f = 0; f < kFeatures; ++f)
       for (int j = 0; j < kBlockClasses; ++j)
-        blocks[(t * kFeatures + f) * kBlockClasses + j] =
-            whole[f * kClasses + t * kBlockClasses + j];
+        blocks[(t * kFeatures + f) * kBlockClasses + j] = whole[f * kClasses + BLOCK_COLUMN(t, j)];
   fsdprt_wait(fsdprt_reduce_scatter_start(blocks, blockGrad, kWeightNumel, FSDPRT_DTYPE_F32,
                                           FSDPRT_REDUCE_AVG, FSDPRT_GROUP_TENSOR));
 }

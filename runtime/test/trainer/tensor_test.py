@@ -5,14 +5,17 @@ its columns (split_dim 1), linear.b replicated. Their whole tensors (--export,
 --trace-state, checkpoints, --init-from) are those of the unsplit model: the fake step's
 arithmetic is the same at either tensor_ranks (its column blocks come from the same
 products, its gradient's reduce-scatter over the tensor ranks averages equal values), so
-at the same data-parallel grid the runs are bit-identical.
+at the same data-parallel grid the runs are bit-identical. fake-trainer-t2-parts (grid [1]
+x 2 tensor ranks) splits linear.w's columns as two parts of 2 (split_parts [2, 2]: tensor
+index t holds columns t and 2 + t), bit-identical to the unsplit runs too.
 
     tensor_test.py --trainer T1 --trainer-2 T2 --trainer-t2 T3 --trainer-2-t2 T4
-                   --mpiexec MPIEXEC ... CASE
+                   --trainer-t2-parts T5 --mpiexec MPIEXEC ... CASE
 """
 
 import json
 import os
+import re
 import shutil
 import sys
 
@@ -24,14 +27,15 @@ from trainer_test import case, expect, expect_error, expect_success, run, mpirun
 
 def mesh(name):
     """The ranks and trainer of a mesh: one (grid [1]), two (grid [2]), one-t2 (grid [1] x 2
-    tensor ranks), two-t2 (grid [2] x 2 tensor ranks)."""
+    tensor ranks), two-t2 (grid [2] x 2 tensor ranks), one-t2-parts (one-t2 with
+    split_parts)."""
     o = t.OPTIONS
     return {"one": (1, o.trainer), "two": (2, o.trainer_2), "one-t2": (2, o.trainer_t2),
-            "two-t2": (4, o.trainer_2_t2)}[name]
+            "two-t2": (4, o.trainer_2_t2), "one-t2-parts": (2, o.trainer_t2_parts)}[name]
 
 
 # The data-parallel ranks of each mesh: the rows a step's ranks divide.
-DATA_RANKS = {"one": 1, "two": 2, "one-t2": 1, "two-t2": 2}
+DATA_RANKS = {"one": 1, "two": 2, "one-t2": 1, "two-t2": 2, "one-t2-parts": 1}
 
 
 def train(name, *args):
@@ -222,6 +226,102 @@ def tensor_resume_refuses(trainer, tmp):
     train("one", "--steps", 3, "--resume", old, "--export", a)
     train("one-t2", "--steps", 3, "--resume", old, "--export", b)
     expect(read(a) == read(b), "a version 1 checkpoint resumes with other values")
+
+
+@case
+def tensor_split_parts(trainer, tmp):
+    """With split_parts each block holds a column of each part: initial values, exports,
+    traces, losses and --init-from are still the unsplit model's, bit for bit."""
+    result = run(t.OPTIONS.trainer_t2_parts, "--print-manifest")
+    expect_success(result)
+    w = json.loads(result.stdout)["params"][0]
+    expect(w["shape"] == [8, 2] and w["split_dim"] == 1 and w["split_parts"] == [2, 2],
+           result.stdout)
+    for steps in (0, 6):
+        files = {}
+        for name in ("one", "one-t2-parts"):
+            files[name] = os.path.join(tmp, f"{name}-{steps}.safetensors")
+            train(name, "--steps", steps, "--seed", 7, "--export", files[name])
+        expect(read(files["one"]) == read(files["one-t2-parts"]),
+               f"step {steps}: one-t2-parts exports other bytes")
+    traces, logs = {}, {}
+    for name in ("one", "one-t2-parts"):
+        traces[name] = os.path.join(tmp, f"{name}.bin")
+        logs[name] = os.path.join(tmp, f"{name}.jsonl")
+        train(name, "--steps", 4, "--seed", 9, "--trace-state", traces[name], "--log-json",
+              logs[name])
+    expect(read(traces["one-t2-parts"]) == read(traces["one"]), "the trace is not one's")
+    expect(log_losses(logs["one-t2-parts"]) == log_losses(logs["one"]), "the losses are not one's")
+    trained, back = os.path.join(tmp, "trained.safetensors"), os.path.join(tmp, "back.safetensors")
+    train("one", "--steps", 5, "--seed", 3, "--export", trained)
+    train("one-t2-parts", "--steps", 0, "--init-from", trained, "--export", back)
+    expect(t.read_export(back) == t.read_export(trained), "--init-from did not load the file's values")
+
+
+def expect_refused(ranks, trainer, args, pattern):
+    """Exit status 1 and one `trainer: error:` line (of rank 0) matching `pattern`."""
+    result = mpirun(ranks, trainer, *args)
+    expect(result.returncode != 0, f"{args} was not refused")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("trainer: error:")]
+    expect(len(errors) == 1 and re.search(pattern, errors[0]),
+           f"expected one error line matching {pattern!r}, got:\n{result.stderr}")
+
+
+@case
+def tensor_split_parts_resume(trainer, tmp):
+    """Checkpoints keep split_parts beside split_dim: a checkpoint of the parts' mesh resumes
+    unsplit and back with the unbroken run's next losses and last parameters, bit for bit; one
+    whose parts are not the model's, or are nonsense, is refused."""
+    schedule = ["--warmup-steps", "2", "--lr-decay", "cosine", "--decay-steps", "9"]
+    log, params = os.path.join(tmp, "straight.jsonl"), os.path.join(tmp, "straight.st")
+    train("one", "--steps", 9, "--seed", 5, "--log-json", log, "--export", params, *schedule)
+    want_losses, want_params = log_losses(log), read(params)
+    for saving, resuming in [("one-t2-parts", "one"), ("one", "one-t2-parts"),
+                             ("one-t2-parts", "one-t2-parts")]:
+        directory = os.path.join(tmp, f"{saving}-to-{resuming}")
+        train(saving, "--steps", 4, "--seed", 5, "--save", directory, *schedule)
+        meta = json.load(open(os.path.join(directory, "step-00000004", "metadata.json")))
+        w = meta["params"][0]
+        want = {"split_dim": 1, "split_parts": [2, 2]} if saving == "one-t2-parts" else {}
+        expect({k: w[k] for k in ("split_dim", "split_parts") if k in w} == want, f"{w}")
+        log, params = os.path.join(directory, "resumed.jsonl"), os.path.join(directory, "resumed.st")
+        train(resuming, "--steps", 9, "--resume", directory, "--log-json", log, "--export", params)
+        expect(log_losses(log) == want_losses[4:], f"{saving} -> {resuming}: {log_losses(log)}")
+        expect(read(params) == want_params, f"{saving} -> {resuming}: other parameters")
+
+    # The same parameter split into other parts is another fused product.
+    plain, parts = os.path.join(tmp, "plain"), os.path.join(tmp, "parts")
+    train("one-t2", "--steps", 3, "--seed", 5, "--save", plain)
+    train("one-t2-parts", "--steps", 3, "--seed", 5, "--save", parts)
+    expect_refused(2, t.OPTIONS.trainer_t2_parts, ["--resume", plain],
+                   r"the checkpoint is of another model: parameter 'linear\.w' has no split_parts "
+                   r"in the checkpoint, split_parts \[2, 2\] in the model$")
+    expect_refused(2, t.OPTIONS.trainer_t2, ["--resume", parts],
+                   r"the checkpoint is of another model: parameter 'linear\.w' has split_parts "
+                   r"\[2, 2\] in the checkpoint, no split_parts in the model$")
+
+    step = os.path.join(parts, "step-00000003")
+
+    def damaged(name, change):
+        copy = os.path.join(tmp, name)
+        shutil.copytree(step, copy)
+        path = os.path.join(copy, "metadata.json")
+        meta = json.load(open(path))
+        change(meta["params"][0])
+        json.dump(meta, open(path, "w"))
+        return copy
+
+    prefix = r"metadata\.json': parameter 'linear\.w': split_parts "
+    for name, change, pattern in [
+            ("uneven", lambda w: w.update(split_parts=[3, 1]),
+             r"\[3, 1\]: expected positive multiples of plan\.tensor_ranks 2, got 3$"),
+            ("one-part", lambda w: w.update(split_parts=[4]),
+             r"\[4\]: expected at least 2 parts, got 1$"),
+            ("sum", lambda w: w.update(split_parts=[2, 4]),
+             r"\[2, 4\]: expected parts summing to 4 \(split_dim 1 of shape \[8, 4\]\), got 6$"),
+            ("no-dim", lambda w: w.pop("split_dim"),
+             r"\[2, 2\]: expected only with split_dim, got no split_dim$")]:
+        expect_error(run(t.OPTIONS.trainer, "--resume", damaged(name, change)), prefix + pattern)
 
 
 if __name__ == "__main__":

@@ -638,6 +638,8 @@ def main():
     # The model on 2 tensor ranks, grid [1] and grid [2] (tensor_test.py).
     parser.add_argument("--trainer-t2")
     parser.add_argument("--trainer-2-t2")
+    # The model on 2 tensor ranks with linear.w's columns as two parts (split_parts).
+    parser.add_argument("--trainer-t2-parts")
     parser.add_argument("--mpiexec", required=True)
     parser.add_argument("--np-flag", default="-n")
     parser.add_argument("--mpiexec-flags", default="")

@@ -1954,3 +1954,26 @@ func.func @f(%s: tensor<2x2x6xf32>) -> tensor<f32> {
   %l = fsdp.cross_entropy_combine %s : tensor<2x2x6xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// A fused product's parts: with a split, two or more, each cut into the tensor ranks'
+// blocks, summing to the whole dimension.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{'fsdp.param' op has parts but no split dimension}}
+  fsdp.param @w unit "u" parts [4, 4] : tensor<8x4xf32> = #fsdp.zeros
+}
+
+// -----
+
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{'fsdp.param' op part 3 of the split dimension does not cut into 2 tensor ranks' equal blocks}}
+  fsdp.param @w unit "u" split 1 parts [3, 5] : tensor<8x4xf32> = #fsdp.zeros
+}
+
+// -----
+
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  // expected-error@+1 {{'fsdp.param' op the parts of the split dimension must be two or more summing to its whole size (8), got 2 summing to 6}}
+  fsdp.param @w unit "u" split 1 parts [2, 4] : tensor<8x4xf32> = #fsdp.zeros
+}

@@ -13,6 +13,10 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [2], tensor_parallel = 4, optim
   fsdp.param @w1 unit "mlp" split 1 : tensor<8x4xf32> = #fsdp.normal<std = 0.02>
   // CHECK: fsdp.param @w2 unit "mlp" split 0 at 32 : tensor<4x8xf32> = #fsdp.normal<std = 0.02>
   fsdp.param @w2 unit "mlp" split 0 at 32 : tensor<4x8xf32> = #fsdp.normal<std = 0.02>
+  // A fused product's weight: 3 parts of 8 features, each cut into the 4 ranks' blocks.
+  // CHECK: fsdp.param @qkv unit "mlp" split 1 parts [8, 8, 8] : tensor<8x6xf32> = #fsdp.zeros
+  // GENERIC: "fsdp.param"() <{{{.*}}split_parts = array<i64: 8, 8, 8>{{.*}}}>
+  fsdp.param @qkv unit "mlp" split 1 parts [8, 8, 8] : tensor<8x6xf32> = #fsdp.zeros
   // The user's layout annotations.
   // CHECK: fsdp.param @w3 unit "mlp" tensor whole : tensor<8x8xf32> = #fsdp.zeros
   // GENERIC: "fsdp.param"() <{{{.*}}tensor_layout = 0 : i32{{.*}}}>

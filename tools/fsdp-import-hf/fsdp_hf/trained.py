@@ -23,7 +23,8 @@ class Checkpoint:
     """The parameters of a checkpoint directory (DIR/step-<k>, or DIR: its newest). Its
     shard files come tensor index by tensor index (version 2; version 1 has one): a
     parameter with a split_dim has one block per tensor index, which hold the whole
-    parameter's equal parts along that dimension; any other is tensor index 0's."""
+    parameter's equal parts along that dimension (with split_parts, each part's: block t
+    is the t-th block of every part, in order); any other is tensor index 0's."""
 
     def __init__(self, directory):
         if not os.path.exists(os.path.join(directory, "metadata.json")):
@@ -51,8 +52,13 @@ class Checkpoint:
             return self._block(param, param["shape"], 0)
         dim, shape = param["split_dim"], list(param["shape"])
         shape[dim] //= self.tensor_ranks
-        return np.concatenate([self._block(param, shape, t) for t in range(self.tensor_ranks)],
-                              axis=dim)
+        blocks = [self._block(param, shape, t) for t in range(self.tensor_ranks)]
+        parts = param.get("split_parts", [shape[dim] * self.tensor_ranks])
+        sizes = [part // self.tensor_ranks for part in parts]
+        starts = np.cumsum([0] + sizes)
+        # Part by part, each part's blocks in tensor-index order.
+        return np.concatenate([np.take(block, np.arange(starts[i], starts[i + 1]), axis=dim)
+                               for i in range(len(sizes)) for block in blocks], axis=dim)
 
     def _block(self, param, shape, tensor):
         """Tensor index `tensor`'s block of `param`, of `shape`, from its shard files."""
