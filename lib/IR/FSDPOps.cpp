@@ -85,8 +85,8 @@ LogicalResult ParamOp::verifySplitParts() {
   int64_t whole = getTensorType().getDimSize(*getSplitDim()) * ranks, sum = 0;
   for (int64_t part : *parts) {
     if (part < 1 || part % ranks != 0)
-      return emitOpError("part ") << part << " of the split dimension does not cut into "
-                                  << ranks << " tensor ranks' equal blocks";
+      return emitOpError("part ") << part << " of the split dimension does not cut into " << ranks
+                                  << " tensor ranks' equal blocks";
     sum += part;
   }
   if (parts->size() < 2 || (plan && sum != whole))

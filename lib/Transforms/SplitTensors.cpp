@@ -104,8 +104,8 @@ UseOp weightOf(MatmulOp product) { return product.getRhs().getDefiningOp<UseOp>(
 /// Ops whose result holds each element of their operands' cut dimension in
 /// place: a fused product's parts pass through them.
 bool keepsPlaces(Operation *op) {
-  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, GeluOp, SiluOp, TanhOp, ExpOp, ScaleOp,
-             ConvertOp>(op);
+  return isa<AddOp, SubOp, MulOp, DivOp, ReluOp, GeluOp, SiluOp, TanhOp, ExpOp, ScaleOp, ConvertOp>(
+      op);
 }
 
 /// The whole sizes of the parts a fused product's `result` is sliced into
@@ -209,8 +209,7 @@ private:
   unsigned merge(ArrayRef<unsigned> ids);
   /// Records that `value` is cut along `dim`; a block that is not a whole
   /// number of elements of that dimension is a pending error at `op`.
-  void cut(Value value, int64_t dim, unsigned region, Operation *op,
-           ArrayRef<int64_t> parts = {});
+  void cut(Value value, int64_t dim, unsigned region, Operation *op, ArrayRef<int64_t> parts = {});
   /// The parts of the cut dimension of `op`'s result, from its operands'.
   SmallVector<int64_t> resultParts(Operation &op, unsigned region);
   void block(unsigned region, Operation *op) {
@@ -332,11 +331,28 @@ std::optional<int64_t> RegionSearch::elementwiseSplit(Operation &op, unsigned re
 
 SmallVector<int64_t> RegionSearch::resultParts(Operation &op, unsigned region) {
   const Split *cutParts = nullptr;
-  for (Value operand : op.getOperands())
-    if (auto split = splits.find(operand); split != splits.end() && !split->second.parts.empty())
+  bool plain = false;
+  for (Value operand : op.getOperands()) {
+    auto split = splits.find(operand);
+    if (split == splits.end())
+      continue;
+    if (split->second.parts.empty())
+      plain = true;
+    else if (!cutParts || cutParts->parts == split->second.parts)
       cutParts = &split->second;
+    else
+      plain = true; // parts of two kinds: as wrong as parts and none
+  }
   if (!cutParts)
     return {};
+  // The ranks' blocks of values cut part by part and of values cut whole hold
+  // different features: no elementwise op may combine them.
+  if (plain) {
+    pending(region, &op,
+            "combines a fused product's parts, which the tensor ranks cut part by part, with "
+            "a value they cut otherwise");
+    return {};
+  }
   // A slice of the cut dimension takes one part (resultSplit); one of another
   // dimension, a transpose and the ops that keep places keep them all.
   auto slice = dyn_cast<SliceOp>(op);
@@ -674,8 +690,8 @@ void RegionRewriter::rewrite(Block &body) {
     if (!isCut(slice.getInput()) || split->second.parts.empty() ||
         split->second.dim != static_cast<int64_t>(slice.getDim()))
       continue;
-    slice.setOffset(*blockOffsetOfPart(split->second.parts, slice.getOffset(), slice.getSize(),
-                                       search.ranks));
+    slice.setOffset(
+        *blockOffsetOfPart(split->second.parts, slice.getOffset(), slice.getSize(), search.ranks));
     slice.setSize(slice.getSize() / search.ranks);
   }
   for (auto [product, region] : search.rowProducts) {

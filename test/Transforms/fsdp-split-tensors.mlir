@@ -528,3 +528,30 @@ module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optim
     return %l : tensor<f32>
   }
 }
+
+// -----
+
+// A value cut part by part (%a, sliced into its parts below) and one cut whole (%e):
+// the ranks' blocks of the two hold different features, which no elementwise op may
+// combine.
+module attributes {fsdp.plan = #fsdp.plan<grid = [1], tensor_parallel = 2, optimizer = #fsdp.sgd<lr = 0.1>>} {
+  fsdp.param @w1 unit "mlp" : tensor<8x12xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w2 unit "mlp" : tensor<8x12xf32> = #fsdp.normal<std = 0.02>
+  fsdp.param @w3 unit "mlp" : tensor<6x8xf32> = #fsdp.normal<std = 0.02>
+  func.func @loss(%x: tensor<4x8xf32>, %y: tensor<4x8xf32>) -> tensor<f32> {
+    %w1 = fsdp.use @w1 : tensor<8x12xf32>
+    %a = fsdp.matmul %x, %w1 : tensor<4x8xf32>, tensor<8x12xf32> -> tensor<4x12xf32>
+    %w2 = fsdp.use @w2 : tensor<8x12xf32>
+    %b = fsdp.matmul %x, %w2 : tensor<4x8xf32>, tensor<8x12xf32> -> tensor<4x12xf32>
+    %e = fsdp.exp %b : tensor<4x12xf32>
+    // expected-error@+1 {{combines a fused product's parts, which the tensor ranks cut part by part, with a value they cut otherwise}}
+    %c = fsdp.add %a, %e : tensor<4x12xf32>, tensor<4x12xf32> -> tensor<4x12xf32>
+    %p0 = fsdp.slice %a dim 1 offset 0 size 6 : tensor<4x12xf32> -> tensor<4x6xf32>
+    %p1 = fsdp.slice %a dim 1 offset 6 size 6 : tensor<4x12xf32> -> tensor<4x6xf32>
+    %s = fsdp.mul %p0, %p1 : tensor<4x6xf32>, tensor<4x6xf32> -> tensor<4x6xf32>
+    %w3 = fsdp.use @w3 : tensor<6x8xf32>
+    %p = fsdp.matmul %s, %w3 : tensor<4x6xf32>, tensor<6x8xf32> -> tensor<4x8xf32>
+    %l = fsdp.mse %p, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<f32>
+    return %l : tensor<f32>
+  }
+}

@@ -70,11 +70,10 @@ static ManifestUnitAttr manifestUnit(const UnitRegions &regions,
 /// The entry of `param`, a member of `unit`.
 static ManifestParamAttr manifestParam(ParamOp param, UnitOp unit) {
   RankedTensorType type = param.getTensorType();
-  return ManifestParamAttr::get(param.getContext(), param.getSymName(), type.getShape(),
-                                param.getSplitDim(),
-                                param.getSplitParts().value_or(ArrayRef<int64_t>{}),
-                                type.getElementType(), unit.getSymName(),
-                                !param.getFrozen(), param.getInit(), *param.getOffset());
+  return ManifestParamAttr::get(
+      param.getContext(), param.getSymName(), type.getShape(), param.getSplitDim(),
+      param.getSplitParts().value_or(ArrayRef<int64_t>{}), type.getElementType(), unit.getSymName(),
+      !param.getFrozen(), param.getInit(), *param.getOffset());
 }
 
 /// The entries of the inputs, with their places in the arena.
