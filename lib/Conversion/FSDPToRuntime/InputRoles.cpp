@@ -15,11 +15,11 @@ static std::optional<InputRole> roleOfUse(OpOperand &use) {
     return InputRole{"tokens", embedding.getTable().getType().getDimSize(0)};
   if (auto embedding = dyn_cast<TensorEmbeddingOp>(user);
       embedding && embedding.getIndices() == input)
-    return InputRole{"tokens", embedding.getRows()};
+    return InputRole{"tokens", static_cast<int64_t>(embedding.getRows())};
   if (auto loss = dyn_cast<CrossEntropyOp>(user); loss && loss.getTargets() == input)
     return InputRole{"classes", loss.getLogits().getType().getShape().back()};
   if (auto loss = dyn_cast<TensorCrossEntropyOp>(user); loss && loss.getTargets() == input)
-    return InputRole{"classes", loss.getClasses()};
+    return InputRole{"classes", static_cast<int64_t>(loss.getClasses())};
   if (auto loss = dyn_cast<MSEOp>(user); loss && loss.getTarget() == input)
     return InputRole{"regression_target", 0};
   return std::nullopt;
