@@ -4,6 +4,7 @@
 
 #include "Diagnostics.h"
 #include "TestPasses.h"
+#include "fsdp/Codegen/Common/Passes.h"
 #include "fsdp/IR/FSDPOps.h"
 
 #include "mlir/Transforms/Passes.h"
@@ -52,6 +53,13 @@ public:
   using CUDAPipelineTarget::CUDAPipelineTarget;
   void addDeviceCode(OpPassManager &pm) const override {
     pm.addPass(fsdp::test::createTestLaunchToLoopsPass());
+    // Each launch's loops a function of its own, as the CPU target's kernels:
+    // LLVM's time then grows with the distinct kernels, not with the square of
+    // the step (a GPT with recompute and micro-batches: 30 s as one function).
+    if (options.outlineKernels) {
+      pm.addPass(fsdp::createFSDPOutlineKernelsPass());
+      pm.addPass(fsdp::createFSDPSplitStepPass());
+    }
     fsdp::buildHostLLVMPipeline(pm);
   }
 };

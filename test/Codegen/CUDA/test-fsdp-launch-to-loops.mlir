@@ -63,11 +63,11 @@ func.func @barrier(%a: memref<256xf32>) {
 // CHECK-LABEL: func.func @block_sum
 // CHECK-SAME:    (%[[A:.+]]: memref<40xf32>, %[[OUT:.+]]: memref<f32>)
 // CHECK:         %[[C40:.+]] = arith.constant 40 : index
-// CHECK:         %[[VALUES:.+]] = memref.alloca(%{{.+}}) : memref<?xf32>
+// CHECK:         %[[VALUES:.+]] = memref.alloca() : memref<40xf32>
 // CHECK:         scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} {
 // CHECK:           scf.for %[[TX:.+]] = %{{.+}} to %[[C40]] step %{{.+}} {
 // CHECK-NEXT:        %[[X:.+]] = memref.load %[[A]][%[[TX]]] : memref<40xf32>
-// CHECK:             memref.store %[[X]], %[[VALUES]][%{{.+}}] : memref<?xf32>
+// CHECK:             memref.store %[[X]], %[[VALUES]][%{{.+}}] : memref<40xf32>
 // CHECK:           %[[C32:.+]] = arith.constant 32 : index
 // CHECK-NEXT:      %[[WARPS:.+]] = arith.ceildivui %{{.+}}, %[[C32]] : index
 // CHECK:           scf.for %[[W:.+]] = %{{.+}} to %[[WARPS]] step %{{.+}} {
@@ -86,6 +86,29 @@ func.func @block_sum(%a: memref<40xf32>, %out: memref<f32>) {
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c40, %sy = %c1, %sz = %c1) {
     %x = memref.load %a[%tx] : memref<40xf32>
+    %sum = gpu.all_reduce add %x uniform {} : (f32) -> f32
+    %first = arith.cmpi eq, %tx, %c0 : index
+    scf.if %first {
+      memref.store %sum, %out[] : memref<f32>
+    }
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// A block size known only at run time: the threads' values in an array of
+// that size.
+// CHECK-LABEL: func.func @block_sum_dynamic
+// CHECK-SAME:    (%{{.+}}: memref<?xf32>, %{{.+}}: memref<f32>, %[[THREADS:.+]]: index)
+// CHECK:         memref.alloca(%[[THREADS]]) : memref<?xf32>
+func.func @block_sum_dynamic(%a: memref<?xf32>, %out: memref<f32>, %threads: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %threads, %sy = %c1, %sz = %c1) {
+    %x = memref.load %a[%tx] : memref<?xf32>
     %sum = gpu.all_reduce add %x uniform {} : (f32) -> f32
     %first = arith.cmpi eq, %tx, %c0 : index
     scf.if %first {

@@ -188,12 +188,21 @@ private:
     zero = arith::ConstantIndexOp::create(b, loc, 0);
     one = arith::ConstantIndexOp::create(b, loc, 1);
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
-    threads =
-        arith::MulIOp::create(b, loc, arith::MulIOp::create(b, loc, block.x, block.y), block.z);
-    // Each thread's value at a reduction, one array per reduction.
-    for (gpu::AllReduceOp reduce : reductions)
+    threads = b.createOrFold<arith::MulIOp>(
+        loc, b.createOrFold<arith::MulIOp>(loc, block.x, block.y), block.z);
+    // Each thread's value at a reduction, one array per reduction; of a static
+    // size where the block's is (a pointer then carries it into an outlined
+    // function).
+    std::optional<int64_t> staticThreads = getConstantIntValue(threads);
+    for (gpu::AllReduceOp reduce : reductions) {
+      if (staticThreads) {
+        values.push_back(
+            memref::AllocaOp::create(b, loc, MemRefType::get({*staticThreads}, reduce.getType())));
+        continue;
+      }
       values.push_back(memref::AllocaOp::create(
           b, loc, MemRefType::get({ShapedType::kDynamic}, reduce.getType()), ValueRange{threads}));
+    }
     // Blocks outermost, x fastest, as a GPU numbers its threads.
     SmallVector<Value> blockIdValues = buildLoopNest({grid.z, grid.y, grid.x});
     inBlock = b.saveInsertionPoint();
