@@ -18,8 +18,9 @@ namespace mlir::fsdp {
 /// Moves the evaluation step `eval` (a module the target's pipeline has
 /// lowered, as `trainer`) into `trainer`: its step becomes fsdp_eval_step,
 /// its manifest fsdp_eval_manifest, every other symbol it defines gets the
-/// prefix `fsdp_eval_`, and the runtime functions both declare are declared
-/// once.
+/// prefix `fsdp_eval_`, the runtime functions both declare are declared once,
+/// and the functions identical to one of the trainer's (the forward's kernels)
+/// are the trainer's.
 mlir::LogicalResult mergeEvalStep(mlir::ModuleOp trainer, mlir::ModuleOp eval);
 
 } // namespace mlir::fsdp
