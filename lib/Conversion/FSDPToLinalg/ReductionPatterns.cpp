@@ -367,6 +367,13 @@ struct CrossEntropyLowering : OpRewritePattern<CrossEntropyOp> {
   }
 };
 
+/// The mean cross-entropy's gradient at one logit of probability `p`:
+/// (p - 1 where it is the target's, else p) * dl / N.
+Value crossEntropyGradAt(ScalarMath &m, Value p, Value isTarget, Value lossGrad, double inverseN) {
+  Value oneHot = m.select(isTarget, m.constant(p, 1.0), m.constant(p, 0.0));
+  return m.mul(m.sub(p, oneHot), m.mul(lossGrad, m.constant(p, inverseN)));
+}
+
 // dlogits = (softmax(logits) - onehot(target)) * dl / N.
 struct CrossEntropyGradLowering : OpRewritePattern<CrossEntropyGradOp> {
   using OpRewritePattern::OpRewritePattern;
@@ -386,11 +393,10 @@ struct CrossEntropyGradLowering : OpRewritePattern<CrossEntropyGradOp> {
         [&](OpBuilder &nb, Location l, ValueRange a) {
           ScalarMath m(nb, l);
           Value p = m.div(m.exp(m.sub(a[0], a[1])), a[2]);
-          Value isTarget = m.select(
+          Value isTarget =
               arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, m.index(1),
-                                    arith::ExtSIOp::create(nb, l, nb.getI64Type(), a[3])),
-              m.constant(a[0], 1.0), m.constant(a[0], 0.0));
-          return m.mul(m.sub(p, isTarget), m.mul(a[4], m.constant(a[0], inverseN)));
+                                    arith::ExtSIOp::create(nb, l, nb.getI64Type(), a[3]));
+          return crossEntropyGradAt(m, p, isTarget, a[4], inverseN);
         });
     rewriter.replaceOp(op, expandLeading(rewriter, loc, grad, op.getType(), 1));
     return success();
@@ -520,10 +526,9 @@ struct CrossEntropyBlockGradLowering : OpRewritePattern<CrossEntropyBlockGradOp>
           ScalarMath m(nb, l);
           Value p = m.exp(m.sub(a[0], a[1]));
           Value column = arith::AddIOp::create(nb, l, m.index(1), m.toI64(a[3]));
-          Value isTarget = m.select(
-              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, column, m.toI64(a[2])),
-              m.constant(a[0], 1.0), m.constant(a[0], 0.0));
-          return m.mul(m.sub(p, isTarget), m.mul(a[4], m.constant(a[0], inverseN)));
+          Value isTarget =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, column, m.toI64(a[2]));
+          return crossEntropyGradAt(m, p, isTarget, a[4], inverseN);
         });
     rewriter.replaceOp(op, expandLeading(rewriter, loc, grad, op.getType(), 1));
     return success();
