@@ -505,7 +505,7 @@ class SimulatedTrainer(precision.Precision):
     f32, `inner` rounds those values inside an op, `reduce_in` reduces in that dtype
     whatever the plan says, `accumulate` sums micro-batches the other way. Not a bug:
     `flip` rounds the first step's first ambiguous value the other way, as the
-    calibrations that flip one do (Precision.flip_nearest)."""
+    calibration that flips one does (Precision.flip_nearest)."""
 
     def __init__(self, plan, skip=lambda point: False, inner=(), reduce_in=None,
                  accumulate=None, flip=False):
@@ -626,8 +626,8 @@ def test_teacher_bf16():
                        "; ".join(failures[:2]) or margins)
             one, pair = plans["1 rank"], plans["2 ranks reduce f32"]
             # Where every order rounds alike, a trainer's first flip is a cascade the
-            # reorderings never start: without the calibrations that flip one value, the
-            # Llama's step 1 below is at 6.5 times the pooled bound (0.60 with them).
+            # reorderings never start: without the calibration that flips one value, the
+            # Llama's step 1 below is at 6.5 times the pooled bound (0.60 with it).
             failures, margins = check(one, SimulatedTrainer(one, flip=True), 2)
             report("teacher bf16: %s, 1 rank, one value rounded the other way passes" % name,
                    not failures, "; ".join(failures[:2]) or margins)
