@@ -40,7 +40,7 @@ static void shareIdenticalFunctions(ModuleOp trainer, ModuleOp eval) {
     if (!function.isExternal() && namesOnlyDeclarations(function, trainerSymbols))
       shared.add(function);
   for (auto function : llvm::make_early_inc_range(eval.getOps<LLVM::LLVMFuncOp>())) {
-    if (function.isExternal() || function.getLinkage() != LLVM::Linkage::Internal ||
+    if (function.getLinkage() != LLVM::Linkage::Internal ||
         !namesOnlyDeclarations(function, evalSymbols))
       continue;
     FunctionOpInterface same = shared.find(function);

@@ -67,8 +67,8 @@ class Precision:
         roundings). Order k sums the products in one of three orders, by k mod 3: NumPy's
         (BLAS), the reduced dimension reversed, its second half first; orders 3 to 5 also
         add every other sum as a loop does (sum) and move every exp, log, tanh, cos and
-        sin within the trainer's approximation error (math); order 6 is 3 with one value
-        rounded the other way (round)."""
+        sin within the trainer's approximation error (math); order 6 adds as 3 does, with
+        moves of its own, and rounds one value the other way (round)."""
         twin = Precision(self.param_dtype, self.reduce_dtype, self.grid, self.strategy,
                          np.float32, self.micro_batches, self.accumulate, self.tensor_ranks,
                          self.splits)
@@ -120,9 +120,9 @@ class Precision:
         axes = tuple(a % x.ndim for a in ((axis,) if np.isscalar(axis) else axis))
         rest = [a for a in range(x.ndim) if a not in axes]
         rows = np.transpose(x, rest + list(axes)).reshape([x.shape[a] for a in rest] + [-1])
-        if self.order % 3 == 1:
+        if self.order == 4:
             rows = rows[..., ::-1]
-        if self.order % 3 == 2 and rows.shape[-1] > 8:
+        if self.order == 5 and rows.shape[-1] > 8:
             pad = -rows.shape[-1] % 8
             lanes = np.concatenate([rows, np.zeros(rows.shape[:-1] + (pad,), rows.dtype)], -1)
             rows = np.cumsum(lanes.reshape(rows.shape[:-1] + (-1, 8)), axis=-2)[..., -1, :]
