@@ -88,7 +88,7 @@ class Precision:
     # at 1.25e-3. So one calibration rounds one value the other way, as another float32
     # order can: in the first op of the step that has one, its value nearest a bf16
     # boundary, within FLIP_ULPS float32 ulps (not a tie: every exact order breaks it
-    # alike). With that one flip it lands at 3.1e-3 (as did 4 and 5 with the same flip).
+    # alike). With that one flip it lands at 3.1e-3 (as 4 and 5 did, given the same flip).
     flips_left = 0
     FLIP_ULPS = 16
     # The compiled CPU step's exp, log and tanh are upstream MLIR's polynomial

@@ -194,15 +194,11 @@ private:
     // size where the block's is (a pointer then carries it into an outlined
     // function).
     std::optional<int64_t> staticThreads = getConstantIntValue(threads);
-    for (gpu::AllReduceOp reduce : reductions) {
-      if (staticThreads) {
-        values.push_back(
-            memref::AllocaOp::create(b, loc, MemRefType::get({*staticThreads}, reduce.getType())));
-        continue;
-      }
-      values.push_back(memref::AllocaOp::create(
-          b, loc, MemRefType::get({ShapedType::kDynamic}, reduce.getType()), ValueRange{threads}));
-    }
+    int64_t size = staticThreads.value_or(ShapedType::kDynamic);
+    ValueRange dynamicSize = staticThreads ? ValueRange() : ValueRange(threads);
+    for (gpu::AllReduceOp reduce : reductions)
+      values.push_back(
+          memref::AllocaOp::create(b, loc, MemRefType::get({size}, reduce.getType()), dynamicSize));
     // Blocks outermost, x fastest, as a GPU numbers its threads.
     SmallVector<Value> blockIdValues = buildLoopNest({grid.z, grid.y, grid.x});
     inBlock = b.saveInsertionPoint();
